@@ -1,0 +1,16 @@
+#pragma once
+// Each command group registers its subcommands on the root app. A command sets `*exit_code` and prints
+// its own output; the CLI holds no scheduling logic of its own.
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+void RegisterMig(CLI::App& app, int* exit_code);
+void RegisterPlace(CLI::App& app, int* exit_code);
+void RegisterBench(CLI::App& app, int* exit_code);
+void RegisterSimulate(CLI::App& app, int* exit_code);
+void RegisterCost(CLI::App& app, int* exit_code);
+void RegisterDemo(CLI::App& app, int* exit_code);
+
+}  // namespace tessera::cli

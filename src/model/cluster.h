@@ -1,0 +1,56 @@
+#pragma once
+// Cluster model: nodes with GPUs, intra-node topology, network position, capacity tier and price.
+// Loaded from YAML (schema: docs/configuration.md); plain values, no allocation state (that is
+// sched/ClusterState).
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/ids.h"
+#include "base/status.h"
+#include "model/catalog.h"
+
+namespace tessera {
+
+enum class Tier : uint8_t { kReserved, kOnDemand, kSpot, kOwned };
+const char* TierName(Tier t);
+Result<Tier> ParseTier(std::string_view s);
+
+struct Node {
+  std::string name;
+  KindId kind = kNone;        // kNone for CPU-only nodes
+  int gpu_count = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  std::map<std::string, std::string> labels;
+  Interconnect interconnect = Interconnect::kPcie;
+  // For kNvLinkPairs: GPUs (2i, 2i+1) are bridged. For PCIe boxes: GPUs per PCIe switch / NUMA group
+  // (0 = all GPUs in one group).
+  int pcie_group_size = 0;
+  bool mig_enabled = false;   // initial MIG mode of every GPU on the node
+  std::string mig_config;     // initial layout name ("all-balanced", "all-1g.10gb", ...), empty = none
+  LeafId leaf = 0;            // leaf switch index (Cluster::leaf_names)
+  SpineId spine = 0;          // spine group / block index (Cluster::spine_names)
+  Tier tier = Tier::kReserved;
+  std::string pool;           // pool name (capacity tiers), defaults to tier name
+  double price_per_gpu_hour = 0;
+  double nic_gbps_per_gpu = 400;  // network injection per GPU, Gb/s
+};
+
+struct Cluster {
+  std::string name;
+  std::vector<Node> nodes;
+  std::vector<std::string> leaf_names;
+  std::vector<std::string> spine_names;
+  double spine_oversubscription = 1.0;  // leaf uplink oversubscription ratio (1 = non-blocking)
+
+  int TotalGpus() const;
+};
+
+// Parses cluster YAML. Errors name the source, the node and the field.
+Result<Cluster> LoadClusterYaml(std::string_view text, std::string_view source, const Catalog& catalog);
+
+}  // namespace tessera

@@ -1,0 +1,127 @@
+#pragma once
+// ClusterState: allocation state of every GPU, node and network domain, built from a Cluster and a
+// Catalog. It is the snapshot policies read (a const reference) and the thing callers mutate by applying
+// placements. Copying it is cheap enough for what-if runs (flat arrays, no pointers into itself).
+//
+// Thread safety: none; callers own a ClusterState per thread.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/ids.h"
+#include "base/status.h"
+#include "model/catalog.h"
+#include "model/cluster.h"
+#include "sched/placement.h"
+
+namespace tessera {
+
+// One MIG GPU instance that exists on a GPU.
+struct MigSlot {
+  int16_t profile = -1;  // index into GpuKind::profiles
+  int8_t start = -1;     // first memory slice
+  bool busy = false;     // a task runs in it
+};
+
+// Invariants (checked by ClusterState::CheckInvariants):
+//  1. !mig_enabled  => n_instances == 0, used_mask == 0, 0 <= free_milli <= 1000,
+//                      0 <= free_memory_mib <= kind memory; free_milli == 1000 iff no share is granted.
+//  2.  mig_enabled  => free_milli == 0 and free_memory_mib == 0 (capacity lives in instances);
+//                      instances[0..n_instances) form a valid layout (model/mig.h) and used_mask is the
+//                      union of their memory-slice masks.
+//  3. busy_mask is the set of starts of busy instances.
+struct GpuState {
+  KindId kind = kNone;
+  NodeId node = kNone;
+  bool mig_enabled = false;
+  uint8_t n_instances = 0;
+  uint8_t used_mask = 0;   // memory slices covered by instances
+  uint8_t busy_mask = 0;   // start bits of busy instances
+  int16_t free_milli = kMilliPerGpu;
+  int16_t tasks = 0;       // tasks holding this GPU (shares, instances or whole)
+  int64_t free_memory_mib = 0;
+  std::array<MigSlot, 8> instances{};
+
+  bool Idle() const { return tasks == 0; }
+  bool WholeFree() const { return !mig_enabled && tasks == 0; }
+};
+
+// Per-node aggregates, kept current on every change.
+struct NodeState {
+  KindId kind = kNone;
+  GpuId first_gpu = 0;
+  int gpu_count = 0;
+  LeafId leaf = 0;
+  SpineId spine = 0;
+  Tier tier = Tier::kReserved;
+  Interconnect interconnect = Interconnect::kPcie;
+  int64_t free_cpu_milli = 0;
+  int64_t free_memory_mib = 0;
+  int free_whole = 0;        // GPUs with WholeFree()
+  int mig_gpus = 0;          // GPUs with MIG enabled
+  int idle_gpus = 0;         // GPUs with no task (MIG or not)
+  int32_t free_milli_total = 0;  // sum of free_milli over non-MIG GPUs
+  int inference_tasks = 0;   // tasks of inference classes on this node
+  int training_tasks = 0;    // tasks of training class on this node
+  uint32_t version = 0;      // bumped on every change (for memo caches)
+};
+
+class ClusterState {
+ public:
+  // Builds the empty state; GPUs of nodes with mig_enabled start in MIG mode with the layout named by
+  // the node's mig_config ("all-balanced", "all-<profile>", or empty = no instances).
+  static Result<ClusterState> Build(const Cluster& cluster, const Catalog& catalog);
+
+  const Catalog& catalog() const { return *catalog_; }
+  const Cluster& cluster() const { return *cluster_; }
+  const GpuKind& kind_of_gpu(GpuId g) const { return catalog_->kind(gpus_[g].kind); }
+
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  int num_gpus() const { return static_cast<int>(gpus_.size()); }
+  int num_leaves() const { return num_leaves_; }
+  int num_spines() const { return num_spines_; }
+  const NodeState& node(NodeId n) const { return nodes_[n]; }
+  const GpuState& gpu(GpuId g) const { return gpus_[g]; }
+  const std::vector<NodeState>& nodes() const { return nodes_; }
+  const std::vector<GpuState>& gpus() const { return gpus_; }
+  int leaf_free_whole(LeafId l) const { return leaf_free_whole_[l]; }
+
+  // Checks that `tasks` can be applied now (every grant fits); no change on error.
+  Status CanApply(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli, int64_t host_memory_mib) const;
+  // Applies a placement: creates/destroys instances and toggles MIG mode as the grants ask, then marks
+  // the GPUs, instances and shares used. `inference` selects which per-node class counter to bump.
+  // REQUIRES: CanApply(...) is OK (checked; a broken precondition aborts).
+  void Apply(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli, int64_t host_memory_mib,
+             bool inference);
+  // Releases what Apply granted. Instances created by the placement stay (idle) until repartitioned.
+  void Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli, int64_t host_memory_mib,
+               bool inference);
+
+  // Repartition primitives (each requires an idle target; return an error otherwise).
+  Status SetMigMode(GpuId g, bool enabled);
+  Status CreateInstance(GpuId g, int profile, int start);
+  Status DestroyInstance(GpuId g, int start);
+  // Replaces every idle instance of `g` by `layout` (busy ones must be kept and be part of it).
+  Status Relayout(GpuId g, const std::vector<MigInstance>& layout);
+
+  // Totals.
+  int64_t AllocatedMilli() const;  // compute-equivalent thousandths of GPU held by tasks
+  // Verifies every invariant above plus node/leaf aggregates; returns the first violation.
+  Status CheckInvariants() const;
+
+ private:
+  void RefreshNode(NodeId n);
+  void Touch(NodeId n) { ++nodes_[n].version; }
+
+  const Catalog* catalog_ = nullptr;
+  const Cluster* cluster_ = nullptr;
+  std::vector<NodeState> nodes_;
+  std::vector<GpuState> gpus_;
+  std::vector<int> leaf_free_whole_;
+  int num_leaves_ = 0;
+  int num_spines_ = 0;
+};
+
+}  // namespace tessera

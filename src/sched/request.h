@@ -1,0 +1,38 @@
+#pragma once
+// Request: the engine's unit of placement. A gang of `tasks` identical tasks placed all or nothing;
+// an inference service with R replicas is R requests of one task each.
+
+#include <cstdint>
+#include <string>
+
+#include "base/ids.h"
+#include "model/cluster.h"
+#include "model/workload.h"
+
+namespace tessera {
+
+struct Request {
+  JobId id = 0;
+  WorkloadClass cls = WorkloadClass::kInference;
+  int tasks = 1;                 // gang members, all or nothing
+  // Whole GPUs per task. 0 means a sub-GPU task: one MIG instance or one fractional share.
+  int gpus_per_task = 1;
+  int gpu_milli = 1000;          // sub-GPU tasks: compute share of one full GPU (1..1000); whole: 1000
+  int64_t gpu_memory_mib = 0;    // memory needed on each GPU (or in the MIG instance / share)
+  int64_t cpu_milli = 0;         // per task
+  int64_t host_memory_mib = 0;   // per task
+  uint64_t kind_mask = 0;        // bit k = GPU kind k allowed; 0 = any kind
+  uint8_t tier_mask = 0;         // bit t = Tier t allowed; 0 = any tier
+  bool allow_mig = true;         // a sub-GPU task may use a MIG instance
+  bool allow_share = true;       // a sub-GPU task may take a fractional share of a non-MIG GPU
+  bool require_same_leaf = false;  // gangs: fail rather than cross leaf switches
+  int priority = 0;
+
+  bool SubGpu() const { return gpus_per_task == 0; }
+  int GpusPerTask() const { return gpus_per_task == 0 ? 1 : gpus_per_task; }
+  int TotalGpus() const { return tasks * GpusPerTask(); }
+  bool KindAllowed(KindId k) const { return kind_mask == 0 || ((kind_mask >> k) & 1u); }
+  bool TierAllowed(Tier t) const { return tier_mask == 0 || ((tier_mask >> static_cast<int>(t)) & 1u); }
+};
+
+}  // namespace tessera
