@@ -1,0 +1,176 @@
+#pragma once
+// Fragmentation Gradient Descent (FGD, Weng et al., USENIX ATC 2023) as the authors' harness runs it
+// (docs: ../shared/reference/fgd-harness.md), plus the pieces it is built from: the typical-task
+// distribution, the fragmentation measure, a portable seeded RNG and the per-seed node order that breaks
+// ties. The harness variant of tessera (TesseraPackingPolicy, harness_policies.h) reuses the same engine.
+//
+// Harness requests are single tasks (Request::tasks == 1) of one of three forms:
+//   CPU-only:  gpus_per_task == 0 && gpu_milli == 0
+//   sharing:   gpus_per_task == 0 && 0 < gpu_milli < 1000 (a share of one non-MIG GPU)
+//   whole:     gpus_per_task == k >= 1 (k fully free non-MIG GPUs), or gpus_per_task == 0 && gpu_milli == 1000
+// MIG GPUs count as having no free share (GpuState::free_milli == 0).
+//
+// Thread safety: a policy object keeps a mutable memo cache; use one policy object per thread.
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "sched/cluster_state.h"
+#include "sched/policy.h"
+
+namespace tessera {
+
+// SplitMix64: the same sequence on every platform and standard library (std distributions are not).
+class SeededRng {
+ public:
+  explicit SeededRng(uint64_t seed) : state_(seed) {}
+  uint64_t Next();
+  // Uniform in [0, n). REQUIRES: n > 0. Rejection sampling, no modulo bias.
+  uint64_t Below(uint64_t n);
+
+ private:
+  uint64_t state_;
+};
+
+// A uniformly random permutation of 0..n-1 (Fisher-Yates over SeededRng(seed)).
+std::vector<int32_t> SeededPermutation(int32_t n, uint64_t seed);
+
+// The resource shape of a single task as the FGD measure groups tasks.
+struct TaskShape {
+  int64_t cpu_milli = 0;
+  int num_gpu = 0;         // 0 = CPU-only
+  int gpu_milli = 0;       // per GPU: 1..999 sharing (num_gpu == 1), 1000 whole GPUs, 0 CPU-only
+  uint64_t kind_mask = 0;  // allowed GPU kinds, 0 = any
+  bool operator==(const TaskShape&) const = default;
+  bool CpuOnly() const { return num_gpu == 0; }
+  bool Sharing() const { return num_gpu == 1 && gpu_milli < kMilliPerGpu; }
+  bool KindAllowed(KindId k) const { return kind_mask == 0 || (k >= 0 && ((kind_mask >> k) & 1u)); }
+};
+
+// Shape of a harness request (see the forms above). Does not validate; see CheckHarnessRequest.
+TaskShape ShapeOf(const Request& r);
+// OK when `r` is one of the three harness forms, else an error saying why.
+Status CheckHarnessRequest(const Request& r);
+
+// The typical-task distribution M: the most common shapes of a workload with their probabilities.
+struct TaskShapeDistribution {
+  std::vector<TaskShape> shapes;  // most common first
+  std::vector<double> prob;       // parallel to shapes; sums to 1 (empty distribution: no shapes)
+  // Parallel to shapes: median host memory of the shape's tasks (FGD ignores it; tessera's measure uses
+  // it). Empty when unknown (Typical()), which counts as 0.
+  std::vector<int64_t> memory_mib;
+
+  // Groups `tasks` by shape and keeps the smallest most-common-first prefix covering at least
+  // `coverage` of the tasks (equal counts: the shape seen first comes first); renormalised.
+  static TaskShapeDistribution Typical(const std::vector<TaskShape>& tasks, double coverage = 0.95);
+  static TaskShapeDistribution FromRequests(const std::vector<Request>& requests, double coverage = 0.95);
+};
+
+// A node as the measure sees it: its GPU kind, free CPU and the free milli of each GPU.
+struct NodeResources {
+  KindId kind = kNone;
+  int64_t free_cpu_milli = 0;
+  std::vector<int> free_milli;  // per GPU, 0..1000
+};
+NodeResources NodeResourcesOf(const ClusterState& s, NodeId n);
+
+// GPU milli of `node` that a task of shape `m` cannot use (fgd-harness.md, "Fragmentation of a node").
+int64_t FragmentedMilli(const NodeResources& node, const TaskShape& m);
+// F(node) = sum over typical shapes of p_m * FragmentedMilli(node, m).
+double NodeFragmentation(const NodeResources& node, const TaskShapeDistribution& dist);
+// FGD's integer node score: int(100 * sigmoid((before - after) / 1000)), truncated toward zero.
+int FgdScore(double frag_before, double frag_after);
+
+namespace fgd_internal {
+
+// Nodes with equal (kind, free cpu, free memory, sorted free milli) are one class: every per-class
+// quantity (F, per-shape counts, the score of a task) is computed once per class, not once per node.
+struct NodeClass {
+  KindId kind = kNone;
+  int64_t free_cpu = 0;
+  int64_t free_mem = 0;
+  std::vector<int> sorted_free;    // ascending
+  std::vector<int> distinct_free;  // ascending, distinct, > 0
+  std::vector<int> cnt_ge;         // per typical shape: GPUs with free >= shape's share
+  std::vector<int64_t> sum_lt;     // per typical shape: free milli of GPUs with free < shape's share
+  int64_t total_free = 0;
+  double frag = 0;                 // F(class)
+  double frag_mem = 0;             // F(class) with host memory in the fit test (tessera's measure)
+  uint64_t stamp = 0;              // request stamp the cached score belongs to
+  double score = 0;
+  uint16_t best_values = 0;        // bit i: distinct_free[i] reaches `score` (sharing tasks)
+};
+
+struct NodeEntry {
+  const ClusterState* owner = nullptr;
+  uint32_t version = 0;
+  int64_t free_cpu = -1;
+  int64_t free_mem = -1;
+  std::vector<int16_t> free_milli;  // per GPU, as last seen
+  int32_t cls = -1;
+  int max_free = 0;
+};
+
+// What a scoring rule needs to know about a task.
+struct TaskDelta {
+  TaskShape shape;
+  int64_t host_memory_mib = 0;
+};
+
+// Scores one class for a task; higher is better. For sharing tasks it also reports which distinct
+// free values reach the best score (bit i = distinct_free[i]).
+class ClassScorer {
+ public:
+  virtual ~ClassScorer() = default;
+  virtual double Score(const NodeClass& c, const TaskDelta& t, const TaskShapeDistribution& dist,
+                       uint16_t* best_values) const = 0;
+};
+
+// Shared engine: walks nodes in the seed's order, keeps per-node class ids current by content, scores
+// each class once per request and returns the earliest node (in that order) of the best class.
+class ClassEngine {
+ public:
+  ClassEngine(TaskShapeDistribution dist, uint64_t seed);
+  PlaceResult Place(const ClusterState& s, const Request& r, const ClassScorer& scorer,
+                    std::string_view policy_name) const;
+  const TaskShapeDistribution& dist() const { return dist_; }
+
+ private:
+  void EnsureOrder(int n) const;
+  int32_t Refresh(const ClusterState& s, NodeId n) const;
+  int32_t ClassFor(const ClusterState& s, NodeId n, const NodeEntry& e) const;
+
+  TaskShapeDistribution dist_;
+  uint64_t seed_;
+  mutable std::vector<int32_t> order_;
+  mutable std::vector<NodeEntry> entries_;
+  mutable std::vector<NodeClass> classes_;
+  mutable std::unordered_map<std::string, int32_t> class_index_;
+  mutable uint64_t stamp_ = 0;
+};
+
+// F of class `c` after the task takes: one GPU of free value `v` reduced by the task's share (sharing),
+// `k` whole GPUs (whole) or nothing (CPU-only); CPU reduced by the task's CPU.
+// With `host_memory`, a typical shape also needs its memory_mib of free host memory to count as usable
+// (t.host_memory_mib is taken from the node first).
+double FragAfter(const NodeClass& c, const TaskDelta& t, int v, const TaskShapeDistribution& dist,
+                 bool host_memory = false);
+
+}  // namespace fgd_internal
+
+// FGD: the node whose fragmentation drops most (integer score, ties to the earliest node in the seed's
+// node order); for sharing tasks the lowest-index GPU reaching the node's best score.
+class FgdPolicy : public Policy {
+ public:
+  FgdPolicy(TaskShapeDistribution dist, uint64_t seed);
+  std::string_view name() const override { return "fgd"; }
+  PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
+
+ private:
+  fgd_internal::ClassEngine engine_;
+};
+
+}  // namespace tessera

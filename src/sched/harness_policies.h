@@ -1,0 +1,71 @@
+#pragma once
+// Policies of the FGD evaluation harness (../shared/reference/fgd-harness.md) besides FGD itself:
+// BestFit with the harness's exact integer formula, Random, and `tessera`'s packing score for non-MIG
+// sharing / whole-GPU single tasks. All take the harness request forms described in fgd_policy.h, break
+// score ties by the seed's node order and are pure given their construction arguments (seed,
+// typical-task distribution); memo caches never change a decision.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "sched/fgd_policy.h"
+#include "sched/policy.h"
+
+namespace tessera {
+
+// Picks, for a sharing task on a chosen node, the GPU with the least free share that still fits (lowest
+// index on ties); for whole-GPU tasks the lowest-index fully free GPUs. Fails when the node lacks them.
+Result<TaskPlacement> HarnessGpusOnNode(const ClusterState& s, NodeId n, const TaskShape& t);
+
+// BestFit: score int(100 * (1 - 0.5 * cpu_left / max_cpu - 0.5 * gpu_left / max_gpu)), where *_left is
+// what the node keeps after the task and max_* are the largest node's CPU (millicores) and GPU (milli)
+// capacities (128,000 and 8,000 on openb). Highest score wins; ties to the earliest node in seed order.
+class BestFitPolicy : public Policy {
+ public:
+  explicit BestFitPolicy(uint64_t seed) : seed_(seed) {}
+  std::string_view name() const override { return "bestfit"; }
+  PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
+
+ private:
+  uint64_t seed_;
+  mutable std::vector<int32_t> order_;
+};
+
+// Random: a uniformly random feasible node, drawn from a generator seeded by (seed, request id), so the
+// choice depends only on the snapshot, the request and the seed.
+class RandomPolicy : public Policy {
+ public:
+  explicit RandomPolicy(uint64_t seed) : seed_(seed) {}
+  std::string_view name() const override { return "random"; }
+  PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
+
+ private:
+  uint64_t seed_;
+};
+
+// tessera's score for sharing clusters (see docs/evaluation.md, "FGD harness"): FGD's fragmentation
+// gradient with a measure that also counts host CPU and memory (GPU capacity a typical task cannot use
+// because the node's CPU or memory is gone is fragmented too), on an integer scale, ties to the earliest
+// node of the seed's order.
+class TesseraPackingPolicy : public Policy {
+ public:
+  TesseraPackingPolicy(TaskShapeDistribution dist, uint64_t seed);
+  std::string_view name() const override { return "tessera"; }
+  PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
+
+ private:
+  fgd_internal::ClassEngine engine_;
+};
+
+// Harness policy names: "fgd", "bestfit", "random", "tessera".
+std::vector<std::string> HarnessPolicyNames();
+// Builds a harness policy. `dist` is the workload's typical-task distribution (fgd, tessera); `seed`
+// fixes the node order that breaks ties (and Random's draws).
+Result<std::unique_ptr<Policy>> MakeHarnessPolicy(std::string_view name, const TaskShapeDistribution& dist,
+                                                  uint64_t seed);
+
+}  // namespace tessera

@@ -1,0 +1,112 @@
+#include "sim/fgd_harness.h"
+
+#include <fmt/format.h>
+
+#include "sched/cluster_state.h"
+#include "sched/harness_policies.h"
+
+namespace tessera {
+
+int64_t RequestedGpuMilli(const Request& r) {
+  if (r.gpus_per_task == 0) return r.gpu_milli;
+  return static_cast<int64_t>(r.gpus_per_task) * kMilliPerGpu;
+}
+
+int64_t GpuCapacityMilli(const Cluster& cluster) {
+  int64_t c = 0;
+  for (const Node& n : cluster.nodes) c += static_cast<int64_t>(n.gpu_count) * kMilliPerGpu;
+  return c;
+}
+
+uint64_t PolicySeed(uint64_t seed) { return SeededRng(seed ^ 0x6a09e667f3bcc909ULL).Next(); }
+
+std::vector<Request> ShuffleAndInflate(const std::vector<Request>& pods, int64_t capacity_milli, double inflation,
+                                       uint64_t seed) {
+  std::vector<Request> out = pods;
+  SeededRng rng(seed);
+  for (size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[rng.Below(i)]);
+  int64_t total = 0;
+  for (const Request& r : out) total += RequestedGpuMilli(r);
+  const double target = inflation * static_cast<double>(capacity_milli);
+  bool any_gpu = false;
+  for (const Request& r : pods) any_gpu = any_gpu || RequestedGpuMilli(r) > 0;
+  while (any_gpu && static_cast<double>(total) < target) {
+    const Request& r = pods[rng.Below(pods.size())];
+    out.push_back(r);
+    total += RequestedGpuMilli(r);
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].id = static_cast<JobId>(i);
+  return out;
+}
+
+Result<FgdRunResult> RunFgdHarness(const Cluster& cluster, const Catalog& catalog, const std::vector<Request>& pods,
+                                   const TaskShapeDistribution& dist, std::string_view policy, uint64_t seed,
+                                   const FgdHarnessOptions& options) {
+  Result<std::unique_ptr<Policy>> pol = MakeHarnessPolicy(policy, dist, PolicySeed(seed));
+  if (!pol.ok()) return pol.status();
+  Result<ClusterState> built = ClusterState::Build(cluster, catalog);
+  if (!built.ok()) return built.status();
+  ClusterState& state = built.value();
+
+  FgdRunResult res;
+  res.policy = std::string(policy);
+  res.seed = seed;
+  res.capacity_milli = GpuCapacityMilli(cluster);
+  if (res.capacity_milli <= 0) return Status::Error("the cluster has no GPUs");
+  const double cap = static_cast<double>(res.capacity_milli);
+
+  const std::vector<Request> order = ShuffleAndInflate(pods, res.capacity_milli, options.inflation, seed);
+  res.pods = static_cast<int64_t>(order.size());
+  if (options.record_curve) res.curve.reserve(order.size());
+
+  std::vector<double> node_frag(static_cast<size_t>(state.num_nodes()));
+  double frag = 0;
+  for (NodeId n = 0; n < state.num_nodes(); ++n) {
+    node_frag[n] = NodeFragmentation(NodeResourcesOf(state, n), dist);
+    frag += node_frag[n];
+  }
+
+  int64_t arrived = 0, allocated = 0;
+  CurvePoint at100;
+  bool have100 = false;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Request& r = order[i];
+    const int64_t ask = RequestedGpuMilli(r);
+    arrived += ask;
+    PlaceResult pr = (*pol)->Place(state, r);
+    if (pr.ok) {
+      if (Status st = state.CanApply(pr.tasks, r.cpu_milli, r.host_memory_mib); !st.ok())
+        return Status::Error(fmt::format("policy {} returned an inapplicable placement for pod {}: {}", policy, i,
+                                         st.message()));
+      state.Apply(pr.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
+      allocated += ask;
+      ++res.placed;
+      const NodeId n = pr.tasks.front().node;
+      const double f = NodeFragmentation(NodeResourcesOf(state, n), dist);
+      frag += f - node_frag[n];
+      node_frag[n] = f;
+    } else {
+      ++res.failed;
+    }
+    CurvePoint p;
+    p.pod_index = static_cast<int64_t>(i);
+    p.arrived_pct = 100.0 * static_cast<double>(arrived) / cap;
+    p.allocated_pct = 100.0 * static_cast<double>(allocated) / cap;
+    p.frag_pct_of_capacity = 100.0 * frag / cap;
+    const int64_t idle = res.capacity_milli - allocated;
+    p.frag_pct_of_idle = idle > 0 ? 100.0 * frag / static_cast<double>(idle) : 0.0;
+    if (!have100 && arrived >= res.capacity_milli) {
+      at100 = p;
+      have100 = true;
+    }
+    if (options.record_curve) res.curve.push_back(p);
+    if (i + 1 == order.size() && !have100) at100 = p;
+  }
+  res.reached_100 = have100;
+  res.unallocated_gpu_pct_at_100 = 100.0 - at100.allocated_pct;
+  res.fragmentation_pct_at_100 = at100.frag_pct_of_capacity;
+  res.frag_pct_of_idle_at_100 = at100.frag_pct_of_idle;
+  return res;
+}
+
+}  // namespace tessera
