@@ -13,6 +13,7 @@
 #include "base/ids.h"
 #include "base/status.h"
 #include "model/catalog.h"
+#include "model/mig.h"
 #include "model/cluster.h"
 #include "sched/placement.h"
 
@@ -65,6 +66,9 @@ struct NodeState {
   int32_t free_milli_total = 0;  // sum of free_milli over non-MIG GPUs
   int inference_tasks = 0;   // tasks of inference classes on this node
   int training_tasks = 0;    // tasks of training class on this node
+  uint32_t idle_profile_mask = 0;       // bit p: some GPU has an idle instance of profile p
+  uint32_t creatable_profile_mask = 0;  // bit p: some MIG GPU has free slices for profile p
+  int idle_mig_gpus = 0;     // MIG GPUs with no busy instance (can be relaid out or switched off)
   uint32_t version = 0;      // bumped on every change (for memo caches)
 };
 
@@ -113,6 +117,7 @@ class ClusterState {
 
  private:
   void RefreshNode(NodeId n);
+  uint32_t CreatableProfiles(const GpuState& gs) const;
   void Touch(NodeId n) { ++nodes_[n].version; }
 
   const Catalog* catalog_ = nullptr;

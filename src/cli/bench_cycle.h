@@ -1,0 +1,7 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+// `tessera bench cycle` (scheduling-cycle speed); defined in bench_cycle.cc.
+void RegisterBenchCycle(CLI::App& bench, int* exit_code);
+}  // namespace tessera::cli

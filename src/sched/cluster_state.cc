@@ -1,0 +1,476 @@
+#include "sched/cluster_state.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+
+#include "model/mig.h"
+#include "sched/mig_layouts.h"
+
+namespace tessera {
+namespace {
+
+bool IsInference(bool inference) { return inference; }
+
+// Applies one grant to a GPU state copy. Returns an error (and leaves `g` in an unspecified state) when the
+// grant does not fit; callers work on copies.
+Status ApplyGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
+  if (grant.disable_mig) {
+    if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: disable_mig on a GPU not in MIG mode", grant.gpu));
+    if (g.busy_mask) return Status::Error(fmt::format("GPU {}: MIG mode can change only on an idle GPU", grant.gpu));
+    g.mig_enabled = false;
+    g.n_instances = 0;
+    g.used_mask = 0;
+    g.instances = {};
+    g.free_milli = kMilliPerGpu;
+    g.free_memory_mib = kind.memory_mib;
+  }
+  if (grant.enable_mig) {
+    if (!kind.mig_capable) return Status::Error(fmt::format("GPU {}: kind {} is not MIG-capable", grant.gpu, kind.id));
+    if (g.mig_enabled) return Status::Error(fmt::format("GPU {}: enable_mig on a GPU already in MIG mode", grant.gpu));
+    if (g.tasks) return Status::Error(fmt::format("GPU {}: MIG mode can change only on an idle GPU", grant.gpu));
+    g.mig_enabled = true;
+    g.free_milli = 0;
+    g.free_memory_mib = 0;
+  }
+  if (grant.destroy_mask) {
+    if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: destroy on a GPU not in MIG mode", grant.gpu));
+    for (int s = 0; s < 8; ++s) {
+      if (!((grant.destroy_mask >> s) & 1u)) continue;
+      if ((g.busy_mask >> s) & 1u)
+        return Status::Error(fmt::format("GPU {}: instance at slice {} is busy and cannot be destroyed", grant.gpu, s));
+      int idx = -1;
+      for (int i = 0; i < g.n_instances; ++i)
+        if (g.instances[i].start == s) idx = i;
+      if (idx < 0) return Status::Error(fmt::format("GPU {}: no instance starts at slice {}", grant.gpu, s));
+      const MigProfile& p = kind.profiles[g.instances[idx].profile];
+      g.used_mask &= static_cast<uint8_t>(~p.MaskAt(s));
+      g.instances[idx] = g.instances[g.n_instances - 1];
+      g.instances[--g.n_instances] = MigSlot{};
+    }
+  }
+  if (grant.mig_profile >= 0) {
+    if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: MIG grant on a GPU not in MIG mode", grant.gpu));
+    if (grant.mig_profile >= static_cast<int>(kind.profiles.size()))
+      return Status::Error(fmt::format("GPU {}: unknown MIG profile index {}", grant.gpu, grant.mig_profile));
+    const MigProfile& p = kind.profiles[grant.mig_profile];
+    if (grant.create_instance) {
+      std::vector<MigInstance> existing;
+      for (int i = 0; i < g.n_instances; ++i) existing.push_back({g.instances[i].profile, g.instances[i].start});
+      if (!CanAddInstance(kind, existing, {grant.mig_profile, grant.mig_start}))
+        return Status::Error(fmt::format("GPU {}: {}@{} does not fit the current layout", grant.gpu, p.name,
+                                         static_cast<int>(grant.mig_start)));
+      g.instances[g.n_instances++] = MigSlot{grant.mig_profile, grant.mig_start, false};
+      g.used_mask |= p.MaskAt(grant.mig_start);
+    }
+    int idx = -1;
+    for (int i = 0; i < g.n_instances; ++i)
+      if (g.instances[i].start == grant.mig_start && g.instances[i].profile == grant.mig_profile) idx = i;
+    if (idx < 0)
+      return Status::Error(fmt::format("GPU {}: no {} instance at slice {}", grant.gpu, p.name,
+                                       static_cast<int>(grant.mig_start)));
+    if (g.instances[idx].busy)
+      return Status::Error(fmt::format("GPU {}: instance {}@{} is busy", grant.gpu, p.name,
+                                       static_cast<int>(grant.mig_start)));
+    if (grant.memory_mib > p.usable_mib)
+      return Status::Error(fmt::format("GPU {}: needs {} MiB, instance {} has {} MiB usable", grant.gpu,
+                                       grant.memory_mib, p.name, p.usable_mib));
+    g.instances[idx].busy = true;
+    g.busy_mask |= static_cast<uint8_t>(1u << grant.mig_start);
+    ++g.tasks;
+    return Status::Ok();
+  }
+  if (g.mig_enabled) return Status::Error(fmt::format("GPU {}: whole/share grant on a GPU in MIG mode", grant.gpu));
+  if (grant.milli >= kMilliPerGpu) {
+    if (g.tasks) return Status::Error(fmt::format("GPU {}: whole GPU requested but it is in use", grant.gpu));
+    if (grant.memory_mib > kind.memory_mib)
+      return Status::Error(fmt::format("GPU {}: needs {} MiB, GPU has {} MiB", grant.gpu, grant.memory_mib,
+                                       kind.memory_mib));
+    g.free_milli = 0;
+    g.free_memory_mib = 0;
+    ++g.tasks;
+    return Status::Ok();
+  }
+  if (grant.milli <= 0) return Status::Error(fmt::format("GPU {}: share must be positive", grant.gpu));
+  if (g.free_milli < grant.milli)
+    return Status::Error(fmt::format("GPU {}: needs {} milli, {} free", grant.gpu, grant.milli, g.free_milli));
+  if (g.free_memory_mib < grant.memory_mib)
+    return Status::Error(fmt::format("GPU {}: needs {} MiB, {} MiB free", grant.gpu, grant.memory_mib,
+                                     g.free_memory_mib));
+  g.free_milli = static_cast<int16_t>(g.free_milli - grant.milli);
+  g.free_memory_mib -= grant.memory_mib;
+  ++g.tasks;
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* SpanName(Span s) {
+  switch (s) {
+    case Span::kOneGpu: return "one-gpu";
+    case Span::kOneNode: return "one-node";
+    case Span::kOneLeaf: return "one-leaf";
+    case Span::kOneSpine: return "one-spine";
+    case Span::kCrossSpine: return "cross-spine";
+  }
+  return "?";
+}
+
+const char* NoFitCodeName(NoFitCode c) {
+  switch (c) {
+    case NoFitCode::kNone: return "None";
+    case NoFitCode::kInvalid: return "Invalid";
+    case NoFitCode::kRequestExceedsCluster: return "RequestExceedsCluster";
+    case NoFitCode::kResources: return "Resources";
+    case NoFitCode::kMigProfileUnavailable: return "MigProfileUnavailable";
+    case NoFitCode::kMemory: return "Memory";
+    case NoFitCode::kTopologyUnsatisfiable: return "TopologyUnsatisfiable";
+    case NoFitCode::kFragmented: return "Fragmented";
+  }
+  return "?";
+}
+
+Result<ClusterState> ClusterState::Build(const Cluster& cluster, const Catalog& catalog) {
+  ClusterState s;
+  s.catalog_ = &catalog;
+  s.cluster_ = &cluster;
+  s.num_leaves_ = std::max<int>(1, static_cast<int>(cluster.leaf_names.size()));
+  s.num_spines_ = std::max<int>(1, static_cast<int>(cluster.spine_names.size()));
+  s.leaf_free_whole_.assign(s.num_leaves_, 0);
+  s.nodes_.reserve(cluster.nodes.size());
+  for (NodeId n = 0; n < static_cast<NodeId>(cluster.nodes.size()); ++n) {
+    const Node& node = cluster.nodes[n];
+    NodeState ns;
+    ns.kind = node.kind;
+    ns.first_gpu = static_cast<GpuId>(s.gpus_.size());
+    ns.gpu_count = node.gpu_count;
+    ns.leaf = node.leaf;
+    ns.spine = node.spine;
+    ns.tier = node.tier;
+    ns.interconnect = node.interconnect;
+    ns.free_cpu_milli = node.cpu_milli;
+    ns.free_memory_mib = node.memory_mib;
+    if (node.leaf < 0 || node.leaf >= s.num_leaves_)
+      return Status::Error(fmt::format("node '{}': leaf index out of range", node.name));
+    std::vector<MigInstance> layout;
+    if (node.gpu_count > 0 && node.mig_enabled && !node.mig_config.empty()) {
+      auto l = NamedMigLayout(catalog.kind(node.kind), node.mig_config);
+      if (!l.ok()) return Status::Error(fmt::format("node '{}': mig config: {}", node.name, l.error()));
+      layout = *l;
+    }
+    for (int i = 0; i < node.gpu_count; ++i) {
+      GpuState g;
+      g.kind = node.kind;
+      g.node = n;
+      const GpuKind& kind = catalog.kind(node.kind);
+      g.free_memory_mib = kind.memory_mib;
+      if (node.mig_enabled) {
+        g.mig_enabled = true;
+        g.free_milli = 0;
+        g.free_memory_mib = 0;
+        for (const MigInstance& m : layout) {
+          g.instances[g.n_instances++] = MigSlot{static_cast<int16_t>(m.profile), static_cast<int8_t>(m.start), false};
+          g.used_mask |= kind.profiles[m.profile].MaskAt(m.start);
+        }
+      }
+      s.gpus_.push_back(g);
+    }
+    s.nodes_.push_back(ns);
+    s.RefreshNode(n);
+  }
+  return s;
+}
+
+uint32_t ClusterState::CreatableProfiles(const GpuState& gs) const {
+  if (!gs.mig_enabled) return 0;
+  const GpuKind& kind = catalog_->kind(gs.kind);
+  uint32_t mask = 0;
+  for (int p = 0; p < static_cast<int>(kind.profiles.size()); ++p) {
+    const MigProfile& prof = kind.profiles[p];
+    int count = 0;
+    for (int i = 0; i < gs.n_instances; ++i) count += gs.instances[i].profile == p;
+    if (count >= prof.max_count || gs.n_instances >= kind.mig_max_instances) continue;
+    for (int s = 0; s < kind.mig_memory_slices; ++s)
+      if (prof.AllowedStart(s) && !(prof.MaskAt(s) & gs.used_mask)) {
+        mask |= 1u << p;
+        break;
+      }
+  }
+  return mask;
+}
+
+void ClusterState::RefreshNode(NodeId n) {
+  NodeState& ns = nodes_[n];
+  const int old_free = ns.free_whole;
+  ns.free_whole = ns.mig_gpus = ns.idle_gpus = ns.idle_mig_gpus = 0;
+  ns.free_milli_total = 0;
+  ns.idle_profile_mask = ns.creatable_profile_mask = 0;
+  for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
+    const GpuState& gs = gpus_[g];
+    ns.free_whole += gs.WholeFree();
+    ns.mig_gpus += gs.mig_enabled;
+    ns.idle_gpus += gs.Idle();
+    if (!gs.mig_enabled) {
+      ns.free_milli_total += gs.free_milli;
+      continue;
+    }
+    ns.idle_mig_gpus += gs.Idle();
+    for (int i = 0; i < gs.n_instances; ++i)
+      if (!gs.instances[i].busy) ns.idle_profile_mask |= 1u << gs.instances[i].profile;
+    ns.creatable_profile_mask |= CreatableProfiles(gs);
+  }
+  leaf_free_whole_[ns.leaf] += ns.free_whole - old_free;
+  ++ns.version;
+}
+
+Status ClusterState::CanApply(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli,
+                              int64_t host_memory_mib) const {
+  std::map<GpuId, GpuState> copies;
+  std::map<NodeId, std::pair<int64_t, int64_t>> node_use;
+  for (const TaskPlacement& t : tasks) {
+    if (t.node < 0 || t.node >= num_nodes()) return Status::Error(fmt::format("node index {} out of range", t.node));
+    auto& use = node_use[t.node];
+    use.first += cpu_milli;
+    use.second += host_memory_mib;
+    const NodeState& ns = nodes_[t.node];
+    for (const GpuGrant& gr : t.gpus) {
+      if (gr.gpu < ns.first_gpu || gr.gpu >= ns.first_gpu + ns.gpu_count)
+        return Status::Error(fmt::format("GPU {} is not on node {}", gr.gpu, cluster_->nodes[t.node].name));
+      auto it = copies.try_emplace(gr.gpu, gpus_[gr.gpu]).first;
+      if (Status st = ApplyGrant(it->second, catalog_->kind(gpus_[gr.gpu].kind), gr); !st.ok()) return st;
+    }
+  }
+  for (const auto& [n, use] : node_use) {
+    if (use.first > nodes_[n].free_cpu_milli)
+      return Status::Error(fmt::format("node {}: needs {} CPU milli, {} free", cluster_->nodes[n].name, use.first,
+                                       nodes_[n].free_cpu_milli));
+    if (use.second > nodes_[n].free_memory_mib)
+      return Status::Error(fmt::format("node {}: needs {} MiB host memory, {} free", cluster_->nodes[n].name,
+                                       use.second, nodes_[n].free_memory_mib));
+  }
+  return Status::Ok();
+}
+
+void ClusterState::Apply(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli, int64_t host_memory_mib,
+                         bool inference) {
+  for (const TaskPlacement& t : tasks) {
+    NodeState& ns = nodes_[t.node];
+    TESSERA_CHECK(ns.free_cpu_milli >= cpu_milli && ns.free_memory_mib >= host_memory_mib,
+                  fmt::format("Apply without CanApply: node {} CPU/memory", t.node));
+    ns.free_cpu_milli -= cpu_milli;
+    ns.free_memory_mib -= host_memory_mib;
+    for (const GpuGrant& gr : t.gpus) {
+      Status st = ApplyGrant(gpus_[gr.gpu], catalog_->kind(gpus_[gr.gpu].kind), gr);
+      TESSERA_CHECK(st.ok(), "Apply without CanApply: " + st.message());
+    }
+    if (IsInference(inference)) ++ns.inference_tasks;
+    else ++ns.training_tasks;
+    RefreshNode(t.node);
+  }
+}
+
+void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli, int64_t host_memory_mib,
+                           bool inference) {
+  for (const TaskPlacement& t : tasks) {
+    NodeState& ns = nodes_[t.node];
+    ns.free_cpu_milli += cpu_milli;
+    ns.free_memory_mib += host_memory_mib;
+    for (const GpuGrant& gr : t.gpus) {
+      GpuState& g = gpus_[gr.gpu];
+      const GpuKind& kind = catalog_->kind(g.kind);
+      TESSERA_CHECK(g.tasks > 0, fmt::format("Release of GPU {} that holds no task", gr.gpu));
+      if (gr.mig_profile >= 0) {
+        bool found = false;
+        for (int i = 0; i < g.n_instances; ++i) {
+          MigSlot& m = g.instances[i];
+          if (m.start == gr.mig_start && m.profile == gr.mig_profile && m.busy) {
+            m.busy = false;
+            found = true;
+          }
+        }
+        TESSERA_CHECK(found, fmt::format("Release of GPU {}: no busy instance at {}", gr.gpu, (int)gr.mig_start));
+        g.busy_mask &= static_cast<uint8_t>(~(1u << gr.mig_start));
+      } else if (gr.milli >= kMilliPerGpu) {
+        g.free_milli = kMilliPerGpu;
+        g.free_memory_mib = kind.memory_mib;
+      } else {
+        g.free_milli = static_cast<int16_t>(g.free_milli + gr.milli);
+        g.free_memory_mib += gr.memory_mib;
+        TESSERA_CHECK(g.free_milli <= kMilliPerGpu, fmt::format("GPU {}: share released twice", gr.gpu));
+      }
+      --g.tasks;
+    }
+    if (IsInference(inference)) --ns.inference_tasks;
+    else --ns.training_tasks;
+    RefreshNode(t.node);
+  }
+}
+
+Status ClusterState::SetMigMode(GpuId g, bool enabled) {
+  GpuState copy = gpus_[g];
+  GpuGrant gr;
+  gr.gpu = g;
+  gr.enable_mig = enabled;
+  gr.disable_mig = !enabled;
+  gr.milli = 0;
+  // Reuse the grant logic for the mode change only (no task is granted).
+  const GpuKind& kind = catalog_->kind(copy.kind);
+  if (enabled && copy.mig_enabled) return Status::Ok();
+  if (!enabled && !copy.mig_enabled) return Status::Ok();
+  if (copy.tasks) return Status::Error(fmt::format("GPU {}: MIG mode can change only on an idle GPU", g));
+  if (enabled) {
+    if (!kind.mig_capable) return Status::Error(fmt::format("GPU {}: kind {} is not MIG-capable", g, kind.id));
+    copy.mig_enabled = true;
+    copy.free_milli = 0;
+    copy.free_memory_mib = 0;
+  } else {
+    copy.mig_enabled = false;
+    copy.n_instances = 0;
+    copy.used_mask = 0;
+    copy.instances = {};
+    copy.free_milli = kMilliPerGpu;
+    copy.free_memory_mib = kind.memory_mib;
+  }
+  gpus_[g] = copy;
+  RefreshNode(copy.node);
+  return Status::Ok();
+}
+
+Status ClusterState::CreateInstance(GpuId g, int profile, int start) {
+  GpuState& gs = gpus_[g];
+  const GpuKind& kind = catalog_->kind(gs.kind);
+  if (!gs.mig_enabled) return Status::Error(fmt::format("GPU {}: not in MIG mode", g));
+  std::vector<MigInstance> existing;
+  for (int i = 0; i < gs.n_instances; ++i) existing.push_back({gs.instances[i].profile, gs.instances[i].start});
+  if (profile < 0 || profile >= static_cast<int>(kind.profiles.size()) || !CanAddInstance(kind, existing, {profile, start}))
+    return Status::Error(fmt::format("GPU {}: instance does not fit the layout", g));
+  gs.instances[gs.n_instances++] = MigSlot{static_cast<int16_t>(profile), static_cast<int8_t>(start), false};
+  gs.used_mask |= kind.profiles[profile].MaskAt(start);
+  RefreshNode(gs.node);
+  return Status::Ok();
+}
+
+Status ClusterState::DestroyInstance(GpuId g, int start) {
+  GpuState copy = gpus_[g];
+  GpuGrant gr;
+  gr.gpu = g;
+  gr.destroy_mask = static_cast<uint8_t>(1u << start);
+  gr.milli = 0;
+  if (!copy.mig_enabled) return Status::Error(fmt::format("GPU {}: not in MIG mode", g));
+  if ((copy.busy_mask >> start) & 1u) return Status::Error(fmt::format("GPU {}: instance at {} is busy", g, start));
+  int idx = -1;
+  for (int i = 0; i < copy.n_instances; ++i)
+    if (copy.instances[i].start == start) idx = i;
+  if (idx < 0) return Status::Error(fmt::format("GPU {}: no instance at slice {}", g, start));
+  const GpuKind& kind = catalog_->kind(copy.kind);
+  copy.used_mask &= static_cast<uint8_t>(~kind.profiles[copy.instances[idx].profile].MaskAt(start));
+  copy.instances[idx] = copy.instances[copy.n_instances - 1];
+  copy.instances[--copy.n_instances] = MigSlot{};
+  gpus_[g] = copy;
+  RefreshNode(copy.node);
+  return Status::Ok();
+}
+
+Status ClusterState::Relayout(GpuId g, const std::vector<MigInstance>& layout) {
+  GpuState& gs = gpus_[g];
+  const GpuKind& kind = catalog_->kind(gs.kind);
+  if (!gs.mig_enabled) return Status::Error(fmt::format("GPU {}: not in MIG mode", g));
+  if (Status st = CheckMigLayout(kind, layout); !st.ok()) return st;
+  // Every busy instance must survive unchanged.
+  for (int i = 0; i < gs.n_instances; ++i) {
+    if (!gs.instances[i].busy) continue;
+    MigInstance busy{gs.instances[i].profile, gs.instances[i].start};
+    if (std::find(layout.begin(), layout.end(), busy) == layout.end())
+      return Status::Error(fmt::format("GPU {}: relayout would destroy a busy {}@{}", g,
+                                       kind.profiles[busy.profile].name, busy.start));
+  }
+  GpuState next = gs;
+  next.n_instances = 0;
+  next.used_mask = 0;
+  next.instances = {};
+  for (const MigInstance& m : layout) {
+    bool busy = (gs.busy_mask >> m.start) & 1u;
+    if (busy) {
+      bool same = false;
+      for (int i = 0; i < gs.n_instances; ++i)
+        if (gs.instances[i].busy && gs.instances[i].start == m.start && gs.instances[i].profile == m.profile) same = true;
+      busy = same;
+    }
+    next.instances[next.n_instances++] = MigSlot{static_cast<int16_t>(m.profile), static_cast<int8_t>(m.start), busy};
+    next.used_mask |= kind.profiles[m.profile].MaskAt(m.start);
+  }
+  gs = next;
+  RefreshNode(gs.node);
+  return Status::Ok();
+}
+
+int64_t ClusterState::AllocatedMilli() const {
+  int64_t total = 0;
+  for (const GpuState& g : gpus_) {
+    if (!g.mig_enabled) {
+      total += kMilliPerGpu - g.free_milli;
+      continue;
+    }
+    const GpuKind& kind = catalog_->kind(g.kind);
+    for (int i = 0; i < g.n_instances; ++i)
+      if (g.instances[i].busy) {
+        int idx = g.instances[i].profile;
+        total += kind.ProfileComputeMilli(idx);
+      }
+  }
+  return total;
+}
+
+Status ClusterState::CheckInvariants() const {
+  std::vector<int> leaf_free(num_leaves_, 0);
+  for (NodeId n = 0; n < num_nodes(); ++n) {
+    const NodeState& ns = nodes_[n];
+    int free_whole = 0, mig = 0, idle = 0, milli = 0;
+    for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
+      const GpuState& gs = gpus_[g];
+      const GpuKind& kind = catalog_->kind(gs.kind);
+      if (!gs.mig_enabled) {
+        if (gs.n_instances || gs.used_mask || gs.busy_mask)
+          return Status::Error(fmt::format("GPU {}: instances on a GPU not in MIG mode", g));
+        if (gs.free_milli < 0 || gs.free_milli > kMilliPerGpu)
+          return Status::Error(fmt::format("GPU {}: free_milli {} out of range", g, gs.free_milli));
+        if (gs.free_memory_mib < 0 || gs.free_memory_mib > kind.memory_mib)
+          return Status::Error(fmt::format("GPU {}: free memory {} out of range", g, gs.free_memory_mib));
+        if ((gs.free_milli == kMilliPerGpu) != (gs.tasks == 0))
+          return Status::Error(fmt::format("GPU {}: free_milli {} disagrees with {} tasks", g, gs.free_milli, gs.tasks));
+        milli += gs.free_milli;
+      } else {
+        if (gs.free_milli != 0 || gs.free_memory_mib != 0)
+          return Status::Error(fmt::format("GPU {}: MIG GPU with share capacity", g));
+        std::vector<MigInstance> layout;
+        uint8_t mask = 0, busy = 0;
+        int busy_count = 0;
+        for (int i = 0; i < gs.n_instances; ++i) {
+          layout.push_back({gs.instances[i].profile, gs.instances[i].start});
+          mask |= kind.profiles[gs.instances[i].profile].MaskAt(gs.instances[i].start);
+          if (gs.instances[i].busy) {
+            busy |= static_cast<uint8_t>(1u << gs.instances[i].start);
+            ++busy_count;
+          }
+        }
+        if (Status st = CheckMigLayout(kind, layout); !st.ok())
+          return Status::Error(fmt::format("GPU {}: invalid layout: {}", g, st.message()));
+        if (mask != gs.used_mask) return Status::Error(fmt::format("GPU {}: used_mask out of date", g));
+        if (busy != gs.busy_mask) return Status::Error(fmt::format("GPU {}: busy_mask out of date", g));
+        if (busy_count != gs.tasks) return Status::Error(fmt::format("GPU {}: task count out of date", g));
+        ++mig;
+      }
+      free_whole += gs.WholeFree();
+      idle += gs.Idle();
+    }
+    if (free_whole != ns.free_whole || mig != ns.mig_gpus || idle != ns.idle_gpus || milli != ns.free_milli_total)
+      return Status::Error(fmt::format("node {}: aggregates out of date", n));
+    if (ns.free_cpu_milli < 0 || ns.free_memory_mib < 0)
+      return Status::Error(fmt::format("node {}: negative free CPU or memory", n));
+    leaf_free[ns.leaf] += free_whole;
+  }
+  if (leaf_free != leaf_free_whole_) return Status::Error("leaf free-GPU counters out of date");
+  return Status::Ok();
+}
+
+}  // namespace tessera

@@ -1,0 +1,612 @@
+#include "sched/engine_policy.h"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <fmt/format.h>
+#include <tuple>
+
+#include "model/workload.h"
+#include "sched/mig_layouts.h"
+
+namespace tessera {
+namespace {
+
+constexpr int kNoCat = 99;
+enum Cat : int { kIdleExact = 0, kCreate = 1, kSharePartial = 2, kIdleLarger = 3, kDestroy = 4, kEnable = 5, kShareIdle = 6 };
+
+bool NodeEligible(const NodeState& ns, const Request& r) {
+  return ns.gpu_count > 0 && r.KindAllowed(ns.kind) && r.TierAllowed(ns.tier) &&
+         ns.free_cpu_milli >= r.cpu_milli && ns.free_memory_mib >= r.host_memory_mib;
+}
+
+// Per-kind MIG profile choice for one request, computed lazily.
+struct ProfileChoice {
+  std::array<int16_t, 64> profile;
+  std::array<uint32_t, 64> covering;  // profiles (non-media) that cover the need
+  std::array<bool, 64> done{};
+  int Get(const Catalog& cat, KindId k, const Request& r, uint32_t* cover) {
+    if (k < 0 || k >= 64) return -1;
+    if (!done[k]) {
+      done[k] = true;
+      const GpuKind& kind = cat.kind(k);
+      profile[k] = kind.mig_capable ? static_cast<int16_t>(SmallestCoveringProfile(kind, r.gpu_memory_mib, r.gpu_milli))
+                                    : static_cast<int16_t>(-1);
+      covering[k] = 0;
+      for (int p = 0; p < static_cast<int>(kind.profiles.size()); ++p)
+        if (!kind.profiles[p].media && kind.profiles[p].usable_mib >= r.gpu_memory_mib &&
+            kind.ProfileComputeMilli(p) >= r.gpu_milli)
+          covering[k] |= 1u << p;
+    }
+    *cover = covering[k];
+    return profile[k];
+  }
+};
+
+struct SubGpuChoice {
+  int cat = kNoCat;
+  GpuGrant grant;
+  int key = INT_MAX;  // lower is better within the node
+};
+
+// Best share of a non-MIG GPU on node n: partly used GPUs first (best fit on milli), then idle ones.
+SubGpuChoice BestShare(const ClusterState& s, NodeId n, const Request& r) {
+  SubGpuChoice best;
+  const NodeState& ns = s.node(n);
+  for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
+    const GpuState& gs = s.gpu(g);
+    if (gs.mig_enabled || gs.free_milli < r.gpu_milli || gs.free_memory_mib < r.gpu_memory_mib) continue;
+    int cat = gs.tasks ? kSharePartial : kShareIdle;
+    int key = gs.free_milli - r.gpu_milli;
+    if (std::tie(cat, key) < std::tie(best.cat, best.key)) {
+      best.cat = cat;
+      best.key = key;
+      best.grant = GpuGrant{};
+      best.grant.gpu = g;
+      best.grant.milli = r.gpu_milli;
+      best.grant.memory_mib = r.gpu_memory_mib;
+    }
+  }
+  return best;
+}
+
+// Best MIG option on node n for profile p (categories kIdleExact..kEnable), examining GPUs.
+SubGpuChoice BestMig(const ClusterState& s, NodeId n, const Request& r, int p, uint32_t covering, bool repartition,
+                     bool frag_aware, bool allow_destroy) {
+  SubGpuChoice best;
+  const NodeState& ns = s.node(n);
+  const GpuKind& kind = s.catalog().kind(ns.kind);
+  const MigProfile& prof = kind.profiles[p];
+  auto consider = [&](int cat, int key, const GpuGrant& gr) {
+    if (std::tie(cat, key) < std::tie(best.cat, best.key)) {
+      best.cat = cat;
+      best.key = key;
+      best.grant = gr;
+    }
+  };
+  for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
+    const GpuState& gs = s.gpu(g);
+    GpuGrant gr;
+    gr.gpu = g;
+    gr.milli = kind.ProfileComputeMilli(p);
+    gr.memory_mib = r.gpu_memory_mib;
+    if (!gs.mig_enabled) {
+      if (repartition && gs.tasks == 0) {
+        gr.enable_mig = true;
+        gr.create_instance = true;
+        gr.mig_profile = static_cast<int16_t>(p);
+        // Largest-first layouts keep most room: first allowed start.
+        for (int st = 0; st < kind.mig_memory_slices; ++st)
+          if (prof.AllowedStart(st)) {
+            gr.mig_start = static_cast<int8_t>(st);
+            break;
+          }
+        if (frag_aware) {
+          int bestf = -1;
+          for (int st = 0; st < kind.mig_memory_slices; ++st) {
+            if (!prof.AllowedStart(st)) continue;
+            int f = MigFreedom(kind, prof.MaskAt(st));
+            if (f > bestf) {
+              bestf = f;
+              gr.mig_start = static_cast<int8_t>(st);
+            }
+          }
+        }
+        consider(kEnable, 0, gr);
+      }
+      continue;
+    }
+    // Idle instances.
+    for (int i = 0; i < gs.n_instances; ++i) {
+      const MigSlot& m = gs.instances[i];
+      if (m.busy || !((covering >> m.profile) & 1u)) continue;
+      GpuGrant g2 = gr;
+      g2.mig_profile = m.profile;
+      g2.mig_start = m.start;
+      g2.milli = kind.ProfileComputeMilli(m.profile);
+      if (m.profile == p) consider(kIdleExact, -gs.tasks, g2);
+      else consider(kIdleLarger, kind.profiles[m.profile].memory_slices * 16 - gs.tasks, g2);
+    }
+    if (!repartition) continue;
+    int count = 0;
+    for (int i = 0; i < gs.n_instances; ++i) count += gs.instances[i].profile == p;
+    // New instance in free slices.
+    if (count < prof.max_count && gs.n_instances < kind.mig_max_instances) {
+      for (int st = 0; st < kind.mig_memory_slices; ++st) {
+        if (!prof.AllowedStart(st) || (prof.MaskAt(st) & gs.used_mask)) continue;
+        GpuGrant g2 = gr;
+        g2.create_instance = true;
+        g2.mig_profile = static_cast<int16_t>(p);
+        g2.mig_start = static_cast<int8_t>(st);
+        // Prefer GPUs already in use (pack), then the start keeping the most layout freedom.
+        int key = -gs.tasks * 1000 - (frag_aware ? MigFreedom(kind, gs.used_mask | prof.MaskAt(st)) : -st);
+        consider(kCreate, key, g2);
+      }
+    }
+    // Destroy idle instances that overlap a start, then create.
+    if (allow_destroy) {
+      for (int st = 0; st < kind.mig_memory_slices; ++st) {
+        if (!prof.AllowedStart(st)) continue;
+        const uint8_t mask = prof.MaskAt(st);
+        if (!(mask & gs.used_mask)) continue;  // covered by kCreate
+        uint8_t destroy = 0;
+        bool ok = true;
+        int kept_same = count;
+        int destroyed = 0;
+        for (int i = 0; i < gs.n_instances; ++i) {
+          const MigSlot& m = gs.instances[i];
+          if (!(kind.profiles[m.profile].MaskAt(m.start) & mask)) continue;
+          if (m.busy) {
+            ok = false;
+            break;
+          }
+          destroy |= static_cast<uint8_t>(1u << m.start);
+          ++destroyed;
+          if (m.profile == p) --kept_same;
+        }
+        if (!ok || kept_same >= prof.max_count || gs.n_instances - destroyed >= kind.mig_max_instances) continue;
+        GpuGrant g2 = gr;
+        g2.destroy_mask = destroy;
+        g2.create_instance = true;
+        g2.mig_profile = static_cast<int16_t>(p);
+        g2.mig_start = static_cast<int8_t>(st);
+        consider(kDestroy, destroyed * 100 - gs.tasks, g2);
+      }
+    }
+  }
+  return best;
+}
+
+std::string NodeName(const ClusterState& s, NodeId n) { return s.cluster().nodes[n].name; }
+
+}  // namespace
+
+PolicyTraits TesseraTraits() { return PolicyTraits{"tessera", true, true, true, true, false, true, true}; }
+PolicyTraits K8sDefaultTraits() { return PolicyTraits{"k8s-default", false, false, false, false, true, false, false}; }
+PolicyTraits BestFitTraits() { return PolicyTraits{"bestfit", true, true, true, false, false, false, false}; }
+PolicyTraits StaticMigTraits() { return PolicyTraits{"static-mig", true, false, false, false, true, false, false}; }
+
+PlaceResult EnginePolicy::Place(const ClusterState& s, const Request& r) const {
+  if (r.tasks < 1) return PlaceResult::NoFit(NoFitCode::kInvalid, "a request needs at least one task");
+  if (r.gpus_per_task < 0 || r.gpu_milli < 1 || r.gpu_milli > kMilliPerGpu || r.gpu_memory_mib < 0)
+    return PlaceResult::NoFit(NoFitCode::kInvalid, "GPU count, share or memory out of range");
+  if (r.SubGpu() && r.tasks > 1)
+    return PlaceResult::NoFit(NoFitCode::kInvalid, "a gang needs whole GPUs: MIG slices and shares cannot join NCCL");
+  if (r.SubGpu() && traits_.mig_aware) {
+    PlaceResult res = PlaceSubGpu(s, r);
+    if (res.ok || !traits_.spread) return res;  // static-mig falls back to a whole GPU (nvidia.com/gpu)
+    PlaceResult whole = PlaceSpread(s, r);
+    if (whole.ok) return whole;
+    return res;
+  }
+  return traits_.spread ? PlaceSpread(s, r) : PlaceWhole(s, r);
+}
+
+PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) const {
+  ProfileChoice pc;
+  const Catalog& cat = s.catalog();
+  // Pass 1: categories from node summaries (exact for idle/create/enable), shares by GPU scan.
+  int best_cat = kNoCat;
+  std::tuple<int, int, int, NodeId> best_key{kNoCat, 0, 0, kNone};
+  bool any_eligible = false, any_memory = false;
+  for (NodeId n = 0; n < s.num_nodes(); ++n) {
+    const NodeState& ns = s.node(n);
+    if (!NodeEligible(ns, r)) continue;
+    any_eligible = true;
+    const GpuKind& kind = cat.kind(ns.kind);
+    int c = kNoCat;
+    if (r.allow_mig && kind.mig_capable) {
+      uint32_t cover = 0;
+      int p = pc.Get(cat, ns.kind, r, &cover);
+      if (p >= 0) {
+        any_memory = true;
+        if ((ns.idle_profile_mask >> p) & 1u) c = kIdleExact;
+        else if (traits_.repartition && ((ns.creatable_profile_mask >> p) & 1u)) c = kCreate;
+        else if (ns.idle_profile_mask & cover) c = kIdleLarger;
+        else if (traits_.repartition && ns.free_whole > 0) c = kEnable;
+      }
+    }
+    // On MIG-capable kinds a repartitioning policy isolates sub-GPU work in instances, never in shares.
+    const bool mig_path = kind.mig_capable && r.allow_mig && traits_.repartition;
+    if (c > kSharePartial && !mig_path && traits_.share && r.allow_share && ns.mig_gpus < ns.gpu_count &&
+        ns.free_milli_total >= r.gpu_milli && kind.memory_mib >= r.gpu_memory_mib) {
+      any_memory = true;
+      SubGpuChoice sh = BestShare(s, n, r);
+      c = std::min(c, sh.cat);
+    }
+    if (kind.memory_mib >= r.gpu_memory_mib && traits_.share) any_memory = true;
+    if (c == kNoCat) continue;
+    const int sep = traits_.separate_classes ? (ns.training_tasks > 0) : 0;
+    const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
+    std::tuple<int, int, int, NodeId> key{c, sep, pack, n};
+    if (key < best_key) {
+      best_key = key;
+      best_cat = c;
+      // Nothing later can beat an exact idle instance on a node with no idle GPU and no training.
+      if (c == kIdleExact && sep == 0 && !traits_.spread && pack == 0) break;
+    }
+  }
+  // Pass 2: destroying idle instances, only when nothing better exists anywhere.
+  if (best_cat > kDestroy && traits_.repartition && r.allow_mig) {
+    for (NodeId n = 0; n < s.num_nodes(); ++n) {
+      const NodeState& ns = s.node(n);
+      if (!NodeEligible(ns, r) || !ns.mig_gpus || ns.idle_profile_mask == 0) continue;
+      uint32_t cover = 0;
+      int p = pc.Get(cat, ns.kind, r, &cover);
+      if (p < 0) continue;
+      SubGpuChoice d = BestMig(s, n, r, p, cover, true, traits_.frag_aware, true);
+      if (d.cat != kDestroy) continue;
+      const int sep = traits_.separate_classes ? (ns.training_tasks > 0) : 0;
+      std::tuple<int, int, int, NodeId> key{kDestroy, sep, d.key, n};
+      if (key < best_key) {
+        best_key = key;
+        best_cat = kDestroy;
+      }
+    }
+  }
+  if (best_cat == kNoCat) {
+    if (!any_eligible)
+      return PlaceResult::NoFit(NoFitCode::kResources,
+                                "no node of an allowed GPU kind and tier has the CPU and host memory free");
+    if (!any_memory)
+      return PlaceResult::NoFit(NoFitCode::kMemory,
+                                fmt::format("needs {} MiB of GPU memory; no allowed MIG profile or GPU has that much",
+                                            r.gpu_memory_mib));
+    return PlaceResult::NoFit(NoFitCode::kMigProfileUnavailable,
+                              fmt::format("needs {} MiB and {}/1000 of a GPU; no idle MIG instance, free slices or "
+                                          "shareable GPU can take it now",
+                                          r.gpu_memory_mib, r.gpu_milli));
+  }
+  const NodeId n = std::get<3>(best_key);
+  const NodeState& ns = s.node(n);
+  SubGpuChoice choice;
+  if (best_cat == kSharePartial || best_cat == kShareIdle) {
+    choice = BestShare(s, n, r);
+  } else {
+    uint32_t cover = 0;
+    int p = pc.Get(cat, ns.kind, r, &cover);
+    choice = BestMig(s, n, r, p, cover, traits_.repartition, traits_.frag_aware, best_cat == kDestroy);
+    if (choice.cat > best_cat && traits_.share) {  // defensive: share may be the summary's choice
+      SubGpuChoice sh = BestShare(s, n, r);
+      if (sh.cat < choice.cat) choice = sh;
+    }
+  }
+  TESSERA_CHECK(choice.cat != kNoCat, "node summary promised a sub-GPU option that the GPU scan did not find");
+  PlaceResult res;
+  res.ok = true;
+  res.span = Span::kOneGpu;
+  TaskPlacement t;
+  t.node = n;
+  t.gpus.push_back(choice.grant);
+  res.tasks.push_back(std::move(t));
+  const GpuGrant& g = choice.grant;
+  const GpuKind& kind = cat.kind(ns.kind);
+  if (g.mig_profile >= 0) {
+    res.reason = fmt::format("{} {}@{} on {} GPU {}{}", g.create_instance ? "new MIG instance" : "idle MIG instance",
+                             kind.profiles[g.mig_profile].name, static_cast<int>(g.mig_start), NodeName(s, n),
+                             g.gpu - ns.first_gpu,
+                             g.enable_mig ? " (MIG mode switched on)" : g.destroy_mask ? " (idle instances repartitioned)" : "");
+  } else {
+    res.reason = fmt::format("share {}/1000 with {} MiB of {} GPU {}", g.milli, g.memory_mib, NodeName(s, n),
+                             g.gpu - ns.first_gpu);
+  }
+  return res;
+}
+
+namespace {
+
+// Whole GPUs a node can give a task of this request right now, and how many tasks fit.
+struct NodeCap {
+  int avail = 0;   // whole GPUs usable (free, plus idle MIG GPUs when repartitioning)
+  int tasks = 0;   // tasks of the request that fit
+};
+
+NodeCap CapOf(const ClusterState& s, const NodeState& ns, const Request& r, bool repartition, bool memory_aware) {
+  NodeCap c;
+  if (!NodeEligible(ns, r)) return c;
+  if (memory_aware && s.catalog().kind(ns.kind).memory_mib < r.gpu_memory_mib) return c;
+  c.avail = ns.free_whole + (repartition ? ns.idle_mig_gpus : 0);
+  int t = c.avail / r.GpusPerTask();
+  if (r.cpu_milli > 0) t = static_cast<int>(std::min<int64_t>(t, ns.free_cpu_milli / r.cpu_milli));
+  if (r.host_memory_mib > 0) t = static_cast<int>(std::min<int64_t>(t, ns.free_memory_mib / r.host_memory_mib));
+  c.tasks = t;
+  return c;
+}
+
+// Chooses `count` whole GPUs on node n, keeping NVLink pairs / PCIe groups together, free GPUs before idle
+// MIG GPUs (which need MIG switched off).
+std::vector<GpuGrant> PickGpus(const ClusterState& s, NodeId n, int count, bool repartition, int64_t mem) {
+  const NodeState& ns = s.node(n);
+  const Node& node = s.cluster().nodes[n];
+  int group = 0;
+  if (node.interconnect == Interconnect::kNvLinkPairs) group = 2;
+  else if (node.interconnect == Interconnect::kPcie) group = node.pcie_group_size;
+  if (group <= 0 || group >= ns.gpu_count) group = ns.gpu_count;
+  const int groups = (ns.gpu_count + group - 1) / group;
+  std::vector<std::pair<int, int>> order;  // (free in group, group index)
+  for (int gi = 0; gi < groups; ++gi) {
+    int f = 0;
+    for (GpuId g = ns.first_gpu + gi * group; g < std::min(ns.first_gpu + (gi + 1) * group, ns.first_gpu + ns.gpu_count); ++g)
+      f += s.gpu(g).WholeFree();
+    order.push_back({f, gi});
+  }
+  // Best fit: a single group that holds them all, smallest first; else biggest groups first.
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) {
+    bool fa = a.first >= count, fb = b.first >= count;
+    if (fa != fb) return fa;
+    if (fa) return a.first != b.first ? a.first < b.first : a.second < b.second;
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<GpuGrant> out;
+  for (int pass = 0; pass < 2 && static_cast<int>(out.size()) < count; ++pass) {
+    for (auto [f, gi] : order) {
+      for (GpuId g = ns.first_gpu + gi * group;
+           g < std::min(ns.first_gpu + (gi + 1) * group, ns.first_gpu + ns.gpu_count) && static_cast<int>(out.size()) < count; ++g) {
+        const GpuState& gs = s.gpu(g);
+        GpuGrant gr;
+        gr.gpu = g;
+        gr.milli = kMilliPerGpu;
+        gr.memory_mib = mem;
+        if (pass == 0 && gs.WholeFree()) out.push_back(gr);
+        if (pass == 1 && repartition && gs.mig_enabled && gs.tasks == 0) {
+          gr.disable_mig = true;
+          out.push_back(gr);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+PlaceResult EnginePolicy::PlaceWhole(const ClusterState& s, const Request& r) const {
+  const int g = r.GpusPerTask();
+  const int T = r.tasks;
+  const bool memory_aware = true;
+  std::vector<NodeCap> caps(s.num_nodes());
+  std::vector<int> leaf_tasks(s.num_leaves(), 0), spine_tasks(s.num_spines(), 0);
+  int total_tasks = 0, max_node_tasks = 0;
+  bool any_kind = false;
+  NodeId best_single = kNone;
+  std::tuple<int, int, int, int> best_single_key{INT_MAX, 0, 0, 0};
+  const bool single = T == 1;
+  for (NodeId n = 0; n < s.num_nodes(); ++n) {
+    const NodeState& ns = s.node(n);
+    // Fast reject for single tasks: not enough whole GPUs here.
+    if (single && any_kind && ns.free_whole + (traits_.repartition ? ns.idle_mig_gpus : 0) < g) continue;
+    if (!any_kind && ns.gpu_count >= g && r.KindAllowed(ns.kind) && r.TierAllowed(ns.tier) &&
+        s.catalog().kind(ns.kind).memory_mib >= r.gpu_memory_mib)
+      any_kind = true;
+    NodeCap c = CapOf(s, ns, r, traits_.repartition, memory_aware);
+    caps[n] = c;
+    if (c.tasks <= 0) continue;
+    total_tasks += c.tasks;
+    max_node_tasks = std::max(max_node_tasks, c.tasks);
+    leaf_tasks[ns.leaf] += c.tasks;
+    spine_tasks[ns.spine] += c.tasks;
+    if (c.tasks >= T) {
+      const int need = T * g;
+      const int uses_mig = std::max(0, need - ns.free_whole);  // idle MIG GPUs to switch off
+      const int sep = traits_.separate_classes ? (ns.inference_tasks > 0) : 0;
+      std::tuple<int, int, int, int> key{uses_mig, sep, c.avail - need, n};
+      if (key < best_single_key) {
+        best_single_key = key;
+        best_single = n;
+      }
+    }
+  }
+  auto no_fit_reason = [&]() -> PlaceResult {
+    if (!any_kind)
+      return PlaceResult::NoFit(NoFitCode::kRequestExceedsCluster,
+                                fmt::format("needs {} GPUs per task with {} MiB each; no allowed node has that", g,
+                                            r.gpu_memory_mib));
+    if (total_tasks >= T) {
+      int best_leaf = *std::max_element(leaf_tasks.begin(), leaf_tasks.end());
+      return PlaceResult::NoFit(NoFitCode::kTopologyUnsatisfiable,
+                                fmt::format("needs {} GPUs under one leaf; the largest free block is {}", T * g,
+                                            best_leaf * g));
+    }
+    return PlaceResult::NoFit(NoFitCode::kResources,
+                              fmt::format("needs {} tasks x {} GPUs; {} such tasks fit in the whole cluster now", T, g,
+                                          total_tasks));
+  };
+  auto finish = [&](const std::vector<std::pair<NodeId, int>>& picks, Span span, const std::string& where) {
+    PlaceResult res;
+    res.ok = true;
+    res.span = span;
+    for (auto [n, k] : picks) {
+      std::vector<GpuGrant> gpus = PickGpus(s, n, k * g, traits_.repartition, r.gpu_memory_mib);
+      TESSERA_CHECK(static_cast<int>(gpus.size()) == k * g, "node capacity disagrees with its GPUs");
+      for (int t = 0; t < k; ++t) {
+        TaskPlacement tp;
+        tp.node = n;
+        tp.gpus.assign(gpus.begin() + t * g, gpus.begin() + (t + 1) * g);
+        res.tasks.push_back(std::move(tp));
+      }
+    }
+    res.reason = fmt::format("{} x {} GPUs on {} node{} ({})", T, g, picks.size(), picks.size() == 1 ? "" : "s", where);
+    return res;
+  };
+  if (best_single != kNone && (traits_.topology || T == 1)) {
+    return finish({{best_single, T}}, T * g == 1 ? Span::kOneGpu : Span::kOneNode, NodeName(s, best_single));
+  }
+  if (total_tasks < T) return no_fit_reason();
+  // Fill a set of nodes: most tasks per node first (fewest nodes), node order on ties.
+  auto fill = [&](auto in_domain) {
+    std::vector<std::pair<int, NodeId>> cand;
+    for (NodeId n = 0; n < s.num_nodes(); ++n)
+      if (caps[n].tasks > 0 && in_domain(n)) cand.push_back({-caps[n].tasks, n});
+    std::sort(cand.begin(), cand.end());
+    std::vector<std::pair<NodeId, int>> picks;
+    int left = T;
+    for (auto [neg, n] : cand) {
+      if (left == 0) break;
+      int k = std::min(-neg, left);
+      picks.push_back({n, k});
+      left -= k;
+    }
+    return picks;
+  };
+  if (traits_.topology) {
+    // One leaf: best fit (the leaf with the fewest fitting tasks that still holds the gang).
+    int best_leaf = -1;
+    for (int l = 0; l < s.num_leaves(); ++l)
+      if (leaf_tasks[l] >= T && (best_leaf < 0 || leaf_tasks[l] < leaf_tasks[best_leaf])) best_leaf = l;
+    if (best_leaf >= 0)
+      return finish(fill([&](NodeId n) { return s.node(n).leaf == best_leaf; }), Span::kOneLeaf,
+                    s.cluster().leaf_names[best_leaf]);
+    if (r.require_same_leaf) return no_fit_reason();
+    int best_spine = -1;
+    for (int sp = 0; sp < s.num_spines(); ++sp)
+      if (spine_tasks[sp] >= T && (best_spine < 0 || spine_tasks[sp] < spine_tasks[best_spine])) best_spine = sp;
+    if (best_spine >= 0)
+      return finish(fill([&](NodeId n) { return s.node(n).spine == best_spine; }), Span::kOneSpine,
+                    s.cluster().spine_names[best_spine]);
+    return finish(fill([](NodeId) { return true; }), Span::kCrossSpine, "across spine groups");
+  }
+  // Best fit without topology: fewest free GPUs first.
+  std::vector<std::pair<int, NodeId>> cand;
+  for (NodeId n = 0; n < s.num_nodes(); ++n)
+    if (caps[n].tasks > 0) cand.push_back({caps[n].avail, n});
+  std::sort(cand.begin(), cand.end());
+  std::vector<std::pair<NodeId, int>> picks;
+  int left = T;
+  for (auto [avail, n] : cand) {
+    if (left == 0) break;
+    int k = std::min(caps[n].tasks, left);
+    picks.push_back({n, k});
+    left -= k;
+  }
+  Span span = picks.size() == 1 ? Span::kOneNode : Span::kCrossSpine;
+  if (picks.size() > 1) {
+    bool one_leaf = true, one_spine = true;
+    for (auto [n, k] : picks) {
+      one_leaf &= s.node(n).leaf == s.node(picks[0].first).leaf;
+      one_spine &= s.node(n).spine == s.node(picks[0].first).spine;
+    }
+    span = one_leaf ? Span::kOneLeaf : one_spine ? Span::kOneSpine : Span::kCrossSpine;
+  }
+  return finish(picks, span, "best fit");
+}
+
+PlaceResult EnginePolicy::PlaceSpread(const ClusterState& s, const Request& r) const {
+  // kube-scheduler with the device plugin: each task (pod) is scored alone, NodeResourcesFit LeastAllocated
+  // over CPU and memory (GPUs are an opaque extended resource that only filters), ties to the lowest index.
+  // All tasks of a gang must fit (coscheduling), else nothing is placed.
+  const int g = r.GpusPerTask();
+  struct Used {
+    NodeId n;
+    int gpus;
+  };
+  std::vector<Used> used;
+  std::vector<std::pair<NodeId, int>> picks;  // per task
+  for (int t = 0; t < r.tasks; ++t) {
+    NodeId best = kNone;
+    int64_t best_score = -1;
+    for (NodeId n = 0; n < s.num_nodes(); ++n) {
+      const NodeState& ns = s.node(n);
+      if (ns.gpu_count == 0 || !r.KindAllowed(ns.kind) || !r.TierAllowed(ns.tier)) continue;
+      int taken = 0;
+      for (const Used& u : used)
+        if (u.n == n) taken = u.gpus;
+      const int tasks_here = taken / g;
+      const int64_t cpu_free = ns.free_cpu_milli - (tasks_here + 1) * r.cpu_milli;
+      const int64_t mem_free = ns.free_memory_mib - (tasks_here + 1) * r.host_memory_mib;
+      if (ns.free_whole - taken < g || cpu_free < 0 || mem_free < 0) continue;
+      const Node& node = s.cluster().nodes[n];
+      const int64_t cpu_score = node.cpu_milli > 0 ? cpu_free * 100 / node.cpu_milli : 0;
+      const int64_t mem_score = node.memory_mib > 0 ? mem_free * 100 / node.memory_mib : 0;
+      const int64_t score = (cpu_score + mem_score) / 2;
+      if (score > best_score) {
+        best_score = score;
+        best = n;
+      }
+    }
+    if (best == kNone) {
+      int total_free = 0;
+      for (NodeId n = 0; n < s.num_nodes(); ++n)
+        if (r.KindAllowed(s.node(n).kind) && r.TierAllowed(s.node(n).tier)) total_free += s.node(n).free_whole;
+      return PlaceResult::NoFit(NoFitCode::kResources,
+                                fmt::format("needs {} tasks x {} whole GPUs; {} whole GPUs free in allowed nodes, "
+                                            "{} of the tasks placed before one did not fit",
+                                            r.tasks, g, total_free, t));
+    }
+    bool found = false;
+    for (Used& u : used)
+      if (u.n == best) {
+        u.gpus += g;
+        found = true;
+      }
+    if (!found) used.push_back({best, g});
+    picks.push_back({best, 1});
+  }
+  PlaceResult res;
+  res.ok = true;
+  // Grants: per node, take the lowest-index free GPUs.
+  std::vector<std::pair<NodeId, int>> next_gpu;  // node -> next candidate offset
+  auto take = [&](NodeId n) {
+    GpuId start = s.node(n).first_gpu;
+    for (auto& [nn, off] : next_gpu)
+      if (nn == n) start = off;
+    std::vector<GpuGrant> out;
+    GpuId gg = start;
+    for (; gg < s.node(n).first_gpu + s.node(n).gpu_count && static_cast<int>(out.size()) < g; ++gg) {
+      if (!s.gpu(gg).WholeFree()) continue;
+      GpuGrant gr;
+      gr.gpu = gg;
+      gr.milli = kMilliPerGpu;
+      gr.memory_mib = std::min(r.gpu_memory_mib, s.kind_of_gpu(gg).memory_mib);
+      out.push_back(gr);
+    }
+    bool found = false;
+    for (auto& [nn, off] : next_gpu)
+      if (nn == n) {
+        off = gg;
+        found = true;
+      }
+    if (!found) next_gpu.push_back({n, gg});
+    return out;
+  };
+  std::vector<LeafId> leaves;
+  std::vector<SpineId> spines;
+  for (auto [n, k] : picks) {
+    TaskPlacement tp;
+    tp.node = n;
+    tp.gpus = take(n);
+    TESSERA_CHECK(static_cast<int>(tp.gpus.size()) == g, "spread placement lost track of free GPUs");
+    res.tasks.push_back(std::move(tp));
+    if (std::find(leaves.begin(), leaves.end(), s.node(n).leaf) == leaves.end()) leaves.push_back(s.node(n).leaf);
+    if (std::find(spines.begin(), spines.end(), s.node(n).spine) == spines.end()) spines.push_back(s.node(n).spine);
+  }
+  int distinct_nodes = static_cast<int>(next_gpu.size());
+  res.span = distinct_nodes == 1 ? (r.TotalGpus() == 1 ? Span::kOneGpu : Span::kOneNode)
+             : leaves.size() == 1 ? Span::kOneLeaf
+             : spines.size() == 1 ? Span::kOneSpine
+                                  : Span::kCrossSpine;
+  res.reason = fmt::format("{} x {} GPUs, least-allocated nodes ({} node{}, {})", r.tasks, g, distinct_nodes,
+                           distinct_nodes == 1 ? "" : "s", SpanName(res.span));
+  return res;
+}
+
+}  // namespace tessera

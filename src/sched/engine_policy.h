@@ -1,0 +1,57 @@
+#pragma once
+// EnginePolicy: the placement machinery shared by the named policies, parameterised by traits.
+//
+// Algorithm (for one request):
+//  1. Sub-GPU task (gpus_per_task == 0): MIG-aware policies pick the smallest MIG profile covering the
+//     memory and compute need (model/workload.h) on each allowed kind. Candidates, best first:
+//       A  an idle instance of exactly that profile;
+//       C  a new instance of that profile in free slices of a MIG GPU (repartitioning policies);
+//       S  a share of a partly used non-MIG GPU (share-capable policies, memory checked);
+//       A' an idle larger instance that covers the need;
+//       D  destroy idle instances on a MIG GPU so the profile fits (repartition);
+//       E  switch an idle GPU to MIG mode and create the instance;
+//       S0 a share of an idle non-MIG GPU.
+//     MIG-unaware policies treat the task as one whole GPU.
+//  2. Whole-GPU tasks and gangs (all or nothing): topology-aware policies try one node, then one leaf
+//     switch, then one spine group, then anywhere (unless the request requires one leaf); within a domain
+//     they best-fit (fewest free GPUs left) and fill the fewest nodes. Spreading policies (kube-scheduler's
+//     LeastAllocated) place task by task on the least-allocated node.
+//  3. Every result says where and why, or why nothing fits, with the numbers.
+
+#include <string>
+
+#include "sched/policy.h"
+
+namespace tessera {
+
+struct PolicyTraits {
+  std::string name;
+  bool mig_aware = true;         // sub-GPU tasks may use MIG instances
+  bool repartition = true;       // may create/destroy instances and switch MIG mode on idle GPUs
+  bool share = true;             // sub-GPU tasks may share non-MIG GPUs
+  bool topology = true;          // gangs prefer node, then leaf, then spine
+  bool spread = false;           // LeastAllocated node scoring instead of packing
+  bool separate_classes = true;  // keep inference and training on different nodes when possible
+  bool frag_aware = true;        // choose MIG starts that keep the most layout freedom
+};
+
+class EnginePolicy : public Policy {
+ public:
+  explicit EnginePolicy(PolicyTraits traits) : traits_(std::move(traits)) {}
+  std::string_view name() const override { return traits_.name; }
+  PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
+  const PolicyTraits& traits() const { return traits_; }
+
+ private:
+  PlaceResult PlaceSubGpu(const ClusterState& s, const Request& r) const;
+  PlaceResult PlaceWhole(const ClusterState& s, const Request& r) const;
+  PlaceResult PlaceSpread(const ClusterState& s, const Request& r) const;
+  PolicyTraits traits_;
+};
+
+PolicyTraits TesseraTraits();
+PolicyTraits K8sDefaultTraits();
+PolicyTraits BestFitTraits();
+PolicyTraits StaticMigTraits();
+
+}  // namespace tessera
