@@ -4,6 +4,7 @@
 // `unverified = true`.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,7 @@ struct MigProfile {
   uint8_t start_mask = 0;    // bit s set = may start at memory slice s
   bool media = false;        // +me profile (media extensions)
   bool unverified = false;   // fact sheet marks a figure of this profile unverified
+  std::vector<std::string> unverified_fields;  // which figures are estimates/unconfirmed (e.g. "usable_mib")
 
   // Memory slices covered when placed at `start`.
   uint8_t MaskAt(int start) const { return static_cast<uint8_t>(((1u << memory_slices) - 1u) << start); }
@@ -49,6 +51,7 @@ struct GpuKind {
   int mig_max_instances = 0;
   std::vector<MigProfile> profiles;  // empty unless mig_capable
   bool unverified = false;
+  std::vector<std::string> unverified_fields;  // kind figures not confirmed by the fact sheet ("bf16_tflops")
   std::string notes;
 
   // Index of the profile named `name` (exact), or -1.
@@ -69,12 +72,15 @@ class Catalog {
 
   // Finds a kind by id or alias (case-insensitive). Returns kNone when unknown.
   KindId Find(std::string_view id_or_alias) const;
+  // Comma-separated canonical ids, in catalog order (for "unknown kind" messages).
+  std::string KnownIds() const;
   const GpuKind& kind(KindId id) const { return kinds_[static_cast<size_t>(id)]; }
   const std::vector<GpuKind>& kinds() const { return kinds_; }
   size_t size() const { return kinds_.size(); }
 
  private:
   std::vector<GpuKind> kinds_;
+  std::map<std::string, KindId> index_;  // lower-cased id and aliases -> kind
 };
 
 }  // namespace tessera
