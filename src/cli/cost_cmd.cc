@@ -1,7 +1,178 @@
+// `tessera cost ...`: buy-versus-rent break-even, the price book, checkpoint intervals. Parsing and
+// printing only; the figures come from src/cost.
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "cli/io.h"
+#include "cost/breakeven.h"
+#include "cost/checkpoint.h"
+#include "cost/pricebook.h"
 
 namespace tessera::cli {
 
-void RegisterCost(CLI::App& app, int* exit_code) {}
+namespace {
+
+struct BreakEvenArgs {
+  std::string config;
+  std::vector<double> utilizations;
+  bool json = false;
+};
+
+int RunBreakEven(const BreakEvenArgs& args) {
+  Result<std::string> text = ReadFile(args.config);
+  if (!text.ok()) {
+    std::cerr << "error: " << text.error() << "\n";
+    return 2;
+  }
+  Result<BreakEvenConfig> cfg = ParseBreakEvenYaml(*text, args.config);
+  if (!cfg.ok()) {
+    std::cerr << "error: " << cfg.error() << "\n";
+    return 2;
+  }
+  BreakEvenConfig config = std::move(cfg).value();
+  if (!args.utilizations.empty()) config.utilizations = args.utilizations;
+  BreakEvenResult result = ComputeBreakEven(config);
+  if (args.json) {
+    std::cout << BreakEvenJson(config, result).dump(2) << "\n";
+  } else {
+    std::cout << FormatBreakEvenText(config, result);
+  }
+  return 0;
+}
+
+struct PricesArgs {
+  std::string config;
+  bool json = false;
+};
+
+int RunPrices(const PricesArgs& args) {
+  PriceBook book = PriceBook::Default();
+  if (!args.config.empty()) {
+    Result<std::string> text = ReadFile(args.config);
+    if (!text.ok()) {
+      std::cerr << "error: " << text.error() << "\n";
+      return 2;
+    }
+    Status st = book.Merge(*text, args.config);
+    if (!st.ok()) {
+      std::cerr << "error: " << st.message() << "\n";
+      return 2;
+    }
+  }
+  if (args.json) {
+    nlohmann::json j;
+    j["pools"] = nlohmann::json::array();
+    for (const Pool& p : book.pools()) {
+      j["pools"].push_back({{"name", p.name}, {"tier", TierKey(p.tier)}, {"gpu_kind", p.gpu_kind},
+                            {"provider", p.provider}, {"usd_per_gpu_hour", p.usd_per_gpu_hour},
+                            {"provisioning_delay_s", p.provisioning_delay_s}, {"reclaim_notice_s", p.reclaim_notice_s},
+                            {"reclaim_rate_per_hour", p.reclaim_rate_per_hour}, {"source", p.source}, {"date", p.date}});
+    }
+    j["on_demand_list"] = nlohmann::json::array();
+    for (const ListPrice& lp : book.list_prices()) {
+      j["on_demand_list"].push_back({{"gpu_kind", lp.gpu_kind}, {"usd_per_gpu_hour", lp.usd_per_gpu_hour},
+                                     {"source", lp.source}, {"date", lp.date}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<24} {:<10} {:<12} {:>10}  {}\n", "pool", "tier", "gpu kind", "$/GPU-h", "dynamics");
+  for (const Pool& p : book.pools()) {
+    std::string dyn;
+    if (p.tier == Tier::kOnDemand) dyn = fmt::format("provisioning {:g} s", p.provisioning_delay_s);
+    if (p.tier == Tier::kSpot) {
+      dyn = fmt::format("notice {:g} s, {:g} reclaims/h", p.reclaim_notice_s, p.reclaim_rate_per_hour);
+    }
+    if (p.tier == Tier::kOwned) {
+      dyn = fmt::format("capex ${:g} / {:g} months + opex ${:.2f}/month, {} GPUs", p.owned.capex_usd,
+                        p.owned.life_months, p.owned.OpexUsdPerMonth(), p.owned.gpus);
+    }
+    std::cout << fmt::format("{:<24} {:<10} {:<12} {:>10.4f}  {}\n", p.name, TierKey(p.tier), p.gpu_kind,
+                             p.usd_per_gpu_hour, dyn);
+    std::cout << fmt::format("    source: {} ({})\n", p.source, p.date);
+  }
+  std::cout << "\non-demand list (baseline):\n";
+  for (const ListPrice& lp : book.list_prices()) {
+    std::cout << fmt::format("  {:<12} {:>8.4f} $/GPU-h  source: {} ({})\n", lp.gpu_kind, lp.usd_per_gpu_hour,
+                             lp.source, lp.date);
+  }
+  return 0;
+}
+
+struct CheckpointArgs {
+  double cost_s = 0;
+  double rate = -1;
+  std::string pool;
+  double restart_s = 0;
+};
+
+int RunCheckpoint(const CheckpointArgs& args) {
+  double rate = args.rate;
+  double notice = 0;
+  if (!args.pool.empty()) {
+    const Pool* p = PriceBook::Default().FindPool(args.pool);
+    if (p == nullptr) {
+      std::cerr << "error: no pool '" << args.pool << "' in the default price book\n";
+      return 2;
+    }
+    if (rate < 0) rate = p->reclaim_rate_per_hour;
+    notice = p->reclaim_notice_s;
+  }
+  if (rate < 0) {
+    std::cerr << "error: give --rate or --pool\n";
+    return 2;
+  }
+  CheckpointCostModel m;
+  m.checkpoint_cost_s = args.cost_s;
+  m.restart_cost_s = args.restart_s;
+  m.mtbf_s = rate > 0 ? 3600.0 / rate : INFINITY;
+  m.notice_s = notice;
+  m.interval_s = YoungDalyIntervalForRateS(args.cost_s, rate);
+  std::cout << fmt::format("checkpoint cost {:g} s, reclaim rate {:g}/h (MTBF {:g} s), notice {:g} s\n", args.cost_s,
+                           rate, m.mtbf_s, notice);
+  std::cout << fmt::format("Young/Daly interval sqrt(2 C MTBF): {:.1f} s; Daly higher-order: {:.1f} s\n", m.interval_s,
+                           DalyIntervalS(args.cost_s, m.mtbf_s));
+  std::cout << fmt::format("expected lost work per reclaim: {:.1f} s; expected waste: {:.4f}%\n",
+                           ExpectedLostWorkPerReclaimS(m), 100 * ExpectedWasteFraction(m));
+  return 0;
+}
+
+}  // namespace
+
+void RegisterCost(CLI::App& app, int* exit_code) {
+  CLI::App* cost = app.add_subcommand("cost", "Prices, buy-versus-rent, checkpoint intervals");
+  cost->require_subcommand(1);
+
+  auto be = std::make_shared<BreakEvenArgs>();
+  CLI::App* breakeven = cost->add_subcommand("breakeven", "Months until owned hardware breaks even against cloud tiers");
+  breakeven->add_option("--config", be->config, "break-even YAML (see examples/cost/breakeven-h100.yaml)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  breakeven->add_option("--utilization", be->utilizations, "utilisation(s) in (0, 1]; default from config (1.0, 0.5)")
+      ->check(CLI::Range(1e-9, 1.0));
+  breakeven->add_flag("--json", be->json, "print JSON");
+  breakeven->callback([be, exit_code] { *exit_code = RunBreakEven(*be); });
+
+  auto pr = std::make_shared<PricesArgs>();
+  CLI::App* prices = cost->add_subcommand("prices", "Print the price book (defaults, optionally merged with a file)");
+  prices->add_option("--config", pr->config, "price book YAML merged over the defaults")->check(CLI::ExistingFile);
+  prices->add_flag("--json", pr->json, "print JSON");
+  prices->callback([pr, exit_code] { *exit_code = RunPrices(*pr); });
+
+  auto ck = std::make_shared<CheckpointArgs>();
+  CLI::App* checkpoint = cost->add_subcommand("checkpoint", "Young/Daly checkpoint interval for a reclaim rate");
+  checkpoint->add_option("--cost", ck->cost_s, "seconds to write one checkpoint")->required()->check(CLI::NonNegativeNumber);
+  checkpoint->add_option("--rate", ck->rate, "reclaims per hour")->check(CLI::NonNegativeNumber);
+  checkpoint->add_option("--pool", ck->pool, "take rate and notice from a default pool (e.g. aws-p5-spot)");
+  checkpoint->add_option("--restart", ck->restart_s, "seconds to restart from a checkpoint")
+      ->check(CLI::NonNegativeNumber);
+  checkpoint->callback([ck, exit_code] { *exit_code = RunCheckpoint(*ck); });
+}
 
 }  // namespace tessera::cli

@@ -1,0 +1,256 @@
+#include "cost/breakeven.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "cost/yaml_fields.h"
+
+namespace tessera {
+
+using cost_internal::FieldReader;
+using cost_internal::NodeWhere;
+using cost_internal::Sourced;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// "$1,234.56" (or without cents when `cents` is false).
+std::string Money(double v, bool cents = true) {
+  std::string digits = cents ? fmt::format("{:.2f}", std::fabs(v)) : fmt::format("{:.0f}", std::fabs(v));
+  size_t dot = digits.find('.');
+  if (dot == std::string::npos) dot = digits.size();
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && i < dot && (dot - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (v < 0 ? "-$" : "$") + out;
+}
+
+void Read(FieldReader& r, BreakEvenConfig& cfg, const char* key, double* field, bool required, double min,
+          double max, const char* label, const std::function<std::string(double)>& show) {
+  Sourced s{*field, ""};
+  bool present = r.Has(key);
+  r.SourcedNumber(key, &s, required, min, max);
+  if (!r.status().ok()) return;
+  *field = s.value;
+  cfg.assumptions.push_back({label, show(s.value), present ? (s.source.empty() ? "given" : s.source) : "default"});
+}
+
+}  // namespace
+
+double BreakEvenMonths(double capex, double monthly_rent, double utilization, double opex_per_month) {
+  const double margin = monthly_rent * utilization - opex_per_month;
+  if (!(margin > 0)) return kInf;
+  return capex / margin;
+}
+
+Result<BreakEvenConfig> ParseBreakEvenYaml(std::string_view text, std::string_view source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return Status::Error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
+  }
+  BreakEvenConfig cfg;
+  FieldReader top(root, source, "");
+  YAML::Node owned = top.Child("owned");
+  YAML::Node alts = top.Child("alternatives");
+  YAML::Node utils = top.Child("utilizations");
+  double hours = kHoursPerMonth;
+  top.Double("hours_per_month", &hours, false, 0, kInf);
+  if (top.status().ok() && hours != kHoursPerMonth) top.Fail("hours_per_month", "only 730 (365 * 24 / 12) is supported");
+  if (top.status().ok() && !owned) top.Fail("owned", "missing (required)");
+  if (top.status().ok() && !alts) top.Fail("alternatives", "missing (required)");
+  Status st = top.Finish();
+  if (!st.ok()) return st;
+
+  FieldReader r(owned, source, "owned");
+  r.String("name", &cfg.name, false);
+  int64_t gpus = 8;
+  r.Int("gpus", &gpus, true, 1, 1 << 20);
+  cfg.owned.gpus = static_cast<int>(gpus);
+  if (r.status().ok()) cfg.assumptions.push_back({"GPUs per unit", std::to_string(gpus), "given"});
+  OwnedCost& o = cfg.owned;
+  auto usd = [](double v) { return Money(v, false); };
+  Read(r, cfg, "capex_usd", &o.capex_usd, true, 0, kInf, "capex (purchase price)", usd);
+  Read(r, cfg, "life_months", &o.life_months, true, 1e-9, kInf, "amortisation life",
+       [](double v) { return fmt::format("{:g} months", v); });
+  Read(r, cfg, "avg_power_kw", &o.avg_power_kw, false, 0, kInf, "average power draw",
+       [](double v) { return fmt::format("{:g} kW", v); });
+  Read(r, cfg, "usd_per_kwh", &o.usd_per_kwh, false, 0, kInf, "electricity price",
+       [](double v) { return fmt::format("${:g}/kWh", v); });
+  Read(r, cfg, "pue", &o.pue, false, 1.0, 10.0, "PUE", [](double v) { return fmt::format("{:g}", v); });
+  Read(r, cfg, "colo_kw", &o.colo_kw, false, 0, kInf, "colocation power reserved",
+       [](double v) { return fmt::format("{:g} kW", v); });
+  Read(r, cfg, "colo_usd_per_kw_month", &o.colo_usd_per_kw_month, false, 0, kInf, "colocation price",
+       [](double v) { return fmt::format("${:g}/kW/month", v); });
+  Read(r, cfg, "other_ops_usd_per_month", &o.other_ops_usd_per_month, false, 0, kInf,
+       "network, storage and ops share", [](double v) { return Money(v) + "/month"; });
+  st = r.Finish();
+  if (!st.ok()) return st;
+
+  if (utils) {
+    if (!utils.IsSequence() || utils.size() == 0) {
+      return Status::Error(NodeWhere(source, utils, "utilizations") + ": expected a non-empty list of numbers");
+    }
+    cfg.utilizations.clear();
+    for (size_t i = 0; i < utils.size(); ++i) {
+      double u = 0;
+      if (!utils[i].IsScalar() || !YAML::convert<double>::decode(utils[i], u) || !(u > 0 && u <= 1)) {
+        return Status::Error(NodeWhere(source, utils[i], fmt::format("utilizations[{}]", i)) +
+                             ": expected a number in (0, 1]");
+      }
+      cfg.utilizations.push_back(u);
+    }
+  }
+
+  if (!alts.IsSequence() || alts.size() == 0) {
+    return Status::Error(NodeWhere(source, alts, "alternatives") + ": expected a non-empty list");
+  }
+  for (size_t i = 0; i < alts.size(); ++i) {
+    FieldReader a(alts[i], source, fmt::format("alternatives[{}]", i));
+    RentAlternative alt;
+    a.String("name", &alt.name, true);
+    a.String("tier", &alt.tier, true);
+    if (a.status().ok() && alt.tier != "on-demand" && alt.tier != "reserved" && alt.tier != "spot" &&
+        alt.tier != "market") {
+      a.Fail("tier", fmt::format("'{}' is not one of on-demand, reserved, spot, market", alt.tier));
+    }
+    double per_gpu = -1;
+    a.Double("usd_per_hour", &alt.usd_per_hour, false, 0, kInf);
+    a.Double("usd_per_gpu_hour", &per_gpu, false, 0, kInf);
+    if (a.status().ok() && a.Has("usd_per_hour") == a.Has("usd_per_gpu_hour")) {
+      a.Fail("usd_per_hour", "give exactly one of usd_per_hour (whole unit) and usd_per_gpu_hour");
+    }
+    if (per_gpu >= 0) alt.usd_per_hour = per_gpu * cfg.owned.gpus;
+    a.Double("discount", &alt.discount, false, 0, 0.999);
+    a.String("source", &alt.source, false);
+    st = a.Finish();
+    if (!st.ok()) return st;
+    cfg.alternatives.push_back(std::move(alt));
+  }
+  return cfg;
+}
+
+BreakEvenResult ComputeBreakEven(const BreakEvenConfig& config) {
+  BreakEvenResult res;
+  const OwnedCost& o = config.owned;
+  res.capex = o.capex_usd;
+  res.power_per_month = o.PowerUsdPerMonth();
+  res.colo_per_month = o.ColoUsdPerMonth();
+  res.other_ops_per_month = o.other_ops_usd_per_month;
+  res.opex_per_month = o.OpexUsdPerMonth();
+  res.amortisation_per_month = o.AmortisationUsdPerMonth();
+  for (const RentAlternative& alt : config.alternatives) {
+    for (double u : config.utilizations) {
+      BreakEvenRow row;
+      row.alternative = alt.name;
+      row.tier = alt.tier;
+      row.utilization = u;
+      row.usd_per_hour = alt.EffectiveUsdPerHour();
+      row.monthly_rent = row.usd_per_hour * kHoursPerMonth;
+      row.monthly_margin = row.monthly_rent * u - res.opex_per_month;
+      row.months = BreakEvenMonths(res.capex, row.monthly_rent, u, res.opex_per_month);
+      row.never = std::isinf(row.months);
+      row.beyond_life = !row.never && row.months > o.life_months;
+      res.rows.push_back(row);
+    }
+  }
+  return res;
+}
+
+std::string FormatBreakEvenText(const BreakEvenConfig& cfg, const BreakEvenResult& res) {
+  const OwnedCost& o = cfg.owned;
+  std::string out;
+  const std::string name = cfg.name.empty() ? "owned unit" : cfg.name;
+  // Headline: the first row (first alternative at the first utilisation), then the full table below.
+  if (!res.rows.empty()) {
+    const BreakEvenRow& first = res.rows.front();
+    out += fmt::format("Break-even of {} vs {} at {:g}% utilisation: {}\n", name, first.alternative,
+                       first.utilization * 100,
+                       first.never ? std::string("never") : fmt::format("{:.1f} months", first.months));
+  }
+  out += fmt::format("Buy versus rent: {} ({} GPUs), {:g} hours per month\n\n", name, o.gpus, kHoursPerMonth);
+  out += "Assumptions (owned):\n";
+  for (const Assumption& a : cfg.assumptions) {
+    out += fmt::format("  {:<32} {:<16} source: {}\n", a.name, a.value, a.source);
+  }
+  out += "\nMonthly cost of owning:\n";
+  out += fmt::format("  {:<32} {:>12}  ({:g} kW x {:g} h x ${:g}/kWh x PUE {:g})\n", "power", Money(res.power_per_month),
+                     o.avg_power_kw, kHoursPerMonth, o.usd_per_kwh, o.pue);
+  out += fmt::format("  {:<32} {:>12}  ({:g} kW x ${:g}/kW/month)\n", "colocation", Money(res.colo_per_month),
+                     o.colo_kw, o.colo_usd_per_kw_month);
+  out += fmt::format("  {:<32} {:>12}\n", "network, storage, ops", Money(res.other_ops_per_month));
+  out += fmt::format("  {:<32} {:>12}\n", "opex total", Money(res.opex_per_month));
+  out += fmt::format("  {:<32} {:>12}  (capex / {:g} months; not part of the break-even margin)\n",
+                     "amortisation", Money(res.amortisation_per_month), o.life_months);
+  for (double u : cfg.utilizations) {
+    const double used_gpu_hours = kHoursPerMonth * o.gpus * u;
+    out += fmt::format("  owned cost per used GPU-hour at {:g}% utilisation: {}\n", u * 100,
+                       Money((res.amortisation_per_month + res.opex_per_month) / used_gpu_hours));
+  }
+  out += "\nRented alternatives (same GPU count):\n";
+  for (const RentAlternative& a : cfg.alternatives) {
+    std::string price = fmt::format("{}/h", Money(a.usd_per_hour));
+    if (a.discount > 0) price += fmt::format(" - {:g}% = {}/h", a.discount * 100, Money(a.EffectiveUsdPerHour()));
+    out += fmt::format("  {:<44} {:<10} {}  source: {}\n", a.name, a.tier, price, a.source.empty() ? "given" : a.source);
+  }
+  out += "\nMonths to break even = capex / (monthly rent x utilisation - opex):\n";
+  out += fmt::format("  {:<44} {:>5} {:>14} {:>14}  {}\n", "alternative", "util", "rent/month", "margin/month",
+                     "break-even");
+  for (const BreakEvenRow& row : res.rows) {
+    std::string verdict;
+    if (row.never) {
+      verdict = "never (rent x utilisation <= opex)";
+    } else {
+      verdict = fmt::format("{:.1f} months", row.months);
+      if (row.beyond_life) verdict += fmt::format(" (beyond the {:g}-month life: never within life)", o.life_months);
+    }
+    out += fmt::format("  {:<44} {:>4g}% {:>14} {:>14}  {}\n", row.alternative, row.utilization * 100,
+                       Money(row.monthly_rent), Money(row.monthly_margin), verdict);
+  }
+  return out;
+}
+
+nlohmann::json BreakEvenJson(const BreakEvenConfig& cfg, const BreakEvenResult& res) {
+  nlohmann::json j;
+  j["name"] = cfg.name;
+  j["gpus"] = cfg.owned.gpus;
+  j["hours_per_month"] = kHoursPerMonth;
+  j["capex"] = res.capex;
+  j["life_months"] = cfg.owned.life_months;
+  j["opex_per_month"] = {{"power", res.power_per_month},
+                         {"colocation", res.colo_per_month},
+                         {"other_ops", res.other_ops_per_month},
+                         {"total", res.opex_per_month}};
+  j["amortisation_per_month"] = res.amortisation_per_month;
+  nlohmann::json as = nlohmann::json::array();
+  for (const Assumption& a : cfg.assumptions) as.push_back({{"name", a.name}, {"value", a.value}, {"source", a.source}});
+  j["assumptions"] = as;
+  nlohmann::json alts = nlohmann::json::array();
+  for (const RentAlternative& a : cfg.alternatives) {
+    alts.push_back({{"name", a.name}, {"tier", a.tier}, {"usd_per_hour", a.usd_per_hour}, {"discount", a.discount},
+                    {"effective_usd_per_hour", a.EffectiveUsdPerHour()}, {"source", a.source}});
+  }
+  j["alternatives"] = alts;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const BreakEvenRow& r : res.rows) {
+    nlohmann::json row = {{"alternative", r.alternative}, {"tier", r.tier},
+                          {"utilization", r.utilization}, {"usd_per_hour", r.usd_per_hour},
+                          {"monthly_rent", r.monthly_rent}, {"monthly_margin", r.monthly_margin},
+                          {"never", r.never}, {"beyond_life", r.beyond_life}};
+    row["months"] = r.never ? nlohmann::json(nullptr) : nlohmann::json(r.months);
+    rows.push_back(row);
+  }
+  j["break_even"] = rows;
+  return j;
+}
+
+}  // namespace tessera

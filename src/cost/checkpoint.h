@@ -1,0 +1,43 @@
+#pragma once
+// Checkpoint interval and the expected cost of failures (spot reclaims) for checkpointable training.
+// All times in seconds. Pure functions.
+//
+// Model: failures (reclaims) arrive as a Poisson process with rate lambda = 1 / MTBF. A job writes a
+// checkpoint every `interval` seconds of work, each costing `checkpoint_cost` seconds, and restarting
+// costs `restart_cost` seconds. If the reclaim notice is at least the checkpoint cost, the job
+// checkpoints on notice and loses no work; otherwise it loses the work since its last checkpoint,
+// on average half an interval (first-order model of Young 1974 / Daly 2006).
+
+namespace tessera {
+
+// Young/Daly first-order optimum: sqrt(2 * checkpoint_cost * mtbf). +inf when mtbf is +inf (never
+// reclaimed); 0 when checkpoint_cost is 0. REQUIRES: checkpoint_cost >= 0, mtbf > 0.
+double YoungDalyIntervalS(double checkpoint_cost_s, double mtbf_s);
+
+// The same from a reclaim rate per hour (MTBF = 3600 / rate seconds); rate <= 0 gives +inf.
+double YoungDalyIntervalForRateS(double checkpoint_cost_s, double reclaims_per_hour);
+
+// Daly's higher-order estimate, sqrt(2 C M) * (1 + sqrt(C / 2M) / 3 + C / 18M) - C for C < 2M, else M.
+// Reported for comparison; the default interval is the first-order one.
+double DalyIntervalS(double checkpoint_cost_s, double mtbf_s);
+
+struct CheckpointCostModel {
+  double interval_s = 0;         // work between checkpoints (+inf: never checkpoint)
+  double checkpoint_cost_s = 0;  // time to write one checkpoint
+  double restart_cost_s = 0;     // time to resume from a checkpoint after a reclaim
+  double mtbf_s = 0;             // mean time between reclaims (+inf: never)
+  double notice_s = 0;           // reclaim notice
+};
+
+// True when a checkpoint fits inside the reclaim notice (the job checkpoints on notice).
+bool CheckpointsOnNotice(const CheckpointCostModel& m);
+
+// Expected work lost per reclaim, in seconds: 0 when the job checkpoints on notice, else interval / 2
+// (+inf interval: half the MTBF is not defined, so the whole expected run to a reclaim, mtbf).
+double ExpectedLostWorkPerReclaimS(const CheckpointCostModel& m);
+
+// Expected wasted fraction of wall time (first order): checkpoint_cost / interval for writing
+// checkpoints, plus (lost work + restart) / mtbf for reclaims. Minimised near the Young/Daly interval.
+double ExpectedWasteFraction(const CheckpointCostModel& m);
+
+}  // namespace tessera

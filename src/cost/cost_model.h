@@ -1,0 +1,142 @@
+#pragma once
+// CostModel: turns a Ledger (who held what, when, at what price) and a PriceBook into a CostReport:
+// total cost, the same completed work priced on on-demand only, the saving, and chargeback lines per
+// team, project, GPU kind, tier, pool and job, with idle capacity reported on its own.
+//
+// Contract (checked by Evaluate, which returns an error rather than a report that does not add up):
+//   1. per pool, exactly in int64 milli-GPU-seconds: capacity = allocated + idle, idle >= 0;
+//   2. total_cost = sum over teams of (cost + idle_share) + idle_unshared_cost, to 1e-9 relative;
+//   3. the same for projects, GPU kinds, tiers and pools.
+// Pure: no I/O, no clock.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "cost/ledger.h"
+#include "cost/pricebook.h"
+
+namespace tessera {
+
+// Which fraction of a GPU a partial holder is charged for (a MIG slice or a fractional share).
+enum class ChargeBasis : uint8_t { kCompute, kMemory };
+const char* ChargeBasisName(ChargeBasis b);
+Result<ChargeBasis> ParseChargeBasis(std::string_view s);  // "compute" | "memory"
+
+// How capacity that nobody held is shared out (as OpenCost's shareIdle).
+//   kNone: reported on its own (idle_unshared_cost); teams pay only what they held.
+//   kProportional: shared in proportion to each team's allocation cost (allocated GPU-seconds when
+//                  every price is zero).
+//   kEven: shared equally among the teams that appear in the ledger.
+enum class IdlePolicy : uint8_t { kNone, kProportional, kEven };
+const char* IdlePolicyName(IdlePolicy p);
+Result<IdlePolicy> ParseIdlePolicy(std::string_view s);  // "none" | "proportional" | "even"
+
+struct CostOptions {
+  ChargeBasis charge_basis = ChargeBasis::kCompute;
+  IdlePolicy idle_policy = IdlePolicy::kNone;
+  // Unix time (UTC seconds) of ledger time 0, for FOCUS timestamps. Default 2025-01-01T00:00:00Z.
+  int64_t epoch_unix_s = 1735689600;
+  // Billing period in ledger seconds; when billing_end_s <= billing_start_s the span of the ledger.
+  int64_t billing_start_s = 0;
+  int64_t billing_end_s = 0;
+};
+
+// One chargeback line. Quantities in exact milli-GPU-seconds; costs in USD.
+struct CostLine {
+  std::string key;
+  int64_t milli_gpu_s = 0;          // allocated (held)
+  int64_t useful_milli_gpu_s = 0;   // allocated minus lost work (UsageRecord::lost_s)
+  double cost_usd = 0;              // allocation cost at the prices paid
+  double list_cost_usd = 0;         // the same quantity at on-demand list prices
+  double idle_share_usd = 0;        // idle capacity cost shared to this line by the IdlePolicy
+  double GpuHours() const { return static_cast<double>(milli_gpu_s) / (1000.0 * 3600.0); }
+  double UsefulGpuHours() const { return static_cast<double>(useful_milli_gpu_s) / (1000.0 * 3600.0); }
+  double TotalUsd() const { return cost_usd + idle_share_usd; }
+};
+
+// One pool's capacity and how much of it was held.
+struct PoolLine {
+  std::string pool;
+  Tier tier = Tier::kOnDemand;
+  std::string gpu_kind;
+  bool elastic = true;                 // no capacity records: capacity == usage
+  int64_t capacity_milli_gpu_s = 0;
+  int64_t allocated_milli_gpu_s = 0;
+  int64_t idle_milli_gpu_s = 0;        // capacity - allocated, exact
+  double capacity_usd = 0;
+  double allocated_usd = 0;
+  double idle_usd = 0;                 // capacity_usd - allocated_usd
+};
+
+// What one usage record costs (same order as Ledger::usage()).
+struct RecordCharge {
+  int64_t milli_gpu_s = 0;
+  int64_t useful_milli_gpu_s = 0;
+  double usd_per_gpu_hour = 0;
+  double list_usd_per_gpu_hour = 0;
+  double cost_usd = 0;
+  double list_cost_usd = 0;
+  double idle_share_usd = 0;
+};
+
+struct CostReport {
+  double total_cost = 0;              // what all capacity cost = charged_cost + idle_cost
+  double charged_cost = 0;            // allocation cost of all usage records
+  double idle_cost = 0;               // capacity nobody held
+  double idle_shared_cost = 0;        // part of idle_cost shared out to teams
+  double idle_unshared_cost = 0;      // part of idle_cost reported on its own
+  double list_cost = 0;               // allocations at on-demand list prices
+  double on_demand_only_cost = 0;     // useful work by kind at on-demand list prices
+  double cost_saving_vs_on_demand = 0;  // 1 - total_cost / on_demand_only_cost (0 when no work)
+  double capacity_gpu_hours = 0;
+  double allocated_gpu_hours = 0;
+  double useful_gpu_hours = 0;
+  double idle_gpu_hours = 0;
+  double cost_per_useful_gpu_hour = 0;  // total_cost / useful_gpu_hours (0 when none)
+  ChargeBasis charge_basis = ChargeBasis::kCompute;
+  IdlePolicy idle_policy = IdlePolicy::kNone;
+  int64_t billing_start_s = 0;
+  int64_t billing_end_s = 0;
+  std::vector<CostLine> by_team;      // key: team
+  std::vector<CostLine> by_project;   // key: "team/project"
+  std::vector<CostLine> by_gpu_kind;  // key: kind id
+  std::vector<CostLine> by_tier;      // key: TierKey
+  std::vector<CostLine> by_job;       // key: job id (decimal)
+  std::vector<PoolLine> pools;
+  std::vector<RecordCharge> records;  // per usage record (not serialised by ToJson unless asked)
+};
+
+class CostModel {
+ public:
+  CostModel(PriceBook book, CostOptions options) : book_(std::move(book)), options_(options) {}
+  // Prices every record (explicit price, else its pool's), aggregates, shares idle, checks the
+  // contract above. Errors name the record or pool that cannot be priced or does not reconcile.
+  Result<CostReport> Evaluate(const Ledger& ledger) const;
+  // FOCUS 1.x style CSV of the ledger (one row per usage record, plus one row per pool with
+  // unshared idle capacity). Evaluates first.
+  Result<std::string> FocusCsv(const Ledger& ledger) const;
+
+  const PriceBook& book() const { return book_; }
+  const CostOptions& options() const { return options_; }
+
+ private:
+  PriceBook book_;
+  CostOptions options_;
+};
+
+// The same completed work on on-demand capacity only: sum of GPU-hours by kind times the kind's
+// on-demand list price. Error names a kind without a list price.
+Result<double> OnDemandOnlyCost(const std::map<std::string, double>& gpu_hours_by_kind, const PriceBook& book);
+// 1 - actual / on_demand_only; 0 when on_demand_only <= 0.
+double CostSaving(double actual_cost, double on_demand_only_cost);
+
+// JSON of a report: totals, chargeback lines and pools; per-record charges only when asked.
+nlohmann::json ToJson(const CostReport& report, bool with_records = false);
+
+}  // namespace tessera

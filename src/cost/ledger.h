@@ -1,0 +1,75 @@
+#pragma once
+// Ledger: what the simulator (or the service) records about who held which GPU capacity, when, and at
+// what price. Usage is charged by allocation (what a team holds), not by what it keeps busy.
+//
+// Units: times are integer seconds since the ledger epoch (CostOptions::epoch); GPU shares are
+// thousandths of one GPU. A usage record's exact quantity is share_milli * (end_s - start_s)
+// milli-GPU-seconds, so every sum over records is exact in int64.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/ids.h"
+#include "base/status.h"
+#include "model/cluster.h"
+
+namespace tessera {
+
+// One interval during which one task held one GPU or a part of one.
+struct UsageRecord {
+  std::string team;
+  std::string project;
+  std::string queue;
+  JobId job_id = 0;
+  std::string gpu_kind;       // kind id, e.g. "h100-80gb"
+  Tier tier = Tier::kOnDemand;
+  std::string pool;           // pool name (PriceBook / cluster); empty = tier name
+  std::string node;           // node name (FOCUS ResourceId)
+  // Share of the GPU held, in thousandths. Whole GPU = 1000. A MIG slice: its compute fraction
+  // (SMs of the instance / SMs of the GPU, MigProfile via Catalog::ProfileComputeMilli) in
+  // `compute_milli` and its memory fraction (memory slices / 8) in `memory_milli`; which one is
+  // charged is CostOptions::charge_basis. A fractional share: both equal the share.
+  int32_t compute_milli = kMilliPerGpu;
+  int32_t memory_milli = kMilliPerGpu;
+  int64_t start_s = 0;
+  int64_t end_s = 0;          // end_s >= start_s
+  // Seconds of [start_s, end_s) whose work was lost (redone after a spot reclaim) or spent writing
+  // checkpoints / restarting. Still charged; not "useful" work. 0 <= lost_s <= end_s - start_s.
+  int64_t lost_s = 0;
+  // Price per whole-GPU-hour paid for this interval; < 0 = take the pool's price from the PriceBook.
+  double usd_per_gpu_hour = -1;
+  // On-demand list price per whole-GPU-hour of the kind (FOCUS ListCost); < 0 = from the PriceBook.
+  double list_usd_per_gpu_hour = -1;
+};
+
+// Capacity that existed in a pool over an interval (nodes up, paid for whether held or not). Pools
+// without capacity records are treated as elastic: their capacity is exactly their usage (no idle).
+struct CapacityRecord {
+  std::string pool;
+  std::string node;
+  std::string gpu_kind;
+  Tier tier = Tier::kOnDemand;
+  int32_t gpus = 0;
+  int64_t start_s = 0;
+  int64_t end_s = 0;
+  double usd_per_gpu_hour = -1;   // < 0 = pool's price from the PriceBook
+};
+
+class Ledger {
+ public:
+  // Appends after validation; the error names the record (job, team) and the field.
+  Status AddUsage(UsageRecord r);
+  Status AddCapacity(CapacityRecord c);
+  const std::vector<UsageRecord>& usage() const { return usage_; }
+  const std::vector<CapacityRecord>& capacity() const { return capacity_; }
+
+ private:
+  std::vector<UsageRecord> usage_;
+  std::vector<CapacityRecord> capacity_;
+};
+
+// Pool key of a record: its pool, or the tier name when none is given.
+std::string PoolKey(const UsageRecord& r);
+
+}  // namespace tessera
