@@ -41,6 +41,7 @@ class [[nodiscard]] Result {
   T& value() & { return std::get<T>(v_); }
   T&& value() && { return std::get<T>(std::move(v_)); }
   const T& operator*() const& { return value(); }
+  T& operator*() & { return value(); }
   const T* operator->() const { return &value(); }
   T* operator->() { return &value(); }
   Status status() const { return ok() ? Status::Ok() : std::get<Status>(v_); }

@@ -1,0 +1,191 @@
+#include "sched/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "sched/mig_layouts.h"
+#include "sched/policy.h"
+#include "test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::MakeCluster;
+
+class ClusterStateTest : public ::testing::Test {
+ protected:
+  const Catalog& cat_ = Catalog::Default();
+};
+
+TEST_F(ClusterStateTest, EmptyStateCountsEveryGpuFree) {
+  Cluster c = MakeCluster(8, 8, "h100-80gb");
+  auto s = ClusterState::Build(c, cat_);
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->num_gpus(), 64);
+  EXPECT_EQ(s->leaf_free_whole(0), 32);
+  EXPECT_EQ(s->leaf_free_whole(1), 32);
+  EXPECT_EQ(s->AllocatedMilli(), 0);
+  EXPECT_TRUE(s->CheckInvariants().ok());
+}
+
+TEST_F(ClusterStateTest, MigModeChangesOnlyOnIdleGpu) {
+  Cluster c = MakeCluster(1, 8, "h100-80gb");
+  auto s = ClusterState::Build(c, cat_);
+  ASSERT_TRUE(s.ok());
+  GpuGrant whole;
+  whole.gpu = 0;
+  whole.memory_mib = 1000;
+  std::vector<TaskPlacement> t = {{0, {whole}}};
+  ASSERT_TRUE(s->CanApply(t, 0, 0).ok());
+  s->Apply(t, 0, 0, false);
+  EXPECT_FALSE(s->SetMigMode(0, true).ok()) << "GPU 0 is busy";
+  EXPECT_TRUE(s->SetMigMode(1, true).ok());
+  s->Release(t, 0, 0, false);
+  EXPECT_TRUE(s->SetMigMode(0, true).ok());
+  EXPECT_TRUE(s->CheckInvariants().ok());
+}
+
+TEST_F(ClusterStateTest, InstancesAreCreatedAndDestroyedOnlyWhereNothingRuns) {
+  Cluster c = MakeCluster(1, 1, "h100-80gb");
+  auto s = ClusterState::Build(c, cat_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s->SetMigMode(0, true).ok());
+  const GpuKind& k = cat_.kind(cat_.Find("h100-80gb"));
+  const int p3g = k.FindProfile("3g.40gb");
+  const int p1g = k.FindProfile("1g.10gb");
+  ASSERT_GE(p3g, 0);
+  ASSERT_TRUE(s->CreateInstance(0, p3g, 4).ok());
+  EXPECT_FALSE(s->CreateInstance(0, p1g, 5).ok()) << "slice 5 is inside 3g@4";
+  EXPECT_FALSE(s->CreateInstance(0, p3g, 2).ok()) << "3g may start only at 0 or 4";
+  GpuGrant g;
+  g.gpu = 0;
+  g.mig_profile = static_cast<int16_t>(p3g);
+  g.mig_start = 4;
+  g.memory_mib = 30000;
+  std::vector<TaskPlacement> t = {{0, {g}}};
+  ASSERT_TRUE(s->CanApply(t, 0, 0).ok());
+  s->Apply(t, 0, 0, true);
+  EXPECT_FALSE(s->DestroyInstance(0, 4).ok()) << "busy instance";
+  EXPECT_FALSE(s->SetMigMode(0, false).ok()) << "busy GPU";
+  EXPECT_FALSE(s->Relayout(0, {}).ok()) << "relayout may not drop a busy instance";
+  EXPECT_TRUE(s->Relayout(0, {{p3g, 4}, {p3g, 0}}).ok());
+  s->Release(t, 0, 0, true);
+  EXPECT_TRUE(s->DestroyInstance(0, 4).ok());
+  EXPECT_TRUE(s->CheckInvariants().ok());
+}
+
+TEST_F(ClusterStateTest, GrantAboveUsableMemoryIsRejected) {
+  Cluster c = MakeCluster(1, 1, "h100-80gb");
+  auto s = ClusterState::Build(c, cat_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s->SetMigMode(0, true).ok());
+  const GpuKind& k = cat_.kind(cat_.Find("h100-80gb"));
+  GpuGrant g;
+  g.gpu = 0;
+  g.mig_profile = static_cast<int16_t>(k.FindProfile("1g.10gb"));
+  g.mig_start = 0;
+  g.create_instance = true;
+  g.memory_mib = k.profiles[g.mig_profile].usable_mib + 1;
+  EXPECT_FALSE(s->CanApply({{0, {g}}}, 0, 0).ok());
+}
+
+TEST_F(ClusterStateTest, AllBalancedLayoutIsValid) {
+  for (const char* id : {"a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "a30-24gb"}) {
+    const GpuKind& k = cat_.kind(cat_.Find(id));
+    auto l = NamedMigLayout(k, "all-balanced");
+    ASSERT_TRUE(l.ok()) << id << ": " << l.error();
+    EXPECT_TRUE(CheckMigLayout(k, *l).ok()) << id;
+    EXPECT_EQ(l->size(), k.mig_memory_slices == 8 ? 4u : 3u) << id;
+  }
+}
+
+// Random place/release sequences never overlap, never exceed memory, keep every invariant and return to
+// an empty cluster.
+class RandomSequenceTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RandomSequenceTest, InvariantsHoldAndReleaseReturnsToEmpty) {
+  const Catalog& cat = Catalog::Default();
+  Cluster c = MakeCluster(16, 8, "h100-80gb");
+  // A few PCIe L40S nodes too.
+  for (int i = 0; i < 4; ++i) {
+    Node n = c.nodes[0];
+    n.name = "l40s-" + std::to_string(i);
+    n.kind = cat.Find("l40s-48gb");
+    n.gpu_count = 4;
+    n.interconnect = Interconnect::kPcie;
+    c.nodes.push_back(n);
+  }
+  auto s = ClusterState::Build(c, cat);
+  ASSERT_TRUE(s.ok());
+  auto policy = MakePolicy(GetParam());
+  ASSERT_TRUE(policy.ok());
+  std::mt19937_64 rng(42);
+  struct Held {
+    Request r;
+    std::vector<TaskPlacement> t;
+  };
+  std::vector<Held> held;
+  for (int step = 0; step < 3000; ++step) {
+    if (!held.empty() && (rng() % 3 == 0)) {
+      size_t i = rng() % held.size();
+      s->Release(held[i].t, held[i].r.cpu_milli, held[i].r.host_memory_mib, held[i].r.cls != WorkloadClass::kTraining);
+      held.erase(held.begin() + static_cast<long>(i));
+    } else {
+      Request r;
+      r.id = step;
+      const int kind = static_cast<int>(rng() % 4);
+      if (kind == 0) {
+        r.cls = WorkloadClass::kInference;
+        r.gpus_per_task = 0;
+        r.gpu_milli = 50 + static_cast<int>(rng() % 500);
+        r.gpu_memory_mib = 2000 + static_cast<int64_t>(rng() % 40000);
+      } else {
+        r.cls = WorkloadClass::kTraining;
+        r.tasks = kind == 3 ? 1 + static_cast<int>(rng() % 3) : 1;
+        r.gpus_per_task = 1 << (rng() % 4);
+        r.gpu_memory_mib = 30000;
+      }
+      r.cpu_milli = 2000;
+      r.host_memory_mib = 8192;
+      PlaceResult res = (*policy)->Place(*s, r);
+      if (!res.ok) {
+        EXPECT_FALSE(res.reason.empty());
+        continue;
+      }
+      ASSERT_EQ(static_cast<int>(res.tasks.size()), r.tasks) << "gang must be all or nothing";
+      ASSERT_TRUE(s->CanApply(res.tasks, r.cpu_milli, r.host_memory_mib).ok());
+      for (const TaskPlacement& t : res.tasks) {
+        ASSERT_EQ(static_cast<int>(t.gpus.size()), r.GpusPerTask());
+        for (const GpuGrant& g : t.gpus) {
+          const GpuKind& k = s->kind_of_gpu(g.gpu);
+          const int64_t usable = g.mig_profile >= 0 ? k.profiles[g.mig_profile].usable_mib : k.memory_mib;
+          if (GetParam() != "k8s-default") EXPECT_GE(usable, r.gpu_memory_mib) << "would run out of memory";
+        }
+      }
+      s->Apply(res.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
+      held.push_back({r, res.tasks});
+    }
+    Status inv = s->CheckInvariants();
+    ASSERT_TRUE(inv.ok()) << "step " << step << ": " << inv.message();
+  }
+  for (auto& h : held) s->Release(h.t, h.r.cpu_milli, h.r.host_memory_mib, h.r.cls != WorkloadClass::kTraining);
+  EXPECT_EQ(s->AllocatedMilli(), 0);
+  for (NodeId n = 0; n < s->num_nodes(); ++n) {
+    EXPECT_EQ(s->node(n).idle_gpus, s->node(n).gpu_count);
+    EXPECT_EQ(s->node(n).free_cpu_milli, c.nodes[n].cpu_milli);
+  }
+  EXPECT_TRUE(s->CheckInvariants().ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPolicies, RandomSequenceTest,
+                         ::testing::Values("tessera", "k8s-default", "bestfit", "static-mig"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace tessera

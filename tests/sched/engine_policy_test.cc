@@ -1,0 +1,223 @@
+#include "sched/engine_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "model/workload.h"
+#include "sched/policy.h"
+#include "test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::MakeCluster;
+
+Request Whole(int tasks, int gpus, int64_t mem = 40000) {
+  Request r;
+  r.cls = WorkloadClass::kTraining;
+  r.tasks = tasks;
+  r.gpus_per_task = gpus;
+  r.gpu_memory_mib = mem;
+  r.cpu_milli = 1000;
+  r.host_memory_mib = 1024;
+  return r;
+}
+
+Request Slice(int64_t mem, int milli) {
+  Request r;
+  r.cls = WorkloadClass::kInference;
+  r.gpus_per_task = 0;
+  r.gpu_milli = milli;
+  r.gpu_memory_mib = mem;
+  return r;
+}
+
+void Occupy(ClusterState& s, NodeId n, int gpus) {
+  std::vector<GpuGrant> g;
+  for (int i = 0; i < gpus; ++i) {
+    GpuGrant gr;
+    gr.gpu = s.node(n).first_gpu + i;
+    g.push_back(gr);
+  }
+  s.Apply({{n, g}}, 0, 0, false);
+}
+
+// Conformance: the contract every policy keeps.
+class ConformanceTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    cluster_ = MakeCluster(8, 8, "h100-80gb");
+    auto s = ClusterState::Build(cluster_, Catalog::Default());
+    ASSERT_TRUE(s.ok());
+    state_ = std::make_unique<ClusterState>(std::move(s).value());
+    auto p = MakePolicy(GetParam());
+    ASSERT_TRUE(p.ok());
+    policy_ = std::move(p).value();
+  }
+  Cluster cluster_;
+  std::unique_ptr<ClusterState> state_;
+  std::unique_ptr<Policy> policy_;
+};
+
+TEST_P(ConformanceTest, InvalidRequestsAreResultsNotCrashes) {
+  Request r = Whole(0, 1);
+  PlaceResult res = policy_->Place(*state_, r);
+  EXPECT_FALSE(res.ok);
+  EXPECT_EQ(res.code, NoFitCode::kInvalid);
+  Request gang_of_slices = Slice(5000, 100);
+  gang_of_slices.tasks = 2;
+  EXPECT_EQ(policy_->Place(*state_, gang_of_slices).code, NoFitCode::kInvalid);
+}
+
+TEST_P(ConformanceTest, PlacementsApplyAndGangsAreAllOrNothing) {
+  PlaceResult res = policy_->Place(*state_, Whole(4, 8));
+  ASSERT_TRUE(res.ok) << res.reason;
+  ASSERT_EQ(res.tasks.size(), 4u);
+  std::set<GpuId> gpus;
+  for (const auto& t : res.tasks)
+    for (const auto& g : t.gpus) gpus.insert(g.gpu);
+  EXPECT_EQ(gpus.size(), 32u) << "no GPU granted twice";
+  ASSERT_TRUE(state_->CanApply(res.tasks, 1000, 1024).ok());
+  state_->Apply(res.tasks, 1000, 1024, false);
+  // 32 GPUs left: a 5 x 8 gang cannot fit and nothing is placed.
+  PlaceResult big = policy_->Place(*state_, Whole(5, 8));
+  EXPECT_FALSE(big.ok);
+  EXPECT_TRUE(big.tasks.empty());
+  EXPECT_FALSE(big.reason.empty());
+}
+
+TEST_P(ConformanceTest, PlacementIsDeterministic) {
+  Request r = Slice(12000, 150);
+  PlaceResult a = policy_->Place(*state_, r);
+  PlaceResult b = policy_->Place(*state_, r);
+  ASSERT_EQ(a.ok, b.ok);
+  ASSERT_EQ(a.tasks.size(), b.tasks.size());
+  if (a.ok) EXPECT_EQ(a.tasks[0].gpus[0].gpu, b.tasks[0].gpus[0].gpu);
+}
+
+TEST_P(ConformanceTest, MemoryAwarenessMatchesThePolicy) {
+  PlaceResult res = policy_->Place(*state_, Whole(1, 1, 90000));
+  PlaceResult slice = policy_->Place(*state_, Slice(90000, 100));
+  if (GetParam() == "k8s-default" || GetParam() == "static-mig") {
+    // kube-scheduler sees GPUs as opaque integers: it places blindly, and the simulator counts the OOM.
+    EXPECT_TRUE(res.ok);
+    EXPECT_TRUE(slice.ok);
+  } else {
+    EXPECT_FALSE(res.ok);
+    EXPECT_EQ(res.code, NoFitCode::kRequestExceedsCluster);
+    EXPECT_FALSE(slice.ok);
+    EXPECT_EQ(slice.code, NoFitCode::kMemory);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPolicies, ConformanceTest,
+                         ::testing::Values("tessera", "k8s-default", "bestfit", "static-mig"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+class TesseraTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Policy> policy_ = std::make_unique<EnginePolicy>(TesseraTraits());
+};
+
+TEST_F(TesseraTest, GangPrefersOneNodeThenOneLeaf) {
+  // 16 nodes, 4 per leaf. Leaf 0 nearly full, leaf 1 has two whole free nodes.
+  Cluster c = MakeCluster(16, 8, "h100-80gb");
+  auto s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok());
+  for (NodeId n = 0; n < 4; ++n) Occupy(*s, n, 6);
+  Occupy(*s, 4, 8);
+  Occupy(*s, 5, 8);
+  PlaceResult one = policy_->Place(*s, Whole(1, 8));
+  ASSERT_TRUE(one.ok);
+  EXPECT_EQ(one.span, Span::kOneNode);
+  PlaceResult res = policy_->Place(*s, Whole(2, 8));
+  ASSERT_TRUE(res.ok) << res.reason;
+  EXPECT_EQ(res.span, Span::kOneLeaf);
+  EXPECT_EQ(s->node(res.tasks[0].node).leaf, s->node(res.tasks[1].node).leaf);
+  EXPECT_EQ(s->node(res.tasks[0].node).leaf, 1) << "leaf 1 is the best fit (exactly 16 free GPUs)";
+}
+
+TEST_F(TesseraTest, ExplainsTopologyFailure) {
+  Cluster c = MakeCluster(8, 8, "h100-80gb");
+  auto s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok());
+  // Leaf 0: 12 free GPUs (two nodes with 6 free); leaf 1: 12 free.
+  for (NodeId n = 0; n < 8; ++n) Occupy(*s, n, n % 4 < 2 ? 2 : 8);
+  Request r = Whole(2, 8);
+  r.gpus_per_task = 8;
+  r.tasks = 2;
+  r.require_same_leaf = true;
+  PlaceResult res = policy_->Place(*s, r);
+  EXPECT_FALSE(res.ok);
+  // 8-GPU tasks need whole nodes; none is free anywhere.
+  EXPECT_EQ(res.code, NoFitCode::kResources);
+  Request small = Whole(8, 2);
+  small.require_same_leaf = true;
+  Occupy(*s, 0, 0);
+  PlaceResult res2 = policy_->Place(*s, small);
+  ASSERT_FALSE(res2.ok);
+  EXPECT_EQ(res2.code, NoFitCode::kTopologyUnsatisfiable);
+  EXPECT_EQ(res2.reason, "needs 16 GPUs under one leaf; the largest free block is 12");
+}
+
+TEST_F(TesseraTest, InferenceGoesIntoTheSmallestCoveringMigSlice) {
+  Cluster c = MakeCluster(1, 8, "h100-80gb");
+  auto s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok());
+  const GpuKind& k = Catalog::Default().kind(Catalog::Default().Find("h100-80gb"));
+  PlaceResult a = policy_->Place(*s, Slice(8000, 100));
+  ASSERT_TRUE(a.ok) << a.reason;
+  EXPECT_EQ(k.profiles[a.tasks[0].gpus[0].mig_profile].name, "1g.10gb");
+  EXPECT_TRUE(a.tasks[0].gpus[0].enable_mig);
+  s->Apply(a.tasks, 0, 0, true);
+  PlaceResult b = policy_->Place(*s, Slice(15000, 100));
+  ASSERT_TRUE(b.ok);
+  EXPECT_EQ(k.profiles[b.tasks[0].gpus[0].mig_profile].name, "1g.20gb");
+  EXPECT_EQ(b.tasks[0].gpus[0].gpu, a.tasks[0].gpus[0].gpu) << "packs onto the GPU already in MIG mode";
+  // Compute need drives the profile too: 300/1000 of an H100 needs at least 3g (60 SMs of 132).
+  PlaceResult c3 = policy_->Place(*s, Slice(8000, 300));
+  ASSERT_TRUE(c3.ok);
+  EXPECT_EQ(k.profiles[c3.tasks[0].gpus[0].mig_profile].compute_slices, 3);
+}
+
+TEST_F(TesseraTest, RepartitionsIdleInstancesWhenNeeded) {
+  Cluster c = MakeCluster(1, 1, "h100-80gb");
+  c.nodes[0].mig_enabled = true;
+  c.nodes[0].mig_config = "all-1g.10gb";
+  auto s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok());
+  PlaceResult res = policy_->Place(*s, Slice(30000, 200));  // needs a 3g.40gb
+  ASSERT_TRUE(res.ok) << res.reason;
+  EXPECT_NE(res.tasks[0].gpus[0].destroy_mask, 0);
+  ASSERT_TRUE(s->CanApply(res.tasks, 0, 0).ok());
+  s->Apply(res.tasks, 0, 0, true);
+  EXPECT_TRUE(s->CheckInvariants().ok());
+}
+
+TEST_F(TesseraTest, K8sDefaultSpreadsAndWastesWholeGpus) {
+  Cluster c = MakeCluster(4, 8, "h100-80gb");
+  auto s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok());
+  auto k8s = MakePolicy("k8s-default");
+  ASSERT_TRUE(k8s.ok());
+  Request r = Slice(8000, 100);
+  r.cpu_milli = 4000;
+  std::set<NodeId> nodes;
+  for (int i = 0; i < 4; ++i) {
+    PlaceResult res = (*k8s)->Place(*s, r);
+    ASSERT_TRUE(res.ok);
+    EXPECT_EQ(res.tasks[0].gpus[0].milli, 1000) << "MIG-unaware: a whole GPU";
+    nodes.insert(res.tasks[0].node);
+    s->Apply(res.tasks, r.cpu_milli, 0, true);
+  }
+  EXPECT_EQ(nodes.size(), 4u) << "LeastAllocated spreads over nodes";
+}
+
+}  // namespace
+}  // namespace tessera
