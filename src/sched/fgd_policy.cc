@@ -118,15 +118,10 @@ namespace {
 
 // The fragmented amount for one shape, from the node's per-shape summary (count of GPUs with enough free
 // share, free milli of the GPUs without).
-inline int64_t Term(const TaskShape& m, KindId kind, int64_t free_cpu, int64_t total, int cnt_ge, int64_t sum_lt,
-                    bool mem_ok = true) {
+inline int64_t Term(const TaskShape& m, KindId kind, int64_t free_cpu, int64_t total, int cnt_ge, int64_t sum_lt) {
   if (m.CpuOnly() || !m.KindAllowed(kind)) return total;
-  if (mem_ok && free_cpu >= m.cpu_milli && cnt_ge >= m.num_gpu) return sum_lt;
+  if (free_cpu >= m.cpu_milli && cnt_ge >= m.num_gpu) return sum_lt;
   return total;
-}
-
-inline int64_t ShapeMemory(const TaskShapeDistribution& d, size_t i) {
-  return i < d.memory_mib.size() ? d.memory_mib[i] : 0;
 }
 
 }  // namespace
@@ -156,11 +151,9 @@ int FgdScore(double frag_before, double frag_after) {
 
 namespace fgd_internal {
 
-double FragAfter(const NodeClass& c, const TaskDelta& d, int v, const TaskShapeDistribution& dist,
-                 bool host_memory) {
+double FragAfter(const NodeClass& c, const TaskDelta& d, int v, const TaskShapeDistribution& dist) {
   const TaskShape& t = d.shape;
   const int64_t cpu = c.free_cpu - t.cpu_milli;
-  const int64_t mem = c.free_mem - d.host_memory_mib;
   double f = 0;
   if (t.Sharing()) {
     const int nv = v - t.gpu_milli;
@@ -170,16 +163,14 @@ double FragAfter(const NodeClass& c, const TaskDelta& d, int v, const TaskShapeD
       const int mm = m.gpu_milli;
       const int cnt = c.cnt_ge[i] + (nv >= mm) - (v >= mm);
       const int64_t sl = c.sum_lt[i] + (nv < mm ? nv : 0) - (v < mm ? v : 0);
-      const bool mem_ok = !host_memory || mem >= ShapeMemory(dist, i);
-      f += dist.prob[i] * static_cast<double>(Term(m, c.kind, cpu, total, cnt, sl, mem_ok));
+      f += dist.prob[i] * static_cast<double>(Term(m, c.kind, cpu, total, cnt, sl));
     }
   } else {
     const int k = t.CpuOnly() ? 0 : t.num_gpu;  // whole GPUs taken: free 1000 -> 0
     const int64_t total = c.total_free - static_cast<int64_t>(k) * kMilliPerGpu;
     for (size_t i = 0; i < dist.shapes.size(); ++i) {
       const TaskShape& m = dist.shapes[i];
-      const bool mem_ok = !host_memory || mem >= ShapeMemory(dist, i);
-      f += dist.prob[i] * static_cast<double>(Term(m, c.kind, cpu, total, c.cnt_ge[i] - k, c.sum_lt[i], mem_ok));
+      f += dist.prob[i] * static_cast<double>(Term(m, c.kind, cpu, total, c.cnt_ge[i] - k, c.sum_lt[i]));
     }
   }
   return f;
@@ -254,8 +245,6 @@ int32_t ClassEngine::ClassFor(const ClusterState& s, NodeId n, const NodeEntry& 
     c.cnt_ge[i] = cnt;
     c.sum_lt[i] = sl;
     c.frag += dist_.prob[i] * static_cast<double>(Term(m, kind, c.free_cpu, c.total_free, cnt, sl));
-    c.frag_mem += dist_.prob[i] * static_cast<double>(Term(m, kind, c.free_cpu, c.total_free, cnt, sl,
-                                                           c.free_mem >= ShapeMemory(dist_, i)));
   }
   classes_.push_back(std::move(c));
   return it->second;

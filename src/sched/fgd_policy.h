@@ -59,7 +59,7 @@ Status CheckHarnessRequest(const Request& r);
 struct TaskShapeDistribution {
   std::vector<TaskShape> shapes;  // most common first
   std::vector<double> prob;       // parallel to shapes; sums to 1 (empty distribution: no shapes)
-  // Parallel to shapes: median host memory of the shape's tasks (FGD ignores it; tessera's measure uses
+  // Parallel to shapes: median host memory of the shape's tasks (FGD ignores it; tessera's score uses
   // it). Empty when unknown (Typical()), which counts as 0.
   std::vector<int64_t> memory_mib;
 
@@ -98,7 +98,6 @@ struct NodeClass {
   std::vector<int64_t> sum_lt;     // per typical shape: free milli of GPUs with free < shape's share
   int64_t total_free = 0;
   double frag = 0;                 // F(class)
-  double frag_mem = 0;             // F(class) with host memory in the fit test (tessera's measure)
   uint64_t stamp = 0;              // request stamp the cached score belongs to
   double score = 0;
   uint16_t best_values = 0;        // bit i: distinct_free[i] reaches `score` (sharing tasks)
@@ -154,10 +153,7 @@ class ClassEngine {
 
 // F of class `c` after the task takes: one GPU of free value `v` reduced by the task's share (sharing),
 // `k` whole GPUs (whole) or nothing (CPU-only); CPU reduced by the task's CPU.
-// With `host_memory`, a typical shape also needs its memory_mib of free host memory to count as usable
-// (t.host_memory_mib is taken from the node first).
-double FragAfter(const NodeClass& c, const TaskDelta& t, int v, const TaskShapeDistribution& dist,
-                 bool host_memory = false);
+double FragAfter(const NodeClass& c, const TaskDelta& t, int v, const TaskShapeDistribution& dist);
 
 }  // namespace fgd_internal
 

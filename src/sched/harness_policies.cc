@@ -114,47 +114,93 @@ PlaceResult RandomPolicy::Place(const ClusterState& s, const Request& r) const {
   if (feasible.empty()) return PlaceResult::NoFit(NoFitCode::kResources, NoNodeReason(name(), r, t));
   SeededRng rng(seed_ ^ (static_cast<uint64_t>(r.id) * 0x9e3779b97f4a7c15ULL));
   const NodeId n = feasible[rng.Below(feasible.size())];
-  return OnNode(s, n, t, name(), 0);
+  if (!t.Sharing()) return OnNode(s, n, t, name(), 0);
+  // A sharing task takes a random GPU among those with enough free share.
+  const NodeState& ns = s.node(n);
+  std::vector<GpuId> fits;
+  for (int i = 0; i < ns.gpu_count; ++i)
+    if (s.gpu(ns.first_gpu + i).free_milli >= t.gpu_milli) fits.push_back(ns.first_gpu + i);
+  PlaceResult res;
+  res.ok = true;
+  res.span = Span::kOneGpu;
+  TaskPlacement tp;
+  tp.node = n;
+  GpuGrant g;
+  g.gpu = fits[rng.Below(fits.size())];
+  g.milli = t.gpu_milli;
+  tp.gpus.push_back(g);
+  res.tasks.push_back(std::move(tp));
+  res.reason = fmt::format("{}: node {} (random)", name(), s.cluster().nodes[n].name);
+  return res;
 }
 
 namespace {
 
-// tessera's class score. Two changes to FGD, both aimed at where FGD loses capacity on sharing clusters
-// (fgd-harness.md, last section):
-//  1. the measure counts host memory as well as CPU when deciding whether a typical task still fits a
-//     node, so GPUs stranded by exhausted host resources count as fragmented;
-//  2. the same integer sigmoid scale as FGD, ties to the earliest node in the seed's order (packing).
+// GPU milli of a node stranded by host resources: free GPU capacity that the node's remaining CPU and
+// memory cannot feed at the typical mix's CPU and memory per GPU milli.
+double Stranded(int64_t free_gpu, int64_t cpu, int64_t mem, double cpu_per_milli, double mem_per_milli) {
+  double usable = static_cast<double>(free_gpu);
+  if (cpu_per_milli > 0) usable = std::min(usable, static_cast<double>(std::max<int64_t>(cpu, 0)) / cpu_per_milli);
+  if (mem_per_milli > 0) usable = std::min(usable, static_cast<double>(std::max<int64_t>(mem, 0)) / mem_per_milli);
+  return static_cast<double>(free_gpu) - usable;
+}
+
+// tessera's class score: FGD's integer gradient score over F(node) + Stranded(node). FGD's measure sees
+// GPU capacity only, so it happily puts a CPU- or memory-heavy task on a node whose remaining GPUs then
+// have no host resources left; the stranded term makes that placement cost what it really costs. Same
+// integer sigmoid scale and tie rule (earliest node in the seed's order) as FGD.
 class TesseraScorer : public fgd_internal::ClassScorer {
  public:
+  TesseraScorer(double cpu_per_milli, double mem_per_milli) : cpm_(cpu_per_milli), mpm_(mem_per_milli) {}
+
   double Score(const fgd_internal::NodeClass& c, const fgd_internal::TaskDelta& d,
                const TaskShapeDistribution& dist, uint16_t* best_values) const override {
     const TaskShape& t = d.shape;
-    if (!t.Sharing()) return FgdScore(c.frag_mem, fgd_internal::FragAfter(c, d, 0, dist, true));
+    const int64_t take = t.CpuOnly() ? 0 : int64_t{t.num_gpu} * t.gpu_milli;
+    const double before = c.frag + Stranded(c.total_free, c.free_cpu, c.free_mem, cpm_, mpm_);
+    const double stranded_after =
+        Stranded(c.total_free - take, c.free_cpu - t.cpu_milli, c.free_mem - d.host_memory_mib, cpm_, mpm_);
+    if (!t.Sharing()) return FgdScore(before, fgd_internal::FragAfter(c, d, 0, dist) + stranded_after);
     int best = -1;
     uint16_t mask = 0;
-    for (size_t i = 0; i < c.distinct_free.size() && i < 16; ++i) {
-      const int v = c.distinct_free[i];
+    for (size_t j = 0; j < c.distinct_free.size() && j < 16; ++j) {
+      const int v = c.distinct_free[j];
       if (v < t.gpu_milli) continue;
-      const int sc = FgdScore(c.frag_mem, fgd_internal::FragAfter(c, d, v, dist, true));
+      const int sc = FgdScore(before, fgd_internal::FragAfter(c, d, v, dist) + stranded_after);
       if (sc > best) {
         best = sc;
-        mask = static_cast<uint16_t>(1u << i);
+        mask = static_cast<uint16_t>(1u << j);
       } else if (sc == best) {
-        mask = static_cast<uint16_t>(mask | (1u << i));
+        mask = static_cast<uint16_t>(mask | (1u << j));
       }
     }
     *best_values = mask;
     return best;
   }
+
+ private:
+  double cpm_, mpm_;
 };
 
 }  // namespace
 
 TesseraPackingPolicy::TesseraPackingPolicy(TaskShapeDistribution dist, uint64_t seed)
-    : engine_(std::move(dist), seed) {}
+    : engine_(std::move(dist), seed) {
+  double cpu = 0, mem = 0, gpu = 0;
+  const TaskShapeDistribution& d = engine_.dist();
+  for (size_t i = 0; i < d.shapes.size(); ++i) {
+    const TaskShape& m = d.shapes[i];
+    if (m.CpuOnly()) continue;
+    cpu += d.prob[i] * static_cast<double>(m.cpu_milli);
+    mem += d.prob[i] * static_cast<double>(i < d.memory_mib.size() ? d.memory_mib[i] : 0);
+    gpu += d.prob[i] * static_cast<double>(m.num_gpu * m.gpu_milli);
+  }
+  cpu_per_milli_ = gpu > 0 ? cpu / gpu : 0;
+  mem_per_milli_ = gpu > 0 ? mem / gpu : 0;
+}
 
 PlaceResult TesseraPackingPolicy::Place(const ClusterState& s, const Request& r) const {
-  const TesseraScorer scorer;
+  const TesseraScorer scorer(cpu_per_milli_, mem_per_milli_);
   return engine_.Place(s, r, scorer, name());
 }
 

@@ -35,7 +35,7 @@ class BestFitPolicy : public Policy {
   mutable std::vector<int32_t> order_;
 };
 
-// Random: a uniformly random feasible node, drawn from a generator seeded by (seed, request id), so the
+// Random: a uniformly random feasible node (for a sharing task a random GPU on it that fits), drawn from a generator seeded by (seed, request id), so the
 // choice depends only on the snapshot, the request and the seed.
 class RandomPolicy : public Policy {
  public:
@@ -47,10 +47,11 @@ class RandomPolicy : public Policy {
   uint64_t seed_;
 };
 
-// tessera's score for sharing clusters (see docs/evaluation.md, "FGD harness"): FGD's fragmentation
-// gradient with a measure that also counts host CPU and memory (GPU capacity a typical task cannot use
-// because the node's CPU or memory is gone is fragmented too), on an integer scale, ties to the earliest
-// node of the seed's order.
+// tessera's score for non-MIG sharing / whole-GPU single tasks (docs/evaluation.md, "FGD harness"):
+// FGD's integer gradient over F(node) + S(node), where S is the free GPU milli the node's remaining CPU
+// and memory cannot feed at the typical mix's CPU and memory per GPU milli (what FGD's GPU-only measure
+// misses). Ties to the earliest node of the seed's order; sharing tasks take the lowest-index GPU reaching
+// the node's best score.
 class TesseraPackingPolicy : public Policy {
  public:
   TesseraPackingPolicy(TaskShapeDistribution dist, uint64_t seed);
@@ -59,6 +60,8 @@ class TesseraPackingPolicy : public Policy {
 
  private:
   fgd_internal::ClassEngine engine_;
+  double cpu_per_milli_ = 0;  // typical mix: mean CPU (millicores) per GPU milli
+  double mem_per_milli_ = 0;  // typical mix: mean host memory (MiB) per GPU milli
 };
 
 // Harness policy names: "fgd", "bestfit", "random", "tessera".
