@@ -1,0 +1,246 @@
+// FGD's fragmentation measure, integer score, typical-task distribution, tie-break rule, and the other
+// harness policies (BestFit, Random, tessera) on small hand-made clusters.
+#include "sched/fgd_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "sched/cluster_state.h"
+#include "sched/harness_policies.h"
+
+namespace tessera {
+namespace {
+
+KindId T4() { return Catalog::Default().Find("T4"); }
+
+TaskShape Share(int milli, int64_t cpu = 1000) { return TaskShape{cpu, 1, milli, 0}; }
+TaskShape Whole(int k, int64_t cpu = 1000) { return TaskShape{cpu, k, 1000, 0}; }
+
+Request ShareReq(int milli, int64_t cpu = 1000, int64_t mem = 1024) {
+  Request r;
+  r.gpus_per_task = 0;
+  r.gpu_milli = milli;
+  r.cpu_milli = cpu;
+  r.host_memory_mib = mem;
+  return r;
+}
+Request WholeReq(int k, int64_t cpu = 1000, int64_t mem = 1024) {
+  Request r;
+  r.gpus_per_task = k;
+  r.gpu_milli = 1000;
+  r.cpu_milli = cpu;
+  r.host_memory_mib = mem;
+  return r;
+}
+
+// `n` nodes of `gpus` T4 GPUs, 16 cores and 64 GiB each, names n0..n{n-1}.
+Cluster SmallCluster(int n, int gpus, int64_t cpu = 16000, int64_t mem = 65536) {
+  Cluster c;
+  c.name = "small";
+  c.leaf_names = {"leaf-0"};
+  c.spine_names = {"spine-0"};
+  for (int i = 0; i < n; ++i) {
+    Node node;
+    node.name = "n" + std::to_string(i);
+    node.kind = T4();
+    node.gpu_count = gpus;
+    node.cpu_milli = cpu;
+    node.memory_mib = mem;
+    node.interconnect = Interconnect::kPcie;
+    c.nodes.push_back(node);
+  }
+  return c;
+}
+
+void Take(ClusterState& s, GpuId g, int milli, int64_t cpu = 0, int64_t mem = 0) {
+  TaskPlacement tp;
+  tp.node = s.gpu(g).node;
+  GpuGrant grant;
+  grant.gpu = g;
+  grant.milli = milli;
+  tp.gpus.push_back(grant);
+  ASSERT_TRUE(s.CanApply({tp}, cpu, mem).ok());
+  s.Apply({tp}, cpu, mem, true);
+}
+
+TEST(FragmentationTest, HandMadeNode) {
+  NodeResources node{T4(), 10000, {1000, 500, 200, 0}};
+  // A CPU-only task can use no GPU: everything free is fragmented.
+  EXPECT_EQ(FragmentedMilli(node, TaskShape{1000, 0, 0, 0}), 1700);
+  // A 0.3-GPU task fits on GPUs 0 and 1; only GPU 2's 200 milli is too small.
+  EXPECT_EQ(FragmentedMilli(node, Share(300)), 200);
+  // A whole GPU fits on GPU 0; the partly used GPUs are fragmented.
+  EXPECT_EQ(FragmentedMilli(node, Whole(1)), 700);
+  // Two whole GPUs do not fit: all free capacity is fragmented.
+  EXPECT_EQ(FragmentedMilli(node, Whole(2)), 1700);
+  // CPU short: all fragmented.
+  EXPECT_EQ(FragmentedMilli(node, Share(300, 20000)), 1700);
+  // Model not allowed: all fragmented.
+  TaskShape other = Share(300);
+  other.kind_mask = uint64_t{1} << (T4() == 0 ? 1 : 0);
+  EXPECT_EQ(FragmentedMilli(node, other), 1700);
+
+  TaskShapeDistribution d;
+  d.shapes = {Share(300), Whole(1)};
+  d.prob = {0.5, 0.5};
+  EXPECT_DOUBLE_EQ(NodeFragmentation(node, d), 450.0);
+}
+
+TEST(FragmentationTest, ScoreIsTruncatedSigmoid) {
+  EXPECT_EQ(FgdScore(500, 500), 50);
+  EXPECT_EQ(FgdScore(1000, 0), 73);  // 100 * sigmoid(1) = 73.1
+  EXPECT_EQ(FgdScore(0, 1000), 26);  // 26.9
+  // Small differences truncate to the same integer: these tie.
+  EXPECT_EQ(FgdScore(10, 0), 50);
+  EXPECT_EQ(FgdScore(19, 0), 50);
+  EXPECT_EQ(FgdScore(0, 10), 49);
+}
+
+TEST(TypicalDistributionTest, KeepsMostCommonPrefix) {
+  std::vector<TaskShape> tasks;
+  for (int i = 0; i < 3; ++i) tasks.push_back(Share(500));
+  for (int i = 0; i < 6; ++i) tasks.push_back(Whole(1));
+  tasks.push_back(Whole(8));
+  TaskShapeDistribution d = TaskShapeDistribution::Typical(tasks, 0.9);
+  ASSERT_EQ(d.shapes.size(), 2u);
+  EXPECT_EQ(d.shapes[0], Whole(1));
+  EXPECT_EQ(d.shapes[1], Share(500));
+  EXPECT_DOUBLE_EQ(d.prob[0], 6.0 / 9.0);
+  EXPECT_DOUBLE_EQ(d.prob[1], 3.0 / 9.0);
+  EXPECT_EQ(TaskShapeDistribution::Typical(tasks, 0.95).shapes.size(), 3u);
+  // Equal counts: the shape seen first comes first.
+  TaskShapeDistribution e = TaskShapeDistribution::Typical({Share(200), Share(100), Share(100), Share(200)}, 1.0);
+  EXPECT_EQ(e.shapes[0], Share(200));
+}
+
+TEST(FgdPolicyTest, TiesGoToEarliestNodeInSeedOrder) {
+  const Cluster c = SmallCluster(6, 2);
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1)}, 1.0);
+  for (uint64_t seed : {1u, 2u, 3u, 42u}) {
+    FgdPolicy p(d, seed);
+    PlaceResult r = p.Place(*s, WholeReq(1));
+    ASSERT_TRUE(r.ok) << r.reason;
+    // Every empty node scores the same, so the first node of the seed's permutation wins.
+    EXPECT_EQ(r.tasks[0].node, SeededPermutation(6, seed)[0]) << "seed " << seed;
+    EXPECT_EQ(r.tasks[0].gpus[0].gpu, s->node(r.tasks[0].node).first_gpu);  // lowest index
+  }
+  EXPECT_NE(SeededPermutation(6, 1), SeededPermutation(6, 2));
+}
+
+TEST(FgdPolicyTest, PicksGpuThatFragmentsLeast) {
+  // One node, GPUs free [1000, 500]; every typical task asks 0.4 GPU. Taking 0.4 from GPU 1 leaves a
+  // 100-milli sliver (score int(100 sigmoid(-0.1)) = 47); taking it from GPU 0 leaves 600 + 500, both
+  // usable (score 50). FGD takes GPU 0, unlike a best-fit GPU choice.
+  const Cluster c = SmallCluster(1, 2);
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  Take(*s, 1, 500);
+  FgdPolicy p(TaskShapeDistribution::Typical({Share(400)}, 1.0), 7);
+  PlaceResult r = p.Place(*s, ShareReq(400));
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.tasks[0].gpus[0].gpu, 0);
+  EXPECT_EQ(r.tasks[0].gpus[0].milli, 400);
+}
+
+TEST(FgdPolicyTest, PrefersNodeWhereFragmentationDrops) {
+  // Node 0 has a GPU with 600 free, node 1 is empty. A 0.6 task on node 0 removes 600 milli that no
+  // typical 0.8 task could use (F drops), on node 1 it creates a 400 sliver (F rises): node 0 wins
+  // whatever the seed.
+  const Cluster c = SmallCluster(2, 1);
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  Take(*s, 0, 400);
+  TaskShapeDistribution d = TaskShapeDistribution::Typical({Share(800), Share(600)}, 1.0);
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    PlaceResult r = FgdPolicy(d, seed).Place(*s, ShareReq(600));
+    ASSERT_TRUE(r.ok) << r.reason;
+    EXPECT_EQ(r.tasks[0].node, 0) << "seed " << seed;
+  }
+}
+
+TEST(FgdPolicyTest, NoFitIsAResultWithReason) {
+  const Cluster c = SmallCluster(2, 1);
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  FgdPolicy p(TaskShapeDistribution::Typical({Whole(1)}, 1.0), 1);
+  PlaceResult r = p.Place(*s, WholeReq(2));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.code, NoFitCode::kResources);
+  EXPECT_NE(r.reason.find("2 whole GPUs"), std::string::npos) << r.reason;
+  Request gang = WholeReq(1);
+  gang.tasks = 2;
+  EXPECT_EQ(p.Place(*s, gang).code, NoFitCode::kInvalid);
+  // CPU and memory are filters.
+  EXPECT_FALSE(p.Place(*s, WholeReq(1, 17000)).ok);
+  EXPECT_FALSE(p.Place(*s, WholeReq(1, 1000, 70000)).ok);
+}
+
+TEST(HarnessPoliciesTest, BestFitTakesTheFullestNodeAndTightestGpu) {
+  const Cluster c = SmallCluster(3, 2);
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  Take(*s, 2, 300);  // node 1, GPU 0: 700 free
+  Take(*s, 3, 500);  // node 1, GPU 1: 500 free
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    PlaceResult r = BestFitPolicy(seed).Place(*s, ShareReq(400));
+    ASSERT_TRUE(r.ok) << r.reason;
+    EXPECT_EQ(r.tasks[0].node, 1);
+    EXPECT_EQ(r.tasks[0].gpus[0].gpu, 3);  // 500 free is the tightest fit
+  }
+}
+
+TEST(HarnessPoliciesTest, RandomIsFeasibleAndRepeatable) {
+  const Cluster c = SmallCluster(8, 2);
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  RandomPolicy p(5);
+  std::set<NodeId> seen;
+  for (JobId id = 0; id < 40; ++id) {
+    Request r = ShareReq(300);
+    r.id = id;
+    PlaceResult a = p.Place(*s, r), b = p.Place(*s, r);
+    ASSERT_TRUE(a.ok);
+    EXPECT_EQ(a.tasks[0].node, b.tasks[0].node);
+    EXPECT_EQ(a.tasks[0].gpus[0].gpu, b.tasks[0].gpus[0].gpu);
+    seen.insert(a.tasks[0].node);
+  }
+  EXPECT_GT(seen.size(), 4u);
+}
+
+TEST(HarnessPoliciesTest, TesseraAvoidsStrandingGpusWhereFgdIsIndifferent) {
+  // Node 0: 4 GPUs, 32 cores; node 1: 4 GPUs, 128 cores. Typical task: 1 GPU, 8 cores. A 1-GPU task
+  // asking 20 cores leaves node 0 with 3 GPUs and 12 cores: one typical task still fits, so FGD's measure
+  // does not change and the tie goes to the seed's first node; but only 1.5 of the 3 GPUs can still be
+  // fed. tessera counts those stranded GPUs and always picks node 1.
+  Cluster c = SmallCluster(2, 4, 32000, 1 << 20);
+  c.nodes[1].cpu_milli = 128000;
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  const TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1, 8000)}, 1.0);
+  int fgd_on_0 = 0;
+  for (uint64_t seed = 0; seed < 16; ++seed) {
+    PlaceResult t = TesseraPackingPolicy(d, seed).Place(*s, WholeReq(1, 20000));
+    ASSERT_TRUE(t.ok) << t.reason;
+    EXPECT_EQ(t.tasks[0].node, 1) << "seed " << seed;
+    PlaceResult f = FgdPolicy(d, seed).Place(*s, WholeReq(1, 20000));
+    ASSERT_TRUE(f.ok);
+    fgd_on_0 += f.tasks[0].node == 0;
+  }
+  EXPECT_GT(fgd_on_0, 0);
+}
+
+TEST(HarnessPoliciesTest, Factory) {
+  const TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1)}, 1.0);
+  for (const std::string& n : HarnessPolicyNames()) {
+    Result<std::unique_ptr<Policy>> p = MakeHarnessPolicy(n, d, 1);
+    ASSERT_TRUE(p.ok()) << p.error();
+    EXPECT_EQ((*p)->name(), n);
+  }
+  EXPECT_FALSE(MakeHarnessPolicy("dotprod", d, 1).ok());
+}
+
+}  // namespace
+}  // namespace tessera
