@@ -1,0 +1,141 @@
+#include "cost/breakeven.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+namespace tessera {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const std::string kExample = std::string(TESSERA_SOURCE_DIR) + "/examples/cost/breakeven-h100.yaml";
+
+BreakEvenResult ExampleResult(BreakEvenConfig* cfg_out = nullptr) {
+  Result<BreakEvenConfig> cfg = ParseBreakEvenYaml(Slurp(kExample), kExample);
+  EXPECT_TRUE(cfg.ok()) << cfg.error();
+  if (cfg_out) *cfg_out = *cfg;
+  return ComputeBreakEven(*cfg);
+}
+
+const BreakEvenRow& Row(const BreakEvenResult& r, const std::string& prefix, double util) {
+  for (const BreakEvenRow& row : r.rows) {
+    if (row.alternative.rfind(prefix, 0) == 0 && row.utilization == util) return row;
+  }
+  ADD_FAILURE() << "no row " << prefix << " at " << util;
+  static BreakEvenRow none;
+  return none;
+}
+
+TEST(BreakEven, Formula) {
+  // capex / (rent * util - opex)
+  EXPECT_DOUBLE_EQ(BreakEvenMonths(300000, 71773.6, 1.0, 4007.36), 300000 / (71773.6 - 4007.36));
+  EXPECT_TRUE(std::isinf(BreakEvenMonths(300000, 8000, 0.5, 4000)));  // margin exactly 0: never
+  EXPECT_TRUE(std::isinf(BreakEvenMonths(300000, 8000, 0.25, 4000)));
+}
+
+// hardware-facts.md 4.4 table: ~4.4 / ~9.5, ~8.5 / ~19, ~12 / ~29, ~28 / never within life.
+TEST(BreakEven, ReproducesHardwareFactsTable) {
+  BreakEvenConfig cfg;
+  BreakEvenResult r = ExampleResult(&cfg);
+  EXPECT_NEAR(r.opex_per_month, 4007.36, 1e-6);  // "opex ~ $4k/month"
+  EXPECT_NEAR(Row(r, "AWS p5.48xlarge on-demand (pre", 1.0).monthly_rent, 71773.6, 1e-6);  // "$71.8k/mo"
+  EXPECT_NEAR(Row(r, "AWS p5.48xlarge on-demand (pre", 1.0).months, 4.4, 0.05);
+  EXPECT_NEAR(Row(r, "AWS p5.48xlarge on-demand (pre", 0.5).months, 9.5, 0.15);  // exact 9.41
+  EXPECT_NEAR(Row(r, "AWS p5.48xlarge on-demand with", 1.0).months, 8.5, 0.1);
+  EXPECT_NEAR(Row(r, "AWS p5.48xlarge on-demand with", 0.5).months, 19, 0.2);
+  EXPECT_NEAR(Row(r, "AWS Capacity Block", 1.0).months, 12, 0.2);
+  EXPECT_NEAR(Row(r, "AWS Capacity Block", 0.5).months, 29, 0.2);
+  EXPECT_NEAR(Row(r, "GPU-cloud market", 1.0).months, 28, 0.5);
+  const BreakEvenRow& market_half = Row(r, "GPU-cloud market", 0.5);
+  EXPECT_FALSE(market_half.never);
+  EXPECT_TRUE(market_half.beyond_life);  // "never within 3-4 yr life"
+  EXPECT_FALSE(Row(r, "AWS Capacity Block", 0.5).beyond_life);
+}
+
+TEST(BreakEven, NeverWhenRentTimesUtilisationDoesNotCoverOpex) {
+  BreakEvenConfig cfg;
+  ExampleResult(&cfg);
+  cfg.utilizations = {0.25};  // $14.6k * 0.25 = $3.65k < $4.0k opex
+  BreakEvenResult r = ComputeBreakEven(cfg);
+  const BreakEvenRow& row = Row(r, "GPU-cloud market", 0.25);
+  EXPECT_TRUE(row.never);
+  EXPECT_LT(row.monthly_margin, 0);
+  const std::string text = FormatBreakEvenText(cfg, r);
+  EXPECT_NE(text.find("never (rent x utilisation <= opex)"), std::string::npos);
+  EXPECT_TRUE(BreakEvenJson(cfg, r)["break_even"].back()["months"].is_null());
+}
+
+TEST(BreakEven, TextPrintsEveryAssumptionWithItsSource) {
+  BreakEvenConfig cfg;
+  BreakEvenResult r = ExampleResult(&cfg);
+  const std::string text = FormatBreakEvenText(cfg, r);
+  EXPECT_NE(text.find("4.4 months"), std::string::npos) << text;
+  for (const char* s : {"$300,000", "SemiAnalysis, May 2023", "CBRE", "PUE", "$4,007.36", "730", "$98.32/h",
+                        "Jul 27 2023", "$39.33/h"}) {
+    EXPECT_NE(text.find(s), std::string::npos) << s;
+  }
+}
+
+TEST(BreakEven, BadConfigsNameTheField) {
+  struct Case {
+    const char* text;
+    const char* expect;
+  };
+  const char* kOwned = "owned: {gpus: 8, capex_usd: 300000, life_months: 48}\n";
+  const Case cases[] = {
+      {"alternatives: [{name: a, tier: spot, usd_per_hour: 1}]\n", "owned: missing"},
+      {"owned: {gpus: 8, life_months: 48}\nalternatives: [{name: a, tier: spot, usd_per_hour: 1}]\n",
+       "b.yaml:1: owned.capex_usd: missing"},
+      {"owned: {gpus: 8, capex_usd: {value: -1, source: x}, life_months: 48}\nalternatives: [{name: a, tier: spot, "
+       "usd_per_hour: 1}]\n",
+       "owned.capex_usd.value: -1 is out of range"},
+      {"owned: {gpus: 8, capex_usd: 1, life_months: 48}\nalternatives: [{name: a, tier: free, usd_per_hour: 1}]\n",
+       "alternatives[0].tier: 'free' is not one of"},
+      {"owned: {gpus: 8, capex_usd: 1, life_months: 48}\nalternatives: [{name: a, tier: spot}]\n",
+       "alternatives[0].usd_per_hour: give exactly one"},
+      {"owned: {gpus: 8, capex_usd: 1, life_months: 48}\nalternatives: [{name: a, tier: spot, usd_per_hour: 1, "
+       "discount: 1.5}]\n",
+       "alternatives[0].discount: 1.5 is out of range"},
+      {"owned: {gpus: 8, capex_usd: 1, life_months: 48}\nutilizations: [1.0, 2]\nalternatives: [{name: a, tier: spot, "
+       "usd_per_hour: 1}]\n",
+       "b.yaml:2: utilizations[1]: expected a number in (0, 1]"},
+      {"owned: {gpus: 8, capex_usd: 1, life_months: 48, watts: 3}\nalternatives: [{name: a, tier: spot, usd_per_hour: "
+       "1}]\n",
+       "owned.watts: unknown field"},
+      {"owned: {gpus: 8, capex_usd: 1, life_months: 48}\nhours_per_month: 720\nalternatives: [{name: a, tier: spot, "
+       "usd_per_hour: 1}]\n",
+       "hours_per_month: only 730"},
+  };
+  (void)kOwned;
+  for (const Case& c : cases) {
+    Result<BreakEvenConfig> cfg = ParseBreakEvenYaml(c.text, "b.yaml");
+    ASSERT_FALSE(cfg.ok()) << c.text;
+    EXPECT_NE(cfg.error().find(c.expect), std::string::npos) << "got: " << cfg.error() << "\nwant: " << c.expect;
+  }
+}
+
+// End to end through the binary: `tessera cost breakeven` prints months.
+TEST(BreakEven, CommandPrintsMonths) {
+  const std::string cmd = std::string(TESSERA_BINARY) + " cost breakeven --config " + kExample + " --utilization 1.0 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
+  EXPECT_NE(out.find("4.4 months"), std::string::npos) << out;
+  EXPECT_EQ(out.find(" 50%"), std::string::npos) << "--utilization 1.0 replaces the config's list";
+}
+
+}  // namespace
+}  // namespace tessera

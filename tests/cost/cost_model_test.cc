@@ -1,0 +1,388 @@
+#include "cost/cost_model.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cost/focus.h"
+
+namespace tessera {
+namespace {
+
+// Test pools: two priced pools with capacity records and one elastic on-demand pool.
+PriceBook TestBook() {
+  Result<PriceBook> b = PriceBook::FromYaml(R"(
+on_demand_list:
+  - {gpu_kind: h100-80gb, usd_per_gpu_hour: 12.0}
+  - {gpu_kind: a100-80gb, usd_per_gpu_hour: 5.0}
+pools:
+  - {name: res-h100, tier: reserved, gpu_kind: h100-80gb, usd_per_gpu_hour: 2.0}
+  - {name: spot-h100, tier: spot, gpu_kind: h100-80gb, usd_per_gpu_hour: 3.0, reclaim_notice_s: 120}
+  - {name: od-a100, tier: on-demand, gpu_kind: a100-80gb, usd_per_gpu_hour: 5.0}
+  - {name: own-a100, tier: owned, gpu_kind: a100-80gb, usd_per_gpu_hour: 1.5,
+     owned: {gpus: 8, capex_usd: 100000, life_months: 48}}
+)",
+                                            "test-book");
+  EXPECT_TRUE(b.ok()) << b.error();
+  return *b;
+}
+
+UsageRecord Use(std::string team, std::string project, JobId job, std::string pool, Tier tier, std::string kind,
+                int64_t start, int64_t end, int32_t milli = 1000) {
+  UsageRecord r;
+  r.team = std::move(team);
+  r.project = std::move(project);
+  r.queue = "q-" + r.team;
+  r.job_id = job;
+  r.pool = std::move(pool);
+  r.tier = tier;
+  r.gpu_kind = std::move(kind);
+  r.node = r.pool + "-n0";
+  r.start_s = start;
+  r.end_s = end;
+  r.compute_milli = milli;
+  r.memory_milli = milli;
+  return r;
+}
+
+CapacityRecord Cap(std::string pool, Tier tier, std::string kind, int gpus, int64_t start, int64_t end) {
+  CapacityRecord c;
+  c.pool = std::move(pool);
+  c.node = c.pool + "-n0";
+  c.tier = tier;
+  c.gpu_kind = std::move(kind);
+  c.gpus = gpus;
+  c.start_s = start;
+  c.end_s = end;
+  return c;
+}
+
+const CostLine& Line(const std::vector<CostLine>& lines, const std::string& key) {
+  for (const CostLine& l : lines) {
+    if (l.key == key) return l;
+  }
+  ADD_FAILURE() << "no line " << key;
+  static CostLine none;
+  return none;
+}
+
+// Minimal RFC 4180 reader for checking the export (quoted fields, doubled quotes, CRLF rows).
+std::vector<std::vector<std::string>> ParseCsv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false;
+  bool row_has_content = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        field += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+      row_has_content = true;
+    } else if (ch == ',') {
+      rows.back().push_back(field);
+      field.clear();
+      row_has_content = true;
+    } else if (ch == '\r' || ch == '\n') {
+      if (ch == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      rows.back().push_back(field);
+      field.clear();
+      rows.emplace_back();
+      row_has_content = false;
+    } else {
+      field += ch;
+      row_has_content = true;
+    }
+  }
+  if (row_has_content) rows.back().push_back(field);
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+// Two teams share one reserved node of 2 GPUs for 10 h at $2/GPU-h ($40): A holds a GPU for 10 h
+// ($20), B for 5 h ($10); 5 GPU-h ($10) nobody holds.
+Ledger SmallLedger() {
+  Ledger l;
+  EXPECT_TRUE(l.AddCapacity(Cap("res-h100", Tier::kReserved, "h100-80gb", 2, 0, 36000)).ok());
+  EXPECT_TRUE(l.AddUsage(Use("a", "llm", 1, "res-h100", Tier::kReserved, "h100-80gb", 0, 36000)).ok());
+  EXPECT_TRUE(l.AddUsage(Use("b", "vision", 2, "res-h100", Tier::kReserved, "h100-80gb", 0, 18000)).ok());
+  return l;
+}
+
+TEST(CostModel, IdleReportedOnItsOwnByDefault) {
+  CostModel model(TestBook(), CostOptions{});
+  Result<CostReport> r = model.Evaluate(SmallLedger());
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_NEAR(r->total_cost, 40, 1e-9);
+  EXPECT_NEAR(r->charged_cost, 30, 1e-9);
+  EXPECT_NEAR(r->idle_cost, 10, 1e-9);
+  EXPECT_NEAR(r->idle_unshared_cost, 10, 1e-9);
+  EXPECT_NEAR(r->idle_gpu_hours, 5, 1e-12);
+  EXPECT_NEAR(Line(r->by_team, "a").TotalUsd(), 20, 1e-9);
+  EXPECT_NEAR(Line(r->by_team, "b").TotalUsd(), 10, 1e-9);
+  EXPECT_NEAR(Line(r->by_project, "b/vision").GpuHours(), 5, 1e-12);
+  EXPECT_NEAR(Line(r->by_tier, "reserved").cost_usd, 30, 1e-9);
+  EXPECT_NEAR(Line(r->by_job, "1").cost_usd, 20, 1e-9);
+}
+
+TEST(CostModel, IdleSharingPolicies) {
+  CostOptions prop;
+  prop.idle_policy = IdlePolicy::kProportional;
+  Result<CostReport> p = CostModel(TestBook(), prop).Evaluate(SmallLedger());
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_NEAR(Line(p->by_team, "a").TotalUsd(), 20 + 10 * 2.0 / 3, 1e-9);  // A holds 2/3 of the cost
+  EXPECT_NEAR(Line(p->by_team, "b").TotalUsd(), 10 + 10 * 1.0 / 3, 1e-9);
+  EXPECT_EQ(p->idle_unshared_cost, 0);
+  CostOptions even;
+  even.idle_policy = IdlePolicy::kEven;
+  Result<CostReport> e = CostModel(TestBook(), even).Evaluate(SmallLedger());
+  ASSERT_TRUE(e.ok()) << e.error();
+  EXPECT_NEAR(Line(e->by_team, "a").TotalUsd(), 25, 1e-9);
+  EXPECT_NEAR(Line(e->by_team, "b").TotalUsd(), 15, 1e-9);
+  EXPECT_NEAR(e->total_cost, 40, 1e-9);
+}
+
+TEST(CostModel, MigSliceChargedByComputeFractionOrMemoryFraction) {
+  // An H100 3g.40gb slice: 60 of 132 SMs (454/1000 of the compute), 4 of 8 memory slices (500/1000).
+  Ledger l;
+  UsageRecord r = Use("a", "chat", 7, "res-h100", Tier::kReserved, "h100-80gb", 0, 7200);
+  r.compute_milli = 454;
+  r.memory_milli = 500;
+  ASSERT_TRUE(l.AddUsage(r).ok());
+  Result<CostReport> by_compute = CostModel(TestBook(), CostOptions{}).Evaluate(l);
+  ASSERT_TRUE(by_compute.ok()) << by_compute.error();
+  EXPECT_EQ(by_compute->records[0].milli_gpu_s, 454 * 7200);
+  EXPECT_NEAR(by_compute->charged_cost, 0.454 * 2.0 * 2, 1e-12);  // 0.454 GPU x $2 x 2 h
+  CostOptions mem;
+  mem.charge_basis = ChargeBasis::kMemory;
+  Result<CostReport> by_memory = CostModel(TestBook(), mem).Evaluate(l);
+  ASSERT_TRUE(by_memory.ok());
+  EXPECT_NEAR(by_memory->charged_cost, 0.5 * 2.0 * 2, 1e-12);
+}
+
+TEST(CostModel, OnDemandOnlyComparisonUsesCompletedWork) {
+  Ledger l;
+  // 4 spot GPUs for 10 h at $3, of which 1 h each was lost to a reclaim and redone.
+  for (int g = 0; g < 4; ++g) {
+    UsageRecord r = Use("ml", "pretrain", 9, "spot-h100", Tier::kSpot, "h100-80gb", 0, 36000);
+    r.lost_s = 3600;
+    ASSERT_TRUE(l.AddUsage(r).ok());
+  }
+  Result<CostReport> r = CostModel(TestBook(), CostOptions{}).Evaluate(l);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_NEAR(r->total_cost, 4 * 10 * 3.0, 1e-9);
+  EXPECT_NEAR(r->useful_gpu_hours, 36, 1e-12);
+  EXPECT_NEAR(r->on_demand_only_cost, 36 * 12.0, 1e-9);  // completed work at the h100 list price
+  EXPECT_NEAR(r->cost_saving_vs_on_demand, 1 - 120.0 / 432.0, 1e-12);
+  EXPECT_NEAR(r->cost_per_useful_gpu_hour, 120.0 / 36, 1e-12);
+  EXPECT_NEAR(*OnDemandOnlyCost({{"h100-80gb", 36}, {"a100-80gb", 2}}, TestBook()), 36 * 12.0 + 2 * 5.0, 1e-9);
+  EXPECT_FALSE(OnDemandOnlyCost({{"tpu", 1}}, TestBook()).ok());
+  EXPECT_NEAR(CostSaving(50, 100), 0.5, 1e-15);
+  nlohmann::json j = ToJson(*r);
+  EXPECT_NEAR(j["cost_saving_vs_on_demand"].get<double>(), r->cost_saving_vs_on_demand, 1e-15);
+  EXPECT_EQ(j["by_tier"][0]["tier"], "spot");
+}
+
+TEST(CostModel, ErrorsNameWhatCannotBePricedOrReconciled) {
+  {
+    Ledger l;
+    ASSERT_TRUE(l.AddUsage(Use("a", "p", 1, "nowhere", Tier::kSpot, "h100-80gb", 0, 10)).ok());
+    Result<CostReport> r = CostModel(TestBook(), CostOptions{}).Evaluate(l);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().find("pool 'nowhere'"), std::string::npos) << r.error();
+  }
+  {
+    Ledger l;  // 3 GPUs held on a 2-GPU node
+    ASSERT_TRUE(l.AddCapacity(Cap("res-h100", Tier::kReserved, "h100-80gb", 2, 0, 3600)).ok());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(l.AddUsage(Use("a", "p", i, "res-h100", Tier::kReserved, "h100-80gb", 0, 3600)).ok());
+    Result<CostReport> r = CostModel(TestBook(), CostOptions{}).Evaluate(l);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().find("pool 'res-h100': usage (3 GPU-h) exceeds its capacity (2 GPU-h)"), std::string::npos)
+        << r.error();
+  }
+  Ledger l;
+  EXPECT_NE(l.AddUsage(Use("", "p", 1, "x", Tier::kSpot, "k", 0, 1)).message().find("team: empty"), std::string::npos);
+  EXPECT_NE(l.AddUsage(Use("a", "p", 1, "x", Tier::kSpot, "k", 5, 1)).message().find("end_s"), std::string::npos);
+  EXPECT_NE(l.AddUsage(Use("a", "p", 1, "x", Tier::kSpot, "k", 0, 1, 1001)).message().find("compute_milli"),
+            std::string::npos);
+  UsageRecord lost = Use("a", "p", 1, "x", Tier::kSpot, "k", 0, 10);
+  lost.lost_s = 11;
+  EXPECT_NE(l.AddUsage(lost).message().find("lost_s"), std::string::npos);
+  EXPECT_NE(l.AddCapacity(Cap("x", Tier::kSpot, "k", 0, 0, 1)).message().find("gpus"), std::string::npos);
+}
+
+// Property: random ledgers (fixed seed) reconcile exactly under every idle policy.
+TEST(CostModel, RandomLedgersReconcile) {
+  const PriceBook book = TestBook();
+  std::mt19937_64 rng(20250105);
+  const std::vector<std::string> teams = {"search", "ads", "research", "infra", "x,\"quoted\" team"};
+  struct PoolSpec {
+    const char* name;
+    Tier tier;
+    const char* kind;
+    bool elastic;
+  };
+  const PoolSpec pools[] = {{"res-h100", Tier::kReserved, "h100-80gb", false},
+                            {"spot-h100", Tier::kSpot, "h100-80gb", false},
+                            {"own-a100", Tier::kOwned, "a100-80gb", false},
+                            {"od-a100", Tier::kOnDemand, "a100-80gb", true}};
+  for (int trial = 0; trial < 30; ++trial) {
+    Ledger ledger;
+    std::map<std::string, int64_t> cap_mgs;
+    std::map<std::string, double> cap_usd;
+    JobId job = 0;
+    for (const PoolSpec& ps : pools) {
+      const double price = book.FindPool(ps.name)->usd_per_gpu_hour;
+      const int nodes = 1 + static_cast<int>(rng() % 3);
+      for (int n = 0; n < nodes; ++n) {
+        const int gpus = 1 + static_cast<int>(rng() % 8);
+        const int64_t up = static_cast<int64_t>(rng() % 5000);
+        const int64_t down = up + 1 + static_cast<int64_t>(rng() % 200000);
+        if (!ps.elastic) {
+          CapacityRecord c = Cap(ps.name, ps.tier, ps.kind, gpus, up, down);
+          c.node = fmt::format("{}-n{}", ps.name, n);
+          ASSERT_TRUE(ledger.AddCapacity(c).ok());
+          cap_mgs[ps.name] += int64_t{gpus} * 1000 * (down - up);
+          cap_usd[ps.name] += static_cast<double>(gpus) * static_cast<double>(down - up) / 3600.0 * price;
+        }
+        for (int g = 0; g < gpus; ++g) {
+          // Random segments of this GPU's uptime, each held by 0-3 tenants whose shares sum to <= 1000.
+          int64_t t = up;
+          while (t < down) {
+            const int64_t end = std::min(down, t + 1 + static_cast<int64_t>(rng() % 40000));
+            const int holders = static_cast<int>(rng() % 4);
+            int left = 1000;
+            for (int h = 0; h < holders && left > 0; ++h) {
+              const int share = holders == 1 ? 1000 : 1 + static_cast<int>(rng() % static_cast<uint64_t>(left));
+              left -= share;
+              UsageRecord r = Use(teams[rng() % teams.size()], fmt::format("p{}", rng() % 4), ++job, ps.name, ps.tier,
+                                  ps.kind, t, end, share);
+              r.memory_milli = std::max(1, std::min(1000, share + static_cast<int>(rng() % 100)));
+              r.lost_s = static_cast<int64_t>(rng() % static_cast<uint64_t>(end - t + 1));
+              r.node = fmt::format("{}-n{}", ps.name, n);
+              ASSERT_TRUE(ledger.AddUsage(r).ok());
+              if (ps.elastic) {
+                cap_mgs[ps.name] += int64_t{share} * (end - t);
+                cap_usd[ps.name] += share / 1000.0 * static_cast<double>(end - t) / 3600.0 * price;
+              }
+            }
+            t = end;
+          }
+        }
+      }
+    }
+    int64_t want_cap = 0;
+    double want_total = 0;
+    for (const auto& [k, v] : cap_mgs) want_cap += v;
+    for (const auto& [k, v] : cap_usd) want_total += v;
+    for (IdlePolicy policy : {IdlePolicy::kNone, IdlePolicy::kProportional, IdlePolicy::kEven}) {
+      CostOptions opt;
+      opt.idle_policy = policy;
+      const CostModel model(book, opt);
+      Result<CostReport> r = model.Evaluate(ledger);
+      ASSERT_TRUE(r.ok()) << r.error();
+      const double tol = 1e-9 * want_total;
+      EXPECT_NEAR(r->total_cost, want_total, tol) << "trial " << trial;
+      // Exact in integers: held by teams + idle == capacity.
+      int64_t team_mgs = 0, idle_mgs = 0;
+      double team_usd = 0, idle_usd_by_price = 0;
+      for (const CostLine& l : r->by_team) {
+        team_mgs += l.milli_gpu_s;
+        team_usd += l.TotalUsd();
+      }
+      for (const PoolLine& p : r->pools) {
+        idle_mgs += p.idle_milli_gpu_s;
+        idle_usd_by_price += static_cast<double>(p.idle_milli_gpu_s) / 3.6e6 * book.FindPool(p.pool)->usd_per_gpu_hour;
+      }
+      EXPECT_EQ(team_mgs + idle_mgs, want_cap) << "trial " << trial;
+      EXPECT_NEAR(team_usd + r->idle_unshared_cost, want_total, tol) << "trial " << trial;
+      EXPECT_NEAR(r->idle_cost, idle_usd_by_price, tol) << "trial " << trial;
+      if (policy == IdlePolicy::kNone) EXPECT_NEAR(r->idle_unshared_cost, r->idle_cost, tol);
+      // The FOCUS export bills exactly the total.
+      Result<std::string> csv = model.FocusCsv(ledger);
+      ASSERT_TRUE(csv.ok()) << csv.error();
+      const auto rows = ParseCsv(*csv);
+      ASSERT_EQ(rows.size(), 1 + ledger.usage().size() + (policy == IdlePolicy::kNone ? 3 : 0)) << "trial " << trial;
+      const size_t billed = std::find(rows[0].begin(), rows[0].end(), "BilledCost") - rows[0].begin();
+      double billed_sum = 0;
+      for (size_t i = 1; i < rows.size(); ++i) {
+        ASSERT_EQ(rows[i].size(), rows[0].size());
+        billed_sum += std::stod(rows[i][billed]);
+      }
+      EXPECT_NEAR(billed_sum, want_total, tol) << "trial " << trial;
+    }
+  }
+}
+
+TEST(Focus, HeaderAndARowParseBack) {
+  Ledger l;
+  UsageRecord r = Use("ml, \"core\"", "llm-70b", 42, "spot-h100", Tier::kSpot, "h100-80gb", 3600, 3600 + 5400);
+  r.queue = "training";
+  r.node = "spot-node-7";
+  ASSERT_TRUE(l.AddUsage(r).ok());
+  CostOptions opt;
+  opt.epoch_unix_s = *ParseIsoUtc("2025-03-01T00:00:00Z");
+  Result<std::string> csv = CostModel(TestBook(), opt).FocusCsv(l);
+  ASSERT_TRUE(csv.ok()) << csv.error();
+  const auto rows = ParseCsv(*csv);
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows[0], FocusColumns());
+  for (const char* c : {"BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd", "BilledCost",
+                        "EffectiveCost", "ListCost", "ContractedCost", "ConsumedQuantity", "ConsumedUnit",
+                        "PricingCategory", "ChargeCategory", "ResourceId", "ResourceType", "ServiceName",
+                        "SubAccountId", "SubAccountName", "Tags", "x_GpuKind", "x_Tier", "x_AllocatedGpuHours",
+                        "x_IdleShareCost"}) {
+    EXPECT_NE(std::find(rows[0].begin(), rows[0].end(), c), rows[0].end()) << c;
+  }
+  std::map<std::string, std::string> row;
+  for (size_t i = 0; i < rows[0].size(); ++i) row[rows[0][i]] = rows[1][i];
+  EXPECT_EQ(row["ChargePeriodStart"], "2025-03-01T01:00:00Z");
+  EXPECT_EQ(row["ChargePeriodEnd"], "2025-03-01T02:30:00Z");
+  EXPECT_EQ(row["BillingPeriodStart"], "2025-03-01T01:00:00Z");
+  EXPECT_DOUBLE_EQ(std::stod(row["ConsumedQuantity"]), 1.5);
+  EXPECT_EQ(row["ConsumedUnit"], "GPU-Hours");
+  EXPECT_DOUBLE_EQ(std::stod(row["BilledCost"]), 4.5);    // 1.5 h x $3
+  EXPECT_DOUBLE_EQ(std::stod(row["ListCost"]), 18.0);     // 1.5 h x $12 list
+  EXPECT_EQ(row["PricingCategory"], "Dynamic");
+  EXPECT_EQ(row["ChargeCategory"], "Usage");
+  EXPECT_EQ(row["ServiceName"], "Tessera GPU");
+  EXPECT_EQ(row["SubAccountId"], "ml, \"core\"");
+  EXPECT_EQ(row["ResourceId"], "spot-node-7");
+  EXPECT_EQ(row["x_Tier"], "spot");
+  EXPECT_EQ(row["x_GpuKind"], "h100-80gb");
+  nlohmann::json tags = nlohmann::json::parse(row["Tags"]);
+  EXPECT_EQ(tags["project"], "llm-70b");
+  EXPECT_EQ(tags["queue"], "training");
+  EXPECT_STREQ(FocusPricingCategory(Tier::kOnDemand), "Standard");
+  EXPECT_STREQ(FocusPricingCategory(Tier::kReserved), "Committed");
+  EXPECT_STREQ(FocusPricingCategory(Tier::kOwned), "Committed");
+}
+
+TEST(Focus, CsvQuotingAndTimestamps) {
+  EXPECT_EQ(CsvField("plain"), "plain");
+  EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(FormatIsoUtc(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(FormatIsoUtc(1735689600), "2025-01-01T00:00:00Z");
+  EXPECT_EQ(*ParseIsoUtc("2024-02-29T23:59:59Z"), 1709251199);
+  EXPECT_FALSE(ParseIsoUtc("2025-02-30T00:00:00Z").ok());
+  EXPECT_FALSE(ParseIsoUtc("2025-01-01 00:00:00").ok());
+}
+
+}  // namespace
+}  // namespace tessera

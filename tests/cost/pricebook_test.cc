@@ -1,0 +1,122 @@
+#include "cost/pricebook.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace tessera {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(PriceBook, DefaultsCarryHardwareFactsFigures) {
+  const PriceBook& book = PriceBook::Default();
+  const Pool* od = book.FindPool("aws-p5-on-demand");
+  ASSERT_NE(od, nullptr);
+  EXPECT_EQ(od->tier, Tier::kOnDemand);
+  EXPECT_DOUBLE_EQ(od->usd_per_gpu_hour, 12.29);  // $98.32 / 8
+  EXPECT_GT(od->provisioning_delay_s, 0);
+  const Pool* cb = book.FindPool("aws-p5-capacity-block");
+  ASSERT_NE(cb, nullptr);
+  EXPECT_EQ(cb->tier, Tier::kReserved);
+  EXPECT_DOUBLE_EQ(cb->usd_per_gpu_hour, 4.916);  // $39.33 / 8
+  const Pool* spot = book.FindPool("aws-p5-spot");
+  ASSERT_NE(spot, nullptr);
+  EXPECT_EQ(spot->reclaim_notice_s, 120);  // AWS: 2 minutes
+  EXPECT_EQ(book.FindPool("gcp-a3-spot")->reclaim_notice_s, 30);
+  EXPECT_EQ(book.FindPool("azure-a100-80gb-spot")->reclaim_notice_s, 30);
+  for (const Pool& p : book.pools()) {
+    EXPECT_FALSE(p.source.empty()) << p.name;
+    EXPECT_FALSE(p.date.empty()) << p.name;
+  }
+  EXPECT_DOUBLE_EQ(*book.OnDemandListPrice("h100-80gb"), 12.29);
+  EXPECT_FALSE(book.OnDemandListPrice("no-such-gpu").ok());
+}
+
+TEST(PriceBook, OwnedPriceIsAmortisedCapexPlusOpex) {
+  const Pool* owned = PriceBook::Default().FindPool("owned-h100");
+  ASSERT_NE(owned, nullptr);
+  // hardware-facts 4.4: opex ~ $4k/month = colo 10 kW x $200 + 8 kW x 730 h x $0.08 x 1.3 + $1.4k.
+  EXPECT_NEAR(owned->owned.OpexUsdPerMonth(), 2000 + 607.36 + 1400, 1e-9);
+  // ($300k / 48 + $4007.36) / (730 h x 8 GPUs) = $1.756 per GPU-hour.
+  EXPECT_NEAR(owned->usd_per_gpu_hour, (300000.0 / 48 + 4007.36) / (730 * 8), 1e-9);
+}
+
+TEST(PriceBook, ShippedExampleEqualsTheDefaults) {
+  const std::string text = Slurp(std::string(TESSERA_SOURCE_DIR) + "/examples/cost/prices.yaml");
+  EXPECT_EQ(text, std::string(PriceBook::DefaultYaml()));
+}
+
+TEST(PriceBook, MergeReplacesByNameAndAdds) {
+  PriceBook book = PriceBook::Default();
+  const size_t n = book.pools().size();
+  ASSERT_TRUE(book.Merge(R"(
+pools:
+  - {name: aws-p5-spot, tier: spot, gpu_kind: h100-80gb, usd_per_gpu_hour: 2.5, reclaim_notice_s: 120,
+     reclaim_rate_per_hour: 0.05}
+  - {name: lab-l4, tier: reserved, gpu_kind: l4-24gb, usd_per_gpu_hour: 0.4}
+on_demand_list:
+  - {gpu_kind: l4-24gb, usd_per_gpu_hour: 0.8}
+)",
+                         "override.yaml")
+                  .ok());
+  EXPECT_EQ(book.pools().size(), n + 1);
+  EXPECT_DOUBLE_EQ(book.FindPool("aws-p5-spot")->usd_per_gpu_hour, 2.5);
+  EXPECT_DOUBLE_EQ(book.FindPool("aws-p5-spot")->reclaim_rate_per_hour, 0.05);
+  EXPECT_DOUBLE_EQ(*book.OnDemandListPrice("l4-24gb"), 0.8);
+}
+
+TEST(PriceBook, TierSpellings) {
+  for (Tier t : {Tier::kReserved, Tier::kOnDemand, Tier::kSpot, Tier::kOwned}) {
+    EXPECT_EQ(*ParseTierKey(TierKey(t)), t);
+  }
+  EXPECT_EQ(*ParseTierKey("on_demand"), Tier::kOnDemand);
+  EXPECT_FALSE(ParseTierKey("preemptible").ok());
+}
+
+// Bad input table: each text must fail with an error naming the source, the line and the field.
+TEST(PriceBook, BadConfigsNameTheField) {
+  struct Case {
+    const char* text;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"pools:\n  - {name: a, tier: spot, gpu_kind: h100-80gb, usd_per_gpu_hour: 1}\n",
+       "bad.yaml:2: pools[0].reclaim_notice_s: missing"},
+      {"pools:\n  - {name: a, tier: cheap, gpu_kind: h100-80gb, usd_per_gpu_hour: 1}\n", "pools[0].tier: unknown tier 'cheap'"},
+      {"pools:\n  - {name: a, tier: reserved, gpu_kind: h100-80gb, usd_per_gpu_hour: -3}\n",
+       "pools[0].usd_per_gpu_hour: -3 is out of range"},
+      {"pools:\n  - {name: a, tier: reserved, gpu_kind: h100-80gb, usd_per_gpu_hour: cheap}\n",
+       "pools[0].usd_per_gpu_hour: expected a number"},
+      {"pools:\n  - {name: a, tier: reserved, gpu_kind: h100-80gb}\n", "pools[0].usd_per_gpu_hour: missing"},
+      {"pools:\n  - {name: a, tier: reserved, gpu_kind: h100-80gb, usd_per_gpu_hour: 1, prise: 2}\n",
+       "pools[0].prise: unknown field"},
+      {"pools:\n  - {name: a, tier: reserved, gpu_kind: h100-80gb, usd_per_gpu_hour: 1, reclaim_notice_s: 30}\n",
+       "pools[0].reclaim_notice_s: only spot pools"},
+      {"pools:\n  - {name: o, tier: owned, gpu_kind: h100-80gb}\n", "pools[0].owned: missing"},
+      {"pools:\n  - name: o\n    tier: owned\n    gpu_kind: h100-80gb\n    owned: {gpus: 8, capex_usd: 1, life_months: 48, pue: 0.5}\n",
+       "bad.yaml:5: pools[0].owned.pue: 0.5 is out of range"},
+      {"pools:\n  - {name: a, tier: reserved, gpu_kind: x, usd_per_gpu_hour: 1}\n  - {name: a, tier: reserved, gpu_kind: x, "
+       "usd_per_gpu_hour: 1}\n",
+       "pools[1].name: duplicate pool 'a'"},
+      {"on_demand_list:\n  - {gpu_kind: h100-80gb}\n", "on_demand_list[0].usd_per_gpu_hour: missing"},
+      {"pools: {name: a}\n", "pools: expected a list"},
+      {"poools: []\n", "poools: unknown field"},
+      {"pools: [\n", "bad.yaml:2: YAML syntax error"},
+  };
+  for (const Case& c : cases) {
+    Result<PriceBook> book = PriceBook::FromYaml(c.text, "bad.yaml");
+    ASSERT_FALSE(book.ok()) << c.text;
+    EXPECT_NE(book.error().find(c.expect), std::string::npos) << "got: " << book.error() << "\nwant: " << c.expect;
+  }
+}
+
+}  // namespace
+}  // namespace tessera
