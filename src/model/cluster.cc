@@ -56,13 +56,19 @@ Status ParseNode(const YAML::Node& y, const YAML::Node& defaults, const std::str
       if (n.kind == kNone) return Status::Error(fmt::format("{}: field 'gpu': unknown GPU kind '{}'", where, gpu));
     }
     if (auto st = ReadField(s, "gpus", &n.gpu_count, where); !st.ok()) return st;
-    double cpu_cores = -1;
-    if (auto st = ReadField(s, "cpu", &cpu_cores, where); !st.ok()) return st;
-    if (cpu_cores >= 0) n.cpu_milli = static_cast<int64_t>(cpu_cores * 1000 + 0.5);
+    if (s["cpu"]) {
+      double cpu_cores = 0;
+      if (auto st = ReadField(s, "cpu", &cpu_cores, where); !st.ok()) return st;
+      if (cpu_cores < 0) return Status::Error(where + ": field 'cpu': must not be negative");
+      n.cpu_milli = static_cast<int64_t>(cpu_cores * 1000 + 0.5);
+    }
     if (auto st = ReadField(s, "cpu_milli", &n.cpu_milli, where); !st.ok()) return st;
-    double mem_gib = -1;
-    if (auto st = ReadField(s, "memory_gib", &mem_gib, where); !st.ok()) return st;
-    if (mem_gib >= 0) n.memory_mib = static_cast<int64_t>(mem_gib * 1024 + 0.5);
+    if (s["memory_gib"]) {
+      double mem_gib = 0;
+      if (auto st = ReadField(s, "memory_gib", &mem_gib, where); !st.ok()) return st;
+      if (mem_gib < 0) return Status::Error(where + ": field 'memory_gib': must not be negative");
+      n.memory_mib = static_cast<int64_t>(mem_gib * 1024 + 0.5);
+    }
     if (auto st = ReadField(s, "memory_mib", &n.memory_mib, where); !st.ok()) return st;
     if (s["labels"]) {
       if (!s["labels"].IsMap()) return Status::Error(where + ": field 'labels': expected a map");

@@ -1,0 +1,106 @@
+#include "model/workload.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera {
+namespace {
+
+constexpr double kGiB = 1024.0;
+
+TEST(MemoryProfile, InferenceWeightsFollowBytesPerParameter) {
+  MemoryDescription d;
+  d.params_billion = 7;
+  d.precision = Precision::kBf16;
+  d.overhead_pct = 0;
+  // 7e9 x 2 bytes = 13.04 GiB.
+  EXPECT_NEAR(EstimateMemoryMib(d) / kGiB, 7e9 * 2 / (1 << 30), 0.01);
+  d.precision = Precision::kFp8;
+  EXPECT_NEAR(EstimateMemoryMib(d) / kGiB, 7e9 / (1 << 30), 0.01);
+  d.precision = Precision::kInt4;  // 0.5 bytes + 3% scales
+  EXPECT_NEAR(EstimateMemoryMib(d) / kGiB, 7e9 * 0.515 / (1 << 30), 0.01);
+}
+
+TEST(MemoryProfile, KvCacheAndOverheadAreAdded) {
+  MemoryDescription d;
+  d.params_billion = 8;
+  d.precision = Precision::kFp8;
+  d.kv_cache_mib = 4096;
+  d.overhead_pct = 15;
+  const double expect = (8e9 / (1 << 20) + 4096) * 1.15;
+  EXPECT_NEAR(static_cast<double>(EstimateMemoryMib(d)), expect, 1.0);
+}
+
+TEST(MemoryProfile, TrainingUsesSixteenBytesPerParameterAndZeroSharding) {
+  MemoryDescription d;
+  d.params_billion = 7;
+  d.training = true;
+  d.overhead_pct = 0;
+  EXPECT_NEAR(EstimateMemoryMib(d) / kGiB, 7e9 * 16 / (1 << 30), 0.01);  // ~104 GiB: never one GPU
+  d.zero_stage = 3;
+  d.data_parallel = 8;  // 16/8 = 2 bytes per parameter per GPU
+  EXPECT_NEAR(EstimateMemoryMib(d) / kGiB, 7e9 * 2 / (1 << 30), 0.01);
+  d.zero_stage = 2;  // 2 + 14/8
+  EXPECT_NEAR(EstimateMemoryMib(d) / kGiB, 7e9 * (2 + 14.0 / 8) / (1 << 30), 0.01);
+}
+
+TEST(MemoryProfile, SmallestCoveringMigProfile) {
+  const Catalog& cat = Catalog::Default();
+  const GpuKind& h100 = cat.kind(cat.Find("h100-80gb"));
+  auto name = [&](int64_t mib, int milli) {
+    int p = SmallestCoveringProfile(h100, mib, milli);
+    return p < 0 ? std::string("none") : h100.profiles[p].name;
+  };
+  EXPECT_EQ(name(8000, 100), "1g.10gb");
+  EXPECT_EQ(name(15000, 100), "1g.20gb");   // memory, not compute, sizes light inference
+  EXPECT_EQ(name(15000, 200), "2g.20gb");   // 0.2 of 132 SMs needs more than 16 SMs
+  EXPECT_EQ(name(30000, 100), "3g.40gb");
+  EXPECT_EQ(name(30000, 470), "4g.40gb");   // 60 SMs < 0.47 x 132; 64 SMs cover it
+  EXPECT_EQ(name(60000, 100), "7g.80gb");
+  EXPECT_EQ(name(90000, 100), "none");
+}
+
+TEST(WorkloadYaml, ParsesAndResolvesMemory) {
+  auto w = LoadWorkloadsYaml(R"(
+workloads:
+  - name: chat
+    class: inference
+    replicas: 3
+    gpu_fraction: 0.1
+    memory: {params_billion: 8, precision: fp8, kv_cache_gib: 4}
+  - name: train
+    class: training
+    workers: 4
+    gpus_per_worker: 8
+    memory_gib: 60
+    checkpoint_interval_s: 600
+)", "w.yaml");
+  ASSERT_TRUE(w.ok()) << w.error();
+  ASSERT_EQ(w->size(), 2u);
+  EXPECT_EQ((*w)[0].gpus_per_worker, 0);
+  EXPECT_EQ((*w)[0].gpu_milli, 100);
+  EXPECT_GT((*w)[0].memory_mib, 8000);
+  EXPECT_EQ((*w)[1].memory_mib, 60 * 1024);
+  EXPECT_EQ((*w)[1].workers, 4);
+}
+
+TEST(WorkloadYaml, BadInputNamesTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"[{name: a, class: magic}]", "field 'class'"},
+      {"[{name: a, gpu_fraction: 1.5}]", "field 'gpu_fraction'"},
+      {"[{name: a, replicas: 0}]", "field 'replicas'"},
+      {"[{name: a, memory: {params_billion: 7, precision: fp3}}]", "field 'precision'"},
+      {"[{name: a, memory: {params_billion: -7}}]", "field 'params_billion'"},
+      {"[{name: a, class: training, workers: 2, gpus_per_worker: 0}]", "a gang (workers > 1) needs whole GPUs"},
+      {"[{name: a}, {name: a}]", "duplicate name 'a'"},
+      {"[{name: a, gpus: 3}]", "unknown field 'gpus'"},
+      {"{foo: 1}", "expected a list of workloads"},
+  };
+  for (const auto& [yaml, expect] : cases) {
+    auto w = LoadWorkloadsYaml(yaml, "bad.yaml");
+    ASSERT_FALSE(w.ok()) << yaml;
+    EXPECT_NE(w.error().find(expect), std::string::npos) << "got: " << w.error();
+  }
+}
+
+}  // namespace
+}  // namespace tessera
