@@ -11,6 +11,8 @@
 #include "model/catalog.h"
 #include "model/cluster.h"
 #include "sched/cluster_state.h"
+#include "sched/fgd_policy.h"
+#include "sched/harness_policies.h"
 #include "sched/policy.h"
 
 namespace tessera::cli {
@@ -79,8 +81,14 @@ int RunBenchPlace(const BenchOptions& o) {
   auto state = ClusterState::Build(cluster, catalog);
   if (!state.ok()) return fmt::print(stderr, "error: {}\n", state.error()), 2;
   auto policy = MakePolicy(o.policy);
-  if (!policy.ok()) return fmt::print(stderr, "error: {}\n", policy.error()), 2;
   std::mt19937_64 rng(o.seed);
+  if (!policy.ok() && (o.policy == "fgd" || o.policy == "random")) {
+    std::vector<Request> sample;
+    std::mt19937_64 srng(o.seed + 1);
+    for (int i = 0; i < 2000; ++i) sample.push_back(DrawRequest(srng, i));
+    policy = MakeHarnessPolicy(o.policy, TaskShapeDistribution::FromRequests(sample), o.seed);
+  }
+  if (!policy.ok()) return fmt::print(stderr, "error: {}\n", policy.error()), 2;
   const int64_t capacity = int64_t{kMilliPerGpu} * state->num_gpus();
   std::vector<Held> held;
   JobId id = 1;

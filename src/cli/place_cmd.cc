@@ -9,6 +9,8 @@
 #include "model/cluster.h"
 #include "model/workload.h"
 #include "sched/cluster_state.h"
+#include "sched/fgd_policy.h"
+#include "sched/harness_policies.h"
 #include "sched/policy.h"
 #include "sched/requests.h"
 
@@ -37,6 +39,18 @@ int RunPlace(const PlaceOptions& o) {
   auto workloads = LoadWorkloadsYaml(*wtext, o.workload);
   if (!workloads.ok()) return fmt::print(stderr, "error: {}\n", workloads.error()), 2;
   auto policy = MakePolicy(o.policy);
+  if (!policy.ok() && (o.policy == "fgd" || o.policy == "random")) {
+    // Single-task policies of the published harness; FGD's typical tasks are this workload's requests.
+    std::vector<Request> all;
+    JobId id = 1;
+    for (const Workload& w : *workloads) {
+      auto reqs = ToRequests(w, catalog, id);
+      if (!reqs.ok()) return fmt::print(stderr, "error: {}\n", reqs.error()), 2;
+      id += static_cast<JobId>(reqs->size());
+      all.insert(all.end(), reqs->begin(), reqs->end());
+    }
+    policy = MakeHarnessPolicy(o.policy, TaskShapeDistribution::FromRequests(all), 42);
+  }
   if (!policy.ok()) return fmt::print(stderr, "error: {}\n", policy.error()), 2;
   auto state = ClusterState::Build(*cluster, catalog);
   if (!state.ok()) return fmt::print(stderr, "error: {}\n", state.error()), 2;
