@@ -14,5 +14,6 @@ void RegisterCost(CLI::App& app, int* exit_code);
 void RegisterDemo(CLI::App& app, int* exit_code);
 // Subcommands of `simulate` (each in its own simulate_*_cmd.cc).
 void RegisterFgdHarness(CLI::App& simulate, int* exit_code);
+void RegisterSimulateRun(CLI::App& simulate, int* exit_code);  // run, generate, report
 
 }  // namespace tessera::cli

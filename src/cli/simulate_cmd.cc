@@ -8,6 +8,7 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
   CLI::App* simulate = app.add_subcommand("simulate", "Trace-driven simulations and evaluation harnesses");
   simulate->require_subcommand(1);
   RegisterFgdHarness(*simulate, exit_code);
+  RegisterSimulateRun(*simulate, exit_code);
 }
 
 }  // namespace tessera::cli

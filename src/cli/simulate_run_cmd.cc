@@ -1,0 +1,223 @@
+// `tessera simulate run | generate | report`: time-based scenario runs (src/sim/scenario.h), the seeded
+// trace generator and the HTML report. Parsing and printing only; the work lives in src/sim.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "model/catalog.h"
+#include "sim/metrics.h"
+#include "sim/report.h"
+#include "sim/scenario.h"
+#include "sim/trace.h"
+
+namespace tessera::cli {
+namespace {
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct RunArgs {
+  std::string scenario;
+  std::string policies;
+  std::string seeds;
+  int threads = 0;
+  bool json = false;
+  std::string csv;
+};
+
+struct GenArgs {
+  std::string scenario;
+  uint64_t seed = 1;
+  std::string out;
+  double inference_share = -1;
+  std::string traffic;
+};
+
+struct ReportArgs {
+  std::string out;
+  std::vector<std::string> scenarios;
+  std::string policies;
+  std::string seeds;
+  std::string fgd_curves;
+};
+
+// "1-10" or "1,2,5".
+Result<std::vector<uint64_t>> ParseSeeds(const std::string& s) {
+  std::vector<uint64_t> out;
+  try {
+    if (auto dash = s.find('-'); dash != std::string::npos) {
+      uint64_t a = std::stoull(s.substr(0, dash)), b = std::stoull(s.substr(dash + 1));
+      if (b < a || b - a > 1000) return Status::Error("--seeds: expected A-B with A <= B (at most 1000 seeds)");
+      for (uint64_t x = a; x <= b; ++x) out.push_back(x);
+    } else {
+      for (const std::string& x : SplitList(s)) out.push_back(std::stoull(x));
+    }
+  } catch (const std::exception&) {
+    return Status::Error("--seeds: expected A-B or a comma-separated list of integers, got '" + s + "'");
+  }
+  if (out.empty()) return Status::Error("--seeds: no seeds");
+  return out;
+}
+
+Result<Scenario> Prepare(const std::string& path, const std::string& seeds, int threads) {
+  auto sc = LoadScenario(path, Catalog::Default());
+  if (!sc.ok()) return sc.status();
+  if (!seeds.empty()) {
+    auto s = ParseSeeds(seeds);
+    if (!s.ok()) return s.status();
+    sc->seeds = *s;
+  }
+  if (threads > 0) sc->threads = threads;
+  return sc;
+}
+
+void DoRun(const RunArgs& a, int* exit_code) {
+  auto sc = Prepare(a.scenario, a.seeds, a.threads);
+  if (!sc.ok()) {
+    std::cerr << "error: " << sc.error() << "\n";
+    *exit_code = 2;
+    return;
+  }
+  std::vector<std::string> policies = a.policies.empty() ? sc->policies : SplitList(a.policies);
+  auto out = RunScenario(*sc, policies, Catalog::Default());
+  if (!out.ok()) {
+    std::cerr << "error: " << out.error() << "\n";
+    *exit_code = 1;
+    return;
+  }
+  const nlohmann::json doc = OutcomeJson(*out, sc->is_sweep);
+  if (!a.csv.empty()) {
+    std::ofstream f(a.csv);
+    f << OutcomeCsv(*out);
+    if (!f) {
+      std::cerr << "error: cannot write " << a.csv << "\n";
+      *exit_code = 1;
+      return;
+    }
+  }
+  if (a.json) {
+    std::cout << doc.dump(2) << "\n";
+    return;
+  }
+  std::cout << TextSummary(*out, sc->is_sweep);
+}
+
+void DoGenerate(const GenArgs& a, int* exit_code) {
+  auto sc = LoadScenario(a.scenario, Catalog::Default());
+  if (!sc.ok()) {
+    std::cerr << "error: " << sc.error() << "\n";
+    *exit_code = 2;
+    return;
+  }
+  if (!sc->use_generator) {
+    std::cerr << "error: " << a.scenario << ": the scenario has no 'workload' generator to draw from\n";
+    *exit_code = 2;
+    return;
+  }
+  ScenarioVariant v = sc->variants.front();
+  if (a.inference_share >= 0) v.generator.inference_share = a.inference_share;
+  if (!a.traffic.empty()) {
+    auto lf = LightFractionOf(a.traffic);
+    if (!lf.ok()) {
+      std::cerr << "error: --traffic: " << lf.error() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    v.generator.light_fraction = *lf;
+  }
+  const std::vector<TraceJob> jobs = JobsFor(*sc, v, a.seed);
+  nlohmann::json prov = {{"scenario", sc->name},
+                         {"seed", a.seed},
+                         {"generator", "tessera simulate generate"},
+                         {"arrivals", sc->arrivals.process},
+                         {"inference_share", v.generator.inference_share}};
+  const std::string text = WriteTrace(jobs, prov.dump());
+  if (a.out.empty() || a.out == "-") {
+    std::cout << text;
+  } else {
+    std::ofstream f(a.out, std::ios::binary);
+    f << text;
+    if (!f) {
+      std::cerr << "error: cannot write " << a.out << "\n";
+      *exit_code = 1;
+      return;
+    }
+    std::cerr << fmt::format("wrote {} jobs to {}\n", jobs.size(), a.out);
+  }
+}
+
+void DoReport(const ReportArgs& a, int* exit_code) {
+  ReportInput in;
+  in.out_dir = a.out;
+  in.fgd_curves_csv = a.fgd_curves;
+  std::vector<std::string> scenarios = a.scenarios;
+  if (scenarios.empty())
+    scenarios = {"examples/scenarios/mixed-inference-training.yaml", "examples/scenarios/topology-training.yaml"};
+  for (const std::string& path : scenarios) {
+    auto sc = Prepare(path, a.seeds, 0);
+    if (!sc.ok()) {
+      std::cerr << "error: " << sc.error() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    std::vector<std::string> policies = a.policies.empty() ? sc->policies : SplitList(a.policies);
+    auto out = RunScenario(*sc, policies, Catalog::Default());
+    if (!out.ok()) {
+      std::cerr << "error: " << out.error() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    in.outcomes.push_back({path, sc->is_sweep, std::move(out).value()});
+  }
+  Status st = WriteReport(in);
+  if (!st.ok()) {
+    std::cerr << "error: " << st.message() << "\n";
+    *exit_code = 1;
+    return;
+  }
+  std::cout << fmt::format("wrote {}/index.html\n", a.out);
+}
+
+}  // namespace
+
+void RegisterSimulateRun(CLI::App& simulate, int* exit_code) {
+  auto run_args = std::make_shared<RunArgs>();
+  CLI::App* run = simulate.add_subcommand("run", "Run a time-based scenario over seeds and compare policies");
+  run->add_option("--scenario", run_args->scenario, "scenario YAML (examples/scenarios/)")->required();
+  run->add_option("--policy", run_args->policies, "comma-separated policies (default: the scenario's)");
+  run->add_option("--seeds", run_args->seeds, "seeds, A-B or a list (default: the scenario's)");
+  run->add_option("--threads", run_args->threads, "worker threads (default: the scenario's, 2)");
+  run->add_flag("--json", run_args->json, "print JSON");
+  run->add_option("--csv", run_args->csv, "also write one CSV row per run to this file");
+  run->callback([run_args, exit_code]() { DoRun(*run_args, exit_code); });
+
+  auto gen_args = std::make_shared<GenArgs>();
+  CLI::App* gen = simulate.add_subcommand("generate", "Write a Tessera trace (JSONL) from a scenario's generator");
+  gen->add_option("--scenario", gen_args->scenario, "scenario YAML with a 'workload' generator")->required();
+  gen->add_option("--seed", gen_args->seed, "seed (default 1)");
+  gen->add_option("--out", gen_args->out, "output file (default: stdout)");
+  gen->add_option("--inference-share", gen_args->inference_share, "override the inference share of GPU requests");
+  gen->add_option("--traffic", gen_args->traffic, "override the traffic: light, mixed, busy");
+  gen->callback([gen_args, exit_code]() { DoGenerate(*gen_args, exit_code); });
+
+  auto rep_args = std::make_shared<ReportArgs>();
+  CLI::App* rep = simulate.add_subcommand("report", "Run scenarios and write an HTML report with charts, JSON and CSV");
+  rep->add_option("--out", rep_args->out, "output folder")->required();
+  rep->add_option("--scenario", rep_args->scenarios, "scenario YAML (repeatable; default: mixed and topology)");
+  rep->add_option("--policy", rep_args->policies, "comma-separated policies (default: each scenario's)");
+  rep->add_option("--seeds", rep_args->seeds, "seeds, A-B or a list (default: each scenario's)");
+  rep->add_option("--fgd-curves", rep_args->fgd_curves,
+                  "curves CSV from `simulate fgd-harness --curves` to plot against the authors' FGD curves");
+  rep->callback([rep_args, exit_code]() { DoReport(*rep_args, exit_code); });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,199 @@
+#include "sim/metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace tessera {
+
+using nlohmann::json;
+
+Spread SpreadOf(const std::vector<double>& v) {
+  Spread s;
+  if (v.empty()) return s;
+  s.min = *std::min_element(v.begin(), v.end());
+  s.max = *std::max_element(v.begin(), v.end());
+  double t = 0;
+  for (double x : v) t += x;
+  s.mean = t / static_cast<double>(v.size());
+  return s;
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(std::clamp(q, 0.0, 1.0) * v.size()));
+  return v[rank == 0 ? 0 : rank - 1];
+}
+
+double MixDeviation(const RunResult& r) {
+  double arrived = 0, served = 0;
+  for (const auto& [name, c] : r.by_class) {
+    arrived += static_cast<double>(c.gpu_requests_arrived);
+    served += static_cast<double>(c.gpu_requests_served);
+  }
+  if (arrived <= 0 || served <= 0) return 0;
+  double dev = 0;
+  for (const auto& [name, c] : r.by_class)
+    dev = std::max(dev, std::abs(c.gpu_requests_arrived / arrived - c.gpu_requests_served / served));
+  return dev;
+}
+
+namespace {
+
+json SpreadJson(const std::vector<double>& v, int digits = 4) {
+  Spread s = SpreadOf(v);
+  auto r = [&](double x) { return std::round(x * std::pow(10, digits)) / std::pow(10, digits); };
+  return json{{"mean", r(s.mean)}, {"min", r(s.min)}, {"max", r(s.max)}};
+}
+
+json DelayJson(const std::vector<double>& pooled, double scale) {
+  double t = 0;
+  for (double x : pooled) t += x;
+  auto r = [](double x) { return std::round(x * 1000) / 1000; };
+  return json{{"mean", r(pooled.empty() ? 0 : t / pooled.size() / scale)},
+              {"p50", r(Percentile(pooled, 0.5) / scale)},
+              {"p99", r(Percentile(pooled, 0.99) / scale)},
+              {"count", pooled.size()}};
+}
+
+template <typename F>
+std::vector<double> Collect(const std::vector<RunResult>& runs, F f) {
+  std::vector<double> v;
+  for (const RunResult& r : runs) v.push_back(f(r));
+  return v;
+}
+
+json GroupJson(const std::vector<RunResult>& runs, bool teams) {
+  std::set<std::string> names;
+  for (const RunResult& r : runs)
+    for (const auto& [n, c] : teams ? r.by_team : r.by_class) names.insert(n);
+  json out = json::object();
+  for (const std::string& n : names) {
+    std::vector<double> alloc, util, dshare, sshare, delays, jct;
+    for (const RunResult& r : runs) {
+      const auto& m = teams ? r.by_team : r.by_class;
+      auto it = m.find(n);
+      ClassStats c = it == m.end() ? ClassStats{} : it->second;
+      alloc.push_back(c.allocation);
+      util.push_back(c.utilization);
+      double arrived = 0, served = 0;
+      for (const auto& [k, x] : m) {
+        arrived += x.gpu_requests_arrived;
+        served += x.gpu_requests_served;
+      }
+      dshare.push_back(arrived > 0 ? c.gpu_requests_arrived / arrived : 0);
+      sshare.push_back(served > 0 ? c.gpu_requests_served / served : 0);
+      delays.insert(delays.end(), c.queue_delays_s.begin(), c.queue_delays_s.end());
+      jct.insert(jct.end(), c.jct_s.begin(), c.jct_s.end());
+    }
+    out[n] = json{{"gpu_allocation", SpreadJson(alloc)},
+                  {"gpu_utilization", SpreadJson(util)},
+                  {"demanded_share", SpreadJson(dshare)},
+                  {"served_share", SpreadJson(sshare)},
+                  {"queue_delay_s", DelayJson(delays, 1.0)},
+                  {"jct_h", DelayJson(jct, 3600.0)}};
+  }
+  return out;
+}
+
+}  // namespace
+
+json PolicySummary(const std::vector<RunResult>& runs) {
+  json o;
+  if (runs.empty()) return o;
+  o["policy"] = runs.front().policy;
+  o["runs"] = runs.size();
+  o["gpu_allocation"] = SpreadJson(Collect(runs, [](const RunResult& r) { return r.gpu_allocation; }));
+  o["gpu_utilization"] = SpreadJson(Collect(runs, [](const RunResult& r) { return r.gpu_utilization; }));
+  const std::vector<double> tput = Collect(runs, [](const RunResult& r) { return r.effective_training_throughput; });
+  // A plain number (GPU-equivalents, mean over seeds) as well as its spread.
+  o["effective_training_throughput"] = std::round(SpreadOf(tput).mean * 1000) / 1000;
+  o["effective_training_throughput_gpus"] = SpreadJson(tput, 3);
+  o["training_gpus_allocated"] = SpreadJson(Collect(runs, [](const RunResult& r) { return r.training_gpus_allocated; }), 3);
+  o["training_efficiency"] = SpreadJson(Collect(runs, [](const RunResult& r) {
+    return r.training_gpus_allocated > 0 ? r.effective_training_throughput / r.training_gpus_allocated : 0.0;
+  }));
+  o["oom_events"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.oom_events); }));
+  o["mig_repartitions"] =
+      SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.mig_repartitions); }), 1);
+  o["preemptions"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.preemptions); }), 1);
+  o["makespan_h"] = SpreadJson(Collect(runs, [](const RunResult& r) { return r.makespan_s / 3600.0; }), 2);
+  o["jobs_completed"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.jobs_completed); }), 1);
+  o["unplaced_jobs"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.unplaced_jobs); }), 1);
+  o["unplaced_gpu_requests"] =
+      SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.unplaced_gpu_requests); }), 1);
+  const std::vector<double> dev = Collect(runs, MixDeviation);
+  o["mix_deviation"] = SpreadJson(dev);
+  o["no_class_starved"] = SpreadOf(dev).max <= 0.02;
+  o["apply_conflicts"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.apply_conflicts); }), 1);
+  o["by_class"] = GroupJson(runs, false);
+  std::set<std::string> teams;
+  for (const RunResult& r : runs)
+    for (const auto& [n, c] : r.by_team) teams.insert(n);
+  std::set<std::string> classes;
+  for (const RunResult& r : runs)
+    for (const auto& [n, c] : r.by_class) classes.insert(n);
+  if (teams != classes) o["by_team"] = GroupJson(runs, true);
+  std::vector<double> delays;
+  for (const RunResult& r : runs)
+    for (const auto& [n, c] : r.by_class) delays.insert(delays.end(), c.queue_delays_s.begin(), c.queue_delays_s.end());
+  o["queue_delay_s"] = DelayJson(delays, 1.0);
+  double wall = 0;
+  for (const RunResult& r : runs) wall += r.wall_ms;
+  o["sim_wall_ms_per_run"] = std::round(wall / runs.size());
+  return o;
+}
+
+json OutcomeJson(const ScenarioOutcome& o, bool is_sweep) {
+  json doc;
+  doc["scenario"] = o.name;
+  doc["gpus"] = o.gpus;
+  doc["seeds"] = o.seeds;
+  auto results = [&](const VariantOutcome& v) {
+    json arr = json::array();
+    for (const auto& runs : v.runs) arr.push_back(PolicySummary(runs));
+    return arr;
+  };
+  if (is_sweep) {
+    json sw = json::array();
+    for (const VariantOutcome& v : o.variants) {
+      json e;
+      e["inference_share"] = v.variant.inference_share;
+      e["traffic"] = v.variant.traffic;
+      e["results"] = results(v);
+      sw.push_back(e);
+    }
+    doc["sweep"] = sw;
+  } else if (!o.variants.empty()) {
+    doc["results"] = results(o.variants.front());
+  }
+  doc["wall_s"] = std::round(o.wall_s * 100) / 100;
+  return doc;
+}
+
+std::string OutcomeCsv(const ScenarioOutcome& o) {
+  std::string out =
+      "variant,policy,seed,gpu_allocation,gpu_utilization,inference_allocation,inference_utilization,"
+      "training_allocation,training_utilization,effective_training_throughput,oom_events,mig_repartitions,"
+      "unplaced_jobs,mix_deviation,makespan_h\n";
+  for (const VariantOutcome& v : o.variants)
+    for (const auto& runs : v.runs)
+      for (const RunResult& r : runs) {
+        auto cls = [&](const char* n) {
+          auto it = r.by_class.find(n);
+          return it == r.by_class.end() ? ClassStats{} : it->second;
+        };
+        const ClassStats inf = cls("inference"), tr = cls("training");
+        out += fmt::format("\"{}\",{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.3f},{},{},{},{:.4f},{:.2f}\n",
+                           v.variant.label, r.policy, r.seed, r.gpu_allocation, r.gpu_utilization, inf.allocation,
+                           inf.utilization, tr.allocation, tr.utilization, r.effective_training_throughput,
+                           r.oom_events, r.mig_repartitions, r.unplaced_jobs, MixDeviation(r), r.makespan_s / 3600.0);
+      }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,34 @@
+#pragma once
+// Aggregation of simulator runs over seeds into the JSON and CSV that `tessera simulate run` prints
+// (docs/simulator.md "Metrics"). A figure over seeds is {"mean", "min", "max"}; queueing delays and JCTs
+// are pooled over seeds and summarised as mean / p50 / p99.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario.h"
+#include "sim/simulator.h"
+
+namespace tessera {
+
+struct Spread {
+  double mean = 0, min = 0, max = 0;
+};
+Spread SpreadOf(const std::vector<double>& v);
+// Nearest-rank percentile (q in [0, 1]) of unsorted values; 0 for none.
+double Percentile(std::vector<double> v, double q);
+
+// Served-versus-demanded mix of GPU requests by class for one run: the largest absolute difference
+// between a class's share of GPU requests that arrived in the window and its share of those served.
+double MixDeviation(const RunResult& r);
+
+// The per-policy object of the JSON output for runs of one policy over seeds.
+nlohmann::json PolicySummary(const std::vector<RunResult>& runs);
+// {"scenario", "gpus", "seeds", "results": [...]} or, for sweeps, {"sweep": [{..., "results": [...]}]}.
+nlohmann::json OutcomeJson(const ScenarioOutcome& o, bool is_sweep);
+// One CSV row per (variant, policy, seed) with the scalar figures.
+std::string OutcomeCsv(const ScenarioOutcome& o);
+
+}  // namespace tessera

@@ -1,0 +1,282 @@
+#include "sim/report.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "sim/metrics.h"
+
+namespace tessera {
+namespace {
+
+using nlohmann::json;
+
+Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f) return Status::Error("cannot write " + path);
+  return Status::Ok();
+}
+
+std::vector<std::string> SplitCsvLine(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Authors' curves: median over seeds of 100 - allocated% at each arrived-load column, default workload.
+json AuthorsCurves(const std::string& path) {
+  std::ifstream f(path);
+  json out = json::object();
+  if (!f) return out;
+  std::string line;
+  std::getline(f, line);
+  const std::vector<std::string> header = SplitCsvLine(line);
+  std::map<std::string, std::vector<std::vector<double>>> rows;
+  while (std::getline(f, line)) {
+    auto c = SplitCsvLine(line);
+    if (c.size() < 6 || c[0] != "openb_pod_list_default") continue;
+    std::vector<double> v;
+    for (size_t i = 5; i < c.size(); ++i) v.push_back(c[i].empty() ? NAN : std::atof(c[i].c_str()));
+    rows[c[1]].push_back(v);
+  }
+  for (auto& [policy, runs] : rows) {
+    json pts = json::array();
+    const size_t n = runs.front().size();
+    for (size_t i = 0; i < n && 5 + i < header.size(); ++i) {
+      std::vector<double> col;
+      for (auto& r : runs)
+        if (i < r.size() && !std::isnan(r[i])) col.push_back(r[i]);
+      if (col.empty()) continue;
+      pts.push_back({{"x", std::atof(header[5 + i].c_str())}, {"y", 100.0 - Median(col)}});
+    }
+    out["authors " + policy] = pts;
+  }
+  return out;
+}
+
+// Our harness curves CSV: median over seeds, per 1% arrived-load bin, of 100 - allocated_pct.
+json OurCurves(const std::string& path) {
+  std::ifstream f(path);
+  json out = json::object();
+  if (!f) return out;
+  std::string line;
+  std::getline(f, line);
+  std::map<std::string, std::map<int, std::map<std::string, double>>> last;  // policy -> bin -> seed -> value
+  while (std::getline(f, line)) {
+    auto c = SplitCsvLine(line);
+    if (c.size() < 5) continue;
+    const int bin = static_cast<int>(std::floor(std::atof(c[3].c_str())));
+    last[c[0]][bin][c[1]] = 100.0 - std::atof(c[4].c_str());
+  }
+  for (auto& [policy, bins] : last) {
+    json pts = json::array();
+    for (auto& [bin, seeds] : bins) {
+      std::vector<double> v;
+      for (auto& [s, x] : seeds) v.push_back(x);
+      pts.push_back({{"x", bin}, {"y", Median(v)}});
+    }
+    out["ours " + policy] = pts;
+  }
+  return out;
+}
+
+json ScenarioCharts(const ReportScenario& rs) {
+  json sc;
+  sc["name"] = rs.outcome.name;
+  sc["path"] = rs.path;
+  if (rs.is_sweep) {
+    json rows = json::array();
+    for (const VariantOutcome& v : rs.outcome.variants) {
+      json row = {{"label", v.variant.label}};
+      for (const auto& runs : v.runs) {
+        if (runs.empty()) continue;
+        std::vector<double> u, a;
+        for (const RunResult& r : runs) {
+          u.push_back(r.gpu_utilization);
+          a.push_back(r.gpu_allocation);
+        }
+        row[runs.front().policy] = {{"util", SpreadOf(u).mean}, {"alloc", SpreadOf(a).mean}};
+      }
+      rows.push_back(row);
+    }
+    sc["sweep"] = rows;
+    return sc;
+  }
+  const VariantOutcome& v = rs.outcome.variants.front();
+  json series = json::object(), cdf = json::object();
+  for (const auto& runs : v.runs) {
+    if (runs.empty()) continue;
+    const RunResult& r0 = runs.front();
+    json alloc = json::array(), util = json::array();
+    for (const SamplePoint& p : r0.series) {
+      alloc.push_back({{"x", p.t_h}, {"y", p.allocation}});
+      util.push_back({{"x", p.t_h}, {"y", p.utilization}});
+    }
+    series[r0.policy] = {{"alloc", alloc}, {"util", util}};
+    for (const char* cls : {"inference", "training"}) {
+      std::vector<double> d;
+      for (const RunResult& r : runs) {
+        auto it = r.by_class.find(cls);
+        if (it != r.by_class.end()) d.insert(d.end(), it->second.queue_delays_s.begin(), it->second.queue_delays_s.end());
+      }
+      if (d.empty()) continue;
+      std::sort(d.begin(), d.end());
+      json pts = json::array();
+      const size_t step = std::max<size_t>(1, d.size() / 200);
+      for (size_t i = 0; i < d.size(); i += step)
+        pts.push_back({{"x", d[i] / 60.0}, {"y", static_cast<double>(i + 1) / d.size()}});
+      pts.push_back({{"x", d.back() / 60.0}, {"y", 1.0}});
+      cdf[fmt::format("{} {}", r0.policy, cls)] = pts;
+    }
+  }
+  sc["series"] = series;
+  sc["cdf"] = cdf;
+  return sc;
+}
+
+const char* kPage = R"HTML(<!doctype html>
+<html><head><meta charset="utf-8"><title>Tessera simulation report</title>
+<script src="chart.min.js"></script>
+<style>body{font-family:sans-serif;max-width:1100px;margin:auto}canvas{max-height:360px}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}</style>
+</head><body>
+<h1>Tessera simulation report</h1>
+<p>Generated by <code>tessera simulate report</code>. Figures: time-averaged over each scenario's measurement
+window, mean over seeds (min-max in results.json). Definitions: docs/simulator.md. Data: <a href="results.json">results.json</a>,
+<a href="runs.csv">runs.csv</a>.</p>
+<div id="main"></div>
+<script>
+const DATA = __DATA__;
+const main = document.getElementById('main');
+function chart(title, datasets, xl, yl, type) {
+  const h = document.createElement('h3'); h.textContent = title; main.appendChild(h);
+  const c = document.createElement('canvas'); main.appendChild(c);
+  new Chart(c, {type: type || 'line', data: {datasets: datasets},
+    options: {animation: false, parsing: true, elements: {point: {radius: 0}},
+      scales: {x: {type: 'linear', title: {display: true, text: xl}}, y: {title: {display: true, text: yl}}}}});
+}
+for (const sc of DATA.scenarios) {
+  const h = document.createElement('h2'); h.textContent = sc.name + ' (' + sc.path + ')'; main.appendChild(h);
+  const t = document.createElement('pre'); t.textContent = sc.table; main.appendChild(t);
+  if (sc.sweep) {
+    const pols = Object.keys(sc.sweep[0]).filter(k => k !== 'label');
+    const tab = document.createElement('table');
+    tab.innerHTML = '<tr><th>variant</th>' + pols.map(p => '<th>' + p + ' util / alloc</th>').join('') + '</tr>' +
+      sc.sweep.map(r => '<tr><td>' + r.label + '</td>' + pols.map(p => '<td>' + r[p].util.toFixed(3) + ' / ' +
+      r[p].alloc.toFixed(3) + '</td>').join('') + '</tr>').join('');
+    main.appendChild(tab);
+    continue;
+  }
+  const ds = [];
+  for (const [p, s] of Object.entries(sc.series)) {
+    ds.push({label: p + ' allocation', data: s.alloc});
+    ds.push({label: p + ' utilization', data: s.util, borderDash: [4, 3]});
+  }
+  chart('Allocation and utilisation over time (first seed)', ds, 'hours', 'share of GPU capacity');
+  chart('Queueing delay CDF (all seeds)', Object.entries(sc.cdf).map(([k, v]) => ({label: k, data: v})),
+        'minutes', 'fraction of jobs');
+}
+if (Object.keys(DATA.fgd).length) {
+  chart('Unallocated GPU versus arrived load (openb default trace, median over seeds)',
+        Object.entries(DATA.fgd).map(([k, v]) => ({label: k, data: v, borderDash: k.startsWith('authors') ? [5, 3] : []})),
+        'arrived GPU load (% of capacity)', 'unallocated GPU (% of capacity)');
+} else {
+  const p = document.createElement('p');
+  p.textContent = 'No FGD curves: run `tessera simulate fgd-harness ... --curves curves.csv` and pass --fgd-curves curves.csv.';
+  main.appendChild(p);
+}
+</script></body></html>
+)HTML";
+
+}  // namespace
+
+std::string TextSummary(const ScenarioOutcome& o, bool is_sweep) {
+  std::string out = fmt::format("scenario {} ({} GPUs, {} seeds, {:.1f} s)\n", o.name, o.gpus, o.seeds.size(), o.wall_s);
+  for (const VariantOutcome& v : o.variants) {
+    if (is_sweep) out += v.variant.label + "\n";
+    out += fmt::format("  {:<12} {:>22} {:>22} {:>9} {:>7} {:>8} {:>10}\n", "policy", "utilization mean[min,max]",
+                       "allocation mean[min,max]", "train_tput", "oom", "mig_rep", "mix_dev");
+    for (const auto& runs : v.runs) {
+      if (runs.empty()) continue;
+      std::vector<double> u, a, t, oom, rep, dev;
+      for (const RunResult& r : runs) {
+        u.push_back(r.gpu_utilization);
+        a.push_back(r.gpu_allocation);
+        t.push_back(r.effective_training_throughput);
+        oom.push_back(static_cast<double>(r.oom_events));
+        rep.push_back(static_cast<double>(r.mig_repartitions));
+        dev.push_back(MixDeviation(r));
+      }
+      Spread su = SpreadOf(u), sa = SpreadOf(a);
+      out += fmt::format("  {:<12} {:>6.3f} [{:.3f},{:.3f}]   {:>6.3f} [{:.3f},{:.3f}]   {:>9.1f} {:>7.1f} {:>8.0f} {:>10.3f}\n",
+                         runs.front().policy, su.mean, su.min, su.max, sa.mean, sa.min, sa.max, SpreadOf(t).mean,
+                         SpreadOf(oom).mean, SpreadOf(rep).mean, SpreadOf(dev).max);
+    }
+  }
+  return out;
+}
+
+Status WriteReport(const ReportInput& in) {
+  std::error_code ec;
+  std::filesystem::create_directories(in.out_dir, ec);
+  if (ec) return Status::Error("cannot create " + in.out_dir + ": " + ec.message());
+  std::filesystem::copy_file(in.chartjs_path, std::filesystem::path(in.out_dir) / "chart.min.js",
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec)
+    return Status::Error(fmt::format("cannot copy Chart.js from {} (install Debian's libjs-chart.js): {}",
+                                     in.chartjs_path, ec.message()));
+  json data;
+  data["scenarios"] = json::array();
+  json results = json::array();
+  std::string csv;
+  for (const ReportScenario& rs : in.outcomes) {
+    json sc = ScenarioCharts(rs);
+    sc["table"] = TextSummary(rs.outcome, rs.is_sweep);
+    data["scenarios"].push_back(sc);
+    json r = OutcomeJson(rs.outcome, rs.is_sweep);
+    r["path"] = rs.path;
+    results.push_back(r);
+    std::string c = OutcomeCsv(rs.outcome);
+    if (!csv.empty()) c = c.substr(c.find('\n') + 1);
+    for (std::istringstream ls(c); ;) {
+      std::string line;
+      if (!std::getline(ls, line)) break;
+      if (line.rfind("variant,", 0) == 0) csv += "scenario," + line + "\n";
+      else csv += "\"" + rs.outcome.name + "\"," + line + "\n";
+    }
+  }
+  json fgd = json::object();
+  if (!in.fgd_curves_csv.empty()) {
+    fgd = OurCurves(in.fgd_curves_csv);
+    if (fgd.empty()) return Status::Error("cannot read FGD curves from " + in.fgd_curves_csv);
+    json a = AuthorsCurves(in.authors_curves_csv);
+    for (auto it = a.begin(); it != a.end(); ++it) fgd[it.key()] = it.value();
+  }
+  data["fgd"] = fgd;
+  std::string page = kPage;
+  std::string payload = data.dump();
+  // Keep "</script>" out of the inline data.
+  for (size_t p = 0; (p = payload.find("</", p)) != std::string::npos; p += 3) payload.replace(p, 2, "<\\/");
+  page.replace(page.find("__DATA__"), 8, payload);
+  const std::filesystem::path dir(in.out_dir);
+  if (Status s = WriteText((dir / "index.html").string(), page); !s.ok()) return s;
+  if (Status s = WriteText((dir / "results.json").string(), json{{"scenarios", results}}.dump(2)); !s.ok()) return s;
+  return WriteText((dir / "runs.csv").string(), csv);
+}
+
+}  // namespace tessera

@@ -1,0 +1,85 @@
+#pragma once
+// Scenario files (docs/simulator.md "Scenario format"): a cluster, a workload (generator settings, a
+// Tessera trace or the Alibaba DLRM trace), simulator options, the policies to compare, seeds and an
+// optional sweep over generator settings. RunScenario runs every (variant, policy, seed) in a small
+// thread pool; each run is independent and deterministic.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "model/catalog.h"
+#include "model/cluster.h"
+#include "sim/generator.h"
+#include "sim/simulator.h"
+#include "sim/trace.h"
+
+namespace tessera {
+
+struct StaticMigSetup {
+  double share = 0.5;                  // fraction of MIG-capable nodes set to MIG mode for static-mig
+  std::string layout = "all-balanced";
+};
+
+// One point of a sweep (or the only variant of a plain scenario).
+struct ScenarioVariant {
+  std::string label;          // "" for a plain scenario, e.g. "inference_share=0.5 traffic=mixed"
+  double inference_share = -1;
+  std::string traffic;
+  GeneratorConfig generator;
+};
+
+struct Scenario {
+  std::string name;
+  std::string source;          // path of the scenario file
+  std::string cluster_path;
+  Cluster cluster;
+  std::vector<uint64_t> seeds;
+  int threads = 2;
+  std::vector<std::string> policies;
+  SimOptions sim;
+  StaticMigSetup static_mig;
+  // Workload: exactly one of these.
+  bool use_generator = false;
+  ArrivalConfig arrivals;
+  std::vector<ScenarioVariant> variants;   // generator scenarios: one or more (sweep)
+  std::vector<TraceJob> trace_jobs;        // trace / dlrm scenarios
+  bool is_sweep = false;
+};
+
+// Loads a scenario file; relative paths inside it (cluster, trace) resolve against its folder.
+Result<Scenario> LoadScenario(const std::string& path, const Catalog& catalog);
+// Parses scenario text (`dir` resolves relative paths; `source` names the text in errors).
+Result<Scenario> ParseScenario(std::string_view text, const std::string& source, const std::string& dir,
+                               const Catalog& catalog);
+
+// Traffic names: light (all light replicas), mixed (half), busy (none).
+Result<double> LightFractionOf(std::string_view traffic);
+
+// The cluster a policy runs on: for "static-mig", `share` of the MIG-capable nodes (spread evenly) start in
+// MIG mode with `layout`; every other policy gets the cluster unchanged.
+Cluster ClusterForPolicy(const Cluster& cluster, const Catalog& catalog, std::string_view policy,
+                         const StaticMigSetup& setup);
+
+// The jobs of one (variant, seed).
+std::vector<TraceJob> JobsFor(const Scenario& s, const ScenarioVariant& v, uint64_t seed);
+
+struct VariantOutcome {
+  ScenarioVariant variant;
+  std::vector<std::vector<RunResult>> runs;  // [policy][seed]
+};
+struct ScenarioOutcome {
+  std::string name;
+  std::vector<std::string> policies;
+  std::vector<uint64_t> seeds;
+  int gpus = 0;
+  std::vector<VariantOutcome> variants;
+  double wall_s = 0;
+};
+
+Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::string>& policies,
+                                    const Catalog& catalog);
+
+}  // namespace tessera

@@ -1,0 +1,490 @@
+#include "sim/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <set>
+
+#include "sched/cluster_state.h"
+#include "sched/cycle.h"
+#include "sim/event_queue.h"
+
+namespace tessera {
+namespace {
+
+enum class JobStatus : uint8_t { kFuture, kPending, kBound, kRunning, kDone, kFailed };
+
+struct JobState {
+  const TraceJob* spec = nullptr;
+  Request request;
+  JobStatus status = JobStatus::kFuture;
+  int64_t submit_s = 0;        // arrival (backlog: release) time
+  int64_t first_bind_s = -1;
+  int64_t bind_s = -1;
+  int64_t start_s = -1;
+  uint32_t epoch = 0;
+  std::vector<TaskPlacement> tasks;
+  double remaining_work_s = 0;  // ideal seconds left (at efficiency 1)
+  double checkpointed_work_s = 0;  // ideal seconds done and saved
+  int64_t last_checkpoint_s = -1;
+  double efficiency = 1;
+  bool oom = false;
+  bool in_window = false;
+  // Current contributions (milli), added at bind/start, removed at release.
+  double alloc_milli = 0;
+  double used_milli = 0;
+  double eff_gpus = 0;
+  int cls_index = 0;
+  int team_index = 0;
+};
+
+constexpr int kClasses = 4;
+
+struct Accum {
+  double alloc = 0, used = 0;  // milli-seconds integrals
+};
+
+}  // namespace
+
+Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const std::vector<TraceJob>& trace,
+                           const Policy& policy, const SimOptions& opt) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  auto built = ClusterState::Build(cluster, catalog);
+  if (!built.ok()) return Status::Error("simulate: " + built.error());
+  ClusterState state = std::move(built).value();
+  FabricParams fabric = opt.fabric;
+  if (opt.fabric_oversubscription_from_cluster) fabric.leaf_oversubscription = cluster.spine_oversubscription;
+
+  RunResult res;
+  res.policy = std::string(policy.name());
+  res.gpus = state.num_gpus();
+  if (res.gpus == 0) return Status::Error("simulate: the cluster has no GPUs");
+  const double capacity_milli = 1000.0 * res.gpus;
+  const bool backlog = opt.arrivals == "backlog";
+  if (!backlog && opt.arrivals != "trace")
+    return Status::Error(fmt::format("simulate: arrivals '{}' is not one of trace, backlog", opt.arrivals));
+  if (backlog && opt.horizon_s <= 0) return Status::Error("simulate: backlog arrivals need a horizon");
+
+  // Jobs and teams.
+  std::vector<JobState> jobs(trace.size());
+  std::vector<std::string> team_names;
+  std::map<std::string, int> team_index;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    JobState& j = jobs[i];
+    j.spec = &trace[i];
+    auto r = ToRequest(trace[i], catalog);
+    if (!r.ok()) return Status::Error("simulate: " + r.error());
+    j.request = *r;
+    j.request.id = static_cast<JobId>(i);  // the engine's id is the job table index
+    j.submit_s = trace[i].submit_s;
+    j.remaining_work_s = trace[i].duration_s < 0 ? -1 : static_cast<double>(trace[i].duration_s);
+    j.cls_index = static_cast<int>(trace[i].cls);
+    auto [it, inserted] = team_index.emplace(trace[i].team, static_cast<int>(team_names.size()));
+    if (inserted) team_names.push_back(trace[i].team);
+    j.team_index = it->second;
+  }
+  std::vector<QueueConfig> queues;
+  for (const std::string& t : team_names) queues.push_back(QueueConfig{t, "", 0, -1, 1});
+
+  SimClock clock;
+  EventQueue events;
+  // Arrival order: by submit time, then trace position.
+  std::vector<int32_t> order(trace.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+  if (!backlog)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return trace[a].submit_s < trace[b].submit_s; });
+  size_t next_arrival = 0;
+  std::vector<int32_t> pending;  // in queue order (submit time, then arrival order)
+  std::set<int32_t> active;      // bound or running
+
+  // Integrals.
+  std::array<Accum, kClasses> cls_acc{};
+  std::vector<Accum> team_acc(team_names.size());
+  double total_alloc = 0, total_used = 0, eff_integral = 0, train_alloc_integral = 0;
+  std::array<double, kClasses> cls_alloc_now{}, cls_used_now{};
+  std::vector<double> team_alloc_now(team_names.size(), 0), team_used_now(team_names.size(), 0);
+  double alloc_now = 0, used_now = 0, eff_now = 0, train_alloc_now = 0;
+  const int64_t w0 = opt.warmup_s;
+  const int64_t w1 = opt.horizon_s > 0 ? opt.horizon_s : INT64_MAX;
+  int64_t last_t = 0;
+  int64_t next_sample = 0;
+  auto advance = [&](int64_t t) {
+    const int64_t a = std::max(last_t, w0), b = std::min(t, w1);
+    if (b > a) {
+      const double dt = static_cast<double>(b - a);
+      total_alloc += alloc_now * dt;
+      total_used += used_now * dt;
+      eff_integral += eff_now * dt;
+      train_alloc_integral += train_alloc_now * dt;
+      for (int c = 0; c < kClasses; ++c) {
+        cls_acc[c].alloc += cls_alloc_now[c] * dt;
+        cls_acc[c].used += cls_used_now[c] * dt;
+      }
+      for (size_t k = 0; k < team_acc.size(); ++k) {
+        team_acc[k].alloc += team_alloc_now[k] * dt;
+        team_acc[k].used += team_used_now[k] * dt;
+      }
+    }
+    while (next_sample <= t && next_sample <= (opt.horizon_s > 0 ? opt.horizon_s : t)) {
+      res.series.push_back({next_sample / 3600.0, alloc_now / capacity_milli, used_now / capacity_milli});
+      next_sample += std::max<int64_t>(1, opt.sample_every_s);
+    }
+    last_t = t;
+    clock.AdvanceTo(t);
+  };
+  auto add_contrib = [&](JobState& j, double alloc, double used, double effg, int sign) {
+    const bool train = j.spec->cls == WorkloadClass::kTraining;
+    alloc_now += sign * alloc;
+    used_now += sign * used;
+    cls_alloc_now[j.cls_index] += sign * alloc;
+    cls_used_now[j.cls_index] += sign * used;
+    team_alloc_now[j.team_index] += sign * alloc;
+    team_used_now[j.team_index] += sign * used;
+    if (train) {
+      eff_now += sign * effg;
+      train_alloc_now += sign * alloc;
+    }
+  };
+
+  // Step-time efficiency of a placement.
+  auto efficiency_of = [&](const JobState& j) -> double {
+    const TraceJob& s = *j.spec;
+    if (s.cls != WorkloadClass::kTraining || s.step_compute_s <= 0 || s.grad_bytes <= 0) return 1.0;
+    GangLayout l;
+    std::vector<std::pair<NodeId, int>> per_node;
+    std::set<LeafId> leaves;
+    std::set<SpineId> spines;
+    l.gpus = 0;
+    l.nic_gbps_per_gpu = 1e18;
+    for (const TaskPlacement& t : j.tasks) {
+      l.gpus += static_cast<int>(t.gpus.size());
+      auto it = std::find_if(per_node.begin(), per_node.end(), [&](auto& p) { return p.first == t.node; });
+      if (it == per_node.end()) per_node.push_back({t.node, static_cast<int>(t.gpus.size())});
+      else it->second += static_cast<int>(t.gpus.size());
+      leaves.insert(state.node(t.node).leaf);
+      spines.insert(state.node(t.node).spine);
+      l.nic_gbps_per_gpu = std::min(l.nic_gbps_per_gpu, cluster.nodes[t.node].nic_gbps_per_gpu);
+      l.interconnect = cluster.nodes[t.node].interconnect;
+    }
+    for (auto& p : per_node) l.gpus_per_node.push_back(p.second);
+    l.span = l.gpus <= 1 ? Span::kOneGpu
+             : per_node.size() == 1 ? Span::kOneNode
+             : leaves.size() == 1   ? Span::kOneLeaf
+             : spines.size() == 1   ? Span::kOneSpine
+                                    : Span::kCrossSpine;
+    return ComputeStepTime(fabric, l, s.grad_bytes, s.step_compute_s).Efficiency();
+  };
+  auto grant_memory = [&](const GpuGrant& g) -> int64_t {
+    const GpuKind& kind = state.kind_of_gpu(g.gpu);
+    if (g.mig_profile >= 0) return kind.profiles[g.mig_profile].usable_mib;
+    if (g.milli >= kMilliPerGpu) return kind.memory_mib;
+    return g.memory_mib;
+  };
+  auto is_inference = [](const JobState& j) { return j.request.cls != WorkloadClass::kTraining; };
+
+  auto release = [&](JobState& j) {
+    state.Release(j.tasks, j.request.cpu_milli, j.request.host_memory_mib, is_inference(j));
+    add_contrib(j, j.alloc_milli, j.used_milli, j.eff_gpus, -1);
+    j.alloc_milli = j.used_milli = j.eff_gpus = 0;
+    active.erase(static_cast<int32_t>(&j - jobs.data()));
+  };
+  auto start = [&](int32_t idx, int64_t now) {
+    JobState& j = jobs[idx];
+    // OOM: a task whose granted memory is below its need fails as soon as it runs.
+    for (const TaskPlacement& t : j.tasks)
+      for (const GpuGrant& g : t.gpus)
+        if (grant_memory(g) < j.spec->memory_mib) j.oom = true;
+    if (j.oom) {
+      ++res.oom_events;
+      ++res.jobs_failed;
+      release(j);
+      j.status = JobStatus::kFailed;
+      j.epoch++;
+      return;
+    }
+    j.status = JobStatus::kRunning;
+    j.start_s = now;
+    j.efficiency = efficiency_of(j);
+    double used = 0;
+    int gpus = 0;
+    for (const TaskPlacement& t : j.tasks)
+      for (const GpuGrant& g : t.gpus) {
+        used += std::min<double>(j.spec->compute_milli, g.milli);
+        ++gpus;
+      }
+    used *= j.efficiency;
+    const double effg = j.spec->cls == WorkloadClass::kTraining ? gpus * j.efficiency : 0;
+    add_contrib(j, 0, used, effg, +1);
+    j.used_milli = used;
+    j.eff_gpus = effg;
+    if (j.remaining_work_s >= 0) {
+      const double wall = j.remaining_work_s / std::max(1e-9, j.efficiency);
+      events.Push({now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wall))), EventType::kCompletion, idx,
+                    j.epoch, 0});
+    }
+  };
+
+  auto mark_arrival = [&](int32_t idx, int64_t now) {
+    JobState& j = jobs[idx];
+    j.status = JobStatus::kPending;
+    j.submit_s = now;
+    j.in_window = now >= w0 && now < w1;
+    if (j.in_window) {
+      ClassStats& c = res.by_class[WorkloadClassName(j.spec->cls)];
+      ClassStats& t = res.by_team[j.spec->team];
+      for (ClassStats* s : {&c, &t}) {
+        ++s->jobs_arrived;
+        s->gpu_requests_arrived += j.spec->GpuRequests();
+      }
+    }
+    pending.push_back(idx);
+  };
+
+  auto apply_plan = [&](const Plan& plan, int64_t now) -> int {
+    int binds = 0;
+    std::vector<int32_t> removed;
+    for (const Action& a : plan.actions) {
+      if (a.job < 0 || a.job >= static_cast<JobId>(jobs.size())) {
+        ++res.apply_conflicts;
+        continue;
+      }
+      const int32_t idx = static_cast<int32_t>(a.job);
+      JobState& j = jobs[idx];
+      switch (a.kind) {
+        case ActionKind::kBind: {
+          if (j.status != JobStatus::kPending ||
+              !state.CanApply(a.tasks, j.request.cpu_milli, j.request.host_memory_mib).ok()) {
+            ++res.apply_conflicts;
+            break;
+          }
+          state.Apply(a.tasks, j.request.cpu_milli, j.request.host_memory_mib, is_inference(j));
+          j.tasks = a.tasks;
+          j.status = JobStatus::kBound;
+          j.bind_s = now;
+          if (j.first_bind_s < 0) {
+            j.first_bind_s = now;
+            ClassStats& c = res.by_class[WorkloadClassName(j.spec->cls)];
+            ClassStats& t = res.by_team[j.spec->team];
+            for (ClassStats* s : {&c, &t}) {
+              // Served mix: work first started inside the window (whenever it arrived).
+              if (now >= w0 && now < w1) {
+                ++s->jobs_started;
+                s->gpu_requests_served += j.spec->GpuRequests();
+              }
+              if (j.in_window) s->queue_delays_s.push_back(static_cast<double>(now - j.submit_s));
+            }
+          }
+          double alloc = 0;
+          int64_t delay = 0;
+          for (const TaskPlacement& t : a.tasks)
+            for (const GpuGrant& g : t.gpus) {
+              alloc += g.milli;
+              if (g.enable_mig || g.disable_mig) {
+                ++res.mig_repartitions;
+                delay = std::max(delay, opt.mig_mode_delay_s);
+              } else if (g.create_instance || g.destroy_mask) {
+                ++res.mig_repartitions;
+                delay = std::max(delay, opt.mig_instance_delay_s);
+              }
+            }
+          j.alloc_milli = alloc;
+          add_contrib(j, alloc, 0, 0, +1);
+          active.insert(idx);
+          removed.push_back(idx);
+          ++binds;
+          if (delay == 0) start(idx, now);
+          else events.Push({now + delay, EventType::kStart, idx, j.epoch, 0});
+          break;
+        }
+        case ActionKind::kPreempt: {
+          if (j.status != JobStatus::kBound && j.status != JobStatus::kRunning) {
+            ++res.apply_conflicts;
+            break;
+          }
+          if (j.status == JobStatus::kRunning && j.remaining_work_s >= 0) {
+            // Work since the last checkpoint is lost; a job that never checkpointed restarts from scratch.
+            const double kept = j.spec->checkpointable && j.last_checkpoint_s >= j.start_s
+                                    ? (j.last_checkpoint_s - j.start_s) * j.efficiency
+                                    : 0.0;
+            j.remaining_work_s = std::max(1.0, j.remaining_work_s - kept);
+          }
+          release(j);
+          j.tasks.clear();
+          j.epoch++;
+          j.status = JobStatus::kPending;
+          ++res.preemptions;
+          // Back into the queue at its submit-time position.
+          auto pos = std::find_if(pending.begin(), pending.end(),
+                                  [&](int32_t p) { return jobs[p].submit_s > j.submit_s; });
+          pending.insert(pos, idx);
+          break;
+        }
+        case ActionKind::kCheckpoint:
+          if (j.status == JobStatus::kRunning) {
+            j.last_checkpoint_s = now;
+            ++res.checkpoints;
+          }
+          break;
+        case ActionKind::kReserve:
+          ++res.reservations;  // capacity is held by the cycle's own bookkeeping, nothing to apply
+          break;
+        case ActionKind::kRepartition:
+          for (const TaskPlacement& t : a.tasks)
+            for (const GpuGrant& g : t.gpus) {
+              Status st = Status::Ok();
+              for (int s = 0; s < 8 && st.ok(); ++s)
+                if ((g.destroy_mask >> s) & 1u) st = state.DestroyInstance(g.gpu, s);
+              if (st.ok() && g.disable_mig) st = state.SetMigMode(g.gpu, false);
+              if (st.ok() && g.enable_mig) st = state.SetMigMode(g.gpu, true);
+              if (st.ok() && g.create_instance) st = state.CreateInstance(g.gpu, g.mig_profile, g.mig_start);
+              if (st.ok()) ++res.mig_repartitions;
+              else ++res.apply_conflicts;
+            }
+          break;
+      }
+    }
+    if (!removed.empty()) {
+      std::set<int32_t> rm(removed.begin(), removed.end());
+      pending.erase(std::remove_if(pending.begin(), pending.end(), [&](int32_t p) { return rm.count(p) > 0; }),
+                    pending.end());
+    }
+    return binds;
+  };
+
+  auto run_cycle = [&](int64_t now) -> int {
+    CycleInput in;
+    in.snapshot = &state;
+    in.queues = queues;
+    in.now_s = now;
+    in.historical_usage.assign(queues.size(), 0.0);
+    in.pending.reserve(pending.size());
+    for (int32_t p : pending) {
+      const JobState& j = jobs[p];
+      in.pending.push_back(PendingJob{j.request, j.team_index, j.submit_s, j.submit_s, false});
+    }
+    for (int32_t a : active) {
+      const JobState& j = jobs[a];
+      RunningJob r;
+      r.id = a;
+      r.queue = j.team_index;
+      r.priority = j.request.priority;
+      r.cls = j.request.cls;
+      r.tasks = j.tasks;
+      r.cpu_milli = j.request.cpu_milli;
+      r.host_memory_mib = j.request.host_memory_mib;
+      r.gpu_milli = static_cast<int64_t>(j.alloc_milli);
+      r.start_time_s = j.bind_s;
+      r.last_checkpoint_s = j.last_checkpoint_s;
+      r.checkpointable = j.spec->checkpointable;
+      in.running.push_back(std::move(r));
+    }
+    ++res.cycles;
+    Plan plan = RunCycle(in, policy);
+    return apply_plan(plan, now);
+  };
+
+  auto release_backlog = [&](int64_t now) {
+    while (backlog && pending.size() < static_cast<size_t>(std::max(1, opt.backlog_depth)) &&
+           next_arrival < order.size())
+      mark_arrival(order[next_arrival++], now);
+  };
+
+  // Main loop.
+  release_backlog(0);
+  int64_t now = 0;
+  bool first = true;
+  while (true) {
+    int64_t t_next = INT64_MAX;
+    if (!events.empty()) t_next = events.top().time_s;
+    if (!backlog && next_arrival < order.size()) t_next = std::min(t_next, trace[order[next_arrival]].submit_s);
+    if (first) t_next = std::min<int64_t>(t_next, 0), first = false;
+    if (t_next == INT64_MAX) break;
+    if (opt.horizon_s > 0 && t_next > opt.horizon_s) break;
+    advance(t_next);
+    now = t_next;
+    bool changed = false;
+    while (!events.empty() && events.top().time_s == now) {
+      Event e = events.Pop();
+      JobState& j = jobs[e.job];
+      if (e.epoch != j.epoch) continue;
+      switch (e.type) {
+        case EventType::kCompletion:
+          if (j.status != JobStatus::kRunning) break;
+          release(j);
+          j.status = JobStatus::kDone;
+          j.epoch++;
+          ++res.jobs_completed;
+          res.makespan_s = static_cast<double>(now);
+          if (j.in_window) {
+            res.by_class[WorkloadClassName(j.spec->cls)].jct_s.push_back(static_cast<double>(now - j.submit_s));
+            res.by_team[j.spec->team].jct_s.push_back(static_cast<double>(now - j.submit_s));
+          }
+          changed = true;
+          break;
+        case EventType::kFailure:
+          break;
+        case EventType::kStart:
+          if (j.status == JobStatus::kBound) start(e.job, now);
+          changed = true;
+          break;
+        case EventType::kArrival:
+          break;
+      }
+    }
+    while (!backlog && next_arrival < order.size() && trace[order[next_arrival]].submit_s == now) {
+      mark_arrival(order[next_arrival++], now);
+      changed = true;
+    }
+    if (backlog) {
+      release_backlog(now);
+      changed = true;
+    }
+    if (changed && !pending.empty()) {
+      for (int k = 0; k < opt.max_cycles_per_instant; ++k) {
+        const int binds = run_cycle(now);
+        if (binds == 0) break;
+        if (!backlog) break;
+        const size_t before = pending.size();
+        release_backlog(now);
+        if (pending.size() == before) break;
+      }
+    }
+  }
+  const int64_t end = opt.horizon_s > 0 ? opt.horizon_s : now;
+  advance(end);
+
+  // Results.
+  const double window = static_cast<double>(std::max<int64_t>(1, std::min(end, w1) - w0));
+  const double denom = capacity_milli * window;
+  res.gpu_allocation = total_alloc / denom;
+  res.gpu_utilization = total_used / denom;
+  res.effective_training_throughput = eff_integral / window;
+  res.training_gpus_allocated = train_alloc_integral / 1000.0 / window;
+  for (int c = 0; c < kClasses; ++c) {
+    const std::string name = WorkloadClassName(static_cast<WorkloadClass>(c));
+    if (!res.by_class.count(name) && cls_acc[c].alloc == 0) continue;
+    res.by_class[name].allocation = cls_acc[c].alloc / denom;
+    res.by_class[name].utilization = cls_acc[c].used / denom;
+  }
+  for (size_t k = 0; k < team_names.size(); ++k) {
+    res.by_team[team_names[k]].allocation = team_acc[k].alloc / denom;
+    res.by_team[team_names[k]].utilization = team_acc[k].used / denom;
+  }
+  res.unplaced_jobs = static_cast<int64_t>(pending.size());
+  for (int32_t p : pending) res.unplaced_gpu_requests += jobs[p].spec->GpuRequests();
+  res.all_completed = pending.empty() && active.empty() && next_arrival == order.size();
+  if (res.all_completed) {
+    for (const JobState& j : jobs)
+      if (j.status == JobStatus::kRunning || j.status == JobStatus::kBound) res.all_completed = false;
+  }
+  res.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count();
+  return res;
+}
+
+}  // namespace tessera

@@ -1,0 +1,96 @@
+#pragma once
+// The time-based discrete-event simulator (docs/simulator.md). It owns a ClusterState, an injected clock
+// and an event queue, and drives the production scheduling cycle (sched/cycle.h RunCycle with a Policy)
+// at every event time: it applies the Plan's actions (bind, preempt, checkpoint, reserve, repartition)
+// and never decides a placement itself.
+//
+// Metric definitions (docs/simulator.md "Metrics"), all time-averaged over [warmup_s, horizon_s]:
+//   gpu_allocation  = sum over held grants of their compute share (whole GPU 1.0, share its milli, MIG
+//                     instance its SMs / the GPU's SMs) / number of GPUs;
+//   gpu_utilization = sum over running tasks of min(compute the task uses, compute of its grant) x the
+//                     gang's step-time efficiency / number of GPUs;
+//   effective_training_throughput = sum over running training gangs of GPUs x efficiency (GPU-equivalents
+//                     of ideal training progress), with efficiency = compute / step time (sched/step_time.h).
+// Deterministic: the same inputs give the same result (no clock, no unseeded randomness, fixed tie order).
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/catalog.h"
+#include "model/cluster.h"
+#include "sched/policy.h"
+#include "sched/step_time.h"
+#include "sim/trace.h"
+
+namespace tessera {
+
+struct SimOptions {
+  int64_t horizon_s = 0;        // end of the measured run; 0 = run until every job has finished
+  int64_t warmup_s = 0;         // metrics are integrated over [warmup_s, horizon_s]
+  // Arrivals: "trace" (each job arrives at its submit_s) or "backlog" (jobs become visible in trace order
+  // whenever fewer than backlog_depth wait; a saturating submit throttle, see docs/simulator.md).
+  std::string arrivals = "trace";
+  int backlog_depth = 64;
+  // A bind whose grants create or destroy MIG instances starts this much later (the instance is held
+  // meanwhile); one that switches MIG mode waits mig_mode_delay_s (Ampere resets the GPU, 1.6).
+  int64_t mig_instance_delay_s = 30;
+  int64_t mig_mode_delay_s = 60;
+  FabricParams fabric;          // leaf_oversubscription is taken from the cluster unless overridden
+  bool fabric_oversubscription_from_cluster = true;
+  int64_t sample_every_s = 3600;  // allocation/utilisation time series resolution
+  int max_cycles_per_instant = 64;
+};
+
+// Figures of one class (or team) in one run.
+struct ClassStats {
+  double allocation = 0;      // time-averaged share of cluster GPU capacity
+  double utilization = 0;
+  int64_t jobs_arrived = 0;   // in the window
+  int64_t jobs_started = 0;   // first bound inside the window (whenever they arrived)
+  int64_t gpu_requests_arrived = 0;  // of jobs arrived in the window: the demanded mix
+  int64_t gpu_requests_served = 0;   // of jobs first bound in the window: the served mix
+  std::vector<double> queue_delays_s;  // bind - submit, jobs arrived in the window and bound
+  std::vector<double> jct_s;           // completion - submit, jobs arrived in the window and completed
+};
+
+struct SamplePoint {
+  double t_h = 0;
+  double allocation = 0;
+  double utilization = 0;
+};
+
+struct RunResult {
+  std::string policy;
+  uint64_t seed = 0;
+  int gpus = 0;
+  double gpu_allocation = 0;
+  double gpu_utilization = 0;
+  double effective_training_throughput = 0;  // GPU-equivalents
+  double training_gpus_allocated = 0;        // time-averaged GPUs held by training
+  std::map<std::string, ClassStats> by_class;  // "inference", "training", ...
+  std::map<std::string, ClassStats> by_team;
+  int64_t oom_events = 0;
+  int64_t mig_repartitions = 0;   // GPUs reconfigured (instances created/destroyed or MIG mode switched)
+  int64_t preemptions = 0;
+  int64_t checkpoints = 0;
+  int64_t reservations = 0;
+  int64_t apply_conflicts = 0;    // actions the simulator could not apply (engine/simulator disagreement)
+  int64_t jobs_completed = 0;
+  int64_t jobs_failed = 0;
+  int64_t unplaced_jobs = 0;      // pending at the end
+  int64_t unplaced_gpu_requests = 0;
+  double makespan_s = 0;          // time of the last completion
+  bool all_completed = false;
+  int64_t cycles = 0;
+  double wall_ms = 0;
+  std::vector<SamplePoint> series;
+};
+
+// Runs one simulation. `jobs` in arrival order (ties by position).
+Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const std::vector<TraceJob>& jobs,
+                           const Policy& policy, const SimOptions& options);
+
+}  // namespace tessera
