@@ -1,6 +1,7 @@
 // `tessera cost ...`: buy-versus-rent break-even, the price book, checkpoint intervals. Parsing and
 // printing only; the figures come from src/cost.
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,6 +13,9 @@
 #include "cli/io.h"
 #include "cost/breakeven.h"
 #include "cost/checkpoint.h"
+#include "cost/cost_model.h"
+#include "cost/focus.h"
+#include "cost/ledger.h"
 #include "cost/pricebook.h"
 
 namespace tessera::cli {
@@ -143,6 +147,91 @@ int RunCheckpoint(const CheckpointArgs& args) {
   return 0;
 }
 
+
+struct ReportArgs {
+  std::string ledger;
+  std::string prices;
+  std::string idle_policy = "none";
+  std::string charge_basis = "compute";
+  std::string epoch = "2025-01-01T00:00:00Z";
+  std::string focus;
+  bool json = false;
+};
+
+void PrintLines(const std::vector<CostLine>& lines, const char* title) {
+  std::cout << fmt::format("\nby {}:\n  {:<28} {:>12} {:>12} {:>12} {:>12} {:>12}\n", title, title, "GPU-hours",
+                           "useful GPU-h", "cost", "idle share", "total");
+  for (const CostLine& l : lines) {
+    std::cout << fmt::format("  {:<28} {:>12.3f} {:>12.3f} {:>12.2f} {:>12.2f} {:>12.2f}\n", l.key, l.GpuHours(),
+                             l.UsefulGpuHours(), l.cost_usd, l.idle_share_usd, l.TotalUsd());
+  }
+}
+
+int RunReport(const ReportArgs& args) {
+  auto fail = [](const std::string& m) {
+    std::cerr << "error: " << m << "\n";
+    return 2;
+  };
+  PriceBook book = PriceBook::Default();
+  if (!args.prices.empty()) {
+    Result<std::string> text = ReadFile(args.prices);
+    if (!text.ok()) return fail(text.error());
+    Status st = book.Merge(*text, args.prices);
+    if (!st.ok()) return fail(st.message());
+  }
+  CostOptions opt;
+  Result<IdlePolicy> policy = ParseIdlePolicy(args.idle_policy);
+  if (!policy.ok()) return fail("--idle-policy: " + policy.error());
+  opt.idle_policy = *policy;
+  Result<ChargeBasis> basis = ParseChargeBasis(args.charge_basis);
+  if (!basis.ok()) return fail("--charge-basis: " + basis.error());
+  opt.charge_basis = *basis;
+  Result<int64_t> epoch = ParseIsoUtc(args.epoch);
+  if (!epoch.ok()) return fail("--epoch: " + epoch.error());
+  opt.epoch_unix_s = *epoch;
+  Result<std::string> text = ReadFile(args.ledger);
+  if (!text.ok()) return fail(text.error());
+  Result<Ledger> ledger = ParseLedgerYaml(*text, args.ledger);
+  if (!ledger.ok()) return fail(ledger.error());
+  CostModel model(std::move(book), opt);
+  Result<CostReport> rep = model.Evaluate(*ledger);
+  if (!rep.ok()) return fail(rep.error());
+  if (!args.focus.empty()) {
+    Result<std::string> csv = model.FocusCsv(*ledger);
+    if (!csv.ok()) return fail(csv.error());
+    std::ofstream out(args.focus, std::ios::binary);
+    out << *csv;
+    if (!out) return fail("cannot write " + args.focus);
+  }
+  if (args.json) {
+    std::cout << ToJson(*rep).dump(2) << "\n";
+    return 0;
+  }
+  const CostReport& r = *rep;
+  std::cout << fmt::format("total cost             ${:.2f}  = charged ${:.2f} + idle ${:.2f}\n", r.total_cost,
+                           r.charged_cost, r.idle_cost);
+  std::cout << fmt::format("idle policy            {} (shared ${:.2f}, reported on its own ${:.2f})\n",
+                           IdlePolicyName(r.idle_policy), r.idle_shared_cost, r.idle_unshared_cost);
+  std::cout << fmt::format("GPU-hours              capacity {:.3f}, held {:.3f}, useful {:.3f}, idle {:.3f}\n",
+                           r.capacity_gpu_hours, r.allocated_gpu_hours, r.useful_gpu_hours, r.idle_gpu_hours);
+  std::cout << fmt::format("on-demand-only cost    ${:.2f}  (useful work at list prices); saving {:.1f}%\n",
+                           r.on_demand_only_cost, 100 * r.cost_saving_vs_on_demand);
+  std::cout << fmt::format("cost per useful GPU-h  ${:.4f}   charge basis: {}\n", r.cost_per_useful_gpu_hour,
+                           ChargeBasisName(r.charge_basis));
+  PrintLines(r.by_team, "team");
+  PrintLines(r.by_project, "project");
+  PrintLines(r.by_gpu_kind, "gpu kind");
+  PrintLines(r.by_tier, "tier");
+  std::cout << fmt::format("\npools:\n  {:<24} {:<10} {:>12} {:>12} {:>12} {:>12}\n", "pool", "tier", "capacity GPU-h",
+                           "held GPU-h", "idle GPU-h", "idle cost");
+  for (const PoolLine& p : r.pools) {
+    std::cout << fmt::format("  {:<24} {:<10} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.2f}{}\n", p.pool, TierKey(p.tier),
+                             p.capacity_milli_gpu_s / 3.6e6, p.allocated_milli_gpu_s / 3.6e6,
+                             p.idle_milli_gpu_s / 3.6e6, p.idle_usd, p.elastic ? "  (elastic)" : "");
+  }
+  return 0;
+}
+
 }  // namespace
 
 void RegisterCost(CLI::App& app, int* exit_code) {
@@ -173,6 +262,17 @@ void RegisterCost(CLI::App& app, int* exit_code) {
   checkpoint->add_option("--restart", ck->restart_s, "seconds to restart from a checkpoint")
       ->check(CLI::NonNegativeNumber);
   checkpoint->callback([ck, exit_code] { *exit_code = RunCheckpoint(*ck); });
+
+  auto rp = std::make_shared<ReportArgs>();
+  CLI::App* report = cost->add_subcommand("report", "Chargeback report of a ledger (and a FOCUS CSV export)");
+  report->add_option("--ledger", rp->ledger, "ledger YAML (capacity and usage records)")->required()->check(CLI::ExistingFile);
+  report->add_option("--prices", rp->prices, "price book YAML merged over the defaults")->check(CLI::ExistingFile);
+  report->add_option("--idle-policy", rp->idle_policy, "none | proportional | even");
+  report->add_option("--charge-basis", rp->charge_basis, "compute | memory (fraction a MIG slice is charged for)");
+  report->add_option("--epoch", rp->epoch, "UTC time of ledger second 0, YYYY-MM-DDTHH:MM:SSZ");
+  report->add_option("--focus", rp->focus, "write a FOCUS CSV to this file");
+  report->add_flag("--json", rp->json, "print JSON");
+  report->callback([rp, exit_code] { *exit_code = RunReport(*rp); });
 }
 
 }  // namespace tessera::cli

@@ -1,8 +1,12 @@
 #include "cost/ledger.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
 
 #include "cost/pricebook.h"
+#include "cost/yaml_fields.h"
 
 namespace tessera {
 
@@ -39,6 +43,91 @@ Status Ledger::AddCapacity(CapacityRecord c) {
   if (c.end_s < c.start_s) return fail("end_s", fmt::format("{} before start_s {}", c.end_s, c.start_s));
   capacity_.push_back(std::move(c));
   return Status::Ok();
+}
+
+}  // namespace tessera
+
+namespace tessera {
+
+namespace {
+
+using cost_internal::FieldReader;
+using cost_internal::NodeWhere;
+
+constexpr int64_t kMaxTime = int64_t{1} << 50;
+
+void ReadTier(FieldReader& r, Tier* tier) {
+  std::string s;
+  r.String("tier", &s, true);
+  if (!r.status().ok()) return;
+  Result<Tier> t = ParseTierKey(s);
+  if (!t.ok()) r.Fail("tier", t.error());
+  else *tier = *t;
+}
+
+}  // namespace
+
+Result<Ledger> ParseLedgerYaml(std::string_view text, std::string_view source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return Status::Error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
+  }
+  FieldReader top(root, source, "");
+  YAML::Node cap = top.Child("capacity");
+  YAML::Node use = top.Child("usage");
+  Status st = top.Finish();
+  if (!st.ok()) return st;
+  Ledger ledger;
+  for (const auto& [node, name] : {std::pair{cap, "capacity"}, std::pair{use, "usage"}}) {
+    if (node && !node.IsSequence()) return Status::Error(NodeWhere(source, node, name) + ": expected a list");
+  }
+  for (size_t i = 0; cap && i < cap.size(); ++i) {
+    FieldReader r(cap[i], source, fmt::format("capacity[{}]", i));
+    CapacityRecord c;
+    int64_t gpus = 0;
+    r.String("pool", &c.pool, true);
+    r.String("node", &c.node, false);
+    r.String("gpu_kind", &c.gpu_kind, false);
+    ReadTier(r, &c.tier);
+    r.Int("gpus", &gpus, true, 1, 1 << 20);
+    c.gpus = static_cast<int32_t>(gpus);
+    r.Int("start_s", &c.start_s, true, -kMaxTime, kMaxTime);
+    r.Int("end_s", &c.end_s, true, -kMaxTime, kMaxTime);
+    r.Double("usd_per_gpu_hour", &c.usd_per_gpu_hour, false, 0, 1e12);
+    st = r.Finish();
+    if (!st.ok()) return st;
+    st = ledger.AddCapacity(c);
+    if (!st.ok()) return Status::Error(NodeWhere(source, cap[i], fmt::format("capacity[{}]", i)) + ": " + st.message());
+  }
+  for (size_t i = 0; use && i < use.size(); ++i) {
+    FieldReader r(use[i], source, fmt::format("usage[{}]", i));
+    UsageRecord u;
+    int64_t compute = kMilliPerGpu, memory = -1;
+    r.String("team", &u.team, true);
+    r.String("project", &u.project, false);
+    r.String("queue", &u.queue, false);
+    r.Int("job_id", &u.job_id, true, INT64_MIN, INT64_MAX);
+    r.String("gpu_kind", &u.gpu_kind, true);
+    ReadTier(r, &u.tier);
+    r.String("pool", &u.pool, false);
+    r.String("node", &u.node, false);
+    r.Int("compute_milli", &compute, false, 1, kMilliPerGpu);
+    r.Int("memory_milli", &memory, false, 1, kMilliPerGpu);
+    u.compute_milli = static_cast<int32_t>(compute);
+    u.memory_milli = static_cast<int32_t>(memory < 0 ? compute : memory);
+    r.Int("start_s", &u.start_s, true, -kMaxTime, kMaxTime);
+    r.Int("end_s", &u.end_s, true, -kMaxTime, kMaxTime);
+    r.Int("lost_s", &u.lost_s, false, 0, kMaxTime);
+    r.Double("usd_per_gpu_hour", &u.usd_per_gpu_hour, false, 0, 1e12);
+    r.Double("list_usd_per_gpu_hour", &u.list_usd_per_gpu_hour, false, 0, 1e12);
+    st = r.Finish();
+    if (!st.ok()) return st;
+    st = ledger.AddUsage(u);
+    if (!st.ok()) return Status::Error(NodeWhere(source, use[i], fmt::format("usage[{}]", i)) + ": " + st.message());
+  }
+  return ledger;
 }
 
 }  // namespace tessera

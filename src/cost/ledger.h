@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/ids.h"
@@ -71,5 +72,14 @@ class Ledger {
 
 // Pool key of a record: its pool, or the tier name when none is given.
 std::string PoolKey(const UsageRecord& r);
+
+}  // namespace tessera
+
+namespace tessera {
+
+// Parses a ledger from YAML: `capacity:` and `usage:` lists whose fields are those of CapacityRecord
+// and UsageRecord (tier as TierKey). For the CLI and tests; the simulator builds Ledgers directly.
+// Errors name the source, line and field.
+Result<Ledger> ParseLedgerYaml(std::string_view text, std::string_view source);
 
 }  // namespace tessera

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <random>
 #include <string>
@@ -382,6 +384,40 @@ TEST(Focus, CsvQuotingAndTimestamps) {
   EXPECT_EQ(*ParseIsoUtc("2024-02-29T23:59:59Z"), 1709251199);
   EXPECT_FALSE(ParseIsoUtc("2025-02-30T00:00:00Z").ok());
   EXPECT_FALSE(ParseIsoUtc("2025-01-01 00:00:00").ok());
+}
+
+TEST(LedgerYaml, ExampleParsesAndBadRecordsNameTheField) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/cost/ledger-day.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Result<Ledger> l = ParseLedgerYaml(ss.str(), "ledger-day.yaml");
+  ASSERT_TRUE(l.ok()) << l.error();
+  EXPECT_EQ(l->capacity().size(), 1u);
+  EXPECT_EQ(l->usage().size(), 12u);
+  Result<CostReport> r = CostModel(PriceBook::Default(), CostOptions{}).Evaluate(*l);
+  ASSERT_TRUE(r.ok()) << r.error();
+  // 8 GPUs x 24 h x $4.916 reserved + 80 spot GPU-h x $3.25 + 6 on-demand GPU-h x $5.12.
+  EXPECT_NEAR(r->total_cost, 192 * 4.916 + 80 * 3.25 + 6 * 5.12, 1e-9);
+  struct Case {
+    const char* text;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"usage:\n  - {team: a, job_id: 1, gpu_kind: k, tier: spot, start_s: 0}\n", "l.yaml:2: usage[0].end_s: missing"},
+      {"usage:\n  - {team: a, job_id: 1, gpu_kind: k, tier: spot, start_s: 5, end_s: 1}\n",
+       "l.yaml:2: usage[0]: usage record #0 (job 1, team 'a'): end_s: 1 before start_s 5"},
+      {"usage:\n  - {team: a, job_id: 1, gpu_kind: k, tier: spot, start_s: 0, end_s: 1, compute_milli: 0}\n",
+       "usage[0].compute_milli: 0 is out of range"},
+      {"usage:\n  - {team: a, job_id: x, gpu_kind: k, tier: spot, start_s: 0, end_s: 1}\n",
+       "usage[0].job_id: expected an integer"},
+      {"capacity:\n  - {pool: p, tier: spot, gpus: 8, start_s: 0, end_s: 1, cost: 3}\n", "capacity[0].cost: unknown field"},
+      {"capacity:\n  - {pool: p, tier: rented, gpus: 8, start_s: 0, end_s: 1}\n", "capacity[0].tier: unknown tier"},
+  };
+  for (const Case& c : cases) {
+    Result<Ledger> bad = ParseLedgerYaml(c.text, "l.yaml");
+    ASSERT_FALSE(bad.ok()) << c.text;
+    EXPECT_NE(bad.error().find(c.expect), std::string::npos) << "got: " << bad.error() << "\nwant: " << c.expect;
+  }
 }
 
 }  // namespace
