@@ -137,6 +137,35 @@ Result<ClusterState> ClusterState::Build(const Cluster& cluster, const Catalog& 
   s.num_leaves_ = std::max<int>(1, static_cast<int>(cluster.leaf_names.size()));
   s.num_spines_ = std::max<int>(1, static_cast<int>(cluster.spine_names.size()));
   s.leaf_free_whole_.assign(s.num_leaves_, 0);
+  s.creatable_by_mask_.resize(catalog.size());
+  s.media_profiles_.assign(catalog.size(), 0);
+  for (KindId k = 0; k < static_cast<KindId>(catalog.size()); ++k) {
+    const GpuKind& kind = catalog.kind(k);
+    for (int used = 0; used < 256; ++used) {
+      uint32_t m = 0;
+      for (int p = 0; p < static_cast<int>(kind.profiles.size()) && p < 32; ++p)
+        for (int st = 0; st < kind.mig_memory_slices; ++st)
+          if (kind.profiles[p].AllowedStart(st) && !(kind.profiles[p].MaskAt(st) & used)) {
+            m |= 1u << p;
+            break;
+          }
+      s.creatable_by_mask_[k][used] = m;
+    }
+    // Profiles whose max count is below what free slices alone would allow.
+    for (int p = 0; p < static_cast<int>(kind.profiles.size()) && p < 32; ++p) {
+      int positions = 0;
+      uint8_t covered = 0;
+      for (int st = 0; st < kind.mig_memory_slices; ++st)
+        if (kind.profiles[p].AllowedStart(st) && !(kind.profiles[p].MaskAt(st) & covered)) {
+          covered |= kind.profiles[p].MaskAt(st);
+          ++positions;
+        }
+      if (kind.profiles[p].max_count < positions) s.media_profiles_[k] |= 1u << p;
+    }
+  }
+  s.free_whole_index_.assign(cluster.nodes.size(), 0);
+  s.convertible_index_.assign(cluster.nodes.size(), 0);
+  s.mig_profile_index_.assign(cluster.nodes.size(), 0);
   s.nodes_.reserve(cluster.nodes.size());
   for (NodeId n = 0; n < static_cast<NodeId>(cluster.nodes.size()); ++n) {
     const Node& node = cluster.nodes[n];
@@ -184,17 +213,16 @@ Result<ClusterState> ClusterState::Build(const Cluster& cluster, const Catalog& 
 uint32_t ClusterState::CreatableProfiles(const GpuState& gs) const {
   if (!gs.mig_enabled) return 0;
   const GpuKind& kind = catalog_->kind(gs.kind);
-  uint32_t mask = 0;
-  for (int p = 0; p < static_cast<int>(kind.profiles.size()); ++p) {
-    const MigProfile& prof = kind.profiles[p];
+  if (gs.n_instances >= kind.mig_max_instances) return 0;
+  uint32_t mask = creatable_by_mask_[gs.kind][gs.used_mask];
+  // Free slices bound every count except the one-per-GPU ones (e.g. +me); check those by counting.
+  uint32_t check = mask & media_profiles_[gs.kind];
+  while (check) {
+    const int p = __builtin_ctz(check);
+    check &= check - 1;
     int count = 0;
     for (int i = 0; i < gs.n_instances; ++i) count += gs.instances[i].profile == p;
-    if (count >= prof.max_count || gs.n_instances >= kind.mig_max_instances) continue;
-    for (int s = 0; s < kind.mig_memory_slices; ++s)
-      if (prof.AllowedStart(s) && !(prof.MaskAt(s) & gs.used_mask)) {
-        mask |= 1u << p;
-        break;
-      }
+    if (count >= kind.profiles[p].max_count) mask &= ~(1u << p);
   }
   return mask;
 }
@@ -220,6 +248,9 @@ void ClusterState::RefreshNode(NodeId n) {
     ns.creatable_profile_mask |= CreatableProfiles(gs);
   }
   leaf_free_whole_[ns.leaf] += ns.free_whole - old_free;
+  free_whole_index_[n] = static_cast<uint8_t>(std::min(ns.free_whole, 255));
+  convertible_index_[n] = static_cast<uint8_t>(std::min(ns.free_whole + ns.idle_mig_gpus, 255));
+  mig_profile_index_[n] = ns.idle_profile_mask | ns.creatable_profile_mask;
   ++ns.version;
 }
 

@@ -91,6 +91,11 @@ class ClusterState {
   const std::vector<NodeState>& nodes() const { return nodes_; }
   const std::vector<GpuState>& gpus() const { return gpus_; }
   int leaf_free_whole(LeafId l) const { return leaf_free_whole_[l]; }
+  // Dense per-node summaries for fast scans (same index as nodes()): whole GPUs usable by a whole-GPU task
+  // (free, and free plus idle MIG GPUs), and the union of idle/creatable MIG profile bits.
+  const std::vector<uint8_t>& free_whole_index() const { return free_whole_index_; }
+  const std::vector<uint8_t>& convertible_index() const { return convertible_index_; }
+  const std::vector<uint32_t>& mig_profile_index() const { return mig_profile_index_; }
 
   // Checks that `tasks` can be applied now (every grant fits); no change on error.
   Status CanApply(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli, int64_t host_memory_mib) const;
@@ -125,6 +130,12 @@ class ClusterState {
   std::vector<NodeState> nodes_;
   std::vector<GpuState> gpus_;
   std::vector<int> leaf_free_whole_;
+  std::vector<uint8_t> free_whole_index_;
+  std::vector<uint8_t> convertible_index_;
+  std::vector<uint32_t> mig_profile_index_;
+  // Per kind: profiles (bit p) with an allowed start free under each 8-bit used mask, and media profiles.
+  std::vector<std::array<uint32_t, 256>> creatable_by_mask_;
+  std::vector<uint32_t> media_profiles_;
   int num_leaves_ = 0;
   int num_spines_ = 0;
 };

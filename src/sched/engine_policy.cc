@@ -209,7 +209,10 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
   int best_cat = kNoCat;
   std::tuple<int, int, int, NodeId> best_key{kNoCat, 0, 0, kNone};
   bool any_eligible = false, any_memory = false;
+  const std::vector<uint32_t>& mig_index = s.mig_profile_index();
   for (NodeId n = 0; n < s.num_nodes(); ++n) {
+    // Once an exact idle instance was found elsewhere, only nodes with some MIG option can compete.
+    if (best_cat <= kCreate && any_eligible && mig_index[n] == 0) continue;
     const NodeState& ns = s.node(n);
     if (!NodeEligible(ns, r)) continue;
     any_eligible = true;
@@ -391,10 +394,11 @@ PlaceResult EnginePolicy::PlaceWhole(const ClusterState& s, const Request& r) co
   NodeId best_single = kNone;
   std::tuple<int, int, int, int> best_single_key{INT_MAX, 0, 0, 0};
   const bool single = T == 1;
+  const std::vector<uint8_t>& avail_index = traits_.repartition ? s.convertible_index() : s.free_whole_index();
   for (NodeId n = 0; n < s.num_nodes(); ++n) {
+    // Fast reject for single tasks from the dense index: not enough whole GPUs here.
+    if (single && any_kind && avail_index[n] < g) continue;
     const NodeState& ns = s.node(n);
-    // Fast reject for single tasks: not enough whole GPUs here.
-    if (single && any_kind && ns.free_whole + (traits_.repartition ? ns.idle_mig_gpus : 0) < g) continue;
     if (!any_kind && ns.gpu_count >= g && r.KindAllowed(ns.kind) && r.TierAllowed(ns.tier) &&
         s.catalog().kind(ns.kind).memory_mib >= r.gpu_memory_mib)
       any_kind = true;
