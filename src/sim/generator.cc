@@ -97,8 +97,16 @@ TraceJob SampleTraining(const GeneratorConfig& c, Rng& rng) {
   const double act_gib = rng.Uniform(4, 16);
   // Model sizes whose ZeRO-3 states (16 bytes/param over G GPUs, 5.1) plus activations fit a GPU.
   std::vector<double> ok;
-  for (double pb : c.training_params)
-    if (16.0 * pb / G * 1e9 / (1u << 30) + act_gib <= c.max_training_gib_per_gpu) ok.push_back(pb);
+  for (double pb : c.training_params) {
+    MemoryDescription m;
+    m.params_billion = pb;
+    m.training = true;
+    m.zero_stage = 3;
+    m.data_parallel = G;
+    m.activation_mib = static_cast<int64_t>(act_gib * 1024);
+    m.overhead_pct = c.overhead_pct;
+    if (EstimateMemoryMib(m) <= static_cast<int64_t>(c.max_training_gib_per_gpu * 1024)) ok.push_back(pb);
+  }
   if (ok.empty()) ok.push_back(c.training_params.empty() ? 0.35 : c.training_params.front());
   const double params = ok[static_cast<size_t>(rng.Uniform() * ok.size()) % ok.size()];
   MemoryDescription d;
@@ -181,7 +189,8 @@ std::vector<TraceJob> GenerateJobs(const GeneratorConfig& c, const ArrivalConfig
     TraceJob j = SampleJob(c, rng, inference);
     j.id = static_cast<int64_t>(jobs.size());
     j.submit_s = poisson ? static_cast<int64_t>(t) : 0;
-    gpu_seconds += j.GpuRequests() * static_cast<double>(j.duration_s);
+    // Capped at the horizon: a week-long job holds GPUs for at most the horizon.
+    gpu_seconds += j.GpuRequests() * std::min(static_cast<double>(j.duration_s), static_cast<double>(horizon_s));
     jobs.push_back(std::move(j));
   }
   return jobs;

@@ -106,7 +106,8 @@ struct ArrivalConfig {
 };
 
 // Generates jobs for a horizon of `horizon_s` on `capacity_gpus` GPUs: poisson until the horizon; backlog
-// until the stream holds `backlog_factor` x capacity x horizon GPU-seconds (more than any policy can run).
+// until the stream holds `backlog_factor` x capacity x horizon GPU-seconds, each job's duration capped at the
+// horizon (more than any policy can run).
 std::vector<TraceJob> GenerateJobs(const GeneratorConfig& c, const ArrivalConfig& a, int capacity_gpus,
                                    int64_t horizon_s, uint64_t seed, double backlog_factor = 1.6);
 

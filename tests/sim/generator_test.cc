@@ -1,0 +1,89 @@
+// Generator: mix proportions and determinism.
+#include "sim/generator.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace tessera {
+namespace {
+
+TEST(GeneratorTest, TrainingSizesAndDurations) {
+  GeneratorConfig c;
+  Rng rng(11);
+  std::map<int, int> sizes;
+  int n = 20000, short_jobs = 0;
+  for (int i = 0; i < n; ++i) {
+    TraceJob j = SampleTraining(c, rng);
+    ++sizes[j.GpuRequests()];
+    EXPECT_GE(j.compute_milli, 850);
+    EXPECT_LE(j.compute_milli, 950);
+    EXPECT_GE(j.duration_s, 60 * 31);  // 10^1.5 minutes
+    EXPECT_LE(j.duration_s, 60 * 10000 + 1);
+    EXPECT_LE(j.memory_mib, 80 * 1024);
+    short_jobs += j.duration_s <= 60 * 1000;
+  }
+  EXPECT_NEAR(sizes[1] / double(n), 0.70, 0.015);
+  EXPECT_NEAR(sizes[2] / double(n), 0.10, 0.01);
+  EXPECT_NEAR(sizes[4] / double(n), 0.15, 0.01);
+  EXPECT_NEAR(sizes[8] / double(n), 0.05, 0.01);
+  EXPECT_NEAR(short_jobs / double(n), 0.80, 0.015);
+}
+
+TEST(GeneratorTest, InferenceMix) {
+  GeneratorConfig c;
+  Rng rng(5);
+  int n = 20000, big = 0, light = 0, sub = 0;
+  std::map<std::string, int> prec;
+  for (int i = 0; i < n; ++i) {
+    TraceJob j = SampleInference(c, rng);
+    big += j.params_billion >= 34;
+    light += j.light;
+    sub += j.gpus_per_task == 0;
+    ++prec[j.precision];
+    if (j.light) {
+      EXPECT_GE(j.compute_milli, 50);
+      EXPECT_LE(j.compute_milli, 200);
+    } else {
+      EXPECT_GE(j.compute_milli, 300);
+      EXPECT_LE(j.compute_milli, 600);
+    }
+    if (j.gpus_per_task == 0) EXPECT_LE(j.memory_mib, c.max_sub_gpu_mib);
+    EXPECT_LE(j.memory_mib, c.whole_gpu_mib);
+  }
+  EXPECT_GE(big / double(n), 0.20);
+  EXPECT_NEAR(light / double(n), 0.5, 0.015);
+  EXPECT_NEAR(prec["bf16"] / double(n), 0.40, 0.015);
+  EXPECT_NEAR(prec["fp8"] / double(n), 0.35, 0.015);
+  EXPECT_NEAR(prec["int4"] / double(n), 0.25, 0.015);
+  EXPECT_GT(sub, 0);
+}
+
+TEST(GeneratorTest, InferenceShareOfGpuRequests) {
+  for (double share : {0.3, 0.5, 0.9}) {
+    GeneratorConfig c;
+    c.inference_share = share;
+    ArrivalConfig a;
+    const auto jobs = GenerateJobs(c, a, 256, 240 * 3600, 9);
+    double inf = 0, all = 0;
+    for (const TraceJob& j : jobs) {
+      all += j.GpuRequests();
+      if (j.cls == WorkloadClass::kInference) inf += j.GpuRequests();
+    }
+    EXPECT_NEAR(inf / all, share, 0.03) << share;
+  }
+}
+
+TEST(GeneratorTest, SameSeedSameJobs) {
+  GeneratorConfig c;
+  ArrivalConfig a;
+  a.process = "poisson";
+  auto x = GenerateJobs(c, a, 64, 24 * 3600, 42), y = GenerateJobs(c, a, 64, 24 * 3600, 42);
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(x[i].duration_s, y[i].duration_s);
+  auto z = GenerateJobs(c, a, 64, 24 * 3600, 43);
+  EXPECT_NE(x.size() == z.size() && x[0].duration_s == z[0].duration_s, true);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,118 @@
+// Tessera trace format: round trip and bad-input table; DLRM reader: bad-input table and the real trace.
+#include "sim/trace.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "sim/dlrm.h"
+#include "sim/generator.h"
+
+namespace tessera {
+namespace {
+
+TEST(TraceTest, RoundTrip) {
+  GeneratorConfig g;
+  ArrivalConfig a;
+  a.process = "poisson";
+  const auto jobs = GenerateJobs(g, a, 64, 48 * 3600, 3);
+  ASSERT_GT(jobs.size(), 10u);
+  auto back = ReadTrace(WriteTrace(jobs, R"({"seed": 3})"), "t.jsonl");
+  ASSERT_TRUE(back.ok()) << back.error();
+  ASSERT_EQ(back->size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(TraceJobToJson((*back)[i]), TraceJobToJson(jobs[i]));
+}
+
+TEST(TraceTest, BadInputTable) {
+  const std::string h = "{\"format\": \"tessera-trace\", \"version\": 1}\n";
+  struct Case {
+    std::string text, expect;
+  } cases[] = {
+      {"", "t.jsonl:1: field 'format'"},
+      {"{\"format\": \"other\", \"version\": 1}\n", "t.jsonl:1: field 'format'"},
+      {"{\"format\": \"tessera-trace\", \"version\": 9}\n", "t.jsonl:1: field 'version'"},
+      {h + "not json\n", "t.jsonl:2: not a JSON object"},
+      {h + "{\"submit_s\": 1}\n", "t.jsonl:2: field 'id': required"},
+      {h + "{\"id\": 1, \"colour\": 1}\n", "t.jsonl:2: unknown field 'colour'"},
+      {h + "{\"id\": 1, \"duration_s\": 5}\n{\"id\": \"x\"}\n", "t.jsonl:3: field 'id': wrong type"},
+      {h + "{\"id\": 1, \"class\": \"gaming\", \"duration_s\": 5}\n", "t.jsonl:2: field 'class'"},
+      {h + "{\"id\": 1, \"tasks\": 0, \"duration_s\": 5}\n", "t.jsonl:2: field 'tasks'"},
+      {h + "{\"id\": 1, \"tasks\": 2, \"gpus_per_task\": 0, \"duration_s\": 5}\n", "t.jsonl:2: field 'tasks'"},
+      {h + "{\"id\": 1, \"compute_milli\": 1200, \"duration_s\": 5}\n", "t.jsonl:2: field 'compute_milli'"},
+      {h + "{\"id\": 1, \"memory_mib\": -1, \"duration_s\": 5}\n", "t.jsonl:2: field 'memory_mib'"},
+      {h + "{\"id\": 1, \"duration_s\": 0}\n", "t.jsonl:2: field 'duration_s'"},
+      {h + "{\"id\": 1, \"submit_s\": -5, \"duration_s\": 5}\n", "t.jsonl:2: field 'submit_s'"},
+  };
+  for (const Case& c : cases) {
+    auto r = ReadTrace(c.text, "t.jsonl");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.error().find(c.expect), std::string::npos) << r.error() << " / expected " << c.expect;
+  }
+}
+
+TEST(DlrmTest, ParsesRows) {
+  const std::string csv =
+      "instance_sn,role,app_name,cpu_request,cpu_limit,gpu_request,gpu_limit,rdma_request,rdma_limit,"
+      "memory_request,memory_limit,disk_request,disk_limit,max_instance_per_node,creation_time,scheduled_time,"
+      "deletion_time\n"
+      "instance_0,HN,app_0,12,12,1,1,25,25,120.0,120.0,640.0,800.0,8,,,\n"
+      "instance_1,CN,app_1,96,96,0,0,0,0,400,400,100,100,-1,10,12,500\n"
+      "instance_2,HN,app_2,8,8,1,1,25,25,64,64,100,100,2,100,101,400\n";
+  auto r = ParseDlrmTrace(csv, "d.csv");
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->jobs.size(), 2u);
+  EXPECT_EQ(r->cpu_rows, 1);
+  EXPECT_EQ(r->jobs[0].submit_s, 0);
+  EXPECT_EQ(r->jobs[0].duration_s, -1);
+  EXPECT_EQ(r->jobs[0].cpu_milli, 12000);
+  EXPECT_EQ(r->jobs[0].host_memory_mib, 120 * 1024);
+  EXPECT_EQ(r->jobs[1].submit_s, 100);
+  EXPECT_EQ(r->jobs[1].duration_s, 300);
+  EXPECT_EQ(r->jobs[1].team, "app_2");
+  EXPECT_EQ(r->jobs[1].gpus_per_task, 1);
+}
+
+TEST(DlrmTest, BadInputTable) {
+  const std::string h =
+      "instance_sn,role,app_name,cpu_request,gpu_request,memory_request,creation_time,deletion_time\n";
+  struct Case {
+    std::string text, expect;
+  } cases[] = {
+      {"", "d.csv:1: field 'instance_sn'"},
+      {"instance_sn,role\n", "d.csv:1: field 'app_name': missing from the header"},
+      {h + "i,HN,a,8,1,64,0\n", "d.csv:2: field '(row too short)'"},
+      {h + "i,XX,a,8,1,64,0,10\n", "d.csv:2: field 'role'"},
+      {h + "i,HN,a,eight,1,64,0,10\n", "d.csv:2: field 'cpu_request'"},
+      {h + "i,HN,a,8,2,64,0,10\n", "d.csv:2: field 'gpu_request'"},
+      {h + "i,HN,a,8,1,-4,0,10\n", "d.csv:2: field 'memory_request'"},
+      {h + "i,HN,a,8,1,64,50,10\n", "d.csv:2: field 'deletion_time'"},
+      {h + "i,HN,a,8,1,64,x,10\n", "d.csv:2: field 'creation_time'"},
+      {h + "i,HN,\"a\",8,1,64,0,10\n", "d.csv:2: quoted"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseDlrmTrace(c.text, "d.csv");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.error().find(c.expect), std::string::npos) << r.error() << " / expected " << c.expect;
+  }
+}
+
+TEST(DlrmTest, RealTrace) {
+  const std::string path = std::string(TESSERA_SOURCE_DIR) + "/../shared/traces/alibaba-dlrm-2025/disaggregated_DLRM_trace.csv";
+  std::ifstream f(path);
+  if (!f) {
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true") FAIL() << "missing " << path << " (CI=true)";
+    GTEST_SKIP() << "missing ../shared/traces/alibaba-dlrm-2025/disaggregated_DLRM_trace.csv";
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto r = ParseDlrmTrace(ss.str(), path);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->jobs.size(), 7386u);  // HN rows (README)
+  EXPECT_EQ(r->cpu_rows, 16485);
+}
+
+}  // namespace
+}  // namespace tessera
