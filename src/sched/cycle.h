@@ -3,6 +3,25 @@
 // queues, time) to a Plan of actions (bind, preempt, checkpoint, reserve) plus, for every pending job,
 // its queue position and why it waits. Nothing outside the return value changes; callers (simulator,
 // service, Kubernetes adapter) apply the plan.
+//
+// Algorithm (docs/scheduling.md has the long form):
+//  1. Accounting: GPU units per queue (a MIG slice counts by its compute fraction, or by its memory
+//     fraction with SliceUnits::kMemory), propagated up the queue tree; per-queue demand.
+//  2. Fair share: top-down water-filling over the queue tree: each queue first gets min(demand,
+//     guaranteed), the rest of its parent's share goes by over-quota weight, capped by limit and demand.
+//  3. Order: a heap of queues keyed by (production-level head job first, head within guarantee first,
+//     head priority, blended
+//     share / entitlement), where blended share = (1-w) * dominant resource share (GPU units per kind and
+//     GPU memory) + w * time-decayed historical usage share. Within a queue: priority, submit time, id.
+//  4. For each job in that order: quota (limit, borrowing, per-kind limits), a per-cycle failure cache
+//     by request shape, then Policy::Place on a working copy of the snapshot. A job that does not fit may
+//     reclaim borrowed capacity (owner within its guarantee) or preempt strictly lower priorities; a gang
+//     that still does not fit gets a reservation (what-if on a copy: running jobs end at expected_end_s)
+//     whose currently free GPUs are held, so backfill never delays it.
+//  5. Every job left pending gets its positions, a category, a CamelCase code, a sentence with the
+//     numbers, the blocking resource and an estimated start from a what-if replay of expected ends.
+// Action order in the plan is the order to apply: checkpoint/preempt actions for a job come before its
+// bind; reserve actions bind nothing.
 
 #include <cstdint>
 #include <map>
@@ -25,12 +44,23 @@ struct QueueConfig {
   int64_t guaranteed_milli = 0;  // deserved quota
   int64_t limit_milli = -1;      // hard limit including borrowing; -1 = none
   int over_quota_weight = 1;     // share of idle capacity when bursting
+  // Optional per-GPU-kind quota (same units). Empty = no per-kind rule.
+  struct KindQuota {
+    KindId kind = kNone;
+    int64_t guaranteed_milli = 0;
+    int64_t limit_milli = -1;
+  };
+  std::vector<KindQuota> kinds;
+  std::string team;     // tenancy labels (informational)
+  std::string project;
 };
 
 struct PriorityClass {
   std::string name;
   int value = 0;
   bool preemptible = true;  // false: `preemption: never`
+  bool reclaimable = true;  // false: borrowed capacity is never reclaimed by a lower priority
+  bool preempts_other_queues = false;  // may preempt strictly lower priorities of any queue
 };
 
 struct PendingJob {
@@ -39,6 +69,7 @@ struct PendingJob {
   int64_t submit_time_s = 0;
   int64_t eligible_time_s = 0;   // when it became eligible (dependencies, holds)
   bool held = false;
+  int64_t expected_duration_s = 0;  // for what-if estimates; 0 = unknown (CycleOptions::default_runtime_s)
 };
 
 struct RunningJob {
@@ -54,7 +85,11 @@ struct RunningJob {
   int64_t start_time_s = 0;
   int64_t last_checkpoint_s = -1; // -1 = never checkpointed (work since start is at risk)
   bool checkpointable = false;
+  int64_t expected_end_s = -1;    // for reservations and start estimates; -1 = unknown (runs forever)
 };
+
+// How a MIG slice or a fractional share counts in GPU units.
+enum class SliceUnits : uint8_t { kCompute, kMemory };
 
 struct CycleOptions {
   int64_t min_runtime_s = 300;          // a job younger than this is not preempted (anti-thrashing)
@@ -63,6 +98,18 @@ struct CycleOptions {
   bool allow_borrowing = true;
   bool allow_preemption = true;
   int max_backfill_scan = 100000;       // pending jobs examined per cycle
+  int64_t reclaim_min_runtime_s = 30;   // the guard for reclaiming borrowed capacity
+  // Jobs at or above this priority are preempted/reclaimed only by strictly higher priorities.
+  int protected_priority = 1000;
+  // Jobs at or above this priority may preempt strictly lower priorities in any queue.
+  int cross_queue_preempt_priority = 1000;
+  SliceUnits slice_units = SliceUnits::kCompute;
+  int max_reservations = 2;             // head gangs that get a reservation per cycle
+  int max_preemption_attempts = 32;     // blocked jobs that may search for victims per cycle
+  int max_victims_examined = 128;       // candidates released per search
+  int estimate_limit = 200;             // pending jobs (pool order) that get a what-if start estimate
+  int64_t default_runtime_s = 3600;     // estimate for jobs without expected_duration_s
+  int64_t checkpoint_min_age_s = 60;    // victims whose last checkpoint is older get a checkpoint action
 };
 
 struct CycleInput {
@@ -83,6 +130,10 @@ struct Action {
   JobId job = 0;
   std::vector<TaskPlacement> tasks;  // kBind / kReserve: where
   std::string reason;
+  JobId for_job = 0;                 // kPreempt / kCheckpoint: the job the capacity goes to
+  int64_t start_s = -1;              // kReserve: expected start of the reservation
+  int64_t units_milli = 0;           // kBind / kPreempt: GPU units
+  bool reclaim = false;              // kPreempt: reclaims borrowed capacity (vs. priority preemption)
 };
 
 enum class WaitCategory : uint8_t { kWaiting, kCapacity, kQuota, kHeld, kInvalid };
@@ -98,12 +149,30 @@ struct PendingStatus {
   std::string resource;   // blocking resource, e.g. "nvidia.com/gpu"
   int64_t requested = 0, available = 0, limit = -1, still_needed = 0;
   int64_t waiting_s = 0;  // since eligible
+  int64_t estimated_start_s = -1;  // absolute time from the what-if run; -1 = not estimated / unknown
+  int queue = 0;
+};
+
+// Per queue, after the cycle (units as QueueConfig).
+struct QueueStatus {
+  int64_t allocated_milli = 0;   // subtree, after the plan
+  int64_t fair_share_milli = 0;  // deserved this cycle (guarantee + over-quota share of idle capacity)
+  int64_t demand_milli = 0;      // allocated + pending (subtree)
+  double dominant_share = 0;     // max over GPU kinds and GPU memory of allocated / capacity
+  bool borrowing = false;        // allocated above guaranteed
 };
 
 struct Plan {
   std::vector<Action> actions;
   std::vector<PendingStatus> pending;
+  std::vector<QueueStatus> queues;  // same index as CycleInput::queues
 };
+
+// GPU units (thousandths) that `tasks` hold on `s`: a whole GPU counts 1000, a MIG instance its compute
+// (or memory) fraction, a share its milli (or memory fraction).
+int64_t UnitsOf(const ClusterState& s, const std::vector<TaskPlacement>& tasks, SliceUnits mode);
+// Exponential decay of historical usage: usage * 2^(-dt/half_life) + added.
+double DecayUsage(double usage, double dt_s, double half_life_s, double added);
 
 // Runs one cycle. REQUIRES: input.snapshot reflects every running job.
 Plan RunCycle(const CycleInput& input, const Policy& policy);
