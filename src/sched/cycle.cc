@@ -203,6 +203,8 @@ class CycleRun {
   std::vector<std::pair<int, std::vector<TaskPlacement>>> bound_;  // pending index, tasks
   std::vector<Phantom> phantoms_;
   FailureCache fails_;
+  uint64_t fails_generation_ = 0;  // bumped when fails_ is cleared (entries' addresses are reused)
+  std::map<std::tuple<int, int, int, int64_t, const void*>, std::pair<uint64_t, std::string>> dominated_msgs_;
   uint64_t work_version_ = 0;  // bumped on every change to work_
   struct FreeMemo {
     uint64_t kind_mask;
@@ -631,7 +633,8 @@ bool CycleRun::TryPreempt(int j, int64_t units, int64_t quota_need, PlaceResult*
     if (c.kind == PreemptKind::kReclaim) no_borrow_[vq] = true;  // no reclaim loops within a cycle
     ++qver_[vq];
   }
-  fails_.Clear();  // capacity was released
+  fails_.Clear();
+  ++fails_generation_;  // capacity was released
   ++work_version_;
   *placed = std::move(res);
   return true;
@@ -722,7 +725,7 @@ bool CycleRun::TryReserve(int j) {
     for (const TaskPlacement& tp : ph.tasks) phantom_units_ += int64_t{kMilliPerGpu} * static_cast<int64_t>(tp.gpus.size());
     phantoms_.push_back(std::move(ph));
   }
-  fails_.Clear();  // holds change what fits; be safe
+  // Holds only shrink free capacity, so cached failures stay valid.
   Action a;
   a.kind = ActionKind::kReserve;
   a.job = p.request.id;
@@ -786,12 +789,21 @@ void CycleRun::Process(int j) {
   }
   if (const FailureCache::Entry* e = fails_.Find(r)) {
     std::string why;
-    if (e->tasks == r.tasks && e->gpt == r.gpus_per_task && e->milli == r.gpu_milli && e->mem == r.gpu_memory_mib)
+    if (e->tasks == r.tasks && e->gpt == r.gpus_per_task && e->milli == r.gpu_milli && e->mem == r.gpu_memory_mib) {
       why = e->reason;
-    else
-      why = fmt::format("needs {} x {} GPUs ({} MiB each); a request no larger did not fit this cycle: {}", r.tasks,
+    } else {
+      // One sentence per (shape, cause) and cache generation: many pending jobs share a shape.
+      const auto key = std::make_tuple(r.tasks, r.gpus_per_task, r.gpu_milli, r.gpu_memory_mib, e);
+      auto it = dominated_msgs_.find(key);
+      if (it == dominated_msgs_.end() || it->second.first != fails_generation_) {
+        std::string m =
+            fmt::format("needs {} x {} GPUs ({} MiB each); a request no larger did not fit this cycle: {}", r.tasks,
                         r.SubGpu() ? Gpus(r.gpu_milli) : Gpus(int64_t{kMilliPerGpu} * r.gpus_per_task),
                         r.gpu_memory_mib, e->reason);
+        it = dominated_msgs_.insert_or_assign(key, std::make_pair(fails_generation_, std::move(m))).first;
+      }
+      why = it->second.second;
+    }
     const NoFitCode code = e->code;
     PlaceResult placed;
     if (TryPreempt(j, units, 0, &placed)) {
@@ -848,7 +860,7 @@ void CycleRun::Estimate(const std::vector<int>& order) {
   std::vector<std::vector<TaskPlacement>> placed_store;
   placed_store.reserve(o_.estimate_limit);
   int64_t t = in_.now_s;
-  int budget = 4 * o_.estimate_limit + 64;  // Place calls
+  int budget = 2 * o_.estimate_limit + 32;  // Place calls
   int done = 0;
   for (int j : order) {
     if (done >= o_.estimate_limit || budget <= 0) break;

@@ -105,9 +105,9 @@ struct CycleOptions {
   int cross_queue_preempt_priority = 1000;
   SliceUnits slice_units = SliceUnits::kCompute;
   int max_reservations = 2;             // head gangs that get a reservation per cycle
-  int max_preemption_attempts = 32;     // blocked jobs that may search for victims per cycle
-  int max_victims_examined = 128;       // candidates released per search
-  int estimate_limit = 200;             // pending jobs (pool order) that get a what-if start estimate
+  int max_preemption_attempts = 16;     // blocked jobs that may search for victims per cycle
+  int max_victims_examined = 64;        // candidates released per search
+  int estimate_limit = 100;             // pending jobs (pool order) that get a what-if start estimate
   int64_t default_runtime_s = 3600;     // estimate for jobs without expected_duration_s
   int64_t checkpoint_min_age_s = 60;    // victims whose last checkpoint is older get a checkpoint action
 };
