@@ -313,7 +313,9 @@ TEST(CostModel, RandomLedgersReconcile) {
       EXPECT_EQ(team_mgs + idle_mgs, want_cap) << "trial " << trial;
       EXPECT_NEAR(team_usd + r->idle_unshared_cost, want_total, tol) << "trial " << trial;
       EXPECT_NEAR(r->idle_cost, idle_usd_by_price, tol) << "trial " << trial;
-      if (policy == IdlePolicy::kNone) EXPECT_NEAR(r->idle_unshared_cost, r->idle_cost, tol);
+      if (policy == IdlePolicy::kNone) {
+        EXPECT_NEAR(r->idle_unshared_cost, r->idle_cost, tol);
+      }
       // The FOCUS export bills exactly the total.
       Result<std::string> csv = model.FocusCsv(ledger);
       ASSERT_TRUE(csv.ok()) << csv.error();
