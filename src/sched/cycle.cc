@@ -139,7 +139,6 @@ class CycleRun {
     bool bound = false;
     bool examined = false;
     int order = -1;  // position in the pool order
-    PendingStatus st;
     int64_t reserved_start = -1;
   };
   // Pool order of queue heads: production-level priorities first, then demand within a guarantee, then
@@ -170,7 +169,7 @@ class CycleRun {
   void Bind(int j, std::vector<TaskPlacement> tasks, std::string reason);
   bool TryPreempt(int j, int64_t units, int64_t quota_need, PlaceResult* placed);
   bool TryReserve(int j);
-  void SetCapacityStatus(int j, NoFitCode code, const std::string& reason, int64_t units);
+  void SetCapacityStatus(int j, NoFitCode code, std::string reason, int64_t units);
   void Estimate(const std::vector<int>& order);
   int64_t FreeAllowed(const ClusterState& s, const Request& r) const;
   int64_t FreeAllowedWork(const Request& r);  // FreeAllowed(work_, r), memoised until work_ changes
@@ -285,6 +284,7 @@ void CycleRun::Setup() {
   // Pending jobs: order within each queue.
   est_units_.resize(in_.pending.size());
   out_.resize(in_.pending.size());
+  plan_.pending.resize(in_.pending.size());  // statuses in job order; bound jobs are removed at the end
   for (size_t j = 0; j < in_.pending.size(); ++j) {
     const PendingJob& p = in_.pending[j];
     const int q = p.queue >= 0 && p.queue < nq_ ? p.queue : 0;
@@ -450,7 +450,7 @@ bool CycleRun::KindLimitsOk(int q, const std::vector<TaskPlacement>& tasks, Pend
 
 void CycleRun::Bind(int j, std::vector<TaskPlacement> tasks, std::string reason) {
   const PendingJob& p = in_.pending[j];
-  const int q = out_[j].st.queue;
+  const int q = plan_.pending[j].queue;
   work_.Apply(tasks, p.request.cpu_milli, p.request.host_memory_mib, p.request.cls != WorkloadClass::kTraining);
   ++work_version_;
   Account(q, tasks, +1);
@@ -487,9 +487,9 @@ int64_t CycleRun::FreeAllowed(const ClusterState& s, const Request& r) const {
   return f;
 }
 
-void CycleRun::SetCapacityStatus(int j, NoFitCode code, const std::string& reason, int64_t units) {
+void CycleRun::SetCapacityStatus(int j, NoFitCode code, std::string reason, int64_t units) {
   const PendingJob& p = in_.pending[j];
-  PendingStatus& st = out_[j].st;
+  PendingStatus& st = plan_.pending[j];
   const int q = st.queue;
   st.resource = "gpu.milli";
   st.requested = units;
@@ -499,26 +499,27 @@ void CycleRun::SetCapacityStatus(int j, NoFitCode code, const std::string& reaso
   if (code == NoFitCode::kRequestExceedsCluster || code == NoFitCode::kInvalid) {
     st.category = WaitCategory::kInvalid;
     st.code = NoFitCodeName(code);
-    st.message = reason;
+    st.message = std::move(reason);
     return;
   }
   st.category = WaitCategory::kCapacity;
   st.code = NoFitCodeName(code);
   if (p.request.tasks > 1 && code == NoFitCode::kResources) st.code = "GangIncomplete";
-  st.message = reason;
   // A queue above its fair share waits for queues below theirs before it gets freed capacity.
   if (alloc_[q] + units > fair_[q] && alloc_[q] > guar_[q] && st.still_needed == 0) {
     st.category = WaitCategory::kWaiting;
     st.code = "FairShare";
     st.message = fmt::format("queue uses {} GPUs, above its fair share of {}; {} ({})", Gpus(alloc_[q]),
                              Gpus(fair_[q]), reason, NoFitCodeName(code));
+  } else {
+    st.message = std::move(reason);
   }
 }
 
 bool CycleRun::TryPreempt(int j, int64_t units, int64_t quota_need, PlaceResult* placed) {
   if (!o_.allow_preemption || preempt_attempts_ >= o_.max_preemption_attempts) return false;
   const PendingJob& p = in_.pending[j];
-  const int q = out_[j].st.queue;
+  const int q = plan_.pending[j].queue;
   Preemptor pre{p.request.priority, q, alloc_[q] + units <= guar_[q]};
   struct Cand {
     int i;
@@ -645,7 +646,7 @@ bool CycleRun::TryReserve(int j) {
   const PendingJob& p = in_.pending[j];
   // Only demand within its queue's guarantee (or production-level priority) may hold capacity ahead:
   // a borrowing gang must not block an owner's guaranteed demand.
-  const int q = out_[j].st.queue;
+  const int q = plan_.pending[j].queue;
   if (alloc_[q] + est_units_[j] > guar_[q] && p.request.priority < o_.cross_queue_preempt_priority) return false;
   ClusterState w = work_;
   struct End {
@@ -742,7 +743,7 @@ bool CycleRun::TryReserve(int j) {
 void CycleRun::Process(int j) {
   const PendingJob& p = in_.pending[j];
   Outcome& oc = out_[j];
-  PendingStatus& st = oc.st;
+  PendingStatus& st = plan_.pending[j];
   oc.examined = true;
   oc.order = seq_++;
   const int q = st.queue;
@@ -810,7 +811,7 @@ void CycleRun::Process(int j) {
       Bind(j, std::move(placed.tasks), "after preemption: " + placed.reason);
       return;
     }
-    SetCapacityStatus(j, code, why, units);
+    SetCapacityStatus(j, code, std::move(why), units);
     if (r.tasks > 1 || r.gpus_per_task > 1) TryReserve(j);
     return;
   }
@@ -821,7 +822,7 @@ void CycleRun::Process(int j) {
     return;
   }
   if (!CapacityCode(res.code)) {
-    SetCapacityStatus(j, res.code, res.reason, units);
+    SetCapacityStatus(j, res.code, std::move(res.reason), units);
     return;
   }
   fails_.Add(r, res.code, res.reason);
@@ -830,7 +831,7 @@ void CycleRun::Process(int j) {
     Bind(j, std::move(placed.tasks), "after preemption: " + placed.reason);
     return;
   }
-  SetCapacityStatus(j, res.code, res.reason, units);
+  SetCapacityStatus(j, res.code, std::move(res.reason), units);
   if (r.tasks > 1 || r.gpus_per_task > 1) TryReserve(j);
 }
 
@@ -865,21 +866,21 @@ void CycleRun::Estimate(const std::vector<int>& order) {
   for (int j : order) {
     if (done >= o_.estimate_limit || budget <= 0) break;
     Outcome& oc = out_[j];
-    if (oc.st.category == WaitCategory::kHeld || oc.st.category == WaitCategory::kInvalid) continue;
+    if (plan_.pending[j].category == WaitCategory::kHeld || plan_.pending[j].category == WaitCategory::kInvalid) continue;
     ++done;
     const PendingJob& p = in_.pending[j];
     if (oc.reserved_start >= 0) {
-      oc.st.estimated_start_s = oc.reserved_start;
+      plan_.pending[j].estimated_start_s = oc.reserved_start;
       continue;
     }
     while (budget > 0) {
       --budget;
       PlaceResult res = policy_.Place(w, p.request);
       if (res.ok) {
-        oc.st.estimated_start_s = std::max(t, in_.now_s);
+        plan_.pending[j].estimated_start_s = std::max(t, in_.now_s);
         w.Apply(res.tasks, p.request.cpu_milli, p.request.host_memory_mib, p.request.cls != WorkloadClass::kTraining);
         placed_store.push_back(std::move(res.tasks));
-        ends.push({oc.st.estimated_start_s + (p.expected_duration_s > 0 ? p.expected_duration_s : o_.default_runtime_s),
+        ends.push({plan_.pending[j].estimated_start_s + (p.expected_duration_s > 0 ? p.expected_duration_s : o_.default_runtime_s),
                    &placed_store.back(), p.request.cpu_milli, p.request.host_memory_mib,
                    p.request.cls != WorkloadClass::kTraining});
         break;
@@ -900,9 +901,9 @@ Plan CycleRun::Run() {
   Setup();
   for (size_t j = 0; j < in_.pending.size(); ++j) {
     const int q = in_.pending[j].queue >= 0 && in_.pending[j].queue < nq_ ? in_.pending[j].queue : 0;
-    out_[j].st.job = in_.pending[j].request.id;
-    out_[j].st.queue = q;
-    out_[j].st.waiting_s = std::max<int64_t>(0, in_.now_s - in_.pending[j].eligible_time_s);
+    plan_.pending[j].job = in_.pending[j].request.id;
+    plan_.pending[j].queue = q;
+    plan_.pending[j].waiting_s = std::max<int64_t>(0, in_.now_s - in_.pending[j].eligible_time_s);
   }
   std::priority_queue<HeapItem> heap;
   for (int q = 0; q < nq_; ++q) Push(heap, q);
@@ -922,7 +923,7 @@ Plan CycleRun::Run() {
     if (examined_ >= o_.max_backfill_scan) {
       out_[j].examined = true;
       out_[j].order = seq_++;
-      PendingStatus& st = out_[j].st;
+      PendingStatus& st = plan_.pending[j];
       st.category = WaitCategory::kWaiting;
       st.code = "Priority";
       st.message = fmt::format("not examined this cycle: {} jobs ahead of it in the pool were", o_.max_backfill_scan);
@@ -943,7 +944,7 @@ Plan CycleRun::Run() {
   for (int j : order) {
     if (out_[j].bound) continue;
     still.push_back(j);
-    PendingStatus& st = out_[j].st;
+    PendingStatus& st = plan_.pending[j];
     st.pool_position = ++pool_pos;
     st.team_position = ++team_pos[st.queue];
     // A job behind a reservation that would otherwise fit waits for priority, not capacity.
@@ -954,8 +955,13 @@ Plan CycleRun::Run() {
     }
   }
   Estimate(still);
-  plan_.pending.reserve(still.size());
-  for (int j : still) plan_.pending.push_back(std::move(out_[j].st));
+  size_t keep = 0;
+  for (size_t j = 0; j < in_.pending.size(); ++j)
+    if (!out_[j].bound) {
+      if (keep != j) plan_.pending[keep] = std::move(plan_.pending[j]);
+      ++keep;
+    }
+  plan_.pending.resize(keep);
   plan_.queues.resize(nq_);
   for (int q = 0; q < nq_; ++q) {
     QueueStatus& qs = plan_.queues[q];

@@ -164,7 +164,7 @@ struct QueueStatus {
 
 struct Plan {
   std::vector<Action> actions;
-  std::vector<PendingStatus> pending;
+  std::vector<PendingStatus> pending;  // one per job left pending, in CycleInput::pending order
   std::vector<QueueStatus> queues;  // same index as CycleInput::queues
 };
 
