@@ -142,6 +142,15 @@ json PolicySummary(const std::vector<RunResult>& runs) {
   for (const RunResult& r : runs)
     for (const auto& [n, c] : r.by_class) delays.insert(delays.end(), c.queue_delays_s.begin(), c.queue_delays_s.end());
   o["queue_delay_s"] = DelayJson(delays, 1.0);
+  // Hook figures (issue 5 tiers: cost, spot reclaims, ...), each as a spread over seeds.
+  std::set<std::string> extra_keys;
+  for (const RunResult& r : runs)
+    for (const auto& [k, v] : r.extra) extra_keys.insert(k);
+  for (const std::string& k : extra_keys)
+    o[k] = SpreadJson(Collect(runs, [&](const RunResult& r) {
+      auto it = r.extra.find(k);
+      return it == r.extra.end() ? 0.0 : it->second;
+    }));
   double wall = 0;
   for (const RunResult& r : runs) wall += r.wall_ms;
   o["sim_wall_ms_per_run"] = std::round(wall / runs.size());

@@ -52,7 +52,7 @@ struct Accum {
 }  // namespace
 
 Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const std::vector<TraceJob>& trace,
-                           const Policy& policy, const SimOptions& opt) {
+                           const Policy& policy_in, const SimOptions& opt) {
   const auto wall0 = std::chrono::steady_clock::now();
   auto built = ClusterState::Build(cluster, catalog);
   if (!built.ok()) return Status::Error("simulate: " + built.error());
@@ -60,6 +60,11 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
   FabricParams fabric = opt.fabric;
   if (opt.fabric_oversubscription_from_cluster) fabric.leaf_oversubscription = cluster.spine_oversubscription;
 
+  SimHook* const hook = opt.hook;  // issue 5 tiers hook (may be null)
+  const Policy& policy = hook ? hook->Route(policy_in) : policy_in;
+  if (hook) {
+    if (Status st = hook->Begin(state); !st.ok()) return Status::Error("simulate: " + st.message());
+  }
   RunResult res;
   res.policy = std::string(policy.name());
   res.gpus = state.num_gpus();
@@ -188,7 +193,10 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
   };
   auto is_inference = [](const JobState& j) { return j.request.cls != WorkloadClass::kTraining; };
 
-  auto release = [&](JobState& j) {
+  auto release = [&](JobState& j, bool completed = false) {
+    if (hook)  // issue 5 tiers hook
+      hook->OnRelease(static_cast<int32_t>(&j - jobs.data()), clock.now_s(), completed,
+                      j.status == JobStatus::kRunning ? j.start_s : -1, j.last_checkpoint_s);
     state.Release(j.tasks, j.request.cpu_milli, j.request.host_memory_mib, is_inference(j));
     add_contrib(j, j.alloc_milli, j.used_milli, j.eff_gpus, -1);
     j.alloc_milli = j.used_milli = j.eff_gpus = 0;
@@ -211,6 +219,7 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     j.status = JobStatus::kRunning;
     j.start_s = now;
     j.efficiency = efficiency_of(j);
+    if (hook) j.efficiency *= hook->OnRun(idx, now);  // issue 5: periodic checkpoint overhead
     double used = 0;
     int gpus = 0;
     for (const TaskPlacement& t : j.tasks)
@@ -293,6 +302,7 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
                 delay = std::max(delay, opt.mig_instance_delay_s);
               }
             }
+          if (hook) delay = std::max(delay, hook->OnBind(idx, a.tasks, now));  // issue 5: restart cost
           j.alloc_milli = alloc;
           add_contrib(j, alloc, 0, 0, +1);
           active.insert(idx);
@@ -403,6 +413,7 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     int64_t t_next = INT64_MAX;
     if (!events.empty()) t_next = events.top().time_s;
     if (!backlog && next_arrival < order.size()) t_next = std::min(t_next, trace[order[next_arrival]].submit_s);
+    if (hook) t_next = std::min(t_next, hook->NextTimeS());  // issue 5
     if (first) t_next = std::min<int64_t>(t_next, 0), first = false;
     if (t_next == INT64_MAX) break;
     if (opt.horizon_s > 0 && t_next > opt.horizon_s) break;
@@ -416,7 +427,7 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
       switch (e.type) {
         case EventType::kCompletion:
           if (j.status != JobStatus::kRunning) break;
-          release(j);
+          release(j, true);
           j.status = JobStatus::kDone;
           j.epoch++;
           ++res.jobs_completed;
@@ -445,6 +456,15 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
       release_backlog(now);
       changed = true;
     }
+    if (hook) {  // issue 5: node arrivals, spot notices and reclaims, applied like cycle actions
+      for (int k = 0; k < 8; ++k) {
+        Plan hp;
+        hook->OnTime(now, state, &hp, &changed);
+        if (hp.actions.empty()) break;
+        apply_plan(hp, now);
+        changed = true;
+      }
+    }
     if (changed && !pending.empty()) {
       for (int k = 0; k < opt.max_cycles_per_instant; ++k) {
         const int binds = run_cycle(now);
@@ -455,9 +475,11 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
         if (pending.size() == before) break;
       }
     }
+    if (hook) hook->AfterCycles(now, state, pending);  // issue 5: autoscaling
   }
   const int64_t end = opt.horizon_s > 0 ? opt.horizon_s : now;
   advance(end);
+  if (hook) hook->End(end, &res);  // issue 5
 
   // Results.
   const double window = static_cast<double>(std::max<int64_t>(1, std::min(end, w1) - w0));

@@ -27,6 +27,37 @@
 
 namespace tessera {
 
+class ClusterState;
+struct Plan;
+struct RunResult;
+
+// --- Capacity-tier hook (issue 5; implemented in sim/spot.h). Optional: SimOptions::hook == nullptr
+// leaves the simulator exactly as before. The hook may block/unblock capacity (absent nodes of elastic
+// pools), ask for checkpoints and preemptions (spot reclaims), and observes every hold for cost. ---
+class SimHook {
+ public:
+  virtual ~SimHook() = default;
+  // The policy the cycle calls (e.g. a tier-routing wrapper around `inner`); must outlive the run.
+  virtual const Policy& Route(const Policy& inner) { return inner; }
+  // Before the first event.
+  virtual Status Begin(ClusterState& state) { return Status::Ok(); }
+  // Next time the hook needs control; INT64_MAX = none.
+  virtual int64_t NextTimeS() const { return INT64_MAX; }
+  // At an event time, after job events and before the cycle; called again while it returns actions
+  // (applied like the cycle's: kCheckpoint, kPreempt). Sets *capacity_changed when capacity changed.
+  virtual void OnTime(int64_t now, ClusterState& state, Plan* actions, bool* capacity_changed) {}
+  // After the cycles of an instant, with the pending jobs (indices, queue order).
+  virtual void AfterCycles(int64_t now, ClusterState& state, const std::vector<int32_t>& pending) {}
+  // A job bound to `tasks`; returns an extra start delay in seconds (e.g. restart from a checkpoint).
+  virtual int64_t OnBind(int32_t job, const std::vector<TaskPlacement>& tasks, int64_t now) { return 0; }
+  // A job starts running; returns the factor on its progress rate (periodic checkpoint overhead).
+  virtual double OnRun(int32_t job, int64_t now) { return 1.0; }
+  // A job releases its hold (completed or not); start_s -1 = never ran; last_checkpoint_s -1 = none.
+  virtual void OnRelease(int32_t job, int64_t now, bool completed, int64_t start_s, int64_t last_checkpoint_s) {}
+  // At the end of the run (end_s = last simulated time).
+  virtual void End(int64_t end_s, RunResult* result) {}
+};
+
 struct SimOptions {
   int64_t horizon_s = 0;        // end of the measured run; 0 = run until every job has finished
   int64_t warmup_s = 0;         // metrics are integrated over [warmup_s, horizon_s]
@@ -42,6 +73,7 @@ struct SimOptions {
   bool fabric_oversubscription_from_cluster = true;
   int64_t sample_every_s = 3600;  // allocation/utilisation time series resolution
   int max_cycles_per_instant = 64;
+  SimHook* hook = nullptr;      // capacity tiers (issue 5, sim/spot.h); not owned; nullptr = none
 };
 
 // Figures of one class (or team) in one run.
@@ -87,6 +119,7 @@ struct RunResult {
   int64_t cycles = 0;
   double wall_ms = 0;
   std::vector<SamplePoint> series;
+  std::map<std::string, double> extra;    // hook figures (issue 5: cost, spot), reported under their names
 };
 
 // Runs one simulation. `jobs` in arrival order (ties by position).
