@@ -1,0 +1,81 @@
+#include "sim/ledger_bridge.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace tessera {
+
+Status LedgerBridge::AddHold(int64_t job_index, const TraceJob& job, const std::vector<TaskPlacement>& tasks,
+                             int64_t start_s, int64_t end_s, int64_t lost_s) {
+  if (end_s <= start_s) return Status::Ok();
+  const int64_t dur = end_s - start_s;
+  lost_s = std::clamp<int64_t>(lost_s, 0, dur);
+  for (const TaskPlacement& t : tasks) {
+    const Node& node = cluster_.nodes[t.node];
+    const GpuKind& kind = catalog_.kind(node.kind);
+    for (const GpuGrant& g : t.gpus) {
+      UsageRecord u;
+      u.team = job.team;
+      u.project = WorkloadClassName(job.cls);
+      u.queue = job.team;
+      u.job_id = job_index;
+      u.gpu_kind = kind.id;
+      u.tier = node.tier;
+      u.pool = node.pool;
+      u.node = node.name;
+      if (g.mig_profile >= 0) {
+        u.compute_milli = kind.ProfileComputeMilli(g.mig_profile);
+        u.memory_milli = kind.profiles[g.mig_profile].memory_slices * 1000 / 8;
+      } else {
+        u.compute_milli = u.memory_milli = std::min(g.milli, kMilliPerGpu);
+      }
+      u.start_s = start_s;
+      u.end_s = end_s;
+      u.lost_s = lost_s;
+      if (Status st = ledger_.AddUsage(u); !st.ok())
+        return Status::Error(fmt::format("ledger: job {}: {}", job_index, st.message()));
+      held_ += int64_t{u.compute_milli} * dur;
+      useful_ += int64_t{u.compute_milli} * (dur - lost_s);
+    }
+  }
+  return Status::Ok();
+}
+
+Status LedgerBridge::AddNodeCapacity(NodeId n, int64_t start_s, int64_t end_s) {
+  if (end_s <= start_s) return Status::Ok();
+  const Node& node = cluster_.nodes[n];
+  if (node.gpu_count == 0) return Status::Ok();
+  CapacityRecord c;
+  c.pool = node.pool;
+  c.node = node.name;
+  c.gpu_kind = catalog_.kind(node.kind).id;
+  c.tier = node.tier;
+  c.gpus = node.gpu_count;
+  c.start_s = start_s;
+  c.end_s = end_s;
+  if (Status st = ledger_.AddCapacity(c); !st.ok()) return Status::Error("ledger: " + st.message());
+  capacity_ += int64_t{1000} * node.gpu_count * (end_s - start_s);
+  return Status::Ok();
+}
+
+Status LedgerBridge::Reconcile(const CostReport& r) const {
+  int64_t alloc = 0, cap = 0;
+  for (const PoolLine& p : r.pools) {
+    alloc += p.allocated_milli_gpu_s;
+    cap += p.capacity_milli_gpu_s;
+  }
+  int64_t useful = 0;
+  for (const CostLine& l : r.by_tier) useful += l.useful_milli_gpu_s;
+  if (alloc != held_ || useful != useful_ || cap != capacity_)
+    return Status::Error(fmt::format(
+        "ledger does not reconcile: allocated {} vs recorded {}, useful {} vs {}, capacity {} vs {} milli-GPU-s",
+        alloc, held_, useful, useful_, cap, capacity_));
+  const double sum = r.charged_cost + r.idle_cost;
+  if (std::abs(sum - r.total_cost) > 1e-9 * std::max(1.0, r.total_cost))
+    return Status::Error(fmt::format("ledger: total {} != charged {} + idle {}", r.total_cost, r.charged_cost,
+                                     r.idle_cost));
+  return Status::Ok();
+}
+
+}  // namespace tessera

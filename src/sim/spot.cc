@@ -1,0 +1,615 @@
+#include "sim/spot.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <queue>
+#include <set>
+#include <sstream>
+
+#include "cost/checkpoint.h"
+#include "sched/cluster_state.h"
+#include "sched/cycle.h"
+#include "sim/autoscale.h"
+#include "sim/generator.h"
+#include "sim/ledger_bridge.h"
+#include "sim/metrics.h"
+#include "sim/tier_routing.h"
+
+namespace tessera {
+namespace {
+
+Status KeysIn(const YAML::Node& n, const std::set<std::string>& allowed, const std::string& where) {
+  if (!n.IsMap()) return Status::Error(fmt::format("{} (line {}): expected a map", where, n.Mark().line + 1));
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    if (!allowed.count(k))
+      return Status::Error(fmt::format("{} (line {}): unknown field '{}'", where, it->first.Mark().line + 1, k));
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status Get(const YAML::Node& n, const char* key, T* out, const std::string& where) {
+  if (!n[key]) return Status::Ok();
+  try {
+    *out = n[key].as<T>();
+  } catch (const YAML::Exception&) {
+    return Status::Error(fmt::format("{} (line {}): field '{}': wrong type", where, n[key].Mark().line + 1, key));
+  }
+  return Status::Ok();
+}
+
+#define TIERS_TRY(expr)      \
+  do {                       \
+    Status _s = (expr);      \
+    if (!_s.ok()) return _s; \
+  } while (0)
+
+Status NonNegative(double v, const char* field, const std::string& where) {
+  if (v < 0 || !std::isfinite(v)) return Status::Error(fmt::format("{}: field '{}': must be >= 0", where, field));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TierConfig> ParseTierConfig(const YAML::Node& n, const std::string& where0, const std::string& dir,
+                                   const Cluster& cluster) {
+  const std::string where = where0 + ": tiers";
+  TIERS_TRY(KeysIn(n, {"prices", "checkpoint", "routing", "autoscale", "pools", "reclaims", "cost"}, where));
+  TierConfig c;
+  std::string prices;
+  TIERS_TRY(Get(n, "prices", &prices, where));
+  if (!prices.empty()) {
+    std::string path = prices;
+    if (path[0] != '/' && !dir.empty()) path = (std::filesystem::path(dir) / prices).lexically_normal().string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status::Error(fmt::format("{}: field 'prices': cannot open {}", where, path));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    TIERS_TRY(c.book.Merge(ss.str(), path));
+  }
+  if (n["checkpoint"]) {
+    const YAML::Node k = n["checkpoint"];
+    const std::string w = where + ": checkpoint";
+    TIERS_TRY(KeysIn(k, {"cost_s", "restart_s", "interval_s"}, w));
+    TIERS_TRY(Get(k, "cost_s", &c.checkpoint_cost_s, w));
+    TIERS_TRY(Get(k, "restart_s", &c.restart_cost_s, w));
+    TIERS_TRY(Get(k, "interval_s", &c.checkpoint_interval_s, w));
+    TIERS_TRY(NonNegative(c.checkpoint_cost_s, "cost_s", w));
+    TIERS_TRY(NonNegative(c.restart_cost_s, "restart_s", w));
+    TIERS_TRY(NonNegative(c.checkpoint_interval_s, "interval_s", w));
+  }
+  if (n["routing"]) {
+    const std::string w = where + ": routing";
+    TIERS_TRY(KeysIn(n["routing"], {"non_checkpointable_on_spot"}, w));
+    TIERS_TRY(Get(n["routing"], "non_checkpointable_on_spot", &c.non_checkpointable_on_spot, w));
+  }
+  int64_t idle_release_s = 600;
+  if (n["autoscale"]) {
+    const std::string w = where + ": autoscale";
+    TIERS_TRY(KeysIn(n["autoscale"], {"policy", "idle_release_s"}, w));
+    std::string policy = "queue";
+    TIERS_TRY(Get(n["autoscale"], "policy", &policy, w));
+    if (policy != "queue" && policy != "none")
+      return Status::Error(fmt::format("{}: field 'policy': '{}' is not one of queue, none", w, policy));
+    c.autoscale = policy == "queue";
+    TIERS_TRY(Get(n["autoscale"], "idle_release_s", &idle_release_s, w));
+    if (idle_release_s < 0) return Status::Error(w + ": field 'idle_release_s': must be >= 0");
+  }
+  if (n["cost"]) {
+    const std::string w = where + ": cost";
+    TIERS_TRY(KeysIn(n["cost"], {"idle_policy"}, w));
+    std::string ip = "none";
+    TIERS_TRY(Get(n["cost"], "idle_policy", &ip, w));
+    auto p = ParseIdlePolicy(ip);
+    if (!p.ok()) return Status::Error(w + ": field 'idle_policy': " + p.error());
+    c.cost.idle_policy = *p;
+  }
+  // Pools: every distinct node pool, defaults from the price book, then the scenario's overrides.
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < cluster.nodes.size(); ++i) {
+    const Node& node = cluster.nodes[i];
+    if (node.gpu_count == 0) continue;
+    auto [it, fresh] = index.emplace(node.pool, c.pools.size());
+    if (fresh) {
+      const Pool* bp = c.book.FindPool(node.pool);
+      if (!bp)
+        return Status::Error(fmt::format("{}: node {}: pool '{}' is not in the price book (add it under 'prices:')",
+                                         where, node.name, node.pool));
+      if (bp->tier != node.tier)
+        return Status::Error(fmt::format("{}: node {}: tier {} differs from pool '{}' tier {}", where, node.name,
+                                         TierName(node.tier), node.pool, TierKey(bp->tier)));
+      TierPoolConfig p;
+      p.pool = node.pool;
+      p.tier = node.tier;
+      p.elastic = node.tier == Tier::kOnDemand || node.tier == Tier::kSpot;
+      p.provisioning_delay_s = static_cast<int64_t>(std::llround(bp->provisioning_delay_s));
+      p.reclaim_notice_s = static_cast<int64_t>(std::llround(bp->reclaim_notice_s));
+      p.reclaim_rate_per_hour = node.tier == Tier::kSpot ? bp->reclaim_rate_per_hour : 0;
+      p.idle_release_s = idle_release_s;
+      c.pools.push_back(p);
+    } else if (c.pools[it->second].tier != node.tier) {
+      return Status::Error(fmt::format("{}: node {}: pool '{}' mixes tiers", where, node.name, node.pool));
+    }
+    c.pools[it->second].nodes.push_back(static_cast<NodeId>(i));
+  }
+  if (n["pools"]) {
+    const YAML::Node ps = n["pools"];
+    if (!ps.IsMap()) return Status::Error(where + ": field 'pools': expected a map of pool name to settings");
+    for (auto it = ps.begin(); it != ps.end(); ++it) {
+      const std::string name = it->first.as<std::string>();
+      const std::string w = fmt::format("{}: pools: {}", where, name);
+      auto f = index.find(name);
+      if (f == index.end())
+        return Status::Error(fmt::format("{} (line {}): no node of the cluster is in this pool", w,
+                                         it->first.Mark().line + 1));
+      TierPoolConfig& p = c.pools[f->second];
+      const YAML::Node v = it->second;
+      TIERS_TRY(KeysIn(v, {"elastic", "provisioning_delay_s", "reclaim_notice_s", "reclaim_rate_per_hour",
+                           "idle_release_s"}, w));
+      TIERS_TRY(Get(v, "elastic", &p.elastic, w));
+      TIERS_TRY(Get(v, "provisioning_delay_s", &p.provisioning_delay_s, w));
+      TIERS_TRY(Get(v, "reclaim_notice_s", &p.reclaim_notice_s, w));
+      TIERS_TRY(Get(v, "reclaim_rate_per_hour", &p.reclaim_rate_per_hour, w));
+      TIERS_TRY(Get(v, "idle_release_s", &p.idle_release_s, w));
+      if (p.provisioning_delay_s < 0 || p.reclaim_notice_s < 0 || p.idle_release_s < 0)
+        return Status::Error(w + ": delays must be >= 0");
+      TIERS_TRY(NonNegative(p.reclaim_rate_per_hour, "reclaim_rate_per_hour", w));
+      if (p.reclaim_rate_per_hour > 0 && p.tier != Tier::kSpot)
+        return Status::Error(w + ": field 'reclaim_rate_per_hour': only spot pools are reclaimed");
+      if (p.elastic && (p.tier == Tier::kReserved || p.tier == Tier::kOwned))
+        return Status::Error(w + ": field 'elastic': reserved and owned pools are not elastic");
+    }
+  }
+  if (n["reclaims"]) {
+    const YAML::Node rs = n["reclaims"];
+    if (!rs.IsSequence()) return Status::Error(where + ": field 'reclaims': expected a list of {at_h, pool}");
+    for (size_t i = 0; i < rs.size(); ++i) {
+      const std::string w = fmt::format("{}: reclaims[{}]", where, i);
+      TIERS_TRY(KeysIn(rs[i], {"at_h", "pool"}, w));
+      double at_h = -1;
+      ReclaimTraceEvent e;
+      TIERS_TRY(Get(rs[i], "at_h", &at_h, w));
+      TIERS_TRY(Get(rs[i], "pool", &e.pool, w));
+      if (at_h < 0) return Status::Error(w + ": field 'at_h': required, >= 0");
+      auto f = index.find(e.pool);
+      if (f == index.end() || c.pools[f->second].tier != Tier::kSpot)
+        return Status::Error(fmt::format("{}: field 'pool': '{}' is not a spot pool of the cluster", w, e.pool));
+      e.time_s = static_cast<int64_t>(std::llround(at_h * 3600));
+      c.reclaim_trace.push_back(e);
+    }
+  }
+  return c;
+}
+
+namespace {
+
+enum class Ev : uint8_t { kReady, kNotice, kReclaim, kIdle, kCheckpoint, kTraceNotice };
+
+struct HookEvent {
+  int64_t t = 0;
+  Ev type = Ev::kReady;
+  int32_t id = 0;        // node, job, or reclaim-trace index
+  uint32_t epoch = 0;
+  uint64_t seq = 0;
+  bool operator>(const HookEvent& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+struct JobTrack {
+  RouteClass route = RouteClass::kLatencySensitive;
+  std::vector<TaskPlacement> tasks;
+  int64_t bind_s = -1;
+  double factor = 1;         // progress factor of the current run (checkpoint overhead)
+  int64_t interval_s = 0;    // periodic checkpoint period (work + write), 0 = none
+  uint32_t run_epoch = 0;
+  bool ran_before = false;   // resumes pay the restart cost
+  bool reclaimed = false;    // the current hold ends by a spot reclaim
+};
+
+class TierHook : public SimHook {
+ public:
+  TierHook(std::shared_ptr<const TierConfig> cfg, const Cluster& cluster, const Catalog& catalog,
+           const std::vector<TraceJob>& jobs, uint64_t seed)
+      : cfg_(std::move(cfg)), cluster_(cluster), catalog_(catalog), jobs_(jobs), bridge_(cluster, catalog) {
+    std::vector<ElasticPoolSpec> specs;
+    pool_of_node_.assign(cluster.nodes.size(), -1);
+    for (size_t p = 0; p < cfg_->pools.size(); ++p) {
+      const TierPoolConfig& pc = cfg_->pools[p];
+      for (NodeId n : pc.nodes) pool_of_node_[n] = static_cast<int>(p);
+      if (!pc.elastic) continue;
+      elastic_index_[static_cast<int>(p)] = static_cast<int>(specs.size());
+      specs.push_back({pc.pool, pc.tier, pc.nodes, pc.provisioning_delay_s, pc.idle_release_s});
+      config_of_elastic_.push_back(static_cast<int>(p));
+    }
+    scaler_ = std::make_unique<Autoscaler>(std::move(specs), static_cast<int>(cluster.nodes.size()));
+    // Elastic pools to acquire from, per route: spot pools first for checkpointable training, then on-demand.
+    for (int e = 0; e < static_cast<int>(config_of_elastic_.size()); ++e) {
+      const Tier t = cfg_->pools[config_of_elastic_[e]].tier;
+      if (t == Tier::kSpot) spot_elastic_.push_back(e);
+      if (t == Tier::kOnDemand) od_elastic_.push_back(e);
+    }
+    for (size_t p = 0; p < cfg_->pools.size(); ++p)
+      rngs_.emplace_back(seed * 0x9E3779B97F4A7C15ull + 7919ull * (p + 1));
+    track_.resize(jobs.size());
+    std::vector<RouteClass> routes(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const TraceJob& j = jobs[i];
+      routes[i] = j.cls != WorkloadClass::kTraining ? RouteClass::kLatencySensitive
+                  : j.checkpointable              ? RouteClass::kCheckpointable
+                                                  : RouteClass::kOther;
+      track_[i].route = routes[i];
+      if (j.cls == WorkloadClass::kTraining) ++training_jobs_;
+    }
+    routes_ = std::move(routes);
+    node_jobs_.assign(cluster.nodes.size(), 0);
+    node_epoch_.assign(cluster.nodes.size(), 0);
+    cap_start_.assign(cluster.nodes.size(), -1);
+    trace_node_.assign(cfg_->reclaim_trace.size(), kNone);
+  }
+
+  const Policy& Route(const Policy& inner) override {
+    routing_ = std::make_unique<TierRoutingPolicy>(inner, routes_, cfg_->non_checkpointable_on_spot);
+    return *routing_;
+  }
+
+  Status Begin(ClusterState& state) override {
+    if (Status st = scaler_->Begin(state); !st.ok()) return st;
+    for (size_t n = 0; n < cluster_.nodes.size(); ++n)
+      if (pool_of_node_[n] >= 0 && scaler_->phase(static_cast<NodeId>(n)) == NodePhase::kStatic) cap_start_[n] = 0;
+    for (size_t i = 0; i < cfg_->reclaim_trace.size(); ++i) {
+      const ReclaimTraceEvent& e = cfg_->reclaim_trace[i];
+      const int64_t notice = cfg_->pools[PoolIndex(e.pool)].reclaim_notice_s;
+      Push(std::max<int64_t>(0, e.time_s - notice), Ev::kTraceNotice, static_cast<int32_t>(i), 0);
+    }
+    return Status::Ok();
+  }
+
+  int64_t NextTimeS() const override {
+    while (!events_.empty() && Stale(events_.top())) events_.pop();
+    return events_.empty() ? INT64_MAX : events_.top().t;
+  }
+
+  void OnTime(int64_t now, ClusterState& state, Plan* plan, bool* changed) override {
+    // Nodes reclaimed in the previous call: their jobs have been preempted by now.
+    for (NodeId n : to_remove_) {
+      if (node_jobs_[n] != 0) continue;  // cannot happen: every job on it was preempted
+      Remove(n, now, state);
+    }
+    to_remove_.clear();
+    while (!events_.empty() && events_.top().t <= now) {
+      const HookEvent e = events_.top();
+      events_.pop();
+      if (Stale(e)) continue;
+      switch (e.type) {
+        case Ev::kReady: {
+          scaler_->MakeReady(e.id, state);
+          *changed = true;
+          const TierPoolConfig& pc = PoolOf(e.id);
+          Push(now + pc.idle_release_s, Ev::kIdle, e.id, node_epoch_[e.id]);
+          if (pc.tier == Tier::kSpot && pc.reclaim_rate_per_hour > 0) {
+            const double mean_s = 3600.0 / pc.reclaim_rate_per_hour;
+            const int64_t at = now + std::max<int64_t>(1, std::llround(rngs_[pool_of_node_[e.id]].Exponential(mean_s)));
+            Push(std::max(now, at - pc.reclaim_notice_s), Ev::kNotice, e.id, node_epoch_[e.id]);
+            reclaim_at_[e.id] = at;
+          }
+          break;
+        }
+        case Ev::kNotice:
+          Notice(e.id, now, state, plan);
+          Push(reclaim_at_[e.id], Ev::kReclaim, e.id, node_epoch_[e.id]);
+          break;
+        case Ev::kTraceNotice: {
+          // Reclaim the pool's longest-up node (none up: the event finds nothing to take).
+          const ReclaimTraceEvent& r = cfg_->reclaim_trace[e.id];
+          NodeId pick = kNone;
+          for (NodeId n : cfg_->pools[PoolIndex(r.pool)].nodes)
+            if (scaler_->phase(n) == NodePhase::kUp && (pick == kNone || scaler_->ready_at(n) < scaler_->ready_at(pick)))
+              pick = n;
+          if (pick == kNone) {
+            ++trace_reclaims_missed_;
+            break;
+          }
+          Notice(pick, now, state, plan);
+          Push(std::max(now, r.time_s), Ev::kReclaim, pick, node_epoch_[pick]);
+          break;
+        }
+        case Ev::kReclaim: {
+          const NodePhase ph = scaler_->phase(e.id);
+          if (ph != NodePhase::kUp && ph != NodePhase::kDraining) break;
+          ++reclaims_;
+          std::set<int32_t> victims;
+          for (size_t j = 0; j < track_.size(); ++j)
+            if (track_[j].bind_s >= 0)
+              for (const TaskPlacement& t : track_[j].tasks)
+                if (t.node == e.id) victims.insert(static_cast<int32_t>(j));
+          for (int32_t j : victims) {
+            Action a;
+            a.kind = ActionKind::kPreempt;
+            a.job = j;
+            a.reason = fmt::format("spot reclaim of node {}", cluster_.nodes[e.id].name);
+            plan->actions.push_back(a);
+            track_[j].reclaimed = true;
+            ++reclaim_preemptions_;
+          }
+          if (victims.empty()) Remove(e.id, now, state);
+          else to_remove_.push_back(e.id);
+          break;
+        }
+        case Ev::kIdle:
+          if (scaler_->phase(e.id) == NodePhase::kUp && node_jobs_[e.id] == 0 &&
+              now - last_busy_[e.id] >= PoolOf(e.id).idle_release_s)
+            Remove(e.id, now, state);
+          break;
+        case Ev::kCheckpoint: {
+          JobTrack& jt = track_[e.id];
+          if (jt.bind_s < 0 || jt.run_epoch != e.epoch || jt.interval_s <= 0) break;
+          Action a;
+          a.kind = ActionKind::kCheckpoint;
+          a.job = e.id;
+          a.reason = "periodic checkpoint";
+          plan->actions.push_back(a);
+          ++periodic_checkpoints_;
+          Push(now + jt.interval_s, Ev::kCheckpoint, e.id, jt.run_epoch);
+          break;
+        }
+      }
+    }
+  }
+
+  void AfterCycles(int64_t now, ClusterState& state, const std::vector<int32_t>& pending) override {
+    if (!cfg_->autoscale || pending.empty()) return;
+    std::vector<ElasticDemand> demand;
+    for (int32_t idx : pending) {
+      const JobTrack& jt = track_[idx];
+      if (jt.route == RouteClass::kLatencySensitive) continue;
+      ElasticDemand d;
+      const TraceJob& j = jobs_[idx];
+      d.gpus_per_task = j.gpus_per_task == 0 ? 1 : j.gpus_per_task;
+      d.tasks = j.tasks;
+      for (const std::string& k : j.gpu_kinds) {
+        const KindId id = catalog_.Find(k);
+        if (id != kNone && id < 64) d.kind_mask |= uint64_t{1} << id;
+      }
+      if (jt.route == RouteClass::kCheckpointable) d.pools = spot_elastic_;
+      d.pools.insert(d.pools.end(), od_elastic_.begin(), od_elastic_.end());
+      if (jt.route == RouteClass::kOther && cfg_->non_checkpointable_on_spot)
+        d.pools.insert(d.pools.end(), spot_elastic_.begin(), spot_elastic_.end());
+      if (!d.pools.empty()) demand.push_back(std::move(d));
+    }
+    for (const auto& [pool, count] : scaler_->PlanAcquisitions(demand, state))
+      for (int k = 0; k < count; ++k) {
+        const NodeId n = scaler_->Acquire(pool, now);
+        if (n == kNone) break;
+        cap_start_[n] = now;
+        Push(scaler_->ready_at(n), Ev::kReady, n, node_epoch_[n]);
+      }
+  }
+
+  int64_t OnBind(int32_t job, const std::vector<TaskPlacement>& tasks, int64_t now) override {
+    JobTrack& jt = track_[job];
+    jt.tasks = tasks;
+    jt.bind_s = now;
+    jt.reclaimed = false;
+    std::set<NodeId> nodes;
+    for (const TaskPlacement& t : tasks) nodes.insert(t.node);
+    for (NodeId n : nodes) {
+      ++node_jobs_[n];
+      last_busy_[n] = now;
+      if (jt.route == RouteClass::kLatencySensitive) {
+        const Tier tier = cluster_.nodes[n].tier;
+        if (tier == Tier::kSpot) ++inference_on_spot_;
+        if (tier != Tier::kReserved && tier != Tier::kOwned) ++inference_off_stable_;
+      }
+    }
+    return jt.ran_before ? static_cast<int64_t>(std::llround(cfg_->restart_cost_s)) : 0;
+  }
+
+  double OnRun(int32_t job, int64_t now) override {
+    JobTrack& jt = track_[job];
+    jt.ran_before = true;
+    ++jt.run_epoch;
+    jt.factor = 1;
+    jt.interval_s = 0;
+    if (jobs_[job].checkpointable && jobs_[job].cls == WorkloadClass::kTraining) {
+      double rate = 0;
+      for (const TaskPlacement& t : jt.tasks)
+        if (pool_of_node_[t.node] >= 0) rate = std::max(rate, cfg_->pools[pool_of_node_[t.node]].reclaim_rate_per_hour);
+      const double c = cfg_->checkpoint_cost_s;
+      const double work = cfg_->checkpoint_interval_s > 0 ? cfg_->checkpoint_interval_s
+                                                          : YoungDalyIntervalForRateS(c, rate);
+      if (std::isfinite(work) && work > 0) {
+        jt.factor = work / (work + c);
+        jt.interval_s = std::max<int64_t>(1, std::llround(work + c));
+        Push(now + jt.interval_s, Ev::kCheckpoint, job, jt.run_epoch);
+      }
+    }
+    return jt.factor;
+  }
+
+  void OnRelease(int32_t job, int64_t now, bool completed, int64_t start_s, int64_t last_ckpt) override {
+    JobTrack& jt = track_[job];
+    if (jt.bind_s < 0) return;
+    const TraceJob& spec = jobs_[job];
+    // Seconds of the hold that were not useful work.
+    const int64_t held = now - jt.bind_s;
+    const int64_t pre = (start_s >= 0 ? start_s : now) - jt.bind_s;  // restart / repartition wait
+    double lost = static_cast<double>(pre);
+    if (start_s >= 0) {
+      const double run = static_cast<double>(now - start_s);
+      if (completed || spec.duration_s < 0) {
+        lost += run * (1 - jt.factor);
+      } else if (spec.checkpointable && last_ckpt >= start_s) {
+        lost += (last_ckpt - start_s) * (1 - jt.factor) + static_cast<double>(now - last_ckpt);
+        discarded_s_ += static_cast<double>(now - last_ckpt) * GpuCount(jt.tasks);
+      } else {
+        lost += run;
+        discarded_s_ += run * GpuCount(jt.tasks);
+      }
+    }
+    const int64_t lost_s = std::clamp<int64_t>(std::llround(lost), 0, held);
+    if (Status st = bridge_.AddHold(job, spec, jt.tasks, jt.bind_s, now, lost_s); !st.ok() && error_.empty())
+      error_ = st.message();
+    std::set<NodeId> nodes;
+    for (const TaskPlacement& t : jt.tasks) nodes.insert(t.node);
+    for (NodeId n : nodes) {
+      --node_jobs_[n];
+      last_busy_[n] = now;
+      if (node_jobs_[n] == 0 && scaler_->pool_of(n) >= 0 && scaler_->phase(n) == NodePhase::kUp)
+        Push(now + PoolOf(n).idle_release_s, Ev::kIdle, n, node_epoch_[n]);
+    }
+    if (completed && spec.cls == WorkloadClass::kTraining) ++training_completed_;
+    jt.tasks.clear();
+    jt.bind_s = -1;
+    ++jt.run_epoch;
+  }
+
+  void End(int64_t end, RunResult* res) override {
+    for (size_t n = 0; n < cluster_.nodes.size(); ++n)
+      if (cap_start_[n] >= 0) AddCapacity(static_cast<NodeId>(n), end);
+    auto& x = res->extra;
+    CostModel model(cfg_->book, cfg_->cost);
+    Result<CostReport> rep = model.Evaluate(bridge_.ledger());
+    if (!rep.ok() && error_.empty()) error_ = rep.error();
+    if (rep.ok()) {
+      if (Status st = bridge_.Reconcile(*rep); !st.ok() && error_.empty()) error_ = st.message();
+      x["total_cost"] = rep->total_cost;
+      x["on_demand_only_cost"] = rep->on_demand_only_cost;
+      x["cost_saving_vs_on_demand"] = rep->cost_saving_vs_on_demand;
+      x["cost_per_useful_gpu_hour"] = rep->cost_per_useful_gpu_hour;
+      x["idle_cost"] = rep->idle_cost;
+      x["capacity_gpu_hours"] = rep->capacity_gpu_hours;
+      x["useful_gpu_hours"] = rep->useful_gpu_hours;
+      x["lost_gpu_hours"] = rep->allocated_gpu_hours - rep->useful_gpu_hours;
+      for (const CostLine& l : rep->by_tier) {
+        std::string key = l.key;
+        std::replace(key.begin(), key.end(), '-', '_');
+        x["cost_" + key] = l.TotalUsd();
+        x["gpu_hours_" + key] = l.GpuHours();
+      }
+      for (const PoolLine& p : rep->pools) {
+        std::string key = TierKey(p.tier);
+        std::replace(key.begin(), key.end(), '-', '_');
+        x["idle_cost_" + key] += p.idle_usd;
+      }
+    }
+    x["ledger_reconciled"] = error_.empty() ? 1 : 0;
+    x["spot_reclaims"] = static_cast<double>(reclaims_);
+    x["spot_reclaim_preemptions"] = static_cast<double>(reclaim_preemptions_);
+    x["checkpoints_on_notice"] = static_cast<double>(notice_checkpoints_);
+    x["checkpoints_periodic"] = static_cast<double>(periodic_checkpoints_);
+    x["reclaim_discarded_gpu_hours"] = discarded_s_ / 3600.0;
+    x["node_acquisitions"] = static_cast<double>(scaler_->acquisitions());
+    x["inference_replicas_on_spot"] = static_cast<double>(inference_on_spot_);
+    x["inference_replicas_off_reserved"] = static_cast<double>(inference_off_stable_);
+    x["training_jobs"] = static_cast<double>(training_jobs_);
+    x["training_jobs_completed"] = static_cast<double>(training_completed_);
+    x["all_training_completed"] = training_completed_ == training_jobs_ ? 1 : 0;
+    if (!cfg_->reclaim_trace.empty()) x["trace_reclaims_missed"] = static_cast<double>(trace_reclaims_missed_);
+    auto inf = res->by_class.find("inference");
+    const std::vector<double> none;
+    const std::vector<double>& d = inf == res->by_class.end() ? none : inf->second.queue_delays_s;
+    double sum = 0;
+    for (double v : d) sum += v;
+    x["inference_queue_delay_mean_s"] = d.empty() ? 0 : sum / d.size();
+    x["inference_queue_delay_p50_s"] = Percentile(d, 0.5);
+    x["inference_queue_delay_p99_s"] = Percentile(d, 0.99);
+    ledger_ = bridge_.ledger();
+    if (!error_.empty()) res->extra["ledger_error"] = 1;
+  }
+
+  // For tests.
+  const std::string& error() const { return error_; }
+
+ private:
+  const TierPoolConfig& PoolOf(NodeId n) const { return cfg_->pools[pool_of_node_[n]]; }
+  int PoolIndex(const std::string& name) const {
+    for (size_t p = 0; p < cfg_->pools.size(); ++p)
+      if (cfg_->pools[p].pool == name) return static_cast<int>(p);
+    return 0;
+  }
+  static int GpuCount(const std::vector<TaskPlacement>& tasks) {
+    int g = 0;
+    for (const TaskPlacement& t : tasks) g += static_cast<int>(t.gpus.size());
+    return g;
+  }
+  void Push(int64_t t, Ev type, int32_t id, uint32_t epoch) { events_.push({t, type, id, epoch, seq_++}); }
+  bool Stale(const HookEvent& e) const {
+    switch (e.type) {
+      case Ev::kCheckpoint: return track_[e.id].run_epoch != e.epoch || track_[e.id].bind_s < 0;
+      case Ev::kTraceNotice: return false;
+      default: return node_epoch_[e.id] != e.epoch;
+    }
+  }
+  void Notice(NodeId n, int64_t now, ClusterState& state, Plan* plan) {
+    if (scaler_->phase(n) != NodePhase::kUp) return;
+    scaler_->Drain(n, state);
+    const TierPoolConfig& pc = PoolOf(n);
+    if (static_cast<double>(pc.reclaim_notice_s) < cfg_->checkpoint_cost_s) return;  // too short to save
+    for (size_t j = 0; j < track_.size(); ++j) {
+      if (track_[j].bind_s < 0 || !jobs_[j].checkpointable) continue;
+      bool on = false;
+      for (const TaskPlacement& t : track_[j].tasks) on = on || t.node == n;
+      if (!on) continue;
+      Action a;
+      a.kind = ActionKind::kCheckpoint;
+      a.job = static_cast<JobId>(j);
+      a.reason = "spot reclaim notice";
+      plan->actions.push_back(a);
+      ++notice_checkpoints_;
+    }
+  }
+  void AddCapacity(NodeId n, int64_t end) {
+    if (Status st = bridge_.AddNodeCapacity(n, cap_start_[n], end); !st.ok() && error_.empty()) error_ = st.message();
+    cap_start_[n] = -1;
+  }
+  void Remove(NodeId n, int64_t now, ClusterState& state) {
+    scaler_->MakeAbsent(n, state);
+    ++node_epoch_[n];
+    if (cap_start_[n] >= 0) AddCapacity(n, now);
+  }
+
+  std::shared_ptr<const TierConfig> cfg_;
+  const Cluster& cluster_;
+  const Catalog& catalog_;
+  const std::vector<TraceJob>& jobs_;
+  LedgerBridge bridge_;
+  std::unique_ptr<Autoscaler> scaler_;
+  std::unique_ptr<TierRoutingPolicy> routing_;
+  std::vector<RouteClass> routes_;
+  std::map<int, int> elastic_index_;      // config pool -> autoscaler pool
+  std::vector<int> config_of_elastic_;    // autoscaler pool -> config pool
+  std::vector<int> spot_elastic_, od_elastic_;
+  std::vector<int> pool_of_node_;
+  std::vector<Rng> rngs_;
+  std::vector<JobTrack> track_;
+  std::vector<int> node_jobs_;
+  std::vector<uint32_t> node_epoch_;
+  std::vector<int64_t> cap_start_;
+  std::map<NodeId, int64_t> last_busy_;
+  std::map<NodeId, int64_t> reclaim_at_;
+  std::vector<NodeId> trace_node_;
+  std::vector<NodeId> to_remove_;
+  mutable std::priority_queue<HookEvent, std::vector<HookEvent>, std::greater<HookEvent>> events_;
+  uint64_t seq_ = 0;
+  int64_t reclaims_ = 0, reclaim_preemptions_ = 0, notice_checkpoints_ = 0, periodic_checkpoints_ = 0;
+  int64_t inference_on_spot_ = 0, inference_off_stable_ = 0;
+  int64_t training_jobs_ = 0, training_completed_ = 0, trace_reclaims_missed_ = 0;
+  double discarded_s_ = 0;
+  std::string error_;
+  Ledger ledger_;
+};
+
+}  // namespace
+
+std::unique_ptr<SimHook> MakeTierHook(std::shared_ptr<const TierConfig> config, const Cluster& cluster,
+                                      const Catalog& catalog, const std::vector<TraceJob>& jobs, uint64_t seed) {
+  return std::make_unique<TierHook>(std::move(config), cluster, catalog, jobs, seed);
+}
+
+}  // namespace tessera
