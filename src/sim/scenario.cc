@@ -179,7 +179,7 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   const std::string where = source;
   TRY(CheckKeys(root, {"name", "description", "cluster", "seeds", "first_seed", "threads", "policies", "horizon_h",
                        "warmup_h", "arrivals", "mig", "static_mig", "fabric", "workload", "trace", "dlrm", "sweep",
-                       "sample_every_h"},
+                       "sample_every_h", "tiers"},
                 where));
   Scenario s;
   s.source = source;
@@ -193,6 +193,11 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   auto c = LoadClusterYaml(*ctext, s.cluster_path, catalog);
   if (!c.ok()) return c.status();
   s.cluster = std::move(c).value();
+  if (root["tiers"]) {  // issue 5: capacity tiers (sim/spot.h)
+    auto t = ParseTierConfig(root["tiers"], where, dir, s.cluster);
+    if (!t.ok()) return t.status();
+    s.tiers = std::make_shared<const TierConfig>(std::move(t).value());
+  }
   int nseeds = 10;
   uint64_t first_seed = 1;
   if (root["seeds"] && root["seeds"].IsSequence()) {
@@ -394,7 +399,11 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
       const std::vector<TraceJob> jobs = JobsFor(s, s.variants[t.v], s.seeds[t.seed]);
       for (size_t p = 0; p < policies.size(); ++p) {
         auto pol = MakePolicy(policies[p]);
-        auto r = Simulate(clusters[p], catalog, jobs, **pol, s.sim);
+        SimOptions o = s.sim;
+        std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run
+        if (s.tiers) hook = MakeTierHook(s.tiers, clusters[p], catalog, jobs, s.seeds[t.seed]);
+        o.hook = hook.get();
+        auto r = Simulate(clusters[p], catalog, jobs, **pol, o);
         if (!r.ok()) {
           errors[i] = r.error();
           return;

@@ -14,6 +14,7 @@
 #include "model/cluster.h"
 #include "sim/generator.h"
 #include "sim/simulator.h"
+#include "sim/spot.h"
 #include "sim/trace.h"
 
 namespace tessera {
@@ -47,6 +48,7 @@ struct Scenario {
   std::vector<ScenarioVariant> variants;   // generator scenarios: one or more (sweep)
   std::vector<TraceJob> trace_jobs;        // trace / dlrm scenarios
   bool is_sweep = false;
+  std::shared_ptr<const TierConfig> tiers;  // issue 5: `tiers:` section (capacity tiers, spot); null = none
 };
 
 // Loads a scenario file; relative paths inside it (cluster, trace) resolve against its folder.
