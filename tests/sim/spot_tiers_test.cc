@@ -1,0 +1,245 @@
+// Capacity tiers in the simulator (issue 5): tier routing (no inference on spot, checkpointable training
+// prefers spot), the autoscaler's acquisition plan, spot reclaims with and without checkpoint on notice
+// (explicit reclaim trace), ledger reconciliation, bad `tiers:` input, and the spot-training example's
+// targets (cost saving >= 0.5, reclaims > 0, every training job completed).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sched/cluster_state.h"
+#include "sim/autoscale.h"
+#include "sim/metrics.h"
+#include "sim/scenario.h"
+#include "sim/spot.h"
+#include "sim/tier_routing.h"
+
+namespace tessera {
+namespace {
+
+std::string TempDir() {
+  auto d = std::filesystem::temp_directory_path() / ("tessera-spot-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  // One reserved node, one on-demand node, one AWS spot node (8 x H100 each).
+  std::ofstream(d / "c.yaml")
+      << "name: tiers3\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
+         "nodes:\n"
+         "  - {name: cb, tier: reserved, pool: aws-p5-capacity-block, leaf: l0}\n"
+         "  - {name: od, tier: on-demand, pool: aws-p5-on-demand, leaf: l1}\n"
+         "  - {name: sp, tier: spot, pool: aws-p5-spot, leaf: l2}\n";
+  return d.string();
+}
+
+// A trace: `inference` one-GPU replicas for 4 h from t=0, then one checkpointable 8-GPU training job of
+// `train_h` ideal hours at t=0.
+std::string WriteTrace(const std::string& dir, int inference, double train_h) {
+  std::ofstream f(std::filesystem::path(dir) / "t.jsonl");
+  f << "{\"format\": \"tessera-trace\", \"version\": 1}\n";
+  int id = 0;
+  for (int i = 0; i < inference; ++i)
+    f << "{\"id\": " << id++ << ", \"submit_s\": 0, \"class\": \"inference\", \"team\": \"serving\", \"priority\": 1000,"
+      << " \"tasks\": 1, \"gpus_per_task\": 1, \"compute_milli\": 500, \"memory_mib\": 40000, \"duration_s\": 14400}\n";
+  f << "{\"id\": " << id++ << ", \"submit_s\": 0, \"class\": \"training\", \"team\": \"research\", \"tasks\": 1,"
+    << " \"gpus_per_task\": 8, \"compute_milli\": 900, \"memory_mib\": 60000, \"duration_s\": "
+    << static_cast<int64_t>(train_h * 3600) << ", \"checkpointable\": true}\n";
+  return "t.jsonl";
+}
+
+Result<Scenario> Parse(const std::string& tiers, int inference = 4, double train_h = 3) {
+  const std::string dir = TempDir();
+  const std::string trace = WriteTrace(dir, inference, train_h);
+  const std::string text = "name: t\ncluster: c.yaml\ntrace: " + trace +
+                           "\nseeds: 1\nthreads: 1\npolicies: [tessera]\nhorizon_h: 0\ntiers:\n" + tiers;
+  return ParseScenario(text, "s.yaml", dir, Catalog::Default());
+}
+
+double Extra(const RunResult& r, const std::string& k) {
+  auto it = r.extra.find(k);
+  EXPECT_NE(it, r.extra.end()) << k;
+  return it == r.extra.end() ? -1 : it->second;
+}
+
+RunResult RunOne(const Scenario& s) {
+  auto out = RunScenario(s, s.policies, Catalog::Default());
+  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error());
+  if (!out.ok()) return {};
+  return out->variants[0].runs[0][0];
+}
+
+TEST(SpotTiersTest, RoutingKeepsInferenceOffSpotAndTrainingPrefersSpot) {
+  const std::string dir = TempDir();
+  std::ifstream in(std::filesystem::path(dir) / "c.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto c = LoadClusterYaml(ss.str(), "c.yaml", Catalog::Default());
+  ASSERT_TRUE(c.ok()) << c.error();
+  auto state = ClusterState::Build(*c, Catalog::Default());
+  ASSERT_TRUE(state.ok());
+  auto inner = MakePolicy("tessera");
+  ASSERT_TRUE(inner.ok());
+  TierRoutingPolicy p(**inner, {RouteClass::kLatencySensitive, RouteClass::kCheckpointable, RouteClass::kOther}, false);
+  EXPECT_EQ(p.name(), "tessera");
+  Request r;
+  r.gpus_per_task = 8;
+  r.gpu_memory_mib = 1000;
+  r.cls = WorkloadClass::kTraining;
+  auto tier_of = [&](const PlaceResult& pr) { return c->nodes[pr.tasks.at(0).node].tier; };
+  r.id = 1;  // checkpointable: spot first
+  PlaceResult pr = p.Place(*state, r);
+  ASSERT_TRUE(pr.ok) << pr.reason;
+  EXPECT_EQ(tier_of(pr), Tier::kSpot);
+  r.id = 2;  // not checkpointable: reserved first, never spot
+  pr = p.Place(*state, r);
+  ASSERT_TRUE(pr.ok);
+  EXPECT_EQ(tier_of(pr), Tier::kReserved);
+  r.id = 0;  // latency-sensitive
+  r.cls = WorkloadClass::kInference;
+  pr = p.Place(*state, r);
+  ASSERT_TRUE(pr.ok);
+  EXPECT_EQ(tier_of(pr), Tier::kReserved);
+  // Fill the reserved node: inference no longer fits anywhere (spot and on-demand are free).
+  state->Apply(pr.tasks, 0, 0, true);
+  r.gpus_per_task = 1;
+  EXPECT_FALSE(p.Place(*state, r).ok);
+  r.id = 2;  // non-checkpointable training goes to on-demand, not spot
+  r.cls = WorkloadClass::kTraining;
+  pr = p.Place(*state, r);
+  ASSERT_TRUE(pr.ok);
+  EXPECT_EQ(tier_of(pr), Tier::kOnDemand);
+  // Unknown ids are treated as latency-sensitive.
+  r.id = 99;
+  EXPECT_FALSE(p.Place(*state, r).ok);
+}
+
+TEST(SpotTiersTest, AutoscalerPlansWholeNodesAndCountsCapacityOnItsWay) {
+  Cluster c;
+  for (int i = 0; i < 3; ++i) {
+    Node n;
+    n.name = "s" + std::to_string(i);
+    n.kind = Catalog::Default().Find("h100-80gb");
+    n.gpu_count = 8;
+    n.cpu_milli = 192000;
+    n.memory_mib = 1 << 21;
+    n.tier = Tier::kSpot;
+    n.pool = "aws-p5-spot";
+    c.nodes.push_back(n);
+  }
+  c.leaf_names = {"l"};
+  c.spine_names = {"s"};
+  auto state = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(state.ok());
+  Autoscaler a({{"aws-p5-spot", Tier::kSpot, {0, 1, 2}, 300, 600}}, 3);
+  ASSERT_TRUE(a.Begin(*state).ok());
+  EXPECT_EQ(state->node(0).free_whole, 0);  // absent nodes are blocked
+  std::vector<ElasticDemand> d = {{4, 1, 0, {0}}, {4, 1, 0, {0}}, {8, 1, 0, {0}}};
+  auto plan = a.PlanAcquisitions(d, *state);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].second, 2);  // two 4-GPU jobs share one node, the 8-GPU job needs another
+  EXPECT_EQ(a.Acquire(0, 100), 0);
+  EXPECT_EQ(a.ready_at(0), 400);
+  plan = a.PlanAcquisitions(d, *state);  // node 0 is on its way
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].second, 1);
+  a.MakeReady(0, *state);
+  EXPECT_EQ(state->node(0).free_whole, 8);
+  a.MakeAbsent(0, *state);
+  EXPECT_EQ(state->node(0).free_whole, 0);
+  EXPECT_TRUE(state->CheckInvariants().ok());
+  // More demand than the pool holds: only what exists is planned.
+  std::vector<ElasticDemand> big(5, ElasticDemand{8, 1, 0, {0}});
+  plan = a.PlanAcquisitions(big, *state);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].second, 3);
+}
+
+TEST(SpotTiersTest, ReclaimWithNoticeCheckpointsAndLosesOnlyTheRestart) {
+  // One reclaim of the spot node at 1 h. Notice 120 s >= checkpoint 60 s: checkpoint on notice.
+  auto s = Parse(
+      "  checkpoint: {cost_s: 60, restart_s: 300}\n"
+      "  pools:\n"
+      "    aws-p5-spot: {provisioning_delay_s: 0, reclaim_notice_s: 120, reclaim_rate_per_hour: 0}\n"
+      "    aws-p5-on-demand: {provisioning_delay_s: 300}\n"
+      "  reclaims: [{at_h: 1, pool: aws-p5-spot}]\n");
+  ASSERT_TRUE(s.ok()) << s.error();
+  RunResult r = RunOne(*s);
+  EXPECT_EQ(Extra(r, "spot_reclaims"), 1);
+  EXPECT_EQ(Extra(r, "checkpoints_on_notice"), 1);
+  EXPECT_EQ(Extra(r, "all_training_completed"), 1);
+  EXPECT_EQ(Extra(r, "inference_replicas_on_spot"), 0);
+  EXPECT_EQ(Extra(r, "ledger_reconciled"), 1);
+  // Lost: the 120 s of notice after the checkpoint (8 GPUs) plus a 300 s restart (8 GPUs).
+  EXPECT_NEAR(Extra(r, "reclaim_discarded_gpu_hours"), 8 * 120 / 3600.0, 1e-9);
+  EXPECT_NEAR(Extra(r, "lost_gpu_hours"), 8 * (120 + 300) / 3600.0, 0.01);
+  EXPECT_EQ(r.jobs_completed, 5);
+  // Ledger allocation equals the simulator's integral of held GPUs (no warm-up, no horizon).
+  const double sim_gpu_h = r.gpu_allocation * r.gpus * r.makespan_s / 3600.0;
+  EXPECT_NEAR(Extra(r, "gpu_hours_reserved") + Extra(r, "gpu_hours_spot") +
+                  (r.extra.count("gpu_hours_on_demand") ? r.extra.at("gpu_hours_on_demand") : 0.0),
+              sim_gpu_h, 1e-6 * sim_gpu_h);
+}
+
+TEST(SpotTiersTest, ShortNoticeLosesWorkSinceTheLastCheckpoint) {
+  // Notice 30 s < checkpoint 60 s: no checkpoint on notice. Periodic checkpoints every 1800 s of work plus
+  // the 60 s write: the only one before the reclaim (1 h) completes at 1860 s.
+  auto s = Parse(
+      "  checkpoint: {cost_s: 60, restart_s: 300, interval_s: 1800}\n"
+      "  pools:\n"
+      "    aws-p5-spot: {provisioning_delay_s: 0, reclaim_notice_s: 30, reclaim_rate_per_hour: 0}\n"
+      "  reclaims: [{at_h: 1, pool: aws-p5-spot}]\n");
+  ASSERT_TRUE(s.ok()) << s.error();
+  RunResult r = RunOne(*s);
+  EXPECT_EQ(Extra(r, "spot_reclaims"), 1);
+  EXPECT_EQ(Extra(r, "checkpoints_on_notice"), 0);
+  EXPECT_EQ(Extra(r, "all_training_completed"), 1);
+  EXPECT_EQ(Extra(r, "ledger_reconciled"), 1);
+  // The training job got a spot node at t=0 (no provisioning delay) and reclaimed at 3600 s; the last periodic
+  // checkpoint was at 1860 s, so 3600 - 1860 = 1740 s on 8 GPUs are discarded.
+  EXPECT_NEAR(Extra(r, "reclaim_discarded_gpu_hours"), 8 * 1740 / 3600.0, 1e-9);
+}
+
+TEST(SpotTiersTest, BadTiersInputNamesTheField) {
+  struct Case {
+    std::string tiers, expect;
+  } cases[] = {
+      {"  colour: red\n", "unknown field 'colour'"},
+      {"  checkpoint: {cost_s: -1}\n", "field 'cost_s'"},
+      {"  pools: {nope: {}}\n", "no node of the cluster is in this pool"},
+      {"  pools: {aws-p5-capacity-block: {reclaim_rate_per_hour: 1}}\n", "only spot pools are reclaimed"},
+      {"  autoscale: {policy: magic}\n", "field 'policy'"},
+      {"  reclaims: [{at_h: 1, pool: aws-p5-on-demand}]\n", "not a spot pool"},
+      {"  prices: missing.yaml\n", "field 'prices': cannot open"},
+  };
+  for (const Case& c : cases) {
+    auto s = Parse(c.tiers);
+    ASSERT_FALSE(s.ok()) << c.tiers;
+    EXPECT_NE(s.error().find(c.expect), std::string::npos) << s.error();
+  }
+}
+
+TEST(SpotTiersTest, SpotTrainingExampleMeetsTheTargets) {
+  auto s = LoadScenario(std::string(TESSERA_SOURCE_DIR) + "/examples/scenarios/spot-training.yaml", Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  ASSERT_TRUE(s->tiers);
+  s->seeds = {1, 2};
+  auto out = RunScenario(*s, {"tessera"}, Catalog::Default());
+  ASSERT_TRUE(out.ok()) << out.error();
+  for (const RunResult& r : out->variants[0].runs[0]) {
+    SCOPED_TRACE(r.seed);
+    EXPECT_GE(Extra(r, "cost_saving_vs_on_demand"), 0.5);
+    EXPECT_GT(Extra(r, "spot_reclaims"), 0);
+    EXPECT_EQ(Extra(r, "inference_replicas_on_spot"), 0);
+    EXPECT_EQ(Extra(r, "inference_replicas_off_reserved"), 0);
+    EXPECT_EQ(Extra(r, "all_training_completed"), 1);
+    EXPECT_EQ(Extra(r, "ledger_reconciled"), 1);
+    EXPECT_GT(Extra(r, "lost_gpu_hours"), 0);
+    EXPECT_EQ(r.apply_conflicts, 0);
+  }
+  // Deterministic: the same seed gives the same figures.
+  auto again = RunScenario(*s, {"tessera"}, Catalog::Default());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->variants[0].runs[0][0].extra, out->variants[0].runs[0][0].extra);
+}
+
+}  // namespace
+}  // namespace tessera
