@@ -7,9 +7,11 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/io.h"
 #include "model/catalog.h"
 #include "sim/metrics.h"
 #include "sim/report.h"
+#include "sim/multi_tenant.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
 
@@ -81,6 +83,18 @@ Result<Scenario> Prepare(const std::string& path, const std::string& seeds, int 
 }
 
 void DoRun(const RunArgs& a, int* exit_code) {
+  // Multi-tenant scenarios (issue 4, sim/multi_tenant.h) have their own runner and metrics.
+  if (auto text = ReadFile(a.scenario); text.ok() && IsMultiTenantScenario(*text)) {
+    auto doc = RunMultiTenantScenario(a.scenario, a.policies.empty() ? std::vector<std::string>{} : SplitList(a.policies),
+                                      Catalog::Default());
+    if (!doc.ok()) {
+      std::cerr << "error: " << doc.error() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    std::cout << doc->dump(2) << "\n";
+    return;
+  }
   auto sc = Prepare(a.scenario, a.seeds, a.threads);
   if (!sc.ok()) {
     std::cerr << "error: " << sc.error() << "\n";

@@ -95,6 +95,19 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
   }
   std::vector<QueueConfig> queues;
   for (const std::string& t : team_names) queues.push_back(QueueConfig{t, "", 0, -1, 1});
+  // Multi-tenant runs: the tenancy's queues; a job's queue comes from its team.
+  std::vector<int> queue_of(trace.size(), 0);
+  for (size_t i = 0; i < trace.size(); ++i) queue_of[i] = jobs[i].team_index;
+  if (opt.tenancy) {
+    queues = opt.tenancy->queues;
+    for (size_t i = 0; i < trace.size(); ++i) {
+      auto it = opt.tenancy->queue_of_team.find(trace[i].team);
+      queue_of[i] = it == opt.tenancy->queue_of_team.end() ? 0 : it->second;
+    }
+    res.job_records.resize(trace.size());
+  }
+  std::vector<int64_t> queue_alloc(queues.size(), 0);  // GPU units held per queue (multi-tenant records)
+  std::vector<int64_t> queue_waiting(queues.size(), 0);  // GPU units asked by the queue's pending jobs
 
   SimClock clock;
   EventQueue events;
@@ -244,6 +257,18 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     j.status = JobStatus::kPending;
     j.submit_s = now;
     j.in_window = now >= w0 && now < w1;
+    if (opt.tenancy) {
+      SimJobRecord& r = res.job_records[idx];
+      r.team = j.spec->team;
+      r.priority = j.request.priority;
+      r.submit_s = now;
+      r.gpu_milli = j.request.SubGpu() ? j.request.gpu_milli : int64_t{kMilliPerGpu} * j.request.TotalGpus();
+      const int q = queue_of[idx];
+      // Within the guarantee counting what the queue holds and what waits ahead of it.
+      r.within_guarantee = queue_alloc[q] + queue_waiting[q] + r.gpu_milli <= queues[q].guaranteed_milli;
+      queue_waiting[q] += r.gpu_milli;
+      r.in_window = j.in_window;
+    }
     if (j.in_window) {
       ClassStats& c = res.by_class[WorkloadClassName(j.spec->cls)];
       ClassStats& t = res.by_team[j.spec->team];
@@ -271,6 +296,11 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
               !state.CanApply(a.tasks, j.request.cpu_milli, j.request.host_memory_mib).ok()) {
             ++res.apply_conflicts;
             break;
+          }
+          if (opt.tenancy) {
+            if (res.job_records[idx].first_bind_s < 0) res.job_records[idx].first_bind_s = now;
+            queue_waiting[queue_of[idx]] -= res.job_records[idx].gpu_milli;
+            queue_alloc[queue_of[idx]] += UnitsOf(state, a.tasks, opt.tenancy->cycle.slice_units);
           }
           state.Apply(a.tasks, j.request.cpu_milli, j.request.host_memory_mib, is_inference(j));
           j.tasks = a.tasks;
@@ -316,6 +346,14 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
           if (j.status != JobStatus::kBound && j.status != JobStatus::kRunning) {
             ++res.apply_conflicts;
             break;
+          }
+          if (opt.tenancy) {
+            queue_alloc[queue_of[idx]] -= UnitsOf(state, j.tasks, opt.tenancy->cycle.slice_units);
+            queue_waiting[queue_of[idx]] += res.job_records[idx].gpu_milli;
+            if (j.status == JobStatus::kRunning) {
+              const int64_t since = std::max<int64_t>(j.start_s, j.spec->checkpointable ? j.last_checkpoint_s : -1);
+              res.lost_gpu_s += static_cast<double>(now - since) * UnitsOf(state, j.tasks, SliceUnits::kCompute) / 1000.0;
+            }
           }
           if (j.status == JobStatus::kRunning && j.remaining_work_s >= 0) {
             // Work since the last checkpoint is lost; a job that never checkpointed restarts from scratch.
@@ -372,17 +410,25 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     in.snapshot = &state;
     in.queues = queues;
     in.now_s = now;
+    if (opt.tenancy) in.options = opt.tenancy->cycle;
     in.historical_usage.assign(queues.size(), 0.0);
     in.pending.reserve(pending.size());
     for (int32_t p : pending) {
       const JobState& j = jobs[p];
-      in.pending.push_back(PendingJob{j.request, j.team_index, j.submit_s, j.submit_s, false});
+      in.pending.push_back(PendingJob{j.request, queue_of[p], j.submit_s, j.submit_s, false});
+      if (opt.tenancy) in.pending.back().expected_duration_s = static_cast<int64_t>(std::max(0.0, j.remaining_work_s));
     }
     for (int32_t a : active) {
       const JobState& j = jobs[a];
       RunningJob r;
       r.id = a;
-      r.queue = j.team_index;
+      r.queue = queue_of[a];
+      if (opt.tenancy) {
+        auto pit = opt.tenancy->preemptible_by_priority.find(j.request.priority);
+        r.preemptible = pit == opt.tenancy->preemptible_by_priority.end() || pit->second;
+        if (j.remaining_work_s >= 0)
+          r.expected_end_s = std::max(j.bind_s, j.start_s) + static_cast<int64_t>(std::ceil(j.remaining_work_s));
+      }
       r.priority = j.request.priority;
       r.cls = j.request.cls;
       r.tasks = j.tasks;
@@ -415,6 +461,12 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     if (!backlog && next_arrival < order.size()) t_next = std::min(t_next, trace[order[next_arrival]].submit_s);
     if (hook) t_next = std::min(t_next, hook->NextTimeS());  // issue 5
     if (first) t_next = std::min<int64_t>(t_next, 0), first = false;
+    bool tick = false;  // multi-tenant runs: a periodic cycle while jobs wait (guards expire, reclaim)
+    if (opt.tenancy && !pending.empty() && opt.tenancy->cycle_every_s > 0 && now + opt.tenancy->cycle_every_s < t_next &&
+        (t_next != INT64_MAX || opt.horizon_s > 0)) {
+      t_next = now + opt.tenancy->cycle_every_s;
+      tick = true;
+    }
     if (t_next == INT64_MAX) break;
     if (opt.horizon_s > 0 && t_next > opt.horizon_s) break;
     advance(t_next);
@@ -427,6 +479,7 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
       switch (e.type) {
         case EventType::kCompletion:
           if (j.status != JobStatus::kRunning) break;
+          if (opt.tenancy) queue_alloc[queue_of[e.job]] -= UnitsOf(state, j.tasks, opt.tenancy->cycle.slice_units);
           release(j, true);
           j.status = JobStatus::kDone;
           j.epoch++;
@@ -456,6 +509,7 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
       release_backlog(now);
       changed = true;
     }
+    if (tick) changed = true;
     if (hook) {  // issue 5: node arrivals, spot notices and reclaims, applied like cycle actions
       for (int k = 0; k < 8; ++k) {
         Plan hp;

@@ -21,6 +21,9 @@
 #include "base/status.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
+#include <memory>
+
+#include "sched/cycle.h"
 #include "sched/policy.h"
 #include "sched/step_time.h"
 #include "sim/trace.h"
@@ -74,6 +77,27 @@ struct SimOptions {
   int64_t sample_every_s = 3600;  // allocation/utilisation time series resolution
   int max_cycles_per_instant = 64;
   SimHook* hook = nullptr;      // capacity tiers (issue 5, sim/spot.h); not owned; nullptr = none
+  // Multi-tenant runs (sim/multi_tenant.h): queues, cycle options and a periodic cycle; null = one queue
+  // per team with no guarantees and default cycle options.
+  struct Tenancy {
+    std::vector<QueueConfig> queues;
+    std::map<std::string, int> queue_of_team;  // TraceJob::team -> queue index (missing: queue 0)
+    std::map<int, bool> preemptible_by_priority;  // class value -> preemptible (missing: true)
+    CycleOptions cycle;
+    int64_t cycle_every_s = 10;  // also run a cycle this often while jobs wait
+  };
+  std::shared_ptr<const Tenancy> tenancy;
+};
+
+// Per job, for multi-tenant metrics (filled when SimOptions::tenancy is set).
+struct SimJobRecord {
+  std::string team;
+  int priority = 0;
+  int64_t submit_s = 0;
+  int64_t first_bind_s = -1;         // -1 = never bound
+  int64_t gpu_milli = 0;             // requested GPU units
+  bool within_guarantee = false;     // its queue's allocation plus this job fit the guarantee at arrival
+  bool in_window = false;
 };
 
 // Figures of one class (or team) in one run.
@@ -120,6 +144,8 @@ struct RunResult {
   double wall_ms = 0;
   std::vector<SamplePoint> series;
   std::map<std::string, double> extra;    // hook figures (issue 5: cost, spot), reported under their names
+  std::vector<SimJobRecord> job_records;  // multi-tenant runs only
+  double lost_gpu_s = 0;                  // GPU-seconds of work lost to preemption (since last checkpoint)
 };
 
 // Runs one simulation. `jobs` in arrival order (ties by position).
