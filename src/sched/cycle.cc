@@ -556,6 +556,9 @@ bool CycleRun::TryPreempt(int j, int64_t units, int64_t quota_need, PlaceResult*
     const RunningJob& v = in_.running[c.i];
     work_.Apply(Steady(v.tasks), v.cpu_milli, v.host_memory_mib, v.cls != WorkloadClass::kTraining);
   };
+  // Place is tried only once the free capacity of the allowed kinds plus what was released covers the job.
+  const int64_t free0 = FreeAllowedWork(p.request);
+  int64_t freed_total = 0;
   int examined = 0;
   for (const Cand& c : cands) {
     if (examined++ >= o_.max_victims_examined) break;
@@ -567,7 +570,10 @@ bool CycleRun::TryPreempt(int j, int64_t units, int64_t quota_need, PlaceResult*
     released.push_back(c);
     for (int a = vq; a >= 0; a = parent_[a]) tentative[a] -= run_units_[c.i];
     if (vq == q) freed_own += run_units_[c.i];
+    if (p.request.kind_mask == 0 || p.request.KindAllowed(work_.gpu(v.tasks[0].gpus.empty() ? 0 : v.tasks[0].gpus[0].gpu).kind))
+      freed_total += run_units_[c.i];
     if (freed_own < quota_need) continue;
+    if (free0 + freed_total < units) continue;
     res = policy_.Place(work_, p.request);
     if (res.ok) {
       ok = true;
