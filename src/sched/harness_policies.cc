@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace tessera {
@@ -151,15 +152,20 @@ double Stranded(int64_t free_gpu, int64_t cpu, int64_t mem, double cpu_per_milli
 // integer sigmoid scale and tie rule (earliest node in the seed's order) as FGD.
 class TesseraScorer : public fgd_internal::ClassScorer {
  public:
-  TesseraScorer(double cpu_per_milli, double mem_per_milli) : cpm_(cpu_per_milli), mpm_(mem_per_milli) {}
+  // `reserve_cost[k]` (per GPU milli taken on kind k) is the task's reservation cost: kind k's reserve
+  // weight minus the lowest weight among the kinds the task may use (tessera_internal::KindReserveWeights).
+  TesseraScorer(double cpu_per_milli, double mem_per_milli, const std::vector<double>* reserve_cost)
+      : cpm_(cpu_per_milli), mpm_(mem_per_milli), reserve_cost_(reserve_cost) {}
 
   double Score(const fgd_internal::NodeClass& c, const fgd_internal::TaskDelta& d,
                const TaskShapeDistribution& dist, uint16_t* best_values) const override {
     const TaskShape& t = d.shape;
     const int64_t take = t.CpuOnly() ? 0 : int64_t{t.num_gpu} * t.gpu_milli;
     const double before = c.frag + Stranded(c.total_free, c.free_cpu, c.free_mem, cpm_, mpm_);
-    const double stranded_after =
+    double stranded_after =
         Stranded(c.total_free - take, c.free_cpu - t.cpu_milli, c.free_mem - d.host_memory_mib, cpm_, mpm_);
+    if (c.kind >= 0 && static_cast<size_t>(c.kind) < reserve_cost_->size())
+      stranded_after += static_cast<double>(take) * (*reserve_cost_)[static_cast<size_t>(c.kind)];
     if (!t.Sharing()) return FgdScore(before, fgd_internal::FragAfter(c, d, 0, dist) + stranded_after);
     int best = -1;
     uint16_t mask = 0;
@@ -180,6 +186,7 @@ class TesseraScorer : public fgd_internal::ClassScorer {
 
  private:
   double cpm_, mpm_;
+  const std::vector<double>* reserve_cost_;
 };
 
 }  // namespace
@@ -199,8 +206,54 @@ TesseraPackingPolicy::TesseraPackingPolicy(TaskShapeDistribution dist, uint64_t 
   mem_per_milli_ = gpu > 0 ? mem / gpu : 0;
 }
 
+namespace tessera_internal {
+
+std::vector<double> KindReserveWeights(const TaskShapeDistribution& dist, const Cluster& cluster) {
+  std::vector<double> cap;  // GPU milli per kind
+  for (const Node& n : cluster.nodes) {
+    if (n.kind < 0 || n.gpu_count <= 0) continue;
+    if (cap.size() <= static_cast<size_t>(n.kind)) cap.resize(static_cast<size_t>(n.kind) + 1, 0.0);
+    cap[static_cast<size_t>(n.kind)] += static_cast<double>(n.gpu_count) * kMilliPerGpu;
+  }
+  double cap_total = 0;
+  for (double c : cap) cap_total += c;
+  std::vector<double> demand(cap.size(), 0.0);  // constrained GPU demand per kind, per task drawn
+  double demand_total = 0;                       // all GPU demand per task drawn
+  for (size_t i = 0; i < dist.shapes.size(); ++i) {
+    const TaskShape& m = dist.shapes[i];
+    if (m.CpuOnly()) continue;
+    const double d = dist.prob[i] * static_cast<double>(m.num_gpu) * m.gpu_milli;
+    demand_total += d;
+    if (m.kind_mask == 0) continue;
+    double allowed_cap = 0;
+    for (size_t k = 0; k < cap.size(); ++k)
+      if (m.KindAllowed(static_cast<KindId>(k))) allowed_cap += cap[k];
+    if (allowed_cap <= 0) continue;
+    for (size_t k = 0; k < cap.size(); ++k)
+      if (m.KindAllowed(static_cast<KindId>(k))) demand[k] += d * cap[k] / allowed_cap;
+  }
+  std::vector<double> w(cap.size(), 0.0);
+  if (demand_total <= 0 || cap_total <= 0) return w;
+  for (size_t k = 0; k < cap.size(); ++k)
+    if (cap[k] > 0) w[k] = std::min(1.0, (demand[k] / demand_total) * cap_total / cap[k]);
+  return w;
+}
+
+}  // namespace tessera_internal
+
 PlaceResult TesseraPackingPolicy::Place(const ClusterState& s, const Request& r) const {
-  const TesseraScorer scorer(cpu_per_milli_, mem_per_milli_);
+  if (reserve_weight_.empty()) {
+    reserve_weight_ = tessera_internal::KindReserveWeights(engine_.dist(), s.cluster());
+    if (reserve_weight_.empty()) reserve_weight_.push_back(0.0);
+  }
+  // Cost per milli on kind k: its weight above the cheapest kind the task may use.
+  double floor = std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < reserve_weight_.size(); ++k)
+    if (r.KindAllowed(static_cast<KindId>(k))) floor = std::min(floor, reserve_weight_[k]);
+  if (!std::isfinite(floor)) floor = 0;
+  reserve_cost_.resize(reserve_weight_.size());
+  for (size_t k = 0; k < reserve_weight_.size(); ++k) reserve_cost_[k] = std::max(0.0, reserve_weight_[k] - floor);
+  const TesseraScorer scorer(cpu_per_milli_, mem_per_milli_, &reserve_cost_);
   return engine_.Place(s, r, scorer, name());
 }
 

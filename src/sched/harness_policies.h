@@ -62,7 +62,17 @@ class TesseraPackingPolicy : public Policy {
   fgd_internal::ClassEngine engine_;
   double cpu_per_milli_ = 0;  // typical mix: mean CPU (millicores) per GPU milli
   double mem_per_milli_ = 0;  // typical mix: mean host memory (MiB) per GPU milli
+  mutable std::vector<double> reserve_weight_;  // per kind, from the first snapshot's cluster
+  mutable std::vector<double> reserve_cost_;    // per kind, for the request being placed
 };
+
+namespace tessera_internal {
+// Per GPU kind, the share of its capacity that typical tasks restricted to a subset of kinds will ask
+// for, capped at 1: a constrained shape's GPU demand is spread over its allowed kinds in proportion to
+// their capacity, and the workload's total GPU demand is taken to equal cluster capacity (the harness
+// reads results at 100% arrived load). 0 for every kind when no typical shape is constrained.
+std::vector<double> KindReserveWeights(const TaskShapeDistribution& dist, const Cluster& cluster);
+}  // namespace tessera_internal
 
 // Harness policy names: "fgd", "bestfit", "random", "tessera".
 std::vector<std::string> HarnessPolicyNames();

@@ -78,6 +78,10 @@ Result<FgdRunResult> RunFgdHarness(const Cluster& cluster, const Catalog& catalo
       if (Status st = state.CanApply(pr.tasks, r.cpu_milli, r.host_memory_mib); !st.ok())
         return Status::Error(fmt::format("policy {} returned an inapplicable placement for pod {}: {}", policy, i,
                                          st.message()));
+      const NodeId placed_on = pr.tasks.front().node;
+      if (RequestedGpuMilli(r) > 0 && !r.KindAllowed(state.node(placed_on).kind))
+        return Status::Error(fmt::format("policy {} placed pod {} on node {}, whose GPU model the pod does not allow",
+                                         policy, i, cluster.nodes[placed_on].name));
       state.Apply(pr.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
       allocated += ask;
       ++res.placed;

@@ -232,6 +232,60 @@ TEST(HarnessPoliciesTest, TesseraAvoidsStrandingGpusWhereFgdIsIndifferent) {
   EXPECT_GT(fgd_on_0, 0);
 }
 
+TEST(HarnessPoliciesTest, ReserveWeightsFollowConstrainedDemand) {
+  // 4 T4 GPUs and 4 V100 GPUs. Typical tasks: half unconstrained 1-GPU, half 1-GPU V100-only. V100-only
+  // demand is half of all demand, the V100s half of capacity: weight 1. T4: nobody needs it only, 0.
+  Cluster c = SmallCluster(2, 4);
+  const KindId v100 = Catalog::Default().Find("V100M16");
+  ASSERT_GE(v100, 0);
+  c.nodes[1].kind = v100;
+  TaskShape pinned = Whole(1);
+  pinned.kind_mask = uint64_t{1} << v100;
+  std::vector<double> w =
+      tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({Whole(1), pinned}, 1.0), c);
+  ASSERT_GT(w.size(), static_cast<size_t>(std::max(v100, T4())));
+  EXPECT_DOUBLE_EQ(w[v100], 1.0);
+  EXPECT_DOUBLE_EQ(w[T4()], 0.0);
+  // A quarter V100-only: weight 0.5. A shape allowing both kinds spreads by capacity and reserves less.
+  w = tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({Whole(1), Whole(1), Whole(1), pinned}, 1.0), c);
+  EXPECT_DOUBLE_EQ(w[v100], 0.5);
+  TaskShape both = Whole(1);
+  both.kind_mask = (uint64_t{1} << v100) | (uint64_t{1} << T4());
+  w = tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({Whole(1), both}, 1.0), c);
+  EXPECT_DOUBLE_EQ(w[v100], 0.5);
+  EXPECT_DOUBLE_EQ(w[T4()], 0.5);
+  // No constrained shape: no reservation anywhere.
+  w = tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({Whole(1)}, 1.0), c);
+  for (double x : w) EXPECT_EQ(x, 0.0);
+}
+
+TEST(HarnessPoliciesTest, TesseraKeepsScarceModelsForTasksPinnedToThem) {
+  // A T4 node (4 GPUs, 16 cores) and a V100 node (4 GPUs, 64 cores); half the typical tasks (1 GPU,
+  // 4 cores) may only use V100. A 1-GPU, 8-core unconstrained task strands one T4 GPU's worth of CPU, so
+  // FGD + stranding alone would pick the V100 node (score 50 vs 37); the V100s are all needed by pinned
+  // tasks (reserve weight 1), so tessera puts it on the T4 node whatever the seed's node order. A
+  // V100-only task still goes to the V100 node.
+  Cluster c = SmallCluster(2, 4);
+  const KindId v100 = Catalog::Default().Find("V100M16");
+  c.nodes[1].kind = v100;
+  c.nodes[1].cpu_milli = 64000;
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  TaskShape pinned = Whole(1, 4000);
+  pinned.kind_mask = uint64_t{1} << v100;
+  const TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1, 4000), pinned}, 1.0);
+  for (uint64_t seed = 0; seed < 16; ++seed) {
+    PlaceResult t = TesseraPackingPolicy(d, seed).Place(*s, WholeReq(1, 8000));
+    ASSERT_TRUE(t.ok) << t.reason;
+    EXPECT_EQ(t.tasks[0].node, 0) << "seed " << seed;
+    Request only_v100 = WholeReq(1);
+    only_v100.kind_mask = uint64_t{1} << v100;
+    PlaceResult p = TesseraPackingPolicy(d, seed).Place(*s, only_v100);
+    ASSERT_TRUE(p.ok) << p.reason;
+    EXPECT_EQ(p.tasks[0].node, 1);
+  }
+}
+
 TEST(HarnessPoliciesTest, Factory) {
   const TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1)}, 1.0);
   for (const std::string& n : HarnessPolicyNames()) {

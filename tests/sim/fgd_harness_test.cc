@@ -98,15 +98,23 @@ std::string Slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
-TEST(FgdHarnessTest, RealTraceOrdersPolicies) {
-  const std::filesystem::path dir = std::filesystem::path(TESSERA_SOURCE_DIR) / ".." / "shared" / "traces" / "alibaba-gpu-2023";
-  const std::filesystem::path nodes = dir / "openb_node_list_gpu_node.csv", pods = dir / "openb_pod_list_default.csv";
-  if (!std::filesystem::exists(nodes) || !std::filesystem::exists(pods)) {
-    const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true") FAIL() << "missing openb trace under " << dir;
-    GTEST_SKIP() << "openb trace not found under ../shared/traces/alibaba-gpu-2023 (needs "
-                 << nodes.filename() << " and " << pods.filename() << ")";
+std::filesystem::path TraceDir() {
+  return std::filesystem::path(TESSERA_SOURCE_DIR) / ".." / "shared" / "traces" / "alibaba-gpu-2023";
+}
+
+// Missing trace files: a failure under CI=true, else a skip.
+#define REQUIRE_TRACE(nodes, pods)                                                                         \
+  if (!std::filesystem::exists(nodes) || !std::filesystem::exists(pods)) {                                \
+    const char* ci = std::getenv("CI");                                                                   \
+    if (ci && std::string(ci) == "true") FAIL() << "missing openb trace under " << TraceDir();            \
+    GTEST_SKIP() << "openb trace not found under ../shared/traces/alibaba-gpu-2023 (needs "               \
+                 << (nodes).filename() << " and " << (pods).filename() << ")";                           \
   }
+
+TEST(FgdHarnessTest, RealTraceOrdersPolicies) {
+  const std::filesystem::path dir = TraceDir();
+  const std::filesystem::path nodes = dir / "openb_node_list_gpu_node.csv", pods = dir / "openb_pod_list_default.csv";
+  REQUIRE_TRACE(nodes, pods);
   Result<Cluster> c = ParseOpenbNodes(Slurp(nodes), nodes.string(), Catalog::Default());
   ASSERT_TRUE(c.ok()) << c.error();
   Result<OpenbPods> p = ParseOpenbPods(Slurp(pods), pods.string(), Catalog::Default());
@@ -128,6 +136,27 @@ TEST(FgdHarnessTest, RealTraceOrdersPolicies) {
     EXPECT_LT(u[1], u[2]) << "seed " << seed << ": bestfit " << u[1] << " random " << u[2];
     EXPECT_GT(u[0], 3.5) << "fgd below the GPU-only optimum estimate: suspicious";
   }
+}
+
+TEST(FgdHarnessTest, TesseraKeepsScarceModelsOnGpuSpec33) {
+  // gpuspec33: a third of the tasks are pinned to GPU models (T4-only tasks alone ask for more than the
+  // T4s). FGD lets unconstrained pods take the pinned models' GPUs and leaves about 12% unallocated;
+  // tessera's reservation keeps them for the pinned tasks.
+  const std::filesystem::path dir = TraceDir();
+  const std::filesystem::path nodes = dir / "openb_node_list_gpu_node.csv", pods = dir / "openb_pod_list_gpuspec33.csv";
+  REQUIRE_TRACE(nodes, pods);
+  Result<Cluster> c = ParseOpenbNodes(Slurp(nodes), nodes.string(), Catalog::Default());
+  ASSERT_TRUE(c.ok()) << c.error();
+  Result<OpenbPods> p = ParseOpenbPods(Slurp(pods), pods.string(), Catalog::Default());
+  ASSERT_TRUE(p.ok()) << p.error();
+  const TaskShapeDistribution dist = TaskShapeDistribution::FromRequests(p->requests);
+  Result<FgdRunResult> f = RunFgdHarness(*c, Catalog::Default(), p->requests, dist, "fgd", 42);
+  Result<FgdRunResult> t = RunFgdHarness(*c, Catalog::Default(), p->requests, dist, "tessera", 42);
+  ASSERT_TRUE(f.ok()) << f.error();
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_LT(t->unallocated_gpu_pct_at_100, f->unallocated_gpu_pct_at_100 - 2.0)
+      << "tessera " << t->unallocated_gpu_pct_at_100 << " fgd " << f->unallocated_gpu_pct_at_100;
+  EXPECT_GT(t->unallocated_gpu_pct_at_100, 3.0) << "below the T4-only overflow floor: suspicious";
 }
 
 }  // namespace
