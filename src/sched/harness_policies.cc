@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace tessera {
 
@@ -104,6 +105,101 @@ PlaceResult BestFitPolicy::Place(const ClusterState& s, const Request& r) const 
   }
   if (best_node == kNone) return PlaceResult::NoFit(NoFitCode::kResources, NoNodeReason(name(), r, t));
   return OnNode(s, best_node, t, name(), best);
+}
+
+namespace {
+
+// The largest node's CPU (millicores) and GPU (milli) capacities: the harness's normalisation constants.
+std::pair<int64_t, int64_t> MaxNodeCapacity(const ClusterState& s) {
+  int64_t max_cpu = 1, max_gpu = 1;
+  for (const Node& node : s.cluster().nodes) {
+    max_cpu = std::max(max_cpu, node.cpu_milli);
+    max_gpu = std::max<int64_t>(max_gpu, static_cast<int64_t>(node.gpu_count) * kMilliPerGpu);
+  }
+  return {max_cpu, max_gpu};
+}
+
+// Walks feasible nodes in the seed's order and returns the first node with the highest `score(n)`.
+template <typename ScoreFn>
+NodeId BestInOrder(const ClusterState& s, const Request& r, const TaskShape& t, std::vector<int32_t>& order,
+                   uint64_t seed, ScoreFn score, int64_t* best_score) {
+  if (static_cast<int>(order.size()) != s.num_nodes()) order = SeededPermutation(s.num_nodes(), seed);
+  NodeId best_node = kNone;
+  int64_t best = std::numeric_limits<int64_t>::min();
+  for (NodeId n : order) {
+    if (!Feasible(s, n, r, t)) continue;
+    const int64_t sc = score(n);
+    if (sc > best) {
+      best = sc;
+      best_node = n;
+    }
+  }
+  *best_score = best;
+  return best_node;
+}
+
+}  // namespace
+
+PlaceResult DotProdPolicy::Place(const ClusterState& s, const Request& r) const {
+  if (Status st = CheckHarnessRequest(r); !st.ok()) return PlaceResult::NoFit(NoFitCode::kInvalid, st.message());
+  const TaskShape t = ShapeOf(r);
+  const auto [max_cpu, max_gpu] = MaxNodeCapacity(s);
+  const double cpu_d = static_cast<double>(t.cpu_milli) / static_cast<double>(max_cpu);
+  const double gpu_d = static_cast<double>(t.CpuOnly() ? 0 : int64_t{t.num_gpu} * t.gpu_milli) / static_cast<double>(max_gpu);
+  int64_t best = 0;
+  const NodeId n = BestInOrder(s, r, t, order_, seed_, [&](NodeId n) {
+    const NodeState& ns = s.node(n);
+    const double dot = cpu_d * static_cast<double>(ns.free_cpu_milli) / static_cast<double>(max_cpu) +
+                       gpu_d * static_cast<double>(ns.free_milli_total) / static_cast<double>(max_gpu);
+    return static_cast<int64_t>(100.0 * (1.0 - dot / 2.0));
+  }, &best);
+  if (n == kNone) return PlaceResult::NoFit(NoFitCode::kResources, NoNodeReason(name(), r, t));
+  return OnNode(s, n, t, name(), static_cast<double>(best));
+}
+
+PlaceResult GpuClusteringPolicy::Place(const ClusterState& s, const Request& r) const {
+  if (Status st = CheckHarnessRequest(r); !st.ok()) return PlaceResult::NoFit(NoFitCode::kInvalid, st.message());
+  const TaskShape t = ShapeOf(r);
+  const int64_t max_gpu = MaxNodeCapacity(s).second;
+  int64_t best = 0;
+  const NodeId n = BestInOrder(s, r, t, order_, seed_, [&](NodeId n) -> int64_t {
+    if (t.CpuOnly()) return 0;
+    const NodeState& ns = s.node(n);
+    bool has_share = false, has_whole = false;
+    for (int i = 0; i < ns.gpu_count; ++i) {
+      const GpuState& g = s.gpu(ns.first_gpu + i);
+      if (g.mig_enabled || g.tasks == 0) continue;
+      if (g.tasks == 1 && g.free_milli == 0) has_whole = true;
+      else has_share = true;
+    }
+    const bool same = t.Sharing() ? has_share : has_whole;
+    const bool other = t.Sharing() ? has_whole : has_share;
+    const int64_t base = same ? (other ? 50 : 75) : (other ? 0 : 25);
+    return base + 25 * (max_gpu - ns.free_milli_total) / max_gpu;
+  }, &best);
+  if (n == kNone) return PlaceResult::NoFit(NoFitCode::kResources, NoNodeReason(name(), r, t));
+  return OnNode(s, n, t, name(), static_cast<double>(best));
+}
+
+PlaceResult GpuPackingPolicy::Place(const ClusterState& s, const Request& r) const {
+  if (Status st = CheckHarnessRequest(r); !st.ok()) return PlaceResult::NoFit(NoFitCode::kInvalid, st.message());
+  const TaskShape t = ShapeOf(r);
+  int64_t best = 0;
+  const NodeId n = BestInOrder(s, r, t, order_, seed_, [&](NodeId n) -> int64_t {
+    if (t.CpuOnly()) return 0;
+    const NodeState& ns = s.node(n);
+    if (ns.free_whole == ns.gpu_count) return std::max(33 - ns.free_whole, ns.free_whole);
+    if (!t.Sharing()) return std::max(50 - t.num_gpu, 33);  // whole tasks take fully free GPUs
+    int tightest = kMilliPerGpu + 1;
+    for (int i = 0; i < ns.gpu_count; ++i) {
+      const int f = s.gpu(ns.first_gpu + i).free_milli;
+      if (f >= t.gpu_milli) tightest = std::min(tightest, f);
+    }
+    if (tightest >= kMilliPerGpu) return std::max(50 - 1, 33);  // must open a fully free GPU
+    return std::max(100 - (tightest * 100 / kMilliPerGpu) / 10, 50);
+  }, &best);
+  if (n == kNone) return PlaceResult::NoFit(NoFitCode::kResources, NoNodeReason(name(), r, t));
+  return OnNode(s, n, t, name(), static_cast<double>(best));
 }
 
 PlaceResult RandomPolicy::Place(const ClusterState& s, const Request& r) const {
@@ -257,7 +353,9 @@ PlaceResult TesseraPackingPolicy::Place(const ClusterState& s, const Request& r)
   return engine_.Place(s, r, scorer, name());
 }
 
-std::vector<std::string> HarnessPolicyNames() { return {"fgd", "bestfit", "random", "tessera"}; }
+std::vector<std::string> HarnessPolicyNames() {
+  return {"fgd", "bestfit", "random", "dotprod", "gpuclustering", "gpupacking", "tessera"};
+}
 
 Result<std::unique_ptr<Policy>> MakeHarnessPolicy(std::string_view name, const TaskShapeDistribution& dist,
                                                   uint64_t seed) {
@@ -265,7 +363,11 @@ Result<std::unique_ptr<Policy>> MakeHarnessPolicy(std::string_view name, const T
   if (name == "tessera") return std::unique_ptr<Policy>(new TesseraPackingPolicy(dist, seed));
   if (name == "bestfit") return std::unique_ptr<Policy>(new BestFitPolicy(seed));
   if (name == "random") return std::unique_ptr<Policy>(new RandomPolicy(seed));
-  return Status::Error(fmt::format("unknown harness policy '{}' (known: fgd, bestfit, random, tessera)", name));
+  if (name == "dotprod") return std::unique_ptr<Policy>(new DotProdPolicy(seed));
+  if (name == "gpuclustering") return std::unique_ptr<Policy>(new GpuClusteringPolicy(seed));
+  if (name == "gpupacking") return std::unique_ptr<Policy>(new GpuPackingPolicy(seed));
+  return Status::Error(fmt::format(
+      "unknown harness policy '{}' (known: fgd, bestfit, random, dotprod, gpuclustering, gpupacking, tessera)", name));
 }
 
 }  // namespace tessera

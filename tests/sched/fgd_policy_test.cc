@@ -210,6 +210,63 @@ TEST(HarnessPoliciesTest, RandomIsFeasibleAndRepeatable) {
   EXPECT_GT(seen.size(), 4u);
 }
 
+TEST(HarnessPoliciesTest, DotProdPrefersTheLeastAlignedNode) {
+  // Node 1 has 3 of 4 GPUs and 12 cores taken: its free vector is smallest, so the dot product with any
+  // demand is smallest there and it wins whatever the node order.
+  const Cluster c = SmallCluster(3, 4);
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  for (GpuId g = 4; g < 7; ++g) Take(*s, g, 1000, 4000);
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    PlaceResult r = DotProdPolicy(seed).Place(*s, WholeReq(1));
+    ASSERT_TRUE(r.ok) << r.reason;
+    EXPECT_EQ(r.tasks[0].node, 1) << "seed " << seed;
+  }
+}
+
+TEST(HarnessPoliciesTest, GpuClusteringKeepsFormsTogether) {
+  // Node 0 holds a 0.3-GPU task, node 1 a whole-GPU task, node 2 nothing. Shares go to node 0, whole
+  // GPUs to node 1, whatever the node order; CPU-only tasks score 0 everywhere (seed order decides).
+  const Cluster c = SmallCluster(3, 4);
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  Take(*s, 0, 300);
+  Take(*s, 4, 1000);
+  std::set<NodeId> cpu_nodes;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    PlaceResult share = GpuClusteringPolicy(seed).Place(*s, ShareReq(500));
+    ASSERT_TRUE(share.ok) << share.reason;
+    EXPECT_EQ(share.tasks[0].node, 0) << "seed " << seed;
+    PlaceResult whole = GpuClusteringPolicy(seed).Place(*s, WholeReq(2));
+    ASSERT_TRUE(whole.ok) << whole.reason;
+    EXPECT_EQ(whole.tasks[0].node, 1) << "seed " << seed;
+    Request cpu_only = WholeReq(0);
+    cpu_only.gpu_milli = 0;
+    PlaceResult co = GpuClusteringPolicy(seed).Place(*s, cpu_only);
+    ASSERT_TRUE(co.ok) << co.reason;
+    cpu_nodes.insert(co.tasks[0].node);
+  }
+  EXPECT_GT(cpu_nodes.size(), 1u);
+}
+
+TEST(HarnessPoliciesTest, GpuPackingFillsPartlyUsedGpusThenNodes) {
+  // Node 0 empty; node 1: GPU 4 has 600 free; node 2: GPU 8 taken whole. A 0.5 share goes to GPU 4
+  // (partly used GPU); a whole GPU goes to a partly used node (1 or 2), never to the empty node.
+  const Cluster c = SmallCluster(3, 4);
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  Take(*s, 4, 400);
+  Take(*s, 8, 1000);
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    PlaceResult share = GpuPackingPolicy(seed).Place(*s, ShareReq(500));
+    ASSERT_TRUE(share.ok) << share.reason;
+    EXPECT_EQ(share.tasks[0].gpus[0].gpu, 4) << "seed " << seed;
+    PlaceResult whole = GpuPackingPolicy(seed).Place(*s, WholeReq(1));
+    ASSERT_TRUE(whole.ok) << whole.reason;
+    EXPECT_NE(whole.tasks[0].node, 0) << "seed " << seed;
+  }
+}
+
 TEST(HarnessPoliciesTest, TesseraAvoidsStrandingGpusWhereFgdIsIndifferent) {
   // Node 0: 4 GPUs, 32 cores; node 1: 4 GPUs, 128 cores. Typical task: 1 GPU, 8 cores. A 1-GPU task
   // asking 20 cores leaves node 0 with 3 GPUs and 12 cores: one typical task still fits, so FGD's measure
@@ -293,7 +350,7 @@ TEST(HarnessPoliciesTest, Factory) {
     ASSERT_TRUE(p.ok()) << p.error();
     EXPECT_EQ((*p)->name(), n);
   }
-  EXPECT_FALSE(MakeHarnessPolicy("dotprod", d, 1).ok());
+  EXPECT_FALSE(MakeHarnessPolicy("firstfit", d, 1).ok());
 }
 
 }  // namespace
