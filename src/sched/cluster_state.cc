@@ -163,6 +163,16 @@ Result<ClusterState> ClusterState::Build(const Cluster& cluster, const Catalog& 
       if (kind.profiles[p].max_count < positions) s.media_profiles_[k] |= 1u << p;
     }
   }
+  s.idle_nodes_.assign(catalog.size() * 32, {});
+  s.create_nodes_.assign(catalog.size() * 32, {});
+  const size_t words = (cluster.nodes.size() + 63) / 64;
+  for (KindId k = 0; k < static_cast<KindId>(catalog.size()); ++k) {
+    if (!catalog.kind(k).mig_capable) continue;
+    for (int p = 0; p < static_cast<int>(catalog.kind(k).profiles.size()) && p < 32; ++p) {
+      s.idle_nodes_[k * 32 + p].assign(words, 0);
+      s.create_nodes_[k * 32 + p].assign(words, 0);
+    }
+  }
   s.free_whole_index_.assign(cluster.nodes.size(), 0);
   s.convertible_index_.assign(cluster.nodes.size(), 0);
   s.mig_profile_index_.assign(cluster.nodes.size(), 0);
@@ -230,6 +240,7 @@ uint32_t ClusterState::CreatableProfiles(const GpuState& gs) const {
 void ClusterState::RefreshNode(NodeId n) {
   NodeState& ns = nodes_[n];
   const int old_free = ns.free_whole;
+  const uint32_t old_idle = ns.idle_profile_mask, old_create = ns.creatable_profile_mask;
   ns.free_whole = ns.mig_gpus = ns.idle_gpus = ns.idle_mig_gpus = 0;
   ns.free_milli_total = 0;
   ns.idle_profile_mask = ns.creatable_profile_mask = 0;
@@ -251,6 +262,17 @@ void ClusterState::RefreshNode(NodeId n) {
   free_whole_index_[n] = static_cast<uint8_t>(std::min(ns.free_whole, 255));
   convertible_index_[n] = static_cast<uint8_t>(std::min(ns.free_whole + ns.idle_mig_gpus, 255));
   mig_profile_index_[n] = ns.idle_profile_mask | ns.creatable_profile_mask;
+  if (ns.kind >= 0 && (old_idle != ns.idle_profile_mask || old_create != ns.creatable_profile_mask)) {
+    const uint64_t bit = uint64_t{1} << (n & 63);
+    for (uint32_t changed = old_idle ^ ns.idle_profile_mask; changed; changed &= changed - 1) {
+      const int p = __builtin_ctz(changed);
+      idle_nodes_[ns.kind * 32 + p][n >> 6] ^= bit;
+    }
+    for (uint32_t changed = old_create ^ ns.creatable_profile_mask; changed; changed &= changed - 1) {
+      const int p = __builtin_ctz(changed);
+      create_nodes_[ns.kind * 32 + p][n >> 6] ^= bit;
+    }
+  }
   ++ns.version;
 }
 
@@ -501,6 +523,17 @@ Status ClusterState::CheckInvariants() const {
     leaf_free[ns.leaf] += free_whole;
   }
   if (leaf_free != leaf_free_whole_) return Status::Error("leaf free-GPU counters out of date");
+  for (NodeId n = 0; n < num_nodes(); ++n) {
+    const NodeState& ns = nodes_[n];
+    if (ns.kind < 0 || !catalog_->kind(ns.kind).mig_capable) continue;
+    for (int p = 0; p < static_cast<int>(catalog_->kind(ns.kind).profiles.size()) && p < 32; ++p) {
+      const bool idle = (idle_nodes_[ns.kind * 32 + p][n >> 6] >> (n & 63)) & 1u;
+      const bool create = (create_nodes_[ns.kind * 32 + p][n >> 6] >> (n & 63)) & 1u;
+      if (idle != static_cast<bool>((ns.idle_profile_mask >> p) & 1u) ||
+          create != static_cast<bool>((ns.creatable_profile_mask >> p) & 1u))
+        return Status::Error(fmt::format("node {}: MIG profile index out of date", n));
+    }
+  }
   return Status::Ok();
 }
 

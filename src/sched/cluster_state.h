@@ -96,6 +96,10 @@ class ClusterState {
   const std::vector<uint8_t>& free_whole_index() const { return free_whole_index_; }
   const std::vector<uint8_t>& convertible_index() const { return convertible_index_; }
   const std::vector<uint32_t>& mig_profile_index() const { return mig_profile_index_; }
+  // Bitsets over nodes (64 per word): nodes of kind `k` with an idle instance of profile `p`, and with
+  // free slices where one could be created. Empty for kinds without MIG.
+  const std::vector<uint64_t>& idle_profile_nodes(KindId k, int p) const { return idle_nodes_[k * 32 + p]; }
+  const std::vector<uint64_t>& creatable_profile_nodes(KindId k, int p) const { return create_nodes_[k * 32 + p]; }
 
   // Checks that `tasks` can be applied now (every grant fits); no change on error.
   Status CanApply(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli, int64_t host_memory_mib) const;
@@ -133,6 +137,8 @@ class ClusterState {
   std::vector<uint8_t> free_whole_index_;
   std::vector<uint8_t> convertible_index_;
   std::vector<uint32_t> mig_profile_index_;
+  std::vector<std::vector<uint64_t>> idle_nodes_;    // [kind * 32 + profile] -> node bitset
+  std::vector<std::vector<uint64_t>> create_nodes_;  // [kind * 32 + profile] -> node bitset
   // Per kind: profiles (bit p) with an allowed start free under each 8-bit used mask, and media profiles.
   std::vector<std::array<uint32_t, 256>> creatable_by_mask_;
   std::vector<uint32_t> media_profiles_;
