@@ -1,9 +1,15 @@
 // The `tessera` command.
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
+  // Scheduling cycles and simulations allocate buffers of similar sizes over and over: keep freed heap
+  // memory in the process (no mmap/munmap per large vector, no trimming) so it is reused without page faults.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{"Tessera: a GPU cluster orchestrator for AI workloads"};
   app.require_subcommand(1);
   int exit_code = 0;
