@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sched/harness_policies.h"
 #include "sim/openb.h"
 
 namespace tessera {
@@ -71,7 +72,7 @@ TEST(FgdHarnessTest, SameSeedSameCurve) {
   Small s = LoadSmall();
   FgdHarnessOptions opt;
   opt.record_curve = true;
-  for (const char* policy : {"fgd", "tessera", "bestfit", "random"}) {
+  for (const std::string& policy : HarnessPolicyNames()) {
     Result<FgdRunResult> a = RunFgdHarness(s.cluster, Catalog::Default(), s.pods.requests, s.dist, policy, 7, opt);
     Result<FgdRunResult> b = RunFgdHarness(s.cluster, Catalog::Default(), s.pods.requests, s.dist, policy, 7, opt);
     ASSERT_TRUE(a.ok()) << a.error();
@@ -87,7 +88,7 @@ TEST(FgdHarnessTest, SameSeedSameCurve) {
     EXPECT_LE(a->curve.back().allocated_pct, 100.0);
     EXPECT_DOUBLE_EQ(a->unallocated_gpu_pct_at_100, b->unallocated_gpu_pct_at_100);
   }
-  Result<FgdRunResult> bad = RunFgdHarness(s.cluster, Catalog::Default(), s.pods.requests, s.dist, "dotprod", 7);
+  Result<FgdRunResult> bad = RunFgdHarness(s.cluster, Catalog::Default(), s.pods.requests, s.dist, "firstfit", 7);
   EXPECT_FALSE(bad.ok());
 }
 
