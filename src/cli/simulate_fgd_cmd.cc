@@ -135,6 +135,16 @@ int Run(const FgdOptions& o) {
     }
   }
 
+  // Opened before the runs so that an unwritable path fails fast.
+  std::ofstream out;
+  if (!o.curves.empty()) {
+    out.open(o.curves);
+    if (!out) {
+      std::cerr << "error: cannot write " << o.curves << "\n";
+      return 2;
+    }
+  }
+
   struct Job {
     size_t policy = 0;
     uint64_t seed = 0;
@@ -170,16 +180,16 @@ int Run(const FgdOptions& o) {
   }
 
   if (!o.curves.empty()) {
-    std::ofstream out(o.curves);
-    if (!out) {
-      std::cerr << "error: cannot write " << o.curves << "\n";
-      return 2;
-    }
     out << "policy,seed,pod_index,arrived_pct,allocated_pct,frag_pct_of_capacity,frag_pct_of_idle\n";
     for (const Job& j : jobs)
       for (const CurvePoint& c : j.result->curve)
         out << fmt::format("{},{},{},{:.4f},{:.4f},{:.4f},{:.4f}\n", policies[j.policy], j.seed, c.pod_index,
                            c.arrived_pct, c.allocated_pct, c.frag_pct_of_capacity, c.frag_pct_of_idle);
+    out.close();
+    if (!out) {
+      std::cerr << "error: writing " << o.curves << " failed\n";
+      return 2;
+    }
   }
 
   nlohmann::json results = nlohmann::json::array();
@@ -217,10 +227,10 @@ int Run(const FgdOptions& o) {
   }
   std::cout << fmt::format("FGD harness: {} nodes, {} pods, {} typical shapes, seeds {}, inflation {}\n",
                            cluster->nodes.size(), pods->requests.size(), dist.shapes.size(), o.seeds, o.inflation);
-  std::cout << fmt::format("{:<10} {:>22} {:>22} {:>9}\n", "policy", "unallocated@100 med", "[min, max]", "seconds");
+  std::cout << fmt::format("{:<14} {:>22} {:>22} {:>9}\n", "policy", "unallocated@100 med", "[min, max]", "seconds");
   for (const auto& r : results) {
     const auto& u = r["unallocated_gpu_pct_at_100"];
-    std::cout << fmt::format("{:<10} {:>21.2f}% {:>22} {:>9.2f}\n", r["policy"].get<std::string>(),
+    std::cout << fmt::format("{:<14} {:>21.2f}% {:>22} {:>9.2f}\n", r["policy"].get<std::string>(),
                              u["median"].get<double>(),
                              fmt::format("[{:.2f}, {:.2f}]", u["min"].get<double>(), u["max"].get<double>()),
                              r["seconds"].get<double>());
@@ -237,7 +247,7 @@ void RegisterFgdHarness(CLI::App& simulate, int* exit_code) {
       "fgd-harness", "Replay the FGD paper's harness (shuffle, inflate to 1.3x, place once) on an openb trace");
   cmd->add_option("--nodes", opt->nodes, "openb node list CSV")->required();
   cmd->add_option("--pods", opt->pods, "openb pod list CSV")->required();
-  cmd->add_option("--policy", opt->policies, "policies, comma-separated: fgd, bestfit, random, tessera");
+  cmd->add_option("--policy", opt->policies, "policies, comma-separated: fgd, bestfit, random, dotprod, gpuclustering, gpupacking, tessera");
   cmd->add_option("--seeds", opt->seeds, "seeds: 42-51, 42 or 42,45");
   cmd->add_option("--curves", opt->curves, "write per-pod curves as CSV to this file");
   cmd->add_option("--threads", opt->threads, "runs in parallel (default 2)");

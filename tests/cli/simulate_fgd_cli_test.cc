@@ -1,0 +1,167 @@
+// `tessera simulate fgd-harness` end to end on small synthetic openb CSVs written to a temp dir: JSON
+// keys, the --curves CSV, and bad input (exit code 2, messages naming file:line:field).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+};
+
+CliRun Tessera(const std::string& args, bool with_stderr = false) {
+  const std::string cmd = std::string("'") + TESSERA_BINARY + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A fresh temp dir with nodes.csv and pods.csv, removed at the end of the test.
+class FgdCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tessera-fgd-cli-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    Write("nodes.csv",
+          "sn,cpu_milli,memory_mib,gpu,model\n"
+          "a,32000,131072,4,T4\n"
+          "b,32000,131072,4,T4\n"
+          "c,64000,262144,8,G2\n"
+          "d,16000,65536,2,P100\n");
+    Write("pods.csv",
+          "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+          "p0,4000,16384,1,1000,\n"
+          "p1,2000,8192,1,500,\n"
+          "p2,2000,8192,1,300,T4\n"
+          "p3,8000,16384,0,0,\n"
+          "p4,6000,12288,1,810,\n"
+          "p5,16000,65536,2,1000,G2\n"
+          "p6,2000,8192,1,230,\n"
+          "p7,4000,16384,1,1000,P100|T4\n");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return Path(name);
+  }
+  std::string Path(const std::string& name) const { return "'" + (dir_ / name).string() + "'"; }
+  std::string Harness(const std::string& nodes, const std::string& pods) const {
+    return "simulate fgd-harness --nodes " + Path(nodes) + " --pods " + Path(pods);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(FgdCliTest, JsonHasEveryKeyForEveryPolicy) {
+  CliRun r = Tessera(Harness("nodes.csv", "pods.csv") +
+                  " --policy fgd,tessera,bestfit,random,dotprod,gpuclustering,gpupacking --seeds 1-3 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* key : {"nodes", "pods", "seeds", "inflation", "typical_shapes", "threads", "wall_seconds", "results"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["seeds"], nlohmann::json({1, 2, 3}));
+  EXPECT_DOUBLE_EQ(j["inflation"].get<double>(), 1.3);
+  ASSERT_EQ(j["results"].size(), 7u);
+  std::vector<std::string> names;
+  for (const auto& res : j["results"]) {
+    names.push_back(res["policy"].get<std::string>());
+    for (const char* key : {"unallocated_gpu_pct_at_100", "fragmentation_pct_at_100", "fragmentation_pct_of_idle_at_100"}) {
+      ASSERT_TRUE(res.contains(key)) << key;
+      const auto& spread = res[key];
+      for (const char* k : {"median", "min", "max", "seeds"}) EXPECT_TRUE(spread.contains(k)) << key << "." << k;
+      EXPECT_EQ(spread["seeds"].size(), 3u);
+      EXPECT_LE(spread["min"].get<double>(), spread["median"].get<double>());
+      EXPECT_LE(spread["median"].get<double>(), spread["max"].get<double>());
+    }
+    for (const char* key : {"pods_per_run_mean", "failed_per_run_mean", "seconds", "seconds_per_run_max"})
+      EXPECT_TRUE(res.contains(key)) << key;
+    const double u = res["unallocated_gpu_pct_at_100"]["median"].get<double>();
+    EXPECT_GE(u, 0.0);
+    EXPECT_LE(u, 100.0);
+    EXPECT_GT(res["pods_per_run_mean"].get<double>(), 8.0);  // inflated past the 8 originals
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"fgd", "tessera", "bestfit", "random", "dotprod", "gpuclustering",
+                                             "gpupacking"}));
+}
+
+TEST_F(FgdCliTest, CurvesWritesOneRowPerPodPerRun) {
+  CliRun r = Tessera(Harness("nodes.csv", "pods.csv") + " --policy fgd,gpupacking --seeds 4-5 --json --curves " +
+                  Path("curves.csv"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  std::ifstream in(dir_ / "curves.csv");
+  ASSERT_TRUE(in) << "no curves file";
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, "policy,seed,pod_index,arrived_pct,allocated_pct,frag_pct_of_capacity,frag_pct_of_idle");
+  int rows = 0, fgd_rows = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    if (line.rfind("fgd,", 0) == 0) ++fgd_rows;
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 6) << line;
+  }
+  double expected = 0;
+  for (const auto& res : j["results"]) expected += 2 * res["pods_per_run_mean"].get<double>();
+  EXPECT_EQ(rows, static_cast<int>(expected));
+  EXPECT_GT(fgd_rows, 0);
+  EXPECT_LT(fgd_rows, rows);
+}
+
+TEST_F(FgdCliTest, BadInputNamesFileLineAndField) {
+  Write("bad_nodes.csv",
+        "sn,cpu_milli,memory_mib,gpu,model\n"
+        "a,32000,131072,4,T4\n"
+        "b,lots,131072,4,T4\n");
+  CliRun r = Tessera(Harness("bad_nodes.csv", "pods.csv"), true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("bad_nodes.csv:3: field 'cpu_milli'"), std::string::npos) << r.out;
+
+  Write("bad_pods.csv",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+        "p0,4000,16384,1,1000\n"
+        "p1,2000,8192,1,1500\n");
+  r = Tessera(Harness("nodes.csv", "bad_pods.csv"), true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("bad_pods.csv:3: field 'gpu_milli'"), std::string::npos) << r.out;
+
+  r = Tessera(Harness("nodes.csv", "missing.csv"), true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("missing.csv"), std::string::npos) << r.out;
+
+  r = Tessera(Harness("nodes.csv", "pods.csv") + " --policy fgd,nope", true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown harness policy 'nope'"), std::string::npos) << r.out;
+
+  r = Tessera(Harness("nodes.csv", "pods.csv") + " --seeds 9-3", true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--seeds"), std::string::npos) << r.out;
+
+  r = Tessera(Harness("nodes.csv", "pods.csv") + " --curves " + Path("no/such/dir/c.csv"), true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("cannot write"), std::string::npos) << r.out;
+}
+
+}  // namespace
