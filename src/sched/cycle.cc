@@ -145,17 +145,25 @@ class CycleRun {
   // priority, then fair share (lower key first), then queue index.
   struct HeapItem {
     int top;   // 1 = priority at or above cross_queue_preempt_priority
+    int aged;  // 1 = the head job is a gang that waited at least gang_aging_s
     int tier;  // 0 = the head job fits within its queue's guarantee
     int prio;
     double key;
     int q;
     uint32_t ver;
     bool operator<(const HeapItem& b) const {  // std::priority_queue pops the largest: invert
-      return std::tie(top, b.tier, prio, b.key, b.q) < std::tie(b.top, tier, b.prio, key, q);
+      return std::tie(top, aged, b.tier, prio, b.key, b.q) < std::tie(b.top, b.aged, tier, b.prio, key, q);
     }
   };
   struct Phantom {
     std::vector<TaskPlacement> tasks;
+    // Fences: the free CPU and host memory of each reserved node, held so that no other task lands there
+    // (e.g. a new MIG instance on a partly used GPU of the node), which would push the reservation back.
+    struct Fence {
+      NodeId node;
+      int64_t cpu_milli, memory_mib;
+    };
+    std::vector<Fence> fences;
   };
 
   void Setup();
@@ -369,8 +377,11 @@ void CycleRun::Push(std::priority_queue<HeapItem>& heap, int q) {
   if (qnext_[q] >= qjobs_[q].size()) return;
   const int j = qjobs_[q][qnext_[q]];
   const int tier = alloc_[q] + est_units_[j] <= guar_[q] ? 0 : 1;
-  const int prio = in_.pending[j].request.priority;
-  heap.push({prio >= o_.cross_queue_preempt_priority ? 1 : 0, tier, prio, Key(q), q, ++qver_[q]});
+  const PendingJob& p = in_.pending[j];
+  const int prio = p.request.priority;
+  const bool gang = p.request.tasks > 1 || p.request.gpus_per_task > 1;
+  const int aged = o_.gang_aging_s >= 0 && gang && !p.held && in_.now_s - p.eligible_time_s >= o_.gang_aging_s ? 1 : 0;
+  heap.push({prio >= o_.cross_queue_preempt_priority ? 1 : 0, aged, tier, prio, Key(q), q, ++qver_[q]});
 }
 
 bool CycleRun::QuotaCheck(int j, int64_t units, PendingStatus* st, bool* invalid, int* blocking) const {
@@ -653,7 +664,9 @@ bool CycleRun::TryReserve(int j) {
   // Only demand within its queue's guarantee (or production-level priority) may hold capacity ahead:
   // a borrowing gang must not block an owner's guaranteed demand.
   const int q = plan_.pending[j].queue;
-  if (alloc_[q] + est_units_[j] > guar_[q] && p.request.priority < o_.cross_queue_preempt_priority) return false;
+  if (!o_.reserve_beyond_guarantee && alloc_[q] + est_units_[j] > guar_[q] &&
+      p.request.priority < o_.cross_queue_preempt_priority)
+    return false;
   ClusterState w = work_;
   struct End {
     int64_t t;
@@ -726,10 +739,24 @@ bool CycleRun::TryReserve(int j) {
       if (!merged) ph.tasks.push_back(std::move(hold));
     }
   }
-  if (!ph.tasks.empty() && work_.CanApply(ph.tasks, 0, 0).ok()) {
+  const bool held = !ph.tasks.empty() && work_.CanApply(ph.tasks, 0, 0).ok();
+  if (held) {
     work_.Apply(ph.tasks, 0, 0, false);
-    ++work_version_;
     for (const TaskPlacement& tp : ph.tasks) phantom_units_ += int64_t{kMilliPerGpu} * static_cast<int64_t>(tp.gpus.size());
+  }
+  if (o_.fence_reserved_nodes) {
+    for (const TaskPlacement& tp : res.tasks) {
+      bool seen = false;
+      for (const Phantom::Fence& f : ph.fences) seen |= f.node == tp.node;
+      const NodeState& ns = work_.node(tp.node);
+      if (seen || (ns.free_cpu_milli <= 0 && ns.free_memory_mib <= 0)) continue;
+      ph.fences.push_back({tp.node, ns.free_cpu_milli, ns.free_memory_mib});
+      work_.Apply({TaskPlacement{tp.node, {}}}, ns.free_cpu_milli, ns.free_memory_mib, false);
+    }
+  }
+  if (!held) ph.tasks.clear();
+  if (!ph.tasks.empty() || !ph.fences.empty()) {
+    ++work_version_;
     phantoms_.push_back(std::move(ph));
   }
   // Holds only shrink free capacity, so cached failures stay valid.
@@ -844,7 +871,10 @@ void CycleRun::Process(int j) {
 void CycleRun::Estimate(const std::vector<int>& order) {
   if (o_.estimate_limit <= 0) return;
   ClusterState w = work_;
-  for (const Phantom& ph : phantoms_) w.Release(ph.tasks, 0, 0, false);
+  for (const Phantom& ph : phantoms_) {
+    w.Release(ph.tasks, 0, 0, false);
+    for (const Phantom::Fence& f : ph.fences) w.Release({TaskPlacement{f.node, {}}}, f.cpu_milli, f.memory_mib, false);
+  }
   struct End {
     int64_t t;
     const std::vector<TaskPlacement>* tasks;

@@ -105,6 +105,17 @@ struct CycleOptions {
   int cross_queue_preempt_priority = 1000;
   SliceUnits slice_units = SliceUnits::kCompute;
   int max_reservations = 2;             // head gangs that get a reservation per cycle
+  // false: only a gang within its queue's guarantee (or production-level) may reserve, so a borrowing gang
+  // never blocks an owner's guaranteed demand. true: every gang may (a cluster without quotas: Slurm-style
+  // backfill, where the head gang of each queue holds capacity and smaller jobs only fill around it).
+  bool reserve_beyond_guarantee = false;
+  // Aging (Slurm's age factor for gangs): a queue whose head job is a multi-GPU job that has waited at least
+  // this long (since eligible) is examined before every other queue head except production-level ones, so
+  // its placement or reservation comes before other queues' jobs take the capacity it waits for. -1 = off.
+  int64_t gang_aging_s = -1;
+  // true: a reservation also holds the free CPU and host memory of its nodes for the rest of the cycle, so
+  // no other task (e.g. a new MIG instance on a partly used GPU there) lands on them and delays it.
+  bool fence_reserved_nodes = false;
   int max_preemption_attempts = 16;     // blocked jobs that may search for victims per cycle
   int max_victims_examined = 64;        // candidates released per search
   int estimate_limit = 100;             // pending jobs (pool order) that get a what-if start estimate

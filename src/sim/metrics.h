@@ -21,7 +21,11 @@ Spread SpreadOf(const std::vector<double>& v);
 double Percentile(std::vector<double> v, double q);
 
 // Served-versus-demanded mix of GPU requests by class for one run: the largest absolute difference
-// between a class's share of GPU requests that arrived in the window and its share of those served.
+// between a class's share of GPU requests that arrived in the window (demanded; backlog runs: released
+// into the backlog) and its share of GPU requests first bound in the window (served: work that ran,
+// completed or still running, whenever it arrived). A sub-GPU replica counts one request, k GPUs k. The two
+// counts differ by the change in what waits between the window's ends, so a class whose waiting work grows
+// (e.g. 8-GPU gangs piling up in a saturated backlog) shows as under-served.
 double MixDeviation(const RunResult& r);
 
 // The per-policy object of the JSON output for runs of one policy over seeds.

@@ -27,6 +27,7 @@ struct JobState {
   int64_t first_bind_s = -1;
   int64_t bind_s = -1;
   int64_t start_s = -1;
+  int64_t end_s = -1;          // scheduled completion while running (-1 = none)
   uint32_t epoch = 0;
   std::vector<TaskPlacement> tasks;
   double remaining_work_s = 0;  // ideal seconds left (at efficiency 1)
@@ -247,8 +248,8 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     j.eff_gpus = effg;
     if (j.remaining_work_s >= 0) {
       const double wall = j.remaining_work_s / std::max(1e-9, j.efficiency);
-      events.Push({now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wall))), EventType::kCompletion, idx,
-                    j.epoch, 0});
+      j.end_s = now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wall)));
+      events.Push({j.end_s, EventType::kCompletion, idx, j.epoch, 0});
     }
   };
 
@@ -410,13 +411,19 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     in.snapshot = &state;
     in.queues = queues;
     in.now_s = now;
+    const bool expected_ends = opt.tenancy || opt.gang_backfill;
     if (opt.tenancy) in.options = opt.tenancy->cycle;
+    else if (opt.gang_backfill) {
+      in.options.reserve_beyond_guarantee = true;
+      in.options.gang_aging_s = opt.gang_aging_s;
+      in.options.fence_reserved_nodes = true;
+    }
     in.historical_usage.assign(queues.size(), 0.0);
     in.pending.reserve(pending.size());
     for (int32_t p : pending) {
       const JobState& j = jobs[p];
       in.pending.push_back(PendingJob{j.request, queue_of[p], j.submit_s, j.submit_s, false});
-      if (opt.tenancy) in.pending.back().expected_duration_s = static_cast<int64_t>(std::max(0.0, j.remaining_work_s));
+      if (expected_ends) in.pending.back().expected_duration_s = static_cast<int64_t>(std::max(0.0, j.remaining_work_s));
     }
     for (int32_t a : active) {
       const JobState& j = jobs[a];
@@ -426,8 +433,12 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
       if (opt.tenancy) {
         auto pit = opt.tenancy->preemptible_by_priority.find(j.request.priority);
         r.preemptible = pit == opt.tenancy->preemptible_by_priority.end() || pit->second;
-        if (j.remaining_work_s >= 0)
-          r.expected_end_s = std::max(j.bind_s, j.start_s) + static_cast<int64_t>(std::ceil(j.remaining_work_s));
+      }
+      if (expected_ends && j.remaining_work_s >= 0) {
+        r.expected_end_s = std::max(j.bind_s, j.start_s) + static_cast<int64_t>(std::ceil(j.remaining_work_s));
+        // Default runs: a running job's end at its actual progress rate (step-time efficiency included), as
+        // a time limit fitted to the job would say; multi-tenant runs keep the ideal-work estimate.
+        if (!opt.tenancy && j.status == JobStatus::kRunning && j.end_s >= 0) r.expected_end_s = j.end_s;
       }
       r.priority = j.request.priority;
       r.cls = j.request.cls;

@@ -403,6 +403,78 @@ TEST(Cycle, GangAllOrNothingWithReservationAndBackfill) {
   EXPECT_EQ(s4->pool_position, 2);
 }
 
+// Without quotas (no guarantees) a gang reserves only with reserve_beyond_guarantee; then the 4-GPU job
+// behind it no longer takes the GPUs it waits for.
+TEST(Cycle, GangReservesBeyondGuaranteeOnlyWhenAsked) {
+  for (bool beyond : {false, true}) {
+    World w(2, 2);
+    int a = w.AddQueue("a", 0);
+    w.options_.reserve_beyond_guarantee = beyond;
+    w.Submit(Whole(1, 8, kTrain), a, 1000);
+    w.Submit(Whole(2, 4, kTrain), a, 100);
+    w.Cycle();
+    w.Advance(10);
+    w.Submit(Whole(3, 8, kTrain, 2), a, 1000);
+    w.now_ += 1;
+    w.Submit(Whole(4, 4, kTrain), a, 5000);
+    Plan p = w.Cycle();
+    EXPECT_FALSE(w.Running(3));
+    if (beyond) {
+      ASSERT_GE(Count(p, ActionKind::kReserve), 1);
+      EXPECT_EQ(std::find_if(p.actions.begin(), p.actions.end(),
+                             [](const Action& x) { return x.kind == ActionKind::kReserve; })->job,
+                3);
+    } else {
+      EXPECT_EQ(Count(p, ActionKind::kReserve), 0);
+    }
+    EXPECT_EQ(w.Running(4), !beyond) << beyond;
+  }
+}
+
+// A fenced reservation also keeps sub-GPU work off the partly used GPUs of its node.
+TEST(Cycle, FencedReservationKeepsSlicesOffItsNode) {
+  for (bool fence : {false, true}) {
+    World w(1, 1);
+    int a = w.AddQueue("a", 16);
+    w.options_.fence_reserved_nodes = fence;
+    Request slice = Whole(1, 1, kTrain);
+    slice.gpus_per_task = 0;
+    slice.gpu_milli = 100;
+    slice.gpu_memory_mib = 5000;
+    w.Submit(slice, a, 1000);  // a MIG instance on one GPU, until t+1000
+    w.Cycle();
+    ASSERT_TRUE(w.Running(1));
+    w.Advance(1);
+    w.Submit(Whole(2, 8, kTrain), a, 1000);  // waits for the slice to end: reserved
+    w.now_ += 1;
+    Request slice2 = slice;
+    slice2.id = 3;
+    w.Submit(slice2, a, 5000);  // would land on the partly used MIG GPU and push the reservation back
+    Plan p = w.Cycle();
+    EXPECT_EQ(Count(p, ActionKind::kReserve), 1) << fence;
+    EXPECT_EQ(w.Running(3), !fence) << fence;
+  }
+}
+
+// Aging: a queue whose head gang has waited gang_aging_s is examined before a queue with a lower share.
+TEST(Cycle, AgedGangQueueGoesFirst) {
+  for (int64_t aging : {int64_t{-1}, int64_t{0}}) {
+    World w(1, 1);
+    int a = w.AddQueue("a", 0);
+    int b = w.AddQueue("b", 0);
+    w.options_.reserve_beyond_guarantee = true;
+    w.options_.gang_aging_s = aging;
+    w.Submit(Whole(1, 4, kTrain), b, 100);  // b holds 4 GPUs until t+100
+    w.Cycle();
+    w.Advance(1);
+    w.Submit(Whole(2, 8, kTrain), b, 1000);  // b's gang: needs the whole node
+    w.Submit(Whole(3, 1, kTrain), a, 1000);  // a holds nothing: first by fair share
+    Plan p = w.Cycle();
+    EXPECT_FALSE(w.Running(2));
+    EXPECT_EQ(w.Running(3), aging < 0) << aging;
+  }
+}
+
 TEST(Cycle, InvalidAndHeldJobsAreExplained) {
   World w(1);
   int a = w.AddQueue("a", 8);
