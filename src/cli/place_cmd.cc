@@ -64,7 +64,10 @@ int RunPlace(const PlaceOptions& o) {
     next_id += static_cast<JobId>(reqs->size());
     int idx = 0;
     for (const Request& r : *reqs) {
-      PlaceResult res = (*policy)->Place(*state, r);
+      // The harness policies (fgd, random) model GPU compute shares only, as published: they see no memory.
+      Request asked = r;
+      if (o.policy == "fgd" || o.policy == "random") asked.gpu_memory_mib = 0;
+      PlaceResult res = (*policy)->Place(*state, asked);
       nlohmann::json j = {{"workload", w.name},
                           {"index", idx++},
                           {"class", WorkloadClassName(w.cls)},
