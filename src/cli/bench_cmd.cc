@@ -7,6 +7,7 @@
 #include <random>
 
 #include "cli/bench_cycle.h"
+#include "cli/synthetic.h"
 #include "cli/commands.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
@@ -25,27 +26,6 @@ struct BenchOptions {
   uint64_t seed = 7;
   bool json = false;
 };
-
-Cluster SyntheticCluster(const Catalog& catalog, int nodes, int gpus, const std::string& kind) {
-  Cluster c;
-  c.name = fmt::format("synthetic-{}x{}", nodes, gpus);
-  const int per_leaf = 32;
-  for (int n = 0; n < nodes; ++n) {
-    Node node;
-    node.name = fmt::format("n{:05d}", n);
-    node.kind = catalog.Find(kind);
-    node.gpu_count = gpus;
-    node.cpu_milli = 192000;
-    node.memory_mib = 2048 * 1024;
-    node.interconnect = Interconnect::kNvSwitch;
-    node.leaf = n / per_leaf;
-    node.spine = n / (per_leaf * 8);
-    c.nodes.push_back(node);
-  }
-  for (int l = 0; l <= (nodes - 1) / per_leaf; ++l) c.leaf_names.push_back(fmt::format("leaf-{}", l));
-  for (int s = 0; s <= (nodes - 1) / (per_leaf * 8); ++s) c.spine_names.push_back(fmt::format("spine-{}", s));
-  return c;
-}
 
 // The realistic single-task size mix: half sub-GPU inference (memory from 5 to 40 GiB, 5-60% of a GPU),
 // then 1, 2, 4 and 8 whole GPUs.
@@ -77,7 +57,8 @@ struct Held {
 
 int RunBenchPlace(const BenchOptions& o) {
   const Catalog& catalog = Catalog::Default();
-  Cluster cluster = SyntheticCluster(catalog, o.nodes, o.gpus_per_node, "h100-80gb");
+  Cluster cluster = SyntheticHgxCluster(catalog, o.nodes, o.gpus_per_node, "h100-80gb",
+                                        fmt::format("synthetic-{}x{}", o.nodes, o.gpus_per_node));
   auto state = ClusterState::Build(cluster, catalog);
   if (!state.ok()) return fmt::print(stderr, "error: {}\n", state.error()), 2;
   auto policy = MakePolicy(o.policy);

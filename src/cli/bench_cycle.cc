@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "cli/bench_cycle.h"
+#include "cli/synthetic.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
 #include "sched/cluster_state.h"
@@ -30,27 +31,6 @@ struct CycleBenchOptions {
   uint64_t seed = 11;
   bool json = false;
 };
-
-Cluster HgxCluster(const Catalog& catalog, int nodes) {
-  Cluster c;
-  c.name = fmt::format("bench-cycle-{}x8", nodes);
-  const int per_leaf = 32;
-  for (int n = 0; n < nodes; ++n) {
-    Node node;
-    node.name = fmt::format("n{:05d}", n);
-    node.kind = catalog.Find("h100-80gb");
-    node.gpu_count = 8;
-    node.cpu_milli = 192000;
-    node.memory_mib = 2048 * 1024;
-    node.interconnect = Interconnect::kNvSwitch;
-    node.leaf = n / per_leaf;
-    node.spine = n / (per_leaf * 8);
-    c.nodes.push_back(node);
-  }
-  for (int l = 0; l <= (nodes - 1) / per_leaf; ++l) c.leaf_names.push_back(fmt::format("leaf-{}", l));
-  for (int s = 0; s <= (nodes - 1) / (per_leaf * 8); ++s) c.spine_names.push_back(fmt::format("spine-{}", s));
-  return c;
-}
 
 constexpr int kPriorities[] = {1000, 800, 600, 400, 100};  // production-inference .. best-effort
 
@@ -82,7 +62,7 @@ Request DrawJob(std::mt19937_64& rng, JobId id) {
 int RunBenchCycle(const CycleBenchOptions& o) {
   const Catalog& catalog = Catalog::Default();
   const int nodes = std::max(1, o.gpus / 8);
-  Cluster cluster = HgxCluster(catalog, nodes);
+  Cluster cluster = SyntheticHgxCluster(catalog, nodes, 8, "h100-80gb", fmt::format("bench-cycle-{}x8", nodes));
   auto state = ClusterState::Build(cluster, catalog);
   if (!state.ok()) return fmt::print(stderr, "error: {}\n", state.error()), 2;
   auto policy = MakePolicy(o.policy);
