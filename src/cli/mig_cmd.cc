@@ -53,6 +53,16 @@ std::vector<int> Starts(const MigProfile& p) {
   return out;
 }
 
+// The kind named `gpu` in a loaded catalog; on error prints it, sets *exit_code to 2 and returns null.
+const GpuKind* KindOf(const Result<Catalog>& catalog, const std::string& gpu, int* exit_code) {
+  if (!catalog.ok()) {
+    std::cerr << "error: " << catalog.error() << "\n";
+    *exit_code = 2;
+    return nullptr;
+  }
+  return ResolveKind(*catalog, gpu, exit_code);
+}
+
 std::string Join(const std::vector<std::string>& items, const char* sep) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : sep) + s;
@@ -61,12 +71,7 @@ std::string Join(const std::vector<std::string>& items, const char* sep) {
 
 void RunProfiles(const MigOptions& o, int* exit_code) {
   Result<Catalog> catalog = LoadCatalog(o.catalogs);
-  if (!catalog.ok()) {
-    std::cerr << "error: " << catalog.error() << "\n";
-    *exit_code = 2;
-    return;
-  }
-  const GpuKind* kind = ResolveKind(*catalog, o.gpu, exit_code);
+  const GpuKind* kind = KindOf(catalog, o.gpu, exit_code);
   if (kind == nullptr) return;
   if (o.json) {
     nlohmann::json profiles = nlohmann::json::array();
@@ -122,12 +127,7 @@ void RunProfiles(const MigOptions& o, int* exit_code) {
 
 void RunLayouts(const MigOptions& o, int* exit_code) {
   Result<Catalog> catalog = LoadCatalog(o.catalogs);
-  if (!catalog.ok()) {
-    std::cerr << "error: " << catalog.error() << "\n";
-    *exit_code = 2;
-    return;
-  }
-  const GpuKind* kind = ResolveKind(*catalog, o.gpu, exit_code);
+  const GpuKind* kind = KindOf(catalog, o.gpu, exit_code);
   if (kind == nullptr) return;
   if (!kind->mig_capable) {
     std::cerr << fmt::format("error: GPU kind '{}' is not MIG-capable\n", kind->id);
@@ -157,12 +157,7 @@ void RunLayouts(const MigOptions& o, int* exit_code) {
 
 void RunCheck(const MigOptions& o, int* exit_code) {
   Result<Catalog> catalog = LoadCatalog(o.catalogs);
-  if (!catalog.ok()) {
-    std::cerr << "error: " << catalog.error() << "\n";
-    *exit_code = 2;
-    return;
-  }
-  const GpuKind* kind = ResolveKind(*catalog, o.gpu, exit_code);
+  const GpuKind* kind = KindOf(catalog, o.gpu, exit_code);
   if (kind == nullptr) return;
   std::vector<MigInstance> layout;
   Status status;

@@ -1,5 +1,7 @@
 // `tessera mig ...` end to end: runs the built binary (TESSERA_BINARY) and reads its output and exit code.
 #include <gtest/gtest.h>
+
+#include "cli_runner.h"
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -9,23 +11,8 @@
 
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out;  // stdout, or stdout + stderr when asked
-};
-
-CliRun Tessera(const std::string& args, bool with_stderr = false) {
-  const std::string cmd = std::string("'") + TESSERA_BINARY + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using tessera::testing::CliRun;
+using tessera::testing::Tessera;
 
 TEST(MigCliTest, CheckValidAndInvalid) {
   CliRun r = Tessera("mig check --gpu h100-80gb 3g.40gb@0 3g.40gb@4");

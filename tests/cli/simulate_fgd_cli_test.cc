@@ -1,6 +1,8 @@
 // `tessera simulate fgd-harness` end to end on small synthetic openb CSVs written to a temp dir: JSON
 // keys, the --curves CSV, and bad input (exit code 2, messages naming file:line:field).
 #include <gtest/gtest.h>
+
+#include "cli_runner.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,23 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-};
-
-CliRun Tessera(const std::string& args, bool with_stderr = false) {
-  const std::string cmd = std::string("'") + TESSERA_BINARY + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using tessera::testing::CliRun;
+using tessera::testing::Tessera;
 
 // A fresh temp dir with nodes.csv and pods.csv, removed at the end of the test.
 class FgdCliTest : public ::testing::Test {
