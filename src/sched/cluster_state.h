@@ -5,6 +5,7 @@
 //
 // Thread safety: none; callers own a ClusterState per thread.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -119,6 +120,19 @@ class ClusterState {
   // Replaces every idle instance of `g` by `layout` (busy ones must be kept and be part of it).
   Status Relayout(GpuId g, const std::vector<MigInstance>& layout);
 
+  // Expected drain times (a placement hint, not allocation state): per node, the latest expected end of the
+  // work running there, as the caller's time limits say. Off until EnableDrainTimes(); then kNoWork for a
+  // node with nothing to wait for and kNever for work without an expected end. Apply/Release leave them
+  // alone: the caller keeps them current (ExtendDrain after a bind; ResetDrain(...) between cycles).
+  static constexpr int64_t kNoWork = -1;
+  static constexpr int64_t kNever = INT64_MAX;
+  void EnableDrainTimes() { drain_s_.assign(nodes_.size(), kNoWork); }
+  bool has_drain_times() const { return !drain_s_.empty(); }
+  int64_t drain_s(NodeId n) const { return drain_s_.empty() ? kNoWork : drain_s_[n]; }
+  void ExtendDrain(NodeId n, int64_t end_s) {
+    if (!drain_s_.empty()) drain_s_[n] = std::max(drain_s_[n], end_s);
+  }
+
   // Totals.
   int64_t AllocatedMilli() const;  // compute-equivalent thousandths of GPU held by tasks
   // Verifies every invariant above plus node/leaf aggregates; returns the first violation.
@@ -144,6 +158,7 @@ class ClusterState {
   std::vector<uint32_t> media_profiles_;
   int num_leaves_ = 0;
   int num_spines_ = 0;
+  std::vector<int64_t> drain_s_;  // empty = drain times off
 };
 
 }  // namespace tessera

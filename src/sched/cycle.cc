@@ -131,7 +131,8 @@ class FailureCache {
 
 class CycleRun {
  public:
-  CycleRun(const CycleInput& in, const Policy& policy) : in_(in), o_(in.options), policy_(policy), work_(*in.snapshot) {}
+  CycleRun(const CycleInput& in, const Policy& policy)
+      : in_(in), o_(in.options), policy_(policy), work_(*in.snapshot) {}
   Plan Run();
 
  private:
@@ -156,7 +157,10 @@ class CycleRun {
     }
   };
   struct Phantom {
-    std::vector<TaskPlacement> tasks;
+    int64_t start_s = 0;  // when the reserved gang is expected to start
+    int64_t end_s = 0;    // and to end
+    std::vector<TaskPlacement> claim;  // the reservation's placement: later reservations plan around it
+    std::vector<TaskPlacement> tasks;  // holds: its GPUs that are free now, taken in work_
     // Fences: the free CPU and host memory of each reserved node, held so that no other task lands there
     // (e.g. a new MIG instance on a partly used GPU of the node), which would push the reservation back.
     struct Fence {
@@ -164,6 +168,16 @@ class CycleRun {
       int64_t cpu_milli, memory_mib;
     };
     std::vector<Fence> fences;
+  };
+
+  // A planned release of capacity on the what-if timeline of a reservation.
+  struct PlannedEnd {
+    int64_t t;
+    const std::vector<TaskPlacement>* tasks;
+    int64_t cpu, mem;
+    bool inf;
+    int claim = -1;  // >= 0: the end of an earlier reservation's gang (index into phantoms_)
+    int run = -1;    // >= 0: index into in_.running
   };
 
   void Setup();
@@ -174,9 +188,21 @@ class CycleRun {
   void Process(int j);
   bool QuotaCheck(int j, int64_t units, PendingStatus* st, bool* invalid, int* blocking_queue) const;
   bool KindLimitsOk(int q, const std::vector<TaskPlacement>& tasks, PendingStatus* st) const;
-  void Bind(int j, std::vector<TaskPlacement> tasks, std::string reason);
+  // Lending limits: a job that takes its queue above its guarantee may not use the idle guarantee other
+  // queues keep back (QueueConfig::lending_limit_milli).
+  bool LendingOk(int j, int64_t units, PendingStatus* st);
+  void RestoreHeadroom();
+  // Production headroom: a borrowing job below production priority may not leave fewer idle GPUs than
+  // CycleOptions::production_headroom_milli.
+  bool HeadroomOk(int j, const std::vector<TaskPlacement>& tasks);
+  int64_t FreeWhole() const;  // idle whole GPUs (free or idle MIG), in units
+  // start_s: see Action::start_s (-1 = now).
+  void Bind(int j, std::vector<TaskPlacement> tasks, std::string reason, int64_t start_s = -1);
+  int64_t AfterGrace() const { return o_.termination_grace_s > 0 ? in_.now_s + o_.termination_grace_s : -1; }
   bool TryPreempt(int j, int64_t units, int64_t quota_need, PlaceResult* placed);
   bool TryReserve(int j);
+  bool TryBackfillHolds(int j);
+  void SetHolds(Phantom& ph, bool held);
   void SetCapacityStatus(int j, NoFitCode code, std::string reason, int64_t units);
   void Estimate(const std::vector<int>& order);
   int64_t FreeAllowed(const ClusterState& s, const Request& r) const;
@@ -203,6 +229,7 @@ class CycleRun {
   std::vector<size_t> qnext_;
   std::vector<uint32_t> qver_;
   std::vector<bool> no_borrow_;
+  std::vector<int> lending_queues_;  // leaf queues that keep part of their idle guarantee back
   std::vector<int64_t> est_units_;
   std::vector<Outcome> out_;
   std::vector<int64_t> run_units_;
@@ -222,6 +249,9 @@ class CycleRun {
   };
   std::vector<FreeMemo> free_memo_;
   int64_t phantom_units_ = 0;  // GPU units held for reservations
+  ClusterState scratch_;       // what-if state of TryReserve (buffers reused)
+  std::vector<PlannedEnd> running_ends_, ends_buf_;
+  bool running_ends_built_ = false;
   int preempt_attempts_ = 0;
   int reservations_ = 0;
   int examined_ = 0;
@@ -260,6 +290,7 @@ void CycleRun::Setup() {
     if (!qc.parent.empty() && it != by_name.end() && it->second != q) parent_[q] = it->second;
     guar_[q] = qc.guaranteed_milli;
     limit_[q] = qc.limit_milli;
+    if (qc.lending_limit_milli >= 0 && qc.lending_limit_milli < qc.guaranteed_milli) lending_queues_.push_back(q);
   }
   if (in_.queues.empty()) guar_[0] = capacity_;
   // Break parent cycles (bad input): a chain longer than nq_ is cut at the root.
@@ -428,6 +459,114 @@ bool CycleRun::QuotaCheck(int j, int64_t units, PendingStatus* st, bool* invalid
   return true;
 }
 
+int64_t CycleRun::FreeWhole() const {
+  int64_t f = 0;
+  for (const NodeState& ns : work_.nodes()) f += int64_t{kMilliPerGpu} * (ns.free_whole + ns.idle_mig_gpus);
+  return f;
+}
+
+bool CycleRun::HeadroomOk(int j, const std::vector<TaskPlacement>& tasks) {
+  if (o_.production_headroom_milli <= 0) return true;
+  const Request& r = in_.pending[j].request;
+  const int q = plan_.pending[j].queue;
+  if (r.priority >= o_.cross_queue_preempt_priority) return true;
+  int64_t idle_taken = 0;  // idle GPUs this placement would start using
+  for (const TaskPlacement& t : tasks)
+    for (const GpuGrant& g : t.gpus) idle_taken += work_.gpu(g.gpu).tasks == 0 ? kMilliPerGpu : 0;
+  if (idle_taken == 0 || alloc_[q] + UnitsOf(work_, tasks, o_.slice_units) <= guar_[q]) return true;
+  const int64_t free = FreeWhole();
+  if (free - idle_taken >= o_.production_headroom_milli) return true;
+  PendingStatus& st = plan_.pending[j];
+  st.category = WaitCategory::kQuota;
+  st.code = "BorrowLimit";
+  st.resource = "gpu.milli";
+  st.requested = idle_taken;
+  st.available = std::max<int64_t>(0, free - o_.production_headroom_milli);
+  st.limit = -1;
+  st.still_needed = idle_taken - st.available;
+  st.message = fmt::format("borrowing would leave {} idle GPUs, below the production headroom of {}",
+                           Gpus(free - idle_taken), Gpus(o_.production_headroom_milli));
+  return false;
+}
+
+bool CycleRun::LendingOk(int j, int64_t units, PendingStatus* st) {
+  if (lending_queues_.empty()) return true;
+  const int q = st->queue;
+  const Request& r = in_.pending[j].request;
+  if (alloc_[q] + units <= guar_[q] || r.priority >= o_.cross_queue_preempt_priority) return true;
+  int64_t kept = 0;  // idle guarantee that other queues keep back from lending
+  for (int k : lending_queues_)
+    if (k != q) kept += std::max<int64_t>(0, guar_[k] - in_.queues[k].lending_limit_milli - alloc_[k]);
+  const int64_t free = FreeAllowedWork(r);
+  if (free - units >= kept) return true;
+  st->category = WaitCategory::kQuota;
+  st->code = "BorrowLimit";
+  st->resource = "gpu.milli";
+  st->requested = units;
+  st->available = std::max<int64_t>(0, free - kept);
+  st->limit = -1;
+  st->still_needed = units - st->available;
+  st->message = fmt::format(
+      "borrowing {} GPUs would take idle guarantee that other queues keep back from lending: {} free, {} kept",
+      Gpus(units), Gpus(free), Gpus(kept));
+  return false;
+}
+
+void CycleRun::RestoreHeadroom() {
+  if (o_.production_headroom_milli <= 0 || !o_.allow_preemption) return;
+  auto free_whole = [&]() { return FreeWhole() + in_.vacating_milli; };
+  int64_t free = free_whole();
+  if (free >= o_.production_headroom_milli) return;
+  struct Cand {
+    int i;
+    VictimCost cost;
+  };
+  std::vector<Cand> cands;
+  const Preemptor pre{o_.cross_queue_preempt_priority, -1, false};
+  for (size_t i = 0; i < in_.running.size(); ++i) {
+    const RunningJob& v = in_.running[i];
+    const int vq = v.queue >= 0 && v.queue < nq_ ? v.queue : 0;
+    if (preempted_[i] || v.tasks.empty() || !Borrowing(vq)) continue;
+    if (MayPreempt(pre, v, true, in_.now_s, o_) == PreemptKind::kNone) continue;
+    cands.push_back({static_cast<int>(i), {true, v.priority, LostWorkGpuSeconds(v, run_units_[i], in_.now_s),
+                                           static_cast<int>(v.tasks.size()), v.id}});
+  }
+  std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return CheaperVictim(a.cost, b.cost); });
+  for (const Cand& c : cands) {
+    if (free >= o_.production_headroom_milli) break;
+    const RunningJob& v = in_.running[c.i];
+    const int vq = v.queue >= 0 && v.queue < nq_ ? v.queue : 0;
+    if (!Borrowing(vq)) continue;  // stopped borrowing after earlier victims
+    work_.Release(v.tasks, v.cpu_milli, v.host_memory_mib, v.cls != WorkloadClass::kTraining);
+    const int64_t after = free_whole();
+    if (after == free) {  // frees no whole GPU (a slice on a shared GPU): keep it
+      work_.Apply(Steady(v.tasks), v.cpu_milli, v.host_memory_mib, v.cls != WorkloadClass::kTraining);
+      continue;
+    }
+    free = after;
+    if (v.checkpointable && in_.now_s - std::max(v.start_time_s, v.last_checkpoint_s) >= o_.checkpoint_min_age_s) {
+      Action ck;
+      ck.kind = ActionKind::kCheckpoint;
+      ck.job = v.id;
+      ck.reason = "checkpoint before preemption (production headroom)";
+      plan_.actions.push_back(std::move(ck));
+    }
+    Action a;
+    a.kind = ActionKind::kPreempt;
+    a.job = v.id;
+    a.for_job = -1;
+    a.units_milli = run_units_[c.i];
+    a.reclaim = true;
+    a.reason = fmt::format("reclaims {} borrowed GPUs to restore the production headroom of {} GPUs",
+                           Gpus(run_units_[c.i]), Gpus(o_.production_headroom_milli));
+    plan_.actions.push_back(std::move(a));
+    preempted_[c.i] = true;
+    Account(vq, v.tasks, -1);
+    ++qver_[vq];
+    ++work_version_;
+  }
+}
+
 bool CycleRun::KindLimitsOk(int q, const std::vector<TaskPlacement>& tasks, PendingStatus* st) const {
   if (q >= static_cast<int>(in_.queues.size())) return true;
   for (int a = q; a >= 0; a = parent_[a]) {
@@ -459,10 +598,12 @@ bool CycleRun::KindLimitsOk(int q, const std::vector<TaskPlacement>& tasks, Pend
   return true;
 }
 
-void CycleRun::Bind(int j, std::vector<TaskPlacement> tasks, std::string reason) {
+void CycleRun::Bind(int j, std::vector<TaskPlacement> tasks, std::string reason, int64_t start_s) {
   const PendingJob& p = in_.pending[j];
   const int q = plan_.pending[j].queue;
   work_.Apply(tasks, p.request.cpu_milli, p.request.host_memory_mib, p.request.cls != WorkloadClass::kTraining);
+  for (const TaskPlacement& t : tasks)
+    work_.ExtendDrain(t.node, p.request.expected_end_s >= 0 ? p.request.expected_end_s : ClusterState::kNever);
   ++work_version_;
   Account(q, tasks, +1);
   Action a;
@@ -470,6 +611,7 @@ void CycleRun::Bind(int j, std::vector<TaskPlacement> tasks, std::string reason)
   a.job = p.request.id;
   a.units_milli = UnitsOf(work_, tasks, o_.slice_units);
   a.reason = std::move(reason);
+  a.start_s = start_s;
   a.tasks = tasks;
   plan_.actions.push_back(std::move(a));
   bound_.push_back({j, std::move(tasks)});
@@ -554,6 +696,63 @@ bool CycleRun::TryPreempt(int j, int64_t units, int64_t quota_need, PlaceResult*
   if (cands.empty()) return false;
   ++preempt_attempts_;
   std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return CheaperVictim(a.cost, b.cost); });
+  // Whole-GPU requests: victims spread over the cluster rarely free a whole node. As kube-scheduler does, pick
+  // the nodes where the fewest, cheapest victims make room for a task, and release those victims first.
+  if (!p.request.SubGpu()) {
+    const int g = p.request.GpusPerTask();
+    struct NodePlan {
+      int whole = 0;               // whole GPUs free now
+      std::vector<size_t> victims; // candidate indices (cost order) with whole GPUs here
+      std::vector<int> gpus;       // their whole GPUs here
+    };
+    std::unordered_map<NodeId, NodePlan> nodes;
+    for (size_t c = 0; c < cands.size(); ++c) {
+      const RunningJob& v = in_.running[cands[c].i];
+      for (const TaskPlacement& tp : v.tasks) {
+        int whole = 0;
+        for (const GpuGrant& gr : tp.gpus) whole += gr.milli >= kMilliPerGpu && gr.mig_profile < 0;
+        if (whole == 0) continue;
+        NodePlan& np = nodes[tp.node];
+        np.victims.push_back(c);
+        np.gpus.push_back(whole);
+      }
+    }
+    struct Choice {
+      std::tuple<int, int64_t, NodeId> key;  // victims needed, GPU-seconds lost, node
+      std::vector<size_t> victims;
+    };
+    std::vector<Choice> choices;
+    for (auto& [n, np] : nodes) {
+      const NodeState& ns = work_.node(n);
+      if (!p.request.KindAllowed(ns.kind) || !p.request.TierAllowed(ns.tier) ||
+          work_.catalog().kind(ns.kind).memory_mib < p.request.gpu_memory_mib)
+        continue;
+      int have = ns.free_whole + ns.idle_mig_gpus;
+      Choice ch;
+      int64_t lost = 0;
+      for (size_t k = 0; k < np.victims.size() && have < g; ++k) {
+        have += np.gpus[k];
+        lost += cands[np.victims[k]].cost.lost_gpu_s;
+        ch.victims.push_back(np.victims[k]);
+      }
+      if (have < g) continue;
+      ch.key = {static_cast<int>(ch.victims.size()), lost, n};
+      choices.push_back(std::move(ch));
+    }
+    std::sort(choices.begin(), choices.end(), [](const Choice& a, const Choice& b) { return a.key < b.key; });
+    std::vector<bool> first(cands.size(), false);
+    std::vector<Cand> order;
+    int tasks_covered = 0;
+    for (const Choice& ch : choices) {
+      if (tasks_covered >= p.request.tasks) break;
+      ++tasks_covered;
+      for (size_t c : ch.victims)
+        if (!first[c]) first[c] = true, order.push_back(cands[c]);
+    }
+    for (size_t c = 0; c < cands.size(); ++c)
+      if (!first[c]) order.push_back(cands[c]);
+    cands = std::move(order);
+  }
   std::vector<int64_t> tentative = alloc_;
   std::vector<Cand> released;
   int64_t freed_own = 0;
@@ -667,39 +866,91 @@ bool CycleRun::TryReserve(int j) {
   if (!o_.reserve_beyond_guarantee && alloc_[q] + est_units_[j] > guar_[q] &&
       p.request.priority < o_.cross_queue_preempt_priority)
     return false;
-  ClusterState w = work_;
-  struct End {
-    int64_t t;
-    const std::vector<TaskPlacement>* tasks;
-    int64_t cpu, mem;
-    bool inf;
-  };
-  std::vector<End> ends;
-  for (size_t i = 0; i < in_.running.size(); ++i) {
-    const RunningJob& v = in_.running[i];
-    if (preempted_[i] || v.expected_end_s < 0 || v.tasks.empty()) continue;
-    ends.push_back({std::max(v.expected_end_s, in_.now_s), &v.tasks, v.cpu_milli, v.host_memory_mib,
-                    v.cls != WorkloadClass::kTraining});
+  scratch_ = work_;  // reuses the buffers of the previous what-if
+  ClusterState& w = scratch_;
+  // Conservative backfill: an earlier reservation claims its GPUs from the moment they free until its gang is
+  // expected to end, so two reservations never count on the same GPUs.
+  std::vector<int> claim_of(static_cast<size_t>(w.num_gpus()), -1);
+  std::vector<std::vector<TaskPlacement>> claim_holds(phantoms_.size());
+  std::vector<bool> claim_over(phantoms_.size(), false);
+  if (!running_ends_built_) {  // running work's ends, sorted once per cycle
+    running_ends_built_ = true;
+    for (size_t i = 0; i < in_.running.size(); ++i) {
+      const RunningJob& v = in_.running[i];
+      if (v.expected_end_s < 0 || v.tasks.empty()) continue;
+      running_ends_.push_back({std::max(v.expected_end_s, in_.now_s), &v.tasks, v.cpu_milli, v.host_memory_mib,
+                               v.cls != WorkloadClass::kTraining, -1, static_cast<int>(i)});
+    }
+    std::stable_sort(running_ends_.begin(), running_ends_.end(),
+                     [](const PlannedEnd& a, const PlannedEnd& b) { return a.t < b.t; });
+  }
+  std::vector<PlannedEnd>& ends = ends_buf_;
+  ends.clear();
+  for (size_t k = 0; k < phantoms_.size(); ++k) {
+    for (const TaskPlacement& tp : phantoms_[k].claim)
+      for (const GpuGrant& g : tp.gpus) claim_of[g.gpu] = static_cast<int>(k);
+    ends.push_back({phantoms_[k].end_s, nullptr, 0, 0, false, static_cast<int>(k), -1});
   }
   for (const auto& [bj, tasks] : bound_) {
     const PendingJob& b = in_.pending[bj];
     ends.push_back({in_.now_s + (b.expected_duration_s > 0 ? b.expected_duration_s : o_.default_runtime_s), &tasks,
-                    b.request.cpu_milli, b.request.host_memory_mib, b.request.cls != WorkloadClass::kTraining});
+                    b.request.cpu_milli, b.request.host_memory_mib, b.request.cls != WorkloadClass::kTraining, -1, -1});
   }
-  std::sort(ends.begin(), ends.end(), [](const End& a, const End& b) { return a.t < b.t; });
+  auto by_time = [](const PlannedEnd& a, const PlannedEnd& b) { return a.t < b.t; };
+  std::stable_sort(ends.begin(), ends.end(), by_time);
+  const size_t mid = ends.size();
+  for (const PlannedEnd& e : running_ends_)
+    if (!preempted_[e.run]) ends.push_back(e);
+  std::inplace_merge(ends.begin(), ends.begin() + static_cast<std::ptrdiff_t>(mid), ends.end(), by_time);
   const int64_t need = int64_t{kMilliPerGpu} * p.request.TotalGpus();
   int64_t free_units = FreeAllowed(w, p.request);
+  auto count_free = [&](NodeId n, GpuId g) {
+    if (p.request.KindAllowed(w.gpu(g).kind) && p.request.TierAllowed(w.node(n).tier) && w.gpu(g).tasks == 0)
+      free_units += kMilliPerGpu;
+  };
+  // A single-task request fits at a new time point only on a node whose capacity grew since the last try.
+  const bool one_node = p.request.tasks == 1;
+  bool grown = false;
+  auto touch = [&](NodeId n) { grown = grown || w.convertible_index()[n] >= p.request.GpusPerTask(); };
   PlaceResult res;
   int64_t t = -1;
   for (size_t e = 0; e < ends.size(); ++e) {
-    w.Release(*ends[e].tasks, ends[e].cpu, ends[e].mem, ends[e].inf);
-    for (const TaskPlacement& tp : *ends[e].tasks)
-      for (const GpuGrant& g : tp.gpus)
-        if (p.request.KindAllowed(w.gpu(g.gpu).kind) && p.request.TierAllowed(w.node(tp.node).tier) &&
-            w.gpu(g.gpu).tasks == 0)
-          free_units += kMilliPerGpu;
+    if (const int k = ends[e].claim; k >= 0) {
+      claim_over[k] = true;
+      w.Release(claim_holds[k], 0, 0, false);
+      w.Release(phantoms_[k].tasks, 0, 0, false);
+      for (const auto* list : {&claim_holds[k], &phantoms_[k].tasks})
+        for (const TaskPlacement& tp : *list) {
+          for (const GpuGrant& g : tp.gpus) count_free(tp.node, g.gpu);
+          touch(tp.node);
+        }
+    } else {
+      w.Release(*ends[e].tasks, ends[e].cpu, ends[e].mem, ends[e].inf);
+      for (const TaskPlacement& tp : *ends[e].tasks) {
+        for (const GpuGrant& g : tp.gpus) {
+          const GpuState& gs = w.gpu(g.gpu);
+          if (gs.tasks != 0) continue;
+          const int k = claim_of[g.gpu];
+          if (k < 0 || claim_over[k]) {
+            count_free(tp.node, g.gpu);
+            continue;
+          }
+          GpuGrant h;
+          h.gpu = g.gpu;
+          h.milli = kMilliPerGpu;
+          h.disable_mig = gs.mig_enabled;
+          TaskPlacement hold{tp.node, {h}};
+          if (!w.CanApply({hold}, 0, 0).ok()) continue;
+          w.Apply({hold}, 0, 0, false);
+          claim_holds[k].push_back(std::move(hold));
+        }
+        touch(tp.node);
+      }
+    }
     if (e + 1 < ends.size() && ends[e + 1].t == ends[e].t) continue;
     if (free_units < need) continue;
+    if (one_node && !grown) continue;
+    grown = false;
     res = policy_.Place(w, p.request);
     if (res.ok) {
       t = ends[e].t;
@@ -755,10 +1006,11 @@ bool CycleRun::TryReserve(int j) {
     }
   }
   if (!held) ph.tasks.clear();
-  if (!ph.tasks.empty() || !ph.fences.empty()) {
-    ++work_version_;
-    phantoms_.push_back(std::move(ph));
-  }
+  ph.start_s = t;
+  ph.end_s = t + (p.expected_duration_s > 0 ? p.expected_duration_s : o_.default_runtime_s);
+  ph.claim = res.tasks;
+  ++work_version_;
+  phantoms_.push_back(std::move(ph));
   // Holds only shrink free capacity, so cached failures stay valid.
   Action a;
   a.kind = ActionKind::kReserve;
@@ -771,6 +1023,71 @@ bool CycleRun::TryReserve(int j) {
   plan_.actions.push_back(std::move(a));
   out_[j].reserved_start = t;
   return true;
+}
+
+// Releases (held = false) or re-takes (held = true) a reservation's holds on GPUs that are not in MIG mode, and
+// its fences. Re-taking keeps only what is still free.
+void CycleRun::SetHolds(Phantom& ph, bool held) {
+  for (TaskPlacement& tp : ph.tasks) {
+    TaskPlacement t{tp.node, {}};
+    std::vector<GpuGrant> kept;
+    for (const GpuGrant& g : tp.gpus) {
+      if (g.disable_mig) {
+        kept.push_back(g);  // MIG GPUs stay held throughout
+      } else if (!held) {
+        t.gpus.push_back(g);
+        kept.push_back(g);
+      } else if (work_.gpu(g.gpu).WholeFree()) {
+        t.gpus.push_back(g);
+        kept.push_back(g);
+      }
+    }
+    tp.gpus = std::move(kept);
+    if (t.gpus.empty()) continue;
+    const int64_t units = int64_t{kMilliPerGpu} * static_cast<int64_t>(t.gpus.size());
+    if (held) {
+      work_.Apply({t}, 0, 0, false);
+      phantom_units_ += units;
+    } else {
+      work_.Release({t}, 0, 0, false);
+      phantom_units_ -= units;
+    }
+  }
+  for (Phantom::Fence& f : ph.fences) {
+    if (held) {
+      const NodeState& ns = work_.node(f.node);
+      f.cpu_milli = std::max<int64_t>(0, std::min(f.cpu_milli, ns.free_cpu_milli));
+      f.memory_mib = std::max<int64_t>(0, std::min(f.memory_mib, ns.free_memory_mib));
+      work_.Apply({TaskPlacement{f.node, {}}}, f.cpu_milli, f.memory_mib, false);
+    } else {
+      work_.Release({TaskPlacement{f.node, {}}}, f.cpu_milli, f.memory_mib, false);
+    }
+  }
+  ++work_version_;
+}
+
+// Slurm-style backfill into reservations: a whole-GPU job expected to end no later than a reservation starts
+// may use the GPUs, CPU and memory held for it, since it cannot delay it. Sub-GPU work stays out (a MIG
+// instance made there would outlive the job).
+bool CycleRun::TryBackfillHolds(int j) {
+  const PendingJob& p = in_.pending[j];
+  const Request& r = p.request;
+  if (r.expected_end_s < 0 || r.SubGpu() || phantoms_.empty()) return false;
+  std::vector<size_t> open;
+  for (size_t i = 0; i < phantoms_.size(); ++i)
+    if (phantoms_[i].start_s >= r.expected_end_s) open.push_back(i);
+  if (open.empty()) return false;
+  for (size_t i : open) SetHolds(phantoms_[i], false);
+  PlaceResult res = policy_.Place(work_, r);
+  PendingStatus tmp;
+  tmp.queue = plan_.pending[j].queue;
+  const bool ok = res.ok && KindLimitsOk(tmp.queue, res.tasks, &tmp) && HeadroomOk(j, res.tasks);
+  if (ok)
+    Bind(j, std::move(res.tasks),
+         fmt::format("backfilled into reserved capacity (ends by t={} s, before the reservation starts): {}",
+                     r.expected_end_s, res.reason));
+  for (size_t i : open) SetHolds(phantoms_[i], true);
+  return ok;
 }
 
 void CycleRun::Process(int j) {
@@ -817,10 +1134,12 @@ void CycleRun::Process(int j) {
     PlaceResult placed;
     const int64_t need = st.still_needed;
     if (blocking == q && TryPreempt(j, units, need, &placed)) {
-      Bind(j, std::move(placed.tasks), "after preempting lower priorities of its own queue: " + placed.reason);
+      Bind(j, std::move(placed.tasks), "after preempting lower priorities of its own queue: " + placed.reason,
+           AfterGrace());
     }
     return;
   }
+  if (!LendingOk(j, units, &st)) return;
   if (const FailureCache::Entry* e = fails_.Find(r)) {
     std::string why;
     if (e->tasks == r.tasks && e->gpt == r.gpus_per_task && e->milli == r.gpu_milli && e->mem == r.gpu_memory_mib) {
@@ -839,9 +1158,10 @@ void CycleRun::Process(int j) {
       why = it->second.second;
     }
     const NoFitCode code = e->code;
+    if (TryBackfillHolds(j)) return;
     PlaceResult placed;
     if (TryPreempt(j, units, 0, &placed)) {
-      Bind(j, std::move(placed.tasks), "after preemption: " + placed.reason);
+      Bind(j, std::move(placed.tasks), "after preemption: " + placed.reason, AfterGrace());
       return;
     }
     SetCapacityStatus(j, code, std::move(why), units);
@@ -850,7 +1170,7 @@ void CycleRun::Process(int j) {
   }
   PlaceResult res = policy_.Place(work_, r);
   if (res.ok) {
-    if (!KindLimitsOk(q, res.tasks, &st)) return;
+    if (!KindLimitsOk(q, res.tasks, &st) || !HeadroomOk(j, res.tasks)) return;
     Bind(j, std::move(res.tasks), std::move(res.reason));
     return;
   }
@@ -859,9 +1179,10 @@ void CycleRun::Process(int j) {
     return;
   }
   fails_.Add(r, res.code, res.reason);
+  if (TryBackfillHolds(j)) return;
   PlaceResult placed;
   if (TryPreempt(j, units, 0, &placed)) {
-    Bind(j, std::move(placed.tasks), "after preemption: " + placed.reason);
+    Bind(j, std::move(placed.tasks), "after preemption: " + placed.reason, AfterGrace());
     return;
   }
   SetCapacityStatus(j, res.code, std::move(res.reason), units);
@@ -972,6 +1293,7 @@ Plan CycleRun::Run() {
     Push(heap, q);
     // Preemptions change other queues' keys; their entries are re-keyed lazily through qver_.
   }
+  RestoreHeadroom();
   // Positions among jobs still pending, in pool order.
   std::vector<int> team_pos(nq_, 0);
   int pool_pos = 0;

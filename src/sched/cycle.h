@@ -44,6 +44,9 @@ struct QueueConfig {
   int64_t guaranteed_milli = 0;  // deserved quota
   int64_t limit_milli = -1;      // hard limit including borrowing; -1 = none
   int over_quota_weight = 1;     // share of idle capacity when bursting
+  // At most this much of the queue's idle guarantee is lent to borrowers (Kueue's lendingLimit); the rest
+  // stays free for the queue's own arrivals, so they need no preemption. -1 = all of it. Leaf queues only.
+  int64_t lending_limit_milli = -1;
   // Optional per-GPU-kind quota (same units). Empty = no per-kind rule.
   struct KindQuota {
     KindId kind = kNone;
@@ -121,6 +124,14 @@ struct CycleOptions {
   int estimate_limit = 100;             // pending jobs (pool order) that get a what-if start estimate
   int64_t default_runtime_s = 3600;     // estimate for jobs without expected_duration_s
   int64_t checkpoint_min_age_s = 60;    // victims whose last checkpoint is older get a checkpoint action
+  // Victims get this long to checkpoint and exit (Kubernetes terminationGracePeriodSeconds, default 30 s);
+  // the preemptor's bind waits for it (Action::start_s).
+  int64_t termination_grace_s = 30;
+  // Whole GPUs (in units) kept free for production-level priorities (>= cross_queue_preempt_priority), like
+  // the placeholder pods of cluster over-provisioning: borrowing below production may not take them, and
+  // when production work has used them, the cycle reclaims borrowed capacity (cheapest victims first) to
+  // restore them, so the next production arrival starts without waiting for a victim's grace period. 0 = off.
+  int64_t production_headroom_milli = 0;
 };
 
 struct CycleInput {
@@ -131,6 +142,9 @@ struct CycleInput {
   std::vector<double> historical_usage;  // per queue, decayed GPU-milli-seconds (same index as queues)
   int64_t now_s = 0;
   CycleOptions options;
+  // Whole GPUs (units) held by preempted jobs in their termination grace period: they free within
+  // options.termination_grace_s, so headroom restoration counts them as already free.
+  int64_t vacating_milli = 0;
 };
 
 enum class ActionKind : uint8_t { kBind, kPreempt, kCheckpoint, kReserve, kRepartition };
@@ -142,7 +156,9 @@ struct Action {
   std::vector<TaskPlacement> tasks;  // kBind / kReserve: where
   std::string reason;
   JobId for_job = 0;                 // kPreempt / kCheckpoint: the job the capacity goes to
-  int64_t start_s = -1;              // kReserve: expected start of the reservation
+  // kReserve: expected start of the reservation. kBind after preemption: when the victims' grace period ends
+  // and the job may take their capacity (the bind waits until then); -1 = now.
+  int64_t start_s = -1;
   int64_t units_milli = 0;           // kBind / kPreempt: GPU units
   bool reclaim = false;              // kPreempt: reclaims borrowed capacity (vs. priority preemption)
 };

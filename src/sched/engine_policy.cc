@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <climits>
 #include <fmt/format.h>
 #include <tuple>
@@ -179,6 +180,18 @@ SubGpuChoice BestMig(const ClusterState& s, NodeId n, const Request& r, int p, u
 
 std::string NodeName(const ClusterState& s, NodeId n) { return s.cluster().nodes[n].name; }
 
+// How far placing r on node n pushes back the node's drain time (when its last work ends), in doubling
+// buckets of 10 minutes: 0 = not at all (r ends before the node's other work), 1 = up to 10 min, 2 = up to
+// 20, ...; an empty node ranks last. 0 everywhere when the request or the snapshot has no times.
+int DrainExtension(const ClusterState& s, NodeId n, const Request& r) {
+  if (r.expected_end_s < 0 || !s.has_drain_times()) return 0;
+  const int64_t d = s.drain_s(n);
+  if (d == ClusterState::kNoWork) return 63;
+  if (d >= r.expected_end_s) return 0;
+  const uint64_t steps = static_cast<uint64_t>((r.expected_end_s - d + 599) / 600);
+  return std::min(62, 1 + static_cast<int>(std::bit_width(steps - 1)));
+}
+
 }  // namespace
 
 PolicyTraits TesseraTraits() { return PolicyTraits{"tessera", true, true, true, true, false, true, true}; }
@@ -207,7 +220,7 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
   const Catalog& cat = s.catalog();
   // Pass 1: categories from node summaries (exact for idle/create/enable), shares by GPU scan.
   int best_cat = kNoCat;
-  std::tuple<int, int, int, NodeId> best_key{kNoCat, 0, 0, kNone};
+  std::tuple<int, int, int, int, NodeId> best_key{kNoCat, 0, 0, 0, kNone};
   bool any_eligible = false, any_memory = false;
   // Fast path: an exact idle instance, else a creatable one, found through the per-profile node bitsets.
   // The result equals the full scan's: these categories beat every other option on any node.
@@ -227,7 +240,7 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
             if (!NodeEligible(ns, r)) continue;
             const int sep = traits_.separate_classes ? (ns.training_tasks > 0) : 0;
             const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
-            std::tuple<int, int, int, NodeId> key{c, sep, pack, n};
+            std::tuple<int, int, int, int, NodeId> key{c, sep, DrainExtension(s, n, r), pack, n};
             if (key < best_key) {
               best_key = key;
               best_cat = c;
@@ -269,12 +282,13 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
     if (c == kNoCat) continue;
     const int sep = traits_.separate_classes ? (ns.training_tasks > 0) : 0;
     const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
-    std::tuple<int, int, int, NodeId> key{c, sep, pack, n};
+    const int ext = DrainExtension(s, n, r);
+    std::tuple<int, int, int, int, NodeId> key{c, sep, ext, pack, n};
     if (key < best_key) {
       best_key = key;
       best_cat = c;
       // Nothing later can beat an exact idle instance on a node with no idle GPU and no training.
-      if (c == kIdleExact && sep == 0 && !traits_.spread && pack == 0) break;
+      if (c == kIdleExact && sep == 0 && ext == 0 && !traits_.spread && pack == 0) break;
     }
   }
   // Pass 2: destroying idle instances, only when nothing better exists anywhere.
@@ -288,7 +302,7 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
       SubGpuChoice d = BestMig(s, n, r, p, cover, true, traits_.frag_aware, true);
       if (d.cat != kDestroy) continue;
       const int sep = traits_.separate_classes ? (ns.training_tasks > 0) : 0;
-      std::tuple<int, int, int, NodeId> key{kDestroy, sep, d.key, n};
+      std::tuple<int, int, int, int, NodeId> key{kDestroy, sep, DrainExtension(s, n, r), d.key, n};
       if (key < best_key) {
         best_key = key;
         best_cat = kDestroy;
@@ -308,7 +322,7 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
                                           "shareable GPU can take it now",
                                           r.gpu_memory_mib, r.gpu_milli));
   }
-  const NodeId n = std::get<3>(best_key);
+  const NodeId n = std::get<4>(best_key);
   const NodeState& ns = s.node(n);
   SubGpuChoice choice;
   if (best_cat == kSharePartial || best_cat == kShareIdle) {
@@ -420,7 +434,7 @@ PlaceResult EnginePolicy::PlaceWhole(const ClusterState& s, const Request& r) co
   int total_tasks = 0, max_node_tasks = 0;
   bool any_kind = false;
   NodeId best_single = kNone;
-  std::tuple<int, int, int, int> best_single_key{INT_MAX, 0, 0, 0};
+  std::tuple<int, int, int, int, int> best_single_key{INT_MAX, 0, 0, 0, 0};
   const bool single = T == 1;
   const std::vector<uint8_t>& avail_index = traits_.repartition ? s.convertible_index() : s.free_whole_index();
   for (NodeId n = 0; n < s.num_nodes(); ++n) {
@@ -441,7 +455,7 @@ PlaceResult EnginePolicy::PlaceWhole(const ClusterState& s, const Request& r) co
       const int need = T * g;
       const int uses_mig = std::max(0, need - ns.free_whole);  // idle MIG GPUs to switch off
       const int sep = traits_.separate_classes ? (ns.inference_tasks > 0) : 0;
-      std::tuple<int, int, int, int> key{uses_mig, sep, c.avail - need, n};
+      std::tuple<int, int, int, int, int> key{uses_mig, sep, single ? DrainExtension(s, n, r) : 0, c.avail - need, n};
       if (key < best_single_key) {
         best_single_key = key;
         best_single = n;

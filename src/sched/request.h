@@ -27,6 +27,9 @@ struct Request {
   bool allow_share = true;       // a sub-GPU task may take a fractional share of a non-MIG GPU
   bool require_same_leaf = false;  // gangs: fail rather than cross leaf switches
   int priority = 0;
+  // When the request would end if placed now (its time limit), or -1 if unknown. Placement may use it with
+  // the snapshot's drain times to keep nodes' lifetimes aligned, so that nodes drain early for gangs.
+  int64_t expected_end_s = -1;
 
   bool SubGpu() const { return gpus_per_task == 0; }
   int GpusPerTask() const { return gpus_per_task == 0 ? 1 : gpus_per_task; }

@@ -58,8 +58,8 @@ Result<T> Scalar(const Ctx& c, const YAML::Node& parent, const std::string& key,
   }
 }
 
-const std::set<std::string> kNodeKeys = {"name", "guaranteed_gpus", "limit_gpus", "weight", "gpu_kinds", "projects",
-                                         "queues"};
+const std::set<std::string> kNodeKeys = {"name",      "guaranteed_gpus", "limit_gpus", "lending_limit_gpus",
+                                         "weight",    "gpu_kinds",       "projects",   "queues"};
 
 // Parses one tree node (team, project or queue) and its children into `out`.
 Status ParseNode(const Ctx& c, const YAML::Node& n, const std::string& path, const std::string& parent,
@@ -78,6 +78,9 @@ Status ParseNode(const Ctx& c, const YAML::Node& n, const std::string& path, con
   if (!g.ok()) return g.status();
   auto l = Gpus(c, n, "limit_gpus", path, -1);
   if (!l.ok()) return l.status();
+  auto ll = Gpus(c, n, "lending_limit_gpus", path, -1);
+  if (!ll.ok()) return ll.status();
+  q.lending_limit_milli = *ll;
   auto w = Scalar<int>(c, n, "weight", path, 1);
   if (!w.ok()) return w.status();
   if (*w < 0) return Status::Error(Where(c, n["weight"], path + ".weight") + ": must be >= 0");
@@ -137,6 +140,13 @@ Status ParseNode(const Ctx& c, const YAML::Node& n, const std::string& path, con
                                      me.name, me.guaranteed_milli / 1000.0));
   if (me.limit_milli >= 0 && me.limit_milli < me.guaranteed_milli)
     return Status::Error(Where(c, n, path + ".limit_gpus") + ": limit below the guarantee");
+  if (me.lending_limit_milli >= 0 && any_child)
+    return Status::Error(Where(c, n["lending_limit_gpus"], path + ".lending_limit_gpus") +
+                         ": set it on leaf queues (this one has children)");
+  if (me.lending_limit_milli > me.guaranteed_milli)
+    return Status::Error(Where(c, n["lending_limit_gpus"], path + ".lending_limit_gpus") +
+                         fmt::format(": {} is above the guarantee {}", me.lending_limit_milli / 1000.0,
+                                     me.guaranteed_milli / 1000.0));
   return Status::Ok();
 }
 
@@ -221,7 +231,7 @@ Result<TenancyConfig> ParseTenancyYaml(std::string_view text, std::string_view s
   if (const YAML::Node pr = root["preemption"]) {
     if (Status st = CheckKeys(c, pr, "preemption",
                               {"enabled", "min_runtime_s", "reclaim_min_runtime_s", "checkpoint_min_age_s",
-                               "borrowing"});
+                               "borrowing", "grace_s", "production_headroom_gpus"});
         !st.ok())
       return st;
     auto en = Scalar<bool>(c, pr, "enabled", "preemption", true);
@@ -229,9 +239,15 @@ Result<TenancyConfig> ParseTenancyYaml(std::string_view text, std::string_view s
     auto rr = Scalar<int64_t>(c, pr, "reclaim_min_runtime_s", "preemption", cfg.options.reclaim_min_runtime_s);
     auto ck = Scalar<int64_t>(c, pr, "checkpoint_min_age_s", "preemption", cfg.options.checkpoint_min_age_s);
     auto bo = Scalar<bool>(c, pr, "borrowing", "preemption", true);
-    for (const Status& st : {en.status(), mr.status(), rr.status(), ck.status(), bo.status()})
+    auto gr = Scalar<int64_t>(c, pr, "grace_s", "preemption", cfg.options.termination_grace_s);
+    for (const Status& st : {en.status(), mr.status(), rr.status(), ck.status(), bo.status(), gr.status()})
       if (!st.ok()) return st;
-    if (*mr < 0 || *rr < 0 || *ck < 0) return Status::Error(Where(c, pr, "preemption") + ": times must be >= 0");
+    if (*mr < 0 || *rr < 0 || *ck < 0 || *gr < 0)
+      return Status::Error(Where(c, pr, "preemption") + ": times must be >= 0");
+    cfg.options.termination_grace_s = *gr;
+    auto hr = Gpus(c, pr, "production_headroom_gpus", "preemption", cfg.options.production_headroom_milli);
+    if (!hr.ok()) return hr.status();
+    cfg.options.production_headroom_milli = *hr;
     cfg.options.allow_preemption = *en;
     cfg.options.min_runtime_s = *mr;
     cfg.options.reclaim_min_runtime_s = *rr;

@@ -21,7 +21,8 @@ class SimClock {
   int64_t now_s_ = 0;
 };
 
-enum class EventType : uint8_t { kCompletion = 0, kFailure = 1, kStart = 2, kArrival = 3 };
+// kVacate: a preempted job's grace period ends and it releases its GPUs.
+enum class EventType : uint8_t { kCompletion = 0, kFailure = 1, kStart = 2, kArrival = 3, kVacate = 4 };
 
 struct Event {
   int64_t time_s = 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -179,7 +180,7 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   const std::string where = source;
   TRY(CheckKeys(root, {"name", "description", "cluster", "seeds", "first_seed", "threads", "policies", "horizon_h",
                        "warmup_h", "arrivals", "mig", "static_mig", "fabric", "workload", "trace", "dlrm", "sweep",
-                       "sample_every_h", "tiers"},
+                       "sample_every_h", "tiers", "gang_backfill"},
                 where));
   Scenario s;
   s.source = source;
@@ -213,6 +214,10 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   TRY(Read(root, "policies", &s.policies, where));
   for (const std::string& p : s.policies)
     if (!MakePolicy(p).ok()) return Status::Error(fmt::format("{}: field 'policies': unknown policy '{}'", where, p));
+  TRY(Read(root, "gang_backfill", &s.gang_backfill_policies, where));
+  for (const std::string& p : s.gang_backfill_policies)
+    if (!MakePolicy(p).ok())
+      return Status::Error(fmt::format("{}: field 'gang_backfill': unknown policy '{}'", where, p));
   double horizon_h = 0, warmup_h = 0, sample_h = 1;
   TRY(Read(root, "horizon_h", &horizon_h, where));
   TRY(Read(root, "warmup_h", &warmup_h, where));
@@ -400,6 +405,8 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
       for (size_t p = 0; p < policies.size(); ++p) {
         auto pol = MakePolicy(policies[p]);
         SimOptions o = s.sim;
+        o.gang_backfill = std::find(s.gang_backfill_policies.begin(), s.gang_backfill_policies.end(), policies[p]) !=
+                          s.gang_backfill_policies.end();
         std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run
         if (s.tiers) hook = MakeTierHook(s.tiers, clusters[p], catalog, jobs, s.seeds[t.seed]);
         o.hook = hook.get();

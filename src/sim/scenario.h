@@ -48,6 +48,9 @@ struct Scenario {
   std::vector<ScenarioVariant> variants;   // generator scenarios: one or more (sweep)
   std::vector<TraceJob> trace_jobs;        // trace / dlrm scenarios
   bool is_sweep = false;
+  // Policies that run with gang reservations and backfill (SimOptions::gang_backfill); the others run the
+  // greedy cycle, as kube-scheduler (no reservations) does.
+  std::vector<std::string> gang_backfill_policies;
   std::shared_ptr<const TierConfig> tiers;  // issue 5: `tiers:` section (capacity tiers, spot); null = none
 };
 

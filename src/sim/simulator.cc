@@ -17,7 +17,9 @@
 namespace tessera {
 namespace {
 
-enum class JobStatus : uint8_t { kFuture, kPending, kBound, kRunning, kDone, kFailed };
+// kTerminating: preempted with nobody waiting for its capacity (production headroom); it holds its GPUs,
+// doing no work, for the termination grace period, then returns to the queue.
+enum class JobStatus : uint8_t { kFuture, kPending, kBound, kRunning, kTerminating, kDone, kFailed };
 
 struct JobState {
   const TraceJob* spec = nullptr;
@@ -109,6 +111,18 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
   }
   std::vector<int64_t> queue_alloc(queues.size(), 0);  // GPU units held per queue (multi-tenant records)
   std::vector<int64_t> queue_waiting(queues.size(), 0);  // GPU units asked by the queue's pending jobs
+  // Hierarchy for guarantee records: parent of each queue, and each queue's subtree allocation after the last
+  // cycle. A job is within its guarantee only if its queue and every ancestor stay within theirs.
+  std::vector<int> queue_parent(queues.size(), -1);
+  for (size_t q = 0; q < queues.size(); ++q)
+    for (size_t a = 0; a < queues.size(); ++a)
+      if (!queues[q].parent.empty() && queues[a].name == queues[q].parent) queue_parent[q] = static_cast<int>(a);
+  std::vector<int64_t> subtree_alloc(queues.size(), 0);
+  auto ancestors_within = [&](int q, int64_t units) {
+    for (int a = queue_parent[q]; a >= 0; a = queue_parent[a])
+      if (subtree_alloc[a] + units > queues[a].guaranteed_milli) return false;
+    return true;
+  };
 
   SimClock clock;
   EventQueue events;
@@ -216,6 +230,16 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     j.alloc_milli = j.used_milli = j.eff_gpus = 0;
     active.erase(static_cast<int32_t>(&j - jobs.data()));
   };
+  // A preempted job goes back into the queue at its submit-time position.
+  auto requeue = [&](JobState& j) {
+    release(j);
+    j.tasks.clear();
+    j.epoch++;
+    j.status = JobStatus::kPending;
+    const int32_t idx = static_cast<int32_t>(&j - jobs.data());
+    auto pos = std::find_if(pending.begin(), pending.end(), [&](int32_t p) { return jobs[p].submit_s > j.submit_s; });
+    pending.insert(pos, idx);
+  };
   auto start = [&](int32_t idx, int64_t now) {
     JobState& j = jobs[idx];
     // OOM: a task whose granted memory is below its need fails as soon as it runs.
@@ -266,7 +290,8 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
       r.gpu_milli = j.request.SubGpu() ? j.request.gpu_milli : int64_t{kMilliPerGpu} * j.request.TotalGpus();
       const int q = queue_of[idx];
       // Within the guarantee counting what the queue holds and what waits ahead of it.
-      r.within_guarantee = queue_alloc[q] + queue_waiting[q] + r.gpu_milli <= queues[q].guaranteed_milli;
+      r.within_guarantee = queue_alloc[q] + queue_waiting[q] + r.gpu_milli <= queues[q].guaranteed_milli &&
+                           ancestors_within(q, r.gpu_milli);
       queue_waiting[q] += r.gpu_milli;
       r.in_window = j.in_window;
     }
@@ -298,8 +323,10 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
             ++res.apply_conflicts;
             break;
           }
+          // After preemption the job gets its capacity once the victims' grace period is over.
+          const int64_t granted = std::max(now, a.start_s);
           if (opt.tenancy) {
-            if (res.job_records[idx].first_bind_s < 0) res.job_records[idx].first_bind_s = now;
+            if (res.job_records[idx].first_bind_s < 0) res.job_records[idx].first_bind_s = granted;
             queue_waiting[queue_of[idx]] -= res.job_records[idx].gpu_milli;
             queue_alloc[queue_of[idx]] += UnitsOf(state, a.tasks, opt.tenancy->cycle.slice_units);
           }
@@ -317,11 +344,12 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
                 ++s->jobs_started;
                 s->gpu_requests_served += j.spec->GpuRequests();
               }
-              if (j.in_window) s->queue_delays_s.push_back(static_cast<double>(now - j.submit_s));
+              if (j.in_window) s->queue_delays_s.push_back(static_cast<double>(granted - j.submit_s));
             }
           }
           double alloc = 0;
           int64_t delay = 0;
+          const int64_t grace = granted - now;
           for (const TaskPlacement& t : a.tasks)
             for (const GpuGrant& g : t.gpus) {
               alloc += g.milli;
@@ -339,6 +367,7 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
           active.insert(idx);
           removed.push_back(idx);
           ++binds;
+          delay += grace;  // reconfiguration starts once the victims are gone
           if (delay == 0) start(idx, now);
           else events.Push({now + delay, EventType::kStart, idx, j.epoch, 0});
           break;
@@ -363,15 +392,17 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
                                     : 0.0;
             j.remaining_work_s = std::max(1.0, j.remaining_work_s - kept);
           }
-          release(j);
-          j.tasks.clear();
-          j.epoch++;
-          j.status = JobStatus::kPending;
           ++res.preemptions;
-          // Back into the queue at its submit-time position.
-          auto pos = std::find_if(pending.begin(), pending.end(),
-                                  [&](int32_t p) { return jobs[p].submit_s > j.submit_s; });
-          pending.insert(pos, idx);
+          const int64_t grace = opt.tenancy ? opt.tenancy->cycle.termination_grace_s : 0;
+          if (a.for_job < 0 && grace > 0) {  // nobody takes its capacity: it vacates after the grace period
+            add_contrib(j, 0, j.used_milli, j.eff_gpus, -1);
+            j.used_milli = j.eff_gpus = 0;
+            j.status = JobStatus::kTerminating;
+            j.epoch++;
+            events.Push({now + grace, EventType::kVacate, idx, j.epoch, 0});
+            break;
+          }
+          requeue(j);
           break;
         }
         case ActionKind::kCheckpoint:
@@ -417,16 +448,27 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
       in.options.reserve_beyond_guarantee = true;
       in.options.gang_aging_s = opt.gang_aging_s;
       in.options.fence_reserved_nodes = true;
+      in.options.max_reservations = opt.gang_reservations;
     }
     in.historical_usage.assign(queues.size(), 0.0);
     in.pending.reserve(pending.size());
     for (int32_t p : pending) {
       const JobState& j = jobs[p];
       in.pending.push_back(PendingJob{j.request, queue_of[p], j.submit_s, j.submit_s, false});
-      if (expected_ends) in.pending.back().expected_duration_s = static_cast<int64_t>(std::max(0.0, j.remaining_work_s));
+      if (expected_ends) {
+        const int64_t d = static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_work_s)));
+        in.pending.back().expected_duration_s = d;
+        if (j.remaining_work_s >= 0) in.pending.back().request.expected_end_s = now + d;
+      }
     }
+    if (opt.gang_backfill) state.EnableDrainTimes();
     for (int32_t a : active) {
       const JobState& j = jobs[a];
+      if (j.status == JobStatus::kTerminating) {  // holds its GPUs (in the snapshot) until it vacates
+        for (const TaskPlacement& t : j.tasks)
+          for (const GpuGrant& g : t.gpus) in.vacating_milli += g.milli >= kMilliPerGpu ? kMilliPerGpu : 0;
+        continue;
+      }
       RunningJob r;
       r.id = a;
       r.queue = queue_of[a];
@@ -440,6 +482,8 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
         // a time limit fitted to the job would say; multi-tenant runs keep the ideal-work estimate.
         if (!opt.tenancy && j.status == JobStatus::kRunning && j.end_s >= 0) r.expected_end_s = j.end_s;
       }
+      if (opt.gang_backfill)  // drain times: the placement hint that keeps nodes' lifetimes aligned
+        for (const TaskPlacement& t : j.tasks) state.ExtendDrain(t.node, r.expected_end_s < 0 ? ClusterState::kNever : r.expected_end_s);
       r.priority = j.request.priority;
       r.cls = j.request.cls;
       r.tasks = j.tasks;
@@ -453,6 +497,9 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     }
     ++res.cycles;
     Plan plan = RunCycle(in, policy);
+    if (opt.tenancy)
+      for (size_t q = 0; q < plan.queues.size() && q < subtree_alloc.size(); ++q)
+        subtree_alloc[q] = plan.queues[q].allocated_milli;
     return apply_plan(plan, now);
   };
 
@@ -504,6 +551,10 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
           break;
         case EventType::kFailure:
           break;
+        case EventType::kVacate:
+          if (j.status == JobStatus::kTerminating) requeue(j);
+          changed = true;
+          break;
         case EventType::kStart:
           if (j.status == JobStatus::kBound) start(e.job, now);
           changed = true;
@@ -540,6 +591,14 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
         if (pending.size() == before) break;
       }
     }
+    if (opt.tenancy && changed)  // guarantee waits end once the queue's own work covers its guarantee
+      for (int32_t p : pending) {
+        SimJobRecord& r = res.job_records[p];
+        if (r.within_guarantee && r.first_bind_s < 0 && r.guarantee_met_s < 0 &&
+            (queue_alloc[queue_of[p]] + r.gpu_milli > queues[queue_of[p]].guaranteed_milli ||
+             !ancestors_within(queue_of[p], r.gpu_milli)))
+          r.guarantee_met_s = now;
+      }
     if (hook) hook->AfterCycles(now, state, pending);  // issue 5: autoscaling
   }
   const int64_t end = opt.horizon_s > 0 ? opt.horizon_s : now;

@@ -88,13 +88,18 @@ struct SimOptions {
   };
   std::shared_ptr<const Tenancy> tenancy;
   // Default (non-tenant) runs: the cycle knows every job's expected run time (pending: its remaining ideal
-  // work; running: start + remaining work, as a user's time limit would say) and every multi-GPU job may hold
-  // a reservation (CycleOptions::reserve_beyond_guarantee): the head gang of each queue gets the GPUs that
-  // free first and smaller jobs only backfill around it (Slurm backfill), so large training does not starve
-  // behind a stream of small jobs; reserved nodes are fenced for the cycle. false (default) = greedy first fit
-  // in queue order (no expected ends, no reservations). Measured on mixed-inference-training (docs/evaluation.md):
-  // it lowers the served-mix deviation but does not bring it under 0.02, and it lifts k8s-default more than tessera.
+  // work; running: its end at its actual progress rate, as a time limit fitted to the job would say) and runs
+  // conservative backfill: every multi-GPU job may hold a reservation (CycleOptions::reserve_beyond_guarantee)
+  // on the GPUs that free first, planned around the reservations before it; reserved nodes are fenced;
+  // smaller jobs fill around reservations, or into them when they end before the reservation starts; and
+  // placement keeps nodes' lifetimes aligned (Request::expected_end_s with ClusterState drain times), so
+  // nodes drain early for gangs. false (default) = greedy first fit in queue order, as kube-scheduler does.
+  // Scenario files name the policies that run with it (`gang_backfill: [tessera]`).
   bool gang_backfill = false;
+  // With gang_backfill: how many waiting gangs hold a reservation per cycle (in queue order). Each plans around
+  // the ones before it (conservative backfill), and a job that ends before a reservation starts may still use
+  // its GPUs, so more reservations cost little utilisation and keep big gangs from piling up in the backlog.
+  int gang_reservations = 32;
   // With gang_backfill: a queue whose head gang has waited this long is examined first (CycleOptions::
   // gang_aging_s), so another queue's small jobs cannot take the GPUs its reservation waits for. -1 = off.
   int64_t gang_aging_s = 0;
@@ -108,6 +113,9 @@ struct SimJobRecord {
   int64_t first_bind_s = -1;         // -1 = never bound
   int64_t gpu_milli = 0;             // requested GPU units
   bool within_guarantee = false;     // its queue's allocation plus this job fit the guarantee at arrival
+  // While it waited, the queue's own (higher-priority or earlier) work came to cover its guarantee: from here
+  // on the job waits on its own team's order, not for its guarantee. -1 = never.
+  int64_t guarantee_met_s = -1;
   bool in_window = false;
 };
 

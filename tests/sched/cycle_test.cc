@@ -358,6 +358,103 @@ TEST(Cycle, ProductionInferencePreemptsLowerPriorityWithCheckpoint) {
   EXPECT_EQ(p.actions[0].kind, ActionKind::kCheckpoint);
   EXPECT_EQ(p.actions[1].kind, ActionKind::kPreempt);
   EXPECT_EQ(p.actions[2].kind, ActionKind::kBind);
+  // The victims get their termination grace period: the bind takes effect when it ends.
+  EXPECT_EQ(p.actions[2].start_s, w.now_ + w.options_.termination_grace_s);
+  EXPECT_EQ(w.options_.termination_grace_s, 30);
+}
+
+// Lending limits (Kueue's lendingLimit): a borrower may not take the idle guarantee a queue keeps back.
+TEST(Cycle, LendingLimitKeepsIdleGuaranteeBack) {
+  for (bool limit : {false, true}) {
+    World w(2, 2);  // 16 GPUs
+    int a = w.AddQueue("a", 8);
+    int b = w.AddQueue("b", 0);
+    if (limit) w.queues_[a].lending_limit_milli = 4000;  // lends 4 of its 8 idle GPUs, keeps 4
+    for (int i = 0; i < 16; ++i) w.Submit(Whole(10 + i, 1, kTrain), b, 10000);
+    Plan p = w.Cycle();
+    EXPECT_EQ(w.Used(b), limit ? 12000 : 16000) << limit;
+    if (limit) {
+      const PendingStatus* st = StatusOf(p, 25);
+      ASSERT_NE(st, nullptr);
+      EXPECT_EQ(st->code, "BorrowLimit");
+      EXPECT_NE(st->message.find("keep back from lending"), std::string::npos) << st->message;
+      // The owner's own demand is not held back.
+      for (int i = 0; i < 4; ++i) w.Submit(Whole(40 + i, 1, kTrain), a, 100);
+      w.Cycle();
+      EXPECT_EQ(w.Used(a), 4000);
+    }
+  }
+}
+
+// Production headroom: borrowing leaves idle GPUs for production inference, and once production work uses
+// them the cycle reclaims borrowed capacity to restore them, counting capacity already vacating.
+TEST(Cycle, ProductionHeadroomIsKeptAndRestored) {
+  World w(2, 2);  // 16 GPUs
+  int prod = w.AddQueue("serving", 0);
+  int b = w.AddQueue("b", 0);
+  w.options_.production_headroom_milli = 4000;
+  for (int i = 0; i < 16; ++i) w.Submit(Whole(10 + i, 1, kTrain), b, 100000);
+  Plan p = w.Cycle();
+  EXPECT_EQ(w.Used(b), 12000) << "4 GPUs stay idle for production";
+  const PendingStatus* st = StatusOf(p, 25);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(st->code, "BorrowLimit");
+  w.Advance(600);  // past the minimum runtime
+  w.Submit(Whole(1, 1, kProd), prod, 100000);
+  p = w.Cycle();
+  EXPECT_TRUE(w.Running(1)) << "production starts in the headroom, with no preemption";
+  ASSERT_EQ(w.preemptions_.size(), 1u) << "one borrower reclaimed to restore 4 idle GPUs";
+  EXPECT_EQ(w.preemptions_[0].second, -1);
+  const auto pre = std::find_if(p.actions.begin(), p.actions.end(),
+                                [](const Action& a) { return a.kind == ActionKind::kPreempt; });
+  ASSERT_NE(pre, p.actions.end());
+  EXPECT_NE(pre->reason.find("production headroom"), std::string::npos) << pre->reason;
+  // The next production job takes an idle GPU; restoring the headroom needs one victim, unless a GPU is
+  // already vacating.
+  w.Submit(Whole(2, 1, kProd), prod, 100000);
+  CycleInput in = w.Input();
+  EXPECT_EQ(Count(RunCycle(in, *w.policy_), ActionKind::kPreempt), 1);
+  in.vacating_milli = 1000;
+  EXPECT_EQ(Count(RunCycle(in, *w.policy_), ActionKind::kPreempt), 0);
+}
+
+// Victims for a whole-GPU job come from the node where the fewest, cheapest victims make room, even when
+// cheaper victims elsewhere would not free a node (max_victims_examined is small here).
+TEST(Cycle, VictimsAreChosenByNode) {
+  World w(2, 2);
+  int a = w.AddQueue("a", 8);    // owner: within its guarantee with an 8-GPU job
+  int keep = w.AddQueue("keep", 4);
+  int b = w.AddQueue("b", 0);    // borrower
+  w.options_.max_victims_examined = 8;
+  w.options_.reclaim_min_runtime_s = 0;
+  // Node 1: 4 GPUs of queue `keep` (within its guarantee) plus 4 young borrowers (cheap victims).
+  // Node 0: 8 older borrowers. Only node 0 can be freed.
+  auto run = [&](JobId id, int queue, NodeId node, int gpu, int64_t started) {
+    RunningJob r;
+    r.id = id;
+    r.queue = queue;
+    r.priority = kTrain;
+    r.cls = WorkloadClass::kTraining;
+    GpuGrant g;
+    g.gpu = w.state_.node(node).first_gpu + gpu;
+    r.tasks = {TaskPlacement{node, {g}}};
+    r.cpu_milli = 1000;
+    r.host_memory_mib = 1024;
+    r.start_time_s = started;
+    r.expected_end_s = w.now_ + 100000;
+    w.state_.Apply(r.tasks, r.cpu_milli, r.host_memory_mib, false);
+    w.running_.push_back(r);
+    w.requests_[id] = Whole(id, 1, kTrain);
+    w.duration_[id] = 100000;
+  };
+  for (int i = 0; i < 8; ++i) run(100 + i, b, 0, i, w.now_ - 5000);
+  for (int i = 0; i < 4; ++i) run(200 + i, keep, 1, i, w.now_ - 5000);
+  for (int i = 0; i < 4; ++i) run(300 + i, b, 1, 4 + i, w.now_ - 10);
+  w.Submit(Whole(1, 8, kTrain), a, 1000);
+  Plan p = w.Cycle();
+  EXPECT_TRUE(w.Running(1)) << (StatusOf(p, 1) ? StatusOf(p, 1)->code + ": " + StatusOf(p, 1)->message : "");
+  ASSERT_EQ(w.preemptions_.size(), 8u);
+  for (const auto& [victim, for_job] : w.preemptions_) EXPECT_LT(victim, 200) << "victims on node 0 only";
 }
 
 TEST(Cycle, PreemptionNeverRespectedAndNeverEqualPriority) {
@@ -429,6 +526,61 @@ TEST(Cycle, GangReservesBeyondGuaranteeOnlyWhenAsked) {
     }
     EXPECT_EQ(w.Running(4), !beyond) << beyond;
   }
+}
+
+// Slurm-style backfill into a reservation: a whole-GPU job that ends before the reserved gang starts may use
+// the held GPUs; one that would end later, or whose end is unknown, may not.
+TEST(Cycle, ShortJobsBackfillIntoAReservation) {
+  World w(1, 1);
+  int a = w.AddQueue("a", 16);
+  w.Submit(Whole(1, 4, kTrain), a, 1000);  // 4 GPUs until t+1000
+  w.Cycle();
+  w.Advance(1);
+  const int64_t t0 = w.now_;
+  w.Submit(Whole(2, 8, kTrain), a, 1000);  // the whole node: reserved from t0+999
+  w.now_ += 1;
+  auto job = [&](JobId id, int64_t duration, bool known) {
+    Request r = Whole(id, 2, kTrain);
+    if (known) r.expected_end_s = w.now_ + duration;
+    w.Submit(r, a, duration);
+  };
+  job(3, 500, true);    // ends before the reservation: backfills into it
+  job(4, 5000, true);   // would delay it
+  job(5, 500, false);   // end unknown
+  Plan p = w.Cycle();
+  EXPECT_FALSE(w.Running(2));
+  EXPECT_TRUE(w.Running(3));
+  EXPECT_FALSE(w.Running(4));
+  EXPECT_FALSE(w.Running(5));
+  const PendingStatus* g = StatusOf(p, 2);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->estimated_start_s, t0 + 999) << "backfill did not delay the reservation";
+  const auto bind3 = std::find_if(p.actions.begin(), p.actions.end(),
+                                  [](const Action& x) { return x.kind == ActionKind::kBind && x.job == 3; });
+  ASSERT_NE(bind3, p.actions.end());
+  EXPECT_NE(bind3->reason.find("backfilled into reserved capacity"), std::string::npos) << bind3->reason;
+}
+
+// Conservative backfill: a second reservation plans around the first, so two gangs never count on the
+// same GPUs at the same time.
+TEST(Cycle, SecondReservationPlansAroundTheFirst) {
+  World w(1, 1);
+  int a = w.AddQueue("a", 32);
+  w.Submit(Whole(1, 8, kTrain), a, 1000);  // the whole node until t+1000
+  w.Cycle();
+  w.Advance(1);
+  const int64_t t0 = w.now_;
+  w.Submit(Whole(2, 8, kTrain), a, 3000);
+  w.now_ += 1;
+  w.Submit(Whole(3, 8, kTrain), a, 3000);
+  Plan p = w.Cycle();
+  EXPECT_EQ(Count(p, ActionKind::kReserve), 2);
+  const PendingStatus* s2 = StatusOf(p, 2);
+  const PendingStatus* s3 = StatusOf(p, 3);
+  ASSERT_NE(s2, nullptr);
+  ASSERT_NE(s3, nullptr);
+  EXPECT_EQ(s2->estimated_start_s, t0 + 999);
+  EXPECT_EQ(s3->estimated_start_s, t0 + 999 + 3000) << "after the first reserved gang is expected to end";
 }
 
 // A fenced reservation also keeps sub-GPU work off the partly used GPUs of its node.
@@ -648,7 +800,7 @@ TEST(Tenancy, ParsesTreeClassesAndOptions) {
 organisation: acme
 slice_units: memory
 fair_share: {half_life_hours: 24, history_weight: 0.3}
-preemption: {min_runtime_s: 120, reclaim_min_runtime_s: 15}
+preemption: {min_runtime_s: 120, reclaim_min_runtime_s: 15, grace_s: 45, production_headroom_gpus: 8}
 priority_classes:
   - {name: research, value: 300}
   - {name: training, preemption: never}
@@ -661,7 +813,7 @@ teams:
     projects:
       - name: ranking
         queues:
-          - {name: prod, guaranteed_gpus: 4}
+          - {name: prod, guaranteed_gpus: 4, lending_limit_gpus: 1}
           - {name: train, guaranteed_gpus: 8}
   - name: vision
     guaranteed_gpus: 1.5
@@ -672,12 +824,16 @@ teams:
   EXPECT_EQ(cfg->options.slice_units, SliceUnits::kMemory);
   EXPECT_DOUBLE_EQ(cfg->options.usage_half_life_s, 24 * 3600.0);
   EXPECT_EQ(cfg->options.min_runtime_s, 120);
+  EXPECT_EQ(cfg->options.termination_grace_s, 45);
+  EXPECT_EQ(cfg->options.production_headroom_milli, 8000);
   ASSERT_EQ(cfg->queues.size(), 5u);
   int prod = cfg->FindQueue("search/ranking/prod");
   ASSERT_GE(prod, 0);
   EXPECT_EQ(cfg->queues[prod].parent, "search/ranking");
   EXPECT_EQ(cfg->queues[prod].team, "search");
   EXPECT_EQ(cfg->queues[prod].project, "ranking");
+  EXPECT_EQ(cfg->queues[prod].lending_limit_milli, 1000);
+  EXPECT_EQ(cfg->queues[cfg->FindQueue("vision")].lending_limit_milli, -1);
   EXPECT_EQ(cfg->queues[cfg->FindQueue("search/ranking")].guaranteed_milli, 12000);  // sum of children
   EXPECT_EQ(cfg->queues[cfg->FindQueue("vision")].guaranteed_milli, 1500);
   EXPECT_EQ(cfg->LeafFor("search"), prod);
@@ -703,6 +859,12 @@ TEST(Tenancy, ErrorsNameTheField) {
   EXPECT_NE(bad("teams: [{name: a}]\npriority_classes: [{name: x}]\n").find("priority_classes[0].value"),
             std::string::npos);
   EXPECT_NE(bad("teams: [{name: a}, {name: a}]\n").find("duplicate queue 'a'"), std::string::npos);
+  EXPECT_NE(bad("teams:\n  - {name: a, guaranteed_gpus: 4, lending_limit_gpus: 8}\n").find("is above the guarantee"),
+            std::string::npos);
+  EXPECT_NE(bad("teams:\n  - name: a\n    lending_limit_gpus: 1\n    queues: [{name: x, guaranteed_gpus: 8}]\n")
+                .find("teams[0].lending_limit_gpus: set it on leaf queues"),
+            std::string::npos);
+  EXPECT_NE(bad("preemption: {grace_s: -5}\nteams: [{name: a}]\n").find("preemption"), std::string::npos);
 }
 
 }  // namespace

@@ -200,6 +200,42 @@ TEST_F(TesseraTest, RepartitionsIdleInstancesWhenNeeded) {
   EXPECT_TRUE(s->CheckInvariants().ok());
 }
 
+// Drain times: a job that would push back a node's drain goes where it does not, so nodes empty early for
+// gangs; with no times (or a job that ends first everywhere) placement is the plain best fit.
+TEST_F(TesseraTest, DrainTimesKeepNodeLifetimesAligned) {
+  Cluster c = MakeCluster(2, 8, "h100-80gb");
+  auto s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok());
+  Occupy(*s, 0, 4);  // node 0: 4 free, its work ends at t=1000
+  Occupy(*s, 1, 1);  // node 1: 7 free, its work ends at t=5000
+  Request r = Whole(1, 1);
+  r.expected_end_s = 4000;
+  PlaceResult plain = policy_->Place(*s, r);
+  ASSERT_TRUE(plain.ok);
+  EXPECT_EQ(plain.tasks[0].node, 0) << "no drain times: best fit";
+  s->EnableDrainTimes();
+  s->ExtendDrain(0, 1000);
+  s->ExtendDrain(1, 5000);
+  EXPECT_EQ(s->drain_s(0), 1000);
+  PlaceResult aligned = policy_->Place(*s, r);
+  ASSERT_TRUE(aligned.ok);
+  EXPECT_EQ(aligned.tasks[0].node, 1) << "node 0 would drain at 4000 instead of 1000";
+  r.expected_end_s = 900;
+  PlaceResult shorter = policy_->Place(*s, r);
+  ASSERT_TRUE(shorter.ok);
+  EXPECT_EQ(shorter.tasks[0].node, 0) << "ends before either node drains: best fit";
+  r.expected_end_s = -1;
+  EXPECT_EQ(policy_->Place(*s, r).tasks[0].node, 0) << "unknown end: best fit";
+  // Sub-GPU work follows the same rule within its category.
+  Request slice = Slice(8000, 100);
+  slice.expected_end_s = 4000;
+  PlaceResult sl = policy_->Place(*s, slice);
+  ASSERT_TRUE(sl.ok);
+  EXPECT_EQ(sl.tasks[0].node, 1);
+  s->ExtendDrain(0, ClusterState::kNever);
+  EXPECT_EQ(policy_->Place(*s, slice).tasks[0].node, 0) << "a node that never drains takes anything";
+}
+
 TEST_F(TesseraTest, K8sDefaultSpreadsAndWastesWholeGpus) {
   Cluster c = MakeCluster(4, 8, "h100-80gb");
   auto s = ClusterState::Build(c, Catalog::Default());

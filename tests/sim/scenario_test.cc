@@ -42,6 +42,7 @@ TEST(ScenarioTest, BadInput) {
       {std::string(kBase) + "workload: {light_compute: [0.3, 0.1]}\n", "field 'light_compute'"},
       {"name: x\ncluster: c.yaml\npolicies: [magic]\nworkload: {}\nhorizon_h: 1\n", "unknown policy 'magic'"},
       {std::string(kBase) + "workload: {}\nsweep: {traffic: [sunny]}\n", "field 'traffic'"},
+      {std::string(kBase) + "workload: {}\ngang_backfill: [magic]\n", "field 'gang_backfill': unknown policy 'magic'"},
   };
   for (const Case& c : cases) {
     auto r = Parse(c.text);
@@ -82,6 +83,29 @@ TEST(ScenarioTest, SmokeTwoPolicies) {
   EXPECT_GT(j["results"][0]["gpu_utilization"]["mean"].get<double>(),
             j["results"][1]["gpu_utilization"]["mean"].get<double>());
   EXPECT_EQ(j["results"][0]["oom_events"]["mean"].get<double>(), 0.0);
+}
+
+// Conservative gang backfill keeps large training from piling up in the backlog: the served mix stays near
+// the demanded one, and more 8-GPU gangs are served than with the greedy cycle.
+TEST(ScenarioTest, GangBackfillKeepsTheServedMix) {
+  const std::string w =
+      "workload: {inference_share: 0.5, traffic: mixed, training_gpus: {1: 0.5, 8: 0.5}}\n";
+  auto greedy = Parse(std::string(kBase) + w);
+  auto backfill = Parse(std::string(kBase) + w + "gang_backfill: [tessera]\n");
+  ASSERT_TRUE(greedy.ok()) << greedy.error();
+  ASSERT_TRUE(backfill.ok()) << backfill.error();
+  EXPECT_EQ(backfill->gang_backfill_policies, std::vector<std::string>{"tessera"});
+  auto g = RunScenario(*greedy, {"tessera"}, Catalog::Default());
+  auto b = RunScenario(*backfill, {"tessera"}, Catalog::Default());
+  ASSERT_TRUE(g.ok() && b.ok());
+  for (size_t k = 0; k < b->seeds.size(); ++k) {
+    const RunResult& rg = g->variants[0].runs[0][k];
+    const RunResult& rb = b->variants[0].runs[0][k];
+    EXPECT_LT(MixDeviation(rb), MixDeviation(rg) / 2) << k;
+    EXPECT_GE(rb.gpu_utilization, rg.gpu_utilization) << k;
+    EXPECT_EQ(rb.oom_events, 0);
+    EXPECT_EQ(rb.apply_conflicts, 0);
+  }
 }
 
 TEST(ScenarioTest, SanityAnchors) {
