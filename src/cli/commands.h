@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace tessera::cli {
 
 void RegisterMig(CLI::App& app, int* exit_code);
@@ -15,5 +17,9 @@ void RegisterDemo(CLI::App& app, int* exit_code);
 // Subcommands of `simulate` (each in its own simulate_*_cmd.cc).
 void RegisterFgdHarness(CLI::App& simulate, int* exit_code);
 void RegisterSimulateRun(CLI::App& simulate, int* exit_code);  // run, generate, report
+// Runs the FGD harness on an openb trace folder (GPU node list, default pod list) and writes the curves CSV,
+// one point per 1% of arrived load (for `simulate report`). Returns the fgd-harness exit code.
+int WriteFgdCurves(const std::string& trace_dir, const std::string& policies, const std::string& seeds,
+                   const std::string& curves_path);
 
 }  // namespace tessera::cli

@@ -34,6 +34,8 @@ struct FgdOptions {
   bool json = false;
   int threads = 2;
   double inflation = 1.3;
+  bool binned = false;  // curves: only the last point of each 1% arrived-load bin (what the report plots)
+  bool quiet = false;   // print nothing on success
 };
 
 // "42-51", "42", "42,45,50-51".
@@ -182,9 +184,14 @@ int Run(const FgdOptions& o) {
   if (!o.curves.empty()) {
     out << "policy,seed,pod_index,arrived_pct,allocated_pct,frag_pct_of_capacity,frag_pct_of_idle\n";
     for (const Job& j : jobs)
-      for (const CurvePoint& c : j.result->curve)
+      for (size_t k = 0; k < j.result->curve.size(); ++k) {
+        const CurvePoint& c = j.result->curve[k];
+        if (o.binned && k + 1 < j.result->curve.size() &&
+            std::floor(j.result->curve[k + 1].arrived_pct) == std::floor(c.arrived_pct))
+          continue;
         out << fmt::format("{},{},{},{:.4f},{:.4f},{:.4f},{:.4f}\n", policies[j.policy], j.seed, c.pod_index,
                            c.arrived_pct, c.allocated_pct, c.frag_pct_of_capacity, c.frag_pct_of_idle);
+      }
     out.close();
     if (!out) {
       std::cerr << "error: writing " << o.curves << " failed\n";
@@ -221,6 +228,7 @@ int Run(const FgdOptions& o) {
   nlohmann::json doc = {{"nodes", o.nodes},      {"pods", o.pods},     {"seeds", seeds_json},
                         {"inflation", o.inflation}, {"typical_shapes", dist.shapes.size()},
                         {"threads", nthreads},   {"wall_seconds", Round4(wall)}, {"results", results}};
+  if (o.quiet) return 0;
   if (o.json) {
     std::cout << doc.dump(2) << "\n";
     return 0;
@@ -240,6 +248,19 @@ int Run(const FgdOptions& o) {
 }
 
 }  // namespace
+
+int WriteFgdCurves(const std::string& trace_dir, const std::string& policies, const std::string& seeds,
+                   const std::string& curves_path) {
+  FgdOptions o;
+  o.nodes = trace_dir + "/openb_node_list_gpu_node.csv";
+  o.pods = trace_dir + "/openb_pod_list_default.csv";
+  o.policies = policies;
+  o.seeds = seeds;
+  o.curves = curves_path;
+  o.binned = true;
+  o.quiet = true;
+  return Run(o);
+}
 
 void RegisterFgdHarness(CLI::App& simulate, int* exit_code) {
   auto opt = std::make_shared<FgdOptions>();

@@ -2,6 +2,7 @@
 // trace generator and the HTML report. Parsing and printing only; the work lives in src/sim.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -50,6 +51,7 @@ struct ReportArgs {
   std::string policies;
   std::string seeds;
   std::string fgd_curves;
+  std::string fgd_trace = "../shared/traces/alibaba-gpu-2023";
 };
 
 // "1-10" or "1,2,5".
@@ -173,6 +175,20 @@ void DoReport(const ReportArgs& a, int* exit_code) {
   ReportInput in;
   in.out_dir = a.out;
   in.fgd_curves_csv = a.fgd_curves;
+  // Without a curves file, run the FGD harness on the openb trace when it is there.
+  if (in.fgd_curves_csv.empty() && std::filesystem::exists(a.fgd_trace + "/openb_node_list_gpu_node.csv")) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.out, ec);
+    const std::string curves = a.out + "/fgd-curves.csv";
+    std::cerr << fmt::format("running the FGD harness on {} (fgd, bestfit, random, tessera; seeds 42-51)\n",
+                             a.fgd_trace);
+    if (int rc = WriteFgdCurves(a.fgd_trace, "fgd,bestfit,random,tessera", "42-51", curves); rc != 0) {
+      *exit_code = rc;
+      return;
+    }
+    in.fgd_curves_csv = curves;
+    in.authors_curves_csv = a.fgd_trace + "/fgd-baseline-results/analysis_allo_discrete.csv";
+  }
   std::vector<std::string> scenarios = a.scenarios;
   if (scenarios.empty())
     scenarios = {"examples/scenarios/mixed-inference-training.yaml", "examples/scenarios/topology-training.yaml"};
@@ -231,6 +247,9 @@ void RegisterSimulateRun(CLI::App& simulate, int* exit_code) {
   rep->add_option("--seeds", rep_args->seeds, "seeds, A-B or a list (default: each scenario's)");
   rep->add_option("--fgd-curves", rep_args->fgd_curves,
                   "curves CSV from `simulate fgd-harness --curves` to plot against the authors' FGD curves");
+  rep->add_option("--fgd-trace", rep_args->fgd_trace,
+                  "openb trace folder: without --fgd-curves, run the FGD harness there for the curves "
+                  "(default ../shared/traces/alibaba-gpu-2023; skipped if absent)");
   rep->callback([rep_args, exit_code]() { DoReport(*rep_args, exit_code); });
 }
 

@@ -151,4 +151,32 @@ TEST_F(FgdCliTest, BadInputNamesFileLineAndField) {
   EXPECT_NE(r.out.find("cannot write"), std::string::npos) << r.out;
 }
 
+// `simulate report` without --fgd-curves runs the harness on the trace folder and plots our curves.
+TEST_F(FgdCliTest, ReportRunsTheHarnessOnTheTraceFolder) {
+  fs::copy_file(dir_ / "nodes.csv", dir_ / "openb_node_list_gpu_node.csv");
+  fs::copy_file(dir_ / "pods.csv", dir_ / "openb_pod_list_default.csv");
+  Write("c.yaml",
+        "name: c16\ndefaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
+        "nodes:\n  - {name: h, count: 2, gpu: h100-80gb, leaf: leaf-0}\n");
+  Write("s.yaml",
+        "name: tiny\ncluster: c.yaml\nseeds: 1\nthreads: 1\npolicies: [tessera, k8s-default]\nhorizon_h: 24\n"
+        "warmup_h: 2\narrivals: {process: backlog, depth: 8}\nworkload: {inference_share: 0.5}\n");
+  const fs::path out = dir_ / "report";
+  CliRun r = Tessera("simulate report --out '" + out.string() + "' --scenario " + Path("s.yaml") + " --fgd-trace '" +
+                         dir_.string() + "'",
+                     true);
+  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_TRUE(fs::exists(out / "fgd-curves.csv"));
+  std::ifstream in(out / "index.html");
+  std::stringstream html;
+  html << in.rdbuf();
+  for (const char* s : {"\"ours fgd\"", "\"ours bestfit\"", "\"ours random\"", "\"ours tessera\""})
+    EXPECT_NE(html.str().find(s), std::string::npos) << s;
+  // One row per 1% bin per run at most: 4 policies x 10 seeds x (up to 131 bins).
+  std::ifstream curves(out / "fgd-curves.csv");
+  const auto rows = std::count(std::istreambuf_iterator<char>(curves), std::istreambuf_iterator<char>(), '\n');
+  EXPECT_GT(rows, 40);
+  EXPECT_LE(rows, 1 + 4 * 10 * 131);
+}
+
 }  // namespace
