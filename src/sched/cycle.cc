@@ -522,7 +522,8 @@ void CycleRun::RestoreHeadroom() {
     VictimCost cost;
   };
   std::vector<Cand> cands;
-  const Preemptor pre{o_.cross_queue_preempt_priority, -1, false};
+  // Restoring headroom reclaims borrowed capacity: the reclaim guard applies, not the priority one.
+  const Preemptor pre{o_.cross_queue_preempt_priority, -1, true};
   for (size_t i = 0; i < in_.running.size(); ++i) {
     const RunningJob& v = in_.running[i];
     const int vq = v.queue >= 0 && v.queue < nq_ ? v.queue : 0;

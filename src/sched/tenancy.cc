@@ -255,11 +255,15 @@ Result<TenancyConfig> ParseTenancyYaml(std::string_view text, std::string_view s
     cfg.options.allow_borrowing = *bo;
   }
   if (const YAML::Node bf = root["backfill"]) {
-    if (Status st = CheckKeys(c, bf, "backfill", {"reservations", "estimate_jobs"}); !st.ok()) return st;
+    if (Status st = CheckKeys(c, bf, "backfill", {"reservations", "estimate_jobs", "beyond_guarantee"}); !st.ok())
+      return st;
     auto rs = Scalar<int>(c, bf, "reservations", "backfill", cfg.options.max_reservations);
     auto ej = Scalar<int>(c, bf, "estimate_jobs", "backfill", cfg.options.estimate_limit);
+    auto bg = Scalar<bool>(c, bf, "beyond_guarantee", "backfill", cfg.options.reserve_beyond_guarantee);
     if (!rs.ok()) return rs.status();
     if (!ej.ok()) return ej.status();
+    if (!bg.ok()) return bg.status();
+    cfg.options.reserve_beyond_guarantee = *bg;
     cfg.options.max_reservations = std::max(0, *rs);
     cfg.options.estimate_limit = std::max(0, *ej);
   }

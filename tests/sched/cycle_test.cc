@@ -801,6 +801,7 @@ organisation: acme
 slice_units: memory
 fair_share: {half_life_hours: 24, history_weight: 0.3}
 preemption: {min_runtime_s: 120, reclaim_min_runtime_s: 15, grace_s: 45, production_headroom_gpus: 8}
+backfill: {reservations: 4, beyond_guarantee: true}
 priority_classes:
   - {name: research, value: 300}
   - {name: training, preemption: never}
@@ -826,6 +827,8 @@ teams:
   EXPECT_EQ(cfg->options.min_runtime_s, 120);
   EXPECT_EQ(cfg->options.termination_grace_s, 45);
   EXPECT_EQ(cfg->options.production_headroom_milli, 8000);
+  EXPECT_EQ(cfg->options.max_reservations, 4);
+  EXPECT_TRUE(cfg->options.reserve_beyond_guarantee);
   ASSERT_EQ(cfg->queues.size(), 5u);
   int prod = cfg->FindQueue("search/ranking/prod");
   ASSERT_GE(prod, 0);
