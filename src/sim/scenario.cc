@@ -180,7 +180,7 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   const std::string where = source;
   TRY(CheckKeys(root, {"name", "description", "cluster", "seeds", "first_seed", "threads", "policies", "horizon_h",
                        "warmup_h", "arrivals", "mig", "static_mig", "fabric", "workload", "trace", "dlrm", "sweep",
-                       "sample_every_h", "tiers", "gang_backfill"},
+                       "sample_every_h", "tiers", "gang_backfill", "time_limit_factor"},
                 where));
   Scenario s;
   s.source = source;
@@ -218,6 +218,14 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   for (const std::string& p : s.gang_backfill_policies)
     if (!MakePolicy(p).ok())
       return Status::Error(fmt::format("{}: field 'gang_backfill': unknown policy '{}'", where, p));
+  if (root["time_limit_factor"]) {
+    std::vector<double> f;
+    TRY(Read(root, "time_limit_factor", &f, where));
+    if (f.size() != 2 || f[0] < 1 || f[1] < f[0])
+      return Status::Error(where + ": field 'time_limit_factor': expected [min, max] with 1 <= min <= max");
+    s.sim.time_limit_factor_min = f[0];
+    s.sim.time_limit_factor_max = f[1];
+  }
   double horizon_h = 0, warmup_h = 0, sample_h = 1;
   TRY(Read(root, "horizon_h", &horizon_h, where));
   TRY(Read(root, "warmup_h", &warmup_h, where));
@@ -405,6 +413,7 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
       for (size_t p = 0; p < policies.size(); ++p) {
         auto pol = MakePolicy(policies[p]);
         SimOptions o = s.sim;
+        o.time_limit_seed = s.seeds[t.seed];
         o.gang_backfill = std::find(s.gang_backfill_policies.begin(), s.gang_backfill_policies.end(), policies[p]) !=
                           s.gang_backfill_policies.end();
         std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run

@@ -437,6 +437,16 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     return binds;
   };
 
+  // Per-job time-limit factor (SimOptions::time_limit_factor_*): a fixed hash of the job and the seed.
+  auto limit_factor = [&](int32_t idx) {
+    if (opt.time_limit_factor_max <= opt.time_limit_factor_min) return opt.time_limit_factor_min;
+    uint64_t z = static_cast<uint64_t>(idx) + 0x9e3779b97f4a7c15ULL * (opt.time_limit_seed + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+    return opt.time_limit_factor_min + u * (opt.time_limit_factor_max - opt.time_limit_factor_min);
+  };
   auto run_cycle = [&](int64_t now) -> int {
     CycleInput in;
     in.snapshot = &state;
@@ -456,7 +466,7 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
       const JobState& j = jobs[p];
       in.pending.push_back(PendingJob{j.request, queue_of[p], j.submit_s, j.submit_s, false});
       if (expected_ends) {
-        const int64_t d = static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_work_s)));
+        const int64_t d = static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_work_s) * limit_factor(p)));
         in.pending.back().expected_duration_s = d;
         if (j.remaining_work_s >= 0) in.pending.back().request.expected_end_s = now + d;
       }
@@ -477,10 +487,13 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
         r.preemptible = pit == opt.tenancy->preemptible_by_priority.end() || pit->second;
       }
       if (expected_ends && j.remaining_work_s >= 0) {
-        r.expected_end_s = std::max(j.bind_s, j.start_s) + static_cast<int64_t>(std::ceil(j.remaining_work_s));
+        const int64_t from = std::max(j.bind_s, j.start_s);
+        const double f = limit_factor(a);
+        r.expected_end_s = from + static_cast<int64_t>(std::ceil(j.remaining_work_s * f));
         // Default runs: a running job's end at its actual progress rate (step-time efficiency included), as
         // a time limit fitted to the job would say; multi-tenant runs keep the ideal-work estimate.
-        if (!opt.tenancy && j.status == JobStatus::kRunning && j.end_s >= 0) r.expected_end_s = j.end_s;
+        if (!opt.tenancy && j.status == JobStatus::kRunning && j.end_s >= 0)
+          r.expected_end_s = from + static_cast<int64_t>(std::ceil((j.end_s - from) * f));
       }
       if (opt.gang_backfill)  // drain times: the placement hint that keeps nodes' lifetimes aligned
         for (const TaskPlacement& t : j.tasks) state.ExtendDrain(t.node, r.expected_end_s < 0 ? ClusterState::kNever : r.expected_end_s);

@@ -100,6 +100,12 @@ struct SimOptions {
   // the ones before it (conservative backfill), and a job that ends before a reservation starts may still use
   // its GPUs, so more reservations cost little utilisation and keep big gangs from piling up in the backlog.
   int gang_reservations = 32;
+  // Time limits the cycle sees (expected ends): each job's true run time times a factor drawn per job,
+  // uniformly in [time_limit_factor_min, time_limit_factor_max], from time_limit_seed. 1, 1 = exact limits;
+  // users' limits overestimate (Slurm sites see 2-5x), which makes reservations and backfill pessimistic.
+  double time_limit_factor_min = 1.0;
+  double time_limit_factor_max = 1.0;
+  uint64_t time_limit_seed = 0;
   // With gang_backfill: a queue whose head gang has waited this long is examined first (CycleOptions::
   // gang_aging_s), so another queue's small jobs cannot take the GPUs its reservation waits for. -1 = off.
   int64_t gang_aging_s = 0;

@@ -43,6 +43,8 @@ TEST(ScenarioTest, BadInput) {
       {"name: x\ncluster: c.yaml\npolicies: [magic]\nworkload: {}\nhorizon_h: 1\n", "unknown policy 'magic'"},
       {std::string(kBase) + "workload: {}\nsweep: {traffic: [sunny]}\n", "field 'traffic'"},
       {std::string(kBase) + "workload: {}\ngang_backfill: [magic]\n", "field 'gang_backfill': unknown policy 'magic'"},
+      {std::string(kBase) + "workload: {}\ntime_limit_factor: [0.5, 2]\n", "field 'time_limit_factor'"},
+      {std::string(kBase) + "workload: {}\ntime_limit_factor: [3, 2]\n", "field 'time_limit_factor'"},
   };
   for (const Case& c : cases) {
     auto r = Parse(c.text);
@@ -106,6 +108,20 @@ TEST(ScenarioTest, GangBackfillKeepsTheServedMix) {
     EXPECT_EQ(rb.oom_events, 0);
     EXPECT_EQ(rb.apply_conflicts, 0);
   }
+  // Over-estimated time limits (1-3x) change decisions but keep every placement valid.
+  auto loose = Parse(std::string(kBase) + w + "gang_backfill: [tessera]\ntime_limit_factor: [1, 3]\n");
+  ASSERT_TRUE(loose.ok()) << loose.error();
+  EXPECT_EQ(loose->sim.time_limit_factor_max, 3.0);
+  auto l = RunScenario(*loose, {"tessera"}, Catalog::Default());
+  ASSERT_TRUE(l.ok());
+  bool differs = false;
+  for (size_t k = 0; k < l->seeds.size(); ++k) {
+    const RunResult& rl = l->variants[0].runs[0][k];
+    EXPECT_EQ(rl.oom_events, 0);
+    EXPECT_EQ(rl.apply_conflicts, 0);
+    differs = differs || rl.gpu_utilization != b->variants[0].runs[0][k].gpu_utilization;
+  }
+  EXPECT_TRUE(differs) << "the cycle sees the looser limits";
 }
 
 TEST(ScenarioTest, SanityAnchors) {
