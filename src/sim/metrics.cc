@@ -121,6 +121,9 @@ json PolicySummary(const std::vector<RunResult>& runs) {
   o["mig_repartitions"] =
       SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.mig_repartitions); }), 1);
   o["preemptions"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.preemptions); }), 1);
+  o["job_failures"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.job_failures); }), 1);
+  o["failure_lost_gpu_hours"] =
+      SpreadJson(Collect(runs, [](const RunResult& r) { return r.failure_lost_gpu_s / 3600.0; }), 1);
   o["makespan_h"] = SpreadJson(Collect(runs, [](const RunResult& r) { return r.makespan_s / 3600.0; }), 2);
   o["jobs_completed"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.jobs_completed); }), 1);
   o["unplaced_jobs"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.unplaced_jobs); }), 1);

@@ -180,7 +180,7 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   const std::string where = source;
   TRY(CheckKeys(root, {"name", "description", "cluster", "seeds", "first_seed", "threads", "policies", "horizon_h",
                        "warmup_h", "arrivals", "mig", "static_mig", "fabric", "workload", "trace", "dlrm", "sweep",
-                       "sample_every_h", "tiers", "gang_backfill", "time_limit_factor"},
+                       "sample_every_h", "tiers", "gang_backfill", "time_limit_factor", "failures"},
                 where));
   Scenario s;
   s.source = source;
@@ -225,6 +225,12 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
       return Status::Error(where + ": field 'time_limit_factor': expected [min, max] with 1 <= min <= max");
     s.sim.time_limit_factor_min = f[0];
     s.sim.time_limit_factor_max = f[1];
+  }
+  if (root["failures"]) {
+    const YAML::Node f = root["failures"];
+    TRY(CheckKeys(f, {"gpu_mtbf_h"}, where + ": failures"));
+    TRY(Read(f, "gpu_mtbf_h", &s.sim.gpu_mtbf_h, where + ": failures"));
+    if (s.sim.gpu_mtbf_h < 0) return Status::Error(where + ": failures: field 'gpu_mtbf_h': must be >= 0");
   }
   double horizon_h = 0, warmup_h = 0, sample_h = 1;
   TRY(Read(root, "horizon_h", &horizon_h, where));
@@ -414,6 +420,7 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
         auto pol = MakePolicy(policies[p]);
         SimOptions o = s.sim;
         o.time_limit_seed = s.seeds[t.seed];
+        o.failure_seed = s.seeds[t.seed];
         o.gang_backfill = std::find(s.gang_backfill_policies.begin(), s.gang_backfill_policies.end(), policies[p]) !=
                           s.gang_backfill_policies.end();
         std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run

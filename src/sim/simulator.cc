@@ -19,6 +19,15 @@ namespace {
 
 // kTerminating: preempted with nobody waiting for its capacity (production headroom); it holds its GPUs,
 // doing no work, for the termination grace period, then returns to the queue.
+// A uniform draw in [0, 1) from (a, b, seed): splitmix64 of their mix. Deterministic, no shared state.
+double HashUniform(uint64_t a, uint64_t b, uint64_t seed) {
+  uint64_t z = a * 0xd1b54a32d192ed03ULL + b * 0x8cb92ba72f3d8dd7ULL + 0x9e3779b97f4a7c15ULL * (seed + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
 enum class JobStatus : uint8_t { kFuture, kPending, kBound, kRunning, kTerminating, kDone, kFailed };
 
 struct JobState {
@@ -275,6 +284,12 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
       j.end_s = now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wall)));
       events.Push({j.end_s, EventType::kCompletion, idx, j.epoch, 0});
     }
+    if (opt.gpu_mtbf_h > 0 && gpus > 0) {  // failure injection: exponential time to this run's first failure
+      const double u = HashUniform(static_cast<uint64_t>(idx), j.epoch, opt.failure_seed);
+      const double dt = -std::log1p(-u) * opt.gpu_mtbf_h * 3600.0 / gpus;
+      const int64_t at = now + std::max<int64_t>(1, static_cast<int64_t>(dt));
+      if (j.end_s < 0 || at < j.end_s) events.Push({at, EventType::kFailure, idx, j.epoch, 0});
+    }
   };
 
   auto mark_arrival = [&](int32_t idx, int64_t now) {
@@ -440,11 +455,7 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
   // Per-job time-limit factor (SimOptions::time_limit_factor_*): a fixed hash of the job and the seed.
   auto limit_factor = [&](int32_t idx) {
     if (opt.time_limit_factor_max <= opt.time_limit_factor_min) return opt.time_limit_factor_min;
-    uint64_t z = static_cast<uint64_t>(idx) + 0x9e3779b97f4a7c15ULL * (opt.time_limit_seed + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+    const double u = HashUniform(static_cast<uint64_t>(idx), 0, opt.time_limit_seed);
     return opt.time_limit_factor_min + u * (opt.time_limit_factor_max - opt.time_limit_factor_min);
   };
   auto run_cycle = [&](int64_t now) -> int {
@@ -562,8 +573,24 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
           }
           changed = true;
           break;
-        case EventType::kFailure:
+        case EventType::kFailure: {
+          if (j.status != JobStatus::kRunning) break;
+          ++res.job_failures;
+          int gpus = 0;
+          for (const TaskPlacement& t : j.tasks) gpus += static_cast<int>(t.gpus.size());
+          const bool ckpt = j.spec->checkpointable && j.last_checkpoint_s >= j.start_s;
+          res.failure_lost_gpu_s += static_cast<double>(now - (ckpt ? j.last_checkpoint_s : j.start_s)) * gpus;
+          if (j.remaining_work_s >= 0)
+            j.remaining_work_s =
+                std::max(1.0, j.remaining_work_s - (ckpt ? (j.last_checkpoint_s - j.start_s) * j.efficiency : 0.0));
+          if (opt.tenancy) {
+            queue_alloc[queue_of[e.job]] -= UnitsOf(state, j.tasks, opt.tenancy->cycle.slice_units);
+            queue_waiting[queue_of[e.job]] += res.job_records[e.job].gpu_milli;
+          }
+          requeue(j);
+          changed = true;
           break;
+        }
         case EventType::kVacate:
           if (j.status == JobStatus::kTerminating) requeue(j);
           changed = true;
