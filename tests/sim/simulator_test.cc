@@ -132,6 +132,41 @@ TEST(SimulatorTest, GangEfficiencyScalesUtilisationAndThroughput) {
   EXPECT_NEAR(r.gpu_allocation, 1.0, 1e-9);
 }
 
+// Failure injection: with a short GPU MTBF, running jobs fail, lose their work and run again until they
+// finish; the run is deterministic for a seed, differs across seeds, and without an MTBF nothing fails.
+TEST(SimulatorTest, InjectedFailuresRequeueAndEveryJobFinishes) {
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 6; ++i) {
+    TraceJob j;
+    j.id = i;
+    j.cls = WorkloadClass::kTraining;
+    j.tasks = 1;
+    j.gpus_per_task = 2;
+    j.compute_milli = 900;
+    j.memory_mib = 20000;
+    j.duration_s = 4 * 3600;
+    jobs.push_back(j);
+  }
+  SimOptions o;  // horizon 0: run until every job has finished
+  RunResult clean = RunSim(OneGpuCluster(8), jobs, "tessera", o);
+  EXPECT_EQ(clean.job_failures, 0);
+  EXPECT_EQ(clean.jobs_completed, 6);
+  o.gpu_mtbf_h = 8;  // a 2-GPU job fails every 4 h on average: most first attempts fail
+  o.failure_seed = 7;
+  RunResult a = RunSim(OneGpuCluster(8), jobs, "tessera", o);
+  RunResult b = RunSim(OneGpuCluster(8), jobs, "tessera", o);
+  EXPECT_GT(a.job_failures, 0);
+  EXPECT_GT(a.failure_lost_gpu_s, 0);
+  EXPECT_EQ(a.jobs_completed, 6) << "failed jobs run again until they finish";
+  EXPECT_TRUE(a.all_completed);
+  EXPECT_GT(a.makespan_s, clean.makespan_s) << "lost work costs time";
+  EXPECT_EQ(a.job_failures, b.job_failures);
+  EXPECT_EQ(a.makespan_s, b.makespan_s);
+  o.failure_seed = 8;
+  RunResult c = RunSim(OneGpuCluster(8), jobs, "tessera", o);
+  EXPECT_TRUE(c.job_failures != a.job_failures || c.makespan_s != a.makespan_s);
+}
+
 TEST(EventQueueTest, OrderAtEqualTimes) {
   EventQueue q;
   q.Push({10, EventType::kArrival, 1, 0, 0});
