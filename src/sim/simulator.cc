@@ -106,7 +106,11 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     j.team_index = it->second;
   }
   std::vector<QueueConfig> queues;
-  for (const std::string& t : team_names) queues.push_back(QueueConfig{t, "", 0, -1, 1});
+  for (const std::string& t : team_names) {
+    QueueConfig q;
+    q.name = t;
+    queues.push_back(std::move(q));
+  }
   // Multi-tenant runs: the tenancy's queues; a job's queue comes from its team.
   std::vector<int> queue_of(trace.size(), 0);
   for (size_t i = 0; i < trace.size(); ++i) queue_of[i] = jobs[i].team_index;
