@@ -180,9 +180,11 @@ void DoReport(const ReportArgs& a, int* exit_code) {
     std::error_code ec;
     std::filesystem::create_directories(a.out, ec);
     const std::string curves = a.out + "/fgd-curves.csv";
-    std::cerr << fmt::format("running the FGD harness on {} (fgd, bestfit, random, tessera; seeds 42-51)\n",
+    std::cerr << fmt::format("running the FGD harness on {} (the paper's six policies and tessera; seeds 42-51)\n",
                              a.fgd_trace);
-    if (int rc = WriteFgdCurves(a.fgd_trace, "fgd,bestfit,random,tessera", "42-51", curves); rc != 0) {
+    if (int rc = WriteFgdCurves(a.fgd_trace, "fgd,bestfit,random,dotprod,gpuclustering,gpupacking,tessera", "42-51",
+                                curves);
+        rc != 0) {
       *exit_code = rc;
       return;
     }

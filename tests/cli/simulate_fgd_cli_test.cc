@@ -170,13 +170,14 @@ TEST_F(FgdCliTest, ReportRunsTheHarnessOnTheTraceFolder) {
   std::ifstream in(out / "index.html");
   std::stringstream html;
   html << in.rdbuf();
-  for (const char* s : {"\"ours fgd\"", "\"ours bestfit\"", "\"ours random\"", "\"ours tessera\""})
+  for (const char* s : {"\"ours fgd\"", "\"ours bestfit\"", "\"ours random\"", "\"ours dotprod\"",
+                        "\"ours gpuclustering\"", "\"ours gpupacking\"", "\"ours tessera\""})
     EXPECT_NE(html.str().find(s), std::string::npos) << s;
-  // One row per 1% bin per run at most: 4 policies x 10 seeds x (up to 131 bins).
+  // One row per 1% bin per run at most: 7 policies x 10 seeds x (up to 131 bins).
   std::ifstream curves(out / "fgd-curves.csv");
   const auto rows = std::count(std::istreambuf_iterator<char>(curves), std::istreambuf_iterator<char>(), '\n');
   EXPECT_GT(rows, 40);
-  EXPECT_LE(rows, 1 + 4 * 10 * 131);
+  EXPECT_LE(rows, 1 + 7 * 10 * 131);
 }
 
 }  // namespace
