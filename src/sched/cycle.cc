@@ -192,6 +192,9 @@ class CycleRun {
   // queues keep back (QueueConfig::lending_limit_milli).
   bool LendingOk(int j, int64_t units, PendingStatus* st);
   void RestoreHeadroom();
+  // Appends a victim's checkpoint (when due) and preempt actions and takes it out of the accounting.
+  // for_job: the job its capacity goes to, -1 for none (production headroom).
+  void EmitPreemption(int i, JobId for_job, bool reclaim, std::string reason);
   // Production headroom: a borrowing job below production priority may not leave fewer idle GPUs than
   // CycleOptions::production_headroom_milli.
   bool HeadroomOk(int j, const std::vector<TaskPlacement>& tasks);
@@ -512,6 +515,32 @@ bool CycleRun::LendingOk(int j, int64_t units, PendingStatus* st) {
   return false;
 }
 
+void CycleRun::EmitPreemption(int i, JobId for_job, bool reclaim, std::string reason) {
+  const RunningJob& v = in_.running[i];
+  const int vq = v.queue >= 0 && v.queue < nq_ ? v.queue : 0;
+  const int64_t since = in_.now_s - std::max(v.start_time_s, v.last_checkpoint_s);
+  if (v.checkpointable && since >= o_.checkpoint_min_age_s) {
+    Action ck;
+    ck.kind = ActionKind::kCheckpoint;
+    ck.job = v.id;
+    ck.for_job = for_job;
+    ck.reason = fmt::format("checkpoint before preemption ({} s since the last one)", since);
+    plan_.actions.push_back(std::move(ck));
+  }
+  Action a;
+  a.kind = ActionKind::kPreempt;
+  a.job = v.id;
+  a.for_job = for_job;
+  a.units_milli = run_units_[i];
+  a.reclaim = reclaim;
+  a.reason = std::move(reason);
+  plan_.actions.push_back(std::move(a));
+  preempted_[i] = true;
+  Account(vq, v.tasks, -1);
+  if (reclaim) no_borrow_[vq] = true;  // no reclaim loops within a cycle
+  ++qver_[vq];
+}
+
 void CycleRun::RestoreHeadroom() {
   if (o_.production_headroom_milli <= 0 || !o_.allow_preemption) return;
   auto free_whole = [&]() { return FreeWhole() + in_.vacating_milli; };
@@ -545,25 +574,9 @@ void CycleRun::RestoreHeadroom() {
       continue;
     }
     free = after;
-    if (v.checkpointable && in_.now_s - std::max(v.start_time_s, v.last_checkpoint_s) >= o_.checkpoint_min_age_s) {
-      Action ck;
-      ck.kind = ActionKind::kCheckpoint;
-      ck.job = v.id;
-      ck.reason = "checkpoint before preemption (production headroom)";
-      plan_.actions.push_back(std::move(ck));
-    }
-    Action a;
-    a.kind = ActionKind::kPreempt;
-    a.job = v.id;
-    a.for_job = -1;
-    a.units_milli = run_units_[c.i];
-    a.reclaim = true;
-    a.reason = fmt::format("reclaims {} borrowed GPUs to restore the production headroom of {} GPUs",
-                           Gpus(run_units_[c.i]), Gpus(o_.production_headroom_milli));
-    plan_.actions.push_back(std::move(a));
-    preempted_[c.i] = true;
-    Account(vq, v.tasks, -1);
-    ++qver_[vq];
+    EmitPreemption(c.i, -1, true,
+                   fmt::format("reclaims {} borrowed GPUs to restore the production headroom of {} GPUs",
+                               Gpus(run_units_[c.i]), Gpus(o_.production_headroom_milli)));
     ++work_version_;
   }
 }
@@ -825,31 +838,13 @@ bool CycleRun::TryPreempt(int j, int64_t units, int64_t quota_need, PlaceResult*
     const RunningJob& v = in_.running[c.i];
     const int vq = v.queue >= 0 && v.queue < nq_ ? v.queue : 0;
     const std::string& vname = vq < static_cast<int>(in_.queues.size()) ? in_.queues[vq].name : "default";
-    if (v.checkpointable && in_.now_s - std::max(v.start_time_s, v.last_checkpoint_s) >= o_.checkpoint_min_age_s) {
-      Action ck;
-      ck.kind = ActionKind::kCheckpoint;
-      ck.job = v.id;
-      ck.for_job = p.request.id;
-      ck.reason = fmt::format("checkpoint before preemption ({} s since the last one)",
-                              in_.now_s - std::max(v.start_time_s, v.last_checkpoint_s));
-      plan_.actions.push_back(std::move(ck));
-    }
-    Action a;
-    a.kind = ActionKind::kPreempt;
-    a.job = v.id;
-    a.for_job = p.request.id;
-    a.units_milli = run_units_[c.i];
-    a.reclaim = c.kind == PreemptKind::kReclaim;
-    a.reason = a.reclaim
-                   ? fmt::format("reclaims {} GPUs borrowed by queue {} for job {} of queue {} (within its guarantee)",
-                                 Gpus(run_units_[c.i]), vname, p.request.id, qname)
-                   : fmt::format("preempted for job {} of queue {}: priority {} > {}; {} GPU-s of work lost",
-                                 p.request.id, qname, p.request.priority, v.priority, c.cost.lost_gpu_s);
-    plan_.actions.push_back(std::move(a));
-    preempted_[c.i] = true;
-    Account(vq, v.tasks, -1);
-    if (c.kind == PreemptKind::kReclaim) no_borrow_[vq] = true;  // no reclaim loops within a cycle
-    ++qver_[vq];
+    const bool reclaim = c.kind == PreemptKind::kReclaim;
+    EmitPreemption(
+        c.i, p.request.id, reclaim,
+        reclaim ? fmt::format("reclaims {} GPUs borrowed by queue {} for job {} of queue {} (within its guarantee)",
+                              Gpus(run_units_[c.i]), vname, p.request.id, qname)
+                : fmt::format("preempted for job {} of queue {}: priority {} > {}; {} GPU-s of work lost",
+                              p.request.id, qname, p.request.priority, v.priority, c.cost.lost_gpu_s));
   }
   fails_.Clear();
   ++fails_generation_;  // capacity was released

@@ -243,6 +243,22 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
     j.alloc_milli = j.used_milli = j.eff_gpus = 0;
     active.erase(static_cast<int32_t>(&j - jobs.data()));
   };
+  // A bound or running job stops before its end (preemption, failure): its queue's records count it as
+  // waiting again, and a running job keeps only the work up to its last checkpoint (a job that never
+  // checkpointed restarts from scratch). Returns when the lost work began, or -1 if it was not running.
+  auto interrupt = [&](JobState& j) -> int64_t {
+    const int32_t idx = static_cast<int32_t>(&j - jobs.data());
+    if (opt.tenancy) {
+      queue_alloc[queue_of[idx]] -= UnitsOf(state, j.tasks, opt.tenancy->cycle.slice_units);
+      queue_waiting[queue_of[idx]] += res.job_records[idx].gpu_milli;
+    }
+    if (j.status != JobStatus::kRunning) return -1;
+    const bool ckpt = j.spec->checkpointable && j.last_checkpoint_s >= j.start_s;
+    if (j.remaining_work_s >= 0)
+      j.remaining_work_s =
+          std::max(1.0, j.remaining_work_s - (ckpt ? (j.last_checkpoint_s - j.start_s) * j.efficiency : 0.0));
+    return ckpt ? j.last_checkpoint_s : j.start_s;
+  };
   // A preempted job goes back into the queue at its submit-time position.
   auto requeue = [&](JobState& j) {
     release(j);
@@ -396,21 +412,8 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
             ++res.apply_conflicts;
             break;
           }
-          if (opt.tenancy) {
-            queue_alloc[queue_of[idx]] -= UnitsOf(state, j.tasks, opt.tenancy->cycle.slice_units);
-            queue_waiting[queue_of[idx]] += res.job_records[idx].gpu_milli;
-            if (j.status == JobStatus::kRunning) {
-              const int64_t since = std::max<int64_t>(j.start_s, j.spec->checkpointable ? j.last_checkpoint_s : -1);
-              res.lost_gpu_s += static_cast<double>(now - since) * UnitsOf(state, j.tasks, SliceUnits::kCompute) / 1000.0;
-            }
-          }
-          if (j.status == JobStatus::kRunning && j.remaining_work_s >= 0) {
-            // Work since the last checkpoint is lost; a job that never checkpointed restarts from scratch.
-            const double kept = j.spec->checkpointable && j.last_checkpoint_s >= j.start_s
-                                    ? (j.last_checkpoint_s - j.start_s) * j.efficiency
-                                    : 0.0;
-            j.remaining_work_s = std::max(1.0, j.remaining_work_s - kept);
-          }
+          if (const int64_t since = interrupt(j); opt.tenancy && since >= 0)
+            res.lost_gpu_s += static_cast<double>(now - since) * UnitsOf(state, j.tasks, SliceUnits::kCompute) / 1000.0;
           ++res.preemptions;
           const int64_t grace = opt.tenancy ? opt.tenancy->cycle.termination_grace_s : 0;
           if (a.for_job < 0 && grace > 0) {  // nobody takes its capacity: it vacates after the grace period
@@ -582,15 +585,7 @@ Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const
           ++res.job_failures;
           int gpus = 0;
           for (const TaskPlacement& t : j.tasks) gpus += static_cast<int>(t.gpus.size());
-          const bool ckpt = j.spec->checkpointable && j.last_checkpoint_s >= j.start_s;
-          res.failure_lost_gpu_s += static_cast<double>(now - (ckpt ? j.last_checkpoint_s : j.start_s)) * gpus;
-          if (j.remaining_work_s >= 0)
-            j.remaining_work_s =
-                std::max(1.0, j.remaining_work_s - (ckpt ? (j.last_checkpoint_s - j.start_s) * j.efficiency : 0.0));
-          if (opt.tenancy) {
-            queue_alloc[queue_of[e.job]] -= UnitsOf(state, j.tasks, opt.tenancy->cycle.slice_units);
-            queue_waiting[queue_of[e.job]] += res.job_records[e.job].gpu_milli;
-          }
+          res.failure_lost_gpu_s += static_cast<double>(now - interrupt(j)) * gpus;
           requeue(j);
           changed = true;
           break;
