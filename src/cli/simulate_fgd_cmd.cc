@@ -5,16 +5,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "base/parallel.h"
 #include "cli/commands.h"
 #include "cli/io.h"
 #include "model/catalog.h"
@@ -159,20 +158,13 @@ int Run(const FgdOptions& o) {
   FgdHarnessOptions hopt;
   hopt.inflation = o.inflation;
   hopt.record_curve = !o.curves.empty();
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t j; (j = next.fetch_add(1)) < jobs.size();) {
-      const auto t0 = std::chrono::steady_clock::now();
-      jobs[j].result = RunFgdHarness(*cluster, catalog, pods->requests, dist, policies[jobs[j].policy], jobs[j].seed, hopt);
-      jobs[j].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-  };
   const auto t_all = std::chrono::steady_clock::now();
   const int nthreads = std::max(1, std::min<int>(o.threads, static_cast<int>(jobs.size())));
-  std::vector<std::thread> threads;
-  for (int i = 1; i < nthreads; ++i) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
+  ParallelFor(jobs.size(), nthreads, [&](size_t j) {
+    const auto t0 = std::chrono::steady_clock::now();
+    jobs[j].result = RunFgdHarness(*cluster, catalog, pods->requests, dist, policies[jobs[j].policy], jobs[j].seed, hopt);
+    jobs[j].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
   for (const Job& j : jobs) {
     if (!j.result.ok()) {

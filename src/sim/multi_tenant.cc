@@ -4,14 +4,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <random>
 #include <set>
 #include <sstream>
-#include <thread>
 
+#include "base/parallel.h"
 #include "model/cluster.h"
 #include "sched/policy.h"
 #include "sched/tenancy.h"
@@ -314,14 +313,8 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
       lost_h[k] = r->lost_gpu_s / 3600.0;
       unplaced[k] = static_cast<double>(r->unplaced_jobs);
     };
-    std::atomic<int> next{0};
-    auto worker = [&]() {
-      for (int k = next.fetch_add(1); k < nseeds; k = next.fetch_add(1)) run_seed(k);
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < std::min(threads, nseeds); ++t) pool.emplace_back(worker);
-    worker();
-    for (std::thread& th : pool) th.join();
+    ParallelFor(static_cast<size_t>(std::max(0, nseeds)), threads,
+                [&](size_t k) { run_seed(static_cast<int>(k)); });
     for (const std::string& e : errors)
       if (!e.empty()) return Status::Error(e);
     auto mean = [](const std::vector<double>& v) {

@@ -4,15 +4,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <thread>
 
+#include "base/parallel.h"
 #include "sched/cluster_state.h"
 #include "sched/policy.h"
 #include "sim/dlrm.h"
@@ -409,38 +408,28 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
     for (size_t k = 0; k < s.seeds.size(); ++k) tasks.push_back({v, k});
   }
   std::vector<std::string> errors(tasks.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&]() {
-    while (true) {
-      const size_t i = next.fetch_add(1);
-      if (i >= tasks.size()) return;
-      const Task& t = tasks[i];
-      const std::vector<TraceJob> jobs = JobsFor(s, s.variants[t.v], s.seeds[t.seed]);
-      for (size_t p = 0; p < policies.size(); ++p) {
-        auto pol = MakePolicy(policies[p]);
-        SimOptions o = s.sim;
-        o.time_limit_seed = s.seeds[t.seed];
-        o.failure_seed = s.seeds[t.seed];
-        o.gang_backfill = std::find(s.gang_backfill_policies.begin(), s.gang_backfill_policies.end(), policies[p]) !=
-                          s.gang_backfill_policies.end();
-        std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run
-        if (s.tiers) hook = MakeTierHook(s.tiers, clusters[p], catalog, jobs, s.seeds[t.seed]);
-        o.hook = hook.get();
-        auto r = Simulate(clusters[p], catalog, jobs, **pol, o);
-        if (!r.ok()) {
-          errors[i] = r.error();
-          return;
-        }
-        r->seed = s.seeds[t.seed];
-        out.variants[t.v].runs[p][t.seed] = std::move(r).value();
+  ParallelFor(tasks.size(), s.threads, [&](size_t i) {
+    const Task& t = tasks[i];
+    const std::vector<TraceJob> jobs = JobsFor(s, s.variants[t.v], s.seeds[t.seed]);
+    for (size_t p = 0; p < policies.size(); ++p) {
+      auto pol = MakePolicy(policies[p]);
+      SimOptions o = s.sim;
+      o.time_limit_seed = s.seeds[t.seed];
+      o.failure_seed = s.seeds[t.seed];
+      o.gang_backfill = std::find(s.gang_backfill_policies.begin(), s.gang_backfill_policies.end(), policies[p]) !=
+                        s.gang_backfill_policies.end();
+      std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run
+      if (s.tiers) hook = MakeTierHook(s.tiers, clusters[p], catalog, jobs, s.seeds[t.seed]);
+      o.hook = hook.get();
+      auto r = Simulate(clusters[p], catalog, jobs, **pol, o);
+      if (!r.ok()) {
+        errors[i] = r.error();
+        return;
       }
+      r->seed = s.seeds[t.seed];
+      out.variants[t.v].runs[p][t.seed] = std::move(r).value();
     }
-  };
-  const int n = std::max(1, std::min<int>(s.threads, static_cast<int>(tasks.size())));
-  std::vector<std::thread> pool;
-  for (int i = 1; i < n; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
+  });
   for (const std::string& e : errors)
     if (!e.empty()) return Status::Error(e);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
