@@ -51,12 +51,39 @@ int RunBreakEven(const BreakEvenArgs& args) {
 }
 
 struct PricesArgs {
+  std::string book;
   std::string config;
   bool json = false;
 };
 
+// The default book, or the book in `path` when given.
+Result<PriceBook> LoadBook(const std::string& path) {
+  if (path.empty()) return PriceBook::Default();
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return PriceBook::FromYaml(*text, path);
+}
+
+// "valid 2023-07-27 .. 2025-06-01", "carried forward: ...", or "undated".
+std::string ValidityText(const PriceValidity& v) {
+  if (!v.Dated()) return "undated";
+  std::string out = fmt::format("valid {} .. {}", v.valid_from.empty() ? "?" : v.valid_from,
+                                v.valid_until.empty() ? "" : v.valid_until);
+  if (!v.carried_forward.empty()) out += "; carried forward: " + v.carried_forward;
+  return out;
+}
+
+nlohmann::json ValidityJson(const PriceValidity& v) {
+  return {{"valid_from", v.valid_from}, {"valid_until", v.valid_until}, {"carried_forward", v.carried_forward}};
+}
+
 int RunPrices(const PricesArgs& args) {
-  PriceBook book = PriceBook::Default();
+  Result<PriceBook> loaded = LoadBook(args.book);
+  if (!loaded.ok()) {
+    std::cerr << "error: " << loaded.error() << "\n";
+    return 2;
+  }
+  PriceBook book = std::move(loaded).value();
   if (!args.config.empty()) {
     Result<std::string> text = ReadFile(args.config);
     if (!text.ok()) {
@@ -71,21 +98,29 @@ int RunPrices(const PricesArgs& args) {
   }
   if (args.json) {
     nlohmann::json j;
+    j["price_date"] = book.price_date();
+    j["title"] = book.title();
+    j["allow_mixed_dates"] = book.allow_mixed_dates();
     j["pools"] = nlohmann::json::array();
     for (const Pool& p : book.pools()) {
       j["pools"].push_back({{"name", p.name}, {"tier", TierKey(p.tier)}, {"gpu_kind", p.gpu_kind},
                             {"provider", p.provider}, {"usd_per_gpu_hour", p.usd_per_gpu_hour},
                             {"provisioning_delay_s", p.provisioning_delay_s}, {"reclaim_notice_s", p.reclaim_notice_s},
-                            {"reclaim_rate_per_hour", p.reclaim_rate_per_hour}, {"source", p.source}, {"date", p.date}});
+                            {"reclaim_rate_per_hour", p.reclaim_rate_per_hour}, {"source", p.source}, {"date", p.date},
+                            {"validity", ValidityJson(p.validity)}});
     }
     j["on_demand_list"] = nlohmann::json::array();
     for (const ListPrice& lp : book.list_prices()) {
       j["on_demand_list"].push_back({{"gpu_kind", lp.gpu_kind}, {"usd_per_gpu_hour", lp.usd_per_gpu_hour},
-                                     {"source", lp.source}, {"date", lp.date}});
+                                     {"source", lp.source}, {"date", lp.date},
+                                     {"validity", ValidityJson(lp.validity)}});
     }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
+  std::cout << fmt::format("price book: {}\nprice date: {}{}\n\n", book.title().empty() ? "(untitled)" : book.title(),
+                           book.price_date().empty() ? "none (undated book)" : book.price_date(),
+                           book.allow_mixed_dates() ? " (mixed dates allowed)" : "");
   std::cout << fmt::format("{:<24} {:<10} {:<12} {:>10}  {}\n", "pool", "tier", "gpu kind", "$/GPU-h", "dynamics");
   for (const Pool& p : book.pools()) {
     std::string dyn;
@@ -99,12 +134,12 @@ int RunPrices(const PricesArgs& args) {
     }
     std::cout << fmt::format("{:<24} {:<10} {:<12} {:>10.4f}  {}\n", p.name, TierKey(p.tier), p.gpu_kind,
                              p.usd_per_gpu_hour, dyn);
-    std::cout << fmt::format("    source: {} ({})\n", p.source, p.date);
+    std::cout << fmt::format("    source: {} ({}; {})\n", p.source, p.date, ValidityText(p.validity));
   }
   std::cout << "\non-demand list (baseline):\n";
   for (const ListPrice& lp : book.list_prices()) {
-    std::cout << fmt::format("  {:<12} {:>8.4f} $/GPU-h  source: {} ({})\n", lp.gpu_kind, lp.usd_per_gpu_hour,
-                             lp.source, lp.date);
+    std::cout << fmt::format("  {:<12} {:>8.4f} $/GPU-h  source: {} ({}; {})\n", lp.gpu_kind, lp.usd_per_gpu_hour,
+                             lp.source, lp.date, ValidityText(lp.validity));
   }
   return 0;
 }
@@ -150,11 +185,14 @@ int RunCheckpoint(const CheckpointArgs& args) {
 
 struct ReportArgs {
   std::string ledger;
+  std::string book;
   std::string prices;
   std::string idle_policy = "none";
   std::string charge_basis = "compute";
   std::string epoch = "2025-01-01T00:00:00Z";
   std::string focus;
+  std::string billing_account = "tessera";
+  std::string billing_account_name = "Tessera cluster";
   bool json = false;
 };
 
@@ -172,7 +210,9 @@ int RunReport(const ReportArgs& args) {
     std::cerr << "error: " << m << "\n";
     return 2;
   };
-  PriceBook book = PriceBook::Default();
+  Result<PriceBook> loaded = LoadBook(args.book);
+  if (!loaded.ok()) return fail(loaded.error());
+  PriceBook book = std::move(loaded).value();
   if (!args.prices.empty()) {
     Result<std::string> text = ReadFile(args.prices);
     if (!text.ok()) return fail(text.error());
@@ -189,6 +229,8 @@ int RunReport(const ReportArgs& args) {
   Result<int64_t> epoch = ParseIsoUtc(args.epoch);
   if (!epoch.ok()) return fail("--epoch: " + epoch.error());
   opt.epoch_unix_s = *epoch;
+  opt.billing_account_id = args.billing_account;
+  opt.billing_account_name = args.billing_account_name;
   Result<std::string> text = ReadFile(args.ledger);
   if (!text.ok()) return fail(text.error());
   Result<Ledger> ledger = ParseLedgerYaml(*text, args.ledger);
@@ -204,17 +246,21 @@ int RunReport(const ReportArgs& args) {
     if (!out) return fail("cannot write " + args.focus);
   }
   if (args.json) {
-    std::cout << ToJson(*rep).dump(2) << "\n";
+    nlohmann::json j = ToJson(*rep);
+    j["price_date"] = model.book().price_date();
+    std::cout << j.dump(2) << "\n";
     return 0;
   }
   const CostReport& r = *rep;
+  std::cout << fmt::format("price date             {} ({})\n", model.book().price_date(), model.book().title());
   std::cout << fmt::format("total cost             ${:.2f}  = charged ${:.2f} + idle ${:.2f}\n", r.total_cost,
                            r.charged_cost, r.idle_cost);
   std::cout << fmt::format("idle policy            {} (shared ${:.2f}, reported on its own ${:.2f})\n",
                            IdlePolicyName(r.idle_policy), r.idle_shared_cost, r.idle_unshared_cost);
   std::cout << fmt::format("GPU-hours              capacity {:.3f}, held {:.3f}, useful {:.3f}, idle {:.3f}\n",
                            r.capacity_gpu_hours, r.allocated_gpu_hours, r.useful_gpu_hours, r.idle_gpu_hours);
-  std::cout << fmt::format("on-demand-only cost    ${:.2f}  (useful work at list prices); saving {:.1f}%\n",
+  std::cout << fmt::format("useful work at list    ${:.2f}  (held minus lost, at on-demand list prices; priced, "
+                           "not simulated): total is {:.1f}% below\n",
                            r.on_demand_only_cost, 100 * r.cost_saving_vs_on_demand);
   std::cout << fmt::format("cost per useful GPU-h  ${:.4f}   charge basis: {}\n", r.cost_per_useful_gpu_hour,
                            ChargeBasisName(r.charge_basis));
@@ -222,12 +268,21 @@ int RunReport(const ReportArgs& args) {
   PrintLines(r.by_project, "project");
   PrintLines(r.by_gpu_kind, "gpu kind");
   PrintLines(r.by_tier, "tier");
-  std::cout << fmt::format("\npools:\n  {:<24} {:<10} {:>12} {:>12} {:>12} {:>12}\n", "pool", "tier", "capacity GPU-h",
-                           "held GPU-h", "idle GPU-h", "idle cost");
+  std::cout << fmt::format("\nby team and pool (idle is shared only among a pool's own users):\n"
+                           "  {:<16} {:<24} {:>12} {:>12} {:>12} {:>12}\n",
+                           "team", "pool", "GPU-hours", "usage cost", "idle cost", "total");
+  for (const TeamPoolLine& tp : r.by_team_pool) {
+    std::cout << fmt::format("  {:<16} {:<24} {:>12.3f} {:>12.2f} {:>12.2f} {:>12.2f}\n", tp.team, tp.pool,
+                             tp.milli_gpu_s / 3.6e6, tp.usage_cost_usd, tp.idle_cost_usd,
+                             tp.usage_cost_usd + tp.idle_cost_usd);
+  }
+  std::cout << fmt::format("\npools:\n  {:<24} {:<10} {:>14} {:>12} {:>12} {:>12} {:>14}\n", "pool", "tier",
+                           "capacity GPU-h", "held GPU-h", "idle GPU-h", "idle cost", "platform idle");
   for (const PoolLine& p : r.pools) {
-    std::cout << fmt::format("  {:<24} {:<10} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.2f}{}\n", p.pool, TierKey(p.tier),
-                             p.capacity_milli_gpu_s / 3.6e6, p.allocated_milli_gpu_s / 3.6e6,
-                             p.idle_milli_gpu_s / 3.6e6, p.idle_usd, p.elastic ? "  (elastic)" : "");
+    std::cout << fmt::format("  {:<24} {:<10} {:>14.3f} {:>12.3f} {:>12.3f} {:>12.2f} {:>14.2f}{}\n", p.pool,
+                             TierKey(p.tier), p.capacity_milli_gpu_s / 3.6e6, p.allocated_milli_gpu_s / 3.6e6,
+                             p.idle_milli_gpu_s / 3.6e6, p.idle_usd, p.idle_unshared_usd,
+                             p.elastic ? "  (elastic)" : "");
   }
   return 0;
 }
@@ -249,8 +304,11 @@ void RegisterCost(CLI::App& app, int* exit_code) {
   breakeven->callback([be, exit_code] { *exit_code = RunBreakEven(*be); });
 
   auto pr = std::make_shared<PricesArgs>();
-  CLI::App* prices = cost->add_subcommand("prices", "Print the price book (defaults, optionally merged with a file)");
-  prices->add_option("--config", pr->config, "price book YAML merged over the defaults")->check(CLI::ExistingFile);
+  CLI::App* prices = cost->add_subcommand("prices", "Print a price book with its price date and every source");
+  prices->add_option("--price-book", pr->book, "price book YAML used instead of the default (2024) book, e.g. "
+                     "examples/cost/prices-2025.yaml")->check(CLI::ExistingFile);
+  prices->add_option("--config", pr->config, "price book YAML merged over the book (same price_date)")
+      ->check(CLI::ExistingFile);
   prices->add_flag("--json", pr->json, "print JSON");
   prices->callback([pr, exit_code] { *exit_code = RunPrices(*pr); });
 
@@ -266,11 +324,17 @@ void RegisterCost(CLI::App& app, int* exit_code) {
   auto rp = std::make_shared<ReportArgs>();
   CLI::App* report = cost->add_subcommand("report", "Chargeback report of a ledger (and a FOCUS CSV export)");
   report->add_option("--ledger", rp->ledger, "ledger YAML (capacity and usage records)")->required()->check(CLI::ExistingFile);
-  report->add_option("--prices", rp->prices, "price book YAML merged over the defaults")->check(CLI::ExistingFile);
-  report->add_option("--idle-policy", rp->idle_policy, "none | proportional | even");
+  report->add_option("--price-book", rp->book, "price book YAML used instead of the default (2024) book")
+      ->check(CLI::ExistingFile);
+  report->add_option("--prices", rp->prices, "price book YAML merged over the book")->check(CLI::ExistingFile);
+  report->add_option("--idle-policy", rp->idle_policy,
+                     "none | proportional | even: how a pool's idle is shared among that pool's users (never "
+                     "across pools; a pool nobody used stays the platform's own)");
   report->add_option("--charge-basis", rp->charge_basis, "compute | memory (fraction a MIG slice is charged for)");
   report->add_option("--epoch", rp->epoch, "UTC time of ledger second 0, YYYY-MM-DDTHH:MM:SSZ");
-  report->add_option("--focus", rp->focus, "write a FOCUS CSV to this file");
+  report->add_option("--focus", rp->focus, "write a FOCUS 1.0 CSV (with FOCUS 1.1 capacity-reservation columns)");
+  report->add_option("--billing-account", rp->billing_account, "FOCUS BillingAccountId (default tessera)");
+  report->add_option("--billing-account-name", rp->billing_account_name, "FOCUS BillingAccountName");
   report->add_flag("--json", rp->json, "print JSON");
   report->callback([rp, exit_code] { *exit_code = RunReport(*rp); });
 }

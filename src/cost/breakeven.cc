@@ -45,10 +45,14 @@ void Read(FieldReader& r, BreakEvenConfig& cfg, const char* key, double* field, 
 
 }  // namespace
 
-double BreakEvenMonths(double capex, double monthly_rent, double utilization, double opex_per_month) {
-  const double margin = monthly_rent * utilization - opex_per_month;
-  if (!(margin > 0)) return kInf;
-  return capex / margin;
+double BreakEvenMonths(double net_capex, double monthly_margin, double monthly_discount_rate) {
+  if (!(monthly_margin > 0)) return kInf;
+  if (net_capex <= 0) return 0;
+  const double d = monthly_discount_rate;
+  if (d <= 0) return net_capex / monthly_margin;
+  const double x = 1 - net_capex * d / monthly_margin;
+  if (!(x > 0)) return kInf;
+  return -std::log(x) / std::log1p(d);
 }
 
 Result<BreakEvenConfig> ParseBreakEvenYaml(std::string_view text, std::string_view source) {
@@ -84,6 +88,8 @@ Result<BreakEvenConfig> ParseBreakEvenYaml(std::string_view text, std::string_vi
        [](double v) { return fmt::format("{:g} months", v); });
   Read(r, cfg, "avg_power_kw", &o.avg_power_kw, false, 0, kInf, "average power draw",
        [](double v) { return fmt::format("{:g} kW", v); });
+  Read(r, cfg, "idle_power_kw", &o.idle_power_kw, false, 0, kInf, "idle power draw",
+       [](double v) { return v < 0 ? std::string("as busy (flat)") : fmt::format("{:g} kW", v); });
   Read(r, cfg, "usd_per_kwh", &o.usd_per_kwh, false, 0, kInf, "electricity price",
        [](double v) { return fmt::format("${:g}/kWh", v); });
   Read(r, cfg, "pue", &o.pue, false, 1.0, 10.0, "PUE", [](double v) { return fmt::format("{:g}", v); });
@@ -93,8 +99,16 @@ Result<BreakEvenConfig> ParseBreakEvenYaml(std::string_view text, std::string_vi
        [](double v) { return fmt::format("${:g}/kW/month", v); });
   Read(r, cfg, "other_ops_usd_per_month", &o.other_ops_usd_per_month, false, 0, kInf,
        "network, storage and ops share", [](double v) { return Money(v) + "/month"; });
+  Read(r, cfg, "discount_rate_per_year", &cfg.discount_rate_per_year, false, 0, 1, "discount rate (cost of capital)",
+       [](double v) { return fmt::format("{:g}%/year", v * 100); });
+  Read(r, cfg, "resale_fraction", &cfg.resale_fraction, false, 0, 1, "resale value at end of life",
+       [](double v) { return fmt::format("{:g}% of capex", v * 100); });
   st = r.Finish();
   if (!st.ok()) return st;
+  if (o.idle_power_kw > o.avg_power_kw) {
+    return Status::Error(fmt::format("{}: idle_power_kw ({:g}) exceeds avg_power_kw, the busy draw ({:g})",
+                                     NodeWhere(source, owned, "owned"), o.idle_power_kw, o.avg_power_kw));
+  }
 
   if (utils) {
     if (!utils.IsSequence() || utils.size() == 0) {
@@ -131,6 +145,13 @@ Result<BreakEvenConfig> ParseBreakEvenYaml(std::string_view text, std::string_vi
     }
     if (per_gpu >= 0) alt.usd_per_hour = per_gpu * cfg.owned.gpus;
     a.Double("discount", &alt.discount, false, 0, 0.999);
+    alt.committed = alt.tier == "reserved";
+    if (a.Has("committed")) {
+      std::string c;
+      a.String("committed", &c, false);
+      if (a.status().ok() && c != "true" && c != "false") a.Fail("committed", "expected true or false");
+      alt.committed = c == "true";
+    }
     a.String("source", &alt.source, false);
     st = a.Finish();
     if (!st.ok()) return st;
@@ -142,7 +163,11 @@ Result<BreakEvenConfig> ParseBreakEvenYaml(std::string_view text, std::string_vi
 BreakEvenResult ComputeBreakEven(const BreakEvenConfig& config) {
   BreakEvenResult res;
   const OwnedCost& o = config.owned;
+  const double i = config.discount_rate_per_year;
   res.capex = o.capex_usd;
+  res.resale_value = config.resale_fraction * o.capex_usd;
+  res.net_capex = o.capex_usd - res.resale_value / std::pow(1 + i, o.life_months / 12.0);
+  res.monthly_discount_rate = std::pow(1 + i, 1.0 / 12.0) - 1;
   res.power_per_month = o.PowerUsdPerMonth();
   res.colo_per_month = o.ColoUsdPerMonth();
   res.other_ops_per_month = o.other_ops_usd_per_month;
@@ -153,11 +178,14 @@ BreakEvenResult ComputeBreakEven(const BreakEvenConfig& config) {
       BreakEvenRow row;
       row.alternative = alt.name;
       row.tier = alt.tier;
+      row.committed = alt.committed;
       row.utilization = u;
       row.usd_per_hour = alt.EffectiveUsdPerHour();
       row.monthly_rent = row.usd_per_hour * kHoursPerMonth;
-      row.monthly_margin = row.monthly_rent * u - res.opex_per_month;
-      row.months = BreakEvenMonths(res.capex, row.monthly_rent, u, res.opex_per_month);
+      row.rent_paid = alt.committed ? row.monthly_rent : row.monthly_rent * u;
+      row.opex = o.OpexUsdPerMonthAt(u);
+      row.monthly_margin = row.rent_paid - row.opex;
+      row.months = BreakEvenMonths(res.net_capex, row.monthly_margin, res.monthly_discount_rate);
       row.never = std::isinf(row.months);
       row.beyond_life = !row.never && row.months > o.life_months;
       res.rows.push_back(row);
@@ -183,38 +211,46 @@ std::string FormatBreakEvenText(const BreakEvenConfig& cfg, const BreakEvenResul
     out += fmt::format("  {:<32} {:<16} source: {}\n", a.name, a.value, a.source);
   }
   out += "\nMonthly cost of owning:\n";
-  out += fmt::format("  {:<32} {:>12}  ({:g} kW x {:g} h x ${:g}/kWh x PUE {:g})\n", "power", Money(res.power_per_month),
-                     o.avg_power_kw, kHoursPerMonth, o.usd_per_kwh, o.pue);
+  out += fmt::format("  {:<32} {:>12}  ({:g} kW x {:g} h x ${:g}/kWh x PUE {:g}; at utilisation u the draw is\n"
+                     "  {:<32} {:>12}   idle + (busy - idle) x u = {:g} + {:g} x u kW)\n",
+                     "power when busy", Money(res.power_per_month), o.avg_power_kw, kHoursPerMonth, o.usd_per_kwh,
+                     o.pue, "", "", o.PowerKwAt(0), o.avg_power_kw - o.PowerKwAt(0));
   out += fmt::format("  {:<32} {:>12}  ({:g} kW x ${:g}/kW/month)\n", "colocation", Money(res.colo_per_month),
                      o.colo_kw, o.colo_usd_per_kw_month);
   out += fmt::format("  {:<32} {:>12}\n", "network, storage, ops", Money(res.other_ops_per_month));
-  out += fmt::format("  {:<32} {:>12}\n", "opex total", Money(res.opex_per_month));
+  out += fmt::format("  {:<32} {:>12}\n", "opex total when busy", Money(res.opex_per_month));
   out += fmt::format("  {:<32} {:>12}  (capex / {:g} months; not part of the break-even margin)\n",
                      "amortisation", Money(res.amortisation_per_month), o.life_months);
   for (double u : cfg.utilizations) {
     const double used_gpu_hours = kHoursPerMonth * o.gpus * u;
     out += fmt::format("  owned cost per used GPU-hour at {:g}% utilisation: {}\n", u * 100,
-                       Money((res.amortisation_per_month + res.opex_per_month) / used_gpu_hours));
+                       Money((res.amortisation_per_month + o.OpexUsdPerMonthAt(u)) / used_gpu_hours));
   }
-  out += "\nRented alternatives (same GPU count):\n";
+  out += fmt::format("\nFinance: discount rate {:g}%/year ({:.4f}%/month); resale {} at month {:g}, worth {} today;\n"
+                     "net capex K = {}\n",
+                     cfg.discount_rate_per_year * 100, res.monthly_discount_rate * 100, Money(res.resale_value, false),
+                     o.life_months, Money(res.capex - res.net_capex, false), Money(res.net_capex, false));
+  out += "\nRented alternatives (same GPU count; committed ones are paid every hour, used or not):\n";
   for (const RentAlternative& a : cfg.alternatives) {
     std::string price = fmt::format("{}/h", Money(a.usd_per_hour));
     if (a.discount > 0) price += fmt::format(" - {:g}% = {}/h", a.discount * 100, Money(a.EffectiveUsdPerHour()));
-    out += fmt::format("  {:<44} {:<10} {}  source: {}\n", a.name, a.tier, price, a.source.empty() ? "given" : a.source);
+    out += fmt::format("  {:<44} {:<10} {}{}  source: {}\n", a.name, a.tier, price, a.committed ? " (committed)" : "",
+                       a.source.empty() ? "given" : a.source);
   }
-  out += "\nMonths to break even = capex / (monthly rent x utilisation - opex):\n";
-  out += fmt::format("  {:<44} {:>5} {:>14} {:>14}  {}\n", "alternative", "util", "rent/month", "margin/month",
-                     "break-even");
+  out += "\nMonths to break even: first month whose discounted margin (rent paid - opex at u) adds up to K;\n"
+         "rent paid = rent x u, or all of it when committed:\n";
+  out += fmt::format("  {:<44} {:>5} {:>14} {:>14} {:>14}  {}\n", "alternative", "util", "rent paid/mo", "opex/mo",
+                     "margin/month", "break-even");
   for (const BreakEvenRow& row : res.rows) {
     std::string verdict;
     if (row.never) {
-      verdict = "never (rent x utilisation <= opex)";
+      verdict = row.monthly_margin > 0 ? "never (discounted margin never repays K)" : "never (rent paid <= opex)";
     } else {
       verdict = fmt::format("{:.1f} months", row.months);
       if (row.beyond_life) verdict += fmt::format(" (beyond the {:g}-month life: never within life)", o.life_months);
     }
-    out += fmt::format("  {:<44} {:>4g}% {:>14} {:>14}  {}\n", row.alternative, row.utilization * 100,
-                       Money(row.monthly_rent), Money(row.monthly_margin), verdict);
+    out += fmt::format("  {:<44} {:>4g}% {:>14} {:>14} {:>14}  {}\n", row.alternative, row.utilization * 100,
+                       Money(row.rent_paid), Money(row.opex), Money(row.monthly_margin), verdict);
   }
   return out;
 }
@@ -231,25 +267,31 @@ nlohmann::json BreakEvenJson(const BreakEvenConfig& cfg, const BreakEvenResult& 
                          {"other_ops", res.other_ops_per_month},
                          {"total", res.opex_per_month}};
   j["amortisation_per_month"] = res.amortisation_per_month;
+  j["discount_rate_per_year"] = cfg.discount_rate_per_year;
+  j["resale_fraction"] = cfg.resale_fraction;
+  j["resale_value"] = res.resale_value;
+  j["net_capex"] = res.net_capex;
+  j["power_kw"] = {{"busy", cfg.owned.PowerKwAt(1)}, {"idle", cfg.owned.PowerKwAt(0)}};
   nlohmann::json as = nlohmann::json::array();
   for (const Assumption& a : cfg.assumptions) as.push_back({{"name", a.name}, {"value", a.value}, {"source", a.source}});
   j["assumptions"] = as;
   nlohmann::json alts = nlohmann::json::array();
   for (const RentAlternative& a : cfg.alternatives) {
     alts.push_back({{"name", a.name}, {"tier", a.tier}, {"usd_per_hour", a.usd_per_hour}, {"discount", a.discount},
-                    {"effective_usd_per_hour", a.EffectiveUsdPerHour()}, {"source", a.source}});
+                    {"effective_usd_per_hour", a.EffectiveUsdPerHour()}, {"committed", a.committed},
+                    {"source", a.source}});
   }
   j["alternatives"] = alts;
   nlohmann::json rows = nlohmann::json::array();
   for (const BreakEvenRow& r : res.rows) {
-    nlohmann::json row = {{"alternative", r.alternative}, {"tier", r.tier},
-                          {"utilization", r.utilization}, {"usd_per_hour", r.usd_per_hour},
-                          {"monthly_rent", r.monthly_rent}, {"monthly_margin", r.monthly_margin},
-                          {"never", r.never}, {"beyond_life", r.beyond_life}};
+    nlohmann::json row = {{"alternative", r.alternative}, {"tier", r.tier}, {"committed", r.committed},
+                          {"utilisation", r.utilization}, {"usd_per_hour", r.usd_per_hour},
+                          {"monthly_rent", r.monthly_rent}, {"rent_paid", r.rent_paid}, {"opex", r.opex},
+                          {"monthly_margin", r.monthly_margin}, {"never", r.never}, {"beyond_life", r.beyond_life}};
     row["months"] = r.never ? nlohmann::json(nullptr) : nlohmann::json(r.months);
     rows.push_back(row);
   }
-  j["break_even"] = rows;
+  j["rows"] = rows;
   return j;
 }
 

@@ -15,6 +15,16 @@ double YoungDalyIntervalS(double checkpoint_cost_s, double mtbf_s) {
   return std::sqrt(2.0 * checkpoint_cost_s * mtbf_s);
 }
 
+double GangLossRatePerHour(const std::vector<NodeReclaim>& nodes, double checkpoint_cost_s, bool count_covered) {
+  double rate = 0;
+  for (const NodeReclaim& n : nodes) {
+    if (!(n.rate_per_hour > 0)) continue;
+    if (!count_covered && n.notice_s >= checkpoint_cost_s) continue;
+    rate += n.rate_per_hour;
+  }
+  return rate;
+}
+
 double YoungDalyIntervalForRateS(double checkpoint_cost_s, double reclaims_per_hour) {
   if (!(reclaims_per_hour > 0)) return kInf;
   return YoungDalyIntervalS(checkpoint_cost_s, 3600.0 / reclaims_per_hour);

@@ -8,6 +8,8 @@
 // checkpoints on notice and loses no work; otherwise it loses the work since its last checkpoint,
 // on average half an interval (first-order model of Young 1974 / Daly 2006).
 
+#include <vector>
+
 namespace tessera {
 
 // Young/Daly first-order optimum: sqrt(2 * checkpoint_cost * mtbf). +inf when mtbf is +inf (never
@@ -20,6 +22,19 @@ double YoungDalyIntervalForRateS(double checkpoint_cost_s, double reclaims_per_h
 // Daly's higher-order estimate, sqrt(2 C M) * (1 + sqrt(C / 2M) / 3 + C / 18M) - C for C < 2M, else M.
 // Reported for comparison; the default interval is the first-order one.
 double DalyIntervalS(double checkpoint_cost_s, double mtbf_s);
+
+// One node a gang runs on: how often it is reclaimed and how much warning a reclaim gives.
+struct NodeReclaim {
+  double rate_per_hour = 0;
+  double notice_s = 0;
+};
+
+// Reclaims per hour that cost a gang work. A reclaim of any of its nodes stops the whole gang, so the
+// rates of its distinct nodes add up (Poisson processes superpose). A node whose notice covers the
+// checkpoint write (notice >= checkpoint cost) costs no work: the job checkpoints on notice, so the node
+// is left out unless `count_covered` (periodic checkpoints there anyway, e.g. against other failures).
+// The Young/Daly interval of the gang is YoungDalyIntervalForRateS(C, this).
+double GangLossRatePerHour(const std::vector<NodeReclaim>& nodes, double checkpoint_cost_s, bool count_covered);
 
 struct CheckpointCostModel {
   double interval_s = 0;         // work between checkpoints (+inf: never checkpoint)

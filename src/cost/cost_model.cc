@@ -79,6 +79,39 @@ Status CheckLines(const std::vector<CostLine>& lines, const CostReport& rep, con
   return Status::Ok();
 }
 
+// Shares `idle_usd` among the teams of `records` (indices into `usage`, all in one pool) by `policy`,
+// then to each team's records in proportion to their weight; adds to RecordCharge::idle_share_usd.
+void ShareIdle(double idle_usd, const std::vector<size_t>& records, const std::vector<UsageRecord>& usage,
+               IdlePolicy policy, std::vector<RecordCharge>& charges) {
+  double all_cost = 0;
+  int64_t all_mgs = 0;
+  for (size_t i : records) {
+    all_cost += charges[i].cost_usd;
+    all_mgs += charges[i].milli_gpu_s;
+  }
+  const bool by_cost = all_cost > 0;
+  const bool by_mgs = !by_cost && all_mgs > 0;
+  auto weight = [&](size_t i) {
+    return by_cost ? charges[i].cost_usd : by_mgs ? static_cast<double>(charges[i].milli_gpu_s) : 1.0;
+  };
+  std::map<std::string, std::vector<size_t>> teams;
+  double all_weight = 0;
+  for (size_t i : records) {
+    teams[usage[i].team].push_back(i);
+    all_weight += weight(i);
+  }
+  for (const auto& [team, idx] : teams) {
+    double team_weight = 0;
+    for (size_t i : idx) team_weight += weight(i);
+    const double team_share = policy == IdlePolicy::kEven ? idle_usd / static_cast<double>(teams.size())
+                                                          : idle_usd * team_weight / all_weight;
+    for (size_t i : idx) {
+      charges[i].idle_share_usd += team_weight > 0 ? team_share * weight(i) / team_weight
+                                                   : team_share / static_cast<double>(idx.size());
+    }
+  }
+}
+
 }  // namespace
 
 Result<double> OnDemandOnlyCost(const std::map<std::string, double>& gpu_hours_by_kind, const PriceBook& book) {
@@ -195,45 +228,35 @@ Result<CostReport> CostModel::Evaluate(const Ledger& ledger) const {
     rep.pools.push_back(pl);
   }
 
-  // 4. Share idle out to teams, then to each team's records.
-  std::map<std::string, std::vector<size_t>> team_records;
-  for (size_t i = 0; i < usage.size(); ++i) team_records[usage[i].team].push_back(i);
-  rep.idle_unshared_cost = rep.idle_cost;
-  if (options_.idle_policy != IdlePolicy::kNone && !team_records.empty() && rep.idle_cost != 0) {
-    double all_cost = 0;
-    int64_t all_mgs = 0;
-    for (const RecordCharge& c : rep.records) {
-      all_cost += c.cost_usd;
-      all_mgs += c.milli_gpu_s;
-    }
-    const bool by_cost = all_cost > 0;
-    const bool by_mgs = !by_cost && all_mgs > 0;
-    auto weight = [&](const RecordCharge& c) {
-      return by_cost ? c.cost_usd : by_mgs ? static_cast<double>(c.milli_gpu_s) : 1.0;
-    };
-    double all_weight = 0;
-    for (const RecordCharge& c : rep.records) all_weight += weight(c);
-    for (const auto& [team, idx] : team_records) {
-      double team_weight = 0;
-      for (size_t i : idx) team_weight += weight(rep.records[i]);
-      double team_share = options_.idle_policy == IdlePolicy::kEven
-                              ? rep.idle_cost / static_cast<double>(team_records.size())
-                              : rep.idle_cost * team_weight / all_weight;
-      for (size_t i : idx) {
-        rep.records[i].idle_share_usd = team_weight > 0 ? team_share * weight(rep.records[i]) / team_weight
-                                                        : team_share / static_cast<double>(idx.size());
-      }
-    }
-    rep.idle_shared_cost = rep.idle_cost;
-    rep.idle_unshared_cost = 0;
+  // 4. Share each pool's idle among that pool's teams, then to each team's records in the pool.
+  std::map<std::string, std::vector<size_t>> pool_records;
+  for (size_t i = 0; i < usage.size(); ++i) pool_records[PoolKey(usage[i])].push_back(i);
+  for (PoolLine& pl : rep.pools) {
+    pl.idle_unshared_usd = pl.idle_usd;
+    auto it = pool_records.find(pl.pool);
+    if (options_.idle_policy == IdlePolicy::kNone || pl.idle_usd == 0 || it == pool_records.end()) continue;
+    ShareIdle(pl.idle_usd, it->second, usage, options_.idle_policy, rep.records);
+    pl.idle_shared_usd = pl.idle_usd;
+    pl.idle_unshared_usd = 0;
+  }
+  for (const PoolLine& pl : rep.pools) {
+    rep.idle_shared_cost += pl.idle_shared_usd;
+    rep.idle_unshared_cost += pl.idle_unshared_usd;
   }
 
   // 5. Aggregate.
   std::map<std::string, CostLine> teams, projects, kinds, tiers;
   std::map<JobId, CostLine> jobs;
+  std::map<std::pair<std::string, std::string>, TeamPoolLine> team_pools;
   for (size_t i = 0; i < usage.size(); ++i) {
     const UsageRecord& r = usage[i];
     const RecordCharge& c = rep.records[i];
+    TeamPoolLine& tp = team_pools[{r.team, PoolKey(r)}];
+    tp.team = r.team;
+    tp.pool = PoolKey(r);
+    tp.milli_gpu_s += c.milli_gpu_s;
+    tp.usage_cost_usd += c.cost_usd;
+    tp.idle_cost_usd += c.idle_share_usd;
     CostLine& t = teams[r.team];
     t.key = r.team;
     AddTo(t, c);
@@ -260,6 +283,7 @@ Result<CostReport> CostModel::Evaluate(const Ledger& ledger) const {
   rep.by_gpu_kind = Lines(kinds);
   rep.by_tier = Lines(tiers);
   rep.by_job = Lines(jobs);
+  for (auto& [key, line] : team_pools) rep.by_team_pool.push_back(std::move(line));
   rep.cost_saving_vs_on_demand = CostSaving(rep.total_cost, rep.on_demand_only_cost);
   rep.cost_per_useful_gpu_hour = rep.useful_gpu_hours > 0 ? rep.total_cost / rep.useful_gpu_hours : 0;
   if (options_.billing_end_s > options_.billing_start_s) {
@@ -274,6 +298,12 @@ Result<CostReport> CostModel::Evaluate(const Ledger& ledger) const {
   if (!Close(rep.charged_cost + rep.idle_cost, rep.total_cost)) {
     return Status::Error(fmt::format("cost does not reconcile: charged {:.12g} + idle {:.12g} != total {:.12g}",
                                      rep.charged_cost, rep.idle_cost, rep.total_cost));
+  }
+  double team_pool_sum = rep.idle_unshared_cost;
+  for (const TeamPoolLine& tp : rep.by_team_pool) team_pool_sum += tp.usage_cost_usd + tp.idle_cost_usd;
+  if (!Close(team_pool_sum, rep.total_cost)) {
+    return Status::Error(fmt::format("chargeback by team and pool does not reconcile: {:.12g} != total {:.12g}",
+                                     team_pool_sum, rep.total_cost));
   }
   for (const auto& [lines, what] : {std::pair{&rep.by_team, "team"}, std::pair{&rep.by_project, "project"},
                                     std::pair{&rep.by_gpu_kind, "GPU kind"}, std::pair{&rep.by_tier, "tier"},
@@ -339,9 +369,21 @@ nlohmann::json ToJson(const CostReport& r, bool with_records) {
                      {"idle_gpu_hours", Hours(p.idle_milli_gpu_s)},
                      {"capacity_cost", p.capacity_usd},
                      {"allocated_cost", p.allocated_usd},
-                     {"idle_cost", p.idle_usd}});
+                     {"idle_cost", p.idle_usd},
+                     {"idle_shared_cost", p.idle_shared_usd},
+                     {"idle_unshared_cost", p.idle_unshared_usd}});
   }
   j["pools"] = pools;
+  nlohmann::json team_pools = nlohmann::json::array();
+  for (const TeamPoolLine& tp : r.by_team_pool) {
+    team_pools.push_back({{"team", tp.team},
+                          {"pool", tp.pool},
+                          {"gpu_hours", Hours(tp.milli_gpu_s)},
+                          {"usage_cost", tp.usage_cost_usd},
+                          {"idle_cost", tp.idle_cost_usd},
+                          {"total", tp.usage_cost_usd + tp.idle_cost_usd}});
+  }
+  j["by_team_pool"] = team_pools;
   if (with_records) {
     nlohmann::json recs = nlohmann::json::array();
     for (const RecordCharge& c : r.records) {

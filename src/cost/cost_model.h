@@ -6,7 +6,8 @@
 // Contract (checked by Evaluate, which returns an error rather than a report that does not add up):
 //   1. per pool, exactly in int64 milli-GPU-seconds: capacity = allocated + idle, idle >= 0;
 //   2. total_cost = sum over teams of (cost + idle_share) + idle_unshared_cost, to 1e-9 relative;
-//   3. the same for projects, GPU kinds, tiers and pools.
+//   3. the same for projects, GPU kinds, tiers, jobs and (team, pool) lines;
+//   4. a team's idle share comes only from pools it held capacity in.
 // Pure: no I/O, no clock.
 
 #include <cstdint>
@@ -28,11 +29,13 @@ enum class ChargeBasis : uint8_t { kCompute, kMemory };
 const char* ChargeBasisName(ChargeBasis b);
 Result<ChargeBasis> ParseChargeBasis(std::string_view s);  // "compute" | "memory"
 
-// How capacity that nobody held is shared out (as OpenCost's shareIdle).
+// How capacity that nobody held is shared out (as OpenCost's shareIdle). Idle is shared per pool, among
+// the teams that held capacity in that pool, never across pools; the idle of a pool nobody used stays
+// unshared (the platform's own row).
 //   kNone: reported on its own (idle_unshared_cost); teams pay only what they held.
-//   kProportional: shared in proportion to each team's allocation cost (allocated GPU-seconds when
-//                  every price is zero).
-//   kEven: shared equally among the teams that appear in the ledger.
+//   kProportional: a pool's idle in proportion to each of its teams' allocation cost in the pool
+//                  (allocated GPU-seconds when the pool's price is zero).
+//   kEven: a pool's idle equally among the teams that held capacity in it.
 enum class IdlePolicy : uint8_t { kNone, kProportional, kEven };
 const char* IdlePolicyName(IdlePolicy p);
 Result<IdlePolicy> ParseIdlePolicy(std::string_view s);  // "none" | "proportional" | "even"
@@ -40,6 +43,9 @@ Result<IdlePolicy> ParseIdlePolicy(std::string_view s);  // "none" | "proportion
 struct CostOptions {
   ChargeBasis charge_basis = ChargeBasis::kCompute;
   IdlePolicy idle_policy = IdlePolicy::kNone;
+  // FOCUS BillingAccountId / BillingAccountName of every row.
+  std::string billing_account_id = "tessera";
+  std::string billing_account_name = "Tessera cluster";
   // Unix time (UTC seconds) of ledger time 0, for FOCUS timestamps. Default 2025-01-01T00:00:00Z.
   int64_t epoch_unix_s = 1735689600;
   // Billing period in ledger seconds; when billing_end_s <= billing_start_s the span of the ledger.
@@ -72,6 +78,17 @@ struct PoolLine {
   double capacity_usd = 0;
   double allocated_usd = 0;
   double idle_usd = 0;                 // capacity_usd - allocated_usd
+  double idle_shared_usd = 0;          // part of idle_usd shared to the pool's teams
+  double idle_unshared_usd = 0;        // the rest: the platform's own
+};
+
+// What one team held in one pool and the part of that pool's idle it was charged.
+struct TeamPoolLine {
+  std::string team;
+  std::string pool;
+  int64_t milli_gpu_s = 0;
+  double usage_cost_usd = 0;
+  double idle_cost_usd = 0;
 };
 
 // What one usage record costs (same order as Ledger::usage()).
@@ -109,6 +126,7 @@ struct CostReport {
   std::vector<CostLine> by_tier;      // key: TierKey
   std::vector<CostLine> by_job;       // key: job id (decimal)
   std::vector<PoolLine> pools;
+  std::vector<TeamPoolLine> by_team_pool;  // every (team, pool) with usage; sorted by team, then pool
   std::vector<RecordCharge> records;  // per usage record (not serialised by ToJson unless asked)
 };
 
@@ -118,8 +136,8 @@ class CostModel {
   // Prices every record (explicit price, else its pool's), aggregates, shares idle, checks the
   // contract above. Errors name the record or pool that cannot be priced or does not reconcile.
   Result<CostReport> Evaluate(const Ledger& ledger) const;
-  // FOCUS 1.x style CSV of the ledger (one row per usage record, plus one row per pool with
-  // unshared idle capacity). Evaluates first.
+  // FOCUS 1.0 CSV (plus FOCUS 1.1 capacity-reservation columns) of the ledger; rows and columns:
+  // docs/cost.md "FOCUS export". Evaluates first.
   Result<std::string> FocusCsv(const Ledger& ledger) const;
 
   const PriceBook& book() const { return book_; }

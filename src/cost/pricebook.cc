@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <set>
@@ -33,9 +34,49 @@ Result<Tier> ParseTierKey(std::string_view s) {
   return Status::Error(fmt::format("unknown tier '{}' (expected reserved, on-demand, spot or owned)", s));
 }
 
+std::string PriceDateConflict(const PriceValidity& v, const std::string& price_date) {
+  if (price_date.empty()) return "";
+  if (!v.valid_from.empty() && price_date < v.valid_from) {
+    return fmt::format("the price holds from {}, after the book's price_date {}", v.valid_from, price_date);
+  }
+  if (!v.valid_until.empty() && price_date >= v.valid_until && v.carried_forward.empty()) {
+    return fmt::format("the price held until {}, before the book's price_date {} (mark it carried_forward with "
+                       "the reason, or set allow_mixed_dates: true)",
+                       v.valid_until, price_date);
+  }
+  return "";
+}
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool IsDate(const std::string& s) {
+  int y = 0, m = 0, d = 0;
+  char tail = 0;
+  return s.size() == 10 && std::sscanf(s.c_str(), "%4d-%2d-%2d%c", &y, &m, &d, &tail) == 3 && m >= 1 && m <= 12 &&
+         d >= 1 && d <= 31 && s[4] == '-' && s[7] == '-';
+}
+
+void ReadValidity(FieldReader& r, PriceValidity* v) {
+  r.String("valid_from", &v->valid_from, false);
+  r.String("valid_until", &v->valid_until, false);
+  r.String("carried_forward", &v->carried_forward, false);
+  if (!r.status().ok()) return;
+  for (const auto& [key, value] : {std::pair{"valid_from", &v->valid_from}, std::pair{"valid_until", &v->valid_until}}) {
+    if (!value->empty() && !IsDate(*value)) r.Fail(key, fmt::format("'{}' is not a date YYYY-MM-DD", *value));
+  }
+  if (r.status().ok() && !v->valid_from.empty() && !v->valid_until.empty() && v->valid_until <= v->valid_from) {
+    r.Fail("valid_until", "must be after valid_from");
+  }
+}
+
+// Top-level fields of a price book text.
+struct BookHeader {
+  std::string price_date;
+  std::string title;
+  bool allow_mixed_dates = false;
+};
 
 Status ParseOwned(const YAML::Node& node, std::string_view source, const std::string& path, OwnedCost* o) {
   FieldReader r(node, source, path);
@@ -45,6 +86,7 @@ Status ParseOwned(const YAML::Node& node, std::string_view source, const std::st
   r.Double("capex_usd", &o->capex_usd, true, 0, kInf);
   r.Double("life_months", &o->life_months, true, 1e-9, kInf);
   r.Double("avg_power_kw", &o->avg_power_kw, false, 0, kInf);
+  r.Double("idle_power_kw", &o->idle_power_kw, false, 0, kInf);
   r.Double("usd_per_kwh", &o->usd_per_kwh, false, 0, kInf);
   r.Double("pue", &o->pue, false, 1.0, 10.0);
   r.Double("colo_kw", &o->colo_kw, false, 0, kInf);
@@ -68,6 +110,7 @@ Result<Pool> ParsePool(const YAML::Node& node, std::string_view source, const st
   r.String("provider", &p.provider, false);
   r.String("source", &p.source, false);
   r.String("date", &p.date, false);
+  ReadValidity(r, &p.validity);
   const bool owned = p.tier == Tier::kOwned;
   r.Double("usd_per_gpu_hour", &p.usd_per_gpu_hour, !owned, 0, kInf);
   r.Double("provisioning_delay_s", &p.provisioning_delay_s, false, 0, kInf);
@@ -104,6 +147,7 @@ Result<ListPrice> ParseListPrice(const YAML::Node& node, std::string_view source
   r.Double("usd_per_gpu_hour", &lp.usd_per_gpu_hour, true, 0, kInf);
   r.String("source", &lp.source, false);
   r.String("date", &lp.date, false);
+  ReadValidity(r, &lp.validity);
   Status st = r.Finish();
   if (!st.ok()) return st;
   return lp;
@@ -111,7 +155,7 @@ Result<ListPrice> ParseListPrice(const YAML::Node& node, std::string_view source
 
 // Parses `text` into pools and list prices (no merging; duplicates within one text are errors).
 Status ParseBook(std::string_view text, std::string_view source, std::vector<Pool>* pools,
-                 std::vector<ListPrice>* lists) {
+                 std::vector<ListPrice>* lists, BookHeader* header) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
@@ -122,6 +166,15 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
   FieldReader r(root, source, "");
   YAML::Node pool_nodes = r.Child("pools");
   YAML::Node list_nodes = r.Child("on_demand_list");
+  r.String("price_date", &header->price_date, false);
+  r.String("title", &header->title, false);
+  std::string mixed = "false";
+  r.String("allow_mixed_dates", &mixed, false);
+  if (r.status().ok() && mixed != "true" && mixed != "false") r.Fail("allow_mixed_dates", "expected true or false");
+  header->allow_mixed_dates = header->allow_mixed_dates || mixed == "true";
+  if (r.status().ok() && !header->price_date.empty() && !IsDate(header->price_date)) {
+    r.Fail("price_date", fmt::format("'{}' is not a date YYYY-MM-DD", header->price_date));
+  }
   Status st = r.Finish();
   if (!st.ok()) return st;
   if (pool_nodes && !pool_nodes.IsSequence()) return Status::Error(NodeWhere(source, pool_nodes, "pools") + ": expected a list");
@@ -136,6 +189,9 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
     if (!names.insert(p->name).second) {
       return Status::Error(NodeWhere(source, pool_nodes[i], path + ".name") + ": duplicate pool '" + p->name + "'");
     }
+    if (std::string why = PriceDateConflict(p->validity, header->price_date); !why.empty() && !header->allow_mixed_dates) {
+      return Status::Error(NodeWhere(source, pool_nodes[i], path) + ": pool '" + p->name + "': " + why);
+    }
     pools->push_back(std::move(p).value());
   }
   std::set<std::string> kinds;
@@ -146,6 +202,10 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
     if (!kinds.insert(lp->gpu_kind).second) {
       return Status::Error(NodeWhere(source, list_nodes[i], path + ".gpu_kind") + ": duplicate kind '" +
                            lp->gpu_kind + "'");
+    }
+    if (std::string why = PriceDateConflict(lp->validity, header->price_date);
+        !why.empty() && !header->allow_mixed_dates) {
+      return Status::Error(NodeWhere(source, list_nodes[i], path) + ": list price of '" + lp->gpu_kind + "': " + why);
     }
     lists->push_back(std::move(lp).value());
   }
@@ -165,16 +225,38 @@ const PriceBook& PriceBook::Default() {
 
 Result<PriceBook> PriceBook::FromYaml(std::string_view text, std::string_view source) {
   PriceBook book;
-  Status st = ParseBook(text, source, &book.pools_, &book.list_prices_);
+  BookHeader header;
+  Status st = ParseBook(text, source, &book.pools_, &book.list_prices_, &header);
   if (!st.ok()) return st;
+  book.price_date_ = header.price_date;
+  book.title_ = header.title;
+  book.allow_mixed_dates_ = header.allow_mixed_dates;
   return book;
 }
 
 Status PriceBook::Merge(std::string_view text, std::string_view source) {
   std::vector<Pool> pools;
   std::vector<ListPrice> lists;
-  Status st = ParseBook(text, source, &pools, &lists);
+  BookHeader header;
+  header.price_date = price_date_;  // entries of the text are checked against the book's date...
+  std::string own_date;
+  {
+    // ...unless the text names its own, which must then be the same.
+    Result<PriceBook> own = FromYaml(text, source);
+    if (!own.ok()) return own.status();
+    own_date = own->price_date();
+    header.allow_mixed_dates = own->allow_mixed_dates() || allow_mixed_dates_;
+  }
+  if (!own_date.empty() && !price_date_.empty() && own_date != price_date_ && !header.allow_mixed_dates) {
+    return Status::Error(fmt::format("{}: price_date {} differs from the price book's {} (mixing price dates is an "
+                                     "error unless allow_mixed_dates: true)",
+                                     source, own_date, price_date_));
+  }
+  if (!own_date.empty()) header.price_date = own_date;
+  Status st = ParseBook(text, source, &pools, &lists, &header);
   if (!st.ok()) return st;
+  if (price_date_.empty()) price_date_ = header.price_date;
+  if (header.allow_mixed_dates && own_date != price_date_ && !own_date.empty()) allow_mixed_dates_ = true;
   for (Pool& p : pools) {
     bool replaced = false;
     for (Pool& q : pools_) {

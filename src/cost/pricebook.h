@@ -3,7 +3,8 @@
 // provisioning delay for on-demand, reclaim notice and rate for spot, amortised purchase plus running
 // costs for owned hardware) and the on-demand list price per GPU kind used as the comparison baseline.
 // Defaults are data (pricebook_data.cc, figures from hardware-facts.md section 4 with their dates);
-// YAML overrides them. Pure: parses text handed in, reads no files and no clock.
+// YAML overrides them. A book is a snapshot at one `price_date`: every dated entry must hold at it
+// (PriceValidity), and merging a text of another price_date is an error unless `allow_mixed_dates`. Pure: parses text handed in, reads no files and no clock.
 
 #include <string>
 #include <string_view>
@@ -29,22 +30,43 @@ struct OwnedCost {
   int gpus = 8;
   double capex_usd = 0;                 // purchase price of the unit
   double life_months = 48;              // amortisation period (3-5 years is usual)
-  double avg_power_kw = 0;              // average electrical draw of the unit
+  double avg_power_kw = 0;              // electrical draw of the unit when busy (utilisation 1)
+  double idle_power_kw = -1;            // draw when idle; < 0 = the same as busy (flat draw)
   double usd_per_kwh = 0;               // electricity price
   double pue = 1.0;                     // power usage effectiveness (>= 1)
   double colo_kw = 0;                   // colocation power reserved (billed per kW whether drawn or not)
   double colo_usd_per_kw_month = 0;     // colocation price
   double other_ops_usd_per_month = 0;   // network, storage and operations share
 
-  double PowerUsdPerMonth() const { return avg_power_kw * kHoursPerMonth * usd_per_kwh * pue; }
+  // Draw at utilisation u in [0, 1]: linear between the idle and the busy draw.
+  double PowerKwAt(double u) const {
+    const double idle = idle_power_kw < 0 ? avg_power_kw : idle_power_kw;
+    return idle + (avg_power_kw - idle) * u;
+  }
+  double PowerUsdPerMonthAt(double u) const { return PowerKwAt(u) * kHoursPerMonth * usd_per_kwh * pue; }
+  double PowerUsdPerMonth() const { return PowerUsdPerMonthAt(1.0); }
   double ColoUsdPerMonth() const { return colo_kw * colo_usd_per_kw_month; }
-  // Running cost per month: power + colocation + other operations.
-  double OpexUsdPerMonth() const { return PowerUsdPerMonth() + ColoUsdPerMonth() + other_ops_usd_per_month; }
+  // Running cost per month at utilisation u: power + colocation (reserved kW, paid whatever the draw) +
+  // other operations. OpexUsdPerMonth() is the busy figure.
+  double OpexUsdPerMonthAt(double u) const {
+    return PowerUsdPerMonthAt(u) + ColoUsdPerMonth() + other_ops_usd_per_month;
+  }
+  double OpexUsdPerMonth() const { return OpexUsdPerMonthAt(1.0); }
   double AmortisationUsdPerMonth() const { return life_months > 0 ? capex_usd / life_months : 0; }
   // Price of one GPU-hour when the unit is held all month (idle time is the owner's idle cost).
   double UsdPerGpuHour() const {
     return gpus > 0 ? (AmortisationUsdPerMonth() + OpexUsdPerMonth()) / (kHoursPerMonth * gpus) : 0;
   }
+};
+
+// When a price holds: [valid_from, valid_until) as YYYY-MM-DD (empty: unknown / open). A book's entries
+// must all hold at its price_date; an entry whose window ended before it may stay only when marked
+// `carried_forward` with the reason (no later figure is known), and is shown as such.
+struct PriceValidity {
+  std::string valid_from;
+  std::string valid_until;
+  std::string carried_forward;
+  bool Dated() const { return !valid_from.empty() || !valid_until.empty(); }
 };
 
 struct Pool {
@@ -59,6 +81,7 @@ struct Pool {
   OwnedCost owned;                     // owned pools only
   std::string source;                  // where the price comes from
   std::string date;                    // date of the source
+  PriceValidity validity;
 };
 
 // On-demand list price of a GPU kind: the "same work on on-demand only" baseline and FOCUS ListCost.
@@ -67,6 +90,7 @@ struct ListPrice {
   double usd_per_gpu_hour = 0;
   std::string source;
   std::string date;
+  PriceValidity validity;
 };
 
 class PriceBook {
@@ -80,6 +104,12 @@ class PriceBook {
   // Adds or replaces pools (by name) and list prices (by kind) from YAML.
   Status Merge(std::string_view text, std::string_view source);
 
+  // The date every price of the book holds at (YYYY-MM-DD; empty only for a book without dated entries),
+  // and its title.
+  const std::string& price_date() const { return price_date_; }
+  const std::string& title() const { return title_; }
+  bool allow_mixed_dates() const { return allow_mixed_dates_; }
+
   const std::vector<Pool>& pools() const { return pools_; }
   const std::vector<ListPrice>& list_prices() const { return list_prices_; }
   const Pool* FindPool(std::string_view name) const;
@@ -90,6 +120,12 @@ class PriceBook {
  private:
   std::vector<Pool> pools_;
   std::vector<ListPrice> list_prices_;
+  std::string price_date_;
+  std::string title_;
+  bool allow_mixed_dates_ = false;
 };
+
+// Why `v` does not hold at `price_date` ("" when it does, or when either is undated).
+std::string PriceDateConflict(const PriceValidity& v, const std::string& price_date);
 
 }  // namespace tessera

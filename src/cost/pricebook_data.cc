@@ -1,6 +1,7 @@
-// Default price book: data, not code. Figures from hardware-facts.md section 4 ("not authoritative,
-// re-check before use"); every entry carries its source and date. Mirrored in examples/cost/prices.yaml
-// (a test checks that the two agree).
+// Default price book (2024 list prices, price_date 2024-12-31): data, not code. Figures from
+// hardware-facts.md section 4 ("not authoritative, re-check before use"); every entry carries its source,
+// date and validity window. The current book after the 2025 cuts is examples/cost/prices-2025.yaml.
+// Mirrored in examples/cost/prices.yaml (a test checks that the two agree).
 #include <string_view>
 
 #include "cost/pricebook.h"
@@ -8,26 +9,32 @@
 namespace tessera {
 
 std::string_view PriceBook::DefaultYaml() {
-  static constexpr std::string_view kYaml = R"yaml(# Tessera default price book (USD, Linux). Per-GPU-hour = instance price / GPUs.
-# Figures: hardware-facts.md section 4; not authoritative, re-check before use.
+  static constexpr std::string_view kYaml = R"yaml(# Tessera default price book: 2024 list prices (USD, Linux). Per-GPU-hour = instance price / GPUs.
+# Figures: hardware-facts.md section 4; not authoritative, re-check before use. Every dated entry holds at
+# the book's price_date (valid_from <= price_date < valid_until); undated entries (point-in-time catalog
+# snapshots) are marked so by having no window. Current prices after the 2025 cuts: prices-2025.yaml.
+title: "2024 list prices (before the June 2025 P5 cut)"
+price_date: "2024-12-31"
 
-# On-demand list price per GPU kind: the baseline for "the same work on on-demand only" and FOCUS ListCost.
+# On-demand list price per GPU kind: the price of the on-demand-only baseline and FOCUS ListCost.
 on_demand_list:
   - gpu_kind: h100-80gb
     usd_per_gpu_hour: 12.29
     source: "AWS p5.48xlarge $98.32/h / 8, us-east-1, skypilot-catalog v7 aws/vms.csv; matches The Next Platform; pre June 2025 cut of up to 45%"
     date: "2023-07-27 (catalog ~2025)"
+    valid_from: "2023-07-27"
+    valid_until: "2025-06-01"
   - gpu_kind: h200-141gb
     usd_per_gpu_hour: 10.60
-    source: "AWS p5en.48xlarge $84.80/h / 8, us-east-1, skypilot-catalog v7"
+    source: "AWS p5en.48xlarge $84.80/h / 8, us-east-1, skypilot-catalog v7 (undated snapshot)"
     date: "~2025"
   - gpu_kind: a100-80gb
     usd_per_gpu_hour: 5.12
-    source: "AWS p4de.24xlarge $40.96575/h / 8, us-east-1, skypilot-catalog v7"
+    source: "AWS p4de.24xlarge $40.96575/h / 8, us-east-1, skypilot-catalog v7 (undated snapshot)"
     date: "~2025"
   - gpu_kind: a100-40gb
     usd_per_gpu_hour: 4.10
-    source: "AWS p4d.24xlarge $32.7726/h / 8, us-east-1, skypilot-catalog v7"
+    source: "AWS p4d.24xlarge $32.7726/h / 8, us-east-1, skypilot-catalog v7 (undated snapshot)"
     date: "~2025"
 
 pools:
@@ -37,15 +44,17 @@ pools:
     provider: aws
     usd_per_gpu_hour: 12.29
     provisioning_delay_s: 300
-    source: "AWS p5.48xlarge on-demand $98.32/h / 8 (skypilot-catalog v7); provisioning delay 300 s is an assumption, not sourced"
-    date: "~2025"
+    source: "AWS p5.48xlarge on-demand $98.32/h / 8 (skypilot-catalog v7; The Next Platform, Jul 27 2023); provisioning delay 300 s is an assumption, not sourced"
+    date: "2023-07-27 (catalog ~2025)"
+    valid_from: "2023-07-27"
+    valid_until: "2025-06-01"
   - name: aws-p4de-on-demand
     tier: on-demand
     gpu_kind: a100-80gb
     provider: aws
     usd_per_gpu_hour: 5.12
     provisioning_delay_s: 300
-    source: "AWS p4de.24xlarge on-demand $40.96575/h / 8 (skypilot-catalog v7); delay assumed"
+    source: "AWS p4de.24xlarge on-demand $40.96575/h / 8 (skypilot-catalog v7, undated snapshot); delay assumed"
     date: "~2025"
   - name: aws-p5-capacity-block
     tier: reserved
@@ -54,20 +63,23 @@ pools:
     usd_per_gpu_hour: 4.916
     source: "AWS EC2 Capacity Blocks for ML, p5.48xlarge $39.33/h / 8 (rates before the Jan 1 2025 update)"
     date: "before 2025-01-01"
+    valid_until: "2025-01-01"
   - name: aws-p5e-capacity-block
     tier: reserved
     gpu_kind: h200-141gb
     provider: aws
     usd_per_gpu_hour: 5.408
-    source: "AWS EC2 Capacity Blocks for ML, p5e.48xlarge $43.26/h / 8"
+    source: "AWS EC2 Capacity Blocks for ML, p5e.48xlarge $43.26/h / 8 (rates before the Jan 1 2025 update)"
     date: "before 2025-01-01"
+    valid_until: "2025-01-01"
   - name: aws-p4d-capacity-block
     tier: reserved
     gpu_kind: a100-40gb
     provider: aws
     usd_per_gpu_hour: 1.844
-    source: "AWS EC2 Capacity Blocks for ML, p4d.24xlarge $14.75/h / 8"
+    source: "AWS EC2 Capacity Blocks for ML, p4d.24xlarge $14.75/h / 8 (rates before the Jan 1 2025 update)"
     date: "before 2025-01-01"
+    valid_until: "2025-01-01"
   - name: aws-p5-spot
     tier: spot
     gpu_kind: h100-80gb
@@ -75,7 +87,7 @@ pools:
     usd_per_gpu_hour: 3.25
     reclaim_notice_s: 120
     reclaim_rate_per_hour: 0.000274
-    source: "observed AWS spot p5.48xlarge us-east-1 ~$21-31/h ($2.6-3.9/GPU-h, midpoint), skypilot-catalog spot snapshot; notice 2 min (EC2 docs); rate = 20%/month (lower edge of the Spot Advisor's worst band; the P5 band is not established)"
+    source: "observed AWS spot p5.48xlarge us-east-1 ~$21-31/h ($2.6-3.9/GPU-h, midpoint), skypilot-catalog spot snapshot (undated); notice 2 min (EC2 docs); rate = 20%/month (lower edge of the Spot Advisor's worst band; the P5 band is not established)"
     date: "point-in-time ~2025"
   - name: gcp-a3-spot
     tier: spot
@@ -84,7 +96,7 @@ pools:
     usd_per_gpu_hour: 2.0
     reclaim_notice_s: 30
     reclaim_rate_per_hour: 0.000274
-    source: "GCP catalog H100x8 spot ~$14-18/h (midpoint / 8), skypilot-catalog; notice ~30 s (unverified); rate assumed as for AWS"
+    source: "GCP catalog H100x8 spot ~$14-18/h (midpoint / 8), skypilot-catalog (undated); notice ~30 s (unverified); rate assumed as for AWS"
     date: "point-in-time ~2025"
   - name: azure-a100-80gb-spot
     tier: spot
@@ -93,7 +105,7 @@ pools:
     usd_per_gpu_hour: 0.45
     reclaim_notice_s: 30
     reclaim_rate_per_hour: 0.000274
-    source: "Azure ND96amsr_A100_v4 spot ~$3.60/h / 8 (~89% off), skypilot-catalog (uncertain); eviction notice >= 30 s (unverified)"
+    source: "Azure ND96amsr_A100_v4 spot ~$3.60/h / 8 (~89% off), skypilot-catalog (uncertain, undated); eviction notice >= 30 s (unverified)"
     date: "point-in-time, undated"
   - name: owned-h100
     tier: owned

@@ -38,16 +38,32 @@ const BreakEvenRow& Row(const BreakEvenResult& r, const std::string& prefix, dou
 }
 
 TEST(BreakEven, Formula) {
-  // capex / (rent * util - opex)
-  EXPECT_DOUBLE_EQ(BreakEvenMonths(300000, 71773.6, 1.0, 4007.36), 300000 / (71773.6 - 4007.36));
-  EXPECT_TRUE(std::isinf(BreakEvenMonths(300000, 8000, 0.5, 4000)));  // margin exactly 0: never
-  EXPECT_TRUE(std::isinf(BreakEvenMonths(300000, 8000, 0.25, 4000)));
+  // Undiscounted: K / M.
+  EXPECT_DOUBLE_EQ(BreakEvenMonths(300000, 71773.6 - 4007.36, 0), 300000 / (71773.6 - 4007.36));
+  EXPECT_TRUE(std::isinf(BreakEvenMonths(300000, 0, 0)));  // margin exactly 0: never
+  EXPECT_TRUE(std::isinf(BreakEvenMonths(300000, -100, 0.01)));
+  // Discounted: the present value of m months of margin equals K.
+  const double k = 250000, m = 12000, d = 0.0064;
+  const double months = BreakEvenMonths(k, m, d);
+  EXPECT_NEAR(m * (1 - std::pow(1 + d, -months)) / d, k, 1e-6);
+  EXPECT_GT(months, k / m);
+  // The discounted margin never repays K when K d >= M (the margin only covers the interest).
+  EXPECT_TRUE(std::isinf(BreakEvenMonths(k, k * d, d)));
 }
 
-// hardware-facts.md 4.4 table: ~4.4 / ~9.5, ~8.5 / ~19, ~12 / ~29, ~28 / never within life.
-TEST(BreakEven, ReproducesHardwareFactsTable) {
+// The example with its finance switched off: discount 0, no resale, flat power.
+BreakEvenConfig Undiscounted() {
   BreakEvenConfig cfg;
-  BreakEvenResult r = ExampleResult(&cfg);
+  ExampleResult(&cfg);
+  cfg.discount_rate_per_year = 0;
+  cfg.resale_fraction = 0;
+  cfg.owned.idle_power_kw = -1;
+  return cfg;
+}
+
+// hardware-facts.md 4.4 table: ~4.4 / ~9.5, ~8.5 / ~19, ~12 / (29, see below), ~28 / never within life.
+TEST(BreakEven, ReproducesHardwareFactsTableUndiscounted) {
+  BreakEvenResult r = ComputeBreakEven(Undiscounted());
   EXPECT_NEAR(r.opex_per_month, 4007.36, 1e-6);  // "opex ~ $4k/month"
   EXPECT_NEAR(Row(r, "AWS p5.48xlarge on-demand (pre", 1.0).monthly_rent, 71773.6, 1e-6);  // "$71.8k/mo"
   EXPECT_NEAR(Row(r, "AWS p5.48xlarge on-demand (pre", 1.0).months, 4.4, 0.05);
@@ -55,34 +71,70 @@ TEST(BreakEven, ReproducesHardwareFactsTable) {
   EXPECT_NEAR(Row(r, "AWS p5.48xlarge on-demand with", 1.0).months, 8.5, 0.1);
   EXPECT_NEAR(Row(r, "AWS p5.48xlarge on-demand with", 0.5).months, 19, 0.2);
   EXPECT_NEAR(Row(r, "AWS Capacity Block", 1.0).months, 12, 0.2);
-  EXPECT_NEAR(Row(r, "AWS Capacity Block", 0.5).months, 29, 0.2);
+  // The fact sheet's ~29 months scales the Capacity Block's rent by utilisation; a committed block is paid
+  // every hour, so with flat power it breaks even exactly as at 100%.
+  EXPECT_TRUE(Row(r, "AWS Capacity Block", 0.5).committed);
+  EXPECT_DOUBLE_EQ(Row(r, "AWS Capacity Block", 0.5).months, Row(r, "AWS Capacity Block", 1.0).months);
   EXPECT_NEAR(Row(r, "GPU-cloud market", 1.0).months, 28, 0.5);
   const BreakEvenRow& market_half = Row(r, "GPU-cloud market", 0.5);
   EXPECT_FALSE(market_half.never);
   EXPECT_TRUE(market_half.beyond_life);  // "never within 3-4 yr life"
-  EXPECT_FALSE(Row(r, "AWS Capacity Block", 0.5).beyond_life);
 }
 
-TEST(BreakEven, NeverWhenRentTimesUtilisationDoesNotCoverOpex) {
+TEST(BreakEven, CommittedCapacityBreaksEvenNoLaterAtLowUtilisation) {
+  BreakEvenResult r = ExampleResult();
+  const BreakEvenRow& full = Row(r, "AWS Capacity Block", 1.0);
+  const BreakEvenRow& half = Row(r, "AWS Capacity Block", 0.5);
+  EXPECT_EQ(full.rent_paid, half.rent_paid);  // paid whether used
+  // Power follows utilisation: half as busy saves (busy - idle) / 2 of the draw.
+  EXPECT_NEAR(full.opex - half.opex, (8 - 2.5) * 0.5 * 730 * 0.08 * 1.3, 1e-9);
+  EXPECT_LT(half.months, full.months);
+  // Pay-as-you-go rent follows utilisation, so there 50% is later.
+  EXPECT_GT(Row(r, "AWS p5.48xlarge on-demand (pre", 0.5).months, Row(r, "AWS p5.48xlarge on-demand (pre", 1.0).months);
+}
+
+TEST(BreakEven, DiscountingDelaysAndResaleAdvancesTheBreakEven) {
+  BreakEvenConfig plain = Undiscounted();
+  plain.owned.idle_power_kw = 2.5;
+  BreakEvenConfig discounted = plain;
+  discounted.discount_rate_per_year = 0.08;
+  BreakEvenConfig resold = plain;
+  resold.resale_fraction = 0.1;
+  const BreakEvenResult a = ComputeBreakEven(plain), b = ComputeBreakEven(discounted), c = ComputeBreakEven(resold);
+  EXPECT_NEAR(c.net_capex, 300000 - 30000, 1e-6);  // resale at i = 0 is worth its face value
+  EXPECT_NEAR(b.monthly_discount_rate, std::pow(1.08, 1 / 12.0) - 1, 1e-15);
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    SCOPED_TRACE(a.rows[i].alternative);
+    if (a.rows[i].never) continue;
+    EXPECT_GT(b.rows[i].months, a.rows[i].months);
+    EXPECT_LT(c.rows[i].months, a.rows[i].months);
+    EXPECT_NEAR(c.rows[i].months, a.rows[i].months * 0.9, 1e-9);
+  }
+}
+
+TEST(BreakEven, NeverWhenRentPaidDoesNotCoverOpex) {
   BreakEvenConfig cfg;
   ExampleResult(&cfg);
-  cfg.utilizations = {0.25};  // $14.6k * 0.25 = $3.65k < $4.0k opex
+  cfg.utilizations = {0.25};  // $14.6k * 0.25 = $3.65k < opex at 25%
   BreakEvenResult r = ComputeBreakEven(cfg);
   const BreakEvenRow& row = Row(r, "GPU-cloud market", 0.25);
   EXPECT_TRUE(row.never);
   EXPECT_LT(row.monthly_margin, 0);
   const std::string text = FormatBreakEvenText(cfg, r);
-  EXPECT_NE(text.find("never (rent x utilisation <= opex)"), std::string::npos);
-  EXPECT_TRUE(BreakEvenJson(cfg, r)["break_even"].back()["months"].is_null());
+  EXPECT_NE(text.find("never (rent paid <= opex)"), std::string::npos);
+  const nlohmann::json j = BreakEvenJson(cfg, r);
+  EXPECT_TRUE(j["rows"].back()["months"].is_null());
+  EXPECT_EQ(j["rows"].back()["utilisation"], 0.25);
 }
 
 TEST(BreakEven, TextPrintsEveryAssumptionWithItsSource) {
   BreakEvenConfig cfg;
   BreakEvenResult r = ExampleResult(&cfg);
   const std::string text = FormatBreakEvenText(cfg, r);
-  EXPECT_NE(text.find("4.4 months"), std::string::npos) << text;
+  EXPECT_NE(text.find("4.2 months"), std::string::npos) << text;
   for (const char* s : {"$300,000", "SemiAnalysis, May 2023", "CBRE", "PUE", "$4,007.36", "730", "$98.32/h",
-                        "Jul 27 2023", "$39.33/h"}) {
+                        "Jul 27 2023", "$39.33/h", "8%/year", "10% of capex", "idle power draw", "2.5 kW",
+                        "(committed)"}) {
     EXPECT_NE(text.find(s), std::string::npos) << s;
   }
 }
@@ -113,6 +165,12 @@ TEST(BreakEven, BadConfigsNameTheField) {
       {"owned: {gpus: 8, capex_usd: 1, life_months: 48, watts: 3}\nalternatives: [{name: a, tier: spot, usd_per_hour: "
        "1}]\n",
        "owned.watts: unknown field"},
+      {"owned: {gpus: 8, capex_usd: 1, life_months: 48, avg_power_kw: 2, idle_power_kw: 3}\nalternatives: [{name: a, "
+       "tier: spot, usd_per_hour: 1}]\n",
+       "idle_power_kw (3) exceeds avg_power_kw"},
+      {"owned: {gpus: 8, capex_usd: 1, life_months: 48}\nalternatives: [{name: a, tier: spot, usd_per_hour: 1, "
+       "committed: maybe}]\n",
+       "alternatives[0].committed: expected true or false"},
       {"owned: {gpus: 8, capex_usd: 1, life_months: 48}\nhours_per_month: 720\nalternatives: [{name: a, tier: spot, "
        "usd_per_hour: 1}]\n",
        "hours_per_month: only 730"},
@@ -133,7 +191,7 @@ TEST(BreakEven, CommandPrintsMonths) {
   std::string out;
   char buf[4096];
   while (size_t n = fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
-  EXPECT_NE(out.find("4.4 months"), std::string::npos) << out;
+  EXPECT_NE(out.find("4.2 months"), std::string::npos) << out;
   EXPECT_EQ(out.find(" 50%"), std::string::npos) << "--utilization 1.0 replaces the config's list";
 }
 

@@ -21,6 +21,24 @@ TEST(YoungDaly, NeverReclaimedMeansNoCheckpointInterval) {
   EXPECT_EQ(YoungDalyIntervalS(0, 3600), 0);
 }
 
+TEST(GangLossRate, SumsTheRatesOfNodesWhoseNoticeDoesNotCoverTheWrite) {
+  // A 4-node gang on 30 s-notice nodes at 0.02/h each: any reclaim stops the gang, 0.08/h in all.
+  const std::vector<NodeReclaim> short_notice(4, NodeReclaim{0.02, 30});
+  EXPECT_NEAR(GangLossRatePerHour(short_notice, 60, false), 0.08, 1e-12);
+  // Its interval is shorter than a single node's by sqrt(4).
+  EXPECT_NEAR(YoungDalyIntervalForRateS(60, 0.02) / YoungDalyIntervalForRateS(60, 0.08), 2.0, 1e-9);
+  // 120 s notice covers a 60 s write: reclaims lose no work, no periodic checkpoint is needed...
+  const std::vector<NodeReclaim> covered(4, NodeReclaim{0.01, 120});
+  EXPECT_EQ(GangLossRatePerHour(covered, 60, false), 0);
+  EXPECT_TRUE(std::isinf(YoungDalyIntervalForRateS(60, GangLossRatePerHour(covered, 60, false))));
+  // ...unless asked for, then they count like the others.
+  EXPECT_NEAR(GangLossRatePerHour(covered, 60, true), 0.04, 1e-12);
+  // Mixed gang: only the uncovered node counts; never-reclaimed nodes add nothing.
+  EXPECT_NEAR(GangLossRatePerHour({{0.01, 120}, {0.02, 30}, {0, 0}}, 60, false), 0.02, 1e-12);
+  // A write longer than the notice is not covered.
+  EXPECT_NEAR(GangLossRatePerHour(covered, 121, false), 0.04, 1e-12);
+}
+
 TEST(YoungDaly, DalyHigherOrderIsCloseWhenCheckpointsAreCheap) {
   const double yd = YoungDalyIntervalS(10, 1e6);
   EXPECT_NEAR(DalyIntervalS(10, 1e6) / yd, 1.0, 0.01);

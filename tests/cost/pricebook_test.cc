@@ -73,6 +73,70 @@ on_demand_list:
   EXPECT_DOUBLE_EQ(*book.OnDemandListPrice("l4-24gb"), 0.8);
 }
 
+TEST(PriceBook, ShippedBooksEachHoldAtOnePriceDate) {
+  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/examples/cost/";
+  Result<PriceBook> b2024 = PriceBook::FromYaml(Slurp(dir + "prices.yaml"), "prices.yaml");
+  Result<PriceBook> b2025 = PriceBook::FromYaml(Slurp(dir + "prices-2025.yaml"), "prices-2025.yaml");
+  ASSERT_TRUE(b2024.ok()) << b2024.error();
+  ASSERT_TRUE(b2025.ok()) << b2025.error();
+  EXPECT_EQ(b2024->price_date(), "2024-12-31");
+  EXPECT_EQ(b2025->price_date(), "2025-07-01");
+  EXPECT_EQ(PriceBook::Default().price_date(), "2024-12-31");
+  EXPECT_FALSE(b2024->allow_mixed_dates());
+  EXPECT_FALSE(b2025->allow_mixed_dates());
+  // The same pools in both books, each with a source; the 2025 on-demand H100 is the 45% cut.
+  ASSERT_EQ(b2024->pools().size(), b2025->pools().size());
+  for (const Pool& p : b2025->pools()) {
+    ASSERT_NE(b2024->FindPool(p.name), nullptr) << p.name;
+    EXPECT_FALSE(p.source.empty()) << p.name;
+    EXPECT_EQ(PriceDateConflict(p.validity, b2025->price_date()), "") << p.name;
+  }
+  EXPECT_NEAR(b2025->FindPool("aws-p5-on-demand")->usd_per_gpu_hour, 98.32 * 0.55 / 8, 1e-9);
+  EXPECT_NEAR(*b2025->OnDemandListPrice("h100-80gb"), 98.32 * 0.55 / 8, 1e-9);
+  EXPECT_FALSE(b2025->FindPool("aws-p5-capacity-block")->validity.carried_forward.empty());
+}
+
+TEST(PriceBook, MixingPriceDatesIsAnErrorUnlessAskedFor) {
+  // An entry that stopped holding before the book's date.
+  const char* stale =
+      "price_date: \"2025-07-01\"\n"
+      "pools:\n  - name: a\n    tier: reserved\n    gpu_kind: x\n    usd_per_gpu_hour: 1\n"
+      "    valid_until: \"2025-01-01\"\n";
+  Result<PriceBook> b = PriceBook::FromYaml(stale, "b.yaml");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().find("b.yaml:3: pools[0]: pool 'a': the price held until 2025-01-01, before the book's "
+                           "price_date 2025-07-01"),
+            std::string::npos)
+      << b.error();
+  // An entry that starts after it.
+  b = PriceBook::FromYaml("price_date: \"2024-12-31\"\non_demand_list:\n  - {gpu_kind: x, usd_per_gpu_hour: 1, "
+                          "valid_from: \"2025-06-01\"}\n",
+                          "b.yaml");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().find("list price of 'x': the price holds from 2025-06-01"), std::string::npos) << b.error();
+  // Carried forward with a reason, or the whole book allowed to mix: accepted.
+  EXPECT_TRUE(PriceBook::FromYaml(std::string(stale) + "    carried_forward: \"no later rate\"\n", "b.yaml").ok());
+  EXPECT_TRUE(PriceBook::FromYaml(std::string(stale) + "allow_mixed_dates: true\n", "b.yaml").ok());
+  EXPECT_FALSE(PriceBook::FromYaml(std::string(stale) + "allow_mixed_dates: maybe\n", "b.yaml").ok());
+  // Merging a text of another date into the 2024 default book.
+  PriceBook book = PriceBook::Default();
+  Status st = book.Merge("price_date: \"2025-07-01\"\npools: []\n", "late.yaml");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("late.yaml: price_date 2025-07-01 differs from the price book's 2024-12-31"),
+            std::string::npos)
+      << st.message();
+  // A text without a date is checked against the book's: a price from after 2024 is refused.
+  st = book.Merge("pools:\n  - {name: a, tier: reserved, gpu_kind: x, usd_per_gpu_hour: 1, valid_from: \"2025-06-01\"}\n",
+                  "undated.yaml");
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(book.Merge("price_date: \"2025-07-01\"\nallow_mixed_dates: true\npools: []\n", "late.yaml").ok());
+  EXPECT_FALSE(PriceBook::FromYaml("price_date: 2025-13-01\n", "b.yaml").ok());
+  EXPECT_FALSE(PriceBook::FromYaml("pools:\n  - {name: a, tier: reserved, gpu_kind: x, usd_per_gpu_hour: 1, "
+                                   "valid_from: \"2025-06-01\", valid_until: \"2025-01-01\"}\n",
+                                   "b.yaml")
+                   .ok());
+}
+
 TEST(PriceBook, TierSpellings) {
   for (Tier t : {Tier::kReserved, Tier::kOnDemand, Tier::kSpot, Tier::kOwned}) {
     EXPECT_EQ(*ParseTierKey(TierKey(t)), t);
