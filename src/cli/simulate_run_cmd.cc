@@ -9,7 +9,9 @@
 
 #include "cli/commands.h"
 #include "cli/io.h"
+#include "cost/pricebook.h"
 #include "model/catalog.h"
+#include "sim/cost_baselines.h"
 #include "sim/metrics.h"
 #include "sim/report.h"
 #include "sim/multi_tenant.h"
@@ -30,6 +32,7 @@ std::vector<std::string> SplitList(const std::string& s) {
 
 struct RunArgs {
   std::string scenario;
+  std::string price_book;
   std::string policies;
   std::string seeds;
   int threads = 0;
@@ -84,6 +87,25 @@ Result<Scenario> Prepare(const std::string& path, const std::string& seeds, int 
   return sc;
 }
 
+// Replaces the scenario's price book by the book in `path` (every pool of its cluster must be there).
+Status UsePriceBook(const std::string& path, Scenario* sc) {
+  if (!sc->tiers) return Status::Error("--price-book: the scenario has no 'tiers:' section");
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  auto book = PriceBook::FromYaml(*text, path);
+  if (!book.ok()) return book.status();
+  TierConfig cfg = *sc->tiers;
+  for (const TierPoolConfig& p : cfg.pools) {
+    const Pool* bp = book->FindPool(p.pool);
+    if (!bp || bp->tier != p.tier)
+      return Status::Error(fmt::format("--price-book {}: no {} pool '{}' (the scenario's cluster uses it)", path,
+                                       TierKey(p.tier), p.pool));
+  }
+  cfg.book = std::move(book).value();
+  sc->tiers = std::make_shared<const TierConfig>(std::move(cfg));
+  return Status::Ok();
+}
+
 void DoRun(const RunArgs& a, int* exit_code) {
   // Multi-tenant scenarios (issue 4, sim/multi_tenant.h) have their own runner and metrics.
   if (auto text = ReadFile(a.scenario); text.ok() && IsMultiTenantScenario(*text)) {
@@ -103,6 +125,14 @@ void DoRun(const RunArgs& a, int* exit_code) {
     *exit_code = 2;
     return;
   }
+  if (!a.price_book.empty()) {
+    Status st = UsePriceBook(a.price_book, &*sc);
+    if (!st.ok()) {
+      std::cerr << "error: " << st.message() << "\n";
+      *exit_code = 2;
+      return;
+    }
+  }
   std::vector<std::string> policies = a.policies.empty() ? sc->policies : SplitList(a.policies);
   auto out = RunScenario(*sc, policies, Catalog::Default());
   if (!out.ok()) {
@@ -110,7 +140,15 @@ void DoRun(const RunArgs& a, int* exit_code) {
     *exit_code = 1;
     return;
   }
-  const nlohmann::json doc = OutcomeJson(*out, sc->is_sweep);
+  nlohmann::json doc = OutcomeJson(*out, sc->is_sweep);
+  const std::string price_date = sc->tiers ? sc->tiers->book.price_date() : "";
+  if (sc->tiers) {
+    // Every price of the run comes from one dated book: say which.
+    doc["price_date"] = price_date;
+    doc["price_book"] = sc->tiers->book.title();
+    if (doc.contains("results"))
+      for (auto& r : doc["results"]) r["price_date"] = price_date;
+  }
   if (!a.csv.empty()) {
     std::ofstream f(a.csv);
     f << OutcomeCsv(*out);
@@ -125,6 +163,7 @@ void DoRun(const RunArgs& a, int* exit_code) {
     return;
   }
   std::cout << TextSummary(*out, sc->is_sweep);
+  if (sc->tiers) std::cout << CostTable(*out, price_date);
 }
 
 void DoGenerate(const GenArgs& a, int* exit_code) {
@@ -228,6 +267,8 @@ void RegisterSimulateRun(CLI::App& simulate, int* exit_code) {
   run->add_option("--policy", run_args->policies, "comma-separated policies (default: the scenario's)");
   run->add_option("--seeds", run_args->seeds, "seeds, A-B or a list (default: the scenario's)");
   run->add_option("--threads", run_args->threads, "worker threads (default: the scenario's, 2)");
+  run->add_option("--price-book", run_args->price_book,
+                  "price book YAML replacing the scenario's (tiers scenarios), e.g. examples/cost/prices-2025.yaml");
   run->add_flag("--json", run_args->json, "print JSON");
   run->add_option("--csv", run_args->csv, "also write one CSV row per run to this file");
   run->callback([run_args, exit_code]() { DoRun(*run_args, exit_code); });

@@ -149,11 +149,16 @@ json PolicySummary(const std::vector<RunResult>& runs) {
   std::set<std::string> extra_keys;
   for (const RunResult& r : runs)
     for (const auto& [k, v] : r.extra) extra_keys.insert(k);
-  for (const std::string& k : extra_keys)
-    o[k] = SpreadJson(Collect(runs, [&](const RunResult& r) {
+  // A dotted name nests: "baselines.on_demand_only.total_cost" -> o["baselines"]["on_demand_only"][...].
+  for (const std::string& k : extra_keys) {
+    json v = SpreadJson(Collect(runs, [&](const RunResult& r) {
       auto it = r.extra.find(k);
       return it == r.extra.end() ? 0.0 : it->second;
     }));
+    std::string pointer = "/" + k;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    o[json::json_pointer(pointer)] = std::move(v);
+  }
   double wall = 0;
   for (const RunResult& r : runs) wall += r.wall_ms;
   o["sim_wall_ms_per_run"] = std::round(wall / runs.size());

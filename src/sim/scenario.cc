@@ -14,6 +14,7 @@
 #include "base/parallel.h"
 #include "sched/cluster_state.h"
 #include "sched/policy.h"
+#include "sim/cost_baselines.h"
 #include "sim/dlrm.h"
 
 namespace tessera {
@@ -432,6 +433,8 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
   });
   for (const std::string& e : errors)
     if (!e.empty()) return Status::Error(e);
+  // Capacity tiers: the same job stream on the cost baselines (sim/cost_baselines.h).
+  if (Status st = AddCostBaselines(s, policies, catalog, &out); !st.ok()) return st;
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

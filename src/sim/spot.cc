@@ -77,7 +77,8 @@ Result<TierConfig> ParseTierConfig(const YAML::Node& n, const std::string& where
   if (n["checkpoint"]) {
     const YAML::Node k = n["checkpoint"];
     const std::string w = where + ": checkpoint";
-    TIERS_TRY(KeysIn(k, {"cost_s", "restart_s", "interval_s"}, w));
+    TIERS_TRY(KeysIn(k, {"cost_s", "restart_s", "interval_s", "periodic_when_notice_covers"}, w));
+    TIERS_TRY(Get(k, "periodic_when_notice_covers", &c.periodic_when_notice_covers, w));
     TIERS_TRY(Get(k, "cost_s", &c.checkpoint_cost_s, w));
     TIERS_TRY(Get(k, "restart_s", &c.restart_cost_s, w));
     TIERS_TRY(Get(k, "interval_s", &c.checkpoint_interval_s, w));
@@ -104,7 +105,8 @@ Result<TierConfig> ParseTierConfig(const YAML::Node& n, const std::string& where
   }
   if (n["cost"]) {
     const std::string w = where + ": cost";
-    TIERS_TRY(KeysIn(n["cost"], {"idle_policy"}, w));
+    TIERS_TRY(KeysIn(n["cost"], {"idle_policy", "baselines"}, w));
+    TIERS_TRY(Get(n["cost"], "baselines", &c.baselines, w));
     std::string ip = "none";
     TIERS_TRY(Get(n["cost"], "idle_policy", &ip, w));
     auto p = ParseIdlePolicy(ip);
@@ -254,7 +256,8 @@ class TierHook : public SimHook {
   }
 
   const Policy& Route(const Policy& inner) override {
-    routing_ = std::make_unique<TierRoutingPolicy>(inner, routes_, cfg_->non_checkpointable_on_spot);
+    routing_ = std::make_unique<TierRoutingPolicy>(inner, routes_, cfg_->non_checkpointable_on_spot,
+                                                   cfg_->latency_sensitive_on_demand);
     return *routing_;
   }
 
@@ -367,7 +370,7 @@ class TierHook : public SimHook {
     std::vector<ElasticDemand> demand;
     for (int32_t idx : pending) {
       const JobTrack& jt = track_[idx];
-      if (jt.route == RouteClass::kLatencySensitive) continue;
+      if (jt.route == RouteClass::kLatencySensitive && !cfg_->latency_sensitive_on_demand) continue;
       ElasticDemand d;
       const TraceJob& j = jobs_[idx];
       d.gpus_per_task = j.gpus_per_task == 0 ? 1 : j.gpus_per_task;
@@ -417,10 +420,14 @@ class TierHook : public SimHook {
     jt.factor = 1;
     jt.interval_s = 0;
     if (jobs_[job].checkpointable && jobs_[job].cls == WorkloadClass::kTraining) {
-      double rate = 0;
-      for (const TaskPlacement& t : jt.tasks)
-        if (pool_of_node_[t.node] >= 0) rate = std::max(rate, cfg_->pools[pool_of_node_[t.node]].reclaim_rate_per_hour);
+      std::set<NodeId> nodes;
+      for (const TaskPlacement& t : jt.tasks) nodes.insert(t.node);
+      std::vector<NodeReclaim> reclaims;
+      for (NodeId n : nodes)
+        if (pool_of_node_[n] >= 0)
+          reclaims.push_back({PoolOf(n).reclaim_rate_per_hour, static_cast<double>(PoolOf(n).reclaim_notice_s)});
       const double c = cfg_->checkpoint_cost_s;
+      const double rate = GangLossRatePerHour(reclaims, c, cfg_->periodic_when_notice_covers);
       const double work = cfg_->checkpoint_interval_s > 0 ? cfg_->checkpoint_interval_s
                                                           : YoungDalyIntervalForRateS(c, rate);
       if (std::isfinite(work) && work > 0) {
@@ -437,23 +444,22 @@ class TierHook : public SimHook {
     if (jt.bind_s < 0) return;
     const TraceJob& spec = jobs_[job];
     // Seconds of the hold that were not useful work.
-    const int64_t held = now - jt.bind_s;
-    const int64_t pre = (start_s >= 0 ? start_s : now) - jt.bind_s;  // restart / repartition wait
-    double lost = static_cast<double>(pre);
+    HoldLoss loss;
+    loss.restart_s = (start_s >= 0 ? start_s : now) - jt.bind_s;  // restart / repartition wait
     if (start_s >= 0) {
       const double run = static_cast<double>(now - start_s);
       if (completed || spec.duration_s < 0) {
-        lost += run * (1 - jt.factor);
+        loss.checkpoint_s = std::llround(run * (1 - jt.factor));
       } else if (spec.checkpointable && last_ckpt >= start_s) {
-        lost += (last_ckpt - start_s) * (1 - jt.factor) + static_cast<double>(now - last_ckpt);
+        loss.checkpoint_s = std::llround((last_ckpt - start_s) * (1 - jt.factor));
+        loss.discarded_s = now - last_ckpt;
         discarded_s_ += static_cast<double>(now - last_ckpt) * GpuCount(jt.tasks);
       } else {
-        lost += run;
+        loss.discarded_s = now - start_s;
         discarded_s_ += run * GpuCount(jt.tasks);
       }
     }
-    const int64_t lost_s = std::clamp<int64_t>(std::llround(lost), 0, held);
-    if (Status st = bridge_.AddHold(job, spec, jt.tasks, jt.bind_s, now, lost_s); !st.ok() && error_.empty())
+    if (Status st = bridge_.AddHold(job, spec, jt.tasks, jt.bind_s, now, loss); !st.ok() && error_.empty())
       error_ = st.message();
     std::set<NodeId> nodes;
     for (const TaskPlacement& t : jt.tasks) nodes.insert(t.node);
@@ -479,8 +485,20 @@ class TierHook : public SimHook {
     if (rep.ok()) {
       if (Status st = bridge_.Reconcile(*rep); !st.ok() && error_.empty()) error_ = st.message();
       x["total_cost"] = rep->total_cost;
-      x["on_demand_only_cost"] = rep->on_demand_only_cost;
-      x["cost_saving_vs_on_demand"] = rep->cost_saving_vs_on_demand;
+      // Useful work at list prices (the former priced baseline); the simulated baselines are
+      // sim/cost_baselines.h.
+      x["useful_work_at_list_cost"] = rep->on_demand_only_cost;
+      const CostBreakdown b = bridge_.Breakdown(*rep);
+      if (std::abs(b.Total() - rep->total_cost) > 1e-6 * std::max(1.0, rep->total_cost) && error_.empty())
+        error_ = fmt::format("cost breakdown {} != total {}", b.Total(), rep->total_cost);
+      x["cost_breakdown.useful_at_list"] = b.useful_at_list;
+      x["cost_breakdown.discount_committed"] = b.discount_committed;
+      x["cost_breakdown.discount_spot"] = b.discount_spot;
+      x["cost_breakdown.discount_on_demand"] = b.discount_on_demand;
+      x["cost_breakdown.checkpoints"] = b.checkpoints;
+      x["cost_breakdown.lost_work"] = b.lost_work;
+      x["cost_breakdown.restarts"] = b.restarts;
+      x["cost_breakdown.paid_idle"] = b.paid_idle;
       x["cost_per_useful_gpu_hour"] = rep->cost_per_useful_gpu_hour;
       x["idle_cost"] = rep->idle_cost;
       x["capacity_gpu_hours"] = rep->capacity_gpu_hours;

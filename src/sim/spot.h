@@ -11,12 +11,14 @@
 //     explicit reclaim trace; at the notice the node drains and every checkpointable job on it checkpoints
 //     when the notice is at least the checkpoint cost; at the reclaim its jobs are preempted (requeued,
 //     resumed from the last checkpoint on any allowed capacity after a restart cost);
-//   - checkpoints periodically: interval per job = the configured one, else Young/Daly sqrt(2 C MTBF) from
-//     the checkpoint cost and the reclaim rate of the job's pool (no periodic checkpoints off spot); each
-//     checkpoint stops progress for C seconds (progress factor T / (T + C));
+//   - checkpoints periodically: interval per job = the configured one, else Young/Daly sqrt(2 C MTBF) with
+//     MTBF = 1 / (sum of the reclaim rates of the gang's nodes), leaving out nodes whose notice covers the
+//     write unless `periodic_when_notice_covers` (no periodic checkpoints off spot); each checkpoint stops
+//     progress for C seconds (progress factor T / (T + C));
 //   - records every hold and node interval into the cost Ledger (sim/ledger_bridge.h) and, at the end,
-//     evaluates the CostModel: RunResult::extra gets total_cost, on_demand_only_cost,
-//     cost_saving_vs_on_demand, spot_reclaims, lost_gpu_hours, inference latency figures, ...
+//     evaluates the CostModel: RunResult::extra gets total_cost, the cost_breakdown.* parts (CostBreakdown),
+//     spot_reclaims, lost_gpu_hours, inference latency figures, ... (the baselines and the saving:
+//     sim/cost_baselines.h)
 // Deterministic for a given seed.
 
 #include <cstdint>
@@ -57,8 +59,15 @@ struct TierConfig {
   std::vector<TierPoolConfig> pools;   // one per pool found in the cluster, in first-node order
   double checkpoint_cost_s = 60;       // C: time to write one checkpoint
   double restart_cost_s = 120;         // time to resume from a checkpoint (GPUs held, no progress)
-  double checkpoint_interval_s = 0;    // 0 = Young/Daly from C and the pool's reclaim rate
+  double checkpoint_interval_s = 0;    // 0 = Young/Daly from C and the gang's loss rate (GangLossRatePerHour)
+  // Periodic checkpoints also on nodes whose reclaim notice covers the write (default: none there, the
+  // job checkpoints on notice instead).
+  bool periodic_when_notice_covers = false;
   bool non_checkpointable_on_spot = false;
+  // Latency-sensitive work may also run on (and autoscale) on-demand capacity: the on-demand-only
+  // baseline (sim/cost_baselines.h), where there is no reserved capacity.
+  bool latency_sensitive_on_demand = false;
+  bool baselines = true;               // RunScenario also simulates the cost baselines (cost: {baselines})
   bool autoscale = true;               // policy "queue" (true) or "none"
   std::vector<ReclaimTraceEvent> reclaim_trace;
   CostOptions cost;

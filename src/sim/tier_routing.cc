@@ -2,10 +2,11 @@
 
 namespace tessera {
 
-std::vector<uint8_t> TierPreference(RouteClass c, bool non_checkpointable_on_spot) {
+std::vector<uint8_t> TierPreference(RouteClass c, bool non_checkpointable_on_spot, bool latency_sensitive_on_demand) {
   const uint8_t spot = TierBit(Tier::kSpot), od = TierBit(Tier::kOnDemand);
   switch (c) {
     case RouteClass::kLatencySensitive:
+      if (latency_sensitive_on_demand) return {kStableTiers, od};
       return {kStableTiers};
     case RouteClass::kCheckpointable:
       return {spot, kStableTiers, od};
@@ -17,10 +18,10 @@ std::vector<uint8_t> TierPreference(RouteClass c, bool non_checkpointable_on_spo
 }
 
 TierRoutingPolicy::TierRoutingPolicy(const Policy& inner, std::vector<RouteClass> route_of_job,
-                                     bool non_checkpointable_on_spot)
+                                     bool non_checkpointable_on_spot, bool latency_sensitive_on_demand)
     : inner_(inner), route_of_job_(std::move(route_of_job)) {
   for (RouteClass c : {RouteClass::kLatencySensitive, RouteClass::kCheckpointable, RouteClass::kOther})
-    prefs_.push_back(TierPreference(c, non_checkpointable_on_spot));
+    prefs_.push_back(TierPreference(c, non_checkpointable_on_spot, latency_sensitive_on_demand));
 }
 
 PlaceResult TierRoutingPolicy::Place(const ClusterState& snapshot, const Request& request) const {
