@@ -10,6 +10,7 @@
 #include <random>
 #include <ctime>
 
+#include "base/stats.h"
 #include "cli/bench_cycle.h"
 #include "cli/synthetic.h"
 #include "model/catalog.h"
@@ -155,12 +156,8 @@ int RunBenchCycle(const CycleBenchOptions& o) {
     cpu.push_back(cpu_ms() - c0);
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
-  auto median_of = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  const double wall_median = median_of(ms);
-  const double median = median_of(cpu);
+  const double wall_median = Median(ms);
+  const double median = Median(cpu);
   int binds = 0, preempts = 0, reserves = 0, checkpoints = 0;
   int64_t bound_milli = 0;
   for (const Action& a : plan.actions) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/parallel.h"
+#include "base/stats.h"
 #include "cli/commands.h"
 #include "cli/io.h"
 #include "model/catalog.h"
@@ -80,12 +81,6 @@ std::vector<std::string> SplitCommas(const std::string& s) {
 }
 
 double Round4(double x) { return std::round(x * 1e4) / 1e4; }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 nlohmann::json Spread(const std::vector<double>& v) {
   nlohmann::json seeds = nlohmann::json::array();

@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/stats.h"
 #include "sim/metrics.h"
 
 namespace tessera {
@@ -30,12 +31,6 @@ std::vector<std::string> SplitCsvLine(const std::string& line) {
   std::string item;
   while (std::getline(ss, item, ',')) out.push_back(item);
   return out;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 // Authors' curves: median over seeds of 100 - allocated% at each arrived-load column, default workload.

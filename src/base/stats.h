@@ -1,0 +1,10 @@
+#pragma once
+// Small summary statistics.
+#include <vector>
+
+namespace tessera {
+
+// The median: the middle value, or the mean of the two middle values for an even count; 0 when empty.
+double Median(std::vector<double> v);
+
+}  // namespace tessera
