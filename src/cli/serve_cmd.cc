@@ -95,6 +95,7 @@ int Serve(const ServeArgs& a) {
   so.port = port;
   so.tls_cert = a.tls_cert;
   so.tls_key = a.tls_key;
+  so.clock_speed = a.speed;
   ApiServer server(&svc, so);
   if (Status st = server.Bind(); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
   const std::string url = fmt::format("{}://{}:{}", a.tls_cert.empty() ? "http" : "https", so.host, server.port());

@@ -7,6 +7,7 @@
 #include "cost/focus.h"
 #include "server/json_views.h"
 #include "server/metrics.h"
+#include "server/portal_api.h"
 
 namespace tessera {
 namespace {
@@ -17,13 +18,6 @@ void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
 }
 
 void SendError(httplib::Response& res, const ApiError& e) { SendJson(res, HttpStatusOf(e.code), ErrorJson(e)); }
-
-std::string BearerToken(const httplib::Request& req) {
-  const std::string h = req.get_header_value("Authorization");
-  const std::string prefix = "Bearer ";
-  if (h.size() <= prefix.size() || h.compare(0, prefix.size(), prefix) != 0) return "";
-  return h.substr(prefix.size());
-}
 
 // Parses a JSON object body; a 400 naming the problem otherwise.
 std::optional<nlohmann::json> ParseBody(const httplib::Request& req, httplib::Response& res, bool allow_empty) {
@@ -77,7 +71,9 @@ bool ReadTime(const httplib::Request& req, const char* name, int64_t* out, httpl
 
 }  // namespace
 
-ApiServer::ApiServer(Service* service, ServerOptions options) : service_(service), options_(std::move(options)) {}
+ApiServer::ApiServer(Service* service, ServerOptions options) : service_(service), options_(std::move(options)) {
+  portal_ = std::make_unique<PortalApi>(service_, options_.clock_speed, !options_.tls_cert.empty());
+}
 ApiServer::~ApiServer() = default;
 
 Status ApiServer::Bind() {
@@ -119,9 +115,13 @@ Status ApiServer::Bind() {
   return Status::Ok();
 }
 
-void ApiServer::Serve() { http_->listen_after_bind(); }
+void ApiServer::Serve() {
+  portal_->Start();
+  http_->listen_after_bind();
+}
 void ApiServer::Stop() {
   if (http_) http_->stop();
+  portal_->Stop();
 }
 
 void ApiServer::Routes() {
@@ -129,10 +129,15 @@ void ApiServer::Routes() {
   Service* s = service_;
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
-  // Wraps a handler that needs a caller.
-  auto authed = [s](std::function<void(const Caller&, Req, Res)> f) {
-    return [s, f](Req req, Res res) {
-      const std::string token = BearerToken(req);
+  // Wraps a handler that needs a caller: a bearer token, or the portal's session cookie (CSRF-checked).
+  PortalApi* portal = portal_.get();
+  auto authed = [s, portal](std::function<void(const Caller&, Req, Res)> f) -> httplib::Server::Handler {
+    return [s, portal, f](Req req, Res res) {
+      const Credential cred = portal->RequestCredentialOf(req);
+      if (!cred.csrf_error.empty()) {
+        return SendError(res, {ErrorCode::kPermissionDenied, "X-CSRF-Token", cred.csrf_error});
+      }
+      const std::string& token = cred.token;
       auto caller = token.empty() ? std::nullopt : s->Authenticate(token);
       if (!caller) {
         res.set_header("WWW-Authenticate", "Bearer");
@@ -157,6 +162,8 @@ void ApiServer::Routes() {
   h.set_exception_handler([](Req, Res res, std::exception_ptr) {
     SendError(res, {ErrorCode::kInternal, "", "internal error"});
   });
+
+  portal_->Register(h, authed);
 
   h.Get("/healthz", [](Req, Res res) { res.set_content("ok\n", "text/plain"); });
   h.Get("/readyz", [s](Req, Res res) {

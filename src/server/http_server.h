@@ -1,6 +1,7 @@
 #pragma once
 // ApiServer: the REST API over HTTP or HTTPS (cpp-httplib). Every /api/v1 call needs
-// `Authorization: Bearer <token>`; /healthz, /readyz and /metrics do not. Errors are JSON
+// `Authorization: Bearer <token>` or the web portal's session cookie (server/portal.h); /healthz, /readyz
+// and /metrics do not. Errors are JSON
 // {"error": {"code", "field", "message"}}; bodies over 1 MiB get 413. Endpoints: docs/api.md.
 
 #include <memory>
@@ -15,6 +16,8 @@ class Server;
 
 namespace tessera {
 
+class PortalApi;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;          // 0 = any free port
@@ -22,6 +25,7 @@ struct ServerOptions {
   std::string tls_key;
   int threads = 192;        // worker threads (one per open keep-alive connection)
   size_t max_body_bytes = 1 << 20;
+  double clock_speed = 1;   // service seconds per wall second (told to the portal's page)
 };
 
 class ApiServer {
@@ -40,6 +44,7 @@ class ApiServer {
   Service* service_;
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<PortalApi> portal_;  // the web portal, its sessions and the utilisation history
   int port_ = 0;
   int listen_fd_ = -1;
 };

@@ -97,7 +97,7 @@ nlohmann::json TeamJson(const TeamView& t) {
 }
 
 nlohmann::json UserJson(const UserView& u) {
-  nlohmann::json o = {{"name", u.name}, {"team", u.team}, {"role", RoleName(u.role)}};
+  nlohmann::json o = {{"name", u.name}, {"team", u.team}, {"role", RoleName(u.role)}, {"token_active", u.token_active}};
   if (!u.token.empty()) o["token"] = u.token;
   return o;
 }

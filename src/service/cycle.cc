@@ -202,6 +202,47 @@ void Service::ApplyPlanLocked(const Plan& plan, int64_t now, WriteBatch* b, std:
   }
 }
 
+// The cycle's input for the current state (`working` is the caller's copy of the allocation).
+void Service::FillCycleInputLocked(int64_t now, ClusterState* working, CycleInput* in) {
+  in->snapshot = working;
+  in->queues = config_.tenancy.queues;
+  in->options = config_.tenancy.options;
+  in->now_s = now;
+  historical_usage_.resize(in->queues.size(), 0.0);
+  in->historical_usage = historical_usage_;
+  in->pending.reserve(pending_.size());
+  for (int64_t id : pending_) {
+    const JobRecord& j = *jobs_[id - 1].current;
+    for (int r = 0; r < j.replicas; ++r) {
+      PendingJob p{j.request, j.queue, j.submitted_at, j.submitted_at, false, j.duration_s};
+      p.request.id = EngineId(id, r);
+      if (j.duration_s > 0) p.request.expected_end_s = now + j.duration_s;
+      in->pending.push_back(std::move(p));
+    }
+  }
+  for (int64_t id : running_) {
+    const JobRecord& j = *jobs_[id - 1].current;
+    const PriorityClass* pc = config_.tenancy.FindClass(j.priority_class);
+    const int groups = j.replicas;  // a gang is one group of all its tasks; replicas one task each
+    for (int r = 0; r < groups; ++r) {
+      RunningJob rj;
+      rj.id = EngineId(id, r);
+      rj.queue = j.queue;
+      rj.priority = j.request.priority;
+      rj.preemptible = pc == nullptr || pc->preemptible;
+      rj.cls = j.cls;
+      if (groups == 1) rj.tasks = j.placements;
+      else if (r < static_cast<int>(j.placements.size())) rj.tasks = {j.placements[r]};
+      rj.cpu_milli = j.request.cpu_milli;
+      rj.host_memory_mib = j.request.host_memory_mib;
+      rj.gpu_milli = groups == 1 ? j.units_milli : UnitsOf(*working, rj.tasks, in->options.slice_units);
+      rj.start_time_s = j.started_at;
+      rj.expected_end_s = j.duration_s > 0 ? j.started_at + j.duration_s : -1;
+      in->running.push_back(std::move(rj));
+    }
+  }
+}
+
 void Service::RunOneCycle() {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t now = Now();
@@ -223,43 +264,7 @@ void Service::RunOneCycle() {
     changed.clear();
     b = WriteBatch();
     working = std::make_unique<ClusterState>(*state_);
-    in.snapshot = working.get();
-    in.queues = config_.tenancy.queues;
-    in.options = config_.tenancy.options;
-    in.now_s = now;
-    historical_usage_.resize(in.queues.size(), 0.0);
-    in.historical_usage = historical_usage_;
-    in.pending.reserve(pending_.size());
-    for (int64_t id : pending_) {
-      const JobRecord& j = *jobs_[id - 1].current;
-      for (int r = 0; r < j.replicas; ++r) {
-        PendingJob p{j.request, j.queue, j.submitted_at, j.submitted_at, false, j.duration_s};
-        p.request.id = EngineId(id, r);
-        if (j.duration_s > 0) p.request.expected_end_s = now + j.duration_s;
-        in.pending.push_back(std::move(p));
-      }
-    }
-    for (int64_t id : running_) {
-      const JobRecord& j = *jobs_[id - 1].current;
-      const PriorityClass* pc = config_.tenancy.FindClass(j.priority_class);
-      const int groups = j.replicas;  // a gang is one group of all its tasks; replicas one task each
-      for (int r = 0; r < groups; ++r) {
-        RunningJob rj;
-        rj.id = EngineId(id, r);
-        rj.queue = j.queue;
-        rj.priority = j.request.priority;
-        rj.preemptible = pc == nullptr || pc->preemptible;
-        rj.cls = j.cls;
-        if (groups == 1) rj.tasks = j.placements;
-        else if (r < static_cast<int>(j.placements.size())) rj.tasks = {j.placements[r]};
-        rj.cpu_milli = j.request.cpu_milli;
-        rj.host_memory_mib = j.request.host_memory_mib;
-        rj.gpu_milli = groups == 1 ? j.units_milli : UnitsOf(*working, rj.tasks, in.options.slice_units);
-        rj.start_time_s = j.started_at;
-        rj.expected_end_s = j.duration_s > 0 ? j.started_at + j.duration_s : -1;
-        in.running.push_back(std::move(rj));
-      }
-    }
+    FillCycleInputLocked(now, working.get(), &in);
   }
   Plan plan = scheduler_.Decide(in);
   {

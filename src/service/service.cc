@@ -111,6 +111,10 @@ int Service::EnsureQueue(const std::string& team, const TeamRow* row) {
     t.queues.push_back(qc);
     historical_usage_.resize(t.queues.size(), 0.0);
     q = static_cast<int>(t.queues.size()) - 1;
+  } else if (row) {  // a stored or changed quota wins over the tenancy file's
+    t.queues[q].guaranteed_milli = row->guaranteed_milli;
+    t.queues[q].limit_milli = row->limit_milli;
+    t.queues[q].over_quota_weight = row->over_quota_weight;
   }
   return q;
 }
@@ -353,7 +357,7 @@ std::vector<UserView> Service::Users(const Caller& c) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [hash, u] : users_by_hash_)
     if (c.role == Role::kAdmin || (c.role == Role::kTeamLead && u.row.team == c.team))
-      out.push_back({u.row.name, u.row.team, u.role, ""});
+      out.push_back({u.row.name, u.row.team, u.role, "", u.row.token_hash.find(':') == std::string::npos});
   std::sort(out.begin(), out.end(), [](const UserView& a, const UserView& b) { return a.name < b.name; });
   return out;
 }

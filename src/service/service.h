@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -105,7 +106,8 @@ struct TeamView {
 struct UserView {
   std::string name, team;
   Role role = Role::kViewer;
-  std::string token;  // only in the answer that created the user
+  std::string token;  // only in the answer that created the user or replaced its token
+  bool token_active = true;  // false once the token was revoked
 };
 
 struct QueueEntry {
@@ -143,6 +145,14 @@ struct ServiceConfig {
   double min_cycle_gap_s = 0.1;    // wall seconds between event-driven cycles (at least)
 };
 
+// One answer of a what-if: the earliest start had the job asked for `fraction` of its GPUs.
+struct WhatIfOption {
+  double fraction = 1;
+  int64_t gpus = 0;               // GPUs it would ask for
+  int64_t estimated_start = -1;   // service time; -1 = the cycle gives no estimate
+  std::string code, message;      // why it would still wait (empty when it would start)
+};
+
 struct UsageQuery {
   int64_t from = -1, to = -1;      // service time; -1 = start of the ledger / now
   std::string group_by = "team";   // team, project, job
@@ -174,6 +184,16 @@ class Service {
   Outcome<UserView> CreateUser(const Caller& c, const std::string& name, const std::string& team,
                                const std::string& role);
   std::vector<UserView> Users(const Caller& c) const;
+  // A new token for `user` (the old one stops working), or, with `revoke`, none: the user can no longer
+  // sign in until given a new one. An admin, or a team lead for its team's non-admin users. (admin.cc)
+  Outcome<UserView> ReplaceToken(const Caller& c, const std::string& user, bool revoke);
+  // Changes a team's guarantee and/or limit (GPU thousandths; a negative limit = none); admin only.
+  // What-if for a pending job the caller may see: its start as asked, and with a half and a quarter of its
+  // GPUs (fewer gang members, else fewer GPUs per worker), each from a cycle run on a copy of the state.
+  // Computed at most once per job and cycle. (whatif.cc)
+  Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
+  Outcome<TeamView> UpdateTeam(const Caller& c, const std::string& name, std::optional<int64_t> guaranteed_milli,
+                               std::optional<int64_t> limit_milli);
 
   // `team`: the team an admin names (others: empty or their own). `idempotency_key` may be empty.
   // `created` tells whether this call made the job.
@@ -240,6 +260,7 @@ class Service {
   uint64_t NextVersion() { return versions_.fetch_add(1) + 1; }
   void CycleLoop();
   void RunOneCycle();
+  void FillCycleInputLocked(int64_t now, ClusterState* working, CycleInput* in);
   // The next version of `j` ended in `state` at `at`; releases what it held and adds usage and an event.
   JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message, WriteBatch* b);
   void ReleaseLocked(const JobRecord& j);
@@ -280,6 +301,9 @@ class Service {
   uint64_t cycle_seq_ = 0;
   std::shared_ptr<const Snapshot> snapshot_;
   mutable std::mutex snap_mu_;
+
+  std::mutex whatif_mu_;
+  std::map<int64_t, std::pair<uint64_t, std::vector<WhatIfOption>>> whatif_cache_;  // job -> (cycle, answer)
 
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;

@@ -1,0 +1,184 @@
+#include "server/portal_api.h"
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "cost/focus.h"
+#include "server/json_views.h"
+
+namespace tessera {
+namespace {
+
+int64_t WallSeconds() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// from/to query parameters: Unix seconds or ISO 8601 UTC; -1 when absent. False (and a 400) when malformed.
+bool TimeParam(const httplib::Request& req, const char* name, int64_t* out, httplib::Response& res) {
+  *out = -1;
+  if (!req.has_param(name)) return true;
+  const std::string v = req.get_param_value(name);
+  if (!v.empty() && v.size() < 19 && v.find_first_not_of("0123456789") == std::string::npos) {
+    *out = std::stoll(v);
+    return true;
+  }
+  auto t = ParseIsoUtc(v);
+  if (t.ok()) {
+    *out = *t;
+    return true;
+  }
+  res.status = 400;
+  res.set_content(ErrorJson(Invalid(name, fmt::format("{}: '{}' is neither an ISO 8601 UTC time nor Unix seconds",
+                                                       name, v))).dump(), "application/json");
+  return false;
+}
+
+void SendApiError(httplib::Response& res, const ApiError& e) {
+  res.status = HttpStatusOf(e.code);
+  res.set_content(ErrorJson(e).dump(), "application/json");
+}
+
+// A GPU count field of a JSON body in thousandths: nullopt when absent; false (and a 400) when malformed.
+bool GpusField(const nlohmann::json& b, const char* field, std::optional<int64_t>* out, httplib::Response& res) {
+  if (!b.contains(field) || b[field].is_null()) return true;
+  if (!b[field].is_number() || b[field].get<double>() > 1e7) {
+    SendApiError(res, Invalid(field, fmt::format("field '{}': expected a number of GPUs", field)));
+    return false;
+  }
+  *out = static_cast<int64_t>(b[field].get<double>() * 1000 + (b[field].get<double>() < 0 ? -0.5 : 0.5));
+  return true;
+}
+
+}  // namespace
+
+PortalApi::PortalApi(Service* service, double speed, bool secure_cookies)
+    : service_(service), speed_(speed > 0 ? speed : 1), secure_cookies_(secure_cookies), sessions_(WallSeconds) {}
+
+PortalApi::~PortalApi() { Stop(); }
+
+void PortalApi::Register(
+    httplib::Server& http,
+    const std::function<httplib::Server::Handler(
+        std::function<void(const Caller&, const httplib::Request&, httplib::Response&)>)>& authed) {
+  PortalOptions o;
+  o.authenticate = [s = service_](const std::string& token) -> std::optional<SessionIdentity> {
+    auto c = s->Authenticate(token);
+    if (!c) return std::nullopt;
+    return SessionIdentity{c->user, c->team, RoleName(c->role)};
+  };
+  o.session_extra = [s = service_, speed = speed_] { return nlohmann::json{{"now", s->Now()}, {"speed", speed}}; };
+  o.secure_cookies = secure_cookies_;
+  RegisterPortal(http, sessions_, std::move(o));
+  RegisterAdmin(http, authed);
+
+  http.Get("/api/v1/cluster/history", authed([this](const Caller&, const httplib::Request& req, httplib::Response& res) {
+    int64_t from, to;
+    if (!TimeParam(req, "from", &from, res) || !TimeParam(req, "to", &to, res)) return;
+    size_t max_points = 500;
+    if (req.has_param("max_points")) {
+      const std::string v = req.get_param_value("max_points");
+      if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1) {
+        res.status = 400;
+        res.set_content(ErrorJson(Invalid("max_points", "max_points: an integer from 1 to 99999")).dump(),
+                        "application/json");
+        return;
+      }
+      max_points = std::stoul(v);
+    }
+    nlohmann::json points = nlohmann::json::array();
+    for (const UtilisationSample& p : history_.Range(from, to, max_points))
+      points.push_back({{"t", TimeJson(p.t)}, {"total_gpus", p.total_gpus},
+                        {"allocated_gpus", static_cast<double>(p.allocated_milli) / 1000}, {"busy_gpus", p.busy_gpus}});
+    res.set_content(nlohmann::json{{"now", service_->Now()}, {"points", std::move(points)}}.dump(), "application/json");
+  }));
+}
+
+void PortalApi::RegisterAdmin(
+    httplib::Server& http,
+    const std::function<httplib::Server::Handler(
+        std::function<void(const Caller&, const httplib::Request&, httplib::Response&)>)>& authed) {
+  Service* s = service_;
+  auto token_route = [s](bool revoke) {
+    return [s, revoke](const Caller& c, const httplib::Request& req, httplib::Response& res) {
+      auto r = s->ReplaceToken(c, req.matches[1], revoke);
+      if (!r.ok()) return SendApiError(res, r.error());
+      res.set_header("Cache-Control", "no-store");
+      res.set_content(UserJson(r.value()).dump(), "application/json");
+    };
+  };
+  http.Post(R"(/api/v1/users/([a-z0-9._-]+)/token)", authed(token_route(false)));
+  http.Delete(R"(/api/v1/users/([a-z0-9._-]+)/token)", authed(token_route(true)));
+  http.Get(R"(/api/v1/jobs/(\d{1,18})/whatif)", authed([s](const Caller& c, const httplib::Request& req, httplib::Response& res) {
+    auto r = s->WhatIf(c, std::stoll(req.matches[1]));
+    if (!r.ok()) return SendApiError(res, r.error());
+    nlohmann::json options = nlohmann::json::array();
+    for (const WhatIfOption& o : r.value()) {
+      nlohmann::json j = {{"fraction", o.fraction}, {"gpus", o.gpus}, {"estimated_start", TimeJson(o.estimated_start)}};
+      j["reason"] = o.code.empty() ? nlohmann::json() : nlohmann::json{{"code", o.code}, {"message", o.message}};
+      options.push_back(std::move(j));
+    }
+    res.set_content(nlohmann::json{{"job", req.matches[1]}, {"options", std::move(options)}}.dump(), "application/json");
+  }));
+  http.Patch(R"(/api/v1/teams/([a-z0-9_-]+))", authed([s](const Caller& c, const httplib::Request& req, httplib::Response& res) {
+    nlohmann::json b = nlohmann::json::parse(req.body, nullptr, false);
+    if (!b.is_object()) return SendApiError(res, Invalid("", "the request body must be a JSON object"));
+    for (const auto& [k, v] : b.items())
+      if (k != "guaranteed_gpus" && k != "limit_gpus")
+        return SendApiError(res, Invalid(k, fmt::format("unknown field '{}' (guaranteed_gpus, limit_gpus)", k)));
+    std::optional<int64_t> guaranteed, limit;
+    if (!GpusField(b, "guaranteed_gpus", &guaranteed, res) || !GpusField(b, "limit_gpus", &limit, res)) return;
+    auto r = s->UpdateTeam(c, req.matches[1], guaranteed, limit);
+    if (!r.ok()) return SendApiError(res, r.error());
+    res.set_content(TeamJson(r.value()).dump(), "application/json");
+  }));
+}
+
+void PortalApi::Sample() {
+  auto snap = service_->snapshot();
+  if (!snap || !snap->cluster) return;
+  const ClusterState& cs = *snap->cluster;
+  UtilisationSample s;
+  s.t = snap->at;
+  for (NodeId n = 0; n < cs.num_nodes(); ++n) {
+    const NodeState& ns = cs.node(n);
+    for (int i = 0; i < ns.gpu_count; ++i) {
+      const GpuState& g = cs.gpu(ns.first_gpu + i);
+      const GpuKind& kind = cs.kind_of_gpu(ns.first_gpu + i);
+      s.total_gpus += 1;
+      s.busy_gpus += g.tasks > 0;
+      if (g.mig_enabled) {
+        for (int k = 0; k < g.n_instances; ++k)
+          if (g.instances[k].busy) s.allocated_milli += kind.ProfileComputeMilli(g.instances[k].profile);
+      } else {
+        s.allocated_milli += kMilliPerGpu - g.free_milli;
+      }
+    }
+  }
+  history_.Record(s);
+}
+
+void PortalApi::Start() {
+  std::lock_guard lock(mu_);
+  if (sampler_.joinable()) return;
+  stop_ = false;
+  sampler_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      Sample();
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+    }
+  });
+}
+
+void PortalApi::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (sampler_.joinable()) sampler_.join();
+}
+
+}  // namespace tessera

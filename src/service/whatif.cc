@@ -1,0 +1,87 @@
+// What-if for a pending job: its earliest start had it asked for a half or a quarter of its GPUs, from
+// the scheduling cycle run on a copy of the current state (nothing is applied).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "service/service.h"
+
+namespace tessera {
+namespace {
+
+// `r` asking for about `fraction` of its GPUs: fewer gang members when it has several, else fewer GPUs
+// per task. False when it cannot ask for fewer (one GPU or less).
+bool Shrink(Request* r, double fraction) {
+  if (fraction >= 1) return true;
+  if (r->tasks > 1) {
+    const int t = std::max(1, static_cast<int>(std::lround(r->tasks * fraction)));
+    if (t == r->tasks) return false;
+    r->tasks = t;
+    return true;
+  }
+  if (r->SubGpu() || r->gpus_per_task <= 1) return false;
+  const int g = std::max(1, static_cast<int>(std::lround(r->gpus_per_task * fraction)));
+  if (g == r->gpus_per_task) return false;
+  r->gpus_per_task = g;
+  return true;
+}
+
+}  // namespace
+
+Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) {
+  auto v = Get(c, id);
+  if (!v.ok()) return v.error();
+  const JobRecord& job = *v.value().job;
+  if (job.state != JobState::kPending) return Invalid("", "only a pending job has a what-if");
+  const uint64_t cycle = snapshot()->cycle;
+  {
+    std::lock_guard<std::mutex> lock(whatif_mu_);
+    auto it = whatif_cache_.find(id);
+    if (it != whatif_cache_.end() && it->second.first == cycle) return it->second.second;
+  }
+  const int64_t now = Now();
+  CycleInput in;
+  std::unique_ptr<ClusterState> working;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    working = std::make_unique<ClusterState>(*state_);
+    FillCycleInputLocked(now, working.get(), &in);
+  }
+  std::vector<WhatIfOption> out;
+  for (double fraction : {1.0, 0.5, 0.25}) {
+    WhatIfOption o;
+    o.fraction = fraction;
+    Request shrunk = job.request;
+    if (!Shrink(&shrunk, fraction)) continue;
+    o.gpus = shrunk.TotalGpus() * job.replicas;
+    CycleInput trial = in;
+    for (PendingJob& p : trial.pending)
+      if (JobOfEngineId(p.request.id) == id) {
+        const JobId engine_id = p.request.id;
+        const int64_t end = p.request.expected_end_s;
+        p.request = shrunk;
+        p.request.id = engine_id;
+        p.request.expected_end_s = end;
+      }
+    const Plan plan = scheduler_.Decide(trial);
+    o.estimated_start = -1;
+    for (const Action& a : plan.actions)
+      if (a.kind == ActionKind::kBind && JobOfEngineId(a.job) == id) o.estimated_start = std::max(now, a.start_s);
+    if (o.estimated_start < 0) {
+      for (const PendingStatus& p : plan.pending)
+        if (JobOfEngineId(p.job) == id) {
+          o.estimated_start = p.estimated_start_s;
+          o.code = p.code;
+          o.message = p.message;
+          break;
+        }
+    }
+    out.push_back(std::move(o));
+  }
+  std::lock_guard<std::mutex> lock(whatif_mu_);
+  if (whatif_cache_.size() > 1000) whatif_cache_.clear();
+  whatif_cache_[id] = {cycle, out};
+  return out;
+}
+
+}  // namespace tessera

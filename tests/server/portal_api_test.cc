@@ -1,0 +1,230 @@
+// The portal's server side on a real service: SQLite file, scheduling cycles, ApiServer over real HTTP.
+#include "server/portal_api.h"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "server/http_server.h"
+#include "server/session.h"
+#include "cost/focus.h"
+
+namespace tessera {
+namespace {
+
+class PortalApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("tessera-portal-api-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    ServiceConfig cfg;
+    cfg.catalog = &Catalog::Default();
+    // 4 nodes of 8 H100 GPUs.
+    const std::string yaml =
+        "name: portal-test\n"
+        "defaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, tier: reserved, price_per_gpu_hour: 4}\n"
+        "nodes:\n  - {name: n, count: 4, leaf: leaf-0}\n";
+    auto cluster = LoadClusterYaml(yaml, "portal-test cluster", *cfg.catalog);
+    ASSERT_TRUE(cluster.ok()) << cluster.error();
+    cfg.cluster = std::move(cluster).value();
+    cfg.tick_s = 0.05;
+    auto store = OpenSqliteStore((dir_ / "t.db").string());
+    ASSERT_TRUE(store.ok()) << store.error();
+    auto svc = Service::Start(std::move(cfg), std::move(store).value(), &clock_, &executor_);
+    ASSERT_TRUE(svc.ok()) << svc.error();
+    service_ = std::move(svc).value();
+    admin_ = service_->BootstrapAdmin().value();
+    ServerOptions so;
+    so.port = 0;
+    so.clock_speed = 60;
+    server_ = std::make_unique<ApiServer>(service_.get(), so);
+    ASSERT_TRUE(server_->Bind().ok());
+    thread_ = std::thread([this] { server_->Serve(); });
+    for (int i = 0; i < 500 && !Client().Get("/healthz"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (thread_.joinable()) thread_.join();
+    if (service_) service_->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+  httplib::Client Client() {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+  httplib::Headers Bearer(const std::string& t) { return {{"Authorization", "Bearer " + t}}; }
+  nlohmann::json Json(const httplib::Result& r) { return nlohmann::json::parse(r->body, nullptr, false); }
+  // A user of a new team; returns its token.
+  std::string MakeUser(const std::string& name, const std::string& team, const std::string& role) {
+    Client().Post("/api/v1/teams", Bearer(admin_), nlohmann::json{{"name", team}, {"guaranteed_gpus", 8}}.dump(),
+                  "application/json");
+    auto r = Client().Post("/api/v1/users", Bearer(admin_),
+                           nlohmann::json{{"name", name}, {"team", team}, {"role", role}}.dump(), "application/json");
+    EXPECT_EQ(r->status, 201) << r->body;
+    return Json(r)["token"].get<std::string>();
+  }
+  // Signs in; returns {"Cookie" header value, CSRF token}.
+  std::pair<std::string, std::string> SignIn(const std::string& token) {
+    auto r = Client().Post("/api/v1/session", nlohmann::json{{"token", token}}.dump(), "application/json");
+    EXPECT_EQ(r->status, 200) << r->body;
+    std::string set = r->get_header_value("Set-Cookie");
+    return {set.substr(0, set.find(';')), Json(r)["csrf_token"].get<std::string>()};
+  }
+
+  std::filesystem::path dir_;
+  ScaledClock clock_{1.8e9, 60};
+  SimulatedExecutor executor_{0, 7};
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<ApiServer> server_;
+  std::thread thread_;
+  std::string admin_;
+};
+
+TEST_F(PortalApiTest, TheSessionCookieWorksAsTheTokenWithCsrfOnWrites) {
+  const std::string lead = MakeUser("ana", "vision", "team-lead");
+  auto [cookie, csrf] = SignIn(lead);
+  auto me = Json(Client().Get("/api/v1/session", {{"Cookie", cookie}}));
+  EXPECT_EQ(me["user"], "ana");
+  EXPECT_EQ(me["team"], "vision");
+  EXPECT_EQ(me["role"], "team-lead");
+  EXPECT_EQ(me["speed"], 60);
+  EXPECT_GE(me["now"].get<int64_t>(), 1800000000);
+  const std::string job = R"({"name":"j","workers":1,"gpus_per_worker":1,"duration_s":600})";
+  // Without the CSRF header the cookie does not authorise a write, and nothing is stored.
+  auto refused = Client().Post("/api/v1/jobs", {{"Cookie", cookie}}, job, "application/json");
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_EQ(Json(refused)["error"]["field"], "X-CSRF-Token");
+  EXPECT_TRUE(Json(Client().Get("/api/v1/jobs", Bearer(lead)))["jobs"].empty());
+  auto ok = Client().Post("/api/v1/jobs", {{"Cookie", cookie}, {"X-CSRF-Token", csrf}}, job, "application/json");
+  ASSERT_EQ(ok->status, 201) << ok->body;
+  EXPECT_EQ(Json(ok)["team"], "vision");
+  EXPECT_EQ(Json(ok)["user"], "ana");
+  auto list = Json(Client().Get("/api/v1/jobs", {{"Cookie", cookie}}));
+  EXPECT_EQ(list["jobs"].size(), 1u);
+  // No cookie and no token: 401.
+  EXPECT_EQ(Client().Get("/api/v1/jobs")->status, 401);
+}
+
+TEST_F(PortalApiTest, ANewTokenReplacesTheOldAndEndsItsSessions) {
+  const std::string old_token = MakeUser("bo", "nlp", "member");
+  auto [cookie, csrf] = SignIn(old_token);
+  // A member may not replace tokens; an admin may.
+  EXPECT_EQ(Client().Post("/api/v1/users/bo/token", Bearer(old_token), "", "application/json")->status, 403);
+  auto r = Client().Post("/api/v1/users/bo/token", Bearer(admin_), "", "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string fresh = Json(r)["token"].get<std::string>();
+  EXPECT_NE(fresh, old_token);
+  EXPECT_EQ(Client().Get("/api/v1/jobs", Bearer(old_token))->status, 401);
+  EXPECT_EQ(Client().Get("/api/v1/jobs", {{"Cookie", cookie}})->status, 401);
+  EXPECT_EQ(Client().Get("/api/v1/session", {{"Cookie", cookie}})->status, 401);
+  EXPECT_EQ(Client().Get("/api/v1/jobs", Bearer(fresh))->status, 200);
+  // Revoked: no token works, and the user list says so.
+  ASSERT_EQ(Client().Delete("/api/v1/users/bo/token", Bearer(admin_))->status, 200);
+  EXPECT_EQ(Client().Get("/api/v1/jobs", Bearer(fresh))->status, 401);
+  bool seen = false;
+  const auto users = Json(Client().Get("/api/v1/users", Bearer(admin_)));
+  for (const auto& u : users["users"])
+    if (u["name"] == "bo") {
+      seen = true;
+      EXPECT_EQ(u["token_active"], false);
+    }
+  EXPECT_TRUE(seen) << users.dump();
+  EXPECT_EQ(Client().Post("/api/v1/users/nobody/token", Bearer(admin_), "", "application/json")->status, 404);
+}
+
+TEST_F(PortalApiTest, ATeamLeadManagesOnlyItsOwnTeamsTokens) {
+  const std::string lead = MakeUser("cy", "vision", "team-lead");
+  MakeUser("dee", "vision", "member");
+  MakeUser("eve", "nlp", "member");
+  EXPECT_EQ(Client().Post("/api/v1/users/dee/token", Bearer(lead), "", "application/json")->status, 200);
+  EXPECT_EQ(Client().Post("/api/v1/users/eve/token", Bearer(lead), "", "application/json")->status, 404);
+  EXPECT_EQ(Client().Delete("/api/v1/users/admin/token", Bearer(lead))->status, 404);
+}
+
+TEST_F(PortalApiTest, AnAdminChangesQuotasWithinTheRules) {
+  MakeUser("fay", "vision", "member");
+  auto r = Client().Patch("/api/v1/teams/vision", Bearer(admin_), R"({"guaranteed_gpus":12,"limit_gpus":20})",
+                          "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(Json(r)["guaranteed_gpus"], 12.0);
+  EXPECT_EQ(Json(r)["limit_gpus"], 20.0);
+  auto bad = Client().Patch("/api/v1/teams/vision", Bearer(admin_), R"({"limit_gpus":4})", "application/json");
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(Json(bad)["error"]["field"], "limit_gpus");
+  auto unknown = Client().Patch("/api/v1/teams/vision", Bearer(admin_), R"({"gpus":4})", "application/json");
+  EXPECT_EQ(Json(unknown)["error"]["field"], "gpus");
+  EXPECT_EQ(Client().Patch("/api/v1/teams/nope", Bearer(admin_), "{}", "application/json")->status, 404);
+  const std::string member = MakeUser("gus", "vision", "member");
+  EXPECT_EQ(Client().Patch("/api/v1/teams/vision", Bearer(member), R"({"limit_gpus":99})", "application/json")->status,
+            403);
+  for (const auto& t : Json(Client().Get("/api/v1/teams", Bearer(admin_)))["teams"])
+    if (t["name"] == "vision") {
+      EXPECT_EQ(t["limit_gpus"], 20.0);
+    }
+}
+
+TEST_F(PortalApiTest, HistorySamplesTheClusterOverTime) {
+  const std::string lead = MakeUser("hal", "vision", "team-lead");
+  Client().Post("/api/v1/jobs", Bearer(lead), R"({"name":"h","workers":1,"gpus_per_worker":8,"duration_s":36000})",
+                "application/json");
+  nlohmann::json points;
+  for (int i = 0; i < 100; ++i) {
+    points = Json(Client().Get("/api/v1/cluster/history", Bearer(lead)))["points"];
+    if (!points.empty() && points.back()["allocated_gpus"].get<double>() >= 8) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(points.empty());
+  EXPECT_EQ(points.back()["total_gpus"], 32);
+  EXPECT_GE(points.back()["allocated_gpus"].get<double>(), 8.0);
+  EXPECT_EQ(Client().Get("/api/v1/cluster/history?from=yesterday", Bearer(lead))->status, 400);
+  EXPECT_EQ(Client().Get("/api/v1/cluster/history?max_points=0", Bearer(lead))->status, 400);
+  EXPECT_EQ(Client().Get("/api/v1/cluster/history")->status, 401);
+}
+
+TEST_F(PortalApiTest, WhatIfFindsAnEarlierStartWithHalfTheGpus) {
+  const std::string lead = MakeUser("ida", "vision", "team-lead");
+  auto post = [&](const std::string& body) {
+    auto r = Client().Post("/api/v1/jobs", Bearer(lead), body, "application/json");
+    EXPECT_EQ(r->status, 201) << r->body;
+    return Json(r)["id"].get<std::string>();
+  };
+  const std::string filler = post(R"({"name":"fill","class":"training","workers":3,"gpus_per_worker":8,"duration_s":360000})");
+  for (int i = 0; i < 100 && Json(Client().Get("/api/v1/jobs/" + filler, Bearer(lead)))["state"] != "Running"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::string big = post(R"({"name":"big","class":"training","workers":2,"gpus_per_worker":8,"duration_s":3600})");
+  nlohmann::json w;
+  for (int i = 0; i < 100; ++i) {  // after a cycle saw it
+    w = Json(Client().Get("/api/v1/jobs/" + big + "/whatif", Bearer(lead)));
+    if (w.contains("options") && w["options"].size() >= 2 && !w["options"][1]["estimated_start"].is_null()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(w["options"].size(), 2u) << w.dump();
+  EXPECT_EQ(w["options"][0]["fraction"], 1.0);
+  EXPECT_EQ(w["options"][0]["gpus"], 16);
+  EXPECT_FALSE(w["options"][0]["reason"].is_null());  // as asked it still waits: 8 GPUs are free
+  EXPECT_EQ(w["options"][1]["fraction"], 0.5);
+  EXPECT_EQ(w["options"][1]["gpus"], 8);
+  ASSERT_FALSE(w["options"][1]["estimated_start"].is_null());
+  EXPECT_TRUE(w["options"][1]["reason"].is_null());  // with half it would start
+  if (!w["options"][0]["estimated_start"].is_null()) {
+    EXPECT_LT(*ParseIsoUtc(w["options"][1]["estimated_start"].get<std::string>()),
+              *ParseIsoUtc(w["options"][0]["estimated_start"].get<std::string>()));
+  }
+  // Nothing was applied: the job still waits with its own request.
+  auto j = Json(Client().Get("/api/v1/jobs/" + big, Bearer(lead)));
+  EXPECT_EQ(j["state"], "Pending");
+  EXPECT_EQ(j["gpus"], 16);
+  // Another team's member gets a 404; a running job has no what-if.
+  const std::string other = MakeUser("jo", "nlp", "member");
+  EXPECT_EQ(Client().Get("/api/v1/jobs/" + big + "/whatif", Bearer(other))->status, 404);
+  EXPECT_EQ(Client().Get("/api/v1/jobs/" + filler + "/whatif", Bearer(lead))->status, 400);
+}
+
+}  // namespace
+}  // namespace tessera
