@@ -54,6 +54,7 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
     Request shrunk = job.request;
     if (!Shrink(&shrunk, fraction)) continue;
     o.gpus = shrunk.TotalGpus() * job.replicas;
+    if (!out.empty() && out.back().gpus == o.gpus) continue;  // e.g. a quarter of 2 workers is still 1
     CycleInput trial = in;
     for (PendingJob& p : trial.pending)
       if (JobOfEngineId(p.request.id) == id) {
