@@ -105,6 +105,7 @@ int Serve(const ServeArgs& a) {
     if (!users.ok()) return fmt::print(stderr, "{}\n", users.error()), 1;
     fmt::print("Tessera demo: {} GPUs ({}), simulated clock x{}\n", svc.cluster().TotalGpus(), svc.cluster().name, a.speed);
     fmt::print("  API:     {}/api/v1   (metrics: {}/metrics)\n", url, url);
+    fmt::print("  portal:  {}/   (sign in with a token below)\n", url);
     fmt::print("  admin token: in {}\n", token_file);
     for (const DemoUser& u : users.value())
       fmt::print("  {:<18} {:<10} {:<10} {}\n", u.name, u.team, u.role, u.token.empty() ? "(token shown at first start)" : u.token);
