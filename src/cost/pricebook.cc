@@ -9,12 +9,9 @@
 #include <limits>
 #include <set>
 
-#include "cost/yaml_fields.h"
+#include "base/yaml_reader.h"
 
 namespace tessera {
-
-using cost_internal::FieldReader;
-using cost_internal::NodeWhere;
 
 const char* TierKey(Tier t) {
   switch (t) {
@@ -156,12 +153,9 @@ Result<ListPrice> ParseListPrice(const YAML::Node& node, std::string_view source
 // Parses `text` into pools and list prices (no merging; duplicates within one text are errors).
 Status ParseBook(std::string_view text, std::string_view source, std::vector<Pool>* pools,
                  std::vector<ListPrice>* lists, BookHeader* header) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return Status::Error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
-  }
+  auto parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  const YAML::Node root = *parsed;
   if (root.IsNull()) return Status::Ok();
   FieldReader r(root, source, "");
   YAML::Node pool_nodes = r.Child("pools");
@@ -177,9 +171,9 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
   }
   Status st = r.Finish();
   if (!st.ok()) return st;
-  if (pool_nodes && !pool_nodes.IsSequence()) return Status::Error(NodeWhere(source, pool_nodes, "pools") + ": expected a list");
+  if (pool_nodes && !pool_nodes.IsSequence()) return Status::Error(YamlWhere(source, pool_nodes, "pools") + ": expected a list");
   if (list_nodes && !list_nodes.IsSequence()) {
-    return Status::Error(NodeWhere(source, list_nodes, "on_demand_list") + ": expected a list");
+    return Status::Error(YamlWhere(source, list_nodes, "on_demand_list") + ": expected a list");
   }
   std::set<std::string> names;
   for (size_t i = 0; pool_nodes && i < pool_nodes.size(); ++i) {
@@ -187,10 +181,10 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
     Result<Pool> p = ParsePool(pool_nodes[i], source, path);
     if (!p.ok()) return p.status();
     if (!names.insert(p->name).second) {
-      return Status::Error(NodeWhere(source, pool_nodes[i], path + ".name") + ": duplicate pool '" + p->name + "'");
+      return Status::Error(YamlWhere(source, pool_nodes[i], path + ".name") + ": duplicate pool '" + p->name + "'");
     }
     if (std::string why = PriceDateConflict(p->validity, header->price_date); !why.empty() && !header->allow_mixed_dates) {
-      return Status::Error(NodeWhere(source, pool_nodes[i], path) + ": pool '" + p->name + "': " + why);
+      return Status::Error(YamlWhere(source, pool_nodes[i], path) + ": pool '" + p->name + "': " + why);
     }
     pools->push_back(std::move(p).value());
   }
@@ -200,12 +194,12 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
     Result<ListPrice> lp = ParseListPrice(list_nodes[i], source, path);
     if (!lp.ok()) return lp.status();
     if (!kinds.insert(lp->gpu_kind).second) {
-      return Status::Error(NodeWhere(source, list_nodes[i], path + ".gpu_kind") + ": duplicate kind '" +
+      return Status::Error(YamlWhere(source, list_nodes[i], path + ".gpu_kind") + ": duplicate kind '" +
                            lp->gpu_kind + "'");
     }
     if (std::string why = PriceDateConflict(lp->validity, header->price_date);
         !why.empty() && !header->allow_mixed_dates) {
-      return Status::Error(NodeWhere(source, list_nodes[i], path) + ": list price of '" + lp->gpu_kind + "': " + why);
+      return Status::Error(YamlWhere(source, list_nodes[i], path) + ": list price of '" + lp->gpu_kind + "': " + why);
     }
     lists->push_back(std::move(lp).value());
   }
