@@ -12,6 +12,7 @@
 // Figures are means over seeds (with min/max).
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,11 @@ namespace tessera {
 
 // True when the scenario text has a top-level `teams_workload` section.
 bool IsMultiTenantScenario(const std::string& text);
+
+// Parses multi-tenant scenario text without running it (`dir` resolves the cluster file); the error names
+// the source, the line and the field.
+Status CheckMultiTenantScenario(std::string_view text, const std::string& source, const std::string& dir,
+                                const Catalog& catalog);
 
 // Loads and runs a multi-tenant scenario file; `policies` empty = the scenario's.
 Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std::vector<std::string>& policies,
