@@ -2,10 +2,14 @@
 #include <malloc.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
 
 #include "cli/commands.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Run(int argc, char** argv) {
   // Scheduling cycles and simulations allocate buffers of similar sizes over and over: keep freed heap
   // memory in the process (no mmap/munmap per large vector, no trimming) so it is reused without page faults.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
@@ -21,4 +25,19 @@ int main(int argc, char** argv) {
   tessera::cli::RegisterDemo(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
+}
+
+}  // namespace
+
+// Readers report bad input as Status errors; an exception that escapes anyway still ends in one line on
+// stderr and exit status 2, never in std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera: error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "tessera: error: unexpected failure\n");
+  }
+  return 2;
 }

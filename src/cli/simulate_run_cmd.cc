@@ -214,6 +214,14 @@ void DoReport(const ReportArgs& a, int* exit_code) {
   ReportInput in;
   in.out_dir = a.out;
   in.fgd_curves_csv = a.fgd_curves;
+  if (!in.fgd_curves_csv.empty() && !std::ifstream(in.fgd_curves_csv)) {  // before hours of scenario runs
+    std::cerr << "error: cannot read FGD curves from " << in.fgd_curves_csv << "\n";
+    *exit_code = 2;
+    return;
+  }
+  // The authors' curves come with the trace folder; when the folder is there, the file must be readable.
+  if (std::filesystem::is_directory(a.fgd_trace))
+    in.authors_curves_csv = a.fgd_trace + "/fgd-baseline-results/analysis_allo_discrete.csv";
   // Without a curves file, run the FGD harness on the openb trace when it is there.
   if (in.fgd_curves_csv.empty() && std::filesystem::exists(a.fgd_trace + "/openb_node_list_gpu_node.csv")) {
     std::error_code ec;
@@ -228,7 +236,6 @@ void DoReport(const ReportArgs& a, int* exit_code) {
       return;
     }
     in.fgd_curves_csv = curves;
-    in.authors_curves_csv = a.fgd_trace + "/fgd-baseline-results/analysis_allo_discrete.csv";
   }
   std::vector<std::string> scenarios = a.scenarios;
   if (scenarios.empty())
