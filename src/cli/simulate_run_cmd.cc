@@ -219,9 +219,12 @@ void DoReport(const ReportArgs& a, int* exit_code) {
     *exit_code = 2;
     return;
   }
-  // The authors' curves come with the trace folder; when the folder is there, the file must be readable.
-  if (std::filesystem::is_directory(a.fgd_trace))
-    in.authors_curves_csv = a.fgd_trace + "/fgd-baseline-results/analysis_allo_discrete.csv";
+  // The authors' curves come with the trace folder (fgd-baseline-results/); when that folder is there, the
+  // file must be readable; without it the report plots ours only, and says so.
+  const std::string authors_dir = a.fgd_trace + "/fgd-baseline-results";
+  if (std::filesystem::is_directory(authors_dir)) in.authors_curves_csv = authors_dir + "/analysis_allo_discrete.csv";
+  else if (std::filesystem::is_directory(a.fgd_trace))
+    std::cerr << fmt::format("note: no {}: the report plots our FGD curves without the authors'\n", authors_dir);
   // Without a curves file, run the FGD harness on the openb trace when it is there.
   if (in.fgd_curves_csv.empty() && std::filesystem::exists(a.fgd_trace + "/openb_node_list_gpu_node.csv")) {
     std::error_code ec;

@@ -110,9 +110,9 @@ Result<Pool> ParsePool(const YAML::Node& node, std::string_view source, const st
   ReadValidity(r, &p.validity);
   const bool owned = p.tier == Tier::kOwned;
   r.Double("usd_per_gpu_hour", &p.usd_per_gpu_hour, !owned, 0, kInf);
-  r.Double("provisioning_delay_s", &p.provisioning_delay_s, false, 0, kInf);
-  r.Double("reclaim_notice_s", &p.reclaim_notice_s, false, 0, kInf);
-  r.Double("reclaim_rate_per_hour", &p.reclaim_rate_per_hour, false, 0, kInf);
+  r.Double("provisioning_delay_s", &p.provisioning_delay_s, false, 0, 1e9);  // cast to whole seconds
+  r.Double("reclaim_notice_s", &p.reclaim_notice_s, false, 0, 1e9);
+  r.Double("reclaim_rate_per_hour", &p.reclaim_rate_per_hour, false, 0, 1e6);
   if (r.status().ok()) {
     if (p.tier != Tier::kSpot && (r.Has("reclaim_notice_s") || r.Has("reclaim_rate_per_hour"))) {
       r.Fail(r.Has("reclaim_notice_s") ? "reclaim_notice_s" : "reclaim_rate_per_hour",
