@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/file.h"
 #include "cli/commands.h"
-#include "cli/io.h"
 #include "cost/breakeven.h"
 #include "cost/checkpoint.h"
 #include "cost/cost_model.h"

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/file.h"
 #include "cli/commands.h"
-#include "cli/io.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
 #include "model/workload.h"

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "base/file.h"
 #include "base/parallel.h"
 #include "base/stats.h"
 #include "cli/commands.h"
-#include "cli/io.h"
 #include "model/catalog.h"
 #include "sched/harness_policies.h"
 #include "sim/fgd_harness.h"

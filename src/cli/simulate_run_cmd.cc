@@ -7,8 +7,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/file.h"
 #include "cli/commands.h"
-#include "cli/io.h"
 #include "cost/pricebook.h"
 #include "model/catalog.h"
 #include "sim/cost_baselines.h"

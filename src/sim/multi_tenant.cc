@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <random>
 #include <set>
-#include <sstream>
 
+#include "base/file.h"
 #include "base/parallel.h"
 #include "base/yaml_reader.h"
 #include "model/cluster.h"
@@ -19,14 +18,6 @@
 
 namespace tessera {
 namespace {
-
-Result<std::string> ReadText(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return Status::Error(fmt::format("cannot read '{}'", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::string DirOf(const std::string& path) {
   const size_t k = path.find_last_of('/');
@@ -215,7 +206,7 @@ Result<Spec> ParseSpec(std::string_view text, const std::string& source, const s
   const YAML::Node streams = top.Seq("teams_workload", /*required=*/true);
   if (Status st = top.Finish(); !st.ok()) return st;
   const std::string cpath = cfile[0] == '/' ? cfile : dir + "/" + cfile;
-  auto ctext = ReadText(cpath);
+  auto ctext = ReadFile(cpath);
   if (!ctext.ok()) return Status::Error(top.Where("cluster") + ": " + ctext.error());
   auto cluster = LoadClusterYaml(*ctext, cpath, catalog);
   if (!cluster.ok()) return cluster.status();
@@ -267,7 +258,7 @@ double NearestRankPercentile(std::vector<double> v, double p) {
 
 Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std::vector<std::string>& policies_in,
                                               const Catalog& catalog) {
-  auto text = ReadText(path);
+  auto text = ReadFile(path);
   if (!text.ok()) return text.status();
   auto spec = ParseSpec(*text, path, DirOf(path), catalog);
   if (!spec.ok()) return spec.status();

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/file.h"
 #include "base/stats.h"
 #include "sim/metrics.h"
 
@@ -48,8 +49,9 @@ Result<double> CurveNumber(const std::string& cell, const std::string& path, int
 // The FGD authors' published curves (analysis_allo_discrete.csv): one row per policy and seed, allocation
 // rates from column 6 on, the arrived load in the header. Empty cells are missing points.
 Result<json> AuthorsCurves(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return Status::Error("cannot read the FGD authors' curves from " + path);
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return Status::Error("cannot read the FGD authors' curves: " + text.error());
+  std::istringstream f(*text);
   json out = json::object();
   std::string line;
   std::getline(f, line);
@@ -89,8 +91,9 @@ Result<json> AuthorsCurves(const std::string& path) {
 
 // Our curves (simulate fgd-harness --curves): policy, seed, ..., arrived load %, allocation %.
 Result<json> OurCurves(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return Status::Error("cannot read FGD curves from " + path);
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return Status::Error("cannot read FGD curves: " + text.error());
+  std::istringstream f(*text);
   json out = json::object();
   std::string line;
   std::getline(f, line);

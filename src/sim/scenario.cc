@@ -6,11 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <set>
-#include <sstream>
 
+#include "base/file.h"
 #include "base/parallel.h"
 #include "base/yaml_reader.h"
 #include "sched/cluster_state.h"
@@ -20,14 +19,6 @@
 
 namespace tessera {
 namespace {
-
-Result<std::string> Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error("cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 constexpr double kHugeCount = 1e9;
 
@@ -155,7 +146,7 @@ Result<double> LightFractionOf(std::string_view t) {
 }
 
 Result<Scenario> LoadScenario(const std::string& path, const Catalog& catalog) {
-  auto text = Slurp(path);
+  auto text = ReadFile(path);
   if (!text.ok()) return text.status();
   return ParseScenario(*text, path, std::filesystem::path(path).parent_path().string(), catalog);
 }
@@ -269,7 +260,7 @@ Status ReadSweep(const YAML::Node& node, std::string_view source, const Scenario
 
 // Reads a file named by a field (cluster, trace, dlrm file): an unreadable file is an error at that field.
 Result<std::string> ReadNamedFile(FieldReader& r, std::string_view key, const std::string& path) {
-  auto text = Slurp(path);
+  auto text = ReadFile(path);
   if (!text.ok()) return Status::Error(r.Where(key) + ": " + text.error());
   return text;
 }

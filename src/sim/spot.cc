@@ -5,13 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <queue>
 #include <set>
-#include <sstream>
 
+#include "base/file.h"
 #include "base/yaml_reader.h"
 #include "cost/checkpoint.h"
 #include "sched/cluster_state.h"
@@ -35,11 +34,9 @@ Status ReadTierSettings(FieldReader& t, const std::string& dir, TierConfig* c, i
   if (!prices.empty()) {
     std::string path = prices;
     if (path[0] != '/' && !dir.empty()) path = (std::filesystem::path(dir) / prices).lexically_normal().string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::Error(fmt::format("{}: cannot open {}", t.Where("prices"), path));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (Status st = c->book.Merge(ss.str(), path); !st.ok()) return st;
+    Result<std::string> text = ReadFile(path);
+    if (!text.ok()) return Status::Error(fmt::format("{}: {}", t.Where("prices"), text.error()));
+    if (Status st = c->book.Merge(*text, path); !st.ok()) return st;
   }
   FieldReader k(t.Child("checkpoint"), t.source(), t.PathOf("checkpoint"), /*absent_ok=*/true);
   k.Double("cost_s", &c->checkpoint_cost_s, false, 0, 1e9);

@@ -62,7 +62,7 @@ TEST(MultiTenant, BadInputNamesFileLineAndField) {
       {"cluster: c.yaml\ntenancy:\n  teams: [{name: a, weight: -5}]\nteams_workload: []\n",
        "m.yaml:3: tenancy.teams[0].weight: expected an integer in [0, 1000000]"},
       {"cluster: c.yaml\ntenancy: [1]\nteams_workload: []\n", "m.yaml:2: tenancy: expected a map, got a list"},
-      {"cluster: nope.yaml\ntenancy: {teams: [{name: a}]}\nteams_workload: []\n", "m.yaml:1: cluster: cannot read"},
+      {"cluster: nope.yaml\ntenancy: {teams: [{name: a}]}\nteams_workload: []\n", "m.yaml:1: cluster: cannot open "},
       {"cluster: c.yaml\nteams_workload: [\n", "m.yaml:3: YAML syntax error"},
   };
   for (const Case& c : cases) {
