@@ -11,22 +11,6 @@
 
 namespace tessera {
 
-uint64_t SeededRng::Next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-uint64_t SeededRng::Below(uint64_t n) {
-  TESSERA_CHECK(n > 0, "SeededRng::Below(0)");
-  const uint64_t threshold = (0 - n) % n;  // 2^64 mod n: values below it would bias the modulo
-  for (;;) {
-    uint64_t r = Next();
-    if (r >= threshold) return r % n;
-  }
-}
-
 std::vector<int32_t> SeededPermutation(int32_t n, uint64_t seed) {
   std::vector<int32_t> p(static_cast<size_t>(std::max(n, 0)));
   for (int32_t i = 0; i < n; ++i) p[i] = i;

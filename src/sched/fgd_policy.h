@@ -1,8 +1,8 @@
 #pragma once
 // Fragmentation Gradient Descent (FGD, Weng et al., USENIX ATC 2023) as the authors' harness runs it
 // (docs: ../shared/reference/fgd-harness.md), plus the pieces it is built from: the typical-task
-// distribution, the fragmentation measure, a portable seeded RNG and the per-seed node order that breaks
-// ties. The harness variant of tessera (TesseraPackingPolicy, harness_policies.h) reuses the same engine.
+// distribution, the fragmentation measure and the per-seed node order that breaks ties (base/random.h's
+// SeededRng). The harness variant of tessera (TesseraPackingPolicy, harness_policies.h) reuses the same engine.
 //
 // Harness requests are single tasks (Request::tasks == 1) of one of three forms:
 //   CPU-only:  gpus_per_task == 0 && gpu_milli == 0
@@ -18,22 +18,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/random.h"
 #include "sched/cluster_state.h"
 #include "sched/policy.h"
 
 namespace tessera {
-
-// SplitMix64: the same sequence on every platform and standard library (std distributions are not).
-class SeededRng {
- public:
-  explicit SeededRng(uint64_t seed) : state_(seed) {}
-  uint64_t Next();
-  // Uniform in [0, n). REQUIRES: n > 0. Rejection sampling, no modulo bias.
-  uint64_t Below(uint64_t n);
-
- private:
-  uint64_t state_;
-};
 
 // A uniformly random permutation of 0..n-1 (Fisher-Yates over SeededRng(seed)).
 std::vector<int32_t> SeededPermutation(int32_t n, uint64_t seed);

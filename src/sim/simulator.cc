@@ -10,6 +10,7 @@
 #include <deque>
 #include <set>
 
+#include "base/random.h"
 #include "sched/cluster_state.h"
 #include "sched/cycle.h"
 #include "sim/event_queue.h"
@@ -21,11 +22,7 @@ namespace {
 // doing no work, for the termination grace period, then returns to the queue.
 // A uniform draw in [0, 1) from (a, b, seed): splitmix64 of their mix. Deterministic, no shared state.
 double HashUniform(uint64_t a, uint64_t b, uint64_t seed) {
-  uint64_t z = a * 0xd1b54a32d192ed03ULL + b * 0x8cb92ba72f3d8dd7ULL + 0x9e3779b97f4a7c15ULL * (seed + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-53;
+  return UnitInterval(SplitMix64Mix(a * 0xd1b54a32d192ed03ULL + b * 0x8cb92ba72f3d8dd7ULL + kSplitMix64Gamma * (seed + 1)));
 }
 
 enum class JobStatus : uint8_t { kFuture, kPending, kBound, kRunning, kTerminating, kDone, kFailed };
