@@ -143,7 +143,9 @@ NodeId BestInOrder(const ClusterState& s, const Request& r, const TaskShape& t, 
 PlaceResult DotProdPolicy::Place(const ClusterState& s, const Request& r) const {
   if (Status st = CheckHarnessRequest(r); !st.ok()) return PlaceResult::NoFit(NoFitCode::kInvalid, st.message());
   const TaskShape t = ShapeOf(r);
-  const auto [max_cpu, max_gpu] = MaxNodeCapacity(s);
+  // Plain variables, not a structured binding: the lambda below captures them (clang 14 cannot).
+  const std::pair<int64_t, int64_t> max_capacity = MaxNodeCapacity(s);
+  const int64_t max_cpu = max_capacity.first, max_gpu = max_capacity.second;
   const double cpu_d = static_cast<double>(t.cpu_milli) / static_cast<double>(max_cpu);
   const double gpu_d = static_cast<double>(t.CpuOnly() ? 0 : int64_t{t.num_gpu} * t.gpu_milli) / static_cast<double>(max_gpu);
   int64_t best = 0;
