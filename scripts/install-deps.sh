@@ -3,7 +3,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git python3
       nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
-      libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3 libcpp-httplib-dev libjs-chart.js)
+      libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3 libcpp-httplib-dev libjs-chart.js
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
