@@ -127,6 +127,8 @@ class ClusterState {
   static constexpr int64_t kNoWork = -1;
   static constexpr int64_t kNever = INT64_MAX;
   void EnableDrainTimes() { drain_s_.assign(nodes_.size(), kNoWork); }
+  // Replaces every node's drain time (one per node; empty = off).
+  void SetDrainTimes(std::vector<int64_t> drain_s) { drain_s_ = std::move(drain_s); }
   bool has_drain_times() const { return !drain_s_.empty(); }
   int64_t drain_s(NodeId n) const { return drain_s_.empty() ? kNoWork : drain_s_[n]; }
   void ExtendDrain(NodeId n, int64_t end_s) {
