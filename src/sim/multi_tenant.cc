@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 
@@ -298,6 +299,14 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
     std::vector<double> prod_p99(nseeds), guar_p99(nseeds), jain(nseeds), util(nseeds), util_nb(nseeds),
         alloc(nseeds), alloc_nb(nseeds), preempt(nseeds), lost_h(nseeds), unplaced(nseeds);
     std::vector<std::string> errors(nseeds);
+    // Per leaf queue (jobs' `team` is their queue): share of the cluster held and mean wait to first bind,
+    // over the measured window, one value per seed.
+    std::map<std::string, std::vector<double>> queue_alloc, queue_wait;
+    for (int q = 0; q < static_cast<int>(ten->queues.size()); ++q)
+      if (ten->IsLeaf(q)) {
+        queue_alloc[ten->queues[q].name].assign(nseeds, 0);
+        queue_wait[ten->queues[q].name].assign(nseeds, 0);
+      }
     // Seeds run in `threads` workers; each (seed) writes only its own slots, so results do not depend on timing.
     auto run_seed = [&](int k) {
       auto policy = MakePolicy(pname);  // one per run: runs share nothing mutable
@@ -318,9 +327,12 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
         return;
       }
       std::vector<double> pw, gw;
+      std::map<std::string, std::pair<double, int>> waits;
       for (const SimJobRecord& j : r->job_records) {
         if (!j.in_window) continue;
         const double end = j.first_bind_s >= 0 ? j.first_bind_s : opt.horizon_s;  // unplaced: waited to the end
+        waits[j.team].first += end - j.submit_s;
+        ++waits[j.team].second;
         if (j.priority >= prod) pw.push_back(end - j.submit_s);
         if (j.within_guarantee)
           gw.push_back((j.guarantee_met_s >= 0 && j.guarantee_met_s < end ? j.guarantee_met_s : end) - j.submit_s);
@@ -339,6 +351,12 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
         ratio.push_back(ent > 0 ? a / ent : 0);
       }
       jain[k] = JainIndex(ratio);
+      for (auto& [name, v] : queue_alloc) {
+        auto it = r->by_team.find(name);
+        v[k] = it == r->by_team.end() ? 0.0 : it->second.allocation;
+        auto w = waits.find(name);
+        queue_wait.find(name)->second[k] = w == waits.end() ? 0.0 : w->second.first / w->second.second;
+      }
       util[k] = r->gpu_utilization;
       util_nb[k] = rn->gpu_utilization;
       alloc[k] = r->gpu_allocation;
@@ -369,6 +387,9 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
                                {"preemptions", Summary(preempt)},
                                {"lost_gpu_hours", Summary(lost_h)},
                                {"unplaced_jobs_at_end", Summary(unplaced)}});
+    nlohmann::json& queues = out["policies"].back()["queues"];
+    for (const auto& [name, v] : queue_alloc)
+      queues[name] = {{"gpu_allocation", Summary(v)}, {"wait_mean_s", Summary(queue_wait.at(name))}};
   }
   return out;
 }

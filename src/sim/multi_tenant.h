@@ -8,7 +8,9 @@
 //   jain_fairness                    Jain's index over teams of (GPU allocation / fair entitlement), where the
 //                                    entitlement is the team's guarantee plus its weight share of the rest;
 //   gpu_utilization / gpu_utilization_no_borrowing and borrowing_gain_points;
-//   preemptions, lost_gpu_hours (work lost since the last checkpoint).
+//   preemptions, lost_gpu_hours (work lost since the last checkpoint);
+//   queues.<leaf queue>.gpu_allocation / wait_mean_s   the queue's share of the cluster and its jobs' mean
+//                                    wait to first bind (unplaced: to the horizon), over the window.
 // Figures are means over seeds (with min/max).
 
 #include <string>

@@ -173,6 +173,9 @@ Status SimRun::InitJobs(ClusterState state) {
   lo.expected_ends = Tenancy() || opt_.gang_backfill;
   lo.running_end_at_progress = !Tenancy();
   lo.drain_times = opt_.gang_backfill;
+  // Fair share sees each queue's decayed usage where a tenancy configures it (half-life, history weight);
+  // default runs have no fair-share configuration (one queue per team, no guarantees).
+  lo.track_usage = Tenancy();
   loop_.emplace(std::move(state), queues, lo);
   for (size_t i = 0; i < trace_.size(); ++i) {
     auto r = ToRequest(trace_[i], catalog_);
