@@ -78,7 +78,7 @@ CycleInput ControlLoop::BuildInput(int64_t now) {
   std::vector<int64_t> drain;
   if (options_.drain_times) drain.assign(state_.num_nodes(), ClusterState::kNoWork);
   for (JobSlot a : jobs_.holding()) AddRunning(jobs_[a], now, in, options_.drain_times ? &drain : nullptr);
-  if (options_.drain_times) state_.SetDrainTimes(std::move(drain));
+  if (options_.drain_times) in.drain_s = std::move(drain);
   return in;
 }
 

@@ -149,7 +149,8 @@ class ClusterState {
   // Expected drain times (a placement hint, not allocation state): per node, the latest expected end of the
   // work running there, as the caller's time limits say. Off until EnableDrainTimes(); then kNoWork for a
   // node with nothing to wait for and kNever for work without an expected end. Apply/Release leave them
-  // alone: the caller keeps them current (ExtendDrain after a bind; ResetDrain(...) between cycles).
+  // alone: the caller keeps them current (ExtendDrain after a bind). Drivers pass them to the cycle in
+  // CycleInput::drain_s, which sets them on the cycle's working copy only.
   static constexpr int64_t kNoWork = -1;
   static constexpr int64_t kNever = INT64_MAX;
   void EnableDrainTimes() { drain_s_.assign(nodes_.size(), kNoWork); }

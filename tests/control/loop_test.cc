@@ -190,7 +190,9 @@ TEST_F(LoopTest, InputCarriesExpectedEndsAndDrainTimes) {
   EXPECT_EQ(in.pending[0].expected_duration_s, 300);
   EXPECT_EQ(in.pending[0].request.expected_end_s, 310);
   EXPECT_EQ(in.pending[0].request.id, b);
-  EXPECT_EQ(in.snapshot->drain_s(0), 200);
+  ASSERT_EQ(in.drain_s.size(), 1u);
+  EXPECT_EQ(in.drain_s[0], 200);
+  EXPECT_FALSE(in.snapshot->has_drain_times()) << "drain times travel in the input, not on the state";
 }
 
 TEST(QueueUsage, DecaysWithTheHalfLifeOnAHandComputedCase) {
