@@ -1,0 +1,14 @@
+// Builds the portal into dist/ (static files that CMake embeds into the tessera binary).
+import { defineConfig } from 'vite';
+
+export default defineConfig({
+  base: '/',
+  oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    assetsInlineLimit: 0,
+    sourcemap: false,
+    chunkSizeWarningLimit: 300,
+  },
+});
