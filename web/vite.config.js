@@ -3,7 +3,7 @@ import { defineConfig } from 'vite';
 
 export default defineConfig({
   base: '/',
-  oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
+  esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

@@ -20,13 +20,18 @@ export class ApiError extends Error {
 
 // Service clock: the service may run faster than the wall (`--speed`); responses that carry `now`
 // (service seconds) keep this estimate current.
-const clock = { now: null, wall: 0, speed: 1 };
+const clock = { now: null, wall: 0, speed: 1, knownSpeed: false };
 export function noteServiceTime(json) {
-  if (json && typeof json === 'object' && typeof json.now === 'number') {
-    clock.now = json.now;
-    clock.wall = Date.now();
-    if (typeof json.speed === 'number' && json.speed > 0) clock.speed = json.speed;
+  if (!json || typeof json !== 'object' || typeof json.now !== 'number') return;
+  const wall = Date.now();
+  if (typeof json.speed === 'number' && json.speed > 0) {
+    clock.speed = json.speed;
+    clock.knownSpeed = true;
+  } else if (!clock.knownSpeed && clock.now !== null && wall - clock.wall > 3000) {
+    clock.speed = Math.max(0.001, (json.now - clock.now) / ((wall - clock.wall) / 1000));
   }
+  clock.now = json.now;
+  clock.wall = wall;
 }
 export function serviceNow() {
   if (clock.now === null) return Date.now() / 1000;

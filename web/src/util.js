@@ -44,18 +44,24 @@ export function duration(s) {
   if (s === null || s === undefined || !isFinite(s)) return '—';
   s = Math.max(0, Math.round(s));
   if (s < 60) return `${s} s`;
-  if (s < 3600) return `${Math.round(s / 60)} min`;
-  if (s < 86400) { const h = Math.floor(s / 3600); const m = Math.round((s % 3600) / 60); return m ? `${h} h ${m} min` : `${h} h`; }
-  const d = Math.floor(s / 86400); const h = Math.round((s % 86400) / 3600);
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) { const h = Math.floor(s / 3600); const m = Math.floor((s % 3600) / 60); return m ? `${h} h ${m} min` : `${h} h`; }
+  const d = Math.floor(s / 86400); const h = Math.floor((s % 86400) / 3600);
   return h ? `${d} d ${h} h` : `${d} d`;
 }
 
-// Times are service seconds; shown relative to the service clock.
-export function isTime(t) { return typeof t === 'number' && t >= 0; }
-export function ago(t) { return isTime(t) ? `${duration(serviceNow() - t)} ago` : '—'; }
+// The API's times (ISO 8601 UTC strings or Unix seconds, on the service's clock) as Unix seconds, or null.
+export function sec(t) {
+  if (typeof t === 'number') return t >= 0 ? t : null;
+  if (typeof t === 'string' && t) { const ms = Date.parse(t); return isNaN(ms) ? null : ms / 1000; }
+  return null;
+}
+// Times are shown relative to the service clock (which may run faster than the wall: `--speed`).
+export function isTime(t) { return sec(t) !== null; }
+export function ago(t) { return isTime(t) ? `${duration(serviceNow() - sec(t))} ago` : '—'; }
 export function until(t) {
   if (!isTime(t)) return '—';
-  const d = t - serviceNow();
+  const d = sec(t) - serviceNow();
   return d <= 0 ? 'next cycle' : `in ${duration(d)}`;
 }
 

@@ -1,56 +1,81 @@
 import { useMemo, useRef, useState } from 'preact/hooks';
-import { api, listOf, serviceNow } from '../api.js';
+import { api, allPages, listOf, serviceNow } from '../api.js';
 import { usePoll, teamColour, fmtNumber } from '../util.js';
 import { TimeChart } from '../chart.jsx';
 
 const RANGES = [[900, '15 minutes'], [3600, '1 hour'], [6 * 3600, '6 hours'], [24 * 3600, '24 hours'], [7 * 86400, '7 days']];
 
-// Memory slices of a MIG profile when the API does not say (80/96 GB parts: 8 slices of 1/8 the memory).
-export function profileSlices(profile, memorySlices = 8) {
+// Memory slices of a MIG instance when the API does not say: the profile's memory over one slice's share
+// of the GPU kind's memory (e.g. 1g.10gb is 1 of 8 slices on a100-80gb, 2 of 8 on a100-40gb).
+export function profileSlices(profile, kind, memorySlices = 8) {
   const m = /^(\d)g\.(\d+)gb/.exec(profile || '');
   if (!m) return 1;
-  const g = Number(m[1]);
-  const gb = Number(m[2]);
-  if (g >= 7) return memorySlices;
-  if (g >= 3) return memorySlices / 2;
-  if (g === 2) return 2;
-  return gb >= 20 ? 2 : 1;
+  if (Number(m[1]) >= 7) return memorySlices;
+  const k = /(\d+)gb/i.exec(kind || '');
+  const kindGb = k ? Number(k[1]) : 80;
+  return Math.min(memorySlices, Math.max(1, Math.round(Number(m[2]) / (kindGb / memorySlices))));
 }
 
 function instancesOf(g) {
-  const src = g.mig_instances || g.instances || (Array.isArray(g.mig) ? g.mig : null) || (g.mig_layout && g.mig_layout.instances) || [];
-  return src;
+  if (Array.isArray(g.mig_layout)) return g.mig_layout;
+  return g.mig_instances || g.instances || (Array.isArray(g.mig) ? g.mig : null) || (g.mig_layout && g.mig_layout.instances) || [];
+}
+
+// Which team holds each GPU / MIG instance, from the placements of the running jobs the caller may see
+// (others' allocations stay unlabelled).
+export function holders(runningJobs) {
+  const m = new Map();
+  for (const j of runningJobs || []) {
+    for (const p of j.placements || []) {
+      for (const g of p.gpus || []) {
+        const key = g.mig_profile ? `${p.node}/${g.index}/${g.mig_start}` : `${p.node}/${g.index}`;
+        const e = m.get(key) || { teams: new Set(), jobs: [] };
+        e.teams.add(j.team);
+        e.jobs.push(j.name);
+        m.set(key, e);
+      }
+    }
+  }
+  return m;
 }
 
 // The cluster as the grid draws it, from GET /api/v1/cluster (tolerant of field spellings).
-export function normalizeCluster(c) {
+export function normalizeCluster(c, held = new Map()) {
   const nodes = listOf(c, 'nodes').map(n => {
     const kind = n.gpu_kind || n.kind || n.model || '';
     const gpus = (n.gpus || []).map((g, i) => {
-      const slices = g.mig_memory_slices || n.mig_memory_slices || 8;
-      const inst = instancesOf(g).map(x => ({
-        profile: x.profile || x.mig_profile, start: x.start ?? x.mig_start ?? 0,
-        size: x.size ?? x.memory_slices ?? profileSlices(x.profile || x.mig_profile, slices),
-        team: x.team || '', job: x.job ?? x.job_id ?? '', allocated: x.allocated ?? !!(x.job ?? x.job_id ?? x.team),
-      }));
+      const index = g.index ?? i;
+      const gkind = g.kind || g.model || kind;
+      const slices = g.mig_memory_slices || n.mig_memory_slices || (/a30/i.test(gkind) ? 4 : 8);
+      const inst = instancesOf(g).map(x => {
+        const profile = x.profile || x.mig_profile;
+        const start = x.start ?? x.mig_start ?? 0;
+        const h = held.get(`${n.name}/${index}/${start}`);
+        return {
+          profile, start, size: x.memory_slices ?? x.size ?? profileSlices(profile, gkind, slices),
+          team: x.team || (h ? [...h.teams].join(', ') : ''), job: x.job ?? (h ? h.jobs.join(', ') : ''),
+          allocated: x.busy ?? x.allocated ?? !!(x.job ?? x.team),
+        };
+      });
+      const h = held.get(`${n.name}/${index}`);
       const milli = g.allocated_milli ?? (typeof g.allocated === 'number' ? g.allocated : null) ?? 0;
+      const mig = !!(g.mig_enabled || g.mig_mode || inst.length);
       return {
-        index: g.index ?? i, kind: g.kind || g.model || kind, slices,
-        mig: !!(g.mig_enabled || g.mig_mode || inst.length), instances: inst,
-        allocated_milli: milli, utilisation: g.utilisation ?? g.utilization ?? null,
-        teams: g.teams || (g.team ? [g.team] : [...new Set(inst.map(x => x.team).filter(Boolean))]),
+        index, kind: gkind, slices, mig, instances: inst,
+        allocated_milli: milli, utilisation: typeof g.used === 'number' ? g.used : null,
+        teams: g.teams || (g.team ? [g.team] : h ? [...h.teams] : [...new Set(inst.map(x => x.team).filter(Boolean))]),
       };
     });
-    return { name: n.name, kind, tier: n.tier || n.pricing_tier || '', leaf: n.leaf || n.rack || '', gpus, healthy: n.healthy !== false };
+    return { name: n.name, kind, tier: n.tier || n.pricing_tier || '', leaf: n.leaf || n.rack || '', gpus };
   });
-  return { nodes, totals: c.totals || {} };
+  return { nodes, totals: c.totals || {}, at: c.at };
 }
 
 function utilisationPoint(cl) {
   let total = 0, alloc = 0, used = 0, haveUsed = false;
   for (const n of cl.nodes) for (const g of n.gpus) {
     total += 1;
-    alloc += g.mig ? g.instances.filter(x => x.allocated).reduce((s, x) => s + x.size, 0) / g.slices : g.allocated_milli / 1000;
+    alloc += g.allocated_milli / 1000;
     if (typeof g.utilisation === 'number') { haveUsed = true; used += g.utilisation > 1 ? g.utilisation / 100 : g.utilisation; }
   }
   return { total, alloc, used: haveUsed ? used : null };
@@ -58,7 +83,7 @@ function utilisationPoint(cl) {
 
 function Gpu({ g, node }) {
   const label = g.mig
-    ? `GPU ${g.index}, ${g.kind}, MIG: ${g.instances.map(x => `${x.profile} at ${x.start}${x.allocated ? ` (${x.team || 'in use'})` : ' (free)'}`).join(', ') || 'no instances'}`
+    ? `GPU ${g.index}, ${g.kind}, MIG: ${g.instances.map(x => `${x.profile} at ${x.start}${x.allocated ? ` (${x.team || 'in use'}${x.job ? `: ${x.job}` : ''})` : ' (free)'}`).join(', ') || 'no instances'}`
     : `GPU ${g.index}, ${g.kind}, ${g.allocated_milli ? `${fmtNumber(g.allocated_milli / 10, 0)} % allocated${g.teams.length ? ` to ${g.teams.join(', ')}` : ''}` : 'idle'}`;
   return (
     <div class={`gpu${g.mig ? ' mig' : ''}`} data-testid="gpu" data-node={node.name} data-index={g.index} role="img" aria-label={label} title={label}>
@@ -67,13 +92,13 @@ function Gpu({ g, node }) {
           {Array.from({ length: g.slices }, (_, s) => <span key={s} class="slice" style={{ gridColumn: `${s + 1}` }} />)}
           {g.instances.map((x, k) => (
             <span key={k} class={`inst${x.allocated ? '' : ' free'}`} data-testid="mig-instance" data-profile={x.profile} data-start={x.start}
-              style={{ gridColumn: `${x.start + 1} / span ${x.size}`, background: x.allocated ? teamColour(x.team || 'x') : undefined }}>
+              style={{ gridColumn: `${x.start + 1} / span ${x.size}`, background: x.allocated ? (x.team ? teamColour(x.team) : 'var(--other)') : undefined }}>
               <span class="inst-label">{x.profile}</span>
             </span>
           ))}
         </div>
       ) : (
-        <div class="fill" style={{ width: `${Math.min(100, g.allocated_milli / 10)}%`, background: teamColour(g.teams[0] || 'x') }} />
+        <div class="fill" style={{ width: `${Math.min(100, g.allocated_milli / 10)}%`, background: g.teams[0] ? teamColour(g.teams[0]) : 'var(--other)' }} />
       )}
     </div>
   );
@@ -118,7 +143,11 @@ async function loadHistory(range) {
 export function Cluster() {
   const [range, setRange] = useState(3600);
   const local = useRef([]); // samples seen by this page, used when the server keeps no history
-  const { data, error } = usePoll(async () => normalizeCluster(await api('GET', '/api/v1/cluster')), [], 3000);
+  const { data, error } = usePoll(async () => {
+    const [c, running] = await Promise.all([api('GET', '/api/v1/cluster'),
+      allPages('/api/v1/jobs?state=Running&page_size=1000', 'jobs').catch(() => [])]);
+    return normalizeCluster(c, holders(running));
+  }, [], 3000);
   const hist = usePoll(() => loadHistory(range).catch(() => null), [range], 10000);
   const cl = data;
   if (cl) {

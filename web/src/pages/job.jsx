@@ -1,5 +1,5 @@
 import { api, listOf } from '../api.js';
-import { usePoll, duration, isTime, until, reasonText, gpus as fmtGpus } from '../util.js';
+import { usePoll, duration, isTime, sec, until, reasonText, gpus as fmtGpus } from '../util.js';
 import { positionOf, tasksOf, tasksRunning } from '../jobmodel.js';
 import { JobActions } from './jobs.jsx';
 
@@ -18,7 +18,7 @@ async function loadJob(id) {
 // Milestones from the job's own times and its events (`type` or `kind` naming the milestone).
 export function timeline(job, events) {
   const out = [];
-  const add = (kind, at, detail) => { if (isTime(at)) out.push({ kind, at, detail: detail || '' }); };
+  const add = (kind, at, detail) => { if (isTime(at)) out.push({ kind, at: sec(at), detail: detail || '' }); };
   add('submitted', job.submitted_at);
   add('eligible', job.eligible_at);
   for (const e of events) {
@@ -36,7 +36,7 @@ export function timeline(job, events) {
 }
 
 function Waits({ job, tl }) {
-  const sub = job.submitted_at;
+  const sub = sec(job.submitted_at);
   const elig = (tl.find(x => x.kind === 'eligible') || {}).at ?? sub;
   const start = (tl.find(x => x.kind === 'started') || {}).at;
   return (
@@ -129,7 +129,7 @@ export function JobPage({ id, me }) {
       <h2>Events</h2>
       {events.length ? (
         <ol class="events">
-          {events.map((e, i) => <li key={i}><span class="sub">{isTime(e.at) ? `t=${Math.round(e.at)}` : ''}</span> <strong>{e.type || e.kind}</strong> {e.message || ''}</li>)}
+          {events.map((e, i) => <li key={i}><span class="sub">{isTime(e.at) ? new Date(sec(e.at) * 1000).toISOString().replace('.000Z', 'Z') : ''}</span> <strong>{e.type || e.kind}</strong> {e.message || ''}</li>)}
         </ol>
       ) : <p>No events recorded.</p>}
     </section>

@@ -9,6 +9,7 @@ async function loadJobs() {
     allPages('/api/v1/jobs?state=Running&page_size=1000', 'jobs'),
     allPages('/api/v1/jobs?state=Pending&page_size=1000', 'jobs'),
     api('GET', '/api/v1/queue').catch(() => null),
+    api('GET', '/api/v1/session').catch(() => null), // keeps the service clock estimate current
   ]);
   const q = new Map(listOf(queue, 'jobs').map(e => [String(e.id), e]));
   return { running, pending, queue: q };
@@ -25,7 +26,7 @@ function pendingInfo(job, q) {
   };
 }
 
-export function JobActions({ me, job, onChanged, compact }) {
+export function JobActions({ me, job, onChanged, compact, only }) {
   const [confirm, setConfirm] = useState(false);
   const [error, setError] = useState('');
   if (!canChange(me, job) || !(job.state === 'Pending' || job.state === 'Running')) return null;
@@ -35,13 +36,19 @@ export function JobActions({ me, job, onChanged, compact }) {
   };
   const id = encodeURIComponent(job.id);
   const classes = PRIORITY_CLASSES.includes(job.priority_class) ? PRIORITY_CLASSES : [job.priority_class, ...PRIORITY_CLASSES];
-  return (
-    <div class="row-actions">
+  const prio = (
+    <>
       <label class={compact ? 'sr-only' : ''} for={`prio-${job.id}`}>Priority class{compact ? ` of ${job.name}` : ''}</label>
       <select id={`prio-${job.id}`} value={job.priority_class}
         onChange={e => act('PATCH', `/api/v1/jobs/${id}`, { priority_class: e.currentTarget.value })}>
         {classes.map(c => <option key={c} value={c}>{c}</option>)}
       </select>
+    </>
+  );
+  if (only === 'priority') return <div class="row-actions">{prio}{error && <span class="error" role="alert">{error}</span>}</div>;
+  return (
+    <div class="row-actions">
+      {only !== 'cancel' && prio}
       {confirm
         ? <button type="button" class="danger" aria-label={`Confirm cancel of ${job.name}`}
             onClick={() => { setConfirm(false); act('POST', `/api/v1/jobs/${id}:cancel`); }}>Confirm cancel</button>
@@ -65,9 +72,9 @@ function JobRow({ job, info, me, reload }) {
       <td>{ago(job.submitted_at)}</td>
       {info ? (
         <>
-          <td data-testid="queue-position" class="num">
+          <td data-testid="queue-position" class="num nowrap">
             {info.pos && info.pos.pool !== null
-              ? <>{info.pos.team !== null && <span>team {info.pos.team}</span>}<span class="sub"> pool {info.pos.pool}</span></>
+              ? <>{info.pos.team !== null && <span>team {info.pos.team}</span>}<span class="sub"> · pool {info.pos.pool}</span></>
               : 'next cycle'}
           </td>
           <td data-testid="reason" class="reason">{info.reason || 'Waiting for the next scheduling cycle.'}
@@ -81,8 +88,8 @@ function JobRow({ job, info, me, reload }) {
           <td>{ago(job.started_at).replace(' ago', '')} running</td>
         </>
       )}
-      <td>{job.priority_class}</td>
-      <td><JobActions me={me} job={job} onChanged={reload} compact /></td>
+      <td>{canChange(me, job) ? <JobActions me={me} job={job} onChanged={reload} compact only="priority" /> : job.priority_class}</td>
+      <td><JobActions me={me} job={job} onChanged={reload} compact only="cancel" /></td>
     </tr>
   );
 }

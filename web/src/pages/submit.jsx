@@ -93,7 +93,7 @@ export function SubmitForm({ onSubmitted, onClose }) {
       <h2 id="submit-title">New job</h2>
       <div class="grid">
         <Field id="f-name" label="Name" api="name" errors={errors}>
-          {a => <input {...a} type="text" required value={v.name} onInput={set('name')} autocomplete="off" />}
+          {a => <input {...a} type="text" required value={v.name} onInput={set('name')} autocomplete="off" autoFocus />}
         </Field>
         <Field id="f-class" label="Class" api="class" errors={errors}>
           {a => (

@@ -1,0 +1,43 @@
+#pragma once
+// The web portal on the API server: the embedded static files at `/` and `/assets/`, and the session
+// endpoints the sign-in form uses:
+//   POST   /api/v1/session  {"token": "..."}  -> 200 {user, team, role, csrf_token, ...} + session cookie
+//   GET    /api/v1/session                    -> the same body for a live session cookie, else 401
+//   DELETE /api/v1/session                    -> ends the session (needs X-CSRF-Token), clears the cookie
+// RequestCredential() lets the API accept the session cookie wherever it accepts a bearer token.
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "server/session.h"
+
+namespace tessera {
+
+struct PortalOptions {
+  // Checks an API token (as the API does for a bearer token): the caller, or nullopt when it is not valid.
+  std::function<std::optional<SessionIdentity>(const std::string& token)> authenticate;
+  // Extra fields for the session body (e.g. the service clock: {"now": ..., "speed": ...}); may be empty.
+  std::function<nlohmann::json()> session_extra;
+  bool secure_cookies = false;  // set Secure on the cookie (when serving TLS)
+};
+
+// Registers the portal's routes on `server`. `sessions` and the options' functions must outlive it.
+void RegisterPortal(httplib::Server& server, SessionStore& sessions, PortalOptions options);
+
+// Where a request's API credential came from.
+struct Credential {
+  enum class Source { kNone, kBearer, kSession } source = Source::kNone;
+  std::string token;        // the API token to check as a bearer token
+  std::string csrf_error;   // non-empty: a session request that failed the CSRF check (answer 403)
+};
+
+// The request's API token: the Authorization bearer token when there is one; else the token behind a live
+// session cookie, provided that a state-changing method (anything but GET/HEAD/OPTIONS) carries the
+// session's X-CSRF-Token and, when the browser sent an Origin, that it is this server's.
+Credential RequestCredential(const httplib::Request& req, SessionStore& sessions);
+
+}  // namespace tessera

@@ -1,0 +1,74 @@
+#pragma once
+// Browser sessions of the web portal. Signing in exchanges an API token for a session: the browser gets
+// only an opaque session id in an HttpOnly, SameSite=Strict cookie, and the page gets a per-session CSRF
+// token that every state-changing request must echo in the X-CSRF-Token header. The API token stays in the
+// server's memory, so a revoked token also ends its sessions (the API's token check refuses it).
+// Sessions live in memory: a restart signs everyone out.
+//
+// Thread safety: every method may be called from any thread.
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace tessera {
+
+inline constexpr std::string_view kSessionCookie = "tessera_session";
+inline constexpr std::string_view kCsrfHeader = "X-CSRF-Token";
+
+struct SessionIdentity {
+  std::string user, team, role;
+};
+
+struct Session {
+  std::string id;            // 256 random bits, hex
+  std::string csrf_token;    // 256 random bits, hex
+  std::string bearer_token;  // the API token the user signed in with (never sent back to the browser)
+  SessionIdentity who;
+  int64_t created_at = 0, last_seen = 0;  // wall seconds
+};
+
+struct SessionLimits {
+  int64_t idle_timeout_s = 12 * 3600;    // ends after this long without a request
+  int64_t max_age_s = 7 * 24 * 3600;     // ends this long after sign-in, used or not
+  size_t max_sessions = 100000;          // the oldest-seen session ends first beyond this
+};
+
+class SessionStore {
+ public:
+  // `now` returns wall seconds (injected; tests drive it).
+  explicit SessionStore(std::function<int64_t()> now, SessionLimits limits = {});
+
+  Session Create(std::string bearer_token, SessionIdentity who);
+  // The live session with this id (refreshing its idle timer), or nullopt; an expired one is removed.
+  std::optional<Session> Find(std::string_view id);
+  // Ends the session; false when there was none.
+  bool End(std::string_view id);
+  size_t Size() const;
+
+ private:
+  bool Expired(const Session& s, int64_t now) const;
+  void EvictOldestLocked();
+
+  std::function<int64_t()> now_;
+  SessionLimits limits_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Session> sessions_;
+};
+
+// 2 * bytes hex characters from the system's CSPRNG (OpenSSL RAND_bytes).
+std::string RandomHex(size_t bytes);
+// Compares in time independent of where the strings differ.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+// The value of cookie `name` in a Cookie header ("a=1; b=2"), or "".
+std::string CookieValue(std::string_view cookie_header, std::string_view name);
+// Set-Cookie values: the session cookie (HttpOnly, SameSite=Strict, Path=/, Secure when `secure`), and
+// one that clears it.
+std::string SessionCookieHeader(const Session& s, int64_t max_age_s, bool secure);
+std::string ClearSessionCookieHeader(bool secure);
+
+}  // namespace tessera

@@ -1,0 +1,265 @@
+// Browser tests of the web portal: a real `tessera serve --demo` (fresh database, loopback port) driven
+// through Debian's chromium by playwright-core. Run by ctest (test portal_browser) or directly:
+//   TESSERA_BINARY=build/tessera node --test tests/web/
+// A failing test keeps its screenshot in $TESSERA_WEB_ARTIFACTS (default build/web-test-results).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const { chromium } = createRequire(path.join(root, 'web/package.json'))('playwright-core');
+const binary = process.env.TESSERA_BINARY || path.join(root, 'build/tessera');
+const artifacts = process.env.TESSERA_WEB_ARTIFACTS || path.join(root, 'build/web-test-results');
+const chromiumPath = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(p => fs.existsSync(p));
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+let server, url, dir, browser, context, adminToken;
+const users = {};
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+    s.on('error', reject);
+  });
+}
+
+async function waitFor(fn, what, ms = 20000, every = 200) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
+    await new Promise(r => setTimeout(r, every));
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+}
+
+async function api(method, p, token, body) {
+  const r = await fetch(url + p, {
+    method, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch (e) { /* CSV or empty */ }
+  return { status: r.status, json, text };
+}
+
+// Runs a browser step; on failure keeps a full-page screenshot named after the test.
+async function withPage(t, fn) {
+  const page = await context.newPage();
+  try {
+    await fn(page);
+  } catch (e) {
+    fs.mkdirSync(artifacts, { recursive: true });
+    const file = path.join(artifacts, `${t.name.replace(/\W+/g, '-')}.png`);
+    await page.screenshot({ path: file, fullPage: true }).catch(() => {});
+    e.message += ` (screenshot: ${file})`;
+    throw e;
+  } finally {
+    await page.close();
+  }
+}
+
+async function signIn(page, token) {
+  await page.goto(url + '/');
+  await page.getByLabel('Token', { exact: true }).fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('jobs').waitFor({ state: 'attached', timeout: 10000 });
+}
+
+async function signOut(page) {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('Token', { exact: true }).waitFor({ timeout: 10000 });
+}
+
+before(async () => {
+  assert.ok(fs.existsSync(binary), `no tessera binary at ${binary}`);
+  assert.ok(chromiumPath, 'no chromium (apt-get install chromium)');
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-web-test-'));
+  const port = await freePort();
+  url = `http://127.0.0.1:${port}`;
+  const db = path.join(dir, 'tessera.db');
+  server = spawn(binary, ['serve', '--db', db, '--listen', `127.0.0.1:${port}`, '--demo', '--speed', '60'],
+    { cwd: dir, stdio: ['ignore', fs.openSync(path.join(dir, 'serve.log'), 'a'), fs.openSync(path.join(dir, 'serve.log'), 'a')] });
+  await waitFor(async () => (await fetch(url + '/readyz')).status === 200, 'tessera serve to be ready', 60000);
+  adminToken = fs.readFileSync(`${db}.admin-token`, 'utf8').trim();
+  for (const [team, guaranteed] of [['web-a', 16], ['web-b', 8]]) {
+    const r = await api('POST', '/api/v1/teams', adminToken, { name: team, guaranteed_gpus: guaranteed, limit_gpus: 64 });
+    assert.equal(r.status, 201, `create team ${team}: ${r.text}`);
+  }
+  for (const [name, team, role] of [['web-lead', 'web-a', 'team-lead'], ['web-other', 'web-b', 'member']]) {
+    const r = await api('POST', '/api/v1/users', adminToken, { name, team, role });
+    assert.equal(r.status, 201, `create user ${name}: ${r.text}`);
+    users[name] = r.json.token;
+  }
+  browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS });
+  context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    await new Promise(r => { server.once('exit', r); setTimeout(r, 10000); });
+  }
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+let formJob = null; // {id, name} of the job submitted through the form
+
+test('sign in with a token sets an HttpOnly session cookie and keeps no token in the page', async t => {
+  await withPage(t, async page => {
+    await page.goto(url + '/');
+    await page.getByLabel('Token', { exact: true }).fill('not-a-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'not valid' }).waitFor({ timeout: 5000 });
+    await signIn(page, users['web-lead']);
+    const cookies = await context.cookies(url);
+    const session = cookies.find(c => c.name === 'tessera_session');
+    assert.ok(session, 'no session cookie');
+    assert.equal(session.httpOnly, true);
+    assert.equal(session.sameSite, 'Strict');
+    const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie);
+    assert.ok(!stored.includes(users['web-lead']), 'the token is kept in the page');
+    // A state-changing request from the page without the CSRF header is refused.
+    const status = await page.evaluate(async () => (await fetch('/api/v1/jobs', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'csrf', workers: 1, gpus_per_worker: 1 }) })).status);
+    assert.equal(status, 403);
+  });
+});
+
+test('submit through the form: field errors, then a pending job with position and reason', async t => {
+  // Fill the cluster with the team's big gangs so that the form's job waits.
+  await waitFor(async () => {
+    await api('POST', '/api/v1/jobs', users['web-lead'], { name: 'web-filler', class: 'training', workers: 8,
+      gpus_per_worker: 8, memory_gib: 70, project: 'web', duration_s: 360000 });
+    const q = await api('GET', '/api/v1/queue', users['web-lead']);
+    return (q.json?.jobs || []).some(j => j.team === 'web-a');
+  }, 'a pending job of team web-a', 30000, 1000);
+  await withPage(t, async page => {
+    await signIn(page, users['web-lead']);
+    await page.getByRole('button', { name: 'New job' }).click();
+    const form = page.getByTestId('submit-job');
+    await form.getByLabel('Name', { exact: true }).fill('web-form-job');
+    await form.getByLabel('Workers', { exact: true }).fill('4');
+    await form.getByLabel('GPUs per worker', { exact: true }).fill('9');
+    await form.getByRole('button', { name: 'Submit', exact: true }).click();
+    const err = page.getByTestId('error-gpus_per_worker');
+    await err.waitFor({ timeout: 5000 });
+    assert.match(await err.innerText(), /\S{3,}/);
+    assert.equal(await form.getByLabel('GPUs per worker', { exact: true }).getAttribute('aria-invalid'), 'true');
+    await form.getByLabel('GPUs per worker', { exact: true }).fill('8');
+    await form.getByLabel('Project', { exact: true }).fill('web');
+    await form.getByLabel('Duration (s)', { exact: true }).fill('36000');
+    await form.getByRole('button', { name: 'Submit', exact: true }).click();
+    const row = page.getByTestId('jobs').locator('[data-job-id]', { hasText: 'web-form-job' });
+    await row.first().waitFor({ timeout: 10000 });
+    formJob = { id: await row.first().getAttribute('data-job-id'), name: 'web-form-job' };
+    const pos = row.getByTestId('queue-position');
+    await waitFor(async () => /\d/.test(await pos.innerText()), 'a queue position with a number', 15000);
+    const reason = (await row.getByTestId('reason').innerText()).trim();
+    assert.ok(reason.length >= 10, `reason too short: '${reason}'`);
+    const j = await api('GET', `/api/v1/jobs/${formJob.id}`, users['web-lead']);
+    assert.equal(j.status, 200);
+    assert.equal(j.json.state, 'Pending');
+    assert.equal(j.json.project, 'web');
+  });
+});
+
+test('change the priority class of the job from the jobs page', async t => {
+  assert.ok(formJob, 'no job from the form test');
+  await withPage(t, async page => {
+    await signIn(page, users['web-lead']);
+    const row = page.locator(`[data-job-id="${formJob.id}"]`);
+    await row.getByLabel(`Priority class of ${formJob.name}`).selectOption('training-high');
+    await waitFor(async () => (await api('GET', `/api/v1/jobs/${formJob.id}`, users['web-lead'])).json.priority_class === 'training-high',
+      'the priority change', 10000);
+    await waitFor(async () => (await row.getByLabel(`Priority class of ${formJob.name}`).inputValue()) === 'training-high', 'the row to show training-high', 10000);
+  });
+});
+
+test('the job page shows timeline, placement and what-if', async t => {
+  assert.ok(formJob, 'no job from the form test');
+  await withPage(t, async page => {
+    await signIn(page, users['web-lead']);
+    await page.getByRole('link', { name: formJob.name }).click();
+    await page.getByRole('heading', { name: /web-form-job/ }).waitFor({ timeout: 10000 });
+    await page.getByRole('heading', { name: 'Timeline' }).waitFor();
+    assert.match(await page.locator('.timeline').innerText(), /submitted/);
+    assert.match(await page.getByText('Submit to eligible').locator('xpath=following-sibling::dd[1]').innerText(), /\d|—/);
+  });
+});
+
+test('a member of another team can neither see nor touch the job', async t => {
+  assert.ok(formJob, 'no job from the form test');
+  const other = users['web-other'];
+  assert.equal((await api('GET', `/api/v1/jobs/${formJob.id}`, other)).status, 404);
+  assert.equal((await api('POST', `/api/v1/jobs/${formJob.id}:cancel`, other)).status, 404);
+  assert.equal((await api('PATCH', `/api/v1/jobs/${formJob.id}`, other, { priority_class: 'best-effort' })).status, 404);
+  await withPage(t, async page => {
+    await signIn(page, other);
+    await page.waitForTimeout(2500); // one poll later
+    assert.equal(await page.locator(`[data-job-id="${formJob.id}"]`).count(), 0);
+    await page.goto(`${url}/#/jobs/${formJob.id}`);
+    await page.getByRole('alert').filter({ hasText: 'No such job' }).waitFor({ timeout: 10000 });
+    // The page's own session cannot cancel it either.
+    const status = await page.evaluate(async id => {
+      const s = await (await fetch('/api/v1/session')).json();
+      return (await fetch(`/api/v1/jobs/${id}:cancel`, { method: 'POST', headers: { 'X-CSRF-Token': s.csrf_token } })).status;
+    }, formJob.id);
+    assert.equal(status, 404);
+    await signOut(page);
+  });
+  assert.equal((await api('GET', `/api/v1/jobs/${formJob.id}`, users['web-lead'])).json.state, 'Pending');
+});
+
+test('cancel the job from the jobs page', async t => {
+  assert.ok(formJob, 'no job from the form test');
+  await withPage(t, async page => {
+    await signIn(page, users['web-lead']);
+    const row = page.locator(`[data-job-id="${formJob.id}"]`);
+    await row.getByRole('button', { name: `Cancel ${formJob.name}` }).click();
+    await row.getByRole('button', { name: `Confirm cancel of ${formJob.name}` }).click();
+    await waitFor(async () => (await api('GET', `/api/v1/jobs/${formJob.id}`, users['web-lead'])).json.state === 'Cancelled',
+      'the job to be cancelled', 10000);
+    await row.waitFor({ state: 'detached', timeout: 10000 });
+  });
+});
+
+test('the team\'s usage appears in chargeback, with a CSV download', async t => {
+  await withPage(t, async page => {
+    await signIn(page, users['web-lead']);
+    await page.getByRole('link', { name: 'Chargeback', exact: true }).click();
+    const table = page.getByTestId('chargeback');
+    await waitFor(async () => {
+      await page.getByLabel('Period').selectOption({ label: 'Since the ledger began' });
+      const text = await table.innerText();
+      return /web-a\s+\S+\s+\S+\s+[1-9]|web-a[^\n]*\t[0-9.]*[1-9]/.test(text) ? text : null;
+    }, 'usage of team web-a in the chargeback table', 30000, 1000);
+    const href = await page.getByRole('link', { name: 'CSV' }).getAttribute('href');
+    const r = await page.request.get(new URL(href, page.url()).toString());
+    assert.equal(r.status(), 200);
+    const csv = await r.text();
+    assert.ok(csv.split('\n')[0].includes(','), `not CSV: ${csv.slice(0, 80)}`);
+    assert.ok(csv.includes('web-a'));
+  });
+});
+
+test('signing out ends the session', async t => {
+  await withPage(t, async page => {
+    await signIn(page, users['web-lead']);
+    const before = (await context.cookies(url)).find(c => c.name === 'tessera_session').value;
+    await signOut(page);
+    const r = await fetch(url + '/api/v1/jobs', { headers: { Cookie: `tessera_session=${before}` } });
+    assert.equal(r.status, 401);
+  });
+});
