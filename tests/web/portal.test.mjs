@@ -1,6 +1,7 @@
 // Browser tests of the web portal: a real `tessera serve --demo` (fresh database, loopback port) driven
 // through Debian's chromium by playwright-core. Run by ctest (test portal_browser) or directly:
 //   TESSERA_BINARY=build/tessera node --test tests/web/
+// (TESSERA_SERVE_ARGS replaces the default `--demo --speed 60`.)
 // A failing test keeps its screenshot in $TESSERA_WEB_ARTIFACTS (default build/web-test-results).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const { chromium } = createRequire(path.join(root, 'web/package.json'))('playwright-core');
-const binary = process.env.TESSERA_BINARY || path.join(root, 'build/tessera');
+const binary = path.resolve(process.env.TESSERA_BINARY || path.join(root, 'build/tessera'));
 const artifacts = process.env.TESSERA_WEB_ARTIFACTS || path.join(root, 'build/web-test-results');
 const chromiumPath = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(p => fs.existsSync(p));
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -35,7 +36,7 @@ async function waitFor(fn, what, ms = 20000, every = 200) {
   const end = Date.now() + ms;
   let last;
   while (Date.now() < end) {
-    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
+    try { last = await fn(); if (last) return last; } catch (e) { if (e.fatal) throw e; last = e; }
     await new Promise(r => setTimeout(r, every));
   }
   throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
@@ -69,6 +70,7 @@ async function withPage(t, fn) {
 }
 
 async function signIn(page, token) {
+  await context.clearCookies();
   await page.goto(url + '/');
   await page.getByLabel('Token', { exact: true }).fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
@@ -87,9 +89,18 @@ before(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   const db = path.join(dir, 'tessera.db');
-  server = spawn(binary, ['serve', '--db', db, '--listen', `127.0.0.1:${port}`, '--demo', '--speed', '60'],
+  const extra = (process.env.TESSERA_SERVE_ARGS || '--demo --speed 60').split(' ').filter(Boolean);
+  server = spawn(binary, ['serve', '--db', db, '--listen', `127.0.0.1:${port}`, ...extra],
     { cwd: dir, stdio: ['ignore', fs.openSync(path.join(dir, 'serve.log'), 'a'), fs.openSync(path.join(dir, 'serve.log'), 'a')] });
-  await waitFor(async () => (await fetch(url + '/readyz')).status === 200, 'tessera serve to be ready', 60000);
+  let exited = null;
+  server.on('exit', code => { exited = code; });
+  server.on('error', e => { exited = e.message; });
+  await waitFor(async () => {
+    if (exited !== null) {
+      throw Object.assign(new Error(`tessera serve exited (${exited}): ${fs.readFileSync(path.join(dir, 'serve.log'), 'utf8').slice(-400)}`), { fatal: true });
+    }
+    return (await fetch(url + '/readyz')).status === 200;
+  }, 'tessera serve to be ready', 60000);
   adminToken = fs.readFileSync(`${db}.admin-token`, 'utf8').trim();
   for (const [team, guaranteed] of [['web-a', 16], ['web-b', 8]]) {
     const r = await api('POST', '/api/v1/teams', adminToken, { name: team, guaranteed_gpus: guaranteed, limit_gpus: 64 });
@@ -219,7 +230,9 @@ test('a member of another team can neither see nor touch the job', async t => {
     assert.equal(status, 404);
     await signOut(page);
   });
-  assert.equal((await api('GET', `/api/v1/jobs/${formJob.id}`, users['web-lead'])).json.state, 'Pending');
+  const after = (await api('GET', `/api/v1/jobs/${formJob.id}`, users['web-lead'])).json;
+  assert.notEqual(after.state, 'Cancelled');
+  assert.equal(after.priority_class, 'training-high');
 });
 
 test('cancel the job from the jobs page', async t => {
