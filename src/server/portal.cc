@@ -88,8 +88,33 @@ void SignIn(const httplib::Request& req, httplib::Response& res, SessionStore& s
 
 }  // namespace
 
+std::string WithoutBrotli(std::string_view accept_encoding) {
+  std::string out;
+  while (!accept_encoding.empty()) {
+    size_t end = accept_encoding.find(',');
+    std::string_view item = accept_encoding.substr(0, end);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    std::string_view coding = item.substr(0, item.find(';'));
+    while (!coding.empty() && coding.back() == ' ') coding.remove_suffix(1);
+    if (coding != "br" && !item.empty()) out += (out.empty() ? "" : ", ") + std::string(item);
+    if (end == std::string_view::npos) break;
+    accept_encoding.remove_prefix(end + 1);
+  }
+  return out;
+}
+
 void RegisterPortal(httplib::Server& server, SessionStore& sessions, PortalOptions options) {
   auto opts = std::make_shared<PortalOptions>(std::move(options));
+  // cpp-httplib compresses brotli at quality 11, which takes seconds for the few hundred KB of a jobs list
+  // or the portal's script; a browser that offers brotli also offers gzip, so it gets gzip instead.
+  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    auto it = req.headers.find("Accept-Encoding");
+    if (it != req.headers.end() && it->second.find("br") != std::string::npos) {
+      // The request object is the server's own (non-const); only this header changes.
+      const_cast<std::string&>(it->second) = WithoutBrotli(it->second);
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   server.Get("/", [](const httplib::Request&, httplib::Response& res) { ServeAsset("/index.html", res); });
   server.Get("/index.html", [](const httplib::Request&, httplib::Response& res) { ServeAsset("/index.html", res); });
   server.Get(R"(/assets/[A-Za-z0-9._-]+)",

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -25,7 +26,11 @@ struct PortalOptions {
   bool secure_cookies = false;  // set Secure on the cookie (when serving TLS)
 };
 
-// Registers the portal's routes on `server`. `sessions` and the options' functions must outlive it.
+// An Accept-Encoding value without its brotli ("br") coding, e.g. "gzip, deflate, br" -> "gzip, deflate".
+std::string WithoutBrotli(std::string_view accept_encoding);
+
+// Registers the portal's routes on `server` (and its pre-routing handler, which steers browsers from
+// cpp-httplib's slow brotli compression to gzip). `sessions` and the options' functions must outlive it.
 void RegisterPortal(httplib::Server& server, SessionStore& sessions, PortalOptions options);
 
 // Where a request's API credential came from.

@@ -157,3 +157,23 @@ TEST_F(PortalTest, ARevokedTokenEndsItsSessions) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(WithoutBrotli, DropsOnlyTheBrotliCoding) {
+  EXPECT_EQ(WithoutBrotli("gzip, deflate, br"), "gzip, deflate");
+  EXPECT_EQ(WithoutBrotli("br;q=1.0, gzip;q=0.8"), "gzip;q=0.8");
+  EXPECT_EQ(WithoutBrotli("gzip, deflate, br, zstd"), "gzip, deflate, zstd");
+  EXPECT_EQ(WithoutBrotli("br"), "");
+  EXPECT_EQ(WithoutBrotli("gzip"), "gzip");
+}
+
+TEST_F(PortalTest, BrowsersGetGzipNotBrotli) {
+  auto r = Client().Get("/api/v1/session", {{"Accept-Encoding", "gzip, deflate, br"}});
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->get_header_value("Content-Encoding"), "br");
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,3 +1,4 @@
+import { memo } from 'preact/compat';
 import { useMemo, useState } from 'preact/hooks';
 import { api, allPages, listOf } from '../api.js';
 import { usePoll, ago, until, gpus as fmtGpus, reasonText } from '../util.js';
@@ -26,6 +27,30 @@ function pendingInfo(job, q) {
   };
 }
 
+// The priority class of a job the caller may change. In the table (`compact`) it is a button that turns
+// into a select when used, so that a page of 1,000 jobs does not build 1,000 selects.
+function PriorityControl({ job, act, compact }) {
+  const [open, setOpen] = useState(!compact);
+  const classes = PRIORITY_CLASSES.includes(job.priority_class) ? PRIORITY_CLASSES : [job.priority_class, ...PRIORITY_CLASSES];
+  const id = `prio-${job.id}`;
+  if (!open) {
+    return (
+      <button type="button" class="secondary small" aria-label={`Change priority class of ${job.name} (now ${job.priority_class})`}
+        onClick={() => setOpen(true)}>{job.priority_class} ▾</button>
+    );
+  }
+  return (
+    <>
+      <label class={compact ? 'sr-only' : ''} for={id}>Priority class{compact ? ` of ${job.name}` : ''}</label>
+      <select id={id} value={job.priority_class} autoFocus={compact}
+        onKeyDown={e => { if (compact && e.key === 'Escape') setOpen(false); }}
+        onChange={async e => { await act('PATCH', `/api/v1/jobs/${encodeURIComponent(job.id)}`, { priority_class: e.currentTarget.value }); if (compact) setOpen(false); }}>
+        {classes.map(c => <option key={c} value={c}>{c}</option>)}
+      </select>
+    </>
+  );
+}
+
 export function JobActions({ me, job, onChanged, compact, only }) {
   const [confirm, setConfirm] = useState(false);
   const [error, setError] = useState('');
@@ -35,17 +60,9 @@ export function JobActions({ me, job, onChanged, compact, only }) {
     try { await api(method, path, body); onChanged && onChanged(); } catch (e) { setError(e.message); }
   };
   const id = encodeURIComponent(job.id);
-  const classes = PRIORITY_CLASSES.includes(job.priority_class) ? PRIORITY_CLASSES : [job.priority_class, ...PRIORITY_CLASSES];
-  const prio = (
-    <>
-      <label class={compact ? 'sr-only' : ''} for={`prio-${job.id}`}>Priority class{compact ? ` of ${job.name}` : ''}</label>
-      <select id={`prio-${job.id}`} value={job.priority_class}
-        onChange={e => act('PATCH', `/api/v1/jobs/${id}`, { priority_class: e.currentTarget.value })}>
-        {classes.map(c => <option key={c} value={c}>{c}</option>)}
-      </select>
-    </>
-  );
-  if (only === 'priority') return <div class="row-actions">{prio}{error && <span class="error" role="alert">{error}</span>}</div>;
+  const prio = <PriorityControl job={job} act={act} compact={compact} />;
+  const err = error && <span class="error" role="alert">{error}</span>;
+  if (only === 'priority') return <div class="row-actions">{prio}{err}</div>;
   return (
     <div class="row-actions">
       {only !== 'cancel' && prio}
@@ -53,46 +70,62 @@ export function JobActions({ me, job, onChanged, compact, only }) {
         ? <button type="button" class="danger" aria-label={`Confirm cancel of ${job.name}`}
             onClick={() => { setConfirm(false); act('POST', `/api/v1/jobs/${id}:cancel`); }}>Confirm cancel</button>
         : <button type="button" class="secondary" aria-label={`Cancel ${job.name}`} onClick={() => setConfirm(true)}>Cancel</button>}
-      {error && <span class="error" role="alert">{error}</span>}
+      {err}
     </div>
   );
 }
 
-function JobRow({ job, info, me, reload }) {
+// The text a row shows; a row re-renders only when this changes (polls bring fresh objects every 2 s).
+function rowView(job, info) {
   const n = tasksOf(job);
-  const running = job.state === 'Running';
-  const state = running && n > 1 ? `Running ${tasksRunning(job)}/${n}` : job.state;
   const g = gpuCount(job);
+  return {
+    state: job.state === 'Running' && n > 1 ? `Running ${tasksRunning(job)}/${n}` : job.state,
+    gpus: g === null ? (job.mig_profile || '—') : `${fmtGpus(g * 1000)}${job.mig_profile ? ` (${job.mig_profile})` : ''}`,
+    age: ago(job.submitted_at),
+    pending: !!info,
+    team_pos: info && info.pos ? info.pos.team : null,
+    pool_pos: info && info.pos ? info.pos.pool : null,
+    reason: info ? info.reason || 'Waiting for the next scheduling cycle.' : placementSummary(job),
+    code: info ? info.code : '',
+    when: info ? until(info.estimated) : `${ago(job.started_at).replace(' ago', '')} running`,
+    key: `${job.id}|${job.name}|${job.project}|${job.team}|${job.user}|${job.state}|${job.priority_class}`,
+  };
+}
+
+function JobRowInner({ job, v, me, reload }) {
   return (
     <tr data-job-id={job.id} class={`st-${job.state.toLowerCase()}`}>
       <td><a href={`#/jobs/${encodeURIComponent(job.id)}`}>{job.name}</a><div class="sub">{job.id}{job.project ? ` · ${job.project}` : ''}</div></td>
       <td>{job.team}</td>
-      <td><span class={`state ${job.state.toLowerCase()}`}>{state}</span></td>
-      <td class="num">{g === null ? (job.mig_profile || '—') : fmtGpus(g * 1000)}{job.mig_profile && g !== null ? ` (${job.mig_profile})` : ''}</td>
-      <td>{ago(job.submitted_at)}</td>
-      {info ? (
+      <td><span class={`state ${job.state.toLowerCase()}`}>{v.state}</span></td>
+      <td class="num">{v.gpus}</td>
+      <td>{v.age}</td>
+      {v.pending ? (
         <>
           <td data-testid="queue-position" class="num nowrap">
-            {info.pos && info.pos.pool !== null
-              ? <>{info.pos.team !== null && <span>team {info.pos.team}</span>}<span class="sub"> · pool {info.pos.pool}</span></>
+            {v.pool_pos !== null
+              ? <>{v.team_pos !== null && <span>team {v.team_pos}</span>}<span class="sub"> · pool {v.pool_pos}</span></>
               : 'next cycle'}
           </td>
-          <td data-testid="reason" class="reason">{info.reason || 'Waiting for the next scheduling cycle.'}
-            {info.code && <span class="code"> ({info.code})</span>}</td>
-          <td>{until(info.estimated)}</td>
+          <td data-testid="reason" class="reason">{v.reason}{v.code && <span class="code"> ({v.code})</span>}</td>
         </>
       ) : (
         <>
           <td class="num">—</td>
-          <td class="sub">{placementSummary(job)}</td>
-          <td>{ago(job.started_at).replace(' ago', '')} running</td>
+          <td class="sub">{v.reason}</td>
         </>
       )}
+      <td>{v.when}</td>
       <td>{canChange(me, job) ? <JobActions me={me} job={job} onChanged={reload} compact only="priority" /> : job.priority_class}</td>
       <td><JobActions me={me} job={job} onChanged={reload} compact only="cancel" /></td>
     </tr>
   );
 }
+
+const sameView = (a, b) => a.me === b.me && a.reload === b.reload &&
+  Object.keys(a.v).every(k => a.v[k] === b.v[k]);
+const JobRow = memo(JobRowInner, sameView);
 
 function placementSummary(job) {
   const p = job.placements || [];
@@ -138,13 +171,18 @@ export function Jobs({ me }) {
       <div class="table-wrap">
         <table data-testid="jobs" class="jobs">
           <caption class="sr-only">Running and pending jobs; pending jobs in queue order</caption>
+          <colgroup>
+            <col style={{ width: '14%' }} /><col style={{ width: '7%' }} /><col style={{ width: '8%' }} /><col style={{ width: '5%' }} />
+            <col style={{ width: '8%' }} /><col style={{ width: '9%' }} /><col style={{ width: '23%' }} /><col style={{ width: '9%' }} />
+            <col style={{ width: '10%' }} /><col style={{ width: '7%' }} />
+          </colgroup>
           <thead>
             <tr><th scope="col">Job</th><th scope="col">Team</th><th scope="col">State</th><th scope="col">GPUs</th>
               <th scope="col">Age</th><th scope="col">Position</th><th scope="col">Reason / placement</th>
               <th scope="col">Estimated start</th><th scope="col">Priority class</th><th scope="col">Actions</th></tr>
           </thead>
           <tbody>
-            {rows.map(r => <JobRow key={r.job.id} job={r.job} info={r.info} me={me} reload={reload} />)}
+            {rows.map(r => <JobRow key={r.job.id} job={r.job} v={rowView(r.job, r.info)} me={me} reload={reload} />)}
             {data && rows.length === 0 && <tr><td colSpan={10} class="empty">No running or pending jobs.</td></tr>}
           </tbody>
         </table>
