@@ -111,6 +111,10 @@ before(async () => {
     assert.equal(r.status, 201, `create user ${name}: ${r.text}`);
     users[name] = r.json.token;
   }
+  // A short job of team web-a, so that its usage reaches the ledger while the tests run.
+  const small = await api('POST', '/api/v1/jobs', users['web-lead'], { name: 'web-small', class: 'training', workers: 1,
+    gpus_per_worker: 1, memory_gib: 10, project: 'web', duration_s: 300, priority_class: 'training-high' });
+  assert.equal(small.status, 201, `submit web-small: ${small.text}`);
   browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS });
   context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
 });
@@ -258,7 +262,7 @@ test('the team\'s usage appears in chargeback, with a CSV download', async t => 
       await page.getByLabel('Period').selectOption({ label: 'Since the ledger began' });
       const text = await table.innerText();
       return /web-a\s+\S+\s+\S+\s+[1-9]|web-a[^\n]*\t[0-9.]*[1-9]/.test(text) ? text : null;
-    }, 'usage of team web-a in the chargeback table', 30000, 1000);
+    }, 'usage of team web-a in the chargeback table', 90000, 1000);
     const href = await page.getByRole('link', { name: 'CSV' }).getAttribute('href');
     const r = await page.request.get(new URL(href, page.url()).toString());
     assert.equal(r.status(), 200);

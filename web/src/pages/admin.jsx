@@ -83,40 +83,40 @@ function Teams({ me, reloadKey }) {
   );
 }
 
-function Users({ reloadKey }) {
-  const { data, error } = usePoll(async () => listOf(await api('GET', '/api/v1/users'), 'users'), [reloadKey], 0);
-  return (
-    <>
-      <h2>Users</h2>
-      {error && <p class="error" role="alert">Could not list users: {error.message}</p>}
-      <table class="compact">
-        <thead><tr><th scope="col">User</th><th scope="col">Team</th><th scope="col">Role</th></tr></thead>
-        <tbody>{(data || []).map(u => <tr key={u.name}><td>{u.name}</td><td>{u.team || '—'}</td><td>{u.role}</td></tr>)}</tbody>
-      </table>
-    </>
-  );
-}
-
-function Tokens({ reloadKey, bump }) {
-  const { data, error, reload } = usePoll(async () => listOf(await api('GET', '/api/v1/tokens'), 'tokens'), [reloadKey], 0);
-  const [msg, setMsg] = useState('');
-  const revoke = async t => {
-    try { await api('DELETE', `/api/v1/tokens/${encodeURIComponent(t.id)}`); setMsg(`Revoked token ${t.id} of ${t.user}.`); reload(); } catch (x) { setMsg(x.message); }
+// Users and their tokens: a user has one API token; "New token" replaces it (shown once), "Revoke" ends it.
+function Users({ me, reloadKey }) {
+  const { data, error, reload } = usePoll(async () => listOf(await api('GET', '/api/v1/users'), 'users'), [reloadKey], 0);
+  const [msg, setMsg] = useState(null);
+  const [confirm, setConfirm] = useState('');
+  const act = async (u, revoke) => {
+    setConfirm('');
+    try {
+      const r = await api(revoke ? 'DELETE' : 'POST', `/api/v1/users/${encodeURIComponent(u.name)}/token`);
+      setMsg(revoke ? { text: `Revoked the token of ${u.name}.` } : { text: `New token for ${u.name} (shown once):`, token: r.token });
+      reload();
+    } catch (x) { setMsg({ text: x.message, error: true }); }
   };
   return (
     <>
-      <h2>Tokens</h2>
-      {error && <p class="error" role="alert">Could not list tokens: {error.message}</p>}
-      <p role="status">{msg}</p>
+      <h2>Users and tokens</h2>
+      {error && <p class="error" role="alert">Could not list users: {error.message}</p>}
+      <div role="status">{msg && <p class={msg.error ? 'error' : 'token-once'}>{msg.text} {msg.token && <output><code>{msg.token}</code></output>}</p>}</div>
       <table class="compact">
-        <thead><tr><th scope="col">Token</th><th scope="col">User</th><th scope="col">Created</th><th scope="col">Action</th></tr></thead>
-        <tbody>{(data || []).map(t => (
-          <tr key={t.id}><td><code>{t.id}</code></td><td>{t.user}</td><td>{ago(t.created_at)}</td>
-            <td><button type="button" class="danger" aria-label={`Revoke token ${t.id} of ${t.user}`} onClick={() => revoke(t)}>Revoke</button></td></tr>
+        <thead><tr><th scope="col">User</th><th scope="col">Team</th><th scope="col">Role</th><th scope="col">Token</th><th scope="col">Actions</th></tr></thead>
+        <tbody>{(data || []).map(u => (
+          <tr key={u.name}>
+            <td>{u.name}</td><td>{u.team || '—'}</td><td>{u.role}</td><td>{u.token_active === false ? 'revoked' : 'active'}</td>
+            <td class="row-actions">
+              {(me.role === 'admin' || u.role !== 'admin') && <>
+                <button type="button" class="secondary small" aria-label={`New token for ${u.name}`} onClick={() => act(u, false)}>New token</button>
+                {u.token_active !== false && (confirm === u.name
+                  ? <button type="button" class="danger small" aria-label={`Confirm revoke of ${u.name}'s token`} onClick={() => act(u, true)}>Confirm revoke</button>
+                  : <button type="button" class="secondary small" aria-label={`Revoke ${u.name}'s token`} onClick={() => setConfirm(u.name)}>Revoke</button>)}
+              </>}
+            </td>
+          </tr>
         ))}</tbody>
       </table>
-      <ApiForm title="Create a token" submitLabel="Create token" fields={[{ name: 'user', label: 'User' }]}
-        onSubmit={async v => { const r = await api('POST', '/api/v1/tokens', { user: v.user }); bump(); return r; }} />
     </>
   );
 }
@@ -137,12 +137,11 @@ export function Admin({ me }) {
             { name: 'limit_gpus', label: 'Limit GPUs', type: 'number', value: '-1' }]}
           onSubmit={async v => { const r = await api('POST', '/api/v1/teams', { name: v.name, guaranteed_gpus: Number(v.guaranteed_gpus), limit_gpus: Number(v.limit_gpus) }); bump(); return r; }} />
       )}
-      <Users reloadKey={k} />
+      <Users me={me} reloadKey={k} />
       <ApiForm title="Create a user" submitLabel="Create user"
         fields={[{ name: 'name', label: 'User name' }, { name: 'team', label: 'Team', value: me.team || '' },
           { name: 'role', label: 'Role', options: me.role === 'admin' ? ROLES : ROLES.filter(r => r !== 'admin') }]}
         onSubmit={async v => { const r = await api('POST', '/api/v1/users', { name: v.name, team: v.team, role: v.role }); bump(); return r; }} />
-      <Tokens reloadKey={k} bump={bump} />
     </section>
   );
 }

@@ -1,6 +1,6 @@
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { api, allPages, listOf, serviceNow } from '../api.js';
-import { usePoll, teamColour, fmtNumber } from '../util.js';
+import { usePoll, teamColour, fmtNumber, sec } from '../util.js';
 import { TimeChart } from '../chart.jsx';
 
 const RANGES = [[900, '15 minutes'], [3600, '1 hour'], [6 * 3600, '6 hours'], [24 * 3600, '24 hours'], [7 * 86400, '7 days']];
@@ -71,14 +71,15 @@ export function normalizeCluster(c, held = new Map()) {
   return { nodes, totals: c.totals || {}, at: c.at };
 }
 
+// Allocated GPUs (MIG instances by their compute share) and busy GPUs (holding any task) of a cluster view.
 function utilisationPoint(cl) {
-  let total = 0, alloc = 0, used = 0, haveUsed = false;
+  let total = 0, alloc = 0, used = 0;
   for (const n of cl.nodes) for (const g of n.gpus) {
     total += 1;
     alloc += g.allocated_milli / 1000;
-    if (typeof g.utilisation === 'number') { haveUsed = true; used += g.utilisation > 1 ? g.utilisation / 100 : g.utilisation; }
+    used += g.allocated_milli > 0 || g.instances.some(x => x.allocated) ? 1 : 0;
   }
-  return { total, alloc, used: haveUsed ? used : null };
+  return { total, alloc, used };
 }
 
 function Gpu({ g, node }) {
@@ -160,7 +161,7 @@ export function Cluster() {
   const chartData = useMemo(() => {
     const from = serviceNow() - range;
     const pts = hist.data && hist.data.length
-      ? hist.data.map(p => ({ t: p.t ?? p.at, total: p.total_gpus || 1, alloc: p.allocated_gpus, used: p.used_gpus ?? null }))
+      ? hist.data.map(p => ({ t: sec(p.t ?? p.at), total: p.total_gpus || 1, alloc: p.allocated_gpus, used: p.busy_gpus ?? p.used_gpus ?? null }))
       : local.current;
     const sel = pts.filter(p => p.t >= from);
     return [sel.map(p => p.t), sel.map(p => (100 * p.alloc) / (p.total || 1)), sel.map(p => (p.used === null ? null : (100 * p.used) / (p.total || 1)))];
@@ -170,8 +171,8 @@ export function Cluster() {
   return (
     <section aria-labelledby="cluster-title">
       <h1 id="cluster-title" tabIndex={-1}>Cluster</h1>
-      {now && <p>{now.total} GPUs on {cl.nodes.length} nodes; {fmtNumber((100 * now.alloc) / (now.total || 1), 1)} % allocated
-        {now.used !== null ? `, ${fmtNumber((100 * now.used) / (now.total || 1), 1)} % used` : ''}.</p>}
+      {now && <p>{now.total} GPUs on {cl.nodes.length} nodes; {fmtNumber((100 * now.alloc) / (now.total || 1), 1)} % allocated,{' '}
+        {fmtNumber((100 * now.used) / (now.total || 1), 1)} % of GPUs busy (holding a task).</p>}
       <h2>Utilisation and allocation</h2>
       <div class="toolbar">
         <label for="range">Range</label>
@@ -182,7 +183,7 @@ export function Cluster() {
       </div>
       <TimeChart testid="utilisation-chart" data={chartData} yLabel="% of GPUs"
         label={`Allocation and utilisation over the last ${RANGES.find(r => r[0] === range)[1]}`}
-        series={[{ label: 'allocated %', colour: '#2563eb', fill: 'rgba(37,99,235,0.12)' }, { label: 'used %', colour: '#16a34a' }]} />
+        series={[{ label: 'allocated %', colour: '#2563eb', fill: 'rgba(37,99,235,0.12)' }, { label: 'busy GPUs %', colour: '#16a34a' }]} />
       <h2>Free capacity by shape</h2>
       {cl ? <FreeByShape cl={cl} /> : <p role="status">Loading…</p>}
       <h2>GPUs</h2>

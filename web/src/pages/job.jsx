@@ -12,7 +12,7 @@ async function loadJob(id) {
     api('GET', `/api/v1/jobs/${p}/events`).catch(() => null),
     api('GET', `/api/v1/jobs/${p}/whatif`).catch(() => null),
   ]);
-  return { job, events: listOf(events, 'events'), whatif };
+  return { job, events: listOf(events, 'events'), hasEvents: events !== null, whatif };
 }
 
 // Milestones from the job's own times and its events (`type` or `kind` naming the milestone).
@@ -92,7 +92,7 @@ export function JobPage({ id, me }) {
   const { data, error, reload } = usePoll(() => loadJob(id), [id], 3000);
   if (error && !data) return <section><h1 tabIndex={-1}>Job {id}</h1><p class="error" role="alert">{error.status === 404 ? 'No such job (or not one of your team\'s).' : error.message}</p><a href="#/jobs">Back to jobs</a></section>;
   if (!data) return <p role="status">Loading…</p>;
-  const { job, events, whatif } = data;
+  const { job, events, hasEvents, whatif } = data;
   const tl = timeline(job, events);
   const pos = positionOf(job);
   const n = tasksOf(job);
@@ -126,8 +126,8 @@ export function JobPage({ id, me }) {
       <Placement job={job} />
       <h2>What if it asked for fewer GPUs?</h2>
       <WhatIf job={job} whatif={whatif} />
-      <h2>Events</h2>
-      {events.length ? (
+      {hasEvents && <h2>Events</h2>}
+      {!hasEvents ? null : events.length ? (
         <ol class="events">
           {events.map((e, i) => <li key={i}><span class="sub">{isTime(e.at) ? new Date(sec(e.at) * 1000).toISOString().replace('.000Z', 'Z') : ''}</span> <strong>{e.type || e.kind}</strong> {e.message || ''}</li>)}
         </ol>
