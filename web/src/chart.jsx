@@ -9,11 +9,9 @@ export function TimeChart({ data, series, yLabel, testid, label, height = 240 })
   useEffect(() => {
     const opts = {
       width: box.current.clientWidth || 800, height,
-      scales: { x: { time: false }, y: { range: [0, 100] } },
-      axes: [
-        { label: 'service time (h)', values: (u, ticks) => ticks.map(t => (t / 3600).toFixed(t % 3600 ? 1 : 0)) },
-        { label: yLabel },
-      ],
+      scales: { x: { time: true }, y: { range: [0, 100] } },
+      axes: [{ label: 'service time (UTC)' }, { label: yLabel }],
+      tzDate: ts => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       series: [{ label: 'time' }, ...series.map(s => ({ label: s.label, stroke: s.colour, width: 2, fill: s.fill }))],
     };
     plot.current = new uPlot(opts, data, box.current);

@@ -173,8 +173,8 @@ export function Jobs({ me }) {
           <caption class="sr-only">Running and pending jobs; pending jobs in queue order</caption>
           <colgroup>
             <col style={{ width: '14%' }} /><col style={{ width: '7%' }} /><col style={{ width: '8%' }} /><col style={{ width: '5%' }} />
-            <col style={{ width: '8%' }} /><col style={{ width: '9%' }} /><col style={{ width: '23%' }} /><col style={{ width: '9%' }} />
-            <col style={{ width: '10%' }} /><col style={{ width: '7%' }} />
+            <col style={{ width: '8%' }} /><col style={{ width: '9%' }} /><col style={{ width: '21%' }} /><col style={{ width: '8%' }} />
+            <col style={{ width: '11%' }} /><col style={{ width: '9%' }} />
           </colgroup>
           <thead>
             <tr><th scope="col">Job</th><th scope="col">Team</th><th scope="col">State</th><th scope="col">GPUs</th>
