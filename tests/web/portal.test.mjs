@@ -272,6 +272,39 @@ test('the team\'s usage appears in chargeback, with a CSV download', async t => 
   });
 });
 
+test('keyboard only: sign in, open the form, submit; every control has a name', async t => {
+  await withPage(t, async page => {
+    await context.clearCookies();
+    await page.goto(url + '/');
+    await page.getByLabel('Token', { exact: true }).waitFor();
+    await page.keyboard.type(users['web-lead']); // the token field has focus
+    await page.keyboard.press('Enter');
+    await page.getByTestId('jobs').waitFor({ state: 'attached', timeout: 10000 });
+    let onNewJob = false;
+    for (let i = 0; i < 20 && !onNewJob; i++) {
+      await page.keyboard.press('Tab');
+      onNewJob = await page.evaluate(() => document.activeElement && document.activeElement.textContent === 'New job');
+    }
+    assert.ok(onNewJob, 'Tab never reaches the New job button');
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'f-name');
+    await page.keyboard.type('web-keyboard-job');
+    await page.keyboard.press('Tab'); // Class
+    await page.keyboard.press('Tab'); // Workers
+    await page.keyboard.type('1');
+    await page.keyboard.press('Tab'); // GPUs per worker
+    await page.keyboard.type('1');
+    await page.keyboard.press('Enter');
+    await page.getByTestId('jobs').locator('[data-job-id]', { hasText: 'web-keyboard-job' }).first().waitFor({ timeout: 10000 });
+    // Every input, select, textarea, button and link on the jobs page has an accessible name.
+    await page.getByRole('button', { name: 'New job' }).click();
+    const unnamed = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea, button, a[href]')]
+      .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+      .map(e => e.outerHTML.slice(0, 80)));
+    assert.deepEqual(unnamed, []);
+  });
+});
+
 test('signing out ends the session', async t => {
   await withPage(t, async page => {
     await signIn(page, users['web-lead']);

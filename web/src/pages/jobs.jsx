@@ -1,5 +1,5 @@
 import { memo } from 'preact/compat';
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, allPages, listOf } from '../api.js';
 import { usePoll, ago, until, gpus as fmtGpus, reasonText } from '../util.js';
 import { canChange, gpuCount, positionOf, tasksOf, tasksRunning, PRIORITY_CLASSES } from '../jobmodel.js';
@@ -31,6 +31,8 @@ function pendingInfo(job, q) {
 // into a select when used, so that a page of 1,000 jobs does not build 1,000 selects.
 function PriorityControl({ job, act, compact }) {
   const [open, setOpen] = useState(!compact);
+  const select = useRef(null);
+  useEffect(() => { if (open && compact && select.current) select.current.focus(); }, [open]);
   const classes = PRIORITY_CLASSES.includes(job.priority_class) ? PRIORITY_CLASSES : [job.priority_class, ...PRIORITY_CLASSES];
   const id = `prio-${job.id}`;
   if (!open) {
@@ -42,7 +44,7 @@ function PriorityControl({ job, act, compact }) {
   return (
     <>
       <label class={compact ? 'sr-only' : ''} for={id}>Priority class{compact ? ` of ${job.name}` : ''}</label>
-      <select id={id} value={job.priority_class} autoFocus={compact}
+      <select id={id} ref={select} value={job.priority_class}
         onKeyDown={e => { if (compact && e.key === 'Escape') setOpen(false); }}
         onChange={async e => { await act('PATCH', `/api/v1/jobs/${encodeURIComponent(job.id)}`, { priority_class: e.currentTarget.value }); if (compact) setOpen(false); }}>
         {classes.map(c => <option key={c} value={c}>{c}</option>)}

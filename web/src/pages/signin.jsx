@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 
 // Exchanges a token for a session cookie; the token itself stays only in this form's field.
@@ -6,6 +6,8 @@ export function SignIn({ onSignedIn }) {
   const [token, setToken] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
+  const field = useRef(null);
+  useEffect(() => { if (field.current) field.current.focus(); }, []);
   const submit = async e => {
     e.preventDefault();
     setBusy(true);
@@ -26,7 +28,7 @@ export function SignIn({ onSignedIn }) {
       <p>Sign in with your API token (shown once when your user was created; <code>tessera</code> uses the same token).</p>
       <form onSubmit={submit} novalidate>
         <label for="token">Token</label>
-        <input id="token" name="token" type="password" autocomplete="off" required autoFocus
+        <input id="token" ref={field} name="token" type="password" autocomplete="off" required
           value={token} onInput={e => setToken(e.currentTarget.value)}
           aria-describedby={error ? 'signin-error' : undefined} aria-invalid={error ? 'true' : undefined} />
         <button type="submit" disabled={busy}>Sign in</button>

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { PRIORITY_CLASSES } from '../jobmodel.js';
 
@@ -49,6 +49,9 @@ export function SubmitForm({ onSubmitted, onClose }) {
   const [errors, setErrors] = useState({});
   const [general, setGeneral] = useState('');
   const [busy, setBusy] = useState(false);
+  const formRef = useRef(null);
+  // Opening the form moves focus to its first field (the autofocus attribute only works at page load).
+  useEffect(() => { const f = formRef.current && formRef.current.querySelector('#f-name'); if (f) f.focus(); }, []);
   const set = k => e => setV({ ...v, [k]: e.currentTarget.value });
   const inputs = ['name', 'workers', 'replicas', 'gpus_per_worker', 'mig_profile', 'gpu_fraction', 'memory_gib',
     'memory', 'priority_class', 'project', 'checkpoint_interval_s', 'duration_s', 'class'];
@@ -89,11 +92,11 @@ export function SubmitForm({ onSubmitted, onClose }) {
   const other = Object.keys(errors).filter(f => !inputs.includes(f) && f !== 'yaml');
   const training = v.class === 'training';
   return (
-    <form class="submit-job" data-testid="submit-job" onSubmit={submit} novalidate aria-labelledby="submit-title">
+    <form ref={formRef} class="submit-job" data-testid="submit-job" onSubmit={submit} novalidate aria-labelledby="submit-title">
       <h2 id="submit-title">New job</h2>
       <div class="grid">
         <Field id="f-name" label="Name" api="name" errors={errors}>
-          {a => <input {...a} type="text" required value={v.name} onInput={set('name')} autocomplete="off" autoFocus />}
+          {a => <input {...a} type="text" required value={v.name} onInput={set('name')} autocomplete="off" />}
         </Field>
         <Field id="f-class" label="Class" api="class" errors={errors}>
           {a => (
