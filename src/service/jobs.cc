@@ -1,0 +1,340 @@
+// Job operations: submit (validation, idempotency, durability), get, cancel, priority, lists, the queue.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sched/requests.h"
+#include "service/service.h"
+#include "service/tokens.h"
+
+namespace tessera {
+namespace {
+
+std::string DefaultPriorityClass(WorkloadClass c) {
+  return c == WorkloadClass::kInference || c == WorkloadClass::kInteractive ? "inference" : "training";
+}
+
+std::string MemoryField(const JobSpec& spec) {
+  if (spec.body.contains("memory_mib")) return "memory_mib";
+  if (spec.body.contains("memory_gib")) return "memory_gib";
+  return "memory";
+}
+
+JobRow ToRow(const JobRecord& j) {
+  return JobRow{j.id,        j.user,         j.team,         j.project,     j.name,
+                WorkloadClassName(j.cls),    j.priority_class, j.spec_json, JobStateName(j.state),
+                j.submitted_at, j.started_at, j.finished_at,  j.placements, j.message};
+}
+
+}  // namespace
+
+// Checks the spec against the cluster and tenancy and builds the engine request.
+Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
+                                       std::string* priority_class) const {
+  const Workload& w = spec.workload;
+  const Catalog& cat = *config_.catalog;
+  *priority_class = w.priority_class.empty() ? DefaultPriorityClass(w.cls) : w.priority_class;
+  const PriorityClass* pc = config_.tenancy.FindClass(*priority_class);
+  if (pc == nullptr) {
+    std::string known;
+    for (const PriorityClass& p : config_.tenancy.priority_classes) known += (known.empty() ? "" : ", ") + p.name;
+    return Invalid("priority_class",
+                   fmt::format("field 'priority_class': unknown priority class '{}' (known: {})", *priority_class, known));
+  }
+  auto reqs = ToRequests(w, cat, id);
+  if (!reqs.ok()) return Invalid("gpu_kinds", reqs.error());
+  Request r = reqs->front();
+  if (w.cls != WorkloadClass::kTraining) r.tasks = w.replicas;
+  r.id = id;
+  r.priority = pc->value;
+  // What the cluster offers, over the kinds the job allows.
+  int max_gpus = 0, total_gpus = 0;
+  int64_t max_memory = 0;
+  uint64_t profile_kinds = 0;
+  int64_t profile_mib = 0;
+  int profile_milli = 0;
+  for (const Node& n : config_.cluster.nodes) {
+    if (n.kind == kNone || !r.KindAllowed(n.kind)) continue;
+    const GpuKind& k = cat.kind(n.kind);
+    max_gpus = std::max(max_gpus, n.gpu_count);
+    total_gpus += n.gpu_count;
+    max_memory = std::max(max_memory, k.memory_mib);
+    if (!spec.mig_profile.empty()) {
+      const int p = k.FindProfile(spec.mig_profile);
+      if (p >= 0 && n.kind < 64) {
+        profile_kinds |= uint64_t{1} << n.kind;
+        profile_mib = std::max(profile_mib, k.profiles[p].usable_mib);
+        profile_milli = std::max(profile_milli, k.ProfileComputeMilli(p));
+      }
+    }
+  }
+  if (!spec.mig_profile.empty()) {
+    if (profile_kinds == 0)
+      return Invalid("mig_profile", fmt::format("field 'mig_profile': no GPU in the cluster offers MIG profile '{}'",
+                                                spec.mig_profile));
+    if (r.gpu_memory_mib > profile_mib)
+      return Invalid(MemoryField(spec), fmt::format("memory of {} MiB is above what a {} instance has ({} MiB)",
+                                                    r.gpu_memory_mib, spec.mig_profile, profile_mib));
+    r.kind_mask = profile_kinds;
+    r.gpus_per_task = 0;
+    r.allow_share = false;
+    r.gpu_memory_mib = profile_mib;
+    r.gpu_milli = profile_milli;
+  } else {
+    if (total_gpus == 0) return Invalid("gpu_kinds", "no GPU in the cluster is of an allowed kind");
+    if (r.gpus_per_task > max_gpus)
+      return Invalid("gpus_per_worker", fmt::format("field 'gpus_per_worker': no node has {} GPUs (the largest has {})",
+                                                    r.gpus_per_task, max_gpus));
+    if (r.gpu_memory_mib > max_memory)
+      return Invalid(MemoryField(spec), fmt::format("memory of {} MiB per GPU is above every GPU's ({} MiB at most)",
+                                                    r.gpu_memory_mib, max_memory));
+    if (r.TotalGpus() > total_gpus)
+      return Invalid(w.cls == WorkloadClass::kTraining ? "workers" : "replicas",
+                     fmt::format("the job asks for {} GPUs; the cluster has {}", r.TotalGpus(), total_gpus));
+  }
+  *queue = config_.tenancy.LeafFor(team, w.project);
+  if (*queue < 0) *queue = config_.tenancy.FindQueue(team);
+  if (*queue < 0) return Invalid("team", fmt::format("field 'team': team '{}' has no queue", team));
+  return r;
+}
+
+JobPtr Service::Lookup(int64_t id, bool visible) const {
+  if (id < 1 || id > static_cast<int64_t>(jobs_.size())) return nullptr;
+  return visible ? jobs_[id - 1].visible : jobs_[id - 1].current;
+}
+
+bool Service::CanSee(const Caller& c, const JobRecord& j) const {
+  return c.role == Role::kAdmin || j.team == c.team;
+}
+
+bool Service::CanChange(const Caller& c, const JobRecord& j) const {
+  switch (c.role) {
+    case Role::kAdmin: return true;
+    case Role::kTeamLead: return j.team == c.team;
+    case Role::kMember: return j.team == c.team && j.user == c.user;
+    case Role::kViewer: return false;
+  }
+  return false;
+}
+
+void Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done) {
+  std::vector<bool> fresh;
+  for (const JobPtr& j : next) {
+    if (static_cast<int64_t>(jobs_.size()) < j->id) jobs_.resize(j->id);
+    fresh.push_back(jobs_[j->id - 1].current == nullptr);
+    jobs_[j->id - 1].current = j;
+    batch.jobs.push_back(ToRow(*j));
+  }
+  std::vector<UsageRecord> usage = batch.usage;
+  store_->Write(std::move(batch), [this, next = std::move(next), fresh = std::move(fresh), usage = std::move(usage),
+                                   done = std::move(done)](const Status& st) {
+    bool added = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < next.size(); ++i) {
+        const JobPtr& j = next[i];
+        Slot& s = jobs_[j->id - 1];
+        if (st.ok()) {
+          if (!s.visible || s.visible->version < j->version) s.visible = j;
+          if (fresh[i] && s.current == j && j->state == JobState::kPending) pending_.insert(j->id), added = true;
+        } else if (fresh[i] && s.current == j) {
+          s.current = nullptr;
+        }
+      }
+      if (st.ok()) usage_.insert(usage_.end(), usage.begin(), usage.end());
+    }
+    if (added) Notify();
+    if (done) done(st);
+  });
+}
+
+Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
+                                 bool* created) {
+  if (created) *created = false;
+  if (c.role == Role::kViewer) return ApiError{ErrorCode::kPermissionDenied, "", "a viewer cannot submit jobs"};
+  std::string team = spec.workload.team;
+  if (c.role == Role::kAdmin) {
+    if (team.empty()) return Invalid("team", "field 'team': an admin names the team of the job");
+  } else if (team.empty()) {
+    team = c.team;
+  } else if (team != c.team) {
+    return ApiError{ErrorCode::kPermissionDenied, "team", "a job can be submitted to the caller's team only"};
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!teams_.count(team)) return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
+  }
+  const std::string body = spec.body.dump();
+  const std::string hash = idempotency_key.empty() ? std::string() : Sha256Hex(body);
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto key = std::make_pair(c.user, idempotency_key);
+  if (!idempotency_key.empty()) {
+    auto it = idem_.find(key);
+    if (it != idem_.end()) {
+      if (it->second.body_hash != hash)
+        return ApiError{ErrorCode::kIdempotencyMismatch, "Idempotency-Key",
+                        "this Idempotency-Key was used with a different request body"};
+      const int64_t id = it->second.job_id;
+      lock.unlock();
+      // Another request with this key is in flight: wait until its job is durable (or was refused).
+      for (int i = 0; i < 3000; ++i) {
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          auto e = idem_.find(key);
+          if (e == idem_.end()) return ApiError{ErrorCode::kUnavailable, "", "the first request with this key failed"};
+          if (e->second.durable) break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      return Get(Caller{"", "", Role::kAdmin}, id);
+    }
+  }
+  const int64_t id = next_job_id_;
+  int queue = 0;
+  std::string pc;
+  auto req = BuildRequest(spec, team, id, &queue, &pc);
+  if (!req.ok()) return req.error();
+  ++next_job_id_;
+  auto j = std::make_shared<JobRecord>();
+  j->id = id;
+  j->version = NextVersion();
+  j->user = c.user;
+  j->team = team;
+  j->project = spec.workload.project;
+  j->name = spec.workload.name;
+  j->priority_class = pc;
+  j->cls = spec.workload.cls;
+  j->mig_profile = spec.mig_profile;
+  j->duration_s = spec.workload.duration_s;
+  j->spec_json = body;
+  j->request = req.value();
+  j->queue = queue;
+  j->submitted_at = Now();
+  WriteBatch b;
+  b.events.push_back({id, j->submitted_at, "Submitted", "by " + c.user});
+  if (!idempotency_key.empty()) {
+    b.keys.push_back({c.user, idempotency_key, hash, id});
+    idem_[key] = {hash, id, false};
+  }
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  const bool keyed = !idempotency_key.empty();
+  PutLocked({j}, std::move(b), [this, p, key, keyed](const Status& st) {
+    if (keyed) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (st.ok()) idem_[key].durable = true;
+      else idem_.erase(key);
+    }
+    p->set_value(st);
+  });
+  lock.unlock();
+  if (Status st = f.get(); !st.ok()) return ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()};
+  counters_.submissions.fetch_add(1, std::memory_order_relaxed);
+  if (created) *created = true;
+  return JobView{j, std::nullopt};
+}
+
+Outcome<JobView> Service::Get(const Caller& c, int64_t id) const {
+  JobPtr j;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    j = Lookup(id, true);
+  }
+  if (!j || !CanSee(c, *j)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
+  JobView v{j, std::nullopt};
+  if (j->state == JobState::kPending) {
+    auto snap = snapshot();
+    auto it = snap->pending.find(id);
+    if (it != snap->pending.end()) v.pending = it->second;
+  }
+  return v;
+}
+
+Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    JobPtr j = Lookup(id, false);
+    if (!j || !Lookup(id, true) || !CanSee(c, *j)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
+    if (!CanChange(c, *j))
+      return ApiError{ErrorCode::kPermissionDenied, "", fmt::format("{} {} may not cancel job {}", RoleName(c.role), c.user, id)};
+    if (Terminal(j->state)) {
+      p->set_value(Status::Ok());
+    } else {
+      WriteBatch b;
+      JobPtr next = FinishLocked(*j, JobState::kCancelled, Now(), "cancelled by " + c.user, &b);
+      PutLocked({next}, std::move(b), [p](const Status& st) { p->set_value(st); });
+    }
+  }
+  Notify();
+  if (Status st = f.get(); !st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
+  counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
+  return Get(c, id);
+}
+
+Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::string& priority_class) {
+  const PriorityClass* pc = config_.tenancy.FindClass(priority_class);
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    JobPtr j = Lookup(id, false);
+    if (!j || !Lookup(id, true) || !CanSee(c, *j)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
+    if (!CanChange(c, *j))
+      return ApiError{ErrorCode::kPermissionDenied, "", fmt::format("{} {} may not change job {}", RoleName(c.role), c.user, id)};
+    if (pc == nullptr)
+      return Invalid("priority_class", fmt::format("field 'priority_class': unknown priority class '{}'", priority_class));
+    if (Terminal(j->state)) return Invalid("priority_class", fmt::format("job {} has finished", id));
+    auto next = std::make_shared<JobRecord>(*j);
+    next->version = NextVersion();
+    next->priority_class = pc->name;
+    next->request.priority = pc->value;
+    WriteBatch b;
+    b.events.push_back({id, Now(), "PriorityChanged", fmt::format("{} -> {} by {}", j->priority_class, pc->name, c.user)});
+    PutLocked({next}, std::move(b), [p](const Status& st) { p->set_value(st); });
+  }
+  Notify();
+  if (Status st = f.get(); !st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
+  return Get(c, id);
+}
+
+std::vector<JobView> Service::List(const Caller& c, const std::string& state, const std::string& team,
+                                   const std::string& project, int64_t after_id, int limit, bool* more) const {
+  std::vector<JobView> out;
+  *more = false;
+  auto snap = snapshot();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int64_t id = std::max<int64_t>(after_id, 0) + 1; id <= static_cast<int64_t>(jobs_.size()); ++id) {
+    const JobPtr& j = jobs_[id - 1].visible;
+    if (!j || !CanSee(c, *j)) continue;
+    if (!state.empty() && state != JobStateName(j->state)) continue;
+    if (!team.empty() && team != j->team) continue;
+    if (!project.empty() && project != j->project) continue;
+    if (static_cast<int>(out.size()) == limit) {
+      *more = true;
+      break;
+    }
+    JobView v{j, std::nullopt};
+    if (j->state == JobState::kPending) {
+      auto it = snap->pending.find(id);
+      if (it != snap->pending.end()) v.pending = it->second;
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<QueueEntry> Service::Queue(const Caller& c) const {
+  auto snap = snapshot();
+  std::vector<QueueEntry> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const QueueEntry& e : snap->queue) {
+    JobPtr j = Lookup(e.job->id, true);
+    if (!j || j->state != JobState::kPending || !CanSee(c, *j)) continue;
+    out.push_back({j, e.info});
+  }
+  return out;
+}
+
+}  // namespace tessera

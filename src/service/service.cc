@@ -1,0 +1,364 @@
+// Service lifecycle, restore from the store, authentication, teams and users.
+#include "service/service.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "model/mig.h"
+#include "service/tokens.h"
+
+namespace tessera {
+
+const char* RoleName(Role r) {
+  switch (r) {
+    case Role::kAdmin: return "admin";
+    case Role::kTeamLead: return "team-lead";
+    case Role::kMember: return "member";
+    case Role::kViewer: return "viewer";
+  }
+  return "viewer";
+}
+
+bool ParseRole(std::string_view s, Role* out) {
+  for (Role r : {Role::kAdmin, Role::kTeamLead, Role::kMember, Role::kViewer})
+    if (s == RoleName(r)) {
+      *out = r;
+      return true;
+    }
+  return false;
+}
+
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kPending: return "Pending";
+    case JobState::kRunning: return "Running";
+    case JobState::kSucceeded: return "Succeeded";
+    case JobState::kFailed: return "Failed";
+    case JobState::kCancelled: return "Cancelled";
+  }
+  return "Pending";
+}
+
+bool ParseJobState(std::string_view s, JobState* out) {
+  for (JobState j : {JobState::kPending, JobState::kRunning, JobState::kSucceeded, JobState::kFailed,
+                     JobState::kCancelled})
+    if (s == JobStateName(j)) {
+      *out = j;
+      return true;
+    }
+  return false;
+}
+
+Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Executor* executor)
+    : config_(std::move(config)), store_(std::move(store)), clock_(clock), executor_(executor) {}
+
+Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock,
+                                                Executor* executor) {
+  if (config.catalog == nullptr) return Status::Error("service: no GPU catalog");
+  if (config.tenancy.priority_classes.empty()) config.tenancy.priority_classes = DefaultPriorityClasses();
+  auto loaded = store->Load();
+  if (!loaded.ok()) return loaded.status();
+  std::unique_ptr<Service> s(new Service(std::move(config), std::move(store), clock, executor));
+  auto cs = ClusterState::Build(s->config_.cluster, *s->config_.catalog);
+  if (!cs.ok()) return Status::Error("cluster: " + cs.error());
+  s->state_ = std::make_unique<ClusterState>(std::move(cs).value());
+  if (Status st = s->Restore(*loaded); !st.ok()) return st;
+  {
+    std::lock_guard<std::mutex> lock(s->mu_);
+    s->PublishLocked(nullptr, s->Now());
+  }
+  s->cycle_thread_ = std::thread([p = s.get()] { p->CycleLoop(); });
+  return s;
+}
+
+Service::~Service() { Stop(); }
+
+void Service::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    if (stop_) return;
+    stop_ = true;
+    wake_cv_.notify_all();
+  }
+  if (cycle_thread_.joinable()) cycle_thread_.join();
+  // Keep the service clock's position, so that a restart continues from it.
+  WriteBatch b;
+  b.meta["clock_s"] = std::to_string(Now());
+  (void)store_->WriteAndWait(std::move(b));
+  store_->Close();
+}
+
+int Service::EnsureQueue(const std::string& team, const TeamRow* row) {
+  TenancyConfig& t = config_.tenancy;
+  int q = t.FindQueue(team);
+  if (q < 0) {
+    QueueConfig qc;
+    qc.name = team;
+    qc.team = team;
+    if (row) {
+      qc.guaranteed_milli = row->guaranteed_milli;
+      qc.limit_milli = row->limit_milli;
+      qc.over_quota_weight = row->over_quota_weight;
+    }
+    t.queues.push_back(qc);
+    historical_usage_.resize(t.queues.size(), 0.0);
+    q = static_cast<int>(t.queues.size()) - 1;
+  }
+  return q;
+}
+
+// Restores MIG layouts, then running jobs' instances and allocations; the executor resumes running jobs.
+Status Service::Restore(const StoredState& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  historical_usage_.assign(config_.tenancy.queues.size(), 0.0);
+  for (const QueueConfig& q : config_.tenancy.queues)
+    if (q.parent.empty() && !teams_.count(q.name)) {
+      TeamRow r{q.name, q.guaranteed_milli, q.limit_milli, q.over_quota_weight, 0};
+      teams_[q.name] = r;
+    }
+  for (const TeamRow& t : s.teams) {
+    teams_[t.name] = t;
+    EnsureQueue(t.name, &t);
+  }
+  for (const UserRow& u : s.users) {
+    Role role = Role::kViewer;
+    ParseRole(u.role, &role);
+    users_by_hash_[u.token_hash] = {u, role};
+    hash_by_user_[u.name] = u.token_hash;
+    next_user_id_ = std::max(next_user_id_, u.id + 1);
+  }
+  const Cluster& cl = config_.cluster;
+  std::map<std::string, NodeId> node_by_name;
+  for (NodeId n = 0; n < static_cast<NodeId>(cl.nodes.size()); ++n) node_by_name[cl.nodes[n].name] = n;
+  for (const MigLayoutRow& l : s.layouts) {
+    auto it = node_by_name.find(l.node);
+    if (it == node_by_name.end() || l.gpu_index >= state_->node(it->second).gpu_count) continue;
+    const GpuId g = state_->node(it->second).first_gpu + l.gpu_index;
+    std::vector<MigInstance> layout;
+    bool ok = true;
+    size_t pos = 0;
+    while (ok && pos < l.layout.size()) {
+      size_t end = l.layout.find(',', pos);
+      if (end == std::string::npos) end = l.layout.size();
+      auto inst = ParseMigInstance(state_->kind_of_gpu(g), l.layout.substr(pos, end - pos));
+      ok = inst.ok();
+      if (ok) layout.push_back(*inst);
+      pos = end + 1;
+    }
+    if (!ok) continue;
+    if (layout.empty()) {
+      (void)state_->SetMigMode(g, false);
+    } else if (state_->SetMigMode(g, true).ok()) {
+      (void)state_->Relayout(g, layout);
+    }
+  }
+  for (const auto& kv : s.meta)
+    if (kv.first == "ledger_start") ledger_start_ = std::stoll(kv.second);
+  if (ledger_start_ == 0) {
+    ledger_start_ = Now();
+    WriteBatch b;
+    b.meta["ledger_start"] = std::to_string(ledger_start_);
+    if (Status st = store_->WriteAndWait(std::move(b)); !st.ok()) return st;
+  }
+  usage_ = s.usage;
+  for (const IdempotencyRow& k : s.keys) idem_[{k.user, k.key}] = {k.body_hash, k.job_id, true};
+  for (const JobRow& row : s.jobs) {
+    auto spec = ParseJobSpec(nlohmann::json::parse(row.spec_json, nullptr, false));
+    if (!spec.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, spec.error().message));
+    auto j = std::make_shared<JobRecord>();
+    j->id = row.id;
+    int queue = 0;
+    std::string pc;
+    auto req = BuildRequest(spec.value(), row.team, row.id, &queue, &pc);
+    if (!req.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, req.error().message));
+    j->request = req.value();
+    j->queue = queue;
+    j->user = row.user;
+    j->team = row.team;
+    j->project = row.project;
+    j->name = row.name;
+    j->cls = spec->workload.cls;
+    j->mig_profile = spec->mig_profile;
+    j->duration_s = spec->workload.duration_s;
+    j->spec_json = row.spec_json;
+    j->priority_class = row.priority_class;
+    if (const PriorityClass* p = config_.tenancy.FindClass(row.priority_class)) j->request.priority = p->value;
+    if (!ParseJobState(row.state, &j->state)) return Status::Error(fmt::format("stored job {}: state '{}'", row.id, row.state));
+    j->submitted_at = row.submitted_at;
+    j->started_at = row.started_at;
+    j->finished_at = row.finished_at;
+    j->placements = row.placements;
+    j->message = row.message;
+    j->version = 1;
+    if (static_cast<int64_t>(jobs_.size()) < row.id) jobs_.resize(row.id);
+    next_job_id_ = std::max(next_job_id_, row.id + 1);
+    if (j->state == JobState::kPending) pending_.insert(j->id);
+    if (j->state == JobState::kRunning) running_.insert(j->id);
+    jobs_[row.id - 1] = {j, j};
+  }
+  // Running jobs: their MIG instances first (a stored layout may predate the last bind), then allocations.
+  for (int64_t id : running_) {
+    const JobRecord& j = *jobs_[id - 1].current;
+    for (const TaskPlacement& t : j.placements)
+      for (const GpuGrant& g : t.gpus) {
+        if (g.mig_profile < 0 || g.gpu < 0 || g.gpu >= state_->num_gpus()) continue;
+        const GpuState& gs = state_->gpu(g.gpu);
+        bool exists = false;
+        for (int i = 0; i < gs.n_instances; ++i)
+          exists |= gs.instances[i].profile == g.mig_profile && gs.instances[i].start == g.mig_start;
+        if (exists) continue;
+        if (!gs.mig_enabled) (void)state_->SetMigMode(g.gpu, true);
+        const uint8_t want = state_->kind_of_gpu(g.gpu).profiles[g.mig_profile].MaskAt(g.mig_start);
+        for (int i = state_->gpu(g.gpu).n_instances - 1; i >= 0; --i) {
+          const MigSlot& slot = state_->gpu(g.gpu).instances[i];
+          const uint8_t m = state_->kind_of_gpu(g.gpu).profiles[slot.profile].MaskAt(slot.start);
+          if ((m & want) && !slot.busy) (void)state_->DestroyInstance(g.gpu, slot.start);
+        }
+        (void)state_->CreateInstance(g.gpu, g.mig_profile, g.mig_start);
+      }
+  }
+  for (int64_t id : running_) {
+    const JobRecord& j = *jobs_[id - 1].current;
+    const Request& r = j.request;
+    if (Status st = state_->CanApply(j.placements, r.cpu_milli, r.host_memory_mib); !st.ok())
+      return Status::Error(fmt::format("stored job {}: its placement no longer applies: {}", id, st.message()));
+    state_->Apply(j.placements, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
+    executor_->Start(id, j.started_at, j.duration_s);
+  }
+  last_cycle_at_ = Now();
+  return Status::Ok();
+}
+
+Result<std::string> Service::BootstrapAdmin() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!users_by_hash_.empty()) return std::string();
+  }
+  auto token = NewToken();
+  if (!token.ok()) return token.status();
+  UserRow row{0, "admin", "", RoleName(Role::kAdmin), Sha256Hex(*token), Now()};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    row.id = next_user_id_++;
+  }
+  WriteBatch b;
+  b.users.push_back(row);
+  if (Status st = store_->WriteAndWait(std::move(b)); !st.ok()) return st;
+  std::lock_guard<std::mutex> lock(mu_);
+  users_by_hash_[row.token_hash] = {row, Role::kAdmin};
+  hash_by_user_[row.name] = row.token_hash;
+  return *token;
+}
+
+std::optional<Caller> Service::Authenticate(std::string_view token) const {
+  if (token.empty() || token.size() > 256) return std::nullopt;
+  const std::string h = Sha256Hex(token);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = users_by_hash_.find(h);
+  if (it == users_by_hash_.end() || !ConstantTimeEqual(it->second.row.token_hash, h)) return std::nullopt;
+  return Caller{it->second.row.name, it->second.row.team, it->second.role};
+}
+
+Outcome<TeamView> Service::CreateTeam(const Caller& c, const TeamRow& team) {
+  if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin creates teams"};
+  if (team.name.empty() || team.name.size() > 63 ||
+      team.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos)
+    return Invalid("name", "field 'name': 1-63 characters of a-z, 0-9, '-' and '_'");
+  if (team.guaranteed_milli < 0) return Invalid("guaranteed_gpus", "field 'guaranteed_gpus': must not be negative");
+  if (team.limit_milli >= 0 && team.limit_milli < team.guaranteed_milli)
+    return Invalid("limit_gpus", "field 'limit_gpus': must be at least guaranteed_gpus");
+  if (team.over_quota_weight < 0) return Invalid("over_quota_weight", "field 'over_quota_weight': must be >= 0");
+  TeamRow row = team;
+  row.created_at = Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (teams_.count(row.name))
+      return ApiError{ErrorCode::kAlreadyExists, "name", fmt::format("team '{}' exists", row.name)};
+  }
+  WriteBatch b;
+  b.teams.push_back(row);
+  if (Status st = store_->WriteAndWait(std::move(b)); !st.ok())
+    return ApiError{ErrorCode::kInternal, "", st.message()};
+  std::lock_guard<std::mutex> lock(mu_);
+  teams_[row.name] = row;
+  EnsureQueue(row.name, &row);
+  return TeamView{row.name, row.guaranteed_milli, row.limit_milli, row.over_quota_weight};
+}
+
+std::vector<TeamView> Service::Teams(const Caller& c) const {
+  auto snap = snapshot();
+  std::vector<TeamView> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, t] : teams_) {
+    if (c.role != Role::kAdmin && c.team != name) continue;
+    TeamView v{name, t.guaranteed_milli, t.limit_milli, t.over_quota_weight};
+    const int q = config_.tenancy.FindQueue(name);
+    if (q >= 0 && q < static_cast<int>(snap->queues.size())) {
+      v.allocated_milli = snap->queues[q].allocated_milli;
+      v.fair_share_milli = snap->queues[q].fair_share_milli;
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+Outcome<UserView> Service::CreateUser(const Caller& c, const std::string& name, const std::string& team,
+                                      const std::string& role_name) {
+  Role role;
+  if (!ParseRole(role_name, &role)) return Invalid("role", "field 'role': one of admin, team-lead, member, viewer");
+  if (c.role != Role::kAdmin && c.role != Role::kTeamLead)
+    return ApiError{ErrorCode::kPermissionDenied, "", "only an admin or a team lead creates users"};
+  if (c.role == Role::kTeamLead && (team != c.team || role == Role::kAdmin))
+    return ApiError{ErrorCode::kPermissionDenied, "team", "a team lead creates users of its own team only"};
+  if (name.empty() || name.size() > 63 ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos)
+    return Invalid("name", "field 'name': 1-63 characters of a-z, 0-9, '-', '_' and '.'");
+  auto token = NewToken();
+  if (!token.ok()) return ApiError{ErrorCode::kInternal, "", token.error()};
+  UserRow row{0, name, team, RoleName(role), Sha256Hex(*token), Now()};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (role != Role::kAdmin && !teams_.count(team))
+      return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
+    if (hash_by_user_.count(name)) return ApiError{ErrorCode::kAlreadyExists, "name", "user '" + name + "' exists"};
+    row.id = next_user_id_++;
+    hash_by_user_[name] = row.token_hash;  // reserves the name
+  }
+  WriteBatch b;
+  b.users.push_back(row);
+  Status st = store_->WriteAndWait(std::move(b));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!st.ok()) {
+    hash_by_user_.erase(name);
+    return ApiError{ErrorCode::kInternal, "", st.message()};
+  }
+  users_by_hash_[row.token_hash] = {row, role};
+  return UserView{name, team, role, *token};
+}
+
+std::vector<UserView> Service::Users(const Caller& c) const {
+  std::vector<UserView> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [hash, u] : users_by_hash_)
+    if (c.role == Role::kAdmin || (c.role == Role::kTeamLead && u.row.team == c.team))
+      out.push_back({u.row.name, u.row.team, u.role, ""});
+  std::sort(out.begin(), out.end(), [](const UserView& a, const UserView& b) { return a.name < b.name; });
+  return out;
+}
+
+std::shared_ptr<const Snapshot> Service::snapshot() const {
+  std::lock_guard<std::mutex> lock(snap_mu_);
+  return snapshot_;
+}
+
+std::map<std::string, std::pair<int64_t, int64_t>> Service::JobCountsByTeam() const {
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, t] : teams_) out[name];
+  for (int64_t id : pending_) ++out[jobs_[id - 1].current->team].first;
+  for (int64_t id : running_) ++out[jobs_[id - 1].current->team].second;
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,267 @@
+#pragma once
+// Service: the running control plane. It owns the state (teams, users, jobs, the cluster's allocation),
+// runs the scheduling cycle on a timer and on events (submit, cancel, priority change, a job's end),
+// applies each Plan to the Store and to the Executor, and answers queries.
+//
+// Consistency:
+//  - Every acknowledged write is durable: an operation returns only after the Store committed it.
+//  - A job becomes visible (by id and in lists) only once durable; a read of one job by id sees every
+//    write acknowledged before it (read-your-writes).
+//  - Queue positions, reasons, estimated starts and the cluster view come from the Snapshot published after
+//    each cycle (at most one cycle old; cycles run at least every `tick_s` of wall time).
+// On start the state is rebuilt from the Store alone: pending jobs stay pending, running jobs keep the GPUs
+// and MIG instances they held (the executor resumes them), nothing is allocated twice.
+//
+// Thread safety: every public method may be called from any thread.
+
+#include <atomic>
+#include <future>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "cost/ledger.h"
+#include "model/catalog.h"
+#include "model/cluster.h"
+#include "sched/cluster_state.h"
+#include "sched/cycle.h"
+#include "sched/tenancy.h"
+#include "service/api_error.h"
+#include "service/clock.h"
+#include "service/executor.h"
+#include "service/scheduler.h"
+#include "service/workload_json.h"
+#include "store/store.h"
+
+namespace tessera {
+
+enum class Role : uint8_t { kAdmin, kTeamLead, kMember, kViewer };
+const char* RoleName(Role r);
+bool ParseRole(std::string_view s, Role* out);
+
+struct Caller {
+  std::string user;
+  std::string team;  // empty for an admin
+  Role role = Role::kViewer;
+};
+
+enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };
+const char* JobStateName(JobState s);
+bool ParseJobState(std::string_view s, JobState* out);
+inline bool Terminal(JobState s) { return s != JobState::kPending && s != JobState::kRunning; }
+
+// One version of a job (immutable once published; a change makes a new version).
+struct JobRecord {
+  int64_t id = 0;
+  uint64_t version = 0;
+  std::string user, team, project, name, priority_class;
+  WorkloadClass cls = WorkloadClass::kTraining;
+  std::string mig_profile;
+  int64_t duration_s = 0;
+  std::string spec_json;
+  Request request;   // what the engine places (request.id == id)
+  int queue = 0;     // leaf queue index
+  JobState state = JobState::kPending;
+  int64_t submitted_at = 0, started_at = -1, finished_at = -1;
+  std::vector<TaskPlacement> placements;
+  std::string message;
+};
+using JobPtr = std::shared_ptr<const JobRecord>;
+
+// Why a pending job waits, from the last cycle.
+struct PendingInfo {
+  int team_position = 0, pool_position = 0;
+  std::string code, message;
+  int64_t estimated_start = -1;
+};
+
+struct JobView {
+  JobPtr job;
+  std::optional<PendingInfo> pending;  // absent until a cycle saw the job
+};
+
+struct TeamView {
+  std::string name;
+  int64_t guaranteed_milli = 0, limit_milli = -1;
+  int over_quota_weight = 1;
+  int64_t allocated_milli = 0, fair_share_milli = 0, pending_jobs = 0, running_jobs = 0;
+};
+
+struct UserView {
+  std::string name, team;
+  Role role = Role::kViewer;
+  std::string token;  // only in the answer that created the user
+};
+
+struct QueueEntry {
+  JobPtr job;
+  PendingInfo info;
+};
+
+// Published after each cycle; never changed afterwards.
+struct Snapshot {
+  int64_t at = 0;
+  uint64_t cycle = 0;
+  std::shared_ptr<const ClusterState> cluster;       // allocation after the cycle
+  std::vector<QueueEntry> queue;                     // pending jobs in pool order
+  std::unordered_map<int64_t, PendingInfo> pending;  // by job id
+  std::vector<std::string> queue_names;              // per queue index
+  std::vector<QueueStatus> queues;
+  std::vector<int64_t> gpu_job_count;                // tasks holding each GPU (from the jobs)
+};
+
+struct Counters {
+  std::atomic<uint64_t> cycles{0}, placements{0}, preemptions{0}, mig_repartitions{0}, submissions{0},
+      finished{0}, failed{0}, cancelled{0};
+  // Cycle duration histogram (seconds): counts per upper bound in kCycleBuckets, plus +Inf.
+  static constexpr double kCycleBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  static constexpr int kNumBuckets = sizeof(kCycleBuckets) / sizeof(kCycleBuckets[0]);
+  std::atomic<uint64_t> cycle_bucket[kNumBuckets + 1] = {};
+  std::atomic<uint64_t> cycle_sum_us{0};
+};
+
+struct ServiceConfig {
+  Cluster cluster;
+  const Catalog* catalog = nullptr;
+  TenancyConfig tenancy;           // queues from a tenancy file (teams created through the API are added)
+  double tick_s = 1.0;             // wall seconds between timer cycles
+  double min_cycle_gap_s = 0.05;   // wall seconds between event-driven cycles (at least)
+};
+
+struct UsageQuery {
+  int64_t from = -1, to = -1;      // service time; -1 = start of the ledger / now
+  std::string group_by = "team";   // team, project, job
+};
+
+struct UsageRow {
+  std::string team, project, job, tier;
+  bool idle = false;
+  double gpu_hours = 0, cost = 0, idle_share_cost = 0;
+};
+
+class Service {
+ public:
+  // Rebuilds state from `store`, starts the cycle thread. `clock` and `executor` must outlive the service.
+  static Result<std::unique_ptr<Service>> Start(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock,
+                                                Executor* executor);
+  ~Service();
+  // Stops the cycle thread and closes the store (queued writes commit first).
+  void Stop();
+
+  // Creates user `admin` with a new token when there are no users; returns the token (else empty).
+  Result<std::string> BootstrapAdmin();
+  // The caller of a bearer token, or nothing.
+  std::optional<Caller> Authenticate(std::string_view token) const;
+  bool Ready() const { return ready_.load(); }
+
+  Outcome<TeamView> CreateTeam(const Caller& c, const TeamRow& team);
+  std::vector<TeamView> Teams(const Caller& c) const;
+  Outcome<UserView> CreateUser(const Caller& c, const std::string& name, const std::string& team,
+                               const std::string& role);
+  std::vector<UserView> Users(const Caller& c) const;
+
+  // `team`: the team an admin names (others: empty or their own). `idempotency_key` may be empty.
+  // `created` tells whether this call made the job.
+  Outcome<JobView> Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
+                          bool* created = nullptr);
+  Outcome<JobView> Get(const Caller& c, int64_t id) const;
+  Outcome<JobView> Cancel(const Caller& c, int64_t id);
+  Outcome<JobView> SetPriority(const Caller& c, int64_t id, const std::string& priority_class);
+  // Visible jobs with id > after_id, in id order, at most `limit`; filters empty = any. `more` is set when
+  // further jobs match.
+  std::vector<JobView> List(const Caller& c, const std::string& state, const std::string& team,
+                            const std::string& project, int64_t after_id, int limit, bool* more) const;
+  std::vector<QueueEntry> Queue(const Caller& c) const;
+  Outcome<std::vector<UsageRow>> Usage(const Caller& c, const UsageQuery& q) const;
+  // FOCUS CSV of the usage (an admin: all; others: their team's records).
+  Outcome<std::string> UsageFocusCsv(const Caller& c, const UsageQuery& q) const;
+
+  std::shared_ptr<const Snapshot> snapshot() const;
+  const Counters& counters() const { return counters_; }
+  const Cluster& cluster() const { return config_.cluster; }
+  const Catalog& catalog() const { return *config_.catalog; }
+  int64_t Now() const { return static_cast<int64_t>(clock_->Now()); }
+  // Pending and running jobs per team (from the live table).
+  std::map<std::string, std::pair<int64_t, int64_t>> JobCountsByTeam() const;
+  // Runs one cycle now (tests; the cycle thread does this on its own).
+  void RunCycleNow();
+
+ private:
+  struct Slot {
+    JobPtr current;  // latest version (may not be durable yet)
+    JobPtr visible;  // latest durable version
+  };
+  struct IdemEntry {
+    std::string body_hash;
+    int64_t job_id = 0;
+    bool durable = false;
+  };
+  struct UserEntry {
+    UserRow row;
+    Role role = Role::kViewer;
+  };
+
+  Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Executor* executor);
+  Status Restore(const StoredState& s);
+  int EnsureQueue(const std::string& team, const TeamRow* row);
+  bool CanSee(const Caller& c, const JobRecord& j) const;
+  bool CanChange(const Caller& c, const JobRecord& j) const;
+  Outcome<Request> BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
+                                std::string* priority_class) const;
+  std::vector<UsageRecord> UsageOf(const JobRecord& j, int64_t end_s) const;
+  // Makes `next` the current versions and queues their write with `batch`; after the commit they become
+  // visible, new pending jobs join the pending set, usage joins the ledger, then `done` runs.
+  void PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
+  JobPtr Lookup(int64_t id, bool visible) const;
+  uint64_t NextVersion() { return versions_.fetch_add(1) + 1; }
+  void CycleLoop();
+  void RunOneCycle();
+  // The next version of `j` ended in `state` at `at`; releases what it held and adds usage and an event.
+  JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message, WriteBatch* b);
+  void ReleaseLocked(const JobRecord& j);
+  void ApplyPlanLocked(const Plan& plan, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed);
+  void PublishLocked(const Plan* plan, int64_t now);
+  void Notify();
+
+  ServiceConfig config_;
+  std::unique_ptr<Store> store_;
+  Clock* clock_;
+  Executor* executor_;
+  Scheduler scheduler_;
+  Counters counters_;
+  std::atomic<bool> ready_{false};
+  std::atomic<uint64_t> versions_{1};  // job versions, increasing over all jobs
+
+  mutable std::mutex mu_;
+  std::vector<Slot> jobs_;                 // index id - 1
+  std::set<int64_t> pending_, running_;    // by current state
+  std::map<std::string, TeamRow> teams_;
+  std::unordered_map<std::string, UserEntry> users_by_hash_;
+  std::map<std::string, std::string> hash_by_user_;
+  std::map<std::pair<std::string, std::string>, IdemEntry> idem_;
+  std::vector<UsageRecord> usage_;         // durable usage records
+  int64_t ledger_start_ = 0;
+  int64_t next_job_id_ = 1;
+  int64_t next_user_id_ = 1;
+  std::unique_ptr<ClusterState> state_;    // allocation of the current versions
+  std::vector<double> historical_usage_;
+  int64_t last_cycle_at_ = 0;
+  uint64_t cycle_seq_ = 0;
+  std::shared_ptr<const Snapshot> snapshot_;
+  mutable std::mutex snap_mu_;
+
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool wake_ = false;
+  bool stop_ = false;
+  std::thread cycle_thread_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,157 @@
+#include "service/workload_json.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fmt/format.h>
+#include <map>
+
+namespace tessera {
+
+const char* ErrorCodeName(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kInvalidArgument: return "InvalidArgument";
+    case ErrorCode::kUnauthenticated: return "Unauthenticated";
+    case ErrorCode::kPermissionDenied: return "PermissionDenied";
+    case ErrorCode::kNotFound: return "NotFound";
+    case ErrorCode::kAlreadyExists: return "AlreadyExists";
+    case ErrorCode::kIdempotencyMismatch: return "IdempotencyKeyReused";
+    case ErrorCode::kUnavailable: return "Unavailable";
+    case ErrorCode::kInternal: return "Internal";
+  }
+  return "Internal";
+}
+
+int HttpStatusOf(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kInvalidArgument: return 400;
+    case ErrorCode::kUnauthenticated: return 401;
+    case ErrorCode::kPermissionDenied: return 403;
+    case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kAlreadyExists: return 409;
+    case ErrorCode::kIdempotencyMismatch: return 422;
+    case ErrorCode::kUnavailable: return 503;
+    case ErrorCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+namespace {
+
+enum class FieldType { kInteger, kNumber, kString, kBool, kStringList, kObject };
+
+const std::map<std::string, FieldType>& Fields() {
+  static const std::map<std::string, FieldType> kFields = {
+      {"name", FieldType::kString},           {"class", FieldType::kString},
+      {"team", FieldType::kString},           {"project", FieldType::kString},
+      {"priority_class", FieldType::kString}, {"mig_profile", FieldType::kString},
+      {"replicas", FieldType::kInteger},      {"workers", FieldType::kInteger},
+      {"gpus_per_worker", FieldType::kInteger}, {"gpu_milli", FieldType::kInteger},
+      {"memory_mib", FieldType::kInteger},    {"checkpoint_interval_s", FieldType::kInteger},
+      {"duration_s", FieldType::kInteger},    {"gpu_fraction", FieldType::kNumber},
+      {"memory_gib", FieldType::kNumber},     {"cpu", FieldType::kNumber},
+      {"host_memory_gib", FieldType::kNumber}, {"latency_sensitive", FieldType::kBool},
+      {"checkpointable", FieldType::kBool},   {"gpu_kinds", FieldType::kStringList},
+      {"memory", FieldType::kObject},
+  };
+  return kFields;
+}
+
+const char* TypeName(FieldType t) {
+  switch (t) {
+    case FieldType::kInteger: return "an integer";
+    case FieldType::kNumber: return "a number";
+    case FieldType::kString: return "a string";
+    case FieldType::kBool: return "true or false";
+    case FieldType::kStringList: return "a list of strings";
+    case FieldType::kObject: return "an object";
+  }
+  return "?";
+}
+
+bool HasType(const nlohmann::json& v, FieldType t) {
+  switch (t) {
+    case FieldType::kInteger: return v.is_number_integer();
+    case FieldType::kNumber: return v.is_number();
+    case FieldType::kString: return v.is_string();
+    case FieldType::kBool: return v.is_boolean();
+    case FieldType::kObject: return v.is_object();
+    case FieldType::kStringList:
+      if (!v.is_array()) return false;
+      for (const auto& e : v)
+        if (!e.is_string()) return false;
+      return true;
+  }
+  return false;
+}
+
+YAML::Node ToYaml(const nlohmann::json& v) {
+  YAML::Node n;
+  if (v.is_object()) {
+    n = YAML::Node(YAML::NodeType::Map);
+    for (const auto& [k, e] : v.items()) n[k] = ToYaml(e);
+  } else if (v.is_array()) {
+    n = YAML::Node(YAML::NodeType::Sequence);
+    for (const auto& e : v) n.push_back(ToYaml(e));
+  } else if (v.is_string()) {
+    n = v.get<std::string>();
+  } else if (v.is_boolean()) {
+    n = v.get<bool>();
+  } else if (v.is_number_integer()) {
+    n = v.get<int64_t>();
+  } else if (v.is_number()) {
+    n = v.get<double>();
+  }
+  return n;
+}
+
+// "request: workloads[0] ('x'): field 'workers': must be >= 1" -> field "workers", message after the prefix.
+ApiError FromModelError(const std::string& msg) {
+  std::string field;
+  if (size_t f = msg.find("field '"); f != std::string::npos) {
+    const size_t b = f + 7, e = msg.find('\'', b);
+    if (e != std::string::npos) field = msg.substr(b, e - b);
+  }
+  std::string text = msg;
+  if (size_t p = text.find("): "); p != std::string::npos) text = text.substr(p + 3);
+  else if (size_t q = text.find("]: "); q != std::string::npos) text = text.substr(q + 3);
+  return Invalid(field, text);
+}
+
+}  // namespace
+
+Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body) {
+  if (!body.is_object()) return Invalid("", "the request body must be a JSON object (one workload entry)");
+  for (const auto& [k, v] : body.items()) {
+    auto it = Fields().find(k);
+    if (it == Fields().end()) return Invalid(k, fmt::format("unknown field '{}'", k));
+    if (!HasType(v, it->second))
+      return Invalid(k, fmt::format("field '{}': expected {}, got {}", k, TypeName(it->second), v.type_name()));
+  }
+  if (!body.contains("name") || body["name"].get<std::string>().empty())
+    return Invalid("name", "field 'name': required");
+  JobSpec spec;
+  spec.body = body;
+  nlohmann::json entry = body;
+  if (entry.contains("mig_profile")) {
+    spec.mig_profile = entry["mig_profile"].get<std::string>();
+    entry.erase("mig_profile");
+    if (spec.mig_profile.empty()) return Invalid("mig_profile", "field 'mig_profile': must not be empty");
+  }
+  YAML::Node list(YAML::NodeType::Sequence);
+  list.push_back(ToYaml(entry));
+  auto parsed = LoadWorkloadsYaml(YAML::Dump(list), "request");
+  if (!parsed.ok()) return FromModelError(parsed.error());
+  spec.workload = std::move(parsed.value().front());
+  const Workload& w = spec.workload;
+  if (w.duration_s < 0 || w.duration_s > int64_t{10} * 365 * 86400)
+    return Invalid("duration_s", "field 'duration_s': must be 0..315360000 (0 = runs until cancelled)");
+  if (w.checkpoint_interval_s < 0)
+    return Invalid("checkpoint_interval_s", "field 'checkpoint_interval_s': must not be negative");
+  if (w.replicas > 4096) return Invalid("replicas", "field 'replicas': at most 4096");
+  if (w.workers > 4096) return Invalid("workers", "field 'workers': at most 4096");
+  if (!spec.mig_profile.empty() && w.workers > 1)
+    return Invalid("mig_profile", "field 'mig_profile': a gang (workers > 1) needs whole GPUs");
+  return spec;
+}
+
+}  // namespace tessera

@@ -1,0 +1,418 @@
+// SQLite implementation of Store: one connection, owned by a writer thread that group-commits queued
+// batches (each in its own savepoint) in one transaction.
+
+#include <sqlite3.h>
+
+#include <condition_variable>
+#include <deque>
+#include <fmt/format.h>
+#include <future>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "store/store.h"
+
+namespace tessera {
+
+Status Store::WriteAndWait(WriteBatch batch) {
+  auto done = std::make_shared<std::promise<Status>>();
+  std::future<Status> f = done->get_future();
+  Write(std::move(batch), [done](const Status& st) { done->set_value(st); });
+  return f.get();
+}
+
+namespace {
+
+// Schema migrations: migration i brings the schema to version i + 1.
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE teams (name TEXT PRIMARY KEY, guaranteed_milli INTEGER NOT NULL, limit_milli INTEGER NOT NULL,
+                    over_quota_weight INTEGER NOT NULL, created_at INTEGER NOT NULL);
+CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, team TEXT NOT NULL, role TEXT NOT NULL,
+                    token_hash TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL);
+CREATE TABLE jobs (id INTEGER PRIMARY KEY, user TEXT NOT NULL, team TEXT NOT NULL, project TEXT NOT NULL,
+                   name TEXT NOT NULL, class TEXT NOT NULL, priority_class TEXT NOT NULL, spec TEXT NOT NULL,
+                   state TEXT NOT NULL, submitted_at INTEGER NOT NULL, started_at INTEGER NOT NULL,
+                   finished_at INTEGER NOT NULL, placements TEXT NOT NULL, message TEXT NOT NULL);
+CREATE TABLE job_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, at INTEGER NOT NULL,
+                         kind TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX job_events_by_job ON job_events (job_id);
+CREATE TABLE idempotency_keys (user TEXT NOT NULL, key TEXT NOT NULL, body_hash TEXT NOT NULL,
+                               job_id INTEGER NOT NULL, PRIMARY KEY (user, key));
+CREATE TABLE usage (seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, team TEXT NOT NULL,
+                    project TEXT NOT NULL, queue TEXT NOT NULL, gpu_kind TEXT NOT NULL, tier INTEGER NOT NULL,
+                    pool TEXT NOT NULL, node TEXT NOT NULL, compute_milli INTEGER NOT NULL,
+                    memory_milli INTEGER NOT NULL, start_s INTEGER NOT NULL, end_s INTEGER NOT NULL,
+                    lost_s INTEGER NOT NULL, usd_per_gpu_hour REAL NOT NULL, list_usd_per_gpu_hour REAL NOT NULL);
+CREATE TABLE mig_layouts (node TEXT NOT NULL, gpu_index INTEGER NOT NULL, layout TEXT NOT NULL,
+                          PRIMARY KEY (node, gpu_index));
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+)sql",
+};
+constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
+
+std::string EncodePlacements(const std::vector<TaskPlacement>& tasks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TaskPlacement& t : tasks) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const GpuGrant& g : t.gpus) gpus.push_back({g.gpu, g.milli, g.memory_mib, g.mig_profile, g.mig_start});
+    out.push_back({{"node", t.node}, {"gpus", std::move(gpus)}});
+  }
+  return out.dump();
+}
+
+Result<std::vector<TaskPlacement>> DecodePlacements(const std::string& text, int64_t job) {
+  std::vector<TaskPlacement> out;
+  try {
+    for (const auto& t : nlohmann::json::parse(text)) {
+      TaskPlacement tp;
+      tp.node = t.at("node").get<NodeId>();
+      for (const auto& g : t.at("gpus")) {
+        GpuGrant gg;
+        gg.gpu = g.at(0).get<GpuId>();
+        gg.milli = g.at(1).get<int>();
+        gg.memory_mib = g.at(2).get<int64_t>();
+        gg.mig_profile = g.at(3).get<int16_t>();
+        gg.mig_start = g.at(4).get<int8_t>();
+        tp.gpus.push_back(gg);
+      }
+      out.push_back(std::move(tp));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Error(fmt::format("job {}: stored placements unreadable: {}", job, e.what()));
+  }
+  return out;
+}
+
+// A prepared statement, reset after each use.
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() { sqlite3_finalize(s_); }
+  Status Prepare(sqlite3* db, const char* sql) {
+    db_ = db;
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr) != SQLITE_OK)
+      return Status::Error(fmt::format("prepare '{}': {}", sql, sqlite3_errmsg(db)));
+    return Status::Ok();
+  }
+  Stmt& Bind(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  // Runs to completion (a write).
+  Status Run() {
+    const int rc = sqlite3_step(s_);
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+    if (rc != SQLITE_DONE) return Status::Error(sqlite3_errmsg(db_));
+    return Status::Ok();
+  }
+  bool Step() { return sqlite3_step(s_) == SQLITE_ROW; }
+  void Reset() { sqlite3_reset(s_); }
+  int64_t Int(int c) const { return sqlite3_column_int64(s_, c); }
+  double Real(int c) const { return sqlite3_column_double(s_, c); }
+  std::string Text(int c) const {
+    const unsigned char* t = sqlite3_column_text(s_, c);
+    return t ? std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(s_, c)) : std::string();
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+class SqliteStore final : public Store {
+ public:
+  ~SqliteStore() override {
+    Close();
+    stmts_.reset();
+    if (db_) sqlite3_close(db_);
+  }
+
+  Status Open(const std::string& path) {
+    path_ = path;
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK)
+      return Status::Error(fmt::format("{}: cannot open database: {}", path, db_ ? sqlite3_errmsg(db_) : "?"));
+    sqlite3_busy_timeout(db_, 5000);
+    for (const char* p : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"})
+      if (Status st = Exec(p); !st.ok()) return st;
+    if (Status st = Migrate(); !st.ok()) return st;
+    stmts_ = std::make_unique<Statements>();
+    if (Status st = stmts_->Prepare(db_); !st.ok()) return Status::Error(path + ": " + st.message());
+    writer_ = std::thread([this] { WriterLoop(); });
+    return Status::Ok();
+  }
+
+  int schema_version() const override { return version_; }
+
+  Result<StoredState> Load() override {
+    std::lock_guard<std::mutex> db_lock(db_mu_);
+    StoredState s;
+    s.schema_version = version_;
+    Status st = Query("SELECT name, guaranteed_milli, limit_milli, over_quota_weight, created_at FROM teams",
+                      [&](Stmt& q) {
+                        s.teams.push_back({q.Text(0), q.Int(1), q.Int(2), static_cast<int>(q.Int(3)), q.Int(4)});
+                        return Status::Ok();
+                      });
+    if (st.ok())
+      st = Query("SELECT id, name, team, role, token_hash, created_at FROM users ORDER BY id", [&](Stmt& q) {
+        s.users.push_back({q.Int(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4), q.Int(5)});
+        return Status::Ok();
+      });
+    if (st.ok())
+      st = Query(
+          "SELECT id, user, team, project, name, class, priority_class, spec, state, submitted_at, started_at, "
+          "finished_at, placements, message FROM jobs ORDER BY id",
+          [&](Stmt& q) {
+            JobRow j{q.Int(0),  q.Text(1), q.Text(2), q.Text(3), q.Text(4), q.Text(5), q.Text(6),
+                     q.Text(7), q.Text(8), q.Int(9),  q.Int(10), q.Int(11), {},        q.Text(13)};
+            auto p = DecodePlacements(q.Text(12), j.id);
+            if (!p.ok()) return p.status();
+            j.placements = std::move(p).value();
+            s.jobs.push_back(std::move(j));
+            return Status::Ok();
+          });
+    if (st.ok())
+      st = Query("SELECT user, key, body_hash, job_id FROM idempotency_keys", [&](Stmt& q) {
+        s.keys.push_back({q.Text(0), q.Text(1), q.Text(2), q.Int(3)});
+        return Status::Ok();
+      });
+    if (st.ok())
+      st = Query(
+          "SELECT job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, memory_milli, start_s, "
+          "end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour FROM usage ORDER BY seq",
+          [&](Stmt& q) {
+            UsageRecord u;
+            u.job_id = q.Int(0);
+            u.team = q.Text(1);
+            u.project = q.Text(2);
+            u.queue = q.Text(3);
+            u.gpu_kind = q.Text(4);
+            u.tier = static_cast<Tier>(q.Int(5));
+            u.pool = q.Text(6);
+            u.node = q.Text(7);
+            u.compute_milli = static_cast<int32_t>(q.Int(8));
+            u.memory_milli = static_cast<int32_t>(q.Int(9));
+            u.start_s = q.Int(10);
+            u.end_s = q.Int(11);
+            u.lost_s = q.Int(12);
+            u.usd_per_gpu_hour = q.Real(13);
+            u.list_usd_per_gpu_hour = q.Real(14);
+            s.usage.push_back(std::move(u));
+            return Status::Ok();
+          });
+    if (st.ok())
+      st = Query("SELECT node, gpu_index, layout FROM mig_layouts", [&](Stmt& q) {
+        s.layouts.push_back({q.Text(0), static_cast<int>(q.Int(1)), q.Text(2)});
+        return Status::Ok();
+      });
+    if (st.ok())
+      st = Query("SELECT key, value FROM meta", [&](Stmt& q) {
+        s.meta[q.Text(0)] = q.Text(1);
+        return Status::Ok();
+      });
+    if (!st.ok()) return Status::Error(fmt::format("{}: {}", path_, st.message()));
+    return s;
+  }
+
+  void Write(WriteBatch batch, Done done) override {
+    {
+      std::lock_guard<std::mutex> lock(q_mu_);
+      if (!closed_) {
+        queue_.push_back({std::move(batch), std::move(done)});
+        q_cv_.notify_one();
+        return;
+      }
+    }
+    done(Status::Error(path_ + ": store is closed"));
+  }
+
+  void Close() override {
+    {
+      std::lock_guard<std::mutex> lock(q_mu_);
+      if (closed_) return;
+      closed_ = true;
+      q_cv_.notify_one();
+    }
+    if (writer_.joinable()) writer_.join();
+  }
+
+ private:
+  struct Queued {
+    WriteBatch batch;
+    Done done;
+  };
+
+  struct Statements {
+    Stmt team, user, job, event, key, usage, layout, meta;
+    Status Prepare(sqlite3* db) {
+      const std::pair<Stmt*, const char*> all[] = {
+          {&team, "INSERT OR REPLACE INTO teams VALUES (?1, ?2, ?3, ?4, ?5)"},
+          {&user, "INSERT OR REPLACE INTO users VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+          {&job, "INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
+          {&event, "INSERT INTO job_events (job_id, at, kind, detail) VALUES (?1, ?2, ?3, ?4)"},
+          {&key, "INSERT INTO idempotency_keys VALUES (?1, ?2, ?3, ?4)"},
+          {&usage,
+           "INSERT INTO usage (job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, memory_milli, "
+           "start_s, end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+           "?9, ?10, ?11, ?12, ?13, ?14, ?15)"},
+          {&layout, "INSERT OR REPLACE INTO mig_layouts VALUES (?1, ?2, ?3)"},
+          {&meta, "INSERT OR REPLACE INTO meta VALUES (?1, ?2)"},
+      };
+      for (const auto& [s, sql] : all)
+        if (Status st = s->Prepare(db, sql); !st.ok()) return st;
+      return Status::Ok();
+    }
+  };
+
+  Status Exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string m = fmt::format("{}: {}: {}", path_, sql, err ? err : "error");
+      sqlite3_free(err);
+      return Status::Error(m);
+    }
+    return Status::Ok();
+  }
+
+  Status Query(const char* sql, const std::function<Status(Stmt&)>& row) {
+    Stmt q;
+    if (Status st = q.Prepare(db_, sql); !st.ok()) return st;
+    while (q.Step())
+      if (Status st = row(q); !st.ok()) return st;
+    return Status::Ok();
+  }
+
+  Status Migrate() {
+    if (Status st = Exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                         "applied_at INTEGER NOT NULL)");
+        !st.ok())
+      return st;
+    version_ = 0;
+    if (Status st = Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                          [&](Stmt& q) {
+                            version_ = static_cast<int>(q.Int(0));
+                            return Status::Ok();
+                          });
+        !st.ok())
+      return st;
+    if (version_ > kSchemaVersion)
+      return Status::Error(fmt::format("{}: schema version {} is newer than this tessera ({})", path_, version_,
+                                       kSchemaVersion));
+    for (int v = version_; v < kSchemaVersion; ++v) {
+      if (Status st = Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
+      Status st = Exec(kMigrations[v]);
+      if (st.ok())
+        st = Exec(fmt::format("INSERT INTO schema_migrations VALUES ({}, strftime('%s','now'))", v + 1).c_str());
+      if (!st.ok()) {
+        (void)Exec("ROLLBACK");
+        return st;
+      }
+      if (Status c = Exec("COMMIT"); !c.ok()) return c;
+      version_ = v + 1;
+    }
+    return Status::Ok();
+  }
+
+  Status Apply(const WriteBatch& b) {
+    Statements& s = *stmts_;
+    for (const TeamRow& t : b.teams)
+      if (Status st = s.team.Bind(1, t.name).Bind(2, t.guaranteed_milli).Bind(3, t.limit_milli)
+                          .Bind(4, int64_t{t.over_quota_weight}).Bind(5, t.created_at).Run();
+          !st.ok())
+        return Status::Error("team '" + t.name + "': " + st.message());
+    for (const UserRow& u : b.users)
+      if (Status st = s.user.Bind(1, u.id).Bind(2, u.name).Bind(3, u.team).Bind(4, u.role).Bind(5, u.token_hash)
+                          .Bind(6, u.created_at).Run();
+          !st.ok())
+        return Status::Error("user '" + u.name + "': " + st.message());
+    for (const JobRow& j : b.jobs)
+      if (Status st = s.job.Bind(1, j.id).Bind(2, j.user).Bind(3, j.team).Bind(4, j.project).Bind(5, j.name)
+                          .Bind(6, j.cls).Bind(7, j.priority_class).Bind(8, j.spec_json).Bind(9, j.state)
+                          .Bind(10, j.submitted_at).Bind(11, j.started_at).Bind(12, j.finished_at)
+                          .Bind(13, EncodePlacements(j.placements)).Bind(14, j.message).Run();
+          !st.ok())
+        return Status::Error(fmt::format("job {}: {}", j.id, st.message()));
+    for (const JobEventRow& e : b.events)
+      if (Status st = s.event.Bind(1, e.job_id).Bind(2, e.at).Bind(3, e.kind).Bind(4, e.detail).Run(); !st.ok())
+        return Status::Error(fmt::format("job {} event: {}", e.job_id, st.message()));
+    for (const IdempotencyRow& k : b.keys)
+      if (Status st = s.key.Bind(1, k.user).Bind(2, k.key).Bind(3, k.body_hash).Bind(4, k.job_id).Run(); !st.ok())
+        return Status::Error(fmt::format("idempotency key '{}': {}", k.key, st.message()));
+    for (const UsageRecord& u : b.usage)
+      if (Status st = s.usage.Bind(1, u.job_id).Bind(2, u.team).Bind(3, u.project).Bind(4, u.queue)
+                          .Bind(5, u.gpu_kind).Bind(6, int64_t{static_cast<int>(u.tier)}).Bind(7, u.pool)
+                          .Bind(8, u.node).Bind(9, int64_t{u.compute_milli}).Bind(10, int64_t{u.memory_milli})
+                          .Bind(11, u.start_s).Bind(12, u.end_s).Bind(13, u.lost_s).Bind(14, u.usd_per_gpu_hour)
+                          .Bind(15, u.list_usd_per_gpu_hour).Run();
+          !st.ok())
+        return Status::Error(fmt::format("usage of job {}: {}", u.job_id, st.message()));
+    for (const MigLayoutRow& l : b.layouts)
+      if (Status st = s.layout.Bind(1, l.node).Bind(2, int64_t{l.gpu_index}).Bind(3, l.layout).Run(); !st.ok())
+        return Status::Error("MIG layout: " + st.message());
+    for (const auto& [k, v] : b.meta)
+      if (Status st = s.meta.Bind(1, k).Bind(2, v).Run(); !st.ok()) return Status::Error("meta: " + st.message());
+    return Status::Ok();
+  }
+
+  // Takes everything queued, applies each batch in a savepoint of one transaction, commits, then reports.
+  void WriterLoop() {
+    for (;;) {
+      std::deque<Queued> group;
+      {
+        std::unique_lock<std::mutex> lock(q_mu_);
+        q_cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        group.swap(queue_);
+      }
+      std::vector<Status> results(group.size());
+      Status commit;
+      {
+        std::lock_guard<std::mutex> db_lock(db_mu_);
+        commit = Exec("BEGIN IMMEDIATE");
+        for (size_t i = 0; commit.ok() && i < group.size(); ++i) {
+          (void)Exec("SAVEPOINT batch");
+          results[i] = Apply(group[i].batch);
+          if (!results[i].ok()) (void)Exec("ROLLBACK TO batch");
+          (void)Exec("RELEASE batch");
+        }
+        if (commit.ok()) commit = Exec("COMMIT");
+        if (!commit.ok()) (void)Exec("ROLLBACK");
+      }
+      for (size_t i = 0; i < group.size(); ++i) group[i].done(commit.ok() ? results[i] : commit);
+    }
+  }
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  int version_ = 0;
+  std::unique_ptr<Statements> stmts_;
+  std::mutex db_mu_;  // the connection: the writer, or Load
+  std::mutex q_mu_;
+  std::condition_variable q_cv_;
+  std::deque<Queued> queue_;
+  bool closed_ = false;
+  std::thread writer_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  auto s = std::make_unique<SqliteStore>();
+  if (Status st = s->Open(path); !st.ok()) return st;
+  return std::unique_ptr<Store>(std::move(s));
+}
+
+}  // namespace tessera

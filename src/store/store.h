@@ -1,0 +1,126 @@
+#pragma once
+// Store: Tessera's durable state behind one interface (SQLite now; another database later). It holds
+// teams, users (token hashes only), jobs with their event history and placements, MIG layouts, the usage
+// ledger, idempotency keys and the schema version.
+//
+// Contract:
+//  - Load() returns everything stored, for a process that rebuilds its state at start.
+//  - Write(batch, done) is one state change: all of the batch or none of it becomes durable. Batches are
+//    applied in the order Write was called; `done` runs (on the store's writer thread) only after the
+//    transaction holding the batch committed durably, or with the error that rejected it. Concurrent
+//    batches may share one transaction (group commit), each inside its own savepoint.
+//  - Close() commits what was queued and stops the writer; later writes fail.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cost/ledger.h"
+#include "sched/placement.h"
+
+namespace tessera {
+
+struct TeamRow {
+  std::string name;
+  int64_t guaranteed_milli = 0;  // GPU units in thousandths
+  int64_t limit_milli = -1;      // -1 = no limit
+  int over_quota_weight = 1;
+  int64_t created_at = 0;        // service time, Unix seconds
+};
+
+struct UserRow {
+  int64_t id = 0;
+  std::string name;
+  std::string team;          // empty for an admin without a team
+  std::string role;          // admin, team-lead, member, viewer
+  std::string token_hash;    // hex SHA-256 of the bearer token
+  int64_t created_at = 0;
+};
+
+struct JobRow {
+  int64_t id = 0;
+  std::string user;
+  std::string team;
+  std::string project;
+  std::string name;
+  std::string cls;               // workload class name
+  std::string priority_class;
+  std::string spec_json;         // the workload entry as accepted (normalised JSON)
+  std::string state;             // Pending, Running, Succeeded, Failed, Cancelled
+  int64_t submitted_at = 0;
+  int64_t started_at = -1;       // -1 = not started (or requeued)
+  int64_t finished_at = -1;
+  std::vector<TaskPlacement> placements;  // where it runs (nodes and GPUs as dense ids of the cluster)
+  std::string message;           // why it ended or was requeued
+};
+
+struct JobEventRow {
+  int64_t job_id = 0;
+  int64_t at = 0;
+  std::string kind;    // Submitted, Started, Preempted, Succeeded, Failed, Cancelled, PriorityChanged
+  std::string detail;
+};
+
+struct IdempotencyRow {
+  std::string user;
+  std::string key;
+  std::string body_hash;
+  int64_t job_id = 0;
+};
+
+// The MIG layout of one GPU: its instances as "profile@start" joined by commas ("" = MIG off).
+struct MigLayoutRow {
+  std::string node;
+  int gpu_index = 0;
+  std::string layout;
+};
+
+struct StoredState {
+  int schema_version = 0;
+  std::vector<TeamRow> teams;
+  std::vector<UserRow> users;
+  std::vector<JobRow> jobs;             // by id
+  std::vector<IdempotencyRow> keys;
+  std::vector<UsageRecord> usage;       // in the order written
+  std::vector<MigLayoutRow> layouts;
+  std::map<std::string, std::string> meta;
+};
+
+// One state change. Teams, users and jobs are upserted by name / id; events, keys and usage appended.
+struct WriteBatch {
+  std::vector<TeamRow> teams;
+  std::vector<UserRow> users;
+  std::vector<JobRow> jobs;
+  std::vector<JobEventRow> events;
+  std::vector<IdempotencyRow> keys;
+  std::vector<UsageRecord> usage;
+  std::vector<MigLayoutRow> layouts;
+  std::map<std::string, std::string> meta;
+
+  bool empty() const {
+    return teams.empty() && users.empty() && jobs.empty() && events.empty() && keys.empty() && usage.empty() &&
+           layouts.empty() && meta.empty();
+  }
+};
+
+class Store {
+ public:
+  using Done = std::function<void(const Status&)>;
+  virtual ~Store() = default;
+  virtual Result<StoredState> Load() = 0;
+  virtual void Write(WriteBatch batch, Done done) = 0;
+  virtual void Close() = 0;
+  virtual int schema_version() const = 0;
+  // Write, then wait for its commit.
+  Status WriteAndWait(WriteBatch batch);
+};
+
+// Opens (creating if needed) a SQLite database in WAL mode with synchronous=FULL and brings its schema up
+// to date through the migrations table. The error names the path and the problem.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+}  // namespace tessera
