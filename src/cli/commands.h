@@ -14,6 +14,7 @@ void RegisterBench(CLI::App& app, int* exit_code);
 void RegisterSimulate(CLI::App& app, int* exit_code);
 void RegisterCost(CLI::App& app, int* exit_code);
 void RegisterDemo(CLI::App& app, int* exit_code);
+void RegisterServe(CLI::App& app, int* exit_code);
 // Subcommands of `simulate` (each in its own simulate_*_cmd.cc).
 void RegisterFgdHarness(CLI::App& simulate, int* exit_code);
 void RegisterSimulateRun(CLI::App& simulate, int* exit_code);  // run, generate, report

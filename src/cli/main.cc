@@ -23,6 +23,7 @@ int Run(int argc, char** argv) {
   tessera::cli::RegisterSimulate(app, &exit_code);
   tessera::cli::RegisterCost(app, &exit_code);
   tessera::cli::RegisterDemo(app, &exit_code);
+  tessera::cli::RegisterServe(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -13,6 +13,8 @@ class Clock {
   virtual double Now() const = 0;
   // Wall-clock seconds until service time `t` (0 when it has passed).
   virtual double WallSecondsUntil(double t) const = 0;
+  // From now on Now() >= t (a restarted service continues its time line). Call before sharing the clock.
+  virtual void NotBefore(double t) = 0;
 };
 
 // Service time = start + speed * (wall seconds since construction). `wall` returns monotonic seconds.
@@ -25,6 +27,9 @@ class ScaledClock final : public Clock {
   ScaledClock(double start, double speed, WallSource wall = SteadySeconds)
       : start_(start), speed_(speed > 0 ? speed : 1), wall_(std::move(wall)), wall0_(wall_()) {}
   double Now() const override { return start_ + speed_ * (wall_() - wall0_); }
+  void NotBefore(double t) override {
+    if (Now() < t) start_ += t - Now();
+  }
   double WallSecondsUntil(double t) const override {
     const double d = (t - Now()) / speed_;
     return d > 0 ? d : 0;

@@ -153,8 +153,10 @@ Status Service::Restore(const StoredState& s) {
       (void)state_->Relayout(g, layout);
     }
   }
-  for (const auto& kv : s.meta)
+  for (const auto& kv : s.meta) {
     if (kv.first == "ledger_start") ledger_start_ = std::stoll(kv.second);
+    if (kv.first == "clock_s") clock_->NotBefore(std::stod(kv.second));
+  }
   if (ledger_start_ == 0) {
     ledger_start_ = Now();
     WriteBatch b;

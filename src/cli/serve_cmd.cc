@@ -1,0 +1,147 @@
+// `tessera serve`: the control plane over HTTP(S). Parses options, wires store, service, executor and
+// server together, writes the bootstrap admin token, and exits 0 on SIGTERM after in-flight requests and
+// queued writes finish.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fmt/format.h>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/io.h"
+#include "server/http_server.h"
+#include "service/demo.h"
+#include "service/service.h"
+
+namespace tessera::cli {
+namespace {
+
+struct ServeArgs {
+  std::string db = "tessera.db";
+  std::string listen = "127.0.0.1:8080";
+  std::string cluster, tenancy, admin_token_file, tls_cert, tls_key;
+  bool demo = false;
+  double speed = 1;
+};
+
+Status WriteSecret(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return Status::Error(fmt::format("{}: cannot write the admin token", path));
+  fchmod(fd, 0600);
+  const std::string line = text + "\n";
+  const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
+  close(fd);
+  return ok ? Status::Ok() : Status::Error(fmt::format("{}: cannot write the admin token", path));
+}
+
+int Serve(const ServeArgs& a) {
+  // SIGTERM/SIGINT are taken by sigwait below; block them before any thread starts.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const size_t colon = a.listen.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos && colon + 1 < a.listen.size() &&
+      a.listen.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+    port = std::stoi(a.listen.substr(colon + 1));
+  if (port < 0 || port > 65535) {
+    fmt::print(stderr, "--listen: '{}' is not HOST:PORT\n", a.listen);
+    return 2;
+  }
+  ServiceConfig cfg;
+  cfg.catalog = &Catalog::Default();
+  std::string cluster_text = DemoClusterYaml(), cluster_source = "demo cluster";
+  if (!a.cluster.empty()) {
+    auto t = ReadFile(a.cluster);
+    if (!t.ok()) return fmt::print(stderr, "{}\n", t.error()), 1;
+    cluster_text = *t;
+    cluster_source = a.cluster;
+  }
+  auto cluster = LoadClusterYaml(cluster_text, cluster_source, *cfg.catalog);
+  if (!cluster.ok()) return fmt::print(stderr, "{}\n", cluster.error()), 1;
+  cfg.cluster = std::move(cluster).value();
+  if (!a.tenancy.empty()) {
+    auto t = ReadFile(a.tenancy);
+    if (!t.ok()) return fmt::print(stderr, "{}\n", t.error()), 1;
+    auto ten = ParseTenancyYaml(*t, a.tenancy, *cfg.catalog);
+    if (!ten.ok()) return fmt::print(stderr, "{}\n", ten.error()), 1;
+    cfg.tenancy = std::move(ten).value();
+  }
+  auto store = OpenSqliteStore(a.db);
+  if (!store.ok()) return fmt::print(stderr, "{}\n", store.error()), 1;
+  ScaledClock clock(static_cast<double>(std::time(nullptr)), a.speed);
+  SimulatedExecutor executor(0, static_cast<uint64_t>(std::time(nullptr)));
+  auto service = Service::Start(std::move(cfg), std::move(store).value(), &clock, &executor);
+  if (!service.ok()) return fmt::print(stderr, "{}\n", service.error()), 1;
+  Service& svc = **service;
+  auto admin = svc.BootstrapAdmin();
+  if (!admin.ok()) return fmt::print(stderr, "{}\n", admin.error()), 1;
+  const std::string token_file = a.admin_token_file.empty() ? a.db + ".admin-token" : a.admin_token_file;
+  if (!admin->empty()) {
+    if (Status st = WriteSecret(token_file, *admin); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
+    fmt::print("created user admin; its token is in {} (mode 0600)\n", token_file);
+  }
+  ServerOptions so;
+  so.host = a.listen.substr(0, colon);
+  so.port = port;
+  so.tls_cert = a.tls_cert;
+  so.tls_key = a.tls_key;
+  ApiServer server(&svc, so);
+  if (Status st = server.Bind(); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
+  const std::string url = fmt::format("{}://{}:{}", a.tls_cert.empty() ? "http" : "https", so.host, server.port());
+  std::unique_ptr<DemoStream> stream;
+  if (a.demo) {
+    auto users = SetUpDemo(svc);
+    if (!users.ok()) return fmt::print(stderr, "{}\n", users.error()), 1;
+    fmt::print("Tessera demo: {} GPUs ({}), simulated clock x{}\n", svc.cluster().TotalGpus(), svc.cluster().name, a.speed);
+    fmt::print("  API:     {}/api/v1   (metrics: {}/metrics)\n", url, url);
+    fmt::print("  admin token: in {}\n", token_file);
+    for (const DemoUser& u : users.value())
+      fmt::print("  {:<18} {:<10} {:<10} {}\n", u.name, u.team, u.role, u.token.empty() ? "(token shown at first start)" : u.token);
+    fmt::print("  try:     TESSERA_SERVER={} TESSERA_TOKEN=$(cat {}) tessera job list\n", url, token_file);
+    fmt::print("           curl -H \"Authorization: Bearer $(cat {})\" {}/api/v1/queue\n", token_file, url);
+    stream = std::make_unique<DemoStream>(&svc, static_cast<uint64_t>(std::time(nullptr)));
+  }
+  fmt::print("tessera serve: listening on {} (database {})\n", url, a.db);
+  std::fflush(stdout);
+  std::thread http([&] { server.Serve(); });
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  fmt::print("tessera serve: signal {}, shutting down\n", sig);
+  server.Stop();
+  http.join();
+  if (stream) stream->Stop();
+  svc.Stop();
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterServe(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* c = app.add_subcommand("serve", "Run the control plane: REST API, SQLite store, scheduling cycles");
+  c->add_option("--db", a->db, "SQLite database file (created if missing)")->capture_default_str();
+  c->add_option("--listen", a->listen, "HOST:PORT to listen on")->capture_default_str();
+  c->add_option("--cluster", a->cluster, "cluster YAML (default: the embedded demo cluster)");
+  c->add_option("--tenancy", a->tenancy, "tenancy YAML: teams, queues, priority classes");
+  c->add_flag("--demo", a->demo, "demo teams, users and a stream of jobs on the simulated executor");
+  c->add_option("--speed", a->speed, "simulated clock speed (service seconds per wall second)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--admin-token-file", a->admin_token_file, "where the bootstrap admin token goes (default <db>.admin-token)");
+  c->add_option("--tls-cert", a->tls_cert, "PEM certificate: serve HTTPS")->check(CLI::ExistingFile);
+  c->add_option("--tls-key", a->tls_key, "PEM private key for --tls-cert")->check(CLI::ExistingFile);
+  c->callback([a, exit_code] { *exit_code = Serve(*a); });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,190 @@
+#include "server/json_views.h"
+
+#include <fmt/format.h>
+
+#include "cost/focus.h"
+
+namespace tessera {
+
+nlohmann::json TimeJson(int64_t t) { return t < 0 ? nlohmann::json(nullptr) : nlohmann::json(FormatIsoUtc(t)); }
+
+namespace {
+
+nlohmann::json PlacementsJson(const std::vector<TaskPlacement>& tasks, const Service& s) {
+  nlohmann::json out = nlohmann::json::array();
+  const Cluster& cl = s.cluster();
+  auto snap = s.snapshot();
+  for (const TaskPlacement& t : tasks) {
+    if (t.node < 0 || t.node >= static_cast<NodeId>(cl.nodes.size())) continue;
+    const Node& node = cl.nodes[t.node];
+    const GpuKind& kind = s.catalog().kind(node.kind);
+    const GpuId first = snap->cluster->node(t.node).first_gpu;
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const GpuGrant& g : t.gpus) {
+      nlohmann::json gj = {{"index", g.gpu - first}, {"milli", g.milli}, {"memory_mib", g.memory_mib}};
+      gj["mig_profile"] = g.mig_profile >= 0 ? nlohmann::json(kind.profiles[g.mig_profile].name) : nlohmann::json();
+      gj["mig_start"] = g.mig_profile >= 0 ? nlohmann::json(static_cast<int>(g.mig_start)) : nlohmann::json();
+      gpus.push_back(std::move(gj));
+    }
+    out.push_back({{"node", node.name}, {"gpu_kind", kind.id}, {"gpus", std::move(gpus)}});
+  }
+  return out;
+}
+
+nlohmann::json ReasonJson(const std::optional<PendingInfo>& p, JobState state) {
+  if (state != JobState::kPending) return nullptr;
+  if (!p) return nullptr;  // no cycle has seen the job yet
+  return {{"code", p->code}, {"message", p->message}};
+}
+
+}  // namespace
+
+nlohmann::json JobJson(const JobView& v, const Service& s) {
+  const JobRecord& j = *v.job;
+  nlohmann::json o = {{"id", std::to_string(j.id)},
+                      {"name", j.name},
+                      {"team", j.team},
+                      {"project", j.project},
+                      {"user", j.user},
+                      {"class", WorkloadClassName(j.cls)},
+                      {"state", JobStateName(j.state)},
+                      {"priority_class", j.priority_class},
+                      {"gpus", j.request.TotalGpus()},
+                      {"tasks", j.request.tasks},
+                      {"submitted_at", TimeJson(j.submitted_at)},
+                      {"started_at", TimeJson(j.started_at)},
+                      {"finished_at", TimeJson(j.finished_at)},
+                      {"duration_s", j.duration_s}};
+  o["mig_profile"] = j.mig_profile.empty() ? nlohmann::json() : nlohmann::json(j.mig_profile);
+  const bool pending = j.state == JobState::kPending && v.pending.has_value();
+  o["queue_position"] = pending ? nlohmann::json(v.pending->pool_position) : nlohmann::json();
+  o["team_position"] = pending ? nlohmann::json(v.pending->team_position) : nlohmann::json();
+  o["reason"] = ReasonJson(v.pending, j.state);
+  o["estimated_start"] = pending ? TimeJson(v.pending->estimated_start) : nlohmann::json();
+  o["placements"] = PlacementsJson(j.placements, s);
+  o["message"] = j.message;
+  return o;
+}
+
+nlohmann::json QueueEntryJson(const QueueEntry& e, const Service& s) {
+  const JobRecord& j = *e.job;
+  return {{"id", std::to_string(j.id)},
+          {"name", j.name},
+          {"team", j.team},
+          {"project", j.project},
+          {"user", j.user},
+          {"priority_class", j.priority_class},
+          {"gpus", j.request.TotalGpus()},
+          {"submitted_at", TimeJson(j.submitted_at)},
+          {"queue_position", e.info.pool_position},
+          {"pool_position", e.info.pool_position},
+          {"team_position", e.info.team_position},
+          {"reason", {{"code", e.info.code}, {"message", e.info.message}}},
+          {"estimated_start", TimeJson(e.info.estimated_start)}};
+}
+
+static nlohmann::json Gpus(int64_t milli) {
+  return milli < 0 ? nlohmann::json() : nlohmann::json(static_cast<double>(milli) / 1000.0);
+}
+
+nlohmann::json TeamJson(const TeamView& t) {
+  return {{"name", t.name},
+          {"guaranteed_gpus", Gpus(t.guaranteed_milli)},
+          {"limit_gpus", Gpus(t.limit_milli)},
+          {"over_quota_weight", t.over_quota_weight},
+          {"allocated_gpus", Gpus(t.allocated_milli)},
+          {"fair_share_gpus", Gpus(t.fair_share_milli)}};
+}
+
+nlohmann::json UserJson(const UserView& u) {
+  nlohmann::json o = {{"name", u.name}, {"team", u.team}, {"role", RoleName(u.role)}};
+  if (!u.token.empty()) o["token"] = u.token;
+  return o;
+}
+
+nlohmann::json ClusterJson(const Snapshot& snap, const Service& s) {
+  const ClusterState& cs = *snap.cluster;
+  const Cluster& cl = s.cluster();
+  nlohmann::json nodes = nlohmann::json::array();
+  int64_t total_gpus = 0, total_alloc = 0;
+  int busy_gpus = 0;
+  for (NodeId n = 0; n < cs.num_nodes(); ++n) {
+    const NodeState& ns = cs.node(n);
+    const Node& node = cl.nodes[n];
+    nlohmann::json gpus = nlohmann::json::array();
+    int64_t node_alloc = 0;
+    for (int i = 0; i < ns.gpu_count; ++i) {
+      const GpuId g = ns.first_gpu + i;
+      const GpuState& gs = cs.gpu(g);
+      const GpuKind& kind = cs.kind_of_gpu(g);
+      int64_t alloc = 0;
+      nlohmann::json layout = nlohmann::json::array();
+      if (gs.mig_enabled) {
+        for (int k = 0; k < gs.n_instances; ++k) {
+          const MigSlot& m = gs.instances[k];
+          layout.push_back({{"profile", kind.profiles[m.profile].name}, {"start", m.start}, {"busy", m.busy}});
+          if (m.busy) alloc += kind.ProfileComputeMilli(m.profile);
+        }
+      } else {
+        alloc = kMilliPerGpu - gs.free_milli;
+      }
+      node_alloc += alloc;
+      busy_gpus += gs.tasks > 0;
+      gpus.push_back({{"index", i},
+                      {"mig_enabled", gs.mig_enabled},
+                      {"mig_layout", layout},
+                      {"tasks", gs.tasks},
+                      {"allocated_milli", alloc},
+                      {"utilisation", static_cast<double>(alloc) / kMilliPerGpu}});
+    }
+    total_gpus += ns.gpu_count;
+    total_alloc += node_alloc;
+    nodes.push_back({{"name", node.name},
+                     {"gpu_kind", node.kind == kNone ? "" : s.catalog().kind(node.kind).id},
+                     {"leaf", cl.leaf_names.empty() ? "" : cl.leaf_names[node.leaf]},
+                     {"tier", TierName(node.tier)},
+                     {"gpu_count", ns.gpu_count},
+                     {"allocated_gpus", static_cast<double>(node_alloc) / kMilliPerGpu},
+                     {"gpus", std::move(gpus)}});
+  }
+  return {{"name", cl.name},
+          {"at", TimeJson(snap.at)},
+          {"nodes", std::move(nodes)},
+          {"totals",
+           {{"nodes", cs.num_nodes()},
+            {"gpus", total_gpus},
+            {"busy_gpus", busy_gpus},
+            {"allocated_gpus", static_cast<double>(total_alloc) / kMilliPerGpu},
+            {"utilisation", total_gpus ? static_cast<double>(total_alloc) / (kMilliPerGpu * total_gpus) : 0.0}}}};
+}
+
+nlohmann::json ErrorJson(const ApiError& e) {
+  return {{"error", {{"code", ErrorCodeName(e.code)}, {"field", e.field}, {"message", e.message}}}};
+}
+
+std::string UsageCsv(const std::vector<UsageRow>& rows) {
+  std::string out = "team,project,job,tier,idle,gpu_hours,cost,idle_share_cost\n";
+  for (const UsageRow& r : rows)
+    out += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f}\n", CsvField(r.team), CsvField(r.project),
+                       CsvField(r.job), CsvField(r.tier), r.idle ? "true" : "false", r.gpu_hours, r.cost,
+                       r.idle_share_cost);
+  return out;
+}
+
+nlohmann::json UsageJson(const std::vector<UsageRow>& rows, int64_t from, int64_t to, const std::string& group_by) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const UsageRow& r : rows) {
+    auto key = [&](const std::string& v, bool filled) { return filled ? nlohmann::json(v) : nlohmann::json(); };
+    arr.push_back({{"team", key(r.team, !r.team.empty())},
+                   {"project", key(r.project, group_by != "team" && !r.idle)},
+                   {"job", key(r.job, group_by == "job" && !r.idle)},
+                   {"tier", key(r.tier, !r.tier.empty())},
+                   {"idle", r.idle},
+                   {"gpu_hours", r.gpu_hours},
+                   {"cost", r.cost},
+                   {"idle_share_cost", r.idle_share_cost}});
+  }
+  return {{"from", TimeJson(from)}, {"to", TimeJson(to)}, {"group_by", group_by}, {"rows", std::move(arr)}};
+}
+
+}  // namespace tessera

@@ -1,0 +1,22 @@
+#pragma once
+// JSON renderings of the service's answers (the API's wire format, docs/api.md).
+
+#include <nlohmann/json.hpp>
+
+#include "service/service.h"
+
+namespace tessera {
+
+// ISO 8601 UTC of a service time, or null for -1.
+nlohmann::json TimeJson(int64_t t);
+nlohmann::json JobJson(const JobView& v, const Service& s);
+nlohmann::json QueueEntryJson(const QueueEntry& e, const Service& s);
+nlohmann::json TeamJson(const TeamView& t);
+nlohmann::json UserJson(const UserView& u);
+nlohmann::json ClusterJson(const Snapshot& snap, const Service& s);
+nlohmann::json ErrorJson(const ApiError& e);
+// CSV with a header: team,project,job,tier,idle,gpu_hours,cost,idle_share_cost.
+std::string UsageCsv(const std::vector<UsageRow>& rows);
+nlohmann::json UsageJson(const std::vector<UsageRow>& rows, int64_t from, int64_t to, const std::string& group_by);
+
+}  // namespace tessera

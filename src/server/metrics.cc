@@ -1,0 +1,116 @@
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace tessera {
+namespace {
+
+std::string Esc(const std::string& v) {
+  std::string o;
+  for (char c : v) {
+    if (c == '\\' || c == '"') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+void Head(std::string* out, const char* name, const char* type, const char* help) {
+  *out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+}  // namespace
+
+std::string MetricsText(const Service& s) {
+  std::string o;
+  auto snap = s.snapshot();
+  const Counters& c = s.counters();
+  // Pending jobs per team and reason (from the last cycle's plan).
+  std::map<std::pair<std::string, std::string>, int64_t> pending;
+  for (const QueueEntry& e : snap->queue) ++pending[{e.job->team, e.info.code}];
+  Head(&o, "tessera_pending_jobs", "gauge", "Jobs waiting, per team and reason code, after the last cycle.");
+  for (const auto& [k, n] : pending)
+    o += fmt::format("tessera_pending_jobs{{team=\"{}\",reason=\"{}\"}} {}\n", Esc(k.first), Esc(k.second), n);
+  Head(&o, "tessera_running_jobs", "gauge", "Jobs running, per team.");
+  const auto counts = s.JobCountsByTeam();
+  for (const auto& [team, pr] : counts) o += fmt::format("tessera_running_jobs{{team=\"{}\"}} {}\n", Esc(team), pr.second);
+  Head(&o, "tessera_cycle_duration_seconds", "histogram", "Duration of one scheduling cycle.");
+  uint64_t cum = 0;
+  for (int b = 0; b <= Counters::kNumBuckets; ++b) {
+    cum += c.cycle_bucket[b].load();
+    const std::string le = b < Counters::kNumBuckets ? fmt::format("{}", Counters::kCycleBuckets[b]) : "+Inf";
+    o += fmt::format("tessera_cycle_duration_seconds_bucket{{le=\"{}\"}} {}\n", le, cum);
+  }
+  o += fmt::format("tessera_cycle_duration_seconds_sum {:.6f}\n", c.cycle_sum_us.load() / 1e6);
+  o += fmt::format("tessera_cycle_duration_seconds_count {}\n", cum);
+  const std::pair<const char*, const char*> simple[] = {
+      {"tessera_placements_total", "Jobs placed (bound to GPUs)."},
+      {"tessera_preemptions_total", "Running jobs preempted."},
+      {"tessera_mig_repartitions_total", "MIG instances created or destroyed, or MIG modes switched, for placements."},
+      {"tessera_job_submissions_total", "Jobs accepted (durable)."},
+      {"tessera_jobs_finished_total", "Jobs that ended on their own (succeeded or failed)."},
+      {"tessera_jobs_failed_total", "Jobs that failed."},
+      {"tessera_jobs_cancelled_total", "Jobs cancelled."}};
+  const uint64_t values[] = {c.placements.load(), c.preemptions.load(), c.mig_repartitions.load(),
+                             c.submissions.load(), c.finished.load(), c.failed.load(), c.cancelled.load()};
+  for (size_t i = 0; i < std::size(simple); ++i) {
+    Head(&o, simple[i].first, "counter", simple[i].second);
+    o += fmt::format("{} {}\n", simple[i].first, values[i]);
+  }
+  // Teams: allocation against guarantee.
+  Head(&o, "tessera_team_allocated_gpus", "gauge", "GPUs (in GPU units) a team holds after the last cycle.");
+  std::string g, f;
+  for (size_t q = 0; q < snap->queues.size() && q < snap->queue_names.size(); ++q)
+    o += fmt::format("tessera_team_allocated_gpus{{team=\"{}\"}} {}\n", Esc(snap->queue_names[q]),
+                     snap->queues[q].allocated_milli / 1000.0);
+  Head(&o, "tessera_team_fair_share_gpus", "gauge", "GPUs a team deserves in the last cycle (guarantee plus share of idle).");
+  for (size_t q = 0; q < snap->queues.size() && q < snap->queue_names.size(); ++q)
+    o += fmt::format("tessera_team_fair_share_gpus{{team=\"{}\"}} {}\n", Esc(snap->queue_names[q]),
+                     snap->queues[q].fair_share_milli / 1000.0);
+  Head(&o, "tessera_team_guaranteed_gpus", "gauge", "GPUs guaranteed to a team.");
+  Caller admin{"", "", Role::kAdmin};
+  for (const TeamView& t : s.Teams(admin))
+    o += fmt::format("tessera_team_guaranteed_gpus{{team=\"{}\"}} {}\n", Esc(t.name), t.guaranteed_milli / 1000.0);
+  // GPUs (DCGM exporter names): utilisation in percent of the allocated share (the simulated executor keeps
+  // what it holds busy), allocation per GPU, MIG instances by profile.
+  const ClusterState& cs = *snap->cluster;
+  const Cluster& cl = s.cluster();
+  std::string util, alloc, mig;
+  for (NodeId n = 0; n < cs.num_nodes(); ++n) {
+    const NodeState& ns = cs.node(n);
+    for (int i = 0; i < ns.gpu_count; ++i) {
+      const GpuId gid = ns.first_gpu + i;
+      const GpuState& gs = cs.gpu(gid);
+      const GpuKind& kind = cs.kind_of_gpu(gid);
+      const std::string labels = fmt::format("gpu=\"{}\",device=\"nvidia{}\",model_name=\"{}\",hostname=\"{}\"", i, i,
+                                             Esc(kind.id), Esc(cl.nodes[n].name));
+      int64_t held = 0;
+      if (gs.mig_enabled) {
+        for (int k = 0; k < gs.n_instances; ++k) {
+          const MigSlot& m = gs.instances[k];
+          if (m.busy) held += kind.ProfileComputeMilli(m.profile);
+          mig += fmt::format("DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{},GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{}\"}} {}\n", labels,
+                             Esc(kind.profiles[m.profile].name), static_cast<int>(m.start), m.busy ? 1 : 0);
+        }
+      } else {
+        held = kMilliPerGpu - gs.free_milli;
+      }
+      util += fmt::format("DCGM_FI_DEV_GPU_UTIL{{{}}} {}\n", labels, held / 10.0);
+      alloc += fmt::format("tessera_gpu_allocated_ratio{{{}}} {}\n", labels, held / 1000.0);
+    }
+  }
+  Head(&o, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilisation in percent (simulated: the allocated share).");
+  o += util;
+  Head(&o, "tessera_gpu_allocated_ratio", "gauge", "Share of the GPU held by jobs (0 to 1).");
+  o += alloc;
+  Head(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "MIG instance activity (simulated: 1 while a job holds it).");
+  o += mig;
+  return o;
+}
+
+}  // namespace tessera
