@@ -96,8 +96,16 @@ Status ApiServer::Bind() {
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_keep_alive_max_count(100000);
+  http_->set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle delay on the second
   http_->set_read_timeout(30, 0);
   Routes();
+  // httplib listens with a backlog of 5; a burst of connections would wait for SYN retransmission (1 s).
+  // Keep the socket to widen the backlog after binding.
+  http_->set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = sock;
+  });
   if (options_.port == 0) {
     port_ = http_->bind_to_any_port(options_.host.c_str());
     if (port_ <= 0) return Status::Error(fmt::format("cannot listen on {}", options_.host));
@@ -107,6 +115,7 @@ Status ApiServer::Bind() {
                                        options_.host, options_.port));
     port_ = options_.port;
   }
+  if (listen_fd_ >= 0) ::listen(listen_fd_, 4096);
   return Status::Ok();
 }
 

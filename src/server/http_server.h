@@ -41,6 +41,7 @@ class ApiServer {
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;
+  int listen_fd_ = -1;
 };
 
 }  // namespace tessera

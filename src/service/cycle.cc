@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "cost/pricebook.h"
 #include "service/service.h"
@@ -56,7 +57,7 @@ void Service::CycleLoop() {
     }
     // Event-driven cycles are spaced by at least min_cycle_gap_s and four times the last cycle's cost, so
     // that a burst of submissions is batched into few cycles.
-    const double gap = std::min(1.0, std::max(config_.min_cycle_gap_s, 4 * last_cost_s));
+    const double gap = std::min(1.0, std::max(config_.min_cycle_gap_s, 8 * last_cost_s));
     const double since = std::chrono::duration<double>(Wall::now() - last).count();
     if (since < gap) {
       std::unique_lock<std::mutex> lock(wake_mu_);
@@ -109,6 +110,7 @@ std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) con
 void Service::ReleaseLocked(const JobRecord& j) {
   if (j.state != JobState::kRunning) return;
   state_->Release(j.placements, j.request.cpu_milli, j.request.host_memory_mib, j.cls != WorkloadClass::kTraining);
+  state_changed_ = true;
   executor_->Stop(j.id);
   running_.erase(j.id);
 }
@@ -130,55 +132,73 @@ JobPtr Service::FinishLocked(const JobRecord& j, JobState state, int64_t at, con
 }
 
 void Service::ApplyPlanLocked(const Plan& plan, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed) {
-  auto current = [&](JobId id) -> JobPtr {
+  auto current = [&](int64_t id) -> JobPtr {
     for (auto it = changed->rbegin(); it != changed->rend(); ++it)
       if ((*it)->id == id) return *it;
     return Lookup(id, false);
   };
+  // Preemptions first (the plan orders them before the binds they make room for); a preempted replica
+  // preempts its whole job.
   for (const Action& a : plan.actions) {
-    JobPtr j = current(a.job);
-    if (a.kind == ActionKind::kPreempt) {
-      if (!j || j->state != JobState::kRunning) continue;
-      for (UsageRecord& u : UsageOf(*j, now)) b->usage.push_back(std::move(u));
-      ReleaseLocked(*j);
-      auto next = std::make_shared<JobRecord>(*j);
-      next->version = NextVersion();
-      next->state = JobState::kPending;
-      next->started_at = -1;
-      next->placements.clear();
-      next->message = "preempted: " + a.reason;
-      pending_.insert(j->id);
-      b->events.push_back({j->id, now, "Preempted", a.reason});
-      changed->push_back(next);
-      counters_.preemptions.fetch_add(1, std::memory_order_relaxed);
-    } else if (a.kind == ActionKind::kBind) {
-      if (!j || j->state != JobState::kPending) continue;
-      const Request& r = j->request;
-      if (!state_->CanApply(a.tasks, r.cpu_milli, r.host_memory_mib).ok()) continue;  // changed since the plan
-      for (const TaskPlacement& t : a.tasks)
-        for (const GpuGrant& g : t.gpus)
-          if (g.create_instance || g.enable_mig || g.disable_mig || g.destroy_mask)
-            counters_.mig_repartitions.fetch_add(1, std::memory_order_relaxed);
-      state_->Apply(a.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
-      auto next = std::make_shared<JobRecord>(*j);
-      next->version = NextVersion();
-      next->state = JobState::kRunning;
-      next->started_at = now;
-      next->placements = WithoutFlags(a.tasks);
-      next->message.clear();
-      for (const TaskPlacement& t : a.tasks)
-        for (const GpuGrant& g : t.gpus)
-          if (g.mig_profile >= 0 || g.disable_mig) {
-            const NodeState& ns = state_->node(t.node);
-            b->layouts.push_back({config_.cluster.nodes[t.node].name, g.gpu - ns.first_gpu, LayoutText(*state_, g.gpu)});
-          }
-      executor_->Start(j->id, now, j->duration_s);
-      pending_.erase(j->id);
-      running_.insert(j->id);
-      b->events.push_back({j->id, now, "Started", a.reason});
-      changed->push_back(next);
-      counters_.placements.fetch_add(1, std::memory_order_relaxed);
+    if (a.kind != ActionKind::kPreempt) continue;
+    JobPtr j = current(JobOfEngineId(a.job));
+    if (!j || j->state != JobState::kRunning) continue;
+    for (UsageRecord& u : UsageOf(*j, now)) b->usage.push_back(std::move(u));
+    ReleaseLocked(*j);
+    auto next = std::make_shared<JobRecord>(*j);
+    next->version = NextVersion();
+    next->state = JobState::kPending;
+    next->started_at = -1;
+    next->placements.clear();
+    next->message = "preempted: " + a.reason;
+    pending_.insert(j->id);
+    b->events.push_back({j->id, now, "Preempted", a.reason});
+    changed->push_back(next);
+    counters_.preemptions.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Binds, grouped by job: a job starts only when every replica got a place in this plan.
+  std::map<int64_t, std::map<int, const Action*>> binds;
+  for (const Action& a : plan.actions)
+    if (a.kind == ActionKind::kBind) binds[JobOfEngineId(a.job)][static_cast<int>(a.job % kMaxReplicas)] = &a;
+  for (const auto& [id, by_replica] : binds) {
+    JobPtr j = current(id);
+    if (!j || j->state != JobState::kPending || static_cast<int>(by_replica.size()) != j->replicas) continue;
+    const Request& r = j->request;
+    const bool inference = r.cls != WorkloadClass::kTraining;
+    std::vector<TaskPlacement> tasks;
+    std::vector<const Action*> applied;
+    for (const auto& [rep, a] : by_replica) {
+      if (!state_->CanApply(a->tasks, r.cpu_milli, r.host_memory_mib).ok()) break;  // changed since the plan
+      state_->Apply(a->tasks, r.cpu_milli, r.host_memory_mib, inference);
+      applied.push_back(a);
+      tasks.insert(tasks.end(), a->tasks.begin(), a->tasks.end());
     }
+    if (applied.size() != by_replica.size()) {  // all or nothing: undo the replicas applied
+      for (const Action* a : applied) state_->Release(WithoutFlags(a->tasks), r.cpu_milli, r.host_memory_mib, inference);
+      continue;
+    }
+    for (const TaskPlacement& t : tasks)
+      for (const GpuGrant& g : t.gpus) {
+        if (g.create_instance || g.enable_mig || g.disable_mig || g.destroy_mask)
+          counters_.mig_repartitions.fetch_add(1, std::memory_order_relaxed);
+        if (g.mig_profile >= 0 || g.disable_mig)
+          b->layouts.push_back({config_.cluster.nodes[t.node].name, g.gpu - state_->node(t.node).first_gpu,
+                                LayoutText(*state_, g.gpu)});
+      }
+    auto next = std::make_shared<JobRecord>(*j);
+    next->version = NextVersion();
+    next->state = JobState::kRunning;
+    next->started_at = now;
+    next->placements = WithoutFlags(std::move(tasks));
+    next->units_milli = UnitsOf(*state_, next->placements, config_.tenancy.options.slice_units);
+    state_changed_ = true;
+    next->message.clear();
+    executor_->Start(id, now, j->duration_s);
+    pending_.erase(id);
+    running_.insert(id);
+    b->events.push_back({id, now, "Started", by_replica.begin()->second->reason});
+    changed->push_back(next);
+    counters_.placements.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -212,26 +232,33 @@ void Service::RunOneCycle() {
     in.pending.reserve(pending_.size());
     for (int64_t id : pending_) {
       const JobRecord& j = *jobs_[id - 1].current;
-      PendingJob p{j.request, j.queue, j.submitted_at, j.submitted_at, false, j.duration_s};
-      if (j.duration_s > 0) p.request.expected_end_s = now + j.duration_s;
-      in.pending.push_back(std::move(p));
+      for (int r = 0; r < j.replicas; ++r) {
+        PendingJob p{j.request, j.queue, j.submitted_at, j.submitted_at, false, j.duration_s};
+        p.request.id = EngineId(id, r);
+        if (j.duration_s > 0) p.request.expected_end_s = now + j.duration_s;
+        in.pending.push_back(std::move(p));
+      }
     }
     for (int64_t id : running_) {
       const JobRecord& j = *jobs_[id - 1].current;
-      RunningJob r;
-      r.id = id;
-      r.queue = j.queue;
-      r.priority = j.request.priority;
       const PriorityClass* pc = config_.tenancy.FindClass(j.priority_class);
-      r.preemptible = pc == nullptr || pc->preemptible;
-      r.cls = j.cls;
-      r.tasks = j.placements;
-      r.cpu_milli = j.request.cpu_milli;
-      r.host_memory_mib = j.request.host_memory_mib;
-      r.gpu_milli = UnitsOf(*working, j.placements, in.options.slice_units);
-      r.start_time_s = j.started_at;
-      r.expected_end_s = j.duration_s > 0 ? j.started_at + j.duration_s : -1;
-      in.running.push_back(std::move(r));
+      const int groups = j.replicas;  // a gang is one group of all its tasks; replicas one task each
+      for (int r = 0; r < groups; ++r) {
+        RunningJob rj;
+        rj.id = EngineId(id, r);
+        rj.queue = j.queue;
+        rj.priority = j.request.priority;
+        rj.preemptible = pc == nullptr || pc->preemptible;
+        rj.cls = j.cls;
+        if (groups == 1) rj.tasks = j.placements;
+        else if (r < static_cast<int>(j.placements.size())) rj.tasks = {j.placements[r]};
+        rj.cpu_milli = j.request.cpu_milli;
+        rj.host_memory_mib = j.request.host_memory_mib;
+        rj.gpu_milli = groups == 1 ? j.units_milli : UnitsOf(*working, rj.tasks, in.options.slice_units);
+        rj.start_time_s = j.started_at;
+        rj.expected_end_s = j.duration_s > 0 ? j.started_at + j.duration_s : -1;
+        in.running.push_back(std::move(rj));
+      }
     }
   }
   Plan plan = scheduler_.Decide(in);
@@ -262,21 +289,36 @@ void Service::PublishLocked(const Plan* plan, int64_t now) {
   auto snap = std::make_shared<Snapshot>();
   snap->at = now;
   snap->cycle = cycle_seq_;
-  snap->cluster = std::make_shared<ClusterState>(*state_);
+  auto old = snapshot();
+  if (state_changed_ || !old) snap->cluster = std::make_shared<ClusterState>(*state_);
+  else snap->cluster = old->cluster;
+  state_changed_ = false;
   for (const QueueConfig& q : config_.tenancy.queues) snap->queue_names.push_back(q.name);
   if (plan != nullptr) {
     snap->queues = plan->queues;
-    std::vector<const PendingStatus*> order;
+    std::vector<std::pair<int, int64_t>> order;  // (pool position of the job's first replica, job)
     for (const PendingStatus& p : plan->pending) {
-      JobPtr j = Lookup(p.job, false);
+      const int64_t id = JobOfEngineId(p.job);
+      JobPtr j = Lookup(id, false);
       if (!j || j->state != JobState::kPending) continue;
-      snap->pending[p.job] = PendingInfo{p.team_position, p.pool_position, p.code, p.message, p.estimated_start_s};
-      order.push_back(&p);
+      auto [it, fresh] = snap->pending.try_emplace(id);
+      if (!fresh && it->second.pool_position <= p.pool_position) continue;
+      it->second = PendingInfo{p.team_position, p.pool_position, p.code, p.message, p.estimated_start_s};
     }
-    std::sort(order.begin(), order.end(),
-              [](const PendingStatus* a, const PendingStatus* b) { return a->pool_position < b->pool_position; });
-    for (const PendingStatus* p : order) snap->queue.push_back({Lookup(p->job, false), snap->pending[p->job]});
-  } else if (auto old = snapshot()) {
+    for (const auto& [id, info] : snap->pending) order.push_back({info.pool_position, id});
+    std::sort(order.begin(), order.end());
+    int pos = 0;
+    for (const auto& [p, id] : order) {
+      PendingInfo& info = snap->pending[id];
+      info.pool_position = ++pos;  // positions count jobs, not replicas
+      snap->queue.push_back({Lookup(id, false), info});
+    }
+    std::map<int, int> team_pos;
+    for (QueueEntry& e : snap->queue) {
+      e.info.team_position = ++team_pos[e.job->queue];
+      snap->pending[e.job->id].team_position = e.info.team_position;
+    }
+  } else if (old) {
     snap->queues = old->queues;
   }
   std::lock_guard<std::mutex> lock(snap_mu_);

@@ -10,7 +10,7 @@ defaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: s
 nodes:
   - {name: h100, count: 4, gpu: h100-80gb, leaf: leaf-0, price_per_gpu_hour: 4.916}
   - {name: a100, count: 2, gpu: a100-80gb, leaf: leaf-1, price_per_gpu_hour: 2.5}
-  - {name: a100-mig, count: 2, gpu: a100-80gb, leaf: leaf-1, price_per_gpu_hour: 2.5, mig_enabled: true, mig_config: all-balanced}
+  - {name: a100-mig, count: 2, gpu: a100-80gb, leaf: leaf-1, price_per_gpu_hour: 2.5, mig: {enabled: true, config: all-balanced}}
 )";
 }
 

@@ -44,7 +44,7 @@ Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& t
   auto reqs = ToRequests(w, cat, id);
   if (!reqs.ok()) return Invalid("gpu_kinds", reqs.error());
   Request r = reqs->front();
-  if (w.cls != WorkloadClass::kTraining) r.tasks = w.replicas;
+  const int replicas = w.cls == WorkloadClass::kTraining ? 1 : w.replicas;  // independent one-task requests
   r.id = id;
   r.priority = pc->value;
   // What the cluster offers, over the kinds the job allows.
@@ -53,16 +53,17 @@ Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& t
   uint64_t profile_kinds = 0;
   int64_t profile_mib = 0;
   int profile_milli = 0;
-  for (const Node& n : config_.cluster.nodes) {
-    if (n.kind == kNone || !r.KindAllowed(n.kind)) continue;
-    const GpuKind& k = cat.kind(n.kind);
-    max_gpus = std::max(max_gpus, n.gpu_count);
-    total_gpus += n.gpu_count;
+  for (KindId kid = 0; kid < static_cast<KindId>(kind_stats_.size()); ++kid) {
+    const KindStats& ks = kind_stats_[kid];
+    if (ks.total_gpus == 0 || !r.KindAllowed(kid)) continue;
+    const GpuKind& k = cat.kind(kid);
+    max_gpus = std::max(max_gpus, ks.max_gpus);
+    total_gpus += ks.total_gpus;
     max_memory = std::max(max_memory, k.memory_mib);
     if (!spec.mig_profile.empty()) {
       const int p = k.FindProfile(spec.mig_profile);
-      if (p >= 0 && n.kind < 64) {
-        profile_kinds |= uint64_t{1} << n.kind;
+      if (p >= 0 && kid < 64) {
+        profile_kinds |= uint64_t{1} << kid;
         profile_mib = std::max(profile_mib, k.profiles[p].usable_mib);
         profile_milli = std::max(profile_milli, k.ProfileComputeMilli(p));
       }
@@ -88,9 +89,9 @@ Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& t
     if (r.gpu_memory_mib > max_memory)
       return Invalid(MemoryField(spec), fmt::format("memory of {} MiB per GPU is above every GPU's ({} MiB at most)",
                                                     r.gpu_memory_mib, max_memory));
-    if (r.TotalGpus() > total_gpus)
+    if (r.TotalGpus() * replicas > total_gpus)
       return Invalid(w.cls == WorkloadClass::kTraining ? "workers" : "replicas",
-                     fmt::format("the job asks for {} GPUs; the cluster has {}", r.TotalGpus(), total_gpus));
+                     fmt::format("the job asks for {} GPUs; the cluster has {}", r.TotalGpus() * replicas, total_gpus));
   }
   *queue = config_.tenancy.LeafFor(team, w.project);
   if (*queue < 0) *queue = config_.tenancy.FindQueue(team);
@@ -117,35 +118,42 @@ bool Service::CanChange(const Caller& c, const JobRecord& j) const {
   return false;
 }
 
-void Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done) {
-  std::vector<bool> fresh;
+Service::Effects Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch,
+                                    std::function<void(const Status&)> done) {
+  Effects e;
   for (const JobPtr& j : next) {
     if (static_cast<int64_t>(jobs_.size()) < j->id) jobs_.resize(j->id);
-    fresh.push_back(jobs_[j->id - 1].current == nullptr);
+    e.fresh.push_back(jobs_[j->id - 1].current == nullptr);
     jobs_[j->id - 1].current = j;
     batch.jobs.push_back(ToRow(*j));
   }
-  std::vector<UsageRecord> usage = batch.usage;
-  store_->Write(std::move(batch), [this, next = std::move(next), fresh = std::move(fresh), usage = std::move(usage),
-                                   done = std::move(done)](const Status& st) {
-    bool added = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = 0; i < next.size(); ++i) {
-        const JobPtr& j = next[i];
-        Slot& s = jobs_[j->id - 1];
-        if (st.ok()) {
-          if (!s.visible || s.visible->version < j->version) s.visible = j;
-          if (fresh[i] && s.current == j && j->state == JobState::kPending) pending_.insert(j->id), added = true;
-        } else if (fresh[i] && s.current == j) {
-          s.current = nullptr;
-        }
+  e.next = std::move(next);
+  e.usage = batch.usage;
+  if (done) {
+    store_->Write(std::move(batch), std::move(done));
+  } else {
+    store_->Write(std::move(batch), [this, e](const Status& st) { ApplyEffects(e, st); });
+  }
+  return e;
+}
+
+void Service::ApplyEffects(const Effects& e, const Status& st) {
+  bool added = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < e.next.size(); ++i) {
+      const JobPtr& j = e.next[i];
+      Slot& s = jobs_[j->id - 1];
+      if (st.ok()) {
+        if (!s.visible || s.visible->version < j->version) s.visible = j;
+        if (e.fresh[i] && s.current == j && j->state == JobState::kPending) pending_.insert(j->id), added = true;
+      } else if (e.fresh[i] && s.current == j) {
+        s.current = nullptr;
       }
-      if (st.ok()) usage_.insert(usage_.end(), usage.begin(), usage.end());
     }
-    if (added) Notify();
-    if (done) done(st);
-  });
+    if (st.ok()) usage_.insert(usage_.end(), e.usage.begin(), e.usage.end());
+  }
+  if (added) Notify();
 }
 
 Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
@@ -208,6 +216,7 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   j->duration_s = spec.workload.duration_s;
   j->spec_json = body;
   j->request = req.value();
+  j->replicas = spec.workload.cls == WorkloadClass::kTraining ? 1 : spec.workload.replicas;
   j->queue = queue;
   j->submitted_at = Now();
   WriteBatch b;
@@ -218,17 +227,16 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   }
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  const bool keyed = !idempotency_key.empty();
-  PutLocked({j}, std::move(b), [this, p, key, keyed](const Status& st) {
-    if (keyed) {
-      std::lock_guard<std::mutex> l(mu_);
-      if (st.ok()) idem_[key].durable = true;
-      else idem_.erase(key);
-    }
-    p->set_value(st);
-  });
+  Effects effects = PutLocked({j}, std::move(b), [p](const Status& st) { p->set_value(st); });
   lock.unlock();
-  if (Status st = f.get(); !st.ok()) return ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()};
+  const Status st = f.get();
+  ApplyEffects(effects, st);
+  if (!idempotency_key.empty()) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (st.ok()) idem_[key].durable = true;
+    else idem_.erase(key);
+  }
+  if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()};
   counters_.submissions.fetch_add(1, std::memory_order_relaxed);
   if (created) *created = true;
   return JobView{j, std::nullopt};
@@ -253,6 +261,7 @@ Outcome<JobView> Service::Get(const Caller& c, int64_t id) const {
 Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
+  Effects effects;
   {
     std::lock_guard<std::mutex> lock(mu_);
     JobPtr j = Lookup(id, false);
@@ -264,11 +273,13 @@ Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
     } else {
       WriteBatch b;
       JobPtr next = FinishLocked(*j, JobState::kCancelled, Now(), "cancelled by " + c.user, &b);
-      PutLocked({next}, std::move(b), [p](const Status& st) { p->set_value(st); });
+      effects = PutLocked({next}, std::move(b), [p](const Status& st) { p->set_value(st); });
     }
   }
   Notify();
-  if (Status st = f.get(); !st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
+  const Status st = f.get();
+  ApplyEffects(effects, st);
+  if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
   counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
   return Get(c, id);
 }
@@ -277,6 +288,7 @@ Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::st
   const PriorityClass* pc = config_.tenancy.FindClass(priority_class);
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
+  Effects effects;
   {
     std::lock_guard<std::mutex> lock(mu_);
     JobPtr j = Lookup(id, false);
@@ -292,10 +304,12 @@ Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::st
     next->request.priority = pc->value;
     WriteBatch b;
     b.events.push_back({id, Now(), "PriorityChanged", fmt::format("{} -> {} by {}", j->priority_class, pc->name, c.user)});
-    PutLocked({next}, std::move(b), [p](const Status& st) { p->set_value(st); });
+    effects = PutLocked({next}, std::move(b), [p](const Status& st) { p->set_value(st); });
   }
   Notify();
-  if (Status st = f.get(); !st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
+  const Status st = f.get();
+  ApplyEffects(effects, st);
+  if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
   return Get(c, id);
 }
 

@@ -51,7 +51,14 @@ bool ParseJobState(std::string_view s, JobState* out) {
 }
 
 Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Executor* executor)
-    : config_(std::move(config)), store_(std::move(store)), clock_(clock), executor_(executor) {}
+    : config_(std::move(config)), store_(std::move(store)), clock_(clock), executor_(executor) {
+  kind_stats_.resize(config_.catalog->size());
+  for (const Node& n : config_.cluster.nodes) {
+    if (n.kind == kNone) continue;
+    kind_stats_[n.kind].max_gpus = std::max(kind_stats_[n.kind].max_gpus, n.gpu_count);
+    kind_stats_[n.kind].total_gpus += n.gpu_count;
+  }
+}
 
 Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock,
                                                 Executor* executor) {
@@ -175,6 +182,7 @@ Status Service::Restore(const StoredState& s) {
     auto req = BuildRequest(spec.value(), row.team, row.id, &queue, &pc);
     if (!req.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, req.error().message));
     j->request = req.value();
+    j->replicas = spec->workload.cls == WorkloadClass::kTraining ? 1 : spec->workload.replicas;
     j->queue = queue;
     j->user = row.user;
     j->team = row.team;
@@ -226,6 +234,7 @@ Status Service::Restore(const StoredState& s) {
     if (Status st = state_->CanApply(j.placements, r.cpu_milli, r.host_memory_mib); !st.ok())
       return Status::Error(fmt::format("stored job {}: its placement no longer applies: {}", id, st.message()));
     state_->Apply(j.placements, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
+    const_cast<JobRecord&>(j).units_milli = UnitsOf(*state_, j.placements, config_.tenancy.options.slice_units);
     executor_->Start(id, j.started_at, j.duration_s);
   }
   last_cycle_at_ = Now();

@@ -66,14 +66,22 @@ struct JobRecord {
   std::string mig_profile;
   int64_t duration_s = 0;
   std::string spec_json;
-  Request request;   // what the engine places (request.id == id)
+  // What the engine places: a training job is one gang request; an inference job `replicas` one-task
+  // requests, engine ids EngineId(id, r), placed all together (placements: one task per replica, in order).
+  Request request;
+  int replicas = 1;
   int queue = 0;     // leaf queue index
   JobState state = JobState::kPending;
   int64_t submitted_at = 0, started_at = -1, finished_at = -1;
   std::vector<TaskPlacement> placements;
+  int64_t units_milli = 0;  // GPU units the placements hold (sched UnitsOf)
   std::string message;
 };
 using JobPtr = std::shared_ptr<const JobRecord>;
+inline constexpr int64_t kMaxReplicas = 4096;
+inline JobId EngineId(int64_t job, int replica) { return job * kMaxReplicas + replica; }
+inline int64_t JobOfEngineId(JobId e) { return e / kMaxReplicas; }
+inline int TotalGpus(const JobRecord& j) { return j.request.TotalGpus() * j.replicas; }
 
 // Why a pending job waits, from the last cycle.
 struct PendingInfo {
@@ -132,7 +140,7 @@ struct ServiceConfig {
   const Catalog* catalog = nullptr;
   TenancyConfig tenancy;           // queues from a tenancy file (teams created through the API are added)
   double tick_s = 1.0;             // wall seconds between timer cycles
-  double min_cycle_gap_s = 0.05;   // wall seconds between event-driven cycles (at least)
+  double min_cycle_gap_s = 0.1;    // wall seconds between event-driven cycles (at least)
 };
 
 struct UsageQuery {
@@ -216,9 +224,18 @@ class Service {
   Outcome<Request> BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
                                 std::string* priority_class) const;
   std::vector<UsageRecord> UsageOf(const JobRecord& j, int64_t end_s) const;
-  // Makes `next` the current versions and queues their write with `batch`; after the commit they become
-  // visible, new pending jobs join the pending set, usage joins the ledger, then `done` runs.
-  void PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
+  // What a commit makes visible: job versions (fresh = first version of a job), usage records.
+  struct Effects {
+    std::vector<JobPtr> next;
+    std::vector<bool> fresh;
+    std::vector<UsageRecord> usage;
+  };
+  // Makes `next` the current versions and queues their write with `batch`. After the commit the Effects
+  // are applied (versions visible, new pending jobs in the pending set, usage in the ledger): by the store's
+  // writer when `done` is null, else by the caller, who waits for `done` and then calls ApplyEffects (so
+  // that commits of concurrent requests are not published one by one on the writer thread).
+  Effects PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
+  void ApplyEffects(const Effects& e, const Status& st);
   JobPtr Lookup(int64_t id, bool visible) const;
   uint64_t NextVersion() { return versions_.fetch_add(1) + 1; }
   void CycleLoop();
@@ -230,7 +247,13 @@ class Service {
   void PublishLocked(const Plan* plan, int64_t now);
   void Notify();
 
+  struct KindStats {
+    int max_gpus = 0;    // GPUs of the largest node of the kind
+    int total_gpus = 0;
+  };
+
   ServiceConfig config_;
+  std::vector<KindStats> kind_stats_;  // by KindId
   std::unique_ptr<Store> store_;
   Clock* clock_;
   Executor* executor_;
@@ -251,6 +274,7 @@ class Service {
   int64_t next_job_id_ = 1;
   int64_t next_user_id_ = 1;
   std::unique_ptr<ClusterState> state_;    // allocation of the current versions
+  bool state_changed_ = true;              // since the last published snapshot
   std::vector<double> historical_usage_;
   int64_t last_cycle_at_ = 0;
   uint64_t cycle_seq_ = 0;

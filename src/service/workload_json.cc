@@ -1,7 +1,5 @@
 #include "service/workload_json.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <fmt/format.h>
 #include <map>
 
@@ -84,32 +82,16 @@ bool HasType(const nlohmann::json& v, FieldType t) {
   return false;
 }
 
-YAML::Node ToYaml(const nlohmann::json& v) {
-  YAML::Node n;
-  if (v.is_object()) {
-    n = YAML::Node(YAML::NodeType::Map);
-    for (const auto& [k, e] : v.items()) n[k] = ToYaml(e);
-  } else if (v.is_array()) {
-    n = YAML::Node(YAML::NodeType::Sequence);
-    for (const auto& e : v) n.push_back(ToYaml(e));
-  } else if (v.is_string()) {
-    n = v.get<std::string>();
-  } else if (v.is_boolean()) {
-    n = v.get<bool>();
-  } else if (v.is_number_integer()) {
-    n = v.get<int64_t>();
-  } else if (v.is_number()) {
-    n = v.get<double>();
-  }
-  return n;
-}
-
 // "request: workloads[0] ('x'): field 'workers': must be >= 1" -> field "workers", message after the prefix.
+// Also "request:1: workloads[0].workers: expected ..." (the field path after the entry's index).
 ApiError FromModelError(const std::string& msg) {
   std::string field;
   if (size_t f = msg.find("field '"); f != std::string::npos) {
     const size_t b = f + 7, e = msg.find('\'', b);
     if (e != std::string::npos) field = msg.substr(b, e - b);
+  } else if (size_t w = msg.find("workloads[0]."); w != std::string::npos) {
+    const size_t b = w + 13, e = msg.find_first_of(": ", b);
+    field = msg.substr(b, e == std::string::npos ? std::string::npos : e - b);
   }
   std::string text = msg;
   if (size_t p = text.find("): "); p != std::string::npos) text = text.substr(p + 3);
@@ -137,9 +119,8 @@ Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body) {
     entry.erase("mig_profile");
     if (spec.mig_profile.empty()) return Invalid("mig_profile", "field 'mig_profile': must not be empty");
   }
-  YAML::Node list(YAML::NodeType::Sequence);
-  list.push_back(ToYaml(entry));
-  auto parsed = LoadWorkloadsYaml(YAML::Dump(list), "request");
+  // JSON is YAML (flow style): the model's reader takes the entry as a one-element list.
+  auto parsed = LoadWorkloadsYaml("[" + entry.dump() + "]", "request");
   if (!parsed.ok()) return FromModelError(parsed.error());
   spec.workload = std::move(parsed.value().front());
   const Workload& w = spec.workload;

@@ -53,6 +53,7 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
 
 std::string EncodePlacements(const std::vector<TaskPlacement>& tasks) {
+  if (tasks.empty()) return "[]";
   nlohmann::json out = nlohmann::json::array();
   for (const TaskPlacement& t : tasks) {
     nlohmann::json gpus = nlohmann::json::array();
@@ -256,7 +257,7 @@ class SqliteStore final : public Store {
   };
 
   struct Statements {
-    Stmt team, user, job, event, key, usage, layout, meta;
+    Stmt team, user, job, event, key, usage, layout, meta, savepoint, release, rollback_to;
     Status Prepare(sqlite3* db) {
       const std::pair<Stmt*, const char*> all[] = {
           {&team, "INSERT OR REPLACE INTO teams VALUES (?1, ?2, ?3, ?4, ?5)"},
@@ -270,6 +271,9 @@ class SqliteStore final : public Store {
            "?9, ?10, ?11, ?12, ?13, ?14, ?15)"},
           {&layout, "INSERT OR REPLACE INTO mig_layouts VALUES (?1, ?2, ?3)"},
           {&meta, "INSERT OR REPLACE INTO meta VALUES (?1, ?2)"},
+          {&savepoint, "SAVEPOINT batch"},
+          {&release, "RELEASE batch"},
+          {&rollback_to, "ROLLBACK TO batch"},
       };
       for (const auto& [s, sql] : all)
         if (Status st = s->Prepare(db, sql); !st.ok()) return st;
@@ -383,10 +387,10 @@ class SqliteStore final : public Store {
         std::lock_guard<std::mutex> db_lock(db_mu_);
         commit = Exec("BEGIN IMMEDIATE");
         for (size_t i = 0; commit.ok() && i < group.size(); ++i) {
-          (void)Exec("SAVEPOINT batch");
+          (void)stmts_->savepoint.Run();
           results[i] = Apply(group[i].batch);
-          if (!results[i].ok()) (void)Exec("ROLLBACK TO batch");
-          (void)Exec("RELEASE batch");
+          if (!results[i].ok()) (void)stmts_->rollback_to.Run();
+          (void)stmts_->release.Run();
         }
         if (commit.ok()) commit = Exec("COMMIT");
         if (!commit.ok()) (void)Exec("ROLLBACK");
