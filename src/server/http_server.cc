@@ -4,9 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
+
 #include "cost/focus.h"
 #include "server/json_views.h"
 #include "server/metrics.h"
+#include "server/portal.h"
 
 namespace tessera {
 namespace {
@@ -17,13 +20,6 @@ void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
 }
 
 void SendError(httplib::Response& res, const ApiError& e) { SendJson(res, HttpStatusOf(e.code), ErrorJson(e)); }
-
-std::string BearerToken(const httplib::Request& req) {
-  const std::string h = req.get_header_value("Authorization");
-  const std::string prefix = "Bearer ";
-  if (h.size() <= prefix.size() || h.compare(0, prefix.size(), prefix) != 0) return "";
-  return h.substr(prefix.size());
-}
 
 // Parses a JSON object body; a 400 naming the problem otherwise.
 std::optional<nlohmann::json> ParseBody(const httplib::Request& req, httplib::Response& res, bool allow_empty) {
@@ -129,10 +125,22 @@ void ApiServer::Routes() {
   Service* s = service_;
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
-  // Wraps a handler that needs a caller.
-  auto authed = [s](std::function<void(const Caller&, Req, Res)> f) {
-    return [s, f](Req req, Res res) {
-      const std::string token = BearerToken(req);
+  sessions_ = std::make_unique<SessionStore>([] { return static_cast<int64_t>(std::time(nullptr)); });
+  PortalOptions portal;
+  portal.authenticate = [s](const std::string& token) -> std::optional<SessionIdentity> {
+    auto c = s->Authenticate(token);
+    if (!c) return std::nullopt;
+    return SessionIdentity{c->user, c->team, RoleName(c->role)};
+  };
+  portal.secure_cookies = !options_.tls_cert.empty();
+  RegisterPortal(h, *sessions_, portal);
+  SessionStore* sessions = sessions_.get();
+  // Wraps a handler that needs a caller (bearer token, or the portal's session cookie with its CSRF token).
+  auto authed = [s, sessions](std::function<void(const Caller&, Req, Res)> f) {
+    return [s, sessions, f](Req req, Res res) {
+      const Credential cred = RequestCredential(req, *sessions);
+      if (!cred.csrf_error.empty()) return SendError(res, {ErrorCode::kPermissionDenied, "X-CSRF-Token", cred.csrf_error});
+      const std::string token = cred.token;
       auto caller = token.empty() ? std::nullopt : s->Authenticate(token);
       if (!caller) {
         res.set_header("WWW-Authenticate", "Bearer");

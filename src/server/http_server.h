@@ -1,12 +1,14 @@
 #pragma once
 // ApiServer: the REST API over HTTP or HTTPS (cpp-httplib). Every /api/v1 call needs
 // `Authorization: Bearer <token>`; /healthz, /readyz and /metrics do not. Errors are JSON
-// {"error": {"code", "field", "message"}}; bodies over 1 MiB get 413. Endpoints: docs/api.md.
+// {"error": {"code", "field", "message"}}; bodies over 1 MiB get 413. Endpoints: docs/api.md. The web portal
+// (server/portal.h) is served at `/`; its session cookie is accepted wherever a bearer token is.
 
 #include <memory>
 #include <string>
 
 #include "base/status.h"
+#include "server/session.h"
 #include "service/service.h"
 
 namespace httplib {
@@ -40,6 +42,7 @@ class ApiServer {
   Service* service_;
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<SessionStore> sessions_;  // the portal's browser sessions
   int port_ = 0;
   int listen_fd_ = -1;
 };
