@@ -158,6 +158,7 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   place->add_flag("--json", o->json, "JSON output");
   place->callback([o, exit_code] { *exit_code = RunBenchPlace(*o); });
   RegisterBenchCycle(*bench, exit_code);
+  RegisterBenchApi(*bench, exit_code);
 }
 
 }  // namespace tessera::cli

@@ -24,7 +24,12 @@ int Run(int argc, char** argv) {
   tessera::cli::RegisterCost(app, &exit_code);
   tessera::cli::RegisterDemo(app, &exit_code);
   tessera::cli::RegisterServe(app, &exit_code);
-  CLI11_PARSE(app, argc, argv);
+  tessera::cli::RegisterClient(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is a success; any usage error is exit status 2
+  }
   return exit_code;
 }
 
