@@ -30,6 +30,7 @@ void RegisterBenchApi(CLI::App& bench, int* exit_code) {
       fmt::print("{} submissions, concurrency {}: {:.0f}/s, p50 {:.2f} ms, p99 {:.2f} ms, {} errors\n", o.requests,
                  o.concurrency, r.submissions_per_second, r.p50_ms, r.p99_ms, r.errors);
     }
+    if (r.errors > 0) fmt::print(stderr, "first error: {}\n", r.first_error);
     *exit_code = r.errors == 0 ? 0 : 1;
   });
 }

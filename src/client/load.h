@@ -19,6 +19,7 @@ struct LoadResult {
   double p50_ms = 0, p99_ms = 0;      // latency of acknowledged submissions, nearest rank
   int64_t errors = 0;                 // non-2xx answers and transport failures
   double wall_s = 0;
+  std::string first_error;  // the first failure's HTTP status and body, or transport error
 };
 
 // `concurrency` threads, each with its own keep-alive HTTP client, POST training jobs to /api/v1/jobs until

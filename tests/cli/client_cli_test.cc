@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cli/cli_runner.h"
-#include "cli/serve_process.h"
+#include "cli_runner.h"
+#include "serve_process.h"
 
 namespace tessera {
 namespace {
