@@ -99,7 +99,7 @@ Status UsePriceBook(const std::string& path, Scenario* sc) {
     const Pool* bp = book->FindPool(p.pool);
     if (!bp || bp->tier != p.tier)
       return Status::Error(fmt::format("--price-book {}: no {} pool '{}' (the scenario's cluster uses it)", path,
-                                       TierKey(p.tier), p.pool));
+                                       TierName(p.tier), p.pool));
   }
   cfg.book = std::move(book).value();
   sc->tiers = std::make_shared<const TierConfig>(std::move(cfg));

@@ -10,7 +10,7 @@
 
 namespace tessera {
 
-std::string PoolKey(const UsageRecord& r) { return r.pool.empty() ? std::string(TierKey(r.tier)) : r.pool; }
+std::string PoolKey(const UsageRecord& r) { return r.pool.empty() ? std::string(TierName(r.tier)) : r.pool; }
 
 Status Ledger::AddUsage(UsageRecord r) {
   auto fail = [&](const char* field, const std::string& msg) {
@@ -58,7 +58,7 @@ void ReadTier(FieldReader& r, Tier* tier) {
   std::string s;
   r.String("tier", &s, true);
   if (!r.status().ok()) return;
-  Result<Tier> t = ParseTierKey(s);
+  Result<Tier> t = ParseTier(s);
   if (!t.ok()) r.Fail("tier", t.error());
   else *tier = *t;
 }

@@ -13,24 +13,6 @@
 
 namespace tessera {
 
-const char* TierKey(Tier t) {
-  switch (t) {
-    case Tier::kReserved: return "reserved";
-    case Tier::kOnDemand: return "on-demand";
-    case Tier::kSpot: return "spot";
-    case Tier::kOwned: return "owned";
-  }
-  return "?";
-}
-
-Result<Tier> ParseTierKey(std::string_view s) {
-  if (s == "reserved") return Tier::kReserved;
-  if (s == "on-demand" || s == "on_demand" || s == "ondemand") return Tier::kOnDemand;
-  if (s == "spot") return Tier::kSpot;
-  if (s == "owned") return Tier::kOwned;
-  return Status::Error(fmt::format("unknown tier '{}' (expected reserved, on-demand, spot or owned)", s));
-}
-
 std::string PriceDateConflict(const PriceValidity& v, const std::string& price_date) {
   if (price_date.empty()) return "";
   if (!v.valid_from.empty() && price_date < v.valid_from) {
@@ -99,7 +81,7 @@ Result<Pool> ParsePool(const YAML::Node& node, std::string_view source, const st
   std::string tier;
   r.String("tier", &tier, true);
   if (r.status().ok()) {
-    Result<Tier> t = ParseTierKey(tier);
+    Result<Tier> t = ParseTier(tier);
     if (!t.ok()) r.Fail("tier", t.error());
     else p.tier = *t;
   }

@@ -135,7 +135,7 @@ Result<TierConfig> ParseTierConfig(const YAML::Node& n, const std::string& sourc
                                          where, node.name, node.pool));
       if (bp->tier != node.tier)
         return Status::Error(fmt::format("{}: node {}: tier {} differs from pool '{}' tier {}", where, node.name,
-                                         TierName(node.tier), node.pool, TierKey(bp->tier)));
+                                         TierName(node.tier), node.pool, TierName(bp->tier)));
       TierPoolConfig p;
       p.pool = node.pool;
       p.tier = node.tier;
@@ -478,7 +478,7 @@ class TierHook : public SimHook {
         x["gpu_hours_" + key] = l.GpuHours();
       }
       for (const PoolLine& p : rep->pools) {
-        std::string key = TierKey(p.tier);
+        std::string key = TierName(p.tier);
         std::replace(key.begin(), key.end(), '-', '_');
         x["idle_cost_" + key] += p.idle_usd;
       }

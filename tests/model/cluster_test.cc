@@ -89,5 +89,18 @@ TEST(ClusterYaml, BadInputNamesFileLineAndField) {
   }
 }
 
+// One parser for every layer (cluster files, price books, ledgers): the printed spelling reads back, and the
+// aliases each file format has used are accepted.
+TEST(Tier, SpellingsReadBack) {
+  for (Tier t : {Tier::kReserved, Tier::kOnDemand, Tier::kSpot, Tier::kOwned}) EXPECT_EQ(*ParseTier(TierName(t)), t);
+  EXPECT_EQ(*ParseTier("ondemand"), Tier::kOnDemand);
+  EXPECT_EQ(*ParseTier("on_demand"), Tier::kOnDemand);
+  EXPECT_EQ(*ParseTier("preemptible"), Tier::kSpot);
+  Result<Tier> bad = ParseTier("Spot");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("unknown tier: 'Spot' is not one of reserved, on-demand, spot, owned"), std::string::npos)
+      << bad.error();
+}
+
 }  // namespace
 }  // namespace tessera
