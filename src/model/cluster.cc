@@ -112,7 +112,7 @@ Result<Tier> ParseTier(std::string_view s) {
   if (s == "on-demand" || s == "on_demand" || s == "ondemand") return Tier::kOnDemand;
   if (s == "spot" || s == "preemptible") return Tier::kSpot;
   if (s == "owned") return Tier::kOwned;
-  return Status::Error(fmt::format("unknown tier: '{}' is not one of reserved, on-demand, spot, owned", s));
+  return Status::Error(fmt::format("'{}' is not one of reserved, on-demand, spot, owned", s));
 }
 
 int Cluster::TotalGpus() const {

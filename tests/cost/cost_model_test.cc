@@ -462,7 +462,7 @@ TEST(LedgerYaml, ExampleParsesAndBadRecordsNameTheField) {
       {"usage:\n  - {team: a, job_id: x, gpu_kind: k, tier: spot, start_s: 0, end_s: 1}\n",
        "usage[0].job_id: expected an integer"},
       {"capacity:\n  - {pool: p, tier: spot, gpus: 8, start_s: 0, end_s: 1, cost: 3}\n", "capacity[0].cost: unknown field"},
-      {"capacity:\n  - {pool: p, tier: rented, gpus: 8, start_s: 0, end_s: 1}\n", "capacity[0].tier: unknown tier"},
+      {"capacity:\n  - {pool: p, tier: rented, gpus: 8, start_s: 0, end_s: 1}\n", "capacity[0].tier: 'rented' is not one of"},
   };
   for (const Case& c : cases) {
     Result<Ledger> bad = ParseLedgerYaml(c.text, "l.yaml");

@@ -146,7 +146,7 @@ TEST(PriceBook, BadConfigsNameTheField) {
   const Case cases[] = {
       {"pools:\n  - {name: a, tier: spot, gpu_kind: h100-80gb, usd_per_gpu_hour: 1}\n",
        "bad.yaml:2: pools[0].reclaim_notice_s: missing"},
-      {"pools:\n  - {name: a, tier: cheap, gpu_kind: h100-80gb, usd_per_gpu_hour: 1}\n", "pools[0].tier: unknown tier: 'cheap' is not one of"},
+      {"pools:\n  - {name: a, tier: cheap, gpu_kind: h100-80gb, usd_per_gpu_hour: 1}\n", "pools[0].tier: 'cheap' is not one of"},
       {"pools:\n  - {name: a, tier: reserved, gpu_kind: h100-80gb, usd_per_gpu_hour: -3}\n",
        "bad.yaml:2: pools[0].usd_per_gpu_hour: expected a number >= 0, got \"-3\""},
       {"pools:\n  - {name: a, tier: reserved, gpu_kind: h100-80gb, usd_per_gpu_hour: cheap}\n",

@@ -98,7 +98,7 @@ TEST(Tier, SpellingsReadBack) {
   EXPECT_EQ(*ParseTier("preemptible"), Tier::kSpot);
   Result<Tier> bad = ParseTier("Spot");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().find("unknown tier: 'Spot' is not one of reserved, on-demand, spot, owned"), std::string::npos)
+  EXPECT_NE(bad.error().find("'Spot' is not one of reserved, on-demand, spot, owned"), std::string::npos)
       << bad.error();
 }
 
