@@ -13,7 +13,6 @@
 #include "model/cluster.h"
 #include "sched/cluster_state.h"
 #include "sched/fgd_policy.h"
-#include "sched/harness_policies.h"
 #include "sched/policy.h"
 
 namespace tessera::cli {
@@ -61,14 +60,20 @@ int RunBenchPlace(const BenchOptions& o) {
                                         fmt::format("synthetic-{}x{}", o.nodes, o.gpus_per_node));
   auto state = ClusterState::Build(cluster, catalog);
   if (!state.ok()) return fmt::print(stderr, "error: {}\n", state.error()), 2;
-  auto policy = MakePolicy(o.policy);
   std::mt19937_64 rng(o.seed);
-  if (!policy.ok() && (o.policy == "fgd" || o.policy == "random")) {
+  // Each policy as it runs in production: the engine policies as the scheduling cycle builds them (no
+  // typical tasks), the FGD-harness baselines (single tasks only) as the harness does, with a sample of
+  // the same request mix as their typical tasks.
+  PolicyOptions popt;
+  for (const PolicyInfo& info : Policies()) {
+    if (info.name != o.policy || info.gangs) continue;
     std::vector<Request> sample;
     std::mt19937_64 srng(o.seed + 1);
     for (int i = 0; i < 2000; ++i) sample.push_back(DrawRequest(srng, i));
-    policy = MakeHarnessPolicy(o.policy, TaskShapeDistribution::FromRequests(sample), o.seed);
+    popt.typical = TaskShapeDistribution::FromRequests(sample);
+    popt.tie_seed = o.seed;
   }
+  auto policy = MakePolicy(o.policy, popt);
   if (!policy.ok()) return fmt::print(stderr, "error: {}\n", policy.error()), 2;
   const int64_t capacity = int64_t{kMilliPerGpu} * state->num_gpus();
   std::vector<Held> held;
@@ -158,6 +163,7 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   place->add_flag("--json", o->json, "JSON output");
   place->callback([o, exit_code] { *exit_code = RunBenchPlace(*o); });
   RegisterBenchCycle(*bench, exit_code);
+  RegisterBenchApi(*bench, exit_code);
 }
 
 }  // namespace tessera::cli

@@ -15,6 +15,8 @@ void RegisterSimulate(CLI::App& app, int* exit_code);
 void RegisterCost(CLI::App& app, int* exit_code);
 void RegisterDemo(CLI::App& app, int* exit_code);
 void RegisterServe(CLI::App& app, int* exit_code);
+void RegisterClient(CLI::App& app, int* exit_code);  // job, queue, usage
+void RegisterBenchApi(CLI::App& bench, int* exit_code);  // bench api
 // Subcommands of `simulate` (each in its own simulate_*_cmd.cc).
 void RegisterFgdHarness(CLI::App& simulate, int* exit_code);
 void RegisterSimulateRun(CLI::App& simulate, int* exit_code);  // run, generate, report

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/file.h"
 #include "cli/commands.h"
-#include "cli/io.h"
 #include "cost/breakeven.h"
 #include "cost/checkpoint.h"
 #include "cost/cost_model.h"
@@ -103,7 +103,7 @@ int RunPrices(const PricesArgs& args) {
     j["allow_mixed_dates"] = book.allow_mixed_dates();
     j["pools"] = nlohmann::json::array();
     for (const Pool& p : book.pools()) {
-      j["pools"].push_back({{"name", p.name}, {"tier", TierKey(p.tier)}, {"gpu_kind", p.gpu_kind},
+      j["pools"].push_back({{"name", p.name}, {"tier", TierName(p.tier)}, {"gpu_kind", p.gpu_kind},
                             {"provider", p.provider}, {"usd_per_gpu_hour", p.usd_per_gpu_hour},
                             {"provisioning_delay_s", p.provisioning_delay_s}, {"reclaim_notice_s", p.reclaim_notice_s},
                             {"reclaim_rate_per_hour", p.reclaim_rate_per_hour}, {"source", p.source}, {"date", p.date},
@@ -132,7 +132,7 @@ int RunPrices(const PricesArgs& args) {
       dyn = fmt::format("capex ${:g} / {:g} months + opex ${:.2f}/month, {} GPUs", p.owned.capex_usd,
                         p.owned.life_months, p.owned.OpexUsdPerMonth(), p.owned.gpus);
     }
-    std::cout << fmt::format("{:<24} {:<10} {:<12} {:>10.4f}  {}\n", p.name, TierKey(p.tier), p.gpu_kind,
+    std::cout << fmt::format("{:<24} {:<10} {:<12} {:>10.4f}  {}\n", p.name, TierName(p.tier), p.gpu_kind,
                              p.usd_per_gpu_hour, dyn);
     std::cout << fmt::format("    source: {} ({}; {})\n", p.source, p.date, ValidityText(p.validity));
   }
@@ -280,7 +280,7 @@ int RunReport(const ReportArgs& args) {
                            "capacity GPU-h", "held GPU-h", "idle GPU-h", "idle cost", "platform idle");
   for (const PoolLine& p : r.pools) {
     std::cout << fmt::format("  {:<24} {:<10} {:>14.3f} {:>12.3f} {:>12.3f} {:>12.2f} {:>14.2f}{}\n", p.pool,
-                             TierKey(p.tier), p.capacity_milli_gpu_s / 3.6e6, p.allocated_milli_gpu_s / 3.6e6,
+                             TierName(p.tier), p.capacity_milli_gpu_s / 3.6e6, p.allocated_milli_gpu_s / 3.6e6,
                              p.idle_milli_gpu_s / 3.6e6, p.idle_usd, p.idle_unshared_usd,
                              p.elastic ? "  (elastic)" : "");
   }

@@ -2,10 +2,14 @@
 #include <malloc.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
 
 #include "cli/commands.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Run(int argc, char** argv) {
   // Scheduling cycles and simulations allocate buffers of similar sizes over and over: keep freed heap
   // memory in the process (no mmap/munmap per large vector, no trimming) so it is reused without page faults.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
@@ -20,6 +24,26 @@ int main(int argc, char** argv) {
   tessera::cli::RegisterCost(app, &exit_code);
   tessera::cli::RegisterDemo(app, &exit_code);
   tessera::cli::RegisterServe(app, &exit_code);
-  CLI11_PARSE(app, argc, argv);
+  tessera::cli::RegisterClient(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is a success; any usage error is exit status 2
+  }
   return exit_code;
+}
+
+}  // namespace
+
+// Readers report bad input as Status errors; an exception that escapes anyway still ends in one line on
+// stderr and exit status 2, never in std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera: error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "tessera: error: unexpected failure\n");
+  }
+  return 2;
 }

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/file.h"
 #include "cli/commands.h"
-#include "cli/io.h"
 #include "model/catalog.h"
 #include "model/mig.h"
 

@@ -3,14 +3,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/file.h"
 #include "cli/commands.h"
-#include "cli/io.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
 #include "model/workload.h"
 #include "sched/cluster_state.h"
 #include "sched/fgd_policy.h"
-#include "sched/harness_policies.h"
 #include "sched/policy.h"
 #include "sched/requests.h"
 
@@ -38,19 +37,22 @@ int RunPlace(const PlaceOptions& o) {
   if (!wtext.ok()) return fmt::print(stderr, "error: {}\n", wtext.error()), 2;
   auto workloads = LoadWorkloadsYaml(*wtext, o.workload);
   if (!workloads.ok()) return fmt::print(stderr, "error: {}\n", workloads.error()), 2;
-  auto policy = MakePolicy(o.policy);
-  if (!policy.ok() && (o.policy == "fgd" || o.policy == "random")) {
-    // Single-task policies of the published harness; FGD's typical tasks are this workload's requests.
-    std::vector<Request> all;
-    JobId id = 1;
-    for (const Workload& w : *workloads) {
-      auto reqs = ToRequests(w, catalog, id);
-      if (!reqs.ok()) return fmt::print(stderr, "error: {}\n", reqs.error()), 2;
-      id += static_cast<JobId>(reqs->size());
-      all.insert(all.end(), reqs->begin(), reqs->end());
-    }
-    policy = MakeHarnessPolicy(o.policy, TaskShapeDistribution::FromRequests(all), 42);
+  // The typical tasks (fgd's measure, tessera's node score) are this workload's requests.
+  std::vector<Request> all;
+  JobId id = 1;
+  for (const Workload& w : *workloads) {
+    auto reqs = ToRequests(w, catalog, id);
+    if (!reqs.ok()) return fmt::print(stderr, "error: {}\n", reqs.error()), 2;
+    id += static_cast<JobId>(reqs->size());
+    all.insert(all.end(), reqs->begin(), reqs->end());
   }
+  PolicyOptions popt;
+  popt.typical = TaskShapeDistribution::FromRequests(all);
+  auto policy = MakePolicy(o.policy, popt);
+  // Policies that model GPU compute shares only (the harness baselines) are asked without GPU memory.
+  bool compute_only = false;
+  for (const PolicyInfo& info : Policies())
+    if (info.name == o.policy) compute_only = !info.gpu_memory && !info.memory_blind;
   if (!policy.ok()) return fmt::print(stderr, "error: {}\n", policy.error()), 2;
   auto state = ClusterState::Build(*cluster, catalog);
   if (!state.ok()) return fmt::print(stderr, "error: {}\n", state.error()), 2;
@@ -64,9 +66,8 @@ int RunPlace(const PlaceOptions& o) {
     next_id += static_cast<JobId>(reqs->size());
     int idx = 0;
     for (const Request& r : *reqs) {
-      // The harness policies (fgd, random) model GPU compute shares only, as published: they see no memory.
       Request asked = r;
-      if (o.policy == "fgd" || o.policy == "random") asked.gpu_memory_mib = 0;
+      if (compute_only) asked.gpu_memory_mib = 0;
       PlaceResult res = (*policy)->Place(*state, asked);
       nlohmann::json j = {{"workload", w.name},
                           {"index", idx++},
@@ -143,7 +144,7 @@ void RegisterPlace(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("place", "Place workloads on a cluster with one policy");
   cmd->add_option("--cluster", o->cluster, "cluster YAML")->required();
   cmd->add_option("--workload", o->workload, "workload YAML")->required();
-  cmd->add_option("--policy", o->policy, "k8s-default, bestfit, static-mig, tessera, fgd");
+  cmd->add_option("--policy", o->policy, "tessera, k8s-default, bestfit, static-mig, fgd, random, dotprod, gpuclustering, gpupacking");
   cmd->add_option("--catalog", o->catalogs, "extra GPU catalog YAML (repeatable)");
   cmd->add_flag("--json", o->json, "JSON output");
   cmd->callback([o, exit_code] { *exit_code = RunPlace(*o); });

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/io.h"
+#include "base/file.h"
 #include "server/http_server.h"
 #include "service/demo.h"
 #include "service/service.h"

@@ -1,7 +1,8 @@
 // `tessera simulate fgd-harness`: the FGD paper's evaluation harness on an openb node list and pod list
 // (src/sim/fgd_harness.h). Runs every (policy, seed) pair on --threads threads and prints, per policy,
 // the median / min / max over seeds of the unallocated GPU share and the fragmentation at 100% arrived
-// load. Exit codes: 0 ok, 2 bad input (unreadable or malformed files, unknown policy, bad seed range).
+// load; optionally every decision (--placements). Exit codes: 0 ok, 2 bad input (unreadable or malformed
+// files, unknown policy, bad seed range, unwritable output).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,12 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "base/file.h"
 #include "base/parallel.h"
 #include "base/stats.h"
 #include "cli/commands.h"
-#include "cli/io.h"
 #include "model/catalog.h"
-#include "sched/harness_policies.h"
+#include "sched/policy.h"
 #include "sim/fgd_harness.h"
 #include "sim/openb.h"
 
@@ -31,6 +32,7 @@ struct FgdOptions {
   std::string policies = "fgd";
   std::string seeds = "42-51";
   std::string curves;
+  std::string placements;  // CSV: one row per pod, policy and seed
   bool json = false;
   int threads = 2;
   double inflation = 1.3;
@@ -91,6 +93,16 @@ nlohmann::json Spread(const std::vector<double>& v) {
           {"seeds", seeds}};
 }
 
+// One --placements row: `gpus` is `localidx:milli` per granted GPU joined by `|` (empty for CPU-only pods
+// and failures), `node` the node's `sn` (empty for failures).
+void WritePlacementRow(std::ostream& out, const std::string& policy, uint64_t seed, const PodDecision& d,
+                       const Cluster& cluster) {
+  std::string gpus;
+  for (const auto& [idx, milli] : d.gpus) gpus += fmt::format("{}{}:{}", gpus.empty() ? "" : "|", idx, milli);
+  out << fmt::format("{},{},{},{},{},{},{}\n", policy, seed, d.pod_index, d.pod_row, d.placed ? "placed" : "failed",
+                     d.placed ? cluster.nodes[d.node].name : std::string(), gpus);
+}
+
 int Run(const FgdOptions& o) {
   Result<std::vector<uint64_t>> seeds = ParseSeeds(o.seeds);
   if (!seeds.ok()) {
@@ -125,7 +137,7 @@ int Run(const FgdOptions& o) {
   }
   const TaskShapeDistribution dist = TaskShapeDistribution::FromRequests(pods->requests);
   for (const std::string& p : policies) {
-    if (Result<std::unique_ptr<Policy>> made = MakeHarnessPolicy(p, dist, 0); !made.ok()) {
+    if (Result<std::unique_ptr<Policy>> made = MakePolicy(p); !made.ok()) {
       std::cerr << "error: --policy: " << made.error() << "\n";
       return 2;
     }
@@ -137,6 +149,14 @@ int Run(const FgdOptions& o) {
     out.open(o.curves);
     if (!out) {
       std::cerr << "error: cannot write " << o.curves << "\n";
+      return 2;
+    }
+  }
+  std::ofstream placements_out;
+  if (!o.placements.empty()) {
+    placements_out.open(o.placements);
+    if (!placements_out) {
+      std::cerr << "error: cannot write " << o.placements << "\n";
       return 2;
     }
   }
@@ -153,6 +173,7 @@ int Run(const FgdOptions& o) {
   FgdHarnessOptions hopt;
   hopt.inflation = o.inflation;
   hopt.record_curve = !o.curves.empty();
+  hopt.record_placements = !o.placements.empty();
   const auto t_all = std::chrono::steady_clock::now();
   const int nthreads = std::max(1, std::min<int>(o.threads, static_cast<int>(jobs.size())));
   ParallelFor(jobs.size(), nthreads, [&](size_t j) {
@@ -182,6 +203,17 @@ int Run(const FgdOptions& o) {
     out.close();
     if (!out) {
       std::cerr << "error: writing " << o.curves << " failed\n";
+      return 2;
+    }
+  }
+
+  if (!o.placements.empty()) {
+    placements_out << "policy,seed,pod_index,pod_row,status,node,gpus\n";
+    for (const Job& j : jobs)
+      for (const PodDecision& d : j.result->decisions) WritePlacementRow(placements_out, policies[j.policy], j.seed, d, *cluster);
+    placements_out.close();
+    if (!placements_out) {
+      std::cerr << "error: writing " << o.placements << " failed\n";
       return 2;
     }
   }
@@ -255,9 +287,11 @@ void RegisterFgdHarness(CLI::App& simulate, int* exit_code) {
       "fgd-harness", "Replay the FGD paper's harness (shuffle, inflate to 1.3x, place once) on an openb trace");
   cmd->add_option("--nodes", opt->nodes, "openb node list CSV")->required();
   cmd->add_option("--pods", opt->pods, "openb pod list CSV")->required();
-  cmd->add_option("--policy", opt->policies, "policies, comma-separated: fgd, bestfit, random, dotprod, gpuclustering, gpupacking, tessera");
+  cmd->add_option("--policy", opt->policies, "policies, comma-separated: fgd, tessera, bestfit, random, dotprod, gpuclustering, gpupacking, k8s-default, static-mig");
   cmd->add_option("--seeds", opt->seeds, "seeds: 42-51, 42 or 42,45");
   cmd->add_option("--curves", opt->curves, "write per-pod curves as CSV to this file");
+  cmd->add_option("--placements", opt->placements,
+                  "write every decision as CSV (policy,seed,pod_index,pod_row,status,node,gpus) to this file");
   cmd->add_option("--threads", opt->threads, "runs in parallel (default 2)");
   cmd->add_option("--inflation", opt->inflation, "GPU request target as a multiple of capacity (default 1.3)");
   cmd->add_flag("--json", opt->json, "print JSON");

@@ -7,8 +7,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/file.h"
 #include "cli/commands.h"
-#include "cli/io.h"
 #include "cost/pricebook.h"
 #include "model/catalog.h"
 #include "sim/cost_baselines.h"
@@ -99,7 +99,7 @@ Status UsePriceBook(const std::string& path, Scenario* sc) {
     const Pool* bp = book->FindPool(p.pool);
     if (!bp || bp->tier != p.tier)
       return Status::Error(fmt::format("--price-book {}: no {} pool '{}' (the scenario's cluster uses it)", path,
-                                       TierKey(p.tier), p.pool));
+                                       TierName(p.tier), p.pool));
   }
   cfg.book = std::move(book).value();
   sc->tiers = std::make_shared<const TierConfig>(std::move(cfg));
@@ -214,6 +214,17 @@ void DoReport(const ReportArgs& a, int* exit_code) {
   ReportInput in;
   in.out_dir = a.out;
   in.fgd_curves_csv = a.fgd_curves;
+  if (!in.fgd_curves_csv.empty() && !std::ifstream(in.fgd_curves_csv)) {  // before hours of scenario runs
+    std::cerr << "error: cannot read FGD curves from " << in.fgd_curves_csv << "\n";
+    *exit_code = 2;
+    return;
+  }
+  // The authors' curves come with the trace folder (fgd-baseline-results/); when that folder is there, the
+  // file must be readable; without it the report plots ours only, and says so.
+  const std::string authors_dir = a.fgd_trace + "/fgd-baseline-results";
+  if (std::filesystem::is_directory(authors_dir)) in.authors_curves_csv = authors_dir + "/analysis_allo_discrete.csv";
+  else if (std::filesystem::is_directory(a.fgd_trace))
+    std::cerr << fmt::format("note: no {}: the report plots our FGD curves without the authors'\n", authors_dir);
   // Without a curves file, run the FGD harness on the openb trace when it is there.
   if (in.fgd_curves_csv.empty() && std::filesystem::exists(a.fgd_trace + "/openb_node_list_gpu_node.csv")) {
     std::error_code ec;
@@ -228,7 +239,6 @@ void DoReport(const ReportArgs& a, int* exit_code) {
       return;
     }
     in.fgd_curves_csv = curves;
-    in.authors_curves_csv = a.fgd_trace + "/fgd-baseline-results/analysis_allo_discrete.csv";
   }
   std::vector<std::string> scenarios = a.scenarios;
   if (scenarios.empty())

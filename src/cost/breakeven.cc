@@ -8,13 +8,9 @@
 #include <functional>
 #include <limits>
 
-#include "cost/yaml_fields.h"
+#include "base/yaml_reader.h"
 
 namespace tessera {
-
-using cost_internal::FieldReader;
-using cost_internal::NodeWhere;
-using cost_internal::Sourced;
 
 namespace {
 
@@ -35,9 +31,9 @@ std::string Money(double v, bool cents = true) {
 
 void Read(FieldReader& r, BreakEvenConfig& cfg, const char* key, double* field, bool required, double min,
           double max, const char* label, const std::function<std::string(double)>& show) {
-  Sourced s{*field, ""};
+  SourcedNumber s{*field, ""};
   bool present = r.Has(key);
-  r.SourcedNumber(key, &s, required, min, max);
+  r.SourcedDouble(key, &s, required, min, max);
   if (!r.status().ok()) return;
   *field = s.value;
   cfg.assumptions.push_back({label, show(s.value), present ? (s.source.empty() ? "given" : s.source) : "default"});
@@ -56,12 +52,9 @@ double BreakEvenMonths(double net_capex, double monthly_margin, double monthly_d
 }
 
 Result<BreakEvenConfig> ParseBreakEvenYaml(std::string_view text, std::string_view source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return Status::Error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
-  }
+  auto parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  const YAML::Node root = *parsed;
   BreakEvenConfig cfg;
   FieldReader top(root, source, "");
   YAML::Node owned = top.Child("owned");
@@ -107,26 +100,25 @@ Result<BreakEvenConfig> ParseBreakEvenYaml(std::string_view text, std::string_vi
   if (!st.ok()) return st;
   if (o.idle_power_kw > o.avg_power_kw) {
     return Status::Error(fmt::format("{}: idle_power_kw ({:g}) exceeds avg_power_kw, the busy draw ({:g})",
-                                     NodeWhere(source, owned, "owned"), o.idle_power_kw, o.avg_power_kw));
+                                     YamlWhere(source, owned, "owned"), o.idle_power_kw, o.avg_power_kw));
   }
 
   if (utils) {
     if (!utils.IsSequence() || utils.size() == 0) {
-      return Status::Error(NodeWhere(source, utils, "utilizations") + ": expected a non-empty list of numbers");
+      return Status::Error(YamlWhere(source, utils, "utilizations") + ": expected a non-empty list of numbers");
     }
     cfg.utilizations.clear();
     for (size_t i = 0; i < utils.size(); ++i) {
-      double u = 0;
-      if (!utils[i].IsScalar() || !YAML::convert<double>::decode(utils[i], u) || !(u > 0 && u <= 1)) {
-        return Status::Error(NodeWhere(source, utils[i], fmt::format("utilizations[{}]", i)) +
+      auto u = YamlDouble(utils[i], source, fmt::format("utilizations[{}]", i), 0, 1);
+      if (!u.ok() || !(*u > 0))
+        return Status::Error(YamlWhere(source, utils[i], fmt::format("utilizations[{}]", i)) +
                              ": expected a number in (0, 1]");
-      }
-      cfg.utilizations.push_back(u);
+      cfg.utilizations.push_back(*u);
     }
   }
 
   if (!alts.IsSequence() || alts.size() == 0) {
-    return Status::Error(NodeWhere(source, alts, "alternatives") + ": expected a non-empty list");
+    return Status::Error(YamlWhere(source, alts, "alternatives") + ": expected a non-empty list");
   }
   for (size_t i = 0; i < alts.size(); ++i) {
     FieldReader a(alts[i], source, fmt::format("alternatives[{}]", i));

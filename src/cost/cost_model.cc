@@ -266,8 +266,8 @@ Result<CostReport> CostModel::Evaluate(const Ledger& ledger) const {
     CostLine& k = kinds[r.gpu_kind];
     k.key = r.gpu_kind;
     AddTo(k, c);
-    CostLine& tl = tiers[TierKey(r.tier)];
-    tl.key = TierKey(r.tier);
+    CostLine& tl = tiers[TierName(r.tier)];
+    tl.key = TierName(r.tier);
     AddTo(tl, c);
     CostLine& j = jobs[r.job_id];
     j.key = std::to_string(r.job_id);
@@ -361,7 +361,7 @@ nlohmann::json ToJson(const CostReport& r, bool with_records) {
   nlohmann::json pools = nlohmann::json::array();
   for (const PoolLine& p : r.pools) {
     pools.push_back({{"pool", p.pool},
-                     {"tier", TierKey(p.tier)},
+                     {"tier", TierName(p.tier)},
                      {"gpu_kind", p.gpu_kind},
                      {"elastic", p.elastic},
                      {"capacity_gpu_hours", Hours(p.capacity_milli_gpu_s)},

@@ -123,7 +123,7 @@ struct CostReport {
   std::vector<CostLine> by_team;      // key: team
   std::vector<CostLine> by_project;   // key: "team/project"
   std::vector<CostLine> by_gpu_kind;  // key: kind id
-  std::vector<CostLine> by_tier;      // key: TierKey
+  std::vector<CostLine> by_tier;      // key: TierName
   std::vector<CostLine> by_job;       // key: job id (decimal)
   std::vector<PoolLine> pools;
   std::vector<TeamPoolLine> by_team_pool;  // every (team, pool) with usage; sorted by team, then pool

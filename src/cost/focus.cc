@@ -164,7 +164,7 @@ Result<std::string> CostModel::FocusCsv(const Ledger& ledger) const {
     f.resource_type = "Capacity reservation";
     f.reservation_id = name;
     f.gpu_kind = p->gpu_kind;
-    f.tier = TierKey(p->tier);
+    f.tier = TierName(p->tier);
     f.pool = name;
     rows.push_back(f);
   }
@@ -200,7 +200,7 @@ Result<std::string> CostModel::FocusCsv(const Ledger& ledger) const {
       f.reservation_status = "Used";
     }
     f.gpu_kind = r.gpu_kind;
-    f.tier = TierKey(r.tier);
+    f.tier = TierName(r.tier);
     f.pool = pool;
     f.job_id = std::to_string(r.job_id);
     f.share = std::to_string(share);
@@ -247,7 +247,7 @@ Result<std::string> CostModel::FocusCsv(const Ledger& ledger) const {
         f.reservation_status = "Unused";
       }
       f.gpu_kind = p.gpu_kind;
-      f.tier = TierKey(p.tier);
+      f.tier = TierName(p.tier);
       f.pool = p.pool;
       f.alloc_h = "0";
       f.useful_h = "0";

@@ -5,12 +5,12 @@
 
 #include <cstdint>
 
+#include "base/yaml_reader.h"
 #include "cost/pricebook.h"
-#include "cost/yaml_fields.h"
 
 namespace tessera {
 
-std::string PoolKey(const UsageRecord& r) { return r.pool.empty() ? std::string(TierKey(r.tier)) : r.pool; }
+std::string PoolKey(const UsageRecord& r) { return r.pool.empty() ? std::string(TierName(r.tier)) : r.pool; }
 
 Status Ledger::AddUsage(UsageRecord r) {
   auto fail = [&](const char* field, const std::string& msg) {
@@ -51,8 +51,6 @@ namespace tessera {
 
 namespace {
 
-using cost_internal::FieldReader;
-using cost_internal::NodeWhere;
 
 constexpr int64_t kMaxTime = int64_t{1} << 50;
 
@@ -60,7 +58,7 @@ void ReadTier(FieldReader& r, Tier* tier) {
   std::string s;
   r.String("tier", &s, true);
   if (!r.status().ok()) return;
-  Result<Tier> t = ParseTierKey(s);
+  Result<Tier> t = ParseTier(s);
   if (!t.ok()) r.Fail("tier", t.error());
   else *tier = *t;
 }
@@ -68,12 +66,9 @@ void ReadTier(FieldReader& r, Tier* tier) {
 }  // namespace
 
 Result<Ledger> ParseLedgerYaml(std::string_view text, std::string_view source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return Status::Error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
-  }
+  auto parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  const YAML::Node root = *parsed;
   FieldReader top(root, source, "");
   YAML::Node cap = top.Child("capacity");
   YAML::Node use = top.Child("usage");
@@ -81,7 +76,7 @@ Result<Ledger> ParseLedgerYaml(std::string_view text, std::string_view source) {
   if (!st.ok()) return st;
   Ledger ledger;
   for (const auto& [node, name] : {std::pair{cap, "capacity"}, std::pair{use, "usage"}}) {
-    if (node && !node.IsSequence()) return Status::Error(NodeWhere(source, node, name) + ": expected a list");
+    if (node && !node.IsSequence()) return Status::Error(YamlWhere(source, node, name) + ": expected a list");
   }
   for (size_t i = 0; cap && i < cap.size(); ++i) {
     FieldReader r(cap[i], source, fmt::format("capacity[{}]", i));
@@ -99,7 +94,7 @@ Result<Ledger> ParseLedgerYaml(std::string_view text, std::string_view source) {
     st = r.Finish();
     if (!st.ok()) return st;
     st = ledger.AddCapacity(c);
-    if (!st.ok()) return Status::Error(NodeWhere(source, cap[i], fmt::format("capacity[{}]", i)) + ": " + st.message());
+    if (!st.ok()) return Status::Error(YamlWhere(source, cap[i], fmt::format("capacity[{}]", i)) + ": " + st.message());
   }
   for (size_t i = 0; use && i < use.size(); ++i) {
     FieldReader r(use[i], source, fmt::format("usage[{}]", i));
@@ -125,7 +120,7 @@ Result<Ledger> ParseLedgerYaml(std::string_view text, std::string_view source) {
     st = r.Finish();
     if (!st.ok()) return st;
     st = ledger.AddUsage(u);
-    if (!st.ok()) return Status::Error(NodeWhere(source, use[i], fmt::format("usage[{}]", i)) + ": " + st.message());
+    if (!st.ok()) return Status::Error(YamlWhere(source, use[i], fmt::format("usage[{}]", i)) + ": " + st.message());
   }
   return ledger;
 }

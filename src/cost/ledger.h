@@ -78,7 +78,7 @@ std::string PoolKey(const UsageRecord& r);
 namespace tessera {
 
 // Parses a ledger from YAML: `capacity:` and `usage:` lists whose fields are those of CapacityRecord
-// and UsageRecord (tier as TierKey). For the CLI and tests; the simulator builds Ledgers directly.
+// and UsageRecord (tier as TierName). For the CLI and tests; the simulator builds Ledgers directly.
 // Errors name the source, line and field.
 Result<Ledger> ParseLedgerYaml(std::string_view text, std::string_view source);
 

@@ -9,30 +9,9 @@
 #include <limits>
 #include <set>
 
-#include "cost/yaml_fields.h"
+#include "base/yaml_reader.h"
 
 namespace tessera {
-
-using cost_internal::FieldReader;
-using cost_internal::NodeWhere;
-
-const char* TierKey(Tier t) {
-  switch (t) {
-    case Tier::kReserved: return "reserved";
-    case Tier::kOnDemand: return "on-demand";
-    case Tier::kSpot: return "spot";
-    case Tier::kOwned: return "owned";
-  }
-  return "?";
-}
-
-Result<Tier> ParseTierKey(std::string_view s) {
-  if (s == "reserved") return Tier::kReserved;
-  if (s == "on-demand" || s == "on_demand" || s == "ondemand") return Tier::kOnDemand;
-  if (s == "spot") return Tier::kSpot;
-  if (s == "owned") return Tier::kOwned;
-  return Status::Error(fmt::format("unknown tier '{}' (expected reserved, on-demand, spot or owned)", s));
-}
 
 std::string PriceDateConflict(const PriceValidity& v, const std::string& price_date) {
   if (price_date.empty()) return "";
@@ -102,7 +81,7 @@ Result<Pool> ParsePool(const YAML::Node& node, std::string_view source, const st
   std::string tier;
   r.String("tier", &tier, true);
   if (r.status().ok()) {
-    Result<Tier> t = ParseTierKey(tier);
+    Result<Tier> t = ParseTier(tier);
     if (!t.ok()) r.Fail("tier", t.error());
     else p.tier = *t;
   }
@@ -113,9 +92,9 @@ Result<Pool> ParsePool(const YAML::Node& node, std::string_view source, const st
   ReadValidity(r, &p.validity);
   const bool owned = p.tier == Tier::kOwned;
   r.Double("usd_per_gpu_hour", &p.usd_per_gpu_hour, !owned, 0, kInf);
-  r.Double("provisioning_delay_s", &p.provisioning_delay_s, false, 0, kInf);
-  r.Double("reclaim_notice_s", &p.reclaim_notice_s, false, 0, kInf);
-  r.Double("reclaim_rate_per_hour", &p.reclaim_rate_per_hour, false, 0, kInf);
+  r.Double("provisioning_delay_s", &p.provisioning_delay_s, false, 0, 1e9);  // cast to whole seconds
+  r.Double("reclaim_notice_s", &p.reclaim_notice_s, false, 0, 1e9);
+  r.Double("reclaim_rate_per_hour", &p.reclaim_rate_per_hour, false, 0, 1e6);
   if (r.status().ok()) {
     if (p.tier != Tier::kSpot && (r.Has("reclaim_notice_s") || r.Has("reclaim_rate_per_hour"))) {
       r.Fail(r.Has("reclaim_notice_s") ? "reclaim_notice_s" : "reclaim_rate_per_hour",
@@ -156,12 +135,9 @@ Result<ListPrice> ParseListPrice(const YAML::Node& node, std::string_view source
 // Parses `text` into pools and list prices (no merging; duplicates within one text are errors).
 Status ParseBook(std::string_view text, std::string_view source, std::vector<Pool>* pools,
                  std::vector<ListPrice>* lists, BookHeader* header) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return Status::Error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
-  }
+  auto parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  const YAML::Node root = *parsed;
   if (root.IsNull()) return Status::Ok();
   FieldReader r(root, source, "");
   YAML::Node pool_nodes = r.Child("pools");
@@ -177,9 +153,9 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
   }
   Status st = r.Finish();
   if (!st.ok()) return st;
-  if (pool_nodes && !pool_nodes.IsSequence()) return Status::Error(NodeWhere(source, pool_nodes, "pools") + ": expected a list");
+  if (pool_nodes && !pool_nodes.IsSequence()) return Status::Error(YamlWhere(source, pool_nodes, "pools") + ": expected a list");
   if (list_nodes && !list_nodes.IsSequence()) {
-    return Status::Error(NodeWhere(source, list_nodes, "on_demand_list") + ": expected a list");
+    return Status::Error(YamlWhere(source, list_nodes, "on_demand_list") + ": expected a list");
   }
   std::set<std::string> names;
   for (size_t i = 0; pool_nodes && i < pool_nodes.size(); ++i) {
@@ -187,10 +163,10 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
     Result<Pool> p = ParsePool(pool_nodes[i], source, path);
     if (!p.ok()) return p.status();
     if (!names.insert(p->name).second) {
-      return Status::Error(NodeWhere(source, pool_nodes[i], path + ".name") + ": duplicate pool '" + p->name + "'");
+      return Status::Error(YamlWhere(source, pool_nodes[i], path + ".name") + ": duplicate pool '" + p->name + "'");
     }
     if (std::string why = PriceDateConflict(p->validity, header->price_date); !why.empty() && !header->allow_mixed_dates) {
-      return Status::Error(NodeWhere(source, pool_nodes[i], path) + ": pool '" + p->name + "': " + why);
+      return Status::Error(YamlWhere(source, pool_nodes[i], path) + ": pool '" + p->name + "': " + why);
     }
     pools->push_back(std::move(p).value());
   }
@@ -200,12 +176,12 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
     Result<ListPrice> lp = ParseListPrice(list_nodes[i], source, path);
     if (!lp.ok()) return lp.status();
     if (!kinds.insert(lp->gpu_kind).second) {
-      return Status::Error(NodeWhere(source, list_nodes[i], path + ".gpu_kind") + ": duplicate kind '" +
+      return Status::Error(YamlWhere(source, list_nodes[i], path + ".gpu_kind") + ": duplicate kind '" +
                            lp->gpu_kind + "'");
     }
     if (std::string why = PriceDateConflict(lp->validity, header->price_date);
         !why.empty() && !header->allow_mixed_dates) {
-      return Status::Error(NodeWhere(source, list_nodes[i], path) + ": list price of '" + lp->gpu_kind + "': " + why);
+      return Status::Error(YamlWhere(source, list_nodes[i], path) + ": list price of '" + lp->gpu_kind + "': " + why);
     }
     lists->push_back(std::move(lp).value());
   }

@@ -18,12 +18,6 @@ namespace tessera {
 // Hours in a billing month (365 * 24 / 12), the convention of hardware-facts.md 4.4.
 inline constexpr double kHoursPerMonth = 730.0;
 
-// Spellings used by the cost layer: "reserved", "on-demand", "spot", "owned" (same as the model's
-// TierName). Kept here so that the cost layer needs no model object code.
-const char* TierKey(Tier t);
-// Accepts the spellings above plus "on_demand"/"ondemand" (case-sensitive). Error names the value.
-Result<Tier> ParseTierKey(std::string_view s);
-
 // Owned hardware (one server or one purchase unit of `gpus` GPUs): capital cost amortised straight-line
 // over `life_months`, plus monthly running costs.
 struct OwnedCost {

@@ -1,8 +1,6 @@
 // Catalog parsing and lookup. The YAML schema is documented in docs/configuration.md ("GPU catalog").
-// Every error names the source, the line, the kind, the profile (when inside one) and the field.
+// Every error names the source, the line and the field path (kinds[0].mig.profiles[2].usable_mib).
 #include "model/catalog.h"
-
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -10,6 +8,8 @@
 #include <set>
 
 #include <fmt/format.h>
+
+#include "base/yaml_reader.h"
 
 namespace tessera {
 
@@ -23,208 +23,115 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// Error context: "source:line: kind 'x': profile 'y': ".
-class Ctx {
- public:
-  Ctx(std::string_view source) : source_(source) {}
-  Ctx Kind(const std::string& id) const {
-    Ctx c = *this;
-    c.path_ += fmt::format("kind '{}': ", id);
-    return c;
-  }
-  Ctx Profile(const std::string& name) const {
-    Ctx c = *this;
-    c.path_ += fmt::format("profile '{}': ", name);
-    return c;
-  }
-  Status Error(const YAML::Node& at, const std::string& msg) const {
-    std::string where(source_);
-    if (at.IsDefined() && at.Mark().line >= 0) where += fmt::format(":{}", at.Mark().line + 1);
-    return Status::Error(fmt::format("{}: {}{}", where, path_, msg));
-  }
+// Non-empty text items (aliases, unverified_fields).
+void TextList(FieldReader& r, std::string_view key, std::vector<std::string>* out) {
+  r.StringList(key, out, false);
+  for (const std::string& item : *out)
+    if (r.ok() && item.empty()) r.Fail(key, "expected non-empty text items");
+}
 
- private:
-  std::string_view source_;
-  std::string path_;
-};
-
-// Rejects keys outside `allowed` (catches typos such as "memory_mb").
-Status CheckKeys(const YAML::Node& map, std::initializer_list<const char*> allowed, const Ctx& ctx) {
-  for (const auto& kv : map) {
-    std::string key = kv.first.Scalar();
-    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
-      std::string list;
-      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      return ctx.Error(kv.first, fmt::format("unknown field '{}' (expected one of: {})", key, list));
-    }
+Status ParseStarts(const YAML::Node& starts, std::string_view source, const std::string& path, int mem,
+                   MigProfile* p) {
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", path, i);
+    auto start = YamlInt(starts[i], source, at, 0, mem - 1);
+    if (!start.ok()) return start.status();
+    if (*start + p->memory_slices > mem)
+      return Status::Error(fmt::format("{}: start {} + {} memory slices exceeds {}", YamlWhere(source, starts[i], at),
+                                       *start, p->memory_slices, mem));
+    if ((p->start_mask >> *start) & 1u)
+      return Status::Error(fmt::format("{}: start {} listed twice", YamlWhere(source, starts[i], at), *start));
+    p->start_mask = static_cast<uint8_t>(p->start_mask | (1u << *start));
   }
   return Status::Ok();
 }
 
-// Reads scalar `key` of `map` into `*out`. Missing: error when `required`, else `*out` is left alone.
-template <typename T>
-Status Get(const YAML::Node& map, const char* key, bool required, const Ctx& ctx, T* out) {
-  const YAML::Node n = map[key];
-  if (!n.IsDefined() || n.IsNull()) {
-    if (required) return ctx.Error(map, fmt::format("missing field '{}'", key));
-    return Status::Ok();
-  }
-  if (!n.IsScalar() || !YAML::convert<T>::decode(n, *out)) {
-    return ctx.Error(n, fmt::format("field '{}': cannot read '{}' as {}", key, n.IsScalar() ? n.Scalar() : "?",
-                                    std::is_same_v<T, bool>          ? "true/false"
-                                    : std::is_floating_point_v<T>    ? "a number"
-                                    : std::is_integral_v<T>          ? "an integer"
-                                                                     : "text"));
-  }
-  return Status::Ok();
-}
-
-Status GetStrings(const YAML::Node& map, const char* key, const Ctx& ctx, std::vector<std::string>* out) {
-  const YAML::Node n = map[key];
-  if (!n.IsDefined() || n.IsNull()) return Status::Ok();
-  if (!n.IsSequence()) return ctx.Error(n, fmt::format("field '{}': expected a list", key));
-  for (const auto& item : n) {
-    if (!item.IsScalar() || item.Scalar().empty())
-      return ctx.Error(item, fmt::format("field '{}': expected non-empty text items", key));
-    out->push_back(item.Scalar());
-  }
-  return Status::Ok();
-}
-
-Result<MigProfile> ParseProfile(const YAML::Node& node, const GpuKind& kind, const Ctx& kctx) {
-  if (!node.IsMap()) return kctx.Error(node, "profile: expected a mapping");
+Result<MigProfile> ParseProfile(const YAML::Node& node, const GpuKind& kind, std::string_view source,
+                                const std::string& path) {
+  FieldReader r(node, source, path);
   MigProfile p;
-  if (Status s = Get(node, "name", true, kctx, &p.name); !s.ok()) return s;
-  if (p.name.empty()) return kctx.Error(node, "profile: empty 'name'");
-  const Ctx ctx = kctx.Profile(p.name);
-  if (Status s = CheckKeys(node,
-                           {"name", "profile_id", "compute_slices", "memory_slices", "usable_mib", "sms",
-                            "max_count", "starts", "media", "unverified", "unverified_fields"},
-                           ctx);
-      !s.ok())
-    return s;
-  if (Status s = Get(node, "profile_id", false, ctx, &p.profile_id); !s.ok()) return s;
-  if (Status s = Get(node, "compute_slices", true, ctx, &p.compute_slices); !s.ok()) return s;
-  if (Status s = Get(node, "memory_slices", true, ctx, &p.memory_slices); !s.ok()) return s;
-  if (Status s = Get(node, "usable_mib", true, ctx, &p.usable_mib); !s.ok()) return s;
-  if (Status s = Get(node, "sms", false, ctx, &p.sms); !s.ok()) return s;
-  if (Status s = Get(node, "max_count", true, ctx, &p.max_count); !s.ok()) return s;
+  r.String("name", &p.name, true);
+  if (r.ok() && p.name.empty()) r.Fail("name", "must not be empty");
+  r.Int("profile_id", &p.profile_id, false, -1, 1 << 20);
+  r.Int("compute_slices", &p.compute_slices, true, 1, kind.mig_compute_slices);
+  r.Int("memory_slices", &p.memory_slices, true, 1, kind.mig_memory_slices);
+  r.Int("usable_mib", &p.usable_mib, true, 1, kind.memory_mib);
+  r.Int("sms", &p.sms, false, 0, kind.sms > 0 ? kind.sms : 1 << 20);
+  r.Int("max_count", &p.max_count, true, 1, kind.mig_max_instances);
   p.media = p.name.size() > 3 && p.name.compare(p.name.size() - 3, 3, "+me") == 0;
-  if (Status s = Get(node, "media", false, ctx, &p.media); !s.ok()) return s;
-  if (Status s = Get(node, "unverified", false, ctx, &p.unverified); !s.ok()) return s;
-  if (Status s = GetStrings(node, "unverified_fields", ctx, &p.unverified_fields); !s.ok()) return s;
+  r.Bool("media", &p.media);
+  r.Bool("unverified", &p.unverified);
+  TextList(r, "unverified_fields", &p.unverified_fields);
   if (!p.unverified_fields.empty()) p.unverified = true;
-
-  const int mem = kind.mig_memory_slices;
-  if (p.profile_id < -1) return ctx.Error(node["profile_id"], "profile_id must be >= 0 (or -1 = unknown)");
-  if (p.memory_slices < 1 || p.memory_slices > mem)
-    return ctx.Error(node["memory_slices"], fmt::format("memory_slices {} outside 1..{}", p.memory_slices, mem));
-  if (p.compute_slices < 1 || p.compute_slices > kind.mig_compute_slices)
-    return ctx.Error(node["compute_slices"],
-                     fmt::format("compute_slices {} outside 1..{}", p.compute_slices, kind.mig_compute_slices));
-  if (p.compute_slices > p.memory_slices)
-    return ctx.Error(node["compute_slices"], fmt::format("compute_slices {} exceeds memory_slices {}",
-                                                         p.compute_slices, p.memory_slices));
-  if (p.usable_mib <= 0 || p.usable_mib > kind.memory_mib)
-    return ctx.Error(node["usable_mib"],
-                     fmt::format("usable_mib {} outside 1..{} (the kind's memory_mib)", p.usable_mib, kind.memory_mib));
-  if (p.sms < 0 || (kind.sms > 0 && p.sms > kind.sms))
-    return ctx.Error(node["sms"], fmt::format("sms {} outside 0..{} (the kind's sms)", p.sms, kind.sms));
-  if (p.max_count < 1 || p.max_count > kind.mig_max_instances)
-    return ctx.Error(node["max_count"], fmt::format("max_count {} outside 1..{} (the kind's max_instances)",
-                                                    p.max_count, kind.mig_max_instances));
-  const YAML::Node starts = node["starts"];
-  if (!starts.IsDefined() || !starts.IsSequence() || starts.size() == 0)
-    return ctx.Error(starts.IsDefined() ? starts : node, "field 'starts': expected a non-empty list of slice indices");
-  for (const auto& s : starts) {
-    int start = 0;
-    if (!s.IsScalar() || !YAML::convert<int>::decode(s, start))
-      return ctx.Error(s, fmt::format("field 'starts': cannot read '{}' as an integer", s.IsScalar() ? s.Scalar() : "?"));
-    if (start < 0 || start >= mem)
-      return ctx.Error(s, fmt::format("start {} outside 0..{}", start, mem - 1));
-    if (start + p.memory_slices > mem)
-      return ctx.Error(s, fmt::format("start {} + {} memory slices exceeds {}", start, p.memory_slices, mem));
-    if ((p.start_mask >> start) & 1u) return ctx.Error(s, fmt::format("start {} listed twice", start));
-    p.start_mask = static_cast<uint8_t>(p.start_mask | (1u << start));
-  }
+  if (r.ok() && p.compute_slices > p.memory_slices)
+    r.Fail("compute_slices", fmt::format("{} exceeds memory_slices {}", p.compute_slices, p.memory_slices));
+  const YAML::Node starts = r.Seq("starts", /*required=*/true);
+  if (r.ok() && starts.size() == 0) r.Fail("starts", "expected a non-empty list of slice indices");
+  if (Status st = r.Finish(); !st.ok()) return st;
+  if (Status st = ParseStarts(starts, source, r.PathOf("starts"), kind.mig_memory_slices, &p); !st.ok()) return st;
   return p;
 }
 
-Result<GpuKind> ParseKind(const YAML::Node& node, const Ctx& root) {
-  if (!node.IsMap()) return root.Error(node, "kind: expected a mapping");
-  GpuKind k;
-  if (Status s = Get(node, "id", true, root, &k.id); !s.ok()) return s;
-  if (k.id.empty()) return root.Error(node, "kind: empty 'id'");
-  const Ctx ctx = root.Kind(k.id);
-  if (Status s = CheckKeys(node,
-                           {"id", "aliases", "family", "memory_mib", "sms", "bf16_tflops", "mig", "unverified",
-                            "unverified_fields", "notes"},
-                           ctx);
-      !s.ok())
-    return s;
-  if (Status s = GetStrings(node, "aliases", ctx, &k.aliases); !s.ok()) return s;
-  if (Status s = Get(node, "family", true, ctx, &k.family); !s.ok()) return s;
-  if (Status s = Get(node, "memory_mib", true, ctx, &k.memory_mib); !s.ok()) return s;
-  if (Status s = Get(node, "sms", false, ctx, &k.sms); !s.ok()) return s;
-  if (Status s = Get(node, "bf16_tflops", false, ctx, &k.bf16_tflops); !s.ok()) return s;
-  if (Status s = Get(node, "unverified", false, ctx, &k.unverified); !s.ok()) return s;
-  if (Status s = GetStrings(node, "unverified_fields", ctx, &k.unverified_fields); !s.ok()) return s;
-  if (Status s = Get(node, "notes", false, ctx, &k.notes); !s.ok()) return s;
-  if (k.memory_mib <= 0) return ctx.Error(node["memory_mib"], fmt::format("memory_mib {} must be > 0", k.memory_mib));
-  if (k.sms < 0) return ctx.Error(node["sms"], fmt::format("sms {} must be >= 0", k.sms));
-  if (!(k.bf16_tflops >= 0))
-    return ctx.Error(node["bf16_tflops"], fmt::format("bf16_tflops {} must be >= 0", k.bf16_tflops));
-
-  const YAML::Node mig = node["mig"];
-  if (!mig.IsDefined() || mig.IsNull()) return k;
-  if (!mig.IsMap()) return ctx.Error(mig, "field 'mig': expected a mapping");
-  if (Status s = CheckKeys(mig, {"memory_slices", "compute_slices", "max_instances", "profiles"}, ctx); !s.ok())
-    return s;
-  k.mig_capable = true;
-  if (Status s = Get(mig, "memory_slices", true, ctx, &k.mig_memory_slices); !s.ok()) return s;
-  if (Status s = Get(mig, "compute_slices", true, ctx, &k.mig_compute_slices); !s.ok()) return s;
-  if (Status s = Get(mig, "max_instances", true, ctx, &k.mig_max_instances); !s.ok()) return s;
+// The `mig:` section of a kind: geometry, then the profiles.
+Status ParseMig(const YAML::Node& mig, std::string_view source, const std::string& path, GpuKind* k) {
+  FieldReader m(mig, source, path);
+  k->mig_capable = true;
   // The geometry is a bitmask over memory slices in a uint8_t.
-  if (k.mig_memory_slices < 1 || k.mig_memory_slices > 8)
-    return ctx.Error(mig["memory_slices"], fmt::format("mig memory_slices {} outside 1..8", k.mig_memory_slices));
-  if (k.mig_compute_slices < 1 || k.mig_compute_slices > k.mig_memory_slices)
-    return ctx.Error(mig["compute_slices"], fmt::format("mig compute_slices {} outside 1..{} (memory_slices)",
-                                                        k.mig_compute_slices, k.mig_memory_slices));
-  if (k.mig_max_instances < 1 || k.mig_max_instances > k.mig_memory_slices)
-    return ctx.Error(mig["max_instances"], fmt::format("mig max_instances {} outside 1..{} (memory_slices)",
-                                                       k.mig_max_instances, k.mig_memory_slices));
-  const YAML::Node profiles = mig["profiles"];
-  if (!profiles.IsDefined() || !profiles.IsSequence() || profiles.size() == 0)
-    return ctx.Error(profiles.IsDefined() ? profiles : mig, "field 'profiles': expected a non-empty list");
-  for (const auto& pn : profiles) {
-    Result<MigProfile> p = ParseProfile(pn, k, ctx);
+  m.Int("memory_slices", &k->mig_memory_slices, true, 1, 8);
+  m.Int("compute_slices", &k->mig_compute_slices, true, 1, std::max(1, k->mig_memory_slices));
+  m.Int("max_instances", &k->mig_max_instances, true, 1, std::max(1, k->mig_memory_slices));
+  const YAML::Node profiles = m.Seq("profiles", /*required=*/true);
+  if (m.ok() && profiles.size() == 0) m.Fail("profiles", "expected a non-empty list");
+  if (Status st = m.Finish(); !st.ok()) return st;
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    const std::string at = fmt::format("{}.profiles[{}]", path, i);
+    Result<MigProfile> p = ParseProfile(profiles[i], *k, source, at);
     if (!p.ok()) return p.status();
-    if (k.FindProfile(p->name) >= 0) return ctx.Error(pn, fmt::format("profile '{}' listed twice", p->name));
-    k.profiles.push_back(std::move(p).value());
+    if (k->FindProfile(p->name) >= 0)
+      return Status::Error(fmt::format("{}: profile '{}' listed twice", YamlWhere(source, profiles[i], at), p->name));
+    k->profiles.push_back(std::move(p).value());
   }
+  return Status::Ok();
+}
+
+Result<GpuKind> ParseKind(const YAML::Node& node, std::string_view source, const std::string& path) {
+  FieldReader r(node, source, path);
+  GpuKind k;
+  r.String("id", &k.id, true);
+  if (r.ok() && k.id.empty()) r.Fail("id", "must not be empty");
+  TextList(r, "aliases", &k.aliases);
+  r.String("family", &k.family, true);
+  r.Int("memory_mib", &k.memory_mib, true, 1, int64_t{1} << 30);
+  r.Int("sms", &k.sms, false, 0, 1 << 20);
+  r.Double("bf16_tflops", &k.bf16_tflops, false, 0, 1e9);
+  r.Bool("unverified", &k.unverified);
+  TextList(r, "unverified_fields", &k.unverified_fields);
+  r.String("notes", &k.notes, false);
+  const YAML::Node mig = r.Child("mig");
+  if (Status st = r.Finish(); !st.ok()) return st;
+  if (mig.IsDefined() && !mig.IsNull())
+    if (Status st = ParseMig(mig, source, r.PathOf("mig"), &k); !st.ok()) return st;
   return k;
 }
 
 // Parses a whole catalog document into kinds (ids unique within the document; aliases checked by the
 // caller against the combined catalog).
 Result<std::vector<GpuKind>> ParseKinds(std::string_view text, std::string_view source) {
-  const Ctx ctx(source);
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::ParserException& e) {
-    return Status::Error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
-  }
-  if (!root.IsMap()) return Status::Error(fmt::format("{}: expected a mapping with a 'kinds' list", source));
-  if (Status s = CheckKeys(root, {"kinds"}, ctx); !s.ok()) return s;
-  const YAML::Node kinds = root["kinds"];
-  if (!kinds.IsDefined() || !kinds.IsSequence()) return ctx.Error(root, "field 'kinds': expected a list");
+  auto parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  const YAML::Node root = *parsed;
+  if (!root.IsMap()) return Status::Error(YamlWhere(source, root, "") + ": expected a map with a 'kinds' list");
+  FieldReader top(root, source, "");
+  const YAML::Node kinds = top.Seq("kinds", /*required=*/true);
+  if (Status st = top.Finish(); !st.ok()) return st;
   std::vector<GpuKind> out;
   std::set<std::string> ids;
-  for (const auto& kn : kinds) {
-    Result<GpuKind> k = ParseKind(kn, ctx);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const std::string path = fmt::format("kinds[{}]", i);
+    Result<GpuKind> k = ParseKind(kinds[i], source, path);
     if (!k.ok()) return k.status();
-    if (!ids.insert(Lower(k->id)).second) return ctx.Error(kn, fmt::format("kind '{}' listed twice", k->id));
+    if (!ids.insert(Lower(k->id)).second)
+      return Status::Error(fmt::format("{}: kind '{}' listed twice", YamlWhere(source, kinds[i], path + ".id"), k->id));
     out.push_back(std::move(k).value());
   }
   return out;

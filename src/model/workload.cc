@@ -1,10 +1,10 @@
 #include "model/workload.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <cmath>
 #include <fmt/format.h>
 #include <set>
+
+#include "base/yaml_reader.h"
 
 namespace tessera {
 
@@ -86,147 +86,120 @@ int SmallestCoveringProfile(const GpuKind& kind, int64_t memory_mib, int compute
 
 namespace {
 
-const std::set<std::string> kWorkloadKeys = {
-    "name",        "class",          "team",        "project",     "priority_class",       "replicas",
-    "workers",     "gpus_per_worker", "gpu_fraction", "gpu_milli", "memory_gib",           "memory_mib",
-    "memory",      "cpu",            "host_memory_gib", "gpu_kinds", "checkpoint_interval_s", "duration_s",
-    "latency_sensitive", "checkpointable"};
-const std::set<std::string> kMemoryKeys = {"params_billion", "precision",      "training",     "optimizer_bytes_per_param",
-                                           "zero_stage",     "data_parallel",  "tensor_parallel", "kv_cache_gib",
-                                           "activation_gib", "overhead_pct"};
+constexpr int64_t kMaxSeconds = int64_t{1} << 40;
 
-template <typename T>
-Status Read(const YAML::Node& n, const char* key, T* out, const std::string& where) {
-  if (!n[key]) return Status::Ok();
-  try {
-    *out = n[key].as<T>();
-  } catch (const YAML::Exception&) {
-    return Status::Error(fmt::format("{}: field '{}': wrong type ('{}')", where, key,
-                                     n[key].IsScalar() ? n[key].Scalar() : "not a scalar"));
+// The optional `memory:` description of a workload; `training` defaults to the workload's class.
+Status ReadMemory(const YAML::Node& node, std::string_view source, const std::string& path, bool training,
+                  MemoryDescription* out) {
+  FieldReader m(node, source, path);
+  MemoryDescription d;
+  d.training = training;
+  m.Double("params_billion", &d.params_billion, true, 1e-6, 1e6);
+  std::string prec = "bf16";
+  m.String("precision", &prec, false);
+  if (m.ok()) {
+    auto p = ParsePrecision(prec);
+    if (p.ok()) d.precision = *p;
+    else m.Fail("precision", p.error());
   }
+  m.Bool("training", &d.training);
+  m.Int("optimizer_bytes_per_param", &d.optimizer_bytes_per_param, false, 1, 64);
+  m.Int("zero_stage", &d.zero_stage, false, 0, 3);
+  m.Int("data_parallel", &d.data_parallel, false, 1, 1 << 20);
+  m.Int("tensor_parallel", &d.tensor_parallel, false, 1, 4096);
+  double kv = 0, act = 0;
+  m.Double("kv_cache_gib", &kv, false, 0, 1e6);
+  m.Double("activation_gib", &act, false, 0, 1e6);
+  d.kv_cache_mib = static_cast<int64_t>(std::ceil(kv * 1024));
+  d.activation_mib = static_cast<int64_t>(std::ceil(act * 1024));
+  m.Int("overhead_pct", &d.overhead_pct, false, 0, 200);
+  if (Status st = m.Finish(); !st.ok()) return st;
+  *out = d;
   return Status::Ok();
 }
 
-#define TESSERA_TRY(expr)        \
-  do {                           \
-    Status _st = (expr);         \
-    if (!_st.ok()) return _st;   \
-  } while (0)
-
-Result<Workload> ParseWorkload(const YAML::Node& y, const std::string& where0) {
-  if (!y.IsMap()) return Status::Error(where0 + ": expected a map");
-  for (auto it = y.begin(); it != y.end(); ++it) {
-    std::string k = it->first.as<std::string>();
-    if (!kWorkloadKeys.count(k)) return Status::Error(fmt::format("{}: unknown field '{}'", where0, k));
-  }
+Result<Workload> ParseWorkload(const YAML::Node& y, std::string_view source, const std::string& path) {
+  FieldReader r(y, source, path);
   Workload w;
-  TESSERA_TRY(Read(y, "name", &w.name, where0));
-  if (w.name.empty()) return Status::Error(where0 + ": field 'name': required");
-  const std::string where = fmt::format("{} ('{}')", where0, w.name);
+  r.String("name", &w.name, true);
+  if (r.ok() && w.name.empty()) r.Fail("name", "must not be empty");
   std::string cls = "inference";
-  TESSERA_TRY(Read(y, "class", &cls, where));
-  auto c = ParseWorkloadClass(cls);
-  if (!c.ok()) return Status::Error(where + ": field 'class': " + c.error());
-  w.cls = *c;
-  TESSERA_TRY(Read(y, "team", &w.team, where));
-  TESSERA_TRY(Read(y, "project", &w.project, where));
-  TESSERA_TRY(Read(y, "priority_class", &w.priority_class, where));
-  TESSERA_TRY(Read(y, "replicas", &w.replicas, where));
-  TESSERA_TRY(Read(y, "workers", &w.workers, where));
-  TESSERA_TRY(Read(y, "gpus_per_worker", &w.gpus_per_worker, where));
+  r.String("class", &cls, false);
+  if (r.ok()) {
+    auto c = ParseWorkloadClass(cls);
+    if (c.ok()) w.cls = *c;
+    else r.Fail("class", c.error());
+  }
+  r.String("team", &w.team, false);
+  r.String("project", &w.project, false);
+  r.String("priority_class", &w.priority_class, false);
+  r.Int("replicas", &w.replicas, false, 1, 100000);
+  r.Int("workers", &w.workers, false, 1, 100000);
+  r.Int("gpus_per_worker", &w.gpus_per_worker, false, 0, 64);
   double frac = -1;
-  TESSERA_TRY(Read(y, "gpu_fraction", &frac, where));
-  if (frac >= 0) {
-    if (frac <= 0 || frac > 1) return Status::Error(where + ": field 'gpu_fraction': must be in (0, 1]");
+  r.Double("gpu_fraction", &frac, false, 1e-3, 1);
+  if (frac > 0) {
     w.gpu_milli = static_cast<int>(std::lround(frac * 1000));
     if (w.gpu_milli < 1000) w.gpus_per_worker = 0;
   }
-  TESSERA_TRY(Read(y, "gpu_milli", &w.gpu_milli, where));
-  if (y["gpu_milli"] && w.gpu_milli < 1000) w.gpus_per_worker = 0;
+  if (r.Has("gpu_milli")) {
+    r.Int("gpu_milli", &w.gpu_milli, false, 1, 1000);
+    if (w.gpu_milli < 1000) w.gpus_per_worker = 0;
+  }
   double gib = -1;
-  TESSERA_TRY(Read(y, "memory_gib", &gib, where));
+  r.Double("memory_gib", &gib, false, 0, 1e6);
   if (gib >= 0) w.memory_mib = static_cast<int64_t>(std::ceil(gib * 1024));
-  TESSERA_TRY(Read(y, "memory_mib", &w.memory_mib, where));
-  if (y["memory"]) {
-    const YAML::Node& m = y["memory"];
-    const std::string mw = where + ": memory";
-    if (!m.IsMap()) return Status::Error(mw + ": expected a map");
-    for (auto it = m.begin(); it != m.end(); ++it) {
-      std::string k = it->first.as<std::string>();
-      if (!kMemoryKeys.count(k)) return Status::Error(fmt::format("{}: unknown field '{}'", mw, k));
-    }
+  r.Int("memory_mib", &w.memory_mib, false, 0, int64_t{1} << 30);
+  if (const YAML::Node m = r.Child("memory"); r.ok() && m.IsDefined()) {
     MemoryDescription d;
-    d.training = w.cls == WorkloadClass::kTraining;
-    TESSERA_TRY(Read(m, "params_billion", &d.params_billion, mw));
-    std::string prec = "bf16";
-    TESSERA_TRY(Read(m, "precision", &prec, mw));
-    auto p = ParsePrecision(prec);
-    if (!p.ok()) return Status::Error(mw + ": field 'precision': " + p.error());
-    d.precision = *p;
-    TESSERA_TRY(Read(m, "training", &d.training, mw));
-    TESSERA_TRY(Read(m, "optimizer_bytes_per_param", &d.optimizer_bytes_per_param, mw));
-    TESSERA_TRY(Read(m, "zero_stage", &d.zero_stage, mw));
-    TESSERA_TRY(Read(m, "data_parallel", &d.data_parallel, mw));
-    TESSERA_TRY(Read(m, "tensor_parallel", &d.tensor_parallel, mw));
-    double kv = 0, act = 0;
-    TESSERA_TRY(Read(m, "kv_cache_gib", &kv, mw));
-    TESSERA_TRY(Read(m, "activation_gib", &act, mw));
-    d.kv_cache_mib = static_cast<int64_t>(std::ceil(kv * 1024));
-    d.activation_mib = static_cast<int64_t>(std::ceil(act * 1024));
-    TESSERA_TRY(Read(m, "overhead_pct", &d.overhead_pct, mw));
-    if (d.params_billion <= 0) return Status::Error(mw + ": field 'params_billion': must be > 0");
-    if (d.zero_stage < 0 || d.zero_stage > 3) return Status::Error(mw + ": field 'zero_stage': must be 0..3");
-    if (d.data_parallel < 1 || d.tensor_parallel < 1)
-      return Status::Error(mw + ": fields 'data_parallel'/'tensor_parallel': must be >= 1");
-    if (d.overhead_pct < 0 || d.overhead_pct > 200) return Status::Error(mw + ": field 'overhead_pct': 0..200");
+    if (Status st = ReadMemory(m, source, r.PathOf("memory"), w.cls == WorkloadClass::kTraining, &d); !st.ok())
+      return st;
     w.memory = d;
-    if (!y["memory_mib"] && !y["memory_gib"]) w.memory_mib = EstimateMemoryMib(d);
+    if (!r.Has("memory_mib") && !r.Has("memory_gib")) w.memory_mib = EstimateMemoryMib(d);
   }
   double cpu = 0, host_gib = 0;
-  TESSERA_TRY(Read(y, "cpu", &cpu, where));
-  TESSERA_TRY(Read(y, "host_memory_gib", &host_gib, where));
+  r.Double("cpu", &cpu, false, 0, 1e6);
+  r.Double("host_memory_gib", &host_gib, false, 0, 1e8);
   w.cpu_milli = static_cast<int64_t>(std::lround(cpu * 1000));
   w.host_memory_mib = static_cast<int64_t>(std::ceil(host_gib * 1024));
-  if (y["gpu_kinds"]) {
-    if (!y["gpu_kinds"].IsSequence()) return Status::Error(where + ": field 'gpu_kinds': expected a list");
-    for (const auto& k : y["gpu_kinds"]) w.gpu_kinds.push_back(k.as<std::string>());
-  }
-  TESSERA_TRY(Read(y, "checkpoint_interval_s", &w.checkpoint_interval_s, where));
-  TESSERA_TRY(Read(y, "duration_s", &w.duration_s, where));
-  TESSERA_TRY(Read(y, "latency_sensitive", &w.latency_sensitive, where));
-  TESSERA_TRY(Read(y, "checkpointable", &w.checkpointable, where));
-
-  if (w.replicas < 1) return Status::Error(where + ": field 'replicas': must be >= 1");
-  if (w.workers < 1) return Status::Error(where + ": field 'workers': must be >= 1");
-  if (w.gpus_per_worker < 0 || w.gpus_per_worker > 64)
-    return Status::Error(where + ": field 'gpus_per_worker': must be 0..64");
-  if (w.gpu_milli < 1 || w.gpu_milli > 1000) return Status::Error(where + ": field 'gpu_milli': must be 1..1000");
-  if (w.memory_mib < 0) return Status::Error(where + ": field 'memory_gib': must not be negative");
-  if (w.cpu_milli < 0 || w.host_memory_mib < 0) return Status::Error(where + ": cpu/host memory must not be negative");
-  if (w.gpus_per_worker == 0 && w.workers > 1)
-    return Status::Error(where + ": a gang (workers > 1) needs whole GPUs: MIG slices and shares cannot join NCCL");
+  r.StringList("gpu_kinds", &w.gpu_kinds, false);
+  r.Int("checkpoint_interval_s", &w.checkpoint_interval_s, false, 0, kMaxSeconds);
+  r.Int("duration_s", &w.duration_s, false, 0, kMaxSeconds);
+  r.Bool("latency_sensitive", &w.latency_sensitive);
+  r.Bool("checkpointable", &w.checkpointable);
+  if (r.ok() && w.gpus_per_worker == 0 && w.workers > 1)
+    r.Fail("workers", "a gang (workers > 1) needs whole GPUs: MIG slices and shares cannot join NCCL");
+  if (Status st = r.Finish(); !st.ok()) return st;
   return w;
 }
 
 }  // namespace
 
 Result<std::vector<Workload>> LoadWorkloadsYaml(std::string_view text, std::string_view source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return Status::Error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
+  auto parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  const YAML::Node root = *parsed;
+  YAML::Node list(YAML::NodeType::Undefined);
+  if (root.IsMap()) {
+    FieldReader top(root, source, "");
+    if (!top.Has("workloads"))
+      return Status::Error(YamlWhere(source, root, "") + ": expected a list of workloads (or a map with 'workloads:')");
+    list.reset(top.Seq("workloads", /*required=*/true));
+    if (Status st = top.Finish(); !st.ok()) return st;
+  } else if (root.IsSequence()) {
+    list.reset(root);
+  } else {
+    return Status::Error(YamlWhere(source, root, "") + ": expected a list of workloads (or a map with 'workloads:')");
   }
-  YAML::Node list = root.IsMap() ? root["workloads"] : root;
-  if (!list || !list.IsSequence())
-    return Status::Error(fmt::format("{}: expected a list of workloads (or a map with 'workloads:')", source));
   std::vector<Workload> out;
   std::set<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
-    auto w = ParseWorkload(list[i], fmt::format("{}: workloads[{}]", source, i));
+    const std::string path = fmt::format("workloads[{}]", i);
+    auto w = ParseWorkload(list[i], source, path);
     if (!w.ok()) return w.status();
     if (!names.insert(w->name).second)
-      return Status::Error(fmt::format("{}: workloads[{}]: duplicate name '{}'", source, i, w->name));
+      return Status::Error(
+          fmt::format("{}: duplicate workload name '{}'", YamlWhere(source, list[i], path + ".name"), w->name));
     out.push_back(std::move(w).value());
   }
   return out;

@@ -173,51 +173,68 @@ Result<ClusterState> ClusterState::Build(const Cluster& cluster, const Catalog& 
       s.create_nodes_[k * 32 + p].assign(words, 0);
     }
   }
-  s.free_whole_index_.assign(cluster.nodes.size(), 0);
-  s.convertible_index_.assign(cluster.nodes.size(), 0);
-  s.mig_profile_index_.assign(cluster.nodes.size(), 0);
   s.nodes_.reserve(cluster.nodes.size());
-  for (NodeId n = 0; n < static_cast<NodeId>(cluster.nodes.size()); ++n) {
-    const Node& node = cluster.nodes[n];
-    NodeState ns;
-    ns.kind = node.kind;
-    ns.first_gpu = static_cast<GpuId>(s.gpus_.size());
-    ns.gpu_count = node.gpu_count;
-    ns.leaf = node.leaf;
-    ns.spine = node.spine;
-    ns.tier = node.tier;
-    ns.interconnect = node.interconnect;
-    ns.free_cpu_milli = node.cpu_milli;
-    ns.free_memory_mib = node.memory_mib;
-    if (node.leaf < 0 || node.leaf >= s.num_leaves_)
-      return Status::Error(fmt::format("node '{}': leaf index out of range", node.name));
-    std::vector<MigInstance> layout;
-    if (node.gpu_count > 0 && node.mig_enabled && !node.mig_config.empty()) {
-      auto l = NamedMigLayout(catalog.kind(node.kind), node.mig_config);
-      if (!l.ok()) return Status::Error(fmt::format("node '{}': mig config: {}", node.name, l.error()));
-      layout = *l;
-    }
-    for (int i = 0; i < node.gpu_count; ++i) {
-      GpuState g;
-      g.kind = node.kind;
-      g.node = n;
-      const GpuKind& kind = catalog.kind(node.kind);
-      g.free_memory_mib = kind.memory_mib;
-      if (node.mig_enabled) {
-        g.mig_enabled = true;
-        g.free_milli = 0;
-        g.free_memory_mib = 0;
-        for (const MigInstance& m : layout) {
-          g.instances[g.n_instances++] = MigSlot{static_cast<int16_t>(m.profile), static_cast<int8_t>(m.start), false};
-          g.used_mask |= kind.profiles[m.profile].MaskAt(m.start);
-        }
-      }
-      s.gpus_.push_back(g);
-    }
-    s.nodes_.push_back(ns);
-    s.RefreshNode(n);
-  }
+  for (const Node& node : cluster.nodes)
+    if (Status st = s.AppendNode(node); !st.ok()) return st;
   return s;
+}
+
+// Appends the state of `node` (an empty node) with id num_nodes(), extending every per-node index.
+Status ClusterState::AppendNode(const Node& node) {
+  const NodeId n = num_nodes();
+  if (node.leaf < 0 || node.leaf >= num_leaves_)
+    return Status::Error(fmt::format("node '{}': leaf index out of range", node.name));
+  if (node.gpu_count > 0 && (node.kind < 0 || node.kind >= static_cast<KindId>(catalog_->size())))
+    return Status::Error(fmt::format("node '{}': unknown GPU kind", node.name));
+  NodeState ns;
+  ns.kind = node.kind;
+  ns.first_gpu = static_cast<GpuId>(gpus_.size());
+  ns.gpu_count = node.gpu_count;
+  ns.leaf = node.leaf;
+  ns.spine = node.spine;
+  ns.tier = node.tier;
+  ns.interconnect = node.interconnect;
+  ns.free_cpu_milli = node.cpu_milli;
+  ns.free_memory_mib = node.memory_mib;
+  std::vector<MigInstance> layout;
+  if (node.gpu_count > 0 && node.mig_enabled && !node.mig_config.empty()) {
+    auto l = NamedMigLayout(catalog_->kind(node.kind), node.mig_config);
+    if (!l.ok()) return Status::Error(fmt::format("node '{}': mig config: {}", node.name, l.error()));
+    layout = *l;
+  }
+  for (int i = 0; i < node.gpu_count; ++i) {
+    GpuState g;
+    g.kind = node.kind;
+    g.node = n;
+    const GpuKind& kind = catalog_->kind(node.kind);
+    g.free_memory_mib = kind.memory_mib;
+    if (node.mig_enabled) {
+      g.mig_enabled = true;
+      g.free_milli = 0;
+      g.free_memory_mib = 0;
+      for (const MigInstance& m : layout) {
+        g.instances[g.n_instances++] = MigSlot{static_cast<int16_t>(m.profile), static_cast<int8_t>(m.start), false};
+        g.used_mask |= kind.profiles[m.profile].MaskAt(m.start);
+      }
+    }
+    gpus_.push_back(g);
+  }
+  nodes_.push_back(ns);
+  free_whole_index_.push_back(0);
+  convertible_index_.push_back(0);
+  mig_profile_index_.push_back(0);
+  const size_t words = (nodes_.size() + 63) / 64;
+  for (std::vector<std::vector<uint64_t>>* bits : {&idle_nodes_, &create_nodes_})
+    for (std::vector<uint64_t>& b : *bits)
+      if (!b.empty() && b.size() < words) b.resize(words, 0);
+  if (!drain_s_.empty()) drain_s_.push_back(kNoWork);
+  if (!holds_.empty()) holds_.resize(gpus_.size());
+  if (!node_flags_.empty()) {
+    node_flags_.push_back(0);
+    host_hold_.push_back({0, 0});
+  }
+  RefreshNode(n);
+  return Status::Ok();
 }
 
 uint32_t ClusterState::CreatableProfiles(const GpuState& gs) const {
@@ -289,6 +306,7 @@ Status ClusterState::CanApply(const std::vector<TaskPlacement>& tasks, int64_t c
     for (const GpuGrant& gr : t.gpus) {
       if (gr.gpu < ns.first_gpu || gr.gpu >= ns.first_gpu + ns.gpu_count)
         return Status::Error(fmt::format("GPU {} is not on node {}", gr.gpu, cluster_->nodes[t.node].name));
+      if (Status st = Cordoned(gr.gpu); !st.ok()) return st;
       auto it = copies.try_emplace(gr.gpu, gpus_[gr.gpu]).first;
       if (Status st = ApplyGrant(it->second, catalog_->kind(gpus_[gr.gpu].kind), gr); !st.ok()) return st;
     }
@@ -328,6 +346,7 @@ void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_
     NodeState& ns = nodes_[t.node];
     ns.free_cpu_milli += cpu_milli;
     ns.free_memory_mib += host_memory_mib;
+    if (node_cordoned(t.node)) HoldHost(t.node);
     for (const GpuGrant& gr : t.gpus) {
       GpuState& g = gpus_[gr.gpu];
       const GpuKind& kind = catalog_->kind(g.kind);
@@ -352,6 +371,7 @@ void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_
         TESSERA_CHECK(g.free_milli <= kMilliPerGpu, fmt::format("GPU {}: share released twice", gr.gpu));
       }
       --g.tasks;
+      if (!holds_.empty() && holds_[gr.gpu].on()) Absorb(gr.gpu);
     }
     if (IsInference(inference)) --ns.inference_tasks;
     else --ns.training_tasks;
@@ -360,6 +380,7 @@ void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_
 }
 
 Status ClusterState::SetMigMode(GpuId g, bool enabled) {
+  if (Status st = Cordoned(g); !st.ok()) return st;
   GpuState copy = gpus_[g];
   GpuGrant gr;
   gr.gpu = g;
@@ -390,6 +411,7 @@ Status ClusterState::SetMigMode(GpuId g, bool enabled) {
 }
 
 Status ClusterState::CreateInstance(GpuId g, int profile, int start) {
+  if (Status st = Cordoned(g); !st.ok()) return st;
   GpuState& gs = gpus_[g];
   const GpuKind& kind = catalog_->kind(gs.kind);
   if (!gs.mig_enabled) return Status::Error(fmt::format("GPU {}: not in MIG mode", g));
@@ -404,6 +426,7 @@ Status ClusterState::CreateInstance(GpuId g, int profile, int start) {
 }
 
 Status ClusterState::DestroyInstance(GpuId g, int start) {
+  if (Status st = Cordoned(g); !st.ok()) return st;
   GpuState copy = gpus_[g];
   GpuGrant gr;
   gr.gpu = g;
@@ -425,6 +448,7 @@ Status ClusterState::DestroyInstance(GpuId g, int start) {
 }
 
 Status ClusterState::Relayout(GpuId g, const std::vector<MigInstance>& layout) {
+  if (Status st = Cordoned(g); !st.ok()) return st;
   GpuState& gs = gpus_[g];
   const GpuKind& kind = catalog_->kind(gs.kind);
   if (!gs.mig_enabled) return Status::Error(fmt::format("GPU {}: not in MIG mode", g));
@@ -459,14 +483,16 @@ Status ClusterState::Relayout(GpuId g, const std::vector<MigInstance>& layout) {
 
 int64_t ClusterState::AllocatedMilli() const {
   int64_t total = 0;
-  for (const GpuState& g : gpus_) {
+  for (GpuId id = 0; id < num_gpus(); ++id) {
+    const GpuState& g = gpus_[id];
+    const CordonHold* h = holds_.empty() ? nullptr : &holds_[id];
     if (!g.mig_enabled) {
-      total += kMilliPerGpu - g.free_milli;
+      total += kMilliPerGpu - g.free_milli - (h ? h->milli : 0);
       continue;
     }
     const GpuKind& kind = catalog_->kind(g.kind);
     for (int i = 0; i < g.n_instances; ++i)
-      if (g.instances[i].busy) {
+      if (g.instances[i].busy && !(h && ((h->instances >> g.instances[i].start) & 1u))) {
         int idx = g.instances[i].profile;
         total += kind.ProfileComputeMilli(idx);
       }
@@ -508,11 +534,15 @@ Status ClusterState::CheckInvariants() const {
         }
         if (Status st = CheckMigLayout(kind, layout); !st.ok())
           return Status::Error(fmt::format("GPU {}: invalid layout: {}", g, st.message()));
-        if (mask != gs.used_mask) return Status::Error(fmt::format("GPU {}: used_mask out of date", g));
+        const uint8_t held = holds_.empty() ? 0 : holds_[g].slices;
+        if ((mask & held) || (mask | held) != gs.used_mask)
+          return Status::Error(fmt::format("GPU {}: used_mask out of date", g));
         if (busy != gs.busy_mask) return Status::Error(fmt::format("GPU {}: busy_mask out of date", g));
-        if (busy_count != gs.tasks) return Status::Error(fmt::format("GPU {}: task count out of date", g));
+        if (busy_count + (gpu_cordoned(g) ? 1 : 0) != gs.tasks)
+          return Status::Error(fmt::format("GPU {}: task count out of date", g));
         ++mig;
       }
+      if (Status st = CheckHold(g); !st.ok()) return st;
       free_whole += gs.WholeFree();
       idle += gs.Idle();
     }
@@ -520,6 +550,10 @@ Status ClusterState::CheckInvariants() const {
       return Status::Error(fmt::format("node {}: aggregates out of date", n));
     if (ns.free_cpu_milli < 0 || ns.free_memory_mib < 0)
       return Status::Error(fmt::format("node {}: negative free CPU or memory", n));
+    if (node_removed(n) && (!node_cordoned(n) || ns.inference_tasks + ns.training_tasks > 0))
+      return Status::Error(fmt::format("node {}: removed but not drained", n));
+    if (node_cordoned(n) && (ns.free_cpu_milli != 0 || ns.free_memory_mib != 0))
+      return Status::Error(fmt::format("node {}: cordoned node shows free CPU or memory", n));
     leaf_free[ns.leaf] += free_whole;
   }
   if (leaf_free != leaf_free_whole_) return Status::Error("leaf free-GPU counters out of date");
@@ -535,6 +569,201 @@ Status ClusterState::CheckInvariants() const {
     }
   }
   return Status::Ok();
+}
+
+// --- Nodes that come and go ---
+
+Status ClusterState::Cordoned(GpuId g) const {
+  if (gpu_cordoned(g))
+    return Status::Error(fmt::format("GPU {} on node {} is cordoned", g, cluster_->nodes[gpus_[g].node].name));
+  return Status::Ok();
+}
+
+// Tasks the state itself counts on a cordoned GPU (see invariant 4).
+int ClusterState::PhantomTasks(GpuId g) const {
+  if (!gpu_cordoned(g)) return 0;
+  return 1 + (gpus_[g].mig_enabled ? __builtin_popcount(holds_[g].instances) : 0);
+}
+
+// A cordoned node's free CPU and host memory are held too (no CPU-only task lands there).
+void ClusterState::HoldHost(NodeId n) {
+  NodeState& ns = nodes_[n];
+  host_hold_[n].first += ns.free_cpu_milli;
+  host_hold_[n].second += ns.free_memory_mib;
+  ns.free_cpu_milli = 0;
+  ns.free_memory_mib = 0;
+}
+
+// The GPU becomes cordoned: the state takes every free share, idle instance and free slice.
+void ClusterState::Hold(GpuId g) {
+  GpuState& gs = gpus_[g];
+  CordonHold& h = holds_[g];
+  if (!gs.mig_enabled) {
+    h.milli = gs.free_milli;
+    h.memory_mib = gs.free_memory_mib;
+    gs.free_milli = 0;
+    gs.free_memory_mib = 0;
+    ++gs.tasks;
+    return;
+  }
+  const GpuKind& kind = catalog_->kind(gs.kind);
+  h.slices = static_cast<uint8_t>(~gs.used_mask & ((1u << kind.mig_memory_slices) - 1));
+  gs.used_mask |= h.slices;
+  ++gs.tasks;  // never idle: no mode switch or relayout
+  Absorb(g);
+}
+
+// Capacity freed on a cordoned GPU is held at once.
+void ClusterState::Absorb(GpuId g) {
+  GpuState& gs = gpus_[g];
+  CordonHold& h = holds_[g];
+  if (!gs.mig_enabled) {
+    h.milli = static_cast<int16_t>(h.milli + gs.free_milli);
+    h.memory_mib += gs.free_memory_mib;
+    gs.free_milli = 0;
+    gs.free_memory_mib = 0;
+    return;
+  }
+  for (int i = 0; i < gs.n_instances; ++i) {
+    MigSlot& m = gs.instances[i];
+    if (m.busy) continue;
+    m.busy = true;
+    gs.busy_mask |= static_cast<uint8_t>(1u << m.start);
+    h.instances |= static_cast<uint8_t>(1u << m.start);
+    ++gs.tasks;
+  }
+}
+
+void ClusterState::Unhold(GpuId g) {
+  GpuState& gs = gpus_[g];
+  CordonHold& h = holds_[g];
+  if (!gs.mig_enabled) {
+    gs.free_milli = static_cast<int16_t>(gs.free_milli + h.milli);
+    gs.free_memory_mib += h.memory_mib;
+    --gs.tasks;
+  } else {
+    for (int i = 0; i < gs.n_instances; ++i) {
+      MigSlot& m = gs.instances[i];
+      if (!((h.instances >> m.start) & 1u)) continue;
+      m.busy = false;
+      gs.busy_mask &= static_cast<uint8_t>(~(1u << m.start));
+      --gs.tasks;
+    }
+    gs.used_mask &= static_cast<uint8_t>(~h.slices);
+    --gs.tasks;
+  }
+  h = CordonHold{};
+}
+
+Status ClusterState::CheckHold(GpuId g) const {
+  if (holds_.empty()) return Status::Ok();
+  const GpuState& gs = gpus_[g];
+  const CordonHold& h = holds_[g];
+  if (!h.on()) {
+    if (h.milli || h.memory_mib || h.slices || h.instances)
+      return Status::Error(fmt::format("GPU {}: holds capacity but is not cordoned", g));
+    return Status::Ok();
+  }
+  if (h.by_node != node_cordoned(gs.node))
+    return Status::Error(fmt::format("GPU {}: node cordon out of date", g));
+  if (!gs.mig_enabled) {
+    if (gs.free_milli != 0 || gs.free_memory_mib != 0 || gs.tasks < 1 || h.milli < 0 || h.milli > kMilliPerGpu ||
+        h.memory_mib < 0 || (h.milli == kMilliPerGpu) != (gs.tasks == 1))
+      return Status::Error(fmt::format("GPU {}: cordoned GPU shows free capacity or miscounts its hold", g));
+    return Status::Ok();
+  }
+  for (int i = 0; i < gs.n_instances; ++i)
+    if (!gs.instances[i].busy) return Status::Error(fmt::format("GPU {}: idle instance on a cordoned GPU", g));
+  if ((h.instances & gs.busy_mask) != h.instances)
+    return Status::Error(fmt::format("GPU {}: held instance not marked busy", g));
+  return Status::Ok();
+}
+
+Status ClusterState::CordonGpu(GpuId g) {
+  if (g < 0 || g >= num_gpus()) return Status::Error(fmt::format("GPU index {} out of range", g));
+  if (holds_.empty()) holds_.resize(gpus_.size());
+  if (!holds_[g].on()) Hold(g);
+  holds_[g].by_gpu = true;
+  RefreshNode(gpus_[g].node);
+  return Status::Ok();
+}
+
+Status ClusterState::UncordonGpu(GpuId g) {
+  if (g < 0 || g >= num_gpus()) return Status::Error(fmt::format("GPU index {} out of range", g));
+  if (node_removed(gpus_[g].node))
+    return Status::Error(fmt::format("GPU {}: node {} was removed", g, cluster_->nodes[gpus_[g].node].name));
+  if (!gpu_cordoned(g)) return Status::Ok();
+  holds_[g].by_gpu = false;
+  if (!holds_[g].on()) Unhold(g);
+  RefreshNode(gpus_[g].node);
+  return Status::Ok();
+}
+
+Status ClusterState::CordonNode(NodeId n) {
+  if (n < 0 || n >= num_nodes()) return Status::Error(fmt::format("node index {} out of range", n));
+  if (holds_.empty()) holds_.resize(gpus_.size());
+  if (node_flags_.empty()) {
+    node_flags_.assign(nodes_.size(), 0);
+    host_hold_.assign(nodes_.size(), {0, 0});
+  }
+  node_flags_[n] |= kNodeCordoned;
+  HoldHost(n);
+  const NodeState& ns = nodes_[n];
+  for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
+    if (!holds_[g].on()) Hold(g);
+    holds_[g].by_node = true;
+  }
+  RefreshNode(n);
+  return Status::Ok();
+}
+
+Status ClusterState::UncordonNode(NodeId n) {
+  if (n < 0 || n >= num_nodes()) return Status::Error(fmt::format("node index {} out of range", n));
+  if (node_removed(n)) return Status::Error(fmt::format("node {} was removed", cluster_->nodes[n].name));
+  if (!node_cordoned(n)) return Status::Ok();
+  node_flags_[n] &= static_cast<uint8_t>(~kNodeCordoned);
+  nodes_[n].free_cpu_milli += host_hold_[n].first;
+  nodes_[n].free_memory_mib += host_hold_[n].second;
+  host_hold_[n] = {0, 0};
+  const NodeState& ns = nodes_[n];
+  for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
+    holds_[g].by_node = false;
+    if (!holds_[g].on()) Unhold(g);
+  }
+  RefreshNode(n);
+  return Status::Ok();
+}
+
+Status ClusterState::RemoveNode(NodeId n) {
+  if (n < 0 || n >= num_nodes()) return Status::Error(fmt::format("node index {} out of range", n));
+  const std::string& name = cluster_->nodes[n].name;
+  if (node_removed(n)) return Status::Error(fmt::format("node {} was already removed", name));
+  if (!node_cordoned(n)) return Status::Error(fmt::format("node {} is not drained: cordon it first", name));
+  const NodeState& ns = nodes_[n];
+  int tasks = 0;
+  for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) tasks += gpus_[g].tasks - PhantomTasks(g);
+  tasks = std::max(tasks, ns.inference_tasks + ns.training_tasks);
+  if (tasks > 0 || host_hold_[n].first != cluster_->nodes[n].cpu_milli ||
+      host_hold_[n].second != cluster_->nodes[n].memory_mib)
+    return Status::Error(fmt::format("node {} still runs {} task(s): drain it first", name, tasks));
+  node_flags_[n] |= kNodeRemoved;
+  ++nodes_[n].version;
+  return Status::Ok();
+}
+
+Result<NodeId> ClusterState::AddNode(const Node& node) {
+  if (node.spine < 0 || node.spine >= num_spines_)
+    return Status::Error(fmt::format("node '{}': spine index out of range", node.name));
+  auto copy = std::make_shared<Cluster>(*cluster_);
+  copy->nodes.push_back(node);
+  const Cluster* before = cluster_;
+  cluster_ = copy.get();
+  if (Status st = AppendNode(node); !st.ok()) {
+    cluster_ = before;
+    return st;
+  }
+  owned_cluster_ = std::move(copy);
+  return static_cast<NodeId>(nodes_.size() - 1);
 }
 
 }  // namespace tessera

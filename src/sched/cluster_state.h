@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct MigSlot {
 //                      instances[0..n_instances) form a valid layout (model/mig.h) and used_mask is the
 //                      union of their memory-slice masks.
 //  3. busy_mask is the set of starts of busy instances.
+//  4. A cordoned GPU shows no free capacity: not MIG => free_milli == 0 and free_memory_mib == 0 (the state
+//     holds them); MIG => no idle instance (the state holds them busy) and
+//     used_mask also covers the held free slices; either way the state counts one task of its own, so the
+//     GPU is never idle. A cordoned node also holds its free CPU and host memory. A removed node is
+//     cordoned and holds no task.
 struct GpuState {
   KindId kind = kNone;
   NodeId node = kNone;
@@ -120,13 +126,36 @@ class ClusterState {
   // Replaces every idle instance of `g` by `layout` (busy ones must be kept and be part of it).
   Status Relayout(GpuId g, const std::vector<MigInstance>& layout);
 
+  // Nodes that come and go. Ids stay dense and valid: a new node's GPUs follow every existing GPU, and a
+  // removed node stays as a tombstone whose GPUs are never free again.
+  // Cordoned capacity gets no new placement (what runs there keeps running): the state holds every free
+  // share, idle MIG instance and free memory slice of a cordoned GPU itself, so the node aggregates and the
+  // candidate indexes every policy reads show none of it, and capacity released there is held at once.
+  // Adds a node described like the cluster file's (its leaf and spine must exist); returns its id.
+  Result<NodeId> AddNode(const Node& node);
+  // Cordons every GPU of the node (a drain starts so). Idempotent.
+  Status CordonNode(NodeId n);
+  // Lifts the node's cordon (GPUs cordoned one by one stay cordoned). Error on a removed node.
+  Status UncordonNode(NodeId n);
+  Status CordonGpu(GpuId g);
+  Status UncordonGpu(GpuId g);
+  // Removes a drained node: refused, with the reason, unless it is cordoned and no task holds any of its
+  // GPUs, CPU or memory.
+  Status RemoveNode(NodeId n);
+  bool node_cordoned(NodeId n) const { return !node_flags_.empty() && (node_flags_[n] & kNodeCordoned); }
+  bool node_removed(NodeId n) const { return !node_flags_.empty() && (node_flags_[n] & kNodeRemoved); }
+  bool gpu_cordoned(GpuId g) const { return !holds_.empty() && holds_[g].on(); }
+
   // Expected drain times (a placement hint, not allocation state): per node, the latest expected end of the
   // work running there, as the caller's time limits say. Off until EnableDrainTimes(); then kNoWork for a
   // node with nothing to wait for and kNever for work without an expected end. Apply/Release leave them
-  // alone: the caller keeps them current (ExtendDrain after a bind; ResetDrain(...) between cycles).
+  // alone: the caller keeps them current (ExtendDrain after a bind). Drivers pass them to the cycle in
+  // CycleInput::drain_s, which sets them on the cycle's working copy only.
   static constexpr int64_t kNoWork = -1;
   static constexpr int64_t kNever = INT64_MAX;
   void EnableDrainTimes() { drain_s_.assign(nodes_.size(), kNoWork); }
+  // Replaces every node's drain time (one per node; empty = off).
+  void SetDrainTimes(std::vector<int64_t> drain_s) { drain_s_ = std::move(drain_s); }
   bool has_drain_times() const { return !drain_s_.empty(); }
   int64_t drain_s(NodeId n) const { return drain_s_.empty() ? kNoWork : drain_s_[n]; }
   void ExtendDrain(NodeId n, int64_t end_s) {
@@ -141,10 +170,34 @@ class ClusterState {
  private:
   void RefreshNode(NodeId n);
   uint32_t CreatableProfiles(const GpuState& gs) const;
+  Status AppendNode(const Node& node);
+  void Hold(GpuId g);
+  void Unhold(GpuId g);
+  void Absorb(GpuId g);
+  void HoldHost(NodeId n);
+  int PhantomTasks(GpuId g) const;
+  Status CheckHold(GpuId g) const;
+  Status Cordoned(GpuId g) const;
   void Touch(NodeId n) { ++nodes_[n].version; }
+
+  // Capacity a cordoned GPU holds back from placement (see AddNode...RemoveNode).
+  struct CordonHold {
+    bool by_gpu = false;
+    bool by_node = false;
+    int16_t milli = 0;       // not MIG: the free share held
+    int64_t memory_mib = 0;  // not MIG: its free memory
+    uint8_t slices = 0;      // MIG: free memory slices held (no instance can be created there)
+    uint8_t instances = 0;   // MIG: start bits of idle instances held busy
+    bool on() const { return by_gpu || by_node; }
+  };
+  static constexpr uint8_t kNodeCordoned = 1, kNodeRemoved = 2;
 
   const Catalog* catalog_ = nullptr;
   const Cluster* cluster_ = nullptr;
+  std::shared_ptr<const Cluster> owned_cluster_;  // the cluster once a node was added (copy on write)
+  std::vector<CordonHold> holds_;   // per GPU; empty until something is cordoned
+  std::vector<uint8_t> node_flags_; // per node; empty until something is cordoned
+  std::vector<std::pair<int64_t, int64_t>> host_hold_;  // per node: CPU milli and MiB a node cordon holds
   std::vector<NodeState> nodes_;
   std::vector<GpuState> gpus_;
   std::vector<int> leaf_free_whole_;

@@ -145,6 +145,9 @@ struct CycleInput {
   // Whole GPUs (units) held by preempted jobs in their termination grace period: they free within
   // options.termination_grace_s, so headroom restoration counts them as already free.
   int64_t vacating_milli = 0;
+  // Per-node drain times (ClusterState "drain times": the latest expected end of the work on each node, a
+  // placement hint), one per snapshot node; empty = none. The cycle's working copy carries them.
+  std::vector<int64_t> drain_s;
 };
 
 enum class ActionKind : uint8_t { kBind, kPreempt, kCheckpoint, kReserve, kRepartition };

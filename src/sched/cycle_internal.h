@@ -87,7 +87,9 @@ class FailureCache {
 class CycleRun {
  public:
   CycleRun(const CycleInput& in, const Policy& policy)
-      : in_(in), o_(in.options), policy_(policy), work_(*in.snapshot) {}
+      : in_(in), o_(in.options), policy_(policy), work_(*in.snapshot) {
+    if (!in.drain_s.empty()) work_.SetDrainTimes(in.drain_s);
+  }
   Plan Run();
 
  private:

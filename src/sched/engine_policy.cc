@@ -5,6 +5,7 @@
 #include <bit>
 #include <climits>
 #include <fmt/format.h>
+#include <limits>
 #include <tuple>
 
 #include "model/workload.h"
@@ -180,6 +181,26 @@ SubGpuChoice BestMig(const ClusterState& s, NodeId n, const Request& r, int p, u
 
 std::string NodeName(const ClusterState& s, NodeId n) { return s.cluster().nodes[n].name; }
 
+// Class separation: 1 when node n holds work that `r` should stay away from. Sub-GPU (and GPU-less) work
+// avoids nodes with training; whole-GPU work (training, large replicas) avoids nodes serving inference.
+int ClassConflict(const NodeState& ns, const Request& r) {
+  if (r.SubGpu()) return ns.training_tasks > 0;
+  return ns.inference_tasks > 0;
+}
+
+// Whether some GPU kind the request allows can hold MIG instances.
+bool AnyMigKindAllowed(const Catalog& cat, const Request& r) {
+  for (KindId k = 0; k < static_cast<KindId>(cat.size()) && k < 64; ++k)
+    if (cat.kind(k).mig_capable && r.KindAllowed(k)) return true;
+  return false;
+}
+
+// Candidate ordering within the sub-GPU and whole-GPU searches: category, class conflict, drain extension,
+// then two policy keys (packing and node index, or minus the node score and the tie rank); lower wins.
+using NodeKey = std::tuple<int, int, int, int64_t, int64_t>;
+constexpr NodeKey kNoKey{kNoCat, 0, 0, 0, 0};
+constexpr int64_t kUnusableKey = std::numeric_limits<int64_t>::max();  // ScoreKey of a node the scorer rejects
+
 // How far placing r on node n pushes back the node's drain time (when its last work ends), in doubling
 // buckets of 10 minutes: 0 = not at all (r ends before the node's other work), 1 = up to 10 min, 2 = up to
 // 20, ...; an empty node ranks last. 0 everywhere when the request or the snapshot has no times.
@@ -201,6 +222,7 @@ PolicyTraits StaticMigTraits() { return PolicyTraits{"static-mig", true, false, 
 
 PlaceResult EnginePolicy::Place(const ClusterState& s, const Request& r) const {
   if (r.tasks < 1) return PlaceResult::NoFit(NoFitCode::kInvalid, "a request needs at least one task");
+  if (r.gpus_per_task == 0 && r.gpu_milli == 0) return PlaceCpuOnly(s, r);
   if (r.gpus_per_task < 0 || r.gpu_milli < 1 || r.gpu_milli > kMilliPerGpu || r.gpu_memory_mib < 0)
     return PlaceResult::NoFit(NoFitCode::kInvalid, "GPU count, share or memory out of range");
   if (r.SubGpu() && r.tasks > 1)
@@ -220,8 +242,14 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
   const Catalog& cat = s.catalog();
   // Pass 1: categories from node summaries (exact for idle/create/enable), shares by GPU scan.
   int best_cat = kNoCat;
-  std::tuple<int, int, int, int, NodeId> best_key{kNoCat, 0, 0, 0, kNone};
+  NodeKey best_key = kNoKey;
+  NodeId best_node = kNone;
+  bool best_scored = false;  // the best option is a share ranked by the scorer
   bool any_eligible = false, any_memory = false;
+  if (scorer_) scorer_->Begin(s, r);
+  // Where no MIG instance can serve the request, partly used and idle shares compete on the score alone;
+  // otherwise an idle non-MIG GPU comes after the MIG options (isolation first).
+  const bool shares_only = !(traits_.mig_aware && r.allow_mig && AnyMigKindAllowed(cat, r));
   // Fast path: an exact idle instance, else a creatable one, found through the per-profile node bitsets.
   // The result equals the full scan's: these categories beat every other option on any node.
   if (traits_.mig_aware && r.allow_mig) {
@@ -238,12 +266,13 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
             const NodeId n = static_cast<NodeId>(w * 64 + __builtin_ctzll(word));
             const NodeState& ns = s.node(n);
             if (!NodeEligible(ns, r)) continue;
-            const int sep = traits_.separate_classes ? (ns.training_tasks > 0) : 0;
+            const int sep = Separate() ? ClassConflict(ns, r) : 0;
             const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
-            std::tuple<int, int, int, int, NodeId> key{c, sep, DrainExtension(s, n, r), pack, n};
+            NodeKey key{c, sep, DrainExtension(s, n, r), pack, n};
             if (key < best_key) {
               best_key = key;
               best_cat = c;
+              best_node = n;
             }
           }
         }
@@ -272,21 +301,37 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
     }
     // On MIG-capable kinds a repartitioning policy isolates sub-GPU work in instances, never in shares.
     const bool mig_path = kind.mig_capable && r.allow_mig && traits_.repartition;
+    int64_t share_score = 0;  // minus the scorer's score
     if (c > kSharePartial && !mig_path && traits_.share && r.allow_share && ns.mig_gpus < ns.gpu_count &&
         ns.free_milli_total >= r.gpu_milli && kind.memory_mib >= r.gpu_memory_mib) {
       any_memory = true;
-      SubGpuChoice sh = BestShare(s, n, r);
-      c = std::min(c, sh.cat);
+      if (scorer_) {
+        share_score = ScoreKey(s, n, r);
+        if (share_score != kUnusableKey) {
+          int share_cat = kSharePartial;
+          if (!shares_only) {  // partly used before idle: needs the GPU the share would take
+            const GpuId g = scorer_->ShareGpu(s, n, r);
+            share_cat = g == kNone ? kNoCat : s.gpu(g).tasks ? kSharePartial : kShareIdle;
+          }
+          c = std::min(c, share_cat);
+        }
+      } else {
+        SubGpuChoice sh = BestShare(s, n, r);
+        c = std::min(c, sh.cat);
+      }
     }
     if (kind.memory_mib >= r.gpu_memory_mib && traits_.share) any_memory = true;
     if (c == kNoCat) continue;
-    const int sep = traits_.separate_classes ? (ns.training_tasks > 0) : 0;
+    const int sep = Separate() ? ClassConflict(ns, r) : 0;
     const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
     const int ext = DrainExtension(s, n, r);
-    std::tuple<int, int, int, int, NodeId> key{c, sep, ext, pack, n};
+    const bool scored = scorer_ && (c == kSharePartial || c == kShareIdle);
+    NodeKey key{c, sep, ext, scored ? share_score : pack, scored ? scorer_->Rank(s, n) : n};
     if (key < best_key) {
       best_key = key;
       best_cat = c;
+      best_node = n;
+      best_scored = scored;
       // Nothing later can beat an exact idle instance on a node with no idle GPU and no training.
       if (c == kIdleExact && sep == 0 && ext == 0 && !traits_.spread && pack == 0) break;
     }
@@ -301,11 +346,13 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
       if (p < 0) continue;
       SubGpuChoice d = BestMig(s, n, r, p, cover, true, traits_.frag_aware, true);
       if (d.cat != kDestroy) continue;
-      const int sep = traits_.separate_classes ? (ns.training_tasks > 0) : 0;
-      std::tuple<int, int, int, int, NodeId> key{kDestroy, sep, DrainExtension(s, n, r), d.key, n};
+      const int sep = Separate() ? ClassConflict(ns, r) : 0;
+      NodeKey key{kDestroy, sep, DrainExtension(s, n, r), d.key, n};
       if (key < best_key) {
         best_key = key;
         best_cat = kDestroy;
+        best_node = n;
+        best_scored = false;
       }
     }
   }
@@ -322,10 +369,16 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
                                           "shareable GPU can take it now",
                                           r.gpu_memory_mib, r.gpu_milli));
   }
-  const NodeId n = std::get<4>(best_key);
+  const NodeId n = best_node;
   const NodeState& ns = s.node(n);
   SubGpuChoice choice;
-  if (best_cat == kSharePartial || best_cat == kShareIdle) {
+  if (best_scored) {
+    choice.cat = best_cat;
+    choice.grant.gpu = scorer_->ShareGpu(s, n, r);
+    TESSERA_CHECK(choice.grant.gpu != kNone, "the node scorer ranked a node it has no GPU for");
+    choice.grant.milli = r.gpu_milli;
+    choice.grant.memory_mib = r.gpu_memory_mib;
+  } else if (best_cat == kSharePartial || best_cat == kShareIdle) {
     choice = BestShare(s, n, r);
   } else {
     uint32_t cover = 0;
@@ -434,8 +487,10 @@ PlaceResult EnginePolicy::PlaceWhole(const ClusterState& s, const Request& r) co
   int total_tasks = 0, max_node_tasks = 0;
   bool any_kind = false;
   NodeId best_single = kNone;
-  std::tuple<int, int, int, int, int> best_single_key{INT_MAX, 0, 0, 0, 0};
+  NodeKey best_single_key{INT_MAX, 0, 0, 0, 0};
   const bool single = T == 1;
+  const bool scored = single && scorer_ != nullptr;
+  if (scored) scorer_->Begin(s, r);
   const std::vector<uint8_t>& avail_index = traits_.repartition ? s.convertible_index() : s.free_whole_index();
   for (NodeId n = 0; n < s.num_nodes(); ++n) {
     // Fast reject for single tasks from the dense index: not enough whole GPUs here.
@@ -454,8 +509,11 @@ PlaceResult EnginePolicy::PlaceWhole(const ClusterState& s, const Request& r) co
     if (c.tasks >= T) {
       const int need = T * g;
       const int uses_mig = std::max(0, need - ns.free_whole);  // idle MIG GPUs to switch off
-      const int sep = traits_.separate_classes ? (ns.inference_tasks > 0) : 0;
-      std::tuple<int, int, int, int, int> key{uses_mig, sep, single ? DrainExtension(s, n, r) : 0, c.avail - need, n};
+      const int sep = Separate() ? ClassConflict(ns, r) : 0;
+      // A scorer ranks nodes that need no MIG GPU switched off (its view of a node is its free GPUs).
+      const bool by_score = scored && uses_mig == 0;
+      NodeKey key{uses_mig, sep, single ? DrainExtension(s, n, r) : 0,
+                  by_score ? ScoreKey(s, n, r) : c.avail - need, by_score ? scorer_->Rank(s, n) : n};
       if (key < best_single_key) {
         best_single_key = key;
         best_single = n;
@@ -652,6 +710,51 @@ PlaceResult EnginePolicy::PlaceSpread(const ClusterState& s, const Request& r) c
                                   : Span::kCrossSpine;
   res.reason = fmt::format("{} x {} GPUs, least-allocated nodes ({} node{}, {})", r.tasks, g, distinct_nodes,
                            distinct_nodes == 1 ? "" : "s", SpanName(res.span));
+  return res;
+}
+
+int64_t EnginePolicy::ScoreKey(const ClusterState& s, NodeId n, const Request& r) const {
+  const int64_t score = scorer_->Score(s, n, r);
+  return score == NodeScorer::kUnusable ? kUnusableKey : -score;
+}
+
+PlaceResult EnginePolicy::PlaceCpuOnly(const ClusterState& s, const Request& r) const {
+  if (r.tasks != 1) return PlaceResult::NoFit(NoFitCode::kInvalid, "a request without GPUs places one task, not a gang");
+  if (r.cpu_milli < 0 || r.host_memory_mib < 0) return PlaceResult::NoFit(NoFitCode::kInvalid, "negative CPU or memory");
+  if (scorer_) scorer_->Begin(s, r);
+  NodeKey best_key{INT_MAX, 0, 0, 0, 0};
+  NodeId best = kNone;
+  for (NodeId n = 0; n < s.num_nodes(); ++n) {
+    const NodeState& ns = s.node(n);
+    if (s.node_cordoned(n) || !r.TierAllowed(ns.tier) || ns.free_cpu_milli < r.cpu_milli ||
+        ns.free_memory_mib < r.host_memory_mib)
+      continue;
+    const int sep = Separate() ? ClassConflict(ns, r) : 0;
+    int64_t k1 = 0, k2 = n;
+    if (scorer_) {
+      k1 = ScoreKey(s, n, r);
+      k2 = scorer_->Rank(s, n);
+    } else if (traits_.spread) {  // LeastAllocated over CPU and memory, as kube-scheduler scores
+      const Node& node = s.cluster().nodes[n];
+      const int64_t cpu = node.cpu_milli > 0 ? (ns.free_cpu_milli - r.cpu_milli) * 100 / node.cpu_milli : 0;
+      const int64_t mem = node.memory_mib > 0 ? (ns.free_memory_mib - r.host_memory_mib) * 100 / node.memory_mib : 0;
+      k1 = -(cpu + mem) / 2;
+    }
+    const NodeKey key{0, sep, DrainExtension(s, n, r), k1, k2};
+    if (key < best_key) {
+      best_key = key;
+      best = n;
+    }
+  }
+  if (best == kNone)
+    return PlaceResult::NoFit(NoFitCode::kResources,
+                              fmt::format("no node of an allowed tier has {} mCPU and {} MiB of host memory free",
+                                          r.cpu_milli, r.host_memory_mib));
+  PlaceResult res;
+  res.ok = true;
+  res.span = Span::kOneNode;
+  res.tasks.push_back(TaskPlacement{best, {}});
+  res.reason = fmt::format("no GPU: {} mCPU and {} MiB on {}", r.cpu_milli, r.host_memory_mib, NodeName(s, best));
   return res;
 }
 

@@ -16,10 +16,16 @@
 //     switch, then one spine group, then anywhere (unless the request requires one leaf); within a domain
 //     they best-fit (fewest free GPUs left) and fill the fewest nodes. Spreading policies (kube-scheduler's
 //     LeastAllocated) place task by task on the least-allocated node.
-//  3. Every result says where and why, or why nothing fits, with the numbers.
+//  3. Single tasks that take whole non-MIG GPUs, a share of a non-MIG GPU, or no GPU: a policy with a
+//     NodeScorer (node_scorer.h: tessera's, bestfit's) ranks the candidate nodes by its score, after the
+//     engine's own keys (MIG before shares where MIG is possible, class separation, drain alignment);
+//     equal scores go to the scorer's tie order. Without a scorer: the packing or spreading rules above.
+//  4. Every result says where and why, or why nothing fits, with the numbers.
 
+#include <memory>
 #include <string>
 
+#include "sched/node_scorer.h"
 #include "sched/policy.h"
 
 namespace tessera {
@@ -37,7 +43,8 @@ struct PolicyTraits {
 
 class EnginePolicy : public Policy {
  public:
-  explicit EnginePolicy(PolicyTraits traits) : traits_(std::move(traits)) {}
+  explicit EnginePolicy(PolicyTraits traits, std::unique_ptr<NodeScorer> scorer = nullptr)
+      : traits_(std::move(traits)), scorer_(std::move(scorer)) {}
   std::string_view name() const override { return traits_.name; }
   PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
   const PolicyTraits& traits() const { return traits_; }
@@ -46,7 +53,14 @@ class EnginePolicy : public Policy {
   PlaceResult PlaceSubGpu(const ClusterState& s, const Request& r) const;
   PlaceResult PlaceWhole(const ClusterState& s, const Request& r) const;
   PlaceResult PlaceSpread(const ClusterState& s, const Request& r) const;
+  PlaceResult PlaceCpuOnly(const ClusterState& s, const Request& r) const;
+  // Minus the scorer's score of node n (a key: lower wins); the largest int64 when the scorer rejects it.
+  int64_t ScoreKey(const ClusterState& s, NodeId n, const Request& r) const;
+  // Whether class separation ranks nodes: a policy that separates classes does, unless its node scorer
+  // knows the workload's typical tasks (then the score, which counts what they will need, decides).
+  bool Separate() const { return traits_.separate_classes && !(scorer_ && scorer_->KnowsWorkload()); }
   PolicyTraits traits_;
+  std::unique_ptr<NodeScorer> scorer_;  // null: no node score (k8s-default, static-mig)
 };
 
 PolicyTraits TesseraTraits();

@@ -11,22 +11,6 @@
 
 namespace tessera {
 
-uint64_t SeededRng::Next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-uint64_t SeededRng::Below(uint64_t n) {
-  TESSERA_CHECK(n > 0, "SeededRng::Below(0)");
-  const uint64_t threshold = (0 - n) % n;  // 2^64 mod n: values below it would bias the modulo
-  for (;;) {
-    uint64_t r = Next();
-    if (r >= threshold) return r % n;
-  }
-}
-
 std::vector<int32_t> SeededPermutation(int32_t n, uint64_t seed) {
   std::vector<int32_t> p(static_cast<size_t>(std::max(n, 0)));
   for (int32_t i = 0; i < n; ++i) p[i] = i;
@@ -35,73 +19,11 @@ std::vector<int32_t> SeededPermutation(int32_t n, uint64_t seed) {
   return p;
 }
 
-TaskShape ShapeOf(const Request& r) {
-  TaskShape t;
-  t.cpu_milli = r.cpu_milli;
-  t.kind_mask = r.kind_mask;
-  if (r.gpus_per_task == 0) {
-    if (r.gpu_milli <= 0) return t;  // CPU-only
-    t.num_gpu = 1;
-    t.gpu_milli = std::min(r.gpu_milli, kMilliPerGpu);
-  } else {
-    t.num_gpu = r.gpus_per_task;
-    t.gpu_milli = kMilliPerGpu;
-  }
-  return t;
-}
-
-Status CheckHarnessRequest(const Request& r) {
-  if (r.tasks != 1) return Status::Error(fmt::format("harness policies place single tasks, not gangs of {}", r.tasks));
-  if (r.gpus_per_task < 0) return Status::Error("gpus_per_task is negative");
-  if (r.gpus_per_task == 0 && (r.gpu_milli < 0 || r.gpu_milli > kMilliPerGpu))
-    return Status::Error(fmt::format("gpu_milli {} is outside 0..1000", r.gpu_milli));
-  if (r.gpus_per_task == 0 && r.gpu_milli > 0 && !r.allow_share)
-    return Status::Error("sub-GPU task forbids sharing and harness policies do not place MIG instances");
-  if (r.gpu_memory_mib > 0)
-    return Status::Error("harness policies model GPU compute shares only (gpu_memory_mib must be 0)");
-  if (r.cpu_milli < 0 || r.host_memory_mib < 0) return Status::Error("negative CPU or memory request");
-  return Status::Ok();
-}
-
-TaskShapeDistribution TaskShapeDistribution::Typical(const std::vector<TaskShape>& tasks, double coverage) {
-  using Key = std::tuple<int64_t, int, int, uint64_t>;
-  std::map<Key, size_t> index;
-  std::vector<std::pair<TaskShape, int64_t>> counts;  // first-seen order
-  for (const TaskShape& t : tasks) {
-    auto [it, inserted] = index.try_emplace(Key{t.cpu_milli, t.num_gpu, t.gpu_milli, t.kind_mask}, counts.size());
-    if (inserted) counts.push_back({t, 0});
-    ++counts[it->second].second;
-  }
-  std::stable_sort(counts.begin(), counts.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  TaskShapeDistribution d;
-  const double need = coverage * static_cast<double>(tasks.size());
-  int64_t covered = 0;
-  for (const auto& [shape, count] : counts) {
-    d.shapes.push_back(shape);
-    d.prob.push_back(static_cast<double>(count));
-    covered += count;
-    if (static_cast<double>(covered) >= need) break;
-  }
-  for (double& p : d.prob) p /= static_cast<double>(covered);
-  return d;
-}
-
-TaskShapeDistribution TaskShapeDistribution::FromRequests(const std::vector<Request>& requests, double coverage) {
-  std::vector<TaskShape> shapes;
-  shapes.reserve(requests.size());
-  for (const Request& r : requests) shapes.push_back(ShapeOf(r));
-  TaskShapeDistribution d = Typical(shapes, coverage);
-  std::vector<std::vector<int64_t>> mem(d.shapes.size());
-  for (size_t j = 0; j < requests.size(); ++j) {
-    auto it = std::find(d.shapes.begin(), d.shapes.end(), shapes[j]);
-    if (it != d.shapes.end()) mem[static_cast<size_t>(it - d.shapes.begin())].push_back(requests[j].host_memory_mib);
-  }
-  for (auto& v : mem) {
-    std::sort(v.begin(), v.end());
-    d.memory_mib.push_back(v.empty() ? 0 : v[v.size() / 2]);
-  }
-  return d;
+std::vector<int32_t> NodeOrder(int32_t n, std::optional<uint64_t> seed) {
+  if (seed) return SeededPermutation(n, *seed);
+  std::vector<int32_t> p(static_cast<size_t>(std::max(n, 0)));
+  for (int32_t i = 0; i < n; ++i) p[i] = i;
+  return p;
 }
 
 NodeResources NodeResourcesOf(const ClusterState& s, NodeId n) {
@@ -176,12 +98,84 @@ double FragAfter(const NodeClass& c, const TaskDelta& d, int v, const TaskShapeD
   return f;
 }
 
-ClassEngine::ClassEngine(TaskShapeDistribution dist, uint64_t seed) : dist_(std::move(dist)), seed_(seed) {}
+ClassEngine::ClassEngine(TaskShapeDistribution dist, std::optional<uint64_t> seed)
+    : dist_(std::move(dist)), seed_(seed) {}
 
 void ClassEngine::EnsureOrder(int n) const {
   if (static_cast<int>(order_.size()) == n) return;
-  order_ = SeededPermutation(n, seed_);
+  order_ = NodeOrder(n, seed_);
   entries_.assign(static_cast<size_t>(n), NodeEntry{});
+}
+
+void ClassEngine::BeginRequest(int num_nodes) const {
+  EnsureOrder(num_nodes);
+  ++stamp_;
+}
+
+double ClassEngine::CachedScore(NodeClass& c, const TaskDelta& d, const ClassScorer& scorer) const {
+  if (c.stamp != stamp_) {
+    c.score = scorer.Score(c, d, dist_, ClassScorer::kAllValues, &c.best_values);
+    c.stamp = stamp_;
+  }
+  return c.score;
+}
+
+uint16_t ClassEngine::AllowedValues(const ClusterState& s, NodeId n, const NodeClass& c, int share,
+                                    int64_t gpu_memory_mib, uint16_t* fit) const {
+  const NodeState& ns = s.node(n);
+  uint16_t allowed = 0;
+  *fit = 0;
+  for (int i = 0; i < ns.gpu_count; ++i) {
+    const GpuState& g = s.gpu(ns.first_gpu + i);
+    if (g.free_milli < share) continue;
+    const auto it = std::lower_bound(c.distinct_free.begin(), c.distinct_free.end(), g.free_milli);
+    const size_t bit = static_cast<size_t>(it - c.distinct_free.begin());
+    if (bit >= 16) continue;
+    *fit = static_cast<uint16_t>(*fit | (1u << bit));
+    if (!g.mig_enabled && g.free_memory_mib >= gpu_memory_mib) allowed = static_cast<uint16_t>(allowed | (1u << bit));
+  }
+  return allowed;
+}
+
+double ClassEngine::ScoreNode(const ClusterState& s, NodeId n, const TaskDelta& d, int64_t gpu_memory_mib,
+                              const ClassScorer& scorer) const {
+  const int32_t ci = Refresh(s, n);
+  NodeClass& c = classes_[ci];
+  if (!d.shape.Sharing()) return CachedScore(c, d, scorer);
+  if (entries_[n].max_free < d.shape.gpu_milli) return -std::numeric_limits<double>::infinity();
+  // Without a GPU memory need every GPU with the share free qualifies: the class's score is the node's.
+  if (gpu_memory_mib <= 0) return CachedScore(c, d, scorer);
+  uint16_t fit = 0;
+  const uint16_t allowed = AllowedValues(s, n, c, d.shape.gpu_milli, gpu_memory_mib, &fit);
+  if (allowed == 0) return -std::numeric_limits<double>::infinity();
+  if (allowed == fit) return CachedScore(c, d, scorer);
+  uint16_t best = 0;
+  return scorer.Score(c, d, dist_, allowed, &best);
+}
+
+GpuId ClassEngine::ShareGpu(const ClusterState& s, NodeId n, const TaskDelta& d, int64_t gpu_memory_mib,
+                            const ClassScorer& scorer) const {
+  const int32_t ci = Refresh(s, n);
+  NodeClass& c = classes_[ci];
+  uint16_t fit = 0;
+  const uint16_t allowed = AllowedValues(s, n, c, d.shape.gpu_milli, gpu_memory_mib, &fit);
+  if (allowed == 0) return kNone;
+  uint16_t best = 0;
+  if (allowed == fit) {
+    CachedScore(c, d, scorer);
+    best = c.best_values;
+  } else {
+    scorer.Score(c, d, dist_, allowed, &best);
+  }
+  const NodeState& ns = s.node(n);
+  for (int i = 0; i < ns.gpu_count; ++i) {
+    const GpuState& g = s.gpu(ns.first_gpu + i);
+    if (g.free_milli < d.shape.gpu_milli || g.mig_enabled || g.free_memory_mib < gpu_memory_mib) continue;
+    const auto it = std::lower_bound(c.distinct_free.begin(), c.distinct_free.end(), g.free_milli);
+    const size_t bit = static_cast<size_t>(it - c.distinct_free.begin());
+    if (bit < 16 && ((best >> bit) & 1u)) return ns.first_gpu + i;
+  }
+  return kNone;
 }
 
 int32_t ClassEngine::Refresh(const ClusterState& s, NodeId n) const {
@@ -273,7 +267,7 @@ PlaceResult ClassEngine::Place(const ClusterState& s, const Request& r, const Cl
     NodeClass& c = classes_[ci];
     if (c.stamp != stamp_) {
       uint16_t mask = 0;
-      c.score = scorer.Score(c, d, dist_, &mask);
+      c.score = scorer.Score(c, d, dist_, ClassScorer::kAllValues, &mask);
       c.best_values = mask;
       c.stamp = stamp_;
     }
@@ -334,14 +328,14 @@ namespace {
 class FgdScorer : public fgd_internal::ClassScorer {
  public:
   double Score(const fgd_internal::NodeClass& c, const fgd_internal::TaskDelta& d,
-               const TaskShapeDistribution& dist, uint16_t* best_values) const override {
+               const TaskShapeDistribution& dist, uint16_t allowed, uint16_t* best_values) const override {
     const TaskShape& t = d.shape;
     if (!t.Sharing()) return FgdScore(c.frag, fgd_internal::FragAfter(c, d, 0, dist));
     int best = -1;
     uint16_t mask = 0;
     for (size_t i = 0; i < c.distinct_free.size() && i < 16; ++i) {
       const int v = c.distinct_free[i];
-      if (v < t.gpu_milli) continue;
+      if (v < t.gpu_milli || !((allowed >> i) & 1u)) continue;
       const int sc = FgdScore(c.frag, fgd_internal::FragAfter(c, d, v, dist));
       if (sc > best) {
         best = sc;
@@ -357,7 +351,7 @@ class FgdScorer : public fgd_internal::ClassScorer {
 
 }  // namespace
 
-FgdPolicy::FgdPolicy(TaskShapeDistribution dist, uint64_t seed) : engine_(std::move(dist), seed) {}
+FgdPolicy::FgdPolicy(TaskShapeDistribution dist, std::optional<uint64_t> seed) : engine_(std::move(dist), seed) {}
 
 PlaceResult FgdPolicy::Place(const ClusterState& snapshot, const Request& request) const {
   const FgdScorer scorer;

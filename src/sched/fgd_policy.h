@@ -1,8 +1,8 @@
 #pragma once
 // Fragmentation Gradient Descent (FGD, Weng et al., USENIX ATC 2023) as the authors' harness runs it
 // (docs: ../shared/reference/fgd-harness.md), plus the pieces it is built from: the typical-task
-// distribution, the fragmentation measure, a portable seeded RNG and the per-seed node order that breaks
-// ties. The harness variant of tessera (TesseraPackingPolicy, harness_policies.h) reuses the same engine.
+// distribution, the fragmentation measure and the per-seed node order that breaks ties (base/random.h's
+// SeededRng). tessera's node scorer (node_scorer.h) reuses the same engine.
 //
 // Harness requests are single tasks (Request::tasks == 1) of one of three forms:
 //   CPU-only:  gpus_per_task == 0 && gpu_milli == 0
@@ -14,60 +14,22 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "base/random.h"
 #include "sched/cluster_state.h"
 #include "sched/policy.h"
+#include "sched/task_shape.h"
 
 namespace tessera {
 
-// SplitMix64: the same sequence on every platform and standard library (std distributions are not).
-class SeededRng {
- public:
-  explicit SeededRng(uint64_t seed) : state_(seed) {}
-  uint64_t Next();
-  // Uniform in [0, n). REQUIRES: n > 0. Rejection sampling, no modulo bias.
-  uint64_t Below(uint64_t n);
-
- private:
-  uint64_t state_;
-};
-
 // A uniformly random permutation of 0..n-1 (Fisher-Yates over SeededRng(seed)).
 std::vector<int32_t> SeededPermutation(int32_t n, uint64_t seed);
-
-// The resource shape of a single task as the FGD measure groups tasks.
-struct TaskShape {
-  int64_t cpu_milli = 0;
-  int num_gpu = 0;         // 0 = CPU-only
-  int gpu_milli = 0;       // per GPU: 1..999 sharing (num_gpu == 1), 1000 whole GPUs, 0 CPU-only
-  uint64_t kind_mask = 0;  // allowed GPU kinds, 0 = any
-  bool operator==(const TaskShape&) const = default;
-  bool CpuOnly() const { return num_gpu == 0; }
-  bool Sharing() const { return num_gpu == 1 && gpu_milli < kMilliPerGpu; }
-  bool KindAllowed(KindId k) const { return kind_mask == 0 || (k >= 0 && ((kind_mask >> k) & 1u)); }
-};
-
-// Shape of a harness request (see the forms above). Does not validate; see CheckHarnessRequest.
-TaskShape ShapeOf(const Request& r);
-// OK when `r` is one of the three harness forms, else an error saying why.
-Status CheckHarnessRequest(const Request& r);
-
-// The typical-task distribution M: the most common shapes of a workload with their probabilities.
-struct TaskShapeDistribution {
-  std::vector<TaskShape> shapes;  // most common first
-  std::vector<double> prob;       // parallel to shapes; sums to 1 (empty distribution: no shapes)
-  // Parallel to shapes: median host memory of the shape's tasks (FGD ignores it; tessera's score uses
-  // it). Empty when unknown (Typical()), which counts as 0.
-  std::vector<int64_t> memory_mib;
-
-  // Groups `tasks` by shape and keeps the smallest most-common-first prefix covering at least
-  // `coverage` of the tasks (equal counts: the shape seen first comes first); renormalised.
-  static TaskShapeDistribution Typical(const std::vector<TaskShape>& tasks, double coverage = 0.95);
-  static TaskShapeDistribution FromRequests(const std::vector<Request>& requests, double coverage = 0.95);
-};
+// The node order that breaks score ties: SeededPermutation(n, *seed), or 0..n-1 without a seed.
+std::vector<int32_t> NodeOrder(int32_t n, std::optional<uint64_t> seed);
 
 // A node as the measure sees it: its GPU kind, free CPU and the free milli of each GPU.
 struct NodeResources {
@@ -119,31 +81,49 @@ struct TaskDelta {
   int64_t host_memory_mib = 0;
 };
 
-// Scores one class for a task; higher is better. For sharing tasks it also reports which distinct
-// free values reach the best score (bit i = distinct_free[i]).
+// Scores one class for a task; higher is better. For sharing tasks only the distinct free values in
+// `allowed` (bit i = distinct_free[i]) are candidates, and it reports which of them reach the best score.
 class ClassScorer {
  public:
+  static constexpr uint16_t kAllValues = 0xffff;
   virtual ~ClassScorer() = default;
-  virtual double Score(const NodeClass& c, const TaskDelta& t, const TaskShapeDistribution& dist,
+  virtual double Score(const NodeClass& c, const TaskDelta& t, const TaskShapeDistribution& dist, uint16_t allowed,
                        uint16_t* best_values) const = 0;
 };
 
-// Shared engine: walks nodes in the seed's order, keeps per-node class ids current by content, scores
-// each class once per request and returns the earliest node (in that order) of the best class.
+// Shared engine: walks nodes in the seed's order (node index order without a seed), keeps per-node class
+// ids current by content, scores each class once per request and returns the earliest node (in that
+// order) of the best class.
 class ClassEngine {
  public:
-  ClassEngine(TaskShapeDistribution dist, uint64_t seed);
+  ClassEngine(TaskShapeDistribution dist, std::optional<uint64_t> seed);
   PlaceResult Place(const ClusterState& s, const Request& r, const ClassScorer& scorer,
                     std::string_view policy_name) const;
   const TaskShapeDistribution& dist() const { return dist_; }
+
+  // For callers that walk the nodes themselves: BeginRequest once per request, then ScoreNode for each
+  // node that has the task's CPU, host memory and kind (and, whole tasks, its free GPUs). For a sharing
+  // task only GPUs with at least `gpu_memory_mib` free are candidates (-infinity when none qualifies), and
+  // ShareGpu names the lowest-index one reaching the node's best score (kNone when none).
+  void BeginRequest(int num_nodes) const;
+  double ScoreNode(const ClusterState& s, NodeId n, const TaskDelta& d, int64_t gpu_memory_mib,
+                   const ClassScorer& scorer) const;
+  GpuId ShareGpu(const ClusterState& s, NodeId n, const TaskDelta& d, int64_t gpu_memory_mib,
+                 const ClassScorer& scorer) const;
 
  private:
   void EnsureOrder(int n) const;
   int32_t Refresh(const ClusterState& s, NodeId n) const;
   int32_t ClassFor(const ClusterState& s, NodeId n, const NodeEntry& e) const;
+  // Bits of class `c`'s distinct free values that fit the share (`*fit`) and that a GPU of node n with
+  // enough free memory has (returned).
+  uint16_t AllowedValues(const ClusterState& s, NodeId n, const NodeClass& c, int share, int64_t gpu_memory_mib,
+                         uint16_t* fit) const;
+  // The class's score for the request being placed, cached per request stamp.
+  double CachedScore(NodeClass& c, const TaskDelta& d, const ClassScorer& scorer) const;
 
   TaskShapeDistribution dist_;
-  uint64_t seed_;
+  std::optional<uint64_t> seed_;
   mutable std::vector<int32_t> order_;
   mutable std::vector<NodeEntry> entries_;
   mutable std::vector<NodeClass> classes_;
@@ -158,10 +138,11 @@ double FragAfter(const NodeClass& c, const TaskDelta& t, int v, const TaskShapeD
 }  // namespace fgd_internal
 
 // FGD: the node whose fragmentation drops most (integer score, ties to the earliest node in the seed's
-// node order); for sharing tasks the lowest-index GPU reaching the node's best score.
+// node order, node index order without a seed); for sharing tasks the lowest-index GPU reaching the
+// node's best score.
 class FgdPolicy : public Policy {
  public:
-  FgdPolicy(TaskShapeDistribution dist, uint64_t seed);
+  FgdPolicy(TaskShapeDistribution dist, std::optional<uint64_t> seed);
   std::string_view name() const override { return "fgd"; }
   PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
 

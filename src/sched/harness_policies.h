@@ -1,12 +1,13 @@
 #pragma once
-// Policies of the FGD evaluation harness (../shared/reference/fgd-harness.md) besides FGD itself:
-// BestFit with the harness's exact integer formula, Random, and `tessera`'s packing score for non-MIG
-// sharing / whole-GPU single tasks. All take the harness request forms described in fgd_policy.h, break
-// score ties by the seed's node order and are pure given their construction arguments (seed,
-// typical-task distribution); memo caches never change a decision.
+// The baselines of the FGD evaluation harness (../shared/reference/fgd-harness.md) besides FGD itself
+// and BestFit (an EnginePolicy with the harness's BestFit scorer, node_scorer.h): Random, DotProd,
+// GpuClustering, GpuPacking. All place the harness request forms described in fgd_policy.h (single tasks,
+// no GPU memory, no MIG; anything else is a kInvalid result), break score ties by the seed's node order
+// (node index order without a seed) and are pure given their seed; memo caches never change a decision.
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,30 +22,17 @@ namespace tessera {
 // index on ties); for whole-GPU tasks the lowest-index fully free GPUs. Fails when the node lacks them.
 Result<TaskPlacement> HarnessGpusOnNode(const ClusterState& s, NodeId n, const TaskShape& t);
 
-// BestFit: score int(100 * (1 - 0.5 * cpu_left / max_cpu - 0.5 * gpu_left / max_gpu)), where *_left is
-// what the node keeps after the task and max_* are the largest node's CPU (millicores) and GPU (milli)
-// capacities (128,000 and 8,000 on openb). Highest score wins; ties to the earliest node in seed order.
-class BestFitPolicy : public Policy {
- public:
-  explicit BestFitPolicy(uint64_t seed) : seed_(seed) {}
-  std::string_view name() const override { return "bestfit"; }
-  PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
-
- private:
-  uint64_t seed_;
-  mutable std::vector<int32_t> order_;
-};
-
-// Random: a uniformly random feasible node (for a sharing task a random GPU on it that fits), drawn from a generator seeded by (seed, request id), so the
-// choice depends only on the snapshot, the request and the seed.
+// Random: a uniformly random feasible node (for a sharing task a random GPU on it that fits), drawn from
+// a generator seeded by (seed, request id; seed 0 when none), so the choice depends only on the snapshot,
+// the request and the seed.
 class RandomPolicy : public Policy {
  public:
-  explicit RandomPolicy(uint64_t seed) : seed_(seed) {}
+  explicit RandomPolicy(std::optional<uint64_t> seed) : seed_(seed) {}
   std::string_view name() const override { return "random"; }
   PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
 
  private:
-  uint64_t seed_;
+  std::optional<uint64_t> seed_;
 };
 
 // DotProd (Tetris's alignment score as the harness runs it): the node's free vector (CPU millicores, total
@@ -53,12 +41,12 @@ class RandomPolicy : public Policy {
 // the demand wins. Sharing tasks take the tightest-fitting GPU. Ties to the earliest node in seed order.
 class DotProdPolicy : public Policy {
  public:
-  explicit DotProdPolicy(uint64_t seed) : seed_(seed) {}
+  explicit DotProdPolicy(std::optional<uint64_t> seed) : seed_(seed) {}
   std::string_view name() const override { return "dotprod"; }
   PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
 
  private:
-  uint64_t seed_;
+  std::optional<uint64_t> seed_;
   mutable std::vector<int32_t> order_;
 };
 
@@ -72,12 +60,12 @@ class DotProdPolicy : public Policy {
 // take the tightest-fitting GPU. Ties to the earliest node in seed order.
 class GpuClusteringPolicy : public Policy {
  public:
-  explicit GpuClusteringPolicy(uint64_t seed) : seed_(seed) {}
+  explicit GpuClusteringPolicy(std::optional<uint64_t> seed) : seed_(seed) {}
   std::string_view name() const override { return "gpuclustering"; }
   PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
 
  private:
-  uint64_t seed_;
+  std::optional<uint64_t> seed_;
   mutable std::vector<int32_t> order_;
 };
 
@@ -88,47 +76,13 @@ class GpuClusteringPolicy : public Policy {
 // everywhere. Ties to the earliest node in seed order.
 class GpuPackingPolicy : public Policy {
  public:
-  explicit GpuPackingPolicy(uint64_t seed) : seed_(seed) {}
+  explicit GpuPackingPolicy(std::optional<uint64_t> seed) : seed_(seed) {}
   std::string_view name() const override { return "gpupacking"; }
   PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
 
  private:
-  uint64_t seed_;
+  std::optional<uint64_t> seed_;
   mutable std::vector<int32_t> order_;
 };
-
-// tessera's score for non-MIG sharing / whole-GPU single tasks (docs/evaluation.md, "FGD harness"):
-// FGD's integer gradient over F(node) + S(node), where S is the free GPU milli the node's remaining CPU
-// and memory cannot feed at the typical mix's CPU and memory per GPU milli (what FGD's GPU-only measure
-// misses). Ties to the earliest node of the seed's order; sharing tasks take the lowest-index GPU reaching
-// the node's best score.
-class TesseraPackingPolicy : public Policy {
- public:
-  TesseraPackingPolicy(TaskShapeDistribution dist, uint64_t seed);
-  std::string_view name() const override { return "tessera"; }
-  PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
-
- private:
-  fgd_internal::ClassEngine engine_;
-  double cpu_per_milli_ = 0;  // typical mix: mean CPU (millicores) per GPU milli
-  double mem_per_milli_ = 0;  // typical mix: mean host memory (MiB) per GPU milli
-  mutable std::vector<double> reserve_weight_;  // per kind, from the first snapshot's cluster
-  mutable std::vector<double> reserve_cost_;    // per kind, for the request being placed
-};
-
-namespace tessera_internal {
-// Per GPU kind, the share of its capacity that typical tasks restricted to a subset of kinds will ask
-// for, capped at 1: a constrained shape's GPU demand is spread over its allowed kinds in proportion to
-// their capacity, and the workload's total GPU demand is taken to equal cluster capacity (the harness
-// reads results at 100% arrived load). 0 for every kind when no typical shape is constrained.
-std::vector<double> KindReserveWeights(const TaskShapeDistribution& dist, const Cluster& cluster);
-}  // namespace tessera_internal
-
-// Harness policy names: "fgd", "bestfit", "random", "dotprod", "gpuclustering", "gpupacking", "tessera".
-std::vector<std::string> HarnessPolicyNames();
-// Builds a harness policy. `dist` is the workload's typical-task distribution (fgd, tessera); `seed`
-// fixes the node order that breaks ties (and Random's draws).
-Result<std::unique_ptr<Policy>> MakeHarnessPolicy(std::string_view name, const TaskShapeDistribution& dist,
-                                                  uint64_t seed);
 
 }  // namespace tessera

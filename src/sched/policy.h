@@ -2,8 +2,13 @@
 // Policy: a pure placement decision. Place(snapshot, request) returns where the request's tasks go, or
 // why they cannot go anywhere. Policies never mutate the snapshot; any memo cache a policy keeps must not
 // change a decision (results depend only on the snapshot and the request).
+//
+// MakePolicy is the one factory for every policy name; each name means one algorithm wherever it runs
+// (the scheduling cycle, the simulator, the FGD harness, `tessera place`).
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +17,7 @@
 #include "sched/cluster_state.h"
 #include "sched/placement.h"
 #include "sched/request.h"
+#include "sched/task_shape.h"
 
 namespace tessera {
 
@@ -22,8 +28,29 @@ class Policy {
   virtual PlaceResult Place(const ClusterState& snapshot, const Request& request) const = 0;
 };
 
-// Policy names: "k8s-default", "bestfit", "fgd", "tessera", "static-mig", "random" (seeded).
+// What a policy may be built from besides its name.
+struct PolicyOptions {
+  // The workload's typical-task distribution (fgd's measure, tessera's node score). Empty: unknown
+  // (fgd then sees no fragmentation; tessera's node score falls back to best fit on GPU milli).
+  TaskShapeDistribution typical;
+  // Score ties go to the earliest node of a random node order drawn once from this seed (the FGD
+  // harness's rule; random also draws from it). Without a seed: node index order (random uses seed 0).
+  std::optional<uint64_t> tie_seed;
+};
+
+// What a registered policy can place. Every policy returns a result for every request: what it cannot
+// place is a kInvalid result saying why.
+struct PolicyInfo {
+  std::string name;
+  bool gangs = false;       // places gangs of several tasks (else single tasks only)
+  bool mig = false;         // places sub-GPU tasks in MIG instances
+  bool gpu_memory = false;  // honours Request::gpu_memory_mib (else memory-blind or kInvalid, see below)
+  bool memory_blind = false;  // places requests with gpu_memory_mib but ignores it (kube-scheduler)
+};
+
+// Every registered policy, in a fixed order.
+const std::vector<PolicyInfo>& Policies();
 std::vector<std::string> PolicyNames();
-Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name);
+Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyOptions& options = {});
 
 }  // namespace tessera

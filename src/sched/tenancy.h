@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "base/status.h"
 #include "model/catalog.h"
 #include "sched/cycle.h"
@@ -38,5 +40,8 @@ std::vector<PriorityClass> DefaultPriorityClasses();
 
 // Parses a tenancy YAML document. `catalog` resolves GPU kinds in per-kind quotas.
 Result<TenancyConfig> ParseTenancyYaml(std::string_view text, std::string_view source, const Catalog& catalog);
+// The same from a parsed map (e.g. the `tenancy:` section of a scenario); `path` prefixes field paths.
+Result<TenancyConfig> ParseTenancyNode(const YAML::Node& node, std::string_view source, std::string_view path,
+                                       const Catalog& catalog);
 
 }  // namespace tessera

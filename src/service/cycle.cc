@@ -67,11 +67,14 @@ void Service::CycleLoop() {
     RunOneCycle();
     last = Wall::now();
     last_cost_s = std::chrono::duration<double>(last - t0).count();
-    ready_.store(true);
   }
 }
 
-void Service::RunCycleNow() { RunOneCycle(); }
+void Service::RunCycleNow() {
+  RunOneCycle();
+  // Batches commit (and their effects apply) in order: once an empty one is done, the cycle's are too.
+  (void)store_->WriteAndWait(WriteBatch());
+}
 
 std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) const {
   std::vector<UsageRecord> out;
@@ -284,6 +287,7 @@ void Service::RunOneCycle() {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   counters_.cycles.fetch_add(1, std::memory_order_relaxed);
+  ready_.store(true);
   counters_.cycle_sum_us.fetch_add(static_cast<uint64_t>(s * 1e6), std::memory_order_relaxed);
   int bucket = 0;
   while (bucket < Counters::kNumBuckets && s > Counters::kCycleBuckets[bucket]) ++bucket;

@@ -75,7 +75,7 @@ Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::uniqu
     std::lock_guard<std::mutex> lock(s->mu_);
     s->PublishLocked(nullptr, s->Now());
   }
-  s->cycle_thread_ = std::thread([p = s.get()] { p->CycleLoop(); });
+  if (s->config_.background_cycles) s->cycle_thread_ = std::thread([p = s.get()] { p->CycleLoop(); });
   return s;
 }
 

@@ -143,6 +143,7 @@ struct ServiceConfig {
   TenancyConfig tenancy;           // queues from a tenancy file (teams created through the API are added)
   double tick_s = 1.0;             // wall seconds between timer cycles
   double min_cycle_gap_s = 0.1;    // wall seconds between event-driven cycles (at least)
+  bool background_cycles = true;   // false: cycles run only through RunCycleNow (tests)
 };
 
 // One answer of a what-if: the earliest start had the job asked for `fraction` of its GPUs.
@@ -218,7 +219,8 @@ class Service {
   int64_t Now() const { return static_cast<int64_t>(clock_->Now()); }
   // Pending and running jobs per team (from the live table).
   std::map<std::string, std::pair<int64_t, int64_t>> JobCountsByTeam() const;
-  // Runs one cycle now (tests; the cycle thread does this on its own).
+  // Runs one cycle now and waits until its changes are durable and visible (tests; the cycle thread runs
+  // cycles on its own).
   void RunCycleNow();
 
  private:

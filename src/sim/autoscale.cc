@@ -21,31 +21,9 @@ Autoscaler::Autoscaler(std::vector<ElasticPoolSpec> pools, int num_nodes)
     : pools_(std::move(pools)),
       phase_(num_nodes, NodePhase::kStatic),
       pool_of_(num_nodes, -1),
-      ready_at_(num_nodes, -1),
-      blocker_(num_nodes) {
+      ready_at_(num_nodes, -1) {
   for (size_t p = 0; p < pools_.size(); ++p)
     for (NodeId n : pools_[p].nodes) pool_of_[n] = static_cast<int>(p);
-}
-
-void Autoscaler::Block(NodeId n, ClusterState& state, bool free_only) {
-  const NodeState& ns = state.node(n);
-  TaskPlacement t;
-  t.node = n;
-  for (int k = 0; k < ns.gpu_count; ++k) {
-    const GpuId g = ns.first_gpu + k;
-    const GpuState& gs = state.gpu(g);
-    if (free_only && !gs.WholeFree()) continue;
-    t.gpus.push_back(GpuGrant{g, kMilliPerGpu, state.kind_of_gpu(g).memory_mib});
-  }
-  if (t.gpus.empty()) return;
-  std::vector<TaskPlacement> tasks{t};
-  state.Apply(tasks, 0, 0, /*inference=*/false);
-  blocker_[n].push_back(std::move(t));
-}
-
-void Autoscaler::Unblock(NodeId n, ClusterState& state) {
-  if (!blocker_[n].empty()) state.Release(blocker_[n], 0, 0, /*inference=*/false);
-  blocker_[n].clear();
 }
 
 Status Autoscaler::Begin(ClusterState& state) {
@@ -58,7 +36,7 @@ Status Autoscaler::Begin(ClusterState& state) {
       if (ns.free_whole != ns.gpu_count)
         return Status::Error(fmt::format("elastic pool '{}': node {} is not empty", p.pool,
                                          state.cluster().nodes[n].name));
-      Block(n, state, false);
+      if (Status st = state.CordonNode(n); !st.ok()) return st;
       phase_[n] = NodePhase::kAbsent;
     }
   return Status::Ok();
@@ -77,20 +55,19 @@ NodeId Autoscaler::Acquire(int pool, int64_t now) {
 
 void Autoscaler::MakeReady(NodeId n, ClusterState& state) {
   if (phase_[n] != NodePhase::kProvisioning) return;
-  Unblock(n, state);
+  TESSERA_CHECK(state.UncordonNode(n).ok(), "elastic nodes are never removed");
   phase_[n] = NodePhase::kUp;
 }
 
 void Autoscaler::Drain(NodeId n, ClusterState& state) {
   if (phase_[n] != NodePhase::kUp) return;
-  Block(n, state, true);
+  TESSERA_CHECK(state.CordonNode(n).ok(), "node ids are valid");
   phase_[n] = NodePhase::kDraining;
 }
 
 void Autoscaler::MakeAbsent(NodeId n, ClusterState& state) {
   if (phase_[n] == NodePhase::kStatic || phase_[n] == NodePhase::kAbsent) return;
-  Unblock(n, state);
-  Block(n, state, false);
+  TESSERA_CHECK(state.CordonNode(n).ok(), "node ids are valid");
   phase_[n] = NodePhase::kAbsent;
   ready_at_[n] = -1;
 }

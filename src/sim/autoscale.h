@@ -1,9 +1,9 @@
 #pragma once
 // Autoscaling of elastic pools (issue 5): on-demand and spot nodes are declared in the cluster file but
-// absent until acquired. An absent node is held in the ClusterState by a blocking placement (every GPU
-// taken by a phantom task that no job owns), so policies never see it; acquiring it starts a provisioning
-// delay, after which the blocker is released. An idle node is given back after `idle_release_s`, and a
-// reclaimed spot node becomes absent again. Decisions only; the caller (sim/spot.h) owns time and events.
+// absent until acquired. An absent node is cordoned in the ClusterState (ClusterState::CordonNode), so no
+// policy places anything there; acquiring it starts a provisioning delay, after which it is uncordoned. A
+// reclaim notice cordons a node (what runs there keeps running until reclaimed); an idle node is given back
+// after `idle_release_s`, and a reclaimed spot node becomes absent (cordoned) again. Decisions only; the caller (sim/spot.h) owns time and events.
 //
 // Acquisition policy ("queue"): after each scheduling instant, every job still pending that may use an
 // elastic pool is fitted first-fit, task by task, onto the free whole GPUs of the pool's up nodes and the
@@ -49,7 +49,7 @@ class Autoscaler {
   NodeId Acquire(int pool, int64_t now);
   // Provisioning finished: the node becomes usable.
   void MakeReady(NodeId n, ClusterState& state);
-  // Blocks the node's currently free GPUs (a reclaim notice: nothing new lands on it).
+  // Cordons the node (a reclaim notice: nothing new lands on it).
   void Drain(NodeId n, ClusterState& state);
   // The node goes away (idle release or reclaim). REQUIRES: no job holds any of its GPUs.
   void MakeAbsent(NodeId n, ClusterState& state);
@@ -65,14 +65,10 @@ class Autoscaler {
   int64_t acquisitions() const { return acquisitions_; }
 
  private:
-  void Block(NodeId n, ClusterState& state, bool free_only);
-  void Unblock(NodeId n, ClusterState& state);
-
   std::vector<ElasticPoolSpec> pools_;
   std::vector<NodePhase> phase_;
   std::vector<int> pool_of_;                        // -1 = static node
   std::vector<int64_t> ready_at_;
-  std::vector<std::vector<TaskPlacement>> blocker_;  // per node: the phantom placement held now
   int64_t acquisitions_ = 0;
 };
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "sched/cluster_state.h"
-#include "sched/harness_policies.h"
+#include "sched/policy.h"
 
 namespace tessera {
 
@@ -21,28 +21,37 @@ int64_t GpuCapacityMilli(const Cluster& cluster) {
 uint64_t PolicySeed(uint64_t seed) { return SeededRng(seed ^ 0x6a09e667f3bcc909ULL).Next(); }
 
 std::vector<Request> ShuffleAndInflate(const std::vector<Request>& pods, int64_t capacity_milli, double inflation,
-                                       uint64_t seed) {
-  std::vector<Request> out = pods;
+                                       uint64_t seed, std::vector<int64_t>* rows) {
+  std::vector<int64_t> from(pods.size());
+  for (size_t i = 0; i < from.size(); ++i) from[i] = static_cast<int64_t>(i);
   SeededRng rng(seed);
-  for (size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[rng.Below(i)]);
+  for (size_t i = from.size(); i > 1; --i) std::swap(from[i - 1], from[rng.Below(i)]);
+  std::vector<Request> out;
+  out.reserve(pods.size());
+  for (int64_t j : from) out.push_back(pods[static_cast<size_t>(j)]);
   int64_t total = 0;
   for (const Request& r : out) total += RequestedGpuMilli(r);
   const double target = inflation * static_cast<double>(capacity_milli);
   bool any_gpu = false;
   for (const Request& r : pods) any_gpu = any_gpu || RequestedGpuMilli(r) > 0;
   while (any_gpu && static_cast<double>(total) < target) {
-    const Request& r = pods[rng.Below(pods.size())];
-    out.push_back(r);
-    total += RequestedGpuMilli(r);
+    const size_t j = rng.Below(pods.size());
+    out.push_back(pods[j]);
+    from.push_back(static_cast<int64_t>(j));
+    total += RequestedGpuMilli(pods[j]);
   }
   for (size_t i = 0; i < out.size(); ++i) out[i].id = static_cast<JobId>(i);
+  if (rows != nullptr) *rows = std::move(from);
   return out;
 }
 
 Result<FgdRunResult> RunFgdHarness(const Cluster& cluster, const Catalog& catalog, const std::vector<Request>& pods,
                                    const TaskShapeDistribution& dist, std::string_view policy, uint64_t seed,
                                    const FgdHarnessOptions& options) {
-  Result<std::unique_ptr<Policy>> pol = MakeHarnessPolicy(policy, dist, PolicySeed(seed));
+  PolicyOptions popt;
+  popt.typical = dist;
+  popt.tie_seed = PolicySeed(seed);
+  Result<std::unique_ptr<Policy>> pol = MakePolicy(policy, popt);
   if (!pol.ok()) return pol.status();
   Result<ClusterState> built = ClusterState::Build(cluster, catalog);
   if (!built.ok()) return built.status();
@@ -55,9 +64,11 @@ Result<FgdRunResult> RunFgdHarness(const Cluster& cluster, const Catalog& catalo
   if (res.capacity_milli <= 0) return Status::Error("the cluster has no GPUs");
   const double cap = static_cast<double>(res.capacity_milli);
 
-  const std::vector<Request> order = ShuffleAndInflate(pods, res.capacity_milli, options.inflation, seed);
+  std::vector<int64_t> rows;
+  const std::vector<Request> order = ShuffleAndInflate(pods, res.capacity_milli, options.inflation, seed, &rows);
   res.pods = static_cast<int64_t>(order.size());
   if (options.record_curve) res.curve.reserve(order.size());
+  if (options.record_placements) res.decisions.reserve(order.size());
 
   std::vector<double> node_frag(static_cast<size_t>(state.num_nodes()));
   double frag = 0;
@@ -74,6 +85,11 @@ Result<FgdRunResult> RunFgdHarness(const Cluster& cluster, const Catalog& catalo
     const int64_t ask = RequestedGpuMilli(r);
     arrived += ask;
     PlaceResult pr = (*pol)->Place(state, r);
+    PodDecision decision;
+    decision.pod_index = static_cast<int64_t>(i);
+    decision.pod_row = rows[i];
+    if (pr.ok && pr.tasks.size() != 1)
+      return Status::Error(fmt::format("policy {} placed pod {} as {} tasks, not one", policy, i, pr.tasks.size()));
     if (pr.ok) {
       if (Status st = state.CanApply(pr.tasks, r.cpu_milli, r.host_memory_mib); !st.ok())
         return Status::Error(fmt::format("policy {} returned an inapplicable placement for pod {}: {}", policy, i,
@@ -83,15 +99,21 @@ Result<FgdRunResult> RunFgdHarness(const Cluster& cluster, const Catalog& catalo
         return Status::Error(fmt::format("policy {} placed pod {} on node {}, whose GPU model the pod does not allow",
                                          policy, i, cluster.nodes[placed_on].name));
       state.Apply(pr.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
-      allocated += ask;
+      decision.placed = true;
+      decision.node = placed_on;
+      for (const GpuGrant& g : pr.tasks.front().gpus) {  // credited as granted, not as asked
+        allocated += g.milli;
+        decision.gpus.emplace_back(g.gpu - state.node(placed_on).first_gpu, g.milli);
+      }
       ++res.placed;
-      const NodeId n = pr.tasks.front().node;
+      const NodeId n = placed_on;
       const double f = NodeFragmentation(NodeResourcesOf(state, n), dist);
       frag += f - node_frag[n];
       node_frag[n] = f;
     } else {
       ++res.failed;
     }
+    if (options.record_placements) res.decisions.push_back(std::move(decision));
     CurvePoint p;
     p.pod_index = static_cast<int64_t>(i);
     p.arrived_pct = 100.0 * static_cast<double>(arrived) / cap;

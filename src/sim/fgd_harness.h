@@ -2,11 +2,13 @@
 // The FGD evaluation harness ("tune 1.3", ../shared/reference/fgd-harness.md): shuffle the pod list with
 // the seed, inflate it by resampling until the GPU request reaches 1.3x cluster GPU capacity, place the
 // pods one at a time through a Policy on a ClusterState (the production engine), never retry, never
-// delete; after each pod record arrived load, allocation and the FGD fragmentation measure.
+// delete; after each pod record arrived load, allocation (the GPU milli the placements grant) and the
+// FGD fragmentation measure, and optionally every decision.
 //
 // Deterministic: the same inputs and seed give the same curve. No clock, no I/O.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +24,16 @@ namespace tessera {
 struct FgdHarnessOptions {
   double inflation = 1.3;     // stop appending copies once the GPU request reaches this x capacity
   bool record_curve = false;  // keep one CurvePoint per pod
+  bool record_placements = false;  // keep one PodDecision per pod
+};
+
+// One pod's outcome, enough to replay the run against the trace without Tessera.
+struct PodDecision {
+  int64_t pod_index = 0;  // 0-based position in the arrival order (after shuffle and inflation)
+  int64_t pod_row = 0;    // 0-based data row of the pod in the pod list it was drawn from
+  bool placed = false;
+  NodeId node = kNone;    // when placed
+  std::vector<std::pair<int, int>> gpus;  // (GPU index within the node, milli granted)
 };
 
 struct CurvePoint {
@@ -45,6 +57,7 @@ struct FgdRunResult {
   int64_t failed = 0;
   int64_t capacity_milli = 0;
   std::vector<CurvePoint> curve;
+  std::vector<PodDecision> decisions;  // with FgdHarnessOptions::record_placements
 };
 
 // GPU milli a request asks for (CPU-only 0, share gpu_milli, whole gpus_per_task x 1000).
@@ -54,8 +67,9 @@ int64_t GpuCapacityMilli(const Cluster& cluster);
 
 // The harness's arrival order for `seed`: the shuffled originals followed by copies drawn with
 // replacement until the total GPU request reaches inflation x capacity. Ids are renumbered 0..n-1.
+// `rows`, when given, receives for each position the index in `pods` the request was taken from.
 std::vector<Request> ShuffleAndInflate(const std::vector<Request>& pods, int64_t capacity_milli, double inflation,
-                                       uint64_t seed);
+                                       uint64_t seed, std::vector<int64_t>* rows = nullptr);
 // The seed from which harness policies draw their node order (a separate stream from the shuffle).
 uint64_t PolicySeed(uint64_t seed);
 

@@ -1,16 +1,16 @@
 #include "sim/multi_tenant.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <map>
 #include <random>
 #include <set>
-#include <sstream>
 
+#include "base/file.h"
 #include "base/parallel.h"
+#include "base/yaml_reader.h"
 #include "model/cluster.h"
 #include "sched/policy.h"
 #include "sched/tenancy.h"
@@ -19,14 +19,6 @@
 
 namespace tessera {
 namespace {
-
-Result<std::string> ReadText(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return Status::Error(fmt::format("cannot read '{}'", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::string DirOf(const std::string& path) {
   const size_t k = path.find_last_of('/');
@@ -52,66 +44,77 @@ struct TeamStream {
   std::vector<MixEntry> mix;
 };
 
-template <typename T>
-Status Pair(const YAML::Node& n, const std::string& key, T* lo, T* hi, const std::string& where) {
-  const YAML::Node v = n[key];
-  if (!v) return Status::Ok();
-  try {
-    if (v.IsSequence() && v.size() == 2) {
-      *lo = v[0].as<T>();
-      *hi = v[1].as<T>();
-    } else {
-      *lo = *hi = v.as<T>();
-    }
-  } catch (const YAML::Exception&) {
-    return Status::Error(fmt::format("{}: field '{}': a number or [low, high]", where, key));
-  }
-  if (*hi < *lo) return Status::Error(fmt::format("{}: field '{}': high below low", where, key));
-  return Status::Ok();
+// `key`: a number or [low, high], both within [min, max]; `*lo`/`*hi` untouched when absent.
+void Pair(FieldReader& r, std::string_view key, double* lo, double* hi, double min, double max) {
+  if (r.Child(key).IsSequence()) return r.Range(key, lo, hi, false, min, max);
+  double v = *lo;
+  r.Double(key, &v, false, min, max);
+  if (r.ok() && r.Has(key)) *lo = *hi = v;
 }
 
-Result<std::vector<TeamStream>> ParseStreams(const YAML::Node& list, const TenancyConfig& t, const std::string& src) {
+void Pair(FieldReader& r, std::string_view key, int* lo, int* hi, int min, int max) {
+  double a = *lo, b = *hi;
+  Pair(r, key, &a, &b, min, max);
+  if (r.ok() && (a != std::floor(a) || b != std::floor(b))) r.Fail(key, "expected whole numbers");
+  if (r.ok()) *lo = static_cast<int>(a), *hi = static_cast<int>(b);  // within [min, max], both ints
+}
+
+Result<MixEntry> ParseMix(const YAML::Node& node, std::string_view source, const std::string& path,
+                          const TenancyConfig& t) {
+  FieldReader m(node, source, path);
+  MixEntry e;
+  e.cls_name = "training";
+  m.String("class", &e.cls_name, false);
+  const PriorityClass* pc = t.FindClass(e.cls_name);
+  if (m.ok() && !pc) m.Fail("class", fmt::format("unknown priority class '{}'", e.cls_name));
+  if (pc) e.priority = pc->value;
+  m.Double("weight", &e.weight, false, 0, 1e9);
+  m.Int("gpus", &e.gpus, false, 0, 8);
+  Pair(m, "tasks", &e.tasks_lo, &e.tasks_hi, 1, 1024);
+  Pair(m, "compute", &e.compute_lo, &e.compute_hi, 1e-3, 1);
+  Pair(m, "memory_gib", &e.mem_lo_gib, &e.mem_hi_gib, 0, 1e4);
+  Pair(m, "duration_min", &e.dur_lo_min, &e.dur_hi_min, 0, 1e7);
+  double checkpoint_min = -1;
+  m.Double("checkpoint_min", &checkpoint_min, false, 0, 1e7);
+  e.checkpointable = checkpoint_min >= 0;
+  if (Status st = m.Finish(); !st.ok()) return st;
+  return e;
+}
+
+Result<TeamStream> ParseStream(const YAML::Node& node, std::string_view source, const std::string& path,
+                               const TenancyConfig& t) {
+  FieldReader r(node, source, path);
+  TeamStream s;
+  std::string team, queue;
+  r.String("team", &team, false);
+  r.String("queue", &queue, false);
+  const int q = !queue.empty() ? t.FindQueue(queue) : t.LeafFor(team);
+  if (r.ok() && (q < 0 || !t.IsLeaf(q)))
+    r.Fail(queue.empty() ? "team" : "queue", fmt::format("no leaf queue '{}'", queue.empty() ? team : queue));
+  if (r.ok()) s.queue = t.queues[q].name;
+  r.Double("rate_per_h", &s.rate_per_h, false, 1e-6, 1e4);
+  FieldReader b(r.Child("burst"), source, r.PathOf("burst"), /*absent_ok=*/true);
+  b.Double("factor", &s.burst_factor, false, 0, 1e3);
+  b.Double("on_h", &s.burst_on_h, false, 0, 1e5);
+  b.Double("period_h", &s.burst_period_h, false, 0, 1e5);
+  if (Status st = b.Finish(); !st.ok()) return st;
+  const YAML::Node mix = r.Seq("mix", /*required=*/true);
+  if (r.ok() && mix.size() == 0) r.Fail("mix", "expected a non-empty list");
+  if (Status st = r.Finish(); !st.ok()) return st;
+  for (size_t k = 0; k < mix.size(); ++k) {
+    auto e = ParseMix(mix[k], source, fmt::format("{}.mix[{}]", path, k), t);
+    if (!e.ok()) return e.status();
+    s.mix.push_back(*e);
+  }
+  return s;
+}
+
+Result<std::vector<TeamStream>> ParseStreams(const YAML::Node& list, const TenancyConfig& t, std::string_view src) {
   std::vector<TeamStream> out;
-  if (!list.IsSequence()) return Status::Error(src + ": teams_workload: expected a list");
   for (size_t i = 0; i < list.size(); ++i) {
-    const YAML::Node n = list[i];
-    const std::string where = fmt::format("{}:{}: teams_workload[{}]", src, n.Mark().line + 1, i);
-    TeamStream s;
-    const std::string team = n["team"] ? n["team"].as<std::string>() : "";
-    const std::string queue = n["queue"] ? n["queue"].as<std::string>() : "";
-    int q = !queue.empty() ? t.FindQueue(queue) : t.LeafFor(team);
-    if (q < 0 || !t.IsLeaf(q))
-      return Status::Error(fmt::format("{}: field '{}': no leaf queue '{}'", where, queue.empty() ? "team" : "queue",
-                                       queue.empty() ? team : queue));
-    s.queue = t.queues[q].name;
-    s.rate_per_h = n["rate_per_h"] ? n["rate_per_h"].as<double>() : 1.0;
-    if (!(s.rate_per_h > 0)) return Status::Error(where + ": field 'rate_per_h': must be > 0");
-    if (const YAML::Node b = n["burst"]) {
-      s.burst_factor = b["factor"] ? b["factor"].as<double>() : 1;
-      s.burst_on_h = b["on_h"] ? b["on_h"].as<double>() : 0;
-      s.burst_period_h = b["period_h"] ? b["period_h"].as<double>() : 0;
-    }
-    const YAML::Node mix = n["mix"];
-    if (!mix || !mix.IsSequence() || mix.size() == 0) return Status::Error(where + ": field 'mix': a non-empty list");
-    for (size_t k = 0; k < mix.size(); ++k) {
-      const YAML::Node m = mix[k];
-      const std::string mw = fmt::format("{}.mix[{}]", where, k);
-      MixEntry e;
-      e.cls_name = m["class"] ? m["class"].as<std::string>() : "training";
-      const PriorityClass* pc = t.FindClass(e.cls_name);
-      if (!pc) return Status::Error(fmt::format("{}: field 'class': unknown priority class '{}'", mw, e.cls_name));
-      e.priority = pc->value;
-      e.weight = m["weight"] ? m["weight"].as<double>() : 1;
-      e.gpus = m["gpus"] ? m["gpus"].as<int>() : 1;
-      if (e.gpus < 0 || e.gpus > 8) return Status::Error(mw + ": field 'gpus': 0..8");
-      if (Status st = Pair(m, "tasks", &e.tasks_lo, &e.tasks_hi, mw); !st.ok()) return st;
-      if (Status st = Pair(m, "compute", &e.compute_lo, &e.compute_hi, mw); !st.ok()) return st;
-      if (Status st = Pair(m, "memory_gib", &e.mem_lo_gib, &e.mem_hi_gib, mw); !st.ok()) return st;
-      if (Status st = Pair(m, "duration_min", &e.dur_lo_min, &e.dur_hi_min, mw); !st.ok()) return st;
-      e.checkpointable = static_cast<bool>(m["checkpoint_min"]);
-      s.mix.push_back(e);
-    }
-    out.push_back(std::move(s));
+    auto s = ParseStream(list[i], src, fmt::format("teams_workload[{}]", i), t);
+    if (!s.ok()) return s.status();
+    out.push_back(std::move(s).value());
   }
   return out;
 }
@@ -164,6 +167,60 @@ std::vector<TraceJob> Generate(const std::vector<TeamStream>& streams, int64_t h
   return jobs;
 }
 
+// A multi-tenant scenario file (docs/simulator.md): cluster, tenancy and per-team arrival streams.
+struct Spec {
+  std::string name;
+  Cluster cluster;
+  TenancyConfig tenancy;
+  std::vector<TeamStream> streams;
+  int seeds = 3;
+  int threads = 2;
+  int64_t first_seed = 1;
+  double horizon_h = 24;
+  double warmup_h = 0;
+  int64_t cycle_every_s = 10;
+  std::vector<std::string> policies = {"tessera"};
+};
+
+Result<Spec> ParseSpec(std::string_view text, const std::string& source, const std::string& dir,
+                       const Catalog& catalog) {
+  auto parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  FieldReader top(*parsed, source, "");
+  Spec spec;
+  top.Allow("description");
+  top.String("name", &spec.name, false);
+  std::string cfile;
+  top.String("cluster", &cfile, true);
+  if (top.ok() && cfile.empty()) top.Fail("cluster", "required (a cluster YAML file)");
+  top.Int("seeds", &spec.seeds, false, 1, 1000);
+  top.Int("threads", &spec.threads, false, 1, 256);
+  top.Int("first_seed", &spec.first_seed, false, 0, int64_t{1} << 62);
+  top.StringList("policies", &spec.policies, false, 1);
+  top.Double("horizon_h", &spec.horizon_h, false, 1e-3, 1e5);
+  top.Double("warmup_h", &spec.warmup_h, false, 0, 1e5);
+  if (top.ok() && spec.warmup_h >= spec.horizon_h) top.Fail("warmup_h", "must be below horizon_h");
+  double sample_h = 1;
+  top.Double("sample_every_h", &sample_h, false, 1e-3, 1e5);
+  top.Int("cycle_every_s", &spec.cycle_every_s, false, 1, 86400);
+  const YAML::Node tenancy = top.Map("tenancy", /*required=*/true);
+  const YAML::Node streams = top.Seq("teams_workload", /*required=*/true);
+  if (Status st = top.Finish(); !st.ok()) return st;
+  const std::string cpath = cfile[0] == '/' ? cfile : dir + "/" + cfile;
+  auto ctext = ReadFile(cpath);
+  if (!ctext.ok()) return Status::Error(top.Where("cluster") + ": " + ctext.error());
+  auto cluster = LoadClusterYaml(*ctext, cpath, catalog);
+  if (!cluster.ok()) return cluster.status();
+  spec.cluster = std::move(cluster).value();
+  auto ten = ParseTenancyNode(tenancy, source, "tenancy", catalog);
+  if (!ten.ok()) return ten.status();
+  spec.tenancy = std::move(ten).value();
+  auto st = ParseStreams(streams, spec.tenancy, source);
+  if (!st.ok()) return st.status();
+  spec.streams = std::move(st).value();
+  return spec;
+}
+
 nlohmann::json Summary(const std::vector<double>& v) {
   if (v.empty()) return {{"mean", 0.0}, {"min", 0.0}, {"max", 0.0}};
   double s = 0;
@@ -175,13 +232,15 @@ nlohmann::json Summary(const std::vector<double>& v) {
 
 }  // namespace
 
+Status CheckMultiTenantScenario(std::string_view text, const std::string& source, const std::string& dir,
+                                const Catalog& catalog) {
+  return ParseSpec(text, source, dir, catalog).status();
+}
+
 bool IsMultiTenantScenario(const std::string& text) {
-  try {
-    YAML::Node n = YAML::Load(text);
-    return n.IsMap() && static_cast<bool>(n["teams_workload"]);
-  } catch (const YAML::Exception&) {
-    return false;
-  }
+  auto root = ParseYaml(text, "");
+  if (!root.ok() || !root->IsMap()) return false;
+  return FieldReader(*root, "", "").Has("teams_workload");
 }
 
 double JainIndex(const std::vector<double>& x) {
@@ -200,50 +259,26 @@ double NearestRankPercentile(std::vector<double> v, double p) {
 
 Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std::vector<std::string>& policies_in,
                                               const Catalog& catalog) {
-  auto text = ReadText(path);
+  auto text = ReadFile(path);
   if (!text.ok()) return text.status();
-  YAML::Node root;
-  try {
-    root = YAML::Load(*text);
-  } catch (const YAML::Exception& e) {
-    return Status::Error(fmt::format("{}:{}: YAML: {}", path, e.mark.line + 1, e.msg));
-  }
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string k = it->first.as<std::string>();
-    static const std::set<std::string> known = {"name", "description", "cluster", "seeds", "first_seed", "threads",
-                                                "policies", "horizon_h", "warmup_h", "sample_every_h", "tenancy",
-                                                "teams_workload", "cycle_every_s"};
-    if (!known.count(k)) return Status::Error(fmt::format("{}:{}: unknown field '{}'", path, it->first.Mark().line + 1, k));
-  }
-  if (!root["cluster"]) return Status::Error(path + ": field 'cluster': required");
-  const std::string cfile = root["cluster"].as<std::string>();
-  const std::string cpath = !cfile.empty() && cfile[0] == '/' ? cfile : DirOf(path) + "/" + cfile;
-  auto ctext = ReadText(cpath);
-  if (!ctext.ok()) return Status::Error(path + ": field 'cluster': " + ctext.error());
-  auto cluster = LoadClusterYaml(*ctext, cpath, catalog);
-  if (!cluster.ok()) return cluster.status();
-  if (!root["tenancy"]) return Status::Error(path + ": field 'tenancy': required");
-  YAML::Emitter em;
-  em << root["tenancy"];
-  auto ten = ParseTenancyYaml(em.c_str(), path + " (tenancy)", catalog);
-  if (!ten.ok()) return ten.status();
-  auto streams = ParseStreams(root["teams_workload"], *ten, path);
-  if (!streams.ok()) return streams.status();
-  const int nseeds = root["seeds"] ? root["seeds"].as<int>() : 3;
-  const int threads = root["threads"] ? std::max(1, root["threads"].as<int>()) : 2;
-  const uint64_t first_seed = root["first_seed"] ? root["first_seed"].as<uint64_t>() : 1;
-  const double horizon_h = root["horizon_h"] ? root["horizon_h"].as<double>() : 24;
-  const double warmup_h = root["warmup_h"] ? root["warmup_h"].as<double>() : 0;
-  std::vector<std::string> policies = policies_in;
-  if (policies.empty()) policies = root["policies"] ? root["policies"].as<std::vector<std::string>>()
-                                                    : std::vector<std::string>{"tessera"};
+  auto spec = ParseSpec(*text, path, DirOf(path), catalog);
+  if (!spec.ok()) return spec.status();
+  const Cluster* cluster = &spec->cluster;
+  const TenancyConfig* ten = &spec->tenancy;
+  const std::vector<TeamStream>* streams = &spec->streams;
+  const int nseeds = spec->seeds;
+  const int threads = spec->threads;
+  const uint64_t first_seed = spec->first_seed;
+  const double horizon_h = spec->horizon_h;
+  const double warmup_h = spec->warmup_h;
+  std::vector<std::string> policies = policies_in.empty() ? spec->policies : policies_in;
 
   auto tenancy = std::make_shared<SimOptions::Tenancy>();
   tenancy->queues = ten->queues;
   for (size_t q = 0; q < ten->queues.size(); ++q) tenancy->queue_of_team[ten->queues[q].name] = static_cast<int>(q);
   for (const PriorityClass& pc : ten->priority_classes) tenancy->preemptible_by_priority[pc.value] = pc.preemptible;
   tenancy->cycle = ten->options;
-  tenancy->cycle_every_s = root["cycle_every_s"] ? root["cycle_every_s"].as<int64_t>() : 10;
+  tenancy->cycle_every_s = spec->cycle_every_s;
   auto no_borrow = std::make_shared<SimOptions::Tenancy>(*tenancy);
   no_borrow->cycle.allow_borrowing = false;
   const int prod = ten->FindClass("production-inference") ? ten->FindClass("production-inference")->value : 1000;
@@ -254,7 +289,7 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
   for (const QueueConfig& q : ten->queues)
     if (q.parent.empty()) guar_total += q.guaranteed_milli / 1000.0, weight_total += q.over_quota_weight;
 
-  nlohmann::json out = {{"scenario", root["name"] ? root["name"].as<std::string>() : path},
+  nlohmann::json out = {{"scenario", spec->name.empty() ? path : spec->name},
                         {"gpus", static_cast<int>(gpus)},
                         {"seeds", nseeds},
                         {"policies", nlohmann::json::array()}};
@@ -264,6 +299,14 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
     std::vector<double> prod_p99(nseeds), guar_p99(nseeds), jain(nseeds), util(nseeds), util_nb(nseeds),
         alloc(nseeds), alloc_nb(nseeds), preempt(nseeds), lost_h(nseeds), unplaced(nseeds);
     std::vector<std::string> errors(nseeds);
+    // Per leaf queue (jobs' `team` is their queue): share of the cluster held and mean wait to first bind,
+    // over the measured window, one value per seed.
+    std::map<std::string, std::vector<double>> queue_alloc, queue_wait;
+    for (int q = 0; q < static_cast<int>(ten->queues.size()); ++q)
+      if (ten->IsLeaf(q)) {
+        queue_alloc[ten->queues[q].name].assign(nseeds, 0);
+        queue_wait[ten->queues[q].name].assign(nseeds, 0);
+      }
     // Seeds run in `threads` workers; each (seed) writes only its own slots, so results do not depend on timing.
     auto run_seed = [&](int k) {
       auto policy = MakePolicy(pname);  // one per run: runs share nothing mutable
@@ -284,9 +327,12 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
         return;
       }
       std::vector<double> pw, gw;
+      std::map<std::string, std::pair<double, int>> waits;
       for (const SimJobRecord& j : r->job_records) {
         if (!j.in_window) continue;
         const double end = j.first_bind_s >= 0 ? j.first_bind_s : opt.horizon_s;  // unplaced: waited to the end
+        waits[j.team].first += end - j.submit_s;
+        ++waits[j.team].second;
         if (j.priority >= prod) pw.push_back(end - j.submit_s);
         if (j.within_guarantee)
           gw.push_back((j.guarantee_met_s >= 0 && j.guarantee_met_s < end ? j.guarantee_met_s : end) - j.submit_s);
@@ -305,6 +351,12 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
         ratio.push_back(ent > 0 ? a / ent : 0);
       }
       jain[k] = JainIndex(ratio);
+      for (auto& [name, v] : queue_alloc) {
+        auto it = r->by_team.find(name);
+        v[k] = it == r->by_team.end() ? 0.0 : it->second.allocation;
+        auto w = waits.find(name);
+        queue_wait.find(name)->second[k] = w == waits.end() ? 0.0 : w->second.first / w->second.second;
+      }
       util[k] = r->gpu_utilization;
       util_nb[k] = rn->gpu_utilization;
       alloc[k] = r->gpu_allocation;
@@ -335,6 +387,9 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
                                {"preemptions", Summary(preempt)},
                                {"lost_gpu_hours", Summary(lost_h)},
                                {"unplaced_jobs_at_end", Summary(unplaced)}});
+    nlohmann::json& queues = out["policies"].back()["queues"];
+    for (const auto& [name, v] : queue_alloc)
+      queues[name] = {{"gpu_allocation", Summary(v)}, {"wait_mean_s", Summary(queue_wait.at(name))}};
   }
   return out;
 }

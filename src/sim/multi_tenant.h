@@ -8,10 +8,13 @@
 //   jain_fairness                    Jain's index over teams of (GPU allocation / fair entitlement), where the
 //                                    entitlement is the team's guarantee plus its weight share of the rest;
 //   gpu_utilization / gpu_utilization_no_borrowing and borrowing_gain_points;
-//   preemptions, lost_gpu_hours (work lost since the last checkpoint).
+//   preemptions, lost_gpu_hours (work lost since the last checkpoint);
+//   queues.<leaf queue>.gpu_allocation / wait_mean_s   the queue's share of the cluster and its jobs' mean
+//                                    wait to first bind (unplaced: to the horizon), over the window.
 // Figures are means over seeds (with min/max).
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +26,11 @@ namespace tessera {
 
 // True when the scenario text has a top-level `teams_workload` section.
 bool IsMultiTenantScenario(const std::string& text);
+
+// Parses multi-tenant scenario text without running it (`dir` resolves the cluster file); the error names
+// the source, the line and the field.
+Status CheckMultiTenantScenario(std::string_view text, const std::string& source, const std::string& dir,
+                                const Catalog& catalog);
 
 // Loads and runs a multi-tenant scenario file; `policies` empty = the scenario's.
 Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std::vector<std::string>& policies,

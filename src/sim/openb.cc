@@ -86,6 +86,8 @@ struct RowReader {
     std::string_view v = Text(name);
     int64_t x = 0;
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec == std::errc::result_out_of_range)
+      return Status::Error(fmt::format("{}:{}: field '{}': {} is outside {}..{}", source, row.line, name, v, lo, hi));
     if (v.empty() || ec != std::errc() || p != v.data() + v.size())
       return Status::Error(fmt::format("{}:{}: field '{}': expected an integer, got '{}'", source, row.line, name, v));
     if (x < lo || x > hi)
@@ -115,12 +117,15 @@ Result<Cluster> ParseOpenbNodes(std::string_view text, std::string_view source, 
   c.name = std::string(source);
   c.leaf_names = {"leaf-0"};
   c.spine_names = {"spine-0"};
+  std::map<std::string, int, std::less<>> line_of_name;
   for (const Row& row : rows) {
     RowReader rr{source, row, cols, header.size()};
     if (Status st = rr.Width(); !st.ok()) return st;
     Node n;
     n.name = std::string(rr.Text("sn"));
     if (n.name.empty()) return rr.Error("sn", "empty node name");
+    if (auto [it, fresh] = line_of_name.emplace(n.name, row.line); !fresh)
+      return rr.Error("sn", fmt::format("node '{}' already defined on line {}", n.name, it->second));
     int64_t gpus = 0;
     if (Status st = rr.Int("cpu_milli", 1, kMaxMilliCpu, &n.cpu_milli); !st.ok()) return st;
     if (Status st = rr.Int("memory_mib", 0, kMaxMib, &n.memory_mib); !st.ok()) return st;
@@ -175,13 +180,15 @@ Result<OpenbPods> ParseOpenbPods(std::string_view text, std::string_view source,
       r.gpu_milli = kMilliPerGpu;
     }
     std::string_view spec = rr.Text("gpu_spec");
-    while (!spec.empty()) {
-      size_t bar = spec.find('|');
+    // "A|B": every entry a known model (an empty entry, as in "A|", is an error).
+    for (bool more = !spec.empty(); more;) {
+      const size_t bar = spec.find('|');
       std::string_view model = spec.substr(0, bar);
       KindId k = catalog.Find(model);
       if (k == kNone || k >= 64) return rr.Error("gpu_spec", fmt::format("unknown GPU model '{}'", model));
       r.kind_mask |= uint64_t{1} << k;
-      spec = bar == std::string_view::npos ? std::string_view() : spec.substr(bar + 1);
+      more = bar != std::string_view::npos;
+      if (more) spec.remove_prefix(bar + 1);
     }
     std::string_view qos = rr.Text("qos");
     r.cls = qos == "BE" ? WorkloadClass::kBatchInference : WorkloadClass::kInference;

@@ -9,7 +9,8 @@
 //   num_gpu == 1 and gpu_milli < 1000  -> a share of one GPU (gpus_per_task 0, gpu_milli)
 //   gpu_milli == 1000                  -> num_gpu whole GPUs
 // `gpu_spec` ("A|B") becomes kind_mask. Columns are found by header name; extra columns are ignored.
-// Errors name the source, the line and the field: "FILE:LINE: field 'gpu_milli': ...".
+// Numbers are plain decimal integers, range-checked before any cast; node names (`sn`) are unique; every
+// row has the header's width. Errors name the source, the line and the field: "FILE:LINE: field 'gpu_milli': ...".
 
 #include <string>
 #include <string_view>

@@ -4,12 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "base/file.h"
 #include "base/stats.h"
 #include "sim/metrics.h"
 
@@ -34,19 +36,40 @@ std::vector<std::string> SplitCsvLine(const std::string& line) {
 }
 
 // Authors' curves: median over seeds of 100 - allocated% at each arrived-load column, default workload.
-json AuthorsCurves(const std::string& path) {
-  std::ifstream f(path);
+// A number of a curves file; an error naming the file, the line and the column otherwise.
+Result<double> CurveNumber(const std::string& cell, const std::string& path, int line, size_t column) {
+  double v = 0;
+  const char* b = cell.data();
+  auto [p, ec] = std::from_chars(b, b + cell.size(), v);
+  if (ec != std::errc() || p != b + cell.size() || !std::isfinite(v))
+    return Status::Error(fmt::format("{}:{}: column {}: expected a number, got '{}'", path, line, column + 1, cell));
+  return v;
+}
+
+// The FGD authors' published curves (analysis_allo_discrete.csv): one row per policy and seed, allocation
+// rates from column 6 on, the arrived load in the header. Empty cells are missing points.
+Result<json> AuthorsCurves(const std::string& path) {
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return Status::Error("cannot read the FGD authors' curves: " + text.error());
+  std::istringstream f(*text);
   json out = json::object();
-  if (!f) return out;
   std::string line;
   std::getline(f, line);
   const std::vector<std::string> header = SplitCsvLine(line);
   std::map<std::string, std::vector<std::vector<double>>> rows;
-  while (std::getline(f, line)) {
+  for (int n = 2; std::getline(f, line); ++n) {
     auto c = SplitCsvLine(line);
     if (c.size() < 6 || c[0] != "openb_pod_list_default") continue;
     std::vector<double> v;
-    for (size_t i = 5; i < c.size(); ++i) v.push_back(c[i].empty() ? NAN : std::atof(c[i].c_str()));
+    for (size_t i = 5; i < c.size(); ++i) {
+      if (c[i].empty()) {
+        v.push_back(NAN);
+        continue;
+      }
+      auto x = CurveNumber(c[i], path, n, i);
+      if (!x.ok()) return x.status();
+      v.push_back(*x);
+    }
     rows[c[1]].push_back(v);
   }
   for (auto& [policy, runs] : rows) {
@@ -57,27 +80,38 @@ json AuthorsCurves(const std::string& path) {
       for (auto& r : runs)
         if (i < r.size() && !std::isnan(r[i])) col.push_back(r[i]);
       if (col.empty()) continue;
-      pts.push_back({{"x", std::atof(header[5 + i].c_str())}, {"y", 100.0 - Median(col)}});
+      auto x = CurveNumber(header[5 + i], path, 1, 5 + i);
+      if (!x.ok()) return x.status();
+      pts.push_back({{"x", *x}, {"y", 100.0 - Median(col)}});
     }
     out["authors " + policy] = pts;
   }
   return out;
 }
 
-// Our harness curves CSV: median over seeds, per 1% arrived-load bin, of 100 - allocated_pct.
-json OurCurves(const std::string& path) {
-  std::ifstream f(path);
+// Our curves (simulate fgd-harness --curves): policy, seed, ..., arrived load %, allocation %.
+Result<json> OurCurves(const std::string& path) {
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return Status::Error("cannot read FGD curves: " + text.error());
+  std::istringstream f(*text);
   json out = json::object();
-  if (!f) return out;
   std::string line;
   std::getline(f, line);
   std::map<std::string, std::map<int, std::map<std::string, double>>> last;  // policy -> bin -> seed -> value
-  while (std::getline(f, line)) {
+  for (int n = 2; std::getline(f, line); ++n) {
+    if (line.empty()) continue;
     auto c = SplitCsvLine(line);
-    if (c.size() < 5) continue;
-    const int bin = static_cast<int>(std::floor(std::atof(c[3].c_str())));
-    last[c[0]][bin][c[1]] = 100.0 - std::atof(c[4].c_str());
+    if (c.size() < 5)
+      return Status::Error(fmt::format("{}:{}: expected at least 5 columns, got {}", path, n, c.size()));
+    auto load = CurveNumber(c[3], path, n, 3);
+    if (!load.ok()) return load.status();
+    auto alloc = CurveNumber(c[4], path, n, 4);
+    if (!alloc.ok()) return alloc.status();
+    if (*load < -1e9 || *load > 1e9)
+      return Status::Error(fmt::format("{}:{}: column 4: load {} is out of range", path, n, *load));
+    last[c[0]][static_cast<int>(std::floor(*load))][c[1]] = 100.0 - *alloc;
   }
+  if (last.empty()) return Status::Error("no FGD curves in " + path);
   for (auto& [policy, bins] : last) {
     json pts = json::array();
     for (auto& [bin, seeds] : bins) {
@@ -257,10 +291,14 @@ Status WriteReport(const ReportInput& in) {
   }
   json fgd = json::object();
   if (!in.fgd_curves_csv.empty()) {
-    fgd = OurCurves(in.fgd_curves_csv);
-    if (fgd.empty()) return Status::Error("cannot read FGD curves from " + in.fgd_curves_csv);
-    json a = AuthorsCurves(in.authors_curves_csv);
-    for (auto it = a.begin(); it != a.end(); ++it) fgd[it.key()] = it.value();
+    auto ours = OurCurves(in.fgd_curves_csv);
+    if (!ours.ok()) return ours.status();
+    fgd = std::move(ours).value();
+    if (!in.authors_curves_csv.empty()) {
+      auto a = AuthorsCurves(in.authors_curves_csv);
+      if (!a.ok()) return a.status();
+      for (auto it = a->begin(); it != a->end(); ++it) fgd[it.key()] = it.value();
+    }
   }
   data["fgd"] = fgd;
   std::string page = kPage;

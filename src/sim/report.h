@@ -23,8 +23,8 @@ struct ReportScenario {
 struct ReportInput {
   std::string out_dir;
   std::vector<ReportScenario> outcomes;
-  std::string fgd_curves_csv;   // optional: our harness curves
-  std::string authors_curves_csv = "../shared/traces/alibaba-gpu-2023/fgd-baseline-results/analysis_allo_discrete.csv";
+  std::string fgd_curves_csv;       // optional: our harness curves; when set, it must be readable
+  std::string authors_curves_csv;   // optional: the FGD authors' curves; when set, it must be readable
   std::string chartjs_path = "/usr/share/javascript/chart.js/chart.min.js";
 };
 

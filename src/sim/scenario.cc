@@ -1,17 +1,17 @@
 #include "sim/scenario.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <set>
-#include <sstream>
 
+#include "base/file.h"
 #include "base/parallel.h"
+#include "base/yaml_reader.h"
 #include "sched/cluster_state.h"
 #include "sched/policy.h"
 #include "sim/cost_baselines.h"
@@ -20,133 +20,115 @@
 namespace tessera {
 namespace {
 
-Result<std::string> Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error("cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+constexpr double kHugeCount = 1e9;
+
+// A map of name -> weight (>= 0); the names checked by `valid`.
+Status ReadWeights(FieldReader& r, std::string_view key, std::map<std::string, double>* out,
+                   const std::function<bool(const std::string&)>& valid) {
+  const YAML::Node m = r.Map(key);
+  if (!r.ok() || !m.IsDefined()) return r.status();
+  std::map<std::string, double> v;
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    auto name = YamlString(it->first, r.source(), r.PathOf(key));
+    if (!name.ok()) return name.status();
+    if (!valid(*name))
+      return Status::Error(fmt::format("{}: unknown name '{}'", YamlWhere(r.source(), it->first, r.PathOf(key)), *name));
+    auto w = YamlDouble(it->second, r.source(), r.PathOf(key) + "." + *name, 0, kHugeCount);
+    if (!w.ok()) return w.status();
+    v[*name] = *w;
+  }
+  *out = std::move(v);
+  return Status::Ok();
 }
 
-Status CheckKeys(const YAML::Node& n, const std::set<std::string>& allowed, const std::string& where) {
-  if (!n.IsMap()) return Status::Error(where + ": expected a map");
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    const std::string k = it->first.as<std::string>();
-    if (!allowed.count(k)) return Status::Error(fmt::format("{}: unknown field '{}'", where, k));
+// A map of integer -> number (`training_gpus`, `network_busbw_by_nodes`).
+Status ReadIntMap(FieldReader& r, std::string_view key, int64_t key_min, int64_t key_max, double min, double max,
+                  std::map<int, double>* out) {
+  const YAML::Node m = r.Map(key);
+  if (!r.ok() || !m.IsDefined()) return r.status();
+  std::map<int, double> v;
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    auto k = YamlInt(it->first, r.source(), r.PathOf(key), key_min, key_max);
+    if (!k.ok()) return k.status();
+    auto x = YamlDouble(it->second, r.source(), fmt::format("{}.{}", r.PathOf(key), *k), min, max);
+    if (!x.ok()) return x.status();
+    v[static_cast<int>(*k)] = *x;
+  }
+  *out = std::move(v);
+  return Status::Ok();
+}
+
+Status ReadDuration(FieldReader& parent, std::string_view key, DurationDist* d) {
+  const YAML::Node n = parent.Child(key);
+  if (!parent.ok() || !n.IsDefined()) return parent.status();
+  FieldReader r(n, parent.source(), parent.PathOf(key));
+  r.Double("short_p", &d->short_p, false, 0, 1);
+  r.Range("short_log10_min", &d->short_lo, &d->short_hi, false, -1, 7);
+  r.Range("long_log10_min", &d->long_lo, &d->long_hi, false, -1, 7);
+  return r.Finish();
+}
+
+Status ReadModels(FieldReader& parent, std::vector<InferenceModel>* out) {
+  const YAML::Node list = parent.Seq("models");
+  if (!parent.ok() || !list.IsDefined()) return parent.status();
+  out->clear();
+  for (size_t i = 0; i < list.size(); ++i) {
+    FieldReader m(list[i], parent.source(), fmt::format("{}[{}]", parent.PathOf("models"), i));
+    InferenceModel im;
+    m.String("name", &im.name, false);
+    m.Double("params_billion", &im.params_billion, false, 1e-3, 1e5);
+    m.Int("layers", &im.layers, false, 1, 10000);
+    m.Int("kv_heads", &im.kv_heads, false, 1, 10000);
+    m.Int("head_dim", &im.head_dim, false, 1, 100000);
+    m.Double("weight", &im.weight, false, 0, kHugeCount);
+    if (Status st = m.Finish(); !st.ok()) return st;
+    out->push_back(im);
   }
   return Status::Ok();
 }
 
-template <typename T>
-Status Read(const YAML::Node& n, const char* key, T* out, const std::string& where) {
-  if (!n[key]) return Status::Ok();
-  try {
-    *out = n[key].as<T>();
-  } catch (const YAML::Exception&) {
-    return Status::Error(fmt::format("{} (line {}): field '{}': wrong type", where, n[key].Mark().line + 1, key));
-  }
-  return Status::Ok();
-}
-
-Status ReadRange(const YAML::Node& n, const char* key, double* lo, double* hi, const std::string& where) {
-  if (!n[key]) return Status::Ok();
-  std::vector<double> v;
-  if (Status s = Read(n, key, &v, where); !s.ok()) return s;
-  if (v.size() != 2 || v[0] > v[1])
-    return Status::Error(fmt::format("{}: field '{}': expected [low, high]", where, key));
-  *lo = v[0];
-  *hi = v[1];
-  return Status::Ok();
-}
-
-#define TRY(expr)              \
-  do {                         \
-    Status _s = (expr);        \
-    if (!_s.ok()) return _s;   \
-  } while (0)
-
-Status ReadDuration(const YAML::Node& n, DurationDist* d, const std::string& where) {
-  TRY(CheckKeys(n, {"short_p", "short_log10_min", "long_log10_min"}, where));
-  TRY(Read(n, "short_p", &d->short_p, where));
-  TRY(ReadRange(n, "short_log10_min", &d->short_lo, &d->short_hi, where));
-  TRY(ReadRange(n, "long_log10_min", &d->long_lo, &d->long_hi, where));
-  if (d->short_p < 0 || d->short_p > 1) return Status::Error(where + ": field 'short_p': must be in [0, 1]");
-  return Status::Ok();
-}
-
-Status ReadGenerator(const YAML::Node& w, GeneratorConfig* g, std::string* traffic, const std::string& where) {
-  TRY(CheckKeys(w, {"inference_share", "traffic", "light_compute", "busy_compute", "precisions", "models",
-                    "kv_tokens_light", "kv_tokens_busy", "overhead_pct", "inference_duration", "training_gpus",
-                    "training_duration", "training_compute", "gpus_per_pod", "single_gpu_pods", "training_params",
-                    "tokens_per_gpu_step", "mfu", "step_tflops", "gpu_kinds", "max_sub_gpu_mib", "whole_gpu_mib",
-                    "max_training_gib_per_gpu", "cpu_per_gpu", "host_memory_gib_per_gpu"},
-                   where));
-  TRY(Read(w, "inference_share", &g->inference_share, where));
-  if (g->inference_share < 0 || g->inference_share > 1)
-    return Status::Error(where + ": field 'inference_share': must be in [0, 1]");
-  TRY(Read(w, "traffic", traffic, where));
-  if (!traffic->empty()) {
-    auto lf = LightFractionOf(*traffic);
-    if (!lf.ok()) return Status::Error(where + ": field 'traffic': " + lf.error());
-    g->light_fraction = *lf;
-  }
-  TRY(ReadRange(w, "light_compute", &g->light_lo, &g->light_hi, where));
-  TRY(ReadRange(w, "busy_compute", &g->busy_lo, &g->busy_hi, where));
-  if (w["precisions"]) {
-    std::map<std::string, double> p;
-    TRY(Read(w, "precisions", &p, where));
-    for (auto& [k, v] : p)
-      if (!ParsePrecision(k).ok()) return Status::Error(fmt::format("{}: field 'precisions': unknown '{}'", where, k));
-    g->precisions = p;
-  }
-  if (w["models"]) {
-    if (!w["models"].IsSequence()) return Status::Error(where + ": field 'models': expected a list");
-    g->models.clear();
-    for (size_t i = 0; i < w["models"].size(); ++i) {
-      const YAML::Node m = w["models"][i];
-      const std::string mw = fmt::format("{}: models[{}]", where, i);
-      TRY(CheckKeys(m, {"name", "params_billion", "layers", "kv_heads", "head_dim", "weight"}, mw));
-      InferenceModel im;
-      TRY(Read(m, "name", &im.name, mw));
-      TRY(Read(m, "params_billion", &im.params_billion, mw));
-      TRY(Read(m, "layers", &im.layers, mw));
-      TRY(Read(m, "kv_heads", &im.kv_heads, mw));
-      TRY(Read(m, "head_dim", &im.head_dim, mw));
-      TRY(Read(m, "weight", &im.weight, mw));
-      if (im.params_billion <= 0 || im.layers <= 0 || im.kv_heads <= 0 || im.head_dim <= 0 || im.weight < 0)
-        return Status::Error(mw + ": fields must be positive");
-      g->models.push_back(im);
-    }
-  }
-  TRY(Read(w, "kv_tokens_light", &g->kv_tokens_light, where));
-  TRY(Read(w, "kv_tokens_busy", &g->kv_tokens_busy, where));
-  TRY(Read(w, "overhead_pct", &g->overhead_pct, where));
-  if (w["inference_duration"]) TRY(ReadDuration(w["inference_duration"], &g->inference_duration, where + ": inference_duration"));
-  if (w["training_duration"]) TRY(ReadDuration(w["training_duration"], &g->training_duration, where + ": training_duration"));
-  if (w["training_gpus"]) {
-    std::map<int, double> tg;
-    TRY(Read(w, "training_gpus", &tg, where));
-    for (auto& [k, v] : tg)
-      if (k < 1 || k > 4096 || v < 0) return Status::Error(where + ": field 'training_gpus': sizes 1..4096, weights >= 0");
-    g->training_gpus = tg;
-  }
-  TRY(ReadRange(w, "training_compute", &g->train_lo, &g->train_hi, where));
-  TRY(Read(w, "gpus_per_pod", &g->gpus_per_pod, where));
-  TRY(Read(w, "single_gpu_pods", &g->single_gpu_pods, where));
-  TRY(Read(w, "training_params", &g->training_params, where));
-  TRY(Read(w, "tokens_per_gpu_step", &g->tokens_per_gpu_step, where));
-  TRY(Read(w, "mfu", &g->mfu, where));
-  TRY(Read(w, "step_tflops", &g->step_tflops, where));
-  TRY(Read(w, "gpu_kinds", &g->gpu_kinds, where));
-  TRY(Read(w, "max_sub_gpu_mib", &g->max_sub_gpu_mib, where));
-  TRY(Read(w, "whole_gpu_mib", &g->whole_gpu_mib, where));
-  TRY(Read(w, "max_training_gib_per_gpu", &g->max_training_gib_per_gpu, where));
+Status ReadGenerator(const YAML::Node& node, std::string_view source, GeneratorConfig* g, std::string* traffic) {
+  FieldReader w(node, source, "workload");
+  w.Double("inference_share", &g->inference_share, false, 0, 1);
+  w.Choice("traffic", traffic, false, {"light", "mixed", "busy"});
+  if (!traffic->empty()) g->light_fraction = *LightFractionOf(*traffic);
+  w.Range("light_compute", &g->light_lo, &g->light_hi, false, 0, 1);
+  w.Range("busy_compute", &g->busy_lo, &g->busy_hi, false, 0, 1);
+  if (Status st = ReadWeights(w, "precisions", &g->precisions,
+                              [](const std::string& k) { return ParsePrecision(k).ok(); });
+      !st.ok())
+    return st;
+  if (Status st = ReadModels(w, &g->models); !st.ok()) return st;
+  w.Double("kv_tokens_light", &g->kv_tokens_light, false, 0, 1e9);
+  w.Double("kv_tokens_busy", &g->kv_tokens_busy, false, 0, 1e9);
+  w.Int("overhead_pct", &g->overhead_pct, false, 0, 200);
+  if (Status st = ReadDuration(w, "inference_duration", &g->inference_duration); !st.ok()) return st;
+  if (Status st = ReadDuration(w, "training_duration", &g->training_duration); !st.ok()) return st;
+  if (Status st = ReadIntMap(w, "training_gpus", 1, 4096, 0, kHugeCount, &g->training_gpus); !st.ok()) return st;
+  w.Range("training_compute", &g->train_lo, &g->train_hi, false, 0, 1);
+  w.Int("gpus_per_pod", &g->gpus_per_pod, false, 1, 64);
+  w.Double("single_gpu_pods", &g->single_gpu_pods, false, 0, 1);
+  w.DoubleList("training_params", &g->training_params, false, 1e-3, 1e5, 1);
+  w.Double("tokens_per_gpu_step", &g->tokens_per_gpu_step, false, 1, 1e9);
+  w.Double("mfu", &g->mfu, false, 1e-3, 1);
+  w.Double("step_tflops", &g->step_tflops, false, 1e-3, 1e6);
+  w.StringList("gpu_kinds", &g->gpu_kinds, false);
+  w.Int("max_sub_gpu_mib", &g->max_sub_gpu_mib, false, 0, int64_t{1} << 30);
+  w.Int("whole_gpu_mib", &g->whole_gpu_mib, false, 1, int64_t{1} << 30);
+  w.Double("max_training_gib_per_gpu", &g->max_training_gib_per_gpu, false, 1e-3, 1e6);
   double cpu = -1, hm = -1;
-  TRY(Read(w, "cpu_per_gpu", &cpu, where));
-  TRY(Read(w, "host_memory_gib_per_gpu", &hm, where));
+  w.Double("cpu_per_gpu", &cpu, false, 0, 1e4);
+  w.Double("host_memory_gib_per_gpu", &hm, false, 0, 1e6);
   if (cpu >= 0) g->cpu_milli_per_gpu = static_cast<int64_t>(cpu * 1000);
   if (hm >= 0) g->host_mib_per_gpu = static_cast<int64_t>(hm * 1024);
-  return Status::Ok();
+  return w.Finish();
+}
+
+// `policies` / `gang_backfill`: lists of registered policy names.
+void ReadPolicies(FieldReader& r, std::string_view key, std::vector<std::string>* out) {
+  r.StringList(key, out, false, 1);
+  for (const std::string& p : *out)
+    if (r.ok() && !MakePolicy(p).ok()) r.Fail(key, fmt::format("unknown policy '{}'", p));
 }
 
 std::string JoinPath(const std::string& dir, const std::string& p) {
@@ -164,198 +146,211 @@ Result<double> LightFractionOf(std::string_view t) {
 }
 
 Result<Scenario> LoadScenario(const std::string& path, const Catalog& catalog) {
-  auto text = Slurp(path);
+  auto text = ReadFile(path);
   if (!text.ok()) return text.status();
   return ParseScenario(*text, path, std::filesystem::path(path).parent_path().string(), catalog);
 }
 
+namespace {
+
+// The run settings of a scenario: seeds, threads, policies, horizon, failures, MIG delays, fabric.
+Status ReadRunSettings(FieldReader& top, Scenario* s) {
+  if (top.Child("seeds").IsSequence()) {
+    const YAML::Node list = top.Child("seeds");
+    if (list.size() < 1 || list.size() > 1000) top.Fail("seeds", "expected 1 to 1000 seeds");
+    for (size_t i = 0; top.ok() && i < list.size(); ++i) {
+      auto v = YamlInt(list[i], top.source(), fmt::format("seeds[{}]", i), 0, int64_t{1} << 62);
+      if (!v.ok()) return v.status();
+      s->seeds.push_back(static_cast<uint64_t>(*v));
+    }
+    top.Allow("first_seed");
+  } else {
+    int nseeds = 10;
+    int64_t first_seed = 1;
+    top.Int("seeds", &nseeds, false, 1, 1000);
+    top.Int("first_seed", &first_seed, false, 0, int64_t{1} << 62);
+    for (int i = 0; i < nseeds; ++i) s->seeds.push_back(static_cast<uint64_t>(first_seed + i));
+  }
+  top.Int("threads", &s->threads, false, 1, 256);
+  s->policies = {"tessera", "static-mig", "k8s-default"};
+  ReadPolicies(top, "policies", &s->policies);
+  ReadPolicies(top, "gang_backfill", &s->gang_backfill_policies);
+  if (top.Has("time_limit_factor")) {
+    std::vector<double> f;
+    top.DoubleList("time_limit_factor", &f, true, 1, 1000);
+    if (top.ok() && (f.size() != 2 || f[1] < f[0]))
+      top.Fail("time_limit_factor", "expected [min, max] with 1 <= min <= max");
+    if (top.ok()) {
+      s->sim.time_limit_factor_min = f[0];
+      s->sim.time_limit_factor_max = f[1];
+    }
+  }
+  double horizon_h = 0, warmup_h = 0, sample_h = 1;
+  top.Double("horizon_h", &horizon_h, false, 0, 1e5);
+  top.Double("warmup_h", &warmup_h, false, 0, 1e5);
+  top.Double("sample_every_h", &sample_h, false, 1e-3, 1e5);
+  if (top.ok() && horizon_h > 0 && warmup_h >= horizon_h) top.Fail("warmup_h", "must be below horizon_h");
+  s->sim.horizon_s = static_cast<int64_t>(horizon_h * 3600);
+  s->sim.warmup_s = static_cast<int64_t>(warmup_h * 3600);
+  s->sim.sample_every_s = std::max<int64_t>(60, static_cast<int64_t>(sample_h * 3600));
+  if (!top.ok()) return top.status();
+  FieldReader f(top.Child("failures"), top.source(), "failures", /*absent_ok=*/true);
+  f.Double("gpu_mtbf_h", &s->sim.gpu_mtbf_h, false, 0, 1e9);
+  if (Status st = f.Finish(); !st.ok()) return st;
+  FieldReader m(top.Child("mig"), top.source(), "mig", true);
+  m.Int("instance_delay_s", &s->sim.mig_instance_delay_s, false, 0, 86400);
+  m.Int("mode_switch_delay_s", &s->sim.mig_mode_delay_s, false, 0, 86400);
+  if (Status st = m.Finish(); !st.ok()) return st;
+  FieldReader sm(top.Child("static_mig"), top.source(), "static_mig", true);
+  sm.Double("share", &s->static_mig.share, false, 0, 1);
+  sm.String("layout", &s->static_mig.layout, false);
+  if (Status st = sm.Finish(); !st.ok()) return st;
+  FieldReader fr(top.Child("fabric"), top.source(), "fabric", true);
+  FabricParams& p = s->sim.fabric;
+  fr.Double("nvswitch_busbw_gbs", &p.nvswitch_busbw_gbs, false, 1e-3, 1e6);
+  fr.Double("nvlink_pair_busbw_gbs", &p.nvlink_pair_busbw_gbs, false, 1e-3, 1e6);
+  fr.Double("pcie_busbw_gbs", &p.pcie_busbw_gbs, false, 1e-3, 1e6);
+  if (fr.Has("network_busbw_by_nodes")) {
+    std::map<int, double> bw;
+    if (Status st = ReadIntMap(fr, "network_busbw_by_nodes", 1, 1 << 20, 1e-3, 1e6, &bw); !st.ok()) return st;
+    p.network_busbw_by_nodes.assign(bw.begin(), bw.end());
+  }
+  fr.Double("injection_factor", &p.injection_factor, false, 1e-3, 1e3);
+  if (fr.Has("leaf_oversubscription")) {
+    fr.Double("leaf_oversubscription", &p.leaf_oversubscription, false, 1e-3, 1e6);
+    s->sim.fabric_oversubscription_from_cluster = false;
+  }
+  fr.Double("cross_spine_oversubscription", &p.cross_spine_oversubscription, false, 1e-3, 1e6);
+  fr.Double("overlap", &p.overlap, false, 0, 1);
+  return fr.Finish();
+}
+
+Status ReadArrivals(FieldReader& top, ArrivalConfig* a) {
+  FieldReader r(top.Child("arrivals"), top.source(), "arrivals", /*absent_ok=*/true);
+  r.Choice("process", &a->process, false, {"backlog", "poisson"});
+  r.Int("depth", &a->depth, false, 1, 100000);
+  r.Double("load", &a->load, false, 1e-3, 100);
+  return r.Finish();
+}
+
+Status ReadSweep(const YAML::Node& node, std::string_view source, const ScenarioVariant& base, Scenario* s) {
+  FieldReader sw(node, source, "sweep");
+  std::vector<double> shares = {base.generator.inference_share};
+  std::vector<std::string> traffics = {base.traffic.empty() ? "mixed" : base.traffic};
+  sw.DoubleList("inference_share", &shares, false, 0, 1, 1);
+  sw.StringList("traffic", &traffics, false, 1);
+  if (shares.size() * traffics.size() > 1000) sw.Fail("inference_share", "more than 1000 sweep points");
+  if (Status st = sw.Finish(); !st.ok()) return st;
+  for (double sh : shares) {
+    for (const std::string& t : traffics) {
+      auto lf = LightFractionOf(t);
+      if (!lf.ok()) return Status::Error(YamlWhere(source, node, "sweep.traffic") + ": " + lf.error());
+      ScenarioVariant v = base;
+      v.inference_share = sh;
+      v.traffic = t;
+      v.generator.inference_share = sh;
+      v.generator.light_fraction = *lf;
+      v.label = fmt::format("inference_share={} traffic={}", sh, t);
+      s->variants.push_back(std::move(v));
+    }
+  }
+  s->is_sweep = true;
+  return Status::Ok();
+}
+
+// Reads a file named by a field (cluster, trace, dlrm file): an unreadable file is an error at that field.
+Result<std::string> ReadNamedFile(FieldReader& r, std::string_view key, const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return Status::Error(r.Where(key) + ": " + text.error());
+  return text;
+}
+
+Status ReadWorkloadSource(FieldReader& top, const std::string& dir, Scenario* s) {
+  const YAML::Node workload = top.Child("workload");
+  const YAML::Node sweep = top.Child("sweep");
+  const YAML::Node dlrm = top.Child("dlrm");
+  std::string trace;
+  top.String("trace", &trace, false);
+  if (!top.ok()) return top.status();
+  const int sources = (workload.IsDefined() ? 1 : 0) + (top.Has("trace") ? 1 : 0) + (dlrm.IsDefined() ? 1 : 0);
+  if (sources != 1) {
+    top.Fail("workload", "exactly one of 'workload', 'trace', 'dlrm' is required");
+    return top.status();
+  }
+  if (workload.IsDefined()) {
+    s->use_generator = true;
+    s->sim.arrivals = s->arrivals.process == "backlog" ? "backlog" : "trace";
+    s->sim.backlog_depth = s->arrivals.depth;
+    if (s->sim.horizon_s <= 0) top.Fail("horizon_h", "required (> 0) with a generator");
+    if (!top.ok()) return top.status();
+    ScenarioVariant base;
+    if (Status st = ReadGenerator(workload, top.source(), &base.generator, &base.traffic); !st.ok()) return st;
+    base.inference_share = base.generator.inference_share;
+    if (sweep.IsDefined()) return ReadSweep(sweep, top.source(), base, s);
+    s->variants.push_back(base);
+    return Status::Ok();
+  }
+  if (sweep.IsDefined()) top.Fail("sweep", "needs a 'workload' generator");
+  if (top.Has("trace")) {
+    const std::string tp = JoinPath(dir, trace);
+    auto tt = ReadNamedFile(top, "trace", tp);
+    if (!tt.ok()) return tt.status();
+    auto jobs = ReadTrace(*tt, tp);
+    if (!jobs.ok()) return jobs.status();
+    s->trace_jobs = std::move(jobs).value();
+    s->variants.push_back(ScenarioVariant{});
+    return top.status();
+  }
+  FieldReader d(dlrm, top.source(), "dlrm");
+  std::string fp;
+  double compute = 0.3, mem_gib = 0;
+  d.String("file", &fp, true);
+  d.Double("compute", &compute, false, 1e-3, 1);
+  d.Double("gpu_memory_gib", &mem_gib, false, 0, 1e6);
+  if (Status st = d.Finish(); !st.ok()) return st;
+  fp = JoinPath(dir, fp);
+  auto tt = ReadNamedFile(d, "file", fp);
+  if (!tt.ok()) return tt.status();
+  DlrmOptions o;
+  o.compute_milli = static_cast<int>(std::lround(compute * 1000));
+  o.gpu_memory_mib = static_cast<int64_t>(mem_gib * 1024);
+  auto t = ParseDlrmTrace(*tt, fp, o);
+  if (!t.ok()) return t.status();
+  s->trace_jobs = std::move(t->jobs);
+  s->variants.push_back(ScenarioVariant{});
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Scenario> ParseScenario(std::string_view text, const std::string& source, const std::string& dir,
                                const Catalog& catalog) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::ParserException& e) {
-    return Status::Error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
-  }
-  const std::string where = source;
-  TRY(CheckKeys(root, {"name", "description", "cluster", "seeds", "first_seed", "threads", "policies", "horizon_h",
-                       "warmup_h", "arrivals", "mig", "static_mig", "fabric", "workload", "trace", "dlrm", "sweep",
-                       "sample_every_h", "tiers", "gang_backfill", "time_limit_factor", "failures"},
-                where));
+  auto parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  FieldReader top(*parsed, source, "");
+  top.Allow("description");
   Scenario s;
   s.source = source;
-  TRY(Read(root, "name", &s.name, where));
+  top.String("name", &s.name, false);
   std::string cluster;
-  TRY(Read(root, "cluster", &cluster, where));
-  if (cluster.empty()) return Status::Error(where + ": field 'cluster': required (a cluster YAML file)");
+  top.String("cluster", &cluster, true);
+  if (top.ok() && cluster.empty()) top.Fail("cluster", "required (a cluster YAML file)");
+  if (!top.ok()) return top.status();
   s.cluster_path = JoinPath(dir, cluster);
-  auto ctext = Slurp(s.cluster_path);
-  if (!ctext.ok()) return Status::Error(where + ": field 'cluster': " + ctext.error());
+  auto ctext = ReadNamedFile(top, "cluster", s.cluster_path);
+  if (!ctext.ok()) return ctext.status();
   auto c = LoadClusterYaml(*ctext, s.cluster_path, catalog);
   if (!c.ok()) return c.status();
   s.cluster = std::move(c).value();
-  if (root["tiers"]) {  // issue 5: capacity tiers (sim/spot.h)
-    auto t = ParseTierConfig(root["tiers"], where, dir, s.cluster);
+  if (const YAML::Node tiers = top.Child("tiers"); tiers.IsDefined()) {  // capacity tiers (sim/spot.h)
+    auto t = ParseTierConfig(tiers, source, dir, s.cluster);
     if (!t.ok()) return t.status();
     s.tiers = std::make_shared<const TierConfig>(std::move(t).value());
   }
-  int nseeds = 10;
-  uint64_t first_seed = 1;
-  if (root["seeds"] && root["seeds"].IsSequence()) {
-    TRY(Read(root, "seeds", &s.seeds, where));
-  } else {
-    TRY(Read(root, "seeds", &nseeds, where));
-    TRY(Read(root, "first_seed", &first_seed, where));
-    if (nseeds < 1 || nseeds > 1000) return Status::Error(where + ": field 'seeds': must be 1..1000");
-    for (int i = 0; i < nseeds; ++i) s.seeds.push_back(first_seed + i);
-  }
-  TRY(Read(root, "threads", &s.threads, where));
-  s.policies = {"tessera", "static-mig", "k8s-default"};
-  TRY(Read(root, "policies", &s.policies, where));
-  for (const std::string& p : s.policies)
-    if (!MakePolicy(p).ok()) return Status::Error(fmt::format("{}: field 'policies': unknown policy '{}'", where, p));
-  TRY(Read(root, "gang_backfill", &s.gang_backfill_policies, where));
-  for (const std::string& p : s.gang_backfill_policies)
-    if (!MakePolicy(p).ok())
-      return Status::Error(fmt::format("{}: field 'gang_backfill': unknown policy '{}'", where, p));
-  if (root["time_limit_factor"]) {
-    std::vector<double> f;
-    TRY(Read(root, "time_limit_factor", &f, where));
-    if (f.size() != 2 || f[0] < 1 || f[1] < f[0])
-      return Status::Error(where + ": field 'time_limit_factor': expected [min, max] with 1 <= min <= max");
-    s.sim.time_limit_factor_min = f[0];
-    s.sim.time_limit_factor_max = f[1];
-  }
-  if (root["failures"]) {
-    const YAML::Node f = root["failures"];
-    TRY(CheckKeys(f, {"gpu_mtbf_h"}, where + ": failures"));
-    TRY(Read(f, "gpu_mtbf_h", &s.sim.gpu_mtbf_h, where + ": failures"));
-    if (s.sim.gpu_mtbf_h < 0) return Status::Error(where + ": failures: field 'gpu_mtbf_h': must be >= 0");
-  }
-  double horizon_h = 0, warmup_h = 0, sample_h = 1;
-  TRY(Read(root, "horizon_h", &horizon_h, where));
-  TRY(Read(root, "warmup_h", &warmup_h, where));
-  TRY(Read(root, "sample_every_h", &sample_h, where));
-  if (horizon_h < 0 || warmup_h < 0 || (horizon_h > 0 && warmup_h >= horizon_h))
-    return Status::Error(where + ": fields 'horizon_h'/'warmup_h': need 0 <= warmup_h < horizon_h");
-  s.sim.horizon_s = static_cast<int64_t>(horizon_h * 3600);
-  s.sim.warmup_s = static_cast<int64_t>(warmup_h * 3600);
-  s.sim.sample_every_s = std::max<int64_t>(60, static_cast<int64_t>(sample_h * 3600));
-  if (root["arrivals"]) {
-    const YAML::Node a = root["arrivals"];
-    TRY(CheckKeys(a, {"process", "depth", "load"}, where + ": arrivals"));
-    TRY(Read(a, "process", &s.arrivals.process, where + ": arrivals"));
-    TRY(Read(a, "depth", &s.arrivals.depth, where + ": arrivals"));
-    TRY(Read(a, "load", &s.arrivals.load, where + ": arrivals"));
-    if (s.arrivals.process != "backlog" && s.arrivals.process != "poisson")
-      return Status::Error(where + ": arrivals: field 'process': must be backlog or poisson");
-    if (s.arrivals.depth < 1) return Status::Error(where + ": arrivals: field 'depth': must be >= 1");
-    if (s.arrivals.load <= 0) return Status::Error(where + ": arrivals: field 'load': must be > 0");
-  }
-  if (root["mig"]) {
-    const YAML::Node m = root["mig"];
-    TRY(CheckKeys(m, {"instance_delay_s", "mode_switch_delay_s"}, where + ": mig"));
-    TRY(Read(m, "instance_delay_s", &s.sim.mig_instance_delay_s, where + ": mig"));
-    TRY(Read(m, "mode_switch_delay_s", &s.sim.mig_mode_delay_s, where + ": mig"));
-    if (s.sim.mig_instance_delay_s < 0 || s.sim.mig_mode_delay_s < 0)
-      return Status::Error(where + ": mig: delays must not be negative");
-  }
-  if (root["static_mig"]) {
-    const YAML::Node m = root["static_mig"];
-    TRY(CheckKeys(m, {"share", "layout"}, where + ": static_mig"));
-    TRY(Read(m, "share", &s.static_mig.share, where + ": static_mig"));
-    TRY(Read(m, "layout", &s.static_mig.layout, where + ": static_mig"));
-    if (s.static_mig.share < 0 || s.static_mig.share > 1)
-      return Status::Error(where + ": static_mig: field 'share': must be in [0, 1]");
-  }
-  if (root["fabric"]) {
-    const YAML::Node f = root["fabric"];
-    const std::string fw = where + ": fabric";
-    TRY(CheckKeys(f, {"nvswitch_busbw_gbs", "nvlink_pair_busbw_gbs", "pcie_busbw_gbs", "network_busbw_by_nodes",
-                      "injection_factor", "leaf_oversubscription", "cross_spine_oversubscription", "overlap"},
-                  fw));
-    FabricParams& p = s.sim.fabric;
-    TRY(Read(f, "nvswitch_busbw_gbs", &p.nvswitch_busbw_gbs, fw));
-    TRY(Read(f, "nvlink_pair_busbw_gbs", &p.nvlink_pair_busbw_gbs, fw));
-    TRY(Read(f, "pcie_busbw_gbs", &p.pcie_busbw_gbs, fw));
-    if (f["network_busbw_by_nodes"]) {
-      std::map<int, double> m;
-      TRY(Read(f, "network_busbw_by_nodes", &m, fw));
-      p.network_busbw_by_nodes.assign(m.begin(), m.end());
-    }
-    TRY(Read(f, "injection_factor", &p.injection_factor, fw));
-    if (f["leaf_oversubscription"]) {
-      TRY(Read(f, "leaf_oversubscription", &p.leaf_oversubscription, fw));
-      s.sim.fabric_oversubscription_from_cluster = false;
-    }
-    TRY(Read(f, "cross_spine_oversubscription", &p.cross_spine_oversubscription, fw));
-    TRY(Read(f, "overlap", &p.overlap, fw));
-    if (p.overlap < 0 || p.overlap > 1) return Status::Error(fw + ": field 'overlap': must be in [0, 1]");
-  }
-  const int sources = (root["workload"] ? 1 : 0) + (root["trace"] ? 1 : 0) + (root["dlrm"] ? 1 : 0);
-  if (sources != 1) return Status::Error(where + ": exactly one of 'workload', 'trace', 'dlrm' is required");
-  if (root["workload"]) {
-    s.use_generator = true;
-    s.sim.arrivals = s.arrivals.process == "backlog" ? "backlog" : "trace";
-    s.sim.backlog_depth = s.arrivals.depth;
-    if (s.sim.horizon_s <= 0) return Status::Error(where + ": field 'horizon_h': required with a generator");
-    ScenarioVariant base;
-    TRY(ReadGenerator(root["workload"], &base.generator, &base.traffic, where + ": workload"));
-    base.inference_share = base.generator.inference_share;
-    if (root["sweep"]) {
-      const YAML::Node sw = root["sweep"];
-      TRY(CheckKeys(sw, {"inference_share", "traffic"}, where + ": sweep"));
-      std::vector<double> shares = {base.generator.inference_share};
-      std::vector<std::string> traffics = {base.traffic.empty() ? "mixed" : base.traffic};
-      TRY(Read(sw, "inference_share", &shares, where + ": sweep"));
-      TRY(Read(sw, "traffic", &traffics, where + ": sweep"));
-      for (double sh : shares) {
-        if (sh < 0 || sh > 1) return Status::Error(where + ": sweep: field 'inference_share': values in [0, 1]");
-        for (const std::string& t : traffics) {
-          auto lf = LightFractionOf(t);
-          if (!lf.ok()) return Status::Error(where + ": sweep: field 'traffic': " + lf.error());
-          ScenarioVariant v = base;
-          v.inference_share = sh;
-          v.traffic = t;
-          v.generator.inference_share = sh;
-          v.generator.light_fraction = *lf;
-          v.label = fmt::format("inference_share={} traffic={}", sh, t);
-          s.variants.push_back(std::move(v));
-        }
-      }
-      s.is_sweep = true;
-    } else {
-      s.variants.push_back(base);
-    }
-  } else if (root["trace"]) {
-    std::string tp;
-    TRY(Read(root, "trace", &tp, where));
-    tp = JoinPath(dir, tp);
-    auto tt = Slurp(tp);
-    if (!tt.ok()) return Status::Error(where + ": field 'trace': " + tt.error());
-    auto jobs = ReadTrace(*tt, tp);
-    if (!jobs.ok()) return jobs.status();
-    s.trace_jobs = std::move(jobs).value();
-    s.variants.push_back(ScenarioVariant{});
-  } else {
-    const YAML::Node d = root["dlrm"];
-    TRY(CheckKeys(d, {"file", "compute", "gpu_memory_gib"}, where + ": dlrm"));
-    std::string fp;
-    double compute = 0.3, mem_gib = 0;
-    TRY(Read(d, "file", &fp, where + ": dlrm"));
-    TRY(Read(d, "compute", &compute, where + ": dlrm"));
-    TRY(Read(d, "gpu_memory_gib", &mem_gib, where + ": dlrm"));
-    fp = JoinPath(dir, fp);
-    auto tt = Slurp(fp);
-    if (!tt.ok()) return Status::Error(where + ": dlrm: field 'file': " + tt.error());
-    DlrmOptions o;
-    o.compute_milli = static_cast<int>(std::lround(compute * 1000));
-    o.gpu_memory_mib = static_cast<int64_t>(mem_gib * 1024);
-    auto t = ParseDlrmTrace(*tt, fp, o);
-    if (!t.ok()) return t.status();
-    s.trace_jobs = std::move(t->jobs);
-    s.variants.push_back(ScenarioVariant{});
-  }
+  if (Status st = ReadRunSettings(top, &s); !st.ok()) return st;
+  if (Status st = ReadArrivals(top, &s.arrivals); !st.ok()) return st;
+  if (Status st = ReadWorkloadSource(top, dir, &s); !st.ok()) return st;
+  if (Status st = top.Finish(); !st.ok()) return st;
   return s;
 }
 

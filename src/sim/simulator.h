@@ -1,8 +1,9 @@
 #pragma once
-// The time-based discrete-event simulator (docs/simulator.md). It owns a ClusterState, an injected clock
-// and an event queue, and drives the production scheduling cycle (sched/cycle.h RunCycle with a Policy)
-// at every event time: it applies the Plan's actions (bind, preempt, checkpoint, reserve, repartition)
-// and never decides a placement itself.
+// The time-based discrete-event simulator (docs/simulator.md). It is a driver of the control-loop core
+// (control/loop.h: the ClusterState, job table, cycle input and plan application every driver shares) with
+// an injected clock and an event queue: it runs the production scheduling cycle (sched/cycle.h RunCycle with
+// a Policy) at every event time where something changed, has the core apply the Plan's actions (bind,
+// preempt, checkpoint, reserve, repartition), and never decides a placement itself.
 //
 // Metric definitions (docs/simulator.md "Metrics"), all time-averaged over [warmup_s, horizon_s]:
 //   gpu_allocation  = sum over held grants of their compute share (whole GPU 1.0, share its milli, MIG

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <queue>
 #include <set>
-#include <sstream>
 
+#include "base/file.h"
+#include "base/yaml_reader.h"
 #include "cost/checkpoint.h"
 #include "sched/cluster_state.h"
 #include "sched/cycle.h"
@@ -24,95 +24,104 @@
 namespace tessera {
 namespace {
 
-Status KeysIn(const YAML::Node& n, const std::set<std::string>& allowed, const std::string& where) {
-  if (!n.IsMap()) return Status::Error(fmt::format("{} (line {}): expected a map", where, n.Mark().line + 1));
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    const std::string k = it->first.as<std::string>();
-    if (!allowed.count(k))
-      return Status::Error(fmt::format("{} (line {}): unknown field '{}'", where, it->first.Mark().line + 1, k));
+constexpr int64_t kMaxDelayS = int64_t{1} << 40;
+
+// The settings of `tiers:` other than pools and reclaims.
+Status ReadTierSettings(FieldReader& t, const std::string& dir, TierConfig* c, int64_t* idle_release_s) {
+  std::string prices;
+  t.String("prices", &prices, false);
+  if (!t.ok()) return t.status();
+  if (!prices.empty()) {
+    std::string path = prices;
+    if (path[0] != '/' && !dir.empty()) path = (std::filesystem::path(dir) / prices).lexically_normal().string();
+    Result<std::string> text = ReadFile(path);
+    if (!text.ok()) return Status::Error(fmt::format("{}: {}", t.Where("prices"), text.error()));
+    if (Status st = c->book.Merge(*text, path); !st.ok()) return st;
+  }
+  FieldReader k(t.Child("checkpoint"), t.source(), t.PathOf("checkpoint"), /*absent_ok=*/true);
+  k.Double("cost_s", &c->checkpoint_cost_s, false, 0, 1e9);
+  k.Double("restart_s", &c->restart_cost_s, false, 0, 1e9);
+  k.Double("interval_s", &c->checkpoint_interval_s, false, 0, 1e9);
+  k.Bool("periodic_when_notice_covers", &c->periodic_when_notice_covers);
+  if (Status st = k.Finish(); !st.ok()) return st;
+  FieldReader r(t.Child("routing"), t.source(), t.PathOf("routing"), true);
+  r.Bool("non_checkpointable_on_spot", &c->non_checkpointable_on_spot);
+  if (Status st = r.Finish(); !st.ok()) return st;
+  FieldReader a(t.Child("autoscale"), t.source(), t.PathOf("autoscale"), true);
+  std::string policy = "queue";
+  a.Choice("policy", &policy, false, {"queue", "none"});
+  c->autoscale = policy == "queue";
+  a.Int("idle_release_s", idle_release_s, false, 0, kMaxDelayS);
+  if (Status st = a.Finish(); !st.ok()) return st;
+  FieldReader co(t.Child("cost"), t.source(), t.PathOf("cost"), true);
+  co.Bool("baselines", &c->baselines);
+  std::string ip = "none";
+  co.String("idle_policy", &ip, false);
+  if (co.ok()) {
+    auto p = ParseIdlePolicy(ip);
+    if (p.ok()) c->cost.idle_policy = *p;
+    else co.Fail("idle_policy", p.error());
+  }
+  return co.Finish();
+}
+
+Status ReadPoolOverrides(const YAML::Node& ps, std::string_view source, const std::string& path,
+                         const std::map<std::string, size_t>& index, TierConfig* c) {
+  for (auto it = ps.begin(); it != ps.end(); ++it) {
+    auto name = YamlString(it->first, source, path);
+    if (!name.ok()) return name.status();
+    const std::string w = path + "." + *name;
+    auto f = index.find(*name);
+    if (f == index.end())
+      return Status::Error(YamlWhere(source, it->first, w) + ": no node of the cluster is in this pool");
+    TierPoolConfig& p = c->pools[f->second];
+    FieldReader r(it->second, source, w);
+    r.Bool("elastic", &p.elastic);
+    r.Int("provisioning_delay_s", &p.provisioning_delay_s, false, 0, kMaxDelayS);
+    r.Int("reclaim_notice_s", &p.reclaim_notice_s, false, 0, kMaxDelayS);
+    r.Double("reclaim_rate_per_hour", &p.reclaim_rate_per_hour, false, 0, 1e6);
+    r.Int("idle_release_s", &p.idle_release_s, false, 0, kMaxDelayS);
+    if (r.ok() && p.reclaim_rate_per_hour > 0 && p.tier != Tier::kSpot)
+      r.Fail("reclaim_rate_per_hour", "only spot pools are reclaimed");
+    if (r.ok() && p.elastic && (p.tier == Tier::kReserved || p.tier == Tier::kOwned))
+      r.Fail("elastic", "reserved and owned pools are not elastic");
+    if (Status st = r.Finish(); !st.ok()) return st;
   }
   return Status::Ok();
 }
 
-template <typename T>
-Status Get(const YAML::Node& n, const char* key, T* out, const std::string& where) {
-  if (!n[key]) return Status::Ok();
-  try {
-    *out = n[key].as<T>();
-  } catch (const YAML::Exception&) {
-    return Status::Error(fmt::format("{} (line {}): field '{}': wrong type", where, n[key].Mark().line + 1, key));
+Status ReadReclaims(const YAML::Node& rs, std::string_view source, const std::string& path,
+                    const std::map<std::string, size_t>& index, TierConfig* c) {
+  for (size_t i = 0; i < rs.size(); ++i) {
+    FieldReader r(rs[i], source, fmt::format("{}[{}]", path, i));
+    double at_h = -1;
+    ReclaimTraceEvent e;
+    r.Double("at_h", &at_h, true, 0, 1e6);
+    r.String("pool", &e.pool, true);
+    if (r.ok()) {
+      auto f = index.find(e.pool);
+      if (f == index.end() || c->pools[f->second].tier != Tier::kSpot)
+        r.Fail("pool", fmt::format("'{}' is not a spot pool of the cluster", e.pool));
+    }
+    if (Status st = r.Finish(); !st.ok()) return st;
+    e.time_s = static_cast<int64_t>(std::llround(at_h * 3600));
+    c->reclaim_trace.push_back(e);
   }
-  return Status::Ok();
-}
-
-#define TIERS_TRY(expr)      \
-  do {                       \
-    Status _s = (expr);      \
-    if (!_s.ok()) return _s; \
-  } while (0)
-
-Status NonNegative(double v, const char* field, const std::string& where) {
-  if (v < 0 || !std::isfinite(v)) return Status::Error(fmt::format("{}: field '{}': must be >= 0", where, field));
   return Status::Ok();
 }
 
 }  // namespace
 
-Result<TierConfig> ParseTierConfig(const YAML::Node& n, const std::string& where0, const std::string& dir,
+Result<TierConfig> ParseTierConfig(const YAML::Node& n, const std::string& source, const std::string& dir,
                                    const Cluster& cluster) {
-  const std::string where = where0 + ": tiers";
-  TIERS_TRY(KeysIn(n, {"prices", "checkpoint", "routing", "autoscale", "pools", "reclaims", "cost"}, where));
+  FieldReader t(n, source, "tiers");
   TierConfig c;
-  std::string prices;
-  TIERS_TRY(Get(n, "prices", &prices, where));
-  if (!prices.empty()) {
-    std::string path = prices;
-    if (path[0] != '/' && !dir.empty()) path = (std::filesystem::path(dir) / prices).lexically_normal().string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::Error(fmt::format("{}: field 'prices': cannot open {}", where, path));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    TIERS_TRY(c.book.Merge(ss.str(), path));
-  }
-  if (n["checkpoint"]) {
-    const YAML::Node k = n["checkpoint"];
-    const std::string w = where + ": checkpoint";
-    TIERS_TRY(KeysIn(k, {"cost_s", "restart_s", "interval_s", "periodic_when_notice_covers"}, w));
-    TIERS_TRY(Get(k, "periodic_when_notice_covers", &c.periodic_when_notice_covers, w));
-    TIERS_TRY(Get(k, "cost_s", &c.checkpoint_cost_s, w));
-    TIERS_TRY(Get(k, "restart_s", &c.restart_cost_s, w));
-    TIERS_TRY(Get(k, "interval_s", &c.checkpoint_interval_s, w));
-    TIERS_TRY(NonNegative(c.checkpoint_cost_s, "cost_s", w));
-    TIERS_TRY(NonNegative(c.restart_cost_s, "restart_s", w));
-    TIERS_TRY(NonNegative(c.checkpoint_interval_s, "interval_s", w));
-  }
-  if (n["routing"]) {
-    const std::string w = where + ": routing";
-    TIERS_TRY(KeysIn(n["routing"], {"non_checkpointable_on_spot"}, w));
-    TIERS_TRY(Get(n["routing"], "non_checkpointable_on_spot", &c.non_checkpointable_on_spot, w));
-  }
   int64_t idle_release_s = 600;
-  if (n["autoscale"]) {
-    const std::string w = where + ": autoscale";
-    TIERS_TRY(KeysIn(n["autoscale"], {"policy", "idle_release_s"}, w));
-    std::string policy = "queue";
-    TIERS_TRY(Get(n["autoscale"], "policy", &policy, w));
-    if (policy != "queue" && policy != "none")
-      return Status::Error(fmt::format("{}: field 'policy': '{}' is not one of queue, none", w, policy));
-    c.autoscale = policy == "queue";
-    TIERS_TRY(Get(n["autoscale"], "idle_release_s", &idle_release_s, w));
-    if (idle_release_s < 0) return Status::Error(w + ": field 'idle_release_s': must be >= 0");
-  }
-  if (n["cost"]) {
-    const std::string w = where + ": cost";
-    TIERS_TRY(KeysIn(n["cost"], {"idle_policy", "baselines"}, w));
-    TIERS_TRY(Get(n["cost"], "baselines", &c.baselines, w));
-    std::string ip = "none";
-    TIERS_TRY(Get(n["cost"], "idle_policy", &ip, w));
-    auto p = ParseIdlePolicy(ip);
-    if (!p.ok()) return Status::Error(w + ": field 'idle_policy': " + p.error());
-    c.cost.idle_policy = *p;
-  }
+  const YAML::Node ps = t.Map("pools");
+  const YAML::Node rs = t.Seq("reclaims");
+  if (Status st = ReadTierSettings(t, dir, &c, &idle_release_s); !st.ok()) return st;
+  if (Status st = t.Finish(); !st.ok()) return st;
+  const std::string where = YamlWhere(source, n, "tiers");
   // Pools: every distinct node pool, defaults from the price book, then the scenario's overrides.
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < cluster.nodes.size(); ++i) {
@@ -126,7 +135,7 @@ Result<TierConfig> ParseTierConfig(const YAML::Node& n, const std::string& where
                                          where, node.name, node.pool));
       if (bp->tier != node.tier)
         return Status::Error(fmt::format("{}: node {}: tier {} differs from pool '{}' tier {}", where, node.name,
-                                         TierName(node.tier), node.pool, TierKey(bp->tier)));
+                                         TierName(node.tier), node.pool, TierName(bp->tier)));
       TierPoolConfig p;
       p.pool = node.pool;
       p.tier = node.tier;
@@ -141,52 +150,10 @@ Result<TierConfig> ParseTierConfig(const YAML::Node& n, const std::string& where
     }
     c.pools[it->second].nodes.push_back(static_cast<NodeId>(i));
   }
-  if (n["pools"]) {
-    const YAML::Node ps = n["pools"];
-    if (!ps.IsMap()) return Status::Error(where + ": field 'pools': expected a map of pool name to settings");
-    for (auto it = ps.begin(); it != ps.end(); ++it) {
-      const std::string name = it->first.as<std::string>();
-      const std::string w = fmt::format("{}: pools: {}", where, name);
-      auto f = index.find(name);
-      if (f == index.end())
-        return Status::Error(fmt::format("{} (line {}): no node of the cluster is in this pool", w,
-                                         it->first.Mark().line + 1));
-      TierPoolConfig& p = c.pools[f->second];
-      const YAML::Node v = it->second;
-      TIERS_TRY(KeysIn(v, {"elastic", "provisioning_delay_s", "reclaim_notice_s", "reclaim_rate_per_hour",
-                           "idle_release_s"}, w));
-      TIERS_TRY(Get(v, "elastic", &p.elastic, w));
-      TIERS_TRY(Get(v, "provisioning_delay_s", &p.provisioning_delay_s, w));
-      TIERS_TRY(Get(v, "reclaim_notice_s", &p.reclaim_notice_s, w));
-      TIERS_TRY(Get(v, "reclaim_rate_per_hour", &p.reclaim_rate_per_hour, w));
-      TIERS_TRY(Get(v, "idle_release_s", &p.idle_release_s, w));
-      if (p.provisioning_delay_s < 0 || p.reclaim_notice_s < 0 || p.idle_release_s < 0)
-        return Status::Error(w + ": delays must be >= 0");
-      TIERS_TRY(NonNegative(p.reclaim_rate_per_hour, "reclaim_rate_per_hour", w));
-      if (p.reclaim_rate_per_hour > 0 && p.tier != Tier::kSpot)
-        return Status::Error(w + ": field 'reclaim_rate_per_hour': only spot pools are reclaimed");
-      if (p.elastic && (p.tier == Tier::kReserved || p.tier == Tier::kOwned))
-        return Status::Error(w + ": field 'elastic': reserved and owned pools are not elastic");
-    }
-  }
-  if (n["reclaims"]) {
-    const YAML::Node rs = n["reclaims"];
-    if (!rs.IsSequence()) return Status::Error(where + ": field 'reclaims': expected a list of {at_h, pool}");
-    for (size_t i = 0; i < rs.size(); ++i) {
-      const std::string w = fmt::format("{}: reclaims[{}]", where, i);
-      TIERS_TRY(KeysIn(rs[i], {"at_h", "pool"}, w));
-      double at_h = -1;
-      ReclaimTraceEvent e;
-      TIERS_TRY(Get(rs[i], "at_h", &at_h, w));
-      TIERS_TRY(Get(rs[i], "pool", &e.pool, w));
-      if (at_h < 0) return Status::Error(w + ": field 'at_h': required, >= 0");
-      auto f = index.find(e.pool);
-      if (f == index.end() || c.pools[f->second].tier != Tier::kSpot)
-        return Status::Error(fmt::format("{}: field 'pool': '{}' is not a spot pool of the cluster", w, e.pool));
-      e.time_s = static_cast<int64_t>(std::llround(at_h * 3600));
-      c.reclaim_trace.push_back(e);
-    }
-  }
+  if (ps.IsDefined())
+    if (Status st = ReadPoolOverrides(ps, source, t.PathOf("pools"), index, &c); !st.ok()) return st;
+  if (rs.IsDefined())
+    if (Status st = ReadReclaims(rs, source, t.PathOf("reclaims"), index, &c); !st.ok()) return st;
   return c;
 }
 
@@ -511,7 +478,7 @@ class TierHook : public SimHook {
         x["gpu_hours_" + key] = l.GpuHours();
       }
       for (const PoolLine& p : rep->pools) {
-        std::string key = TierKey(p.tier);
+        std::string key = TierName(p.tier);
         std::replace(key.begin(), key.end(), '-', '_');
         x["idle_cost_" + key] += p.idle_usd;
       }

@@ -12,8 +12,10 @@ struct CliRun {
   std::string out;  // stdout, or stdout + stderr when asked
 };
 
-inline CliRun Tessera(const std::string& args, bool with_stderr = false) {
-  const std::string cmd = std::string("'") + TESSERA_BINARY + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+// `env` is prepended to the shell command line, e.g. "HOME=/tmp/x TESSERA_TOKEN=t".
+inline CliRun Tessera(const std::string& args, bool with_stderr = false, const std::string& env = "") {
+  const std::string cmd =
+      env + (env.empty() ? "'" : " '") + TESSERA_BINARY + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

@@ -111,7 +111,7 @@ TEST(MigCliTest, UserCatalogFiles) {
   r = Tessera("mig profiles --gpu h100-80gb --catalog '" + bad + "'", true);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find(bad), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("kind 'broken': missing field 'memory_mib'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mig_cli_test_bad.yaml:2: kinds[0].memory_mib: required"), std::string::npos) << r.out;
   r = Tessera("mig profiles --gpu h100-80gb --catalog /nonexistent/catalog.yaml", true);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/nonexistent/catalog.yaml"), std::string::npos) << r.out;

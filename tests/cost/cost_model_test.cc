@@ -454,15 +454,15 @@ TEST(LedgerYaml, ExampleParsesAndBadRecordsNameTheField) {
     const char* expect;
   };
   const Case cases[] = {
-      {"usage:\n  - {team: a, job_id: 1, gpu_kind: k, tier: spot, start_s: 0}\n", "l.yaml:2: usage[0].end_s: missing"},
+      {"usage:\n  - {team: a, job_id: 1, gpu_kind: k, tier: spot, start_s: 0}\n", "l.yaml:2: usage[0].end_s: required"},
       {"usage:\n  - {team: a, job_id: 1, gpu_kind: k, tier: spot, start_s: 5, end_s: 1}\n",
        "l.yaml:2: usage[0]: usage record #0 (job 1, team 'a'): end_s: 1 before start_s 5"},
       {"usage:\n  - {team: a, job_id: 1, gpu_kind: k, tier: spot, start_s: 0, end_s: 1, compute_milli: 0}\n",
-       "usage[0].compute_milli: 0 is out of range"},
+       "l.yaml:2: usage[0].compute_milli: expected an integer in [1, 1000], got \"0\""},
       {"usage:\n  - {team: a, job_id: x, gpu_kind: k, tier: spot, start_s: 0, end_s: 1}\n",
        "usage[0].job_id: expected an integer"},
       {"capacity:\n  - {pool: p, tier: spot, gpus: 8, start_s: 0, end_s: 1, cost: 3}\n", "capacity[0].cost: unknown field"},
-      {"capacity:\n  - {pool: p, tier: rented, gpus: 8, start_s: 0, end_s: 1}\n", "capacity[0].tier: unknown tier"},
+      {"capacity:\n  - {pool: p, tier: rented, gpus: 8, start_s: 0, end_s: 1}\n", "capacity[0].tier: 'rented' is not one of"},
   };
   for (const Case& c : cases) {
     Result<Ledger> bad = ParseLedgerYaml(c.text, "l.yaml");

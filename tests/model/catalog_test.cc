@@ -299,48 +299,62 @@ TEST(CatalogTest, BadInputTable) {
       "kinds:\n  - id: x\n    family: f\n    memory_mib: 81920\n    mig: {memory_slices: 8, compute_slices: 7, "
       "max_instances: 7, profiles: [";
   auto prof = [&](const std::string& p) { return kind_head + p + "]}\n"; };
+  const std::string p0 = "catalog.yaml:5: kinds[0].mig.profiles[0].";  // the profile line of prof()
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"", "expected a mapping with a 'kinds' list"},
-      {"kinds: [\n", "YAML syntax error"},
-      {"kinds: 3\n", "field 'kinds': expected a list"},
-      {"things: []\n", "unknown field 'things'"},
-      {"kinds:\n  - family: f\n    memory_mib: 1\n", "missing field 'id'"},
-      {"kinds:\n  - id: x\n    memory_mib: 1\n", "kind 'x': missing field 'family'"},
-      {"kinds:\n  - id: x\n    family: f\n", "kind 'x': missing field 'memory_mib'"},
-      {"kinds:\n  - id: x\n    family: f\n    memory_mib: lots\n", "kind 'x': field 'memory_mib': cannot read 'lots'"},
-      {"kinds:\n  - id: x\n    family: f\n    memory_mib: 0\n", "kind 'x': memory_mib 0 must be > 0"},
-      {"kinds:\n  - id: x\n    family: f\n    memory_mib: 1\n    memory_mb: 1\n", "kind 'x': unknown field 'memory_mb'"},
+      {"", "catalog.yaml: expected a map with a 'kinds' list"},
+      {"kinds: [\n", "catalog.yaml:2: YAML syntax error"},
+      {"kinds: 3\n", "catalog.yaml:1: kinds: expected a list, got \"3\""},
+      {"things: []\n", "catalog.yaml:1: kinds: required"},
+      {"kinds: []\nthings: []\n", "catalog.yaml:2: things: unknown field"},
+      {"kinds:\n  - family: f\n    memory_mib: 1\n", "catalog.yaml:2: kinds[0].id: required"},
+      {"kinds:\n  - id: x\n    memory_mib: 1\n", "catalog.yaml:2: kinds[0].family: required"},
+      {"kinds:\n  - id: x\n    family: f\n", "catalog.yaml:2: kinds[0].memory_mib: required"},
+      {"kinds:\n  - id: x\n    family: f\n    memory_mib: lots\n",
+       "catalog.yaml:4: kinds[0].memory_mib: expected an integer in [1, 1073741824], got \"lots\""},
+      {"kinds:\n  - id: x\n    family: f\n    memory_mib: 0\n", "catalog.yaml:4: kinds[0].memory_mib: expected an integer"},
+      {"kinds:\n  - id: x\n    family: f\n    memory_mib: 9223372036854775808\n",
+       "catalog.yaml:4: kinds[0].memory_mib: expected an integer"},
+      {"kinds:\n  - id: x\n    family: f\n    memory_mib: 1\n    bf16_tflops: .nan\n",
+       "catalog.yaml:5: kinds[0].bf16_tflops: expected a number"},
+      {"kinds:\n  - id: x\n    family: f\n    memory_mib: 1\n    memory_mb: 1\n",
+       "catalog.yaml:5: kinds[0].memory_mb: unknown field"},
       {"kinds:\n  - id: x\n    family: f\n    memory_mib: 1\n  - id: X\n    family: f\n    memory_mib: 1\n",
-       "kind 'X' listed twice"},
-      {"kinds:\n  - id: x\n    family: f\n    memory_mib: 1\n    aliases: G1\n", "field 'aliases': expected a list"},
+       "catalog.yaml:5: kinds[1].id: kind 'X' listed twice"},
+      {"kinds:\n  - id: x\n    family: f\n    memory_mib: 1\n    aliases: G1\n",
+       "catalog.yaml:5: kinds[0].aliases: expected a list, got \"G1\""},
+      {"kinds:\n  - id: x\n    family: f\n    memory_mib: 1\n    aliases: ['']\n",
+       "catalog.yaml:5: kinds[0].aliases: expected non-empty text items"},
       {"kinds:\n  - id: x\n    family: f\n    memory_mib: 1\n    mig: {memory_slices: 9, compute_slices: 7, "
        "max_instances: 7, profiles: []}\n",
-       "kind 'x': mig memory_slices 9 outside 1..8"},
-      {prof(""), "kind 'x': field 'profiles': expected a non-empty list"},
+       "catalog.yaml:5: kinds[0].mig.memory_slices: expected an integer in [1, 8], got \"9\""},
+      {"kinds:\n  - id: x\n    family: f\n    memory_mib: 1\n    mig: [1]\n",
+       "catalog.yaml:5: kinds[0].mig: expected a map, got a list"},
+      {prof(""), "catalog.yaml:5: kinds[0].mig.profiles: expected a non-empty list"},
       {prof("{name: 3g.40gb, compute_slices: 3, memory_slices: 4, usable_mib: 40000, max_count: 2, starts: [0, 5]}"),
-       "kind 'x': profile '3g.40gb': start 5 + 4 memory slices exceeds 8"},
+       p0 + "starts[1]: start 5 + 4 memory slices exceeds 8"},
       {prof("{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 9000, max_count: 7, starts: [8]}"),
-       "kind 'x': profile '1g': start 8 outside 0..7"},
+       p0 + "starts[0]: expected an integer in [0, 7], got \"8\""},
       {prof("{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 9000, max_count: 7, starts: []}"),
-       "kind 'x': profile '1g': field 'starts'"},
+       p0 + "starts: expected a non-empty list"},
       {prof("{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 9000, max_count: 7, starts: [0, 0]}"),
-       "profile '1g': start 0 listed twice"},
+       p0 + "starts[1]: start 0 listed twice"},
       {prof("{name: 1g, compute_slices: 2, memory_slices: 1, usable_mib: 9000, max_count: 7, starts: [0]}"),
-       "profile '1g': compute_slices 2 exceeds memory_slices 1"},
+       p0 + "compute_slices: 2 exceeds memory_slices 1"},
       {prof("{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 90000, max_count: 7, starts: [0]}"),
-       "profile '1g': usable_mib 90000 outside 1..81920"},
+       p0 + "usable_mib: expected an integer in [1, 81920], got \"90000\""},
       {prof("{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 9000, max_count: 8, starts: [0]}"),
-       "profile '1g': max_count 8 outside 1..7"},
-      {prof("{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 9000, starts: [0]}"),
-       "profile '1g': missing field 'max_count'"},
+       p0 + "max_count: expected an integer in [1, 7], got \"8\""},
+      {prof("{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 9000, starts: [0]}"), p0 + "max_count: required"},
       {prof("{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 9000, max_count: 1, starts: [0], size: 2}"),
-       "profile '1g': unknown field 'size'"},
+       p0 + "size: unknown field"},
       {prof("{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 9000, max_count: 1, starts: [0]}, "
             "{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 9000, max_count: 1, starts: [1]}"),
-       "kind 'x': profile '1g' listed twice"},
+       "catalog.yaml:5: kinds[0].mig.profiles[1]: profile '1g' listed twice"},
       {prof("{name: 1g, compute_slices: 1, memory_slices: 1, usable_mib: 9000, max_count: 1, starts: [0], "
             "media: maybe}"),
-       "profile '1g': field 'media': cannot read 'maybe' as true/false"},
+       p0 + "media: expected true or false, got \"maybe\""},
+      {prof("{name: [1g], compute_slices: 1}"), p0 + "name: expected text, got a list"},
+      {"kinds: &a [*a]\n", "catalog.yaml:1: kinds[0]: expected a map, got a list"},
   };
   for (const auto& [text, want] : cases) {
     Result<Catalog> c = Catalog::FromYaml(text, "catalog.yaml");
@@ -353,7 +367,7 @@ TEST(CatalogTest, BadInputTable) {
 TEST(CatalogTest, ErrorsCarryLineNumbers) {
   Result<Catalog> c = Catalog::FromYaml("kinds:\n  - id: x\n    family: f\n    memory_mib: -5\n", "cat.yaml");
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error(), "cat.yaml:4: kind 'x': memory_mib -5 must be > 0");
+  EXPECT_EQ(c.error(), "cat.yaml:4: kinds[0].memory_mib: expected an integer in [1, 1073741824], got \"-5\"");
 }
 
 }  // namespace

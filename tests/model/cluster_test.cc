@@ -45,27 +45,61 @@ struct BadCase {
   const char* expect;  // substring of the error
 };
 
-TEST(ClusterYaml, BadInputNamesTheFieldAndTheProblem) {
+// Every error names the file, the line and the field path.
+TEST(ClusterYaml, BadInputNamesFileLineAndField) {
   const BadCase cases[] = {
-      {"nodes: 3", "field 'nodes': expected a list"},
-      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8, tier: cheap}]", "field 'tier': 'cheap' is not one of"},
-      {"nodes: [{name: a, gpu: nope, gpus: 8}]", "field 'gpu': unknown GPU kind 'nope'"},
-      {"nodes: [{name: a, gpu: h100-80gb, gpus: many}]", "field 'gpus': expected a integer value, got 'many'"},
-      {"nodes: [{name: a, gpus: 8}]", "a node with GPUs needs a GPU kind"},
-      {"nodes: [{name: a, gpu: l40s-48gb, gpus: 4, mig: {enabled: true}}]", "is not MIG-capable"},
-      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8, colour: red}]", "unknown field 'colour'"},
-      {"nodes: [{gpu: h100-80gb, gpus: 8}]", "field 'name': required"},
-      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8}, {name: a, gpu: h100-80gb, gpus: 8}]", "duplicate node name 'a'"},
-      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8, interconnect: wifi}]", "field 'interconnect'"},
-      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8, cpu: -1}]", "field 'cpu'"},
-      {"nodes: [{name: a\n", "YAML syntax error"},
+      {"nodes: 3", "bad.yaml:1: nodes: expected a list, got \"3\""},
+      {"name: x\n", "bad.yaml:1: nodes: required"},
+      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8, tier: cheap}]", "bad.yaml:1: nodes[0].tier: 'cheap' is not one of"},
+      {"nodes: [{name: a, gpu: nope, gpus: 8}]", "bad.yaml:1: nodes[0].gpu: unknown GPU kind 'nope'"},
+      {"nodes:\n  - name: a\n    gpu: h100-80gb\n    gpus: three\n",
+       "bad.yaml:4: nodes[0].gpus: expected an integer in [0, 64], got \"three\""},
+      {"nodes:\n  - name: a\n    gpu: h100-80gb\n    gpus: 65\n", "bad.yaml:4: nodes[0].gpus: expected an integer in [0, 64]"},
+      {"nodes:\n  - name: a\n    gpus: 8\n    cpu: 1e30\n", "bad.yaml:4: nodes[0].cpu: expected a number in [0, 1000000], got \"1e30\""},
+      {"nodes:\n  - name: a\n    cpu: .nan\n", "bad.yaml:3: nodes[0].cpu: expected a number"},
+      {"nodes:\n  - name: a\n    memory_gib: .inf\n", "bad.yaml:3: nodes[0].memory_gib: expected a number"},
+      {"nodes:\n  - name: a\n    memory_mib: 9223372036854775808\n", "bad.yaml:3: nodes[0].memory_mib: expected an integer"},
+      {"nodes:\n  - name: a\n    count: 0x7fffffff\n", "bad.yaml:3: nodes[0].count: expected an integer in [1, 100000]"},
+      {"nodes: [{name: a, gpus: 8}]", "bad.yaml:1: nodes[0].gpu: a node with GPUs needs a GPU kind"},
+      {"nodes: [{name: a, gpu: l40s-48gb, gpus: 4, mig: {enabled: true}}]", "nodes[0].mig: GPU kind 'l40s-48gb' is not MIG-capable"},
+      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8, mig: {enabled: maybe}}]", "bad.yaml:1: nodes[0].mig.enabled: expected true or false"},
+      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8, mig: [1]}]", "bad.yaml:1: nodes[0].mig: expected a map, got a list"},
+      {"nodes:\n  - name: a\n    colour: red\n", "bad.yaml:3: nodes[0].colour: unknown field"},
+      {"nodes: [{gpu: h100-80gb, gpus: 8}]", "bad.yaml:1: nodes[0].name: required"},
+      {"nodes: [{name: [a], gpus: 8}]", "bad.yaml:1: nodes[0].name: expected text, got a list"},
+      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8}, {name: a, gpu: h100-80gb, gpus: 8}]",
+       "nodes[1].name: duplicate node name 'a'"},
+      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8, interconnect: wifi}]",
+       "bad.yaml:1: nodes[0].interconnect: expected one of nvswitch, nvlink-pairs, pcie, got \"wifi\""},
+      {"nodes: [{name: a, gpu: h100-80gb, gpus: 8, cpu: -1}]", "bad.yaml:1: nodes[0].cpu: expected a number in [0,"},
+      {"nodes: [{name: a, labels: {zone: [a]}}]", "bad.yaml:1: nodes[0].labels.zone: expected text, got a list"},
+      {"nodes: [{name: a, labels: [a, b]}]", "bad.yaml:1: nodes[0].labels: expected a map, got a list"},
+      {"defaults: {gpus: {k: v}}\nnodes: [{name: a}]", "bad.yaml:1: defaults.gpus: expected an integer"},
+      {"spine_oversubscription: 0.5\nnodes: []", "bad.yaml:1: spine_oversubscription: expected a number in [1,"},
+      {"nodes: &a [*a]", "bad.yaml:1: nodes[0]: expected a map, got a list"},
+      {"nodes: [{name: a\n", "bad.yaml:2: YAML syntax error"},
+      {"\x01\x02\xff\xfe", "bad.yaml"},
+      {"", "bad.yaml"},
   };
   for (const BadCase& bc : cases) {
     auto c = LoadClusterYaml(bc.yaml, "bad.yaml", Catalog::Default());
     ASSERT_FALSE(c.ok()) << bc.yaml;
-    EXPECT_NE(c.error().find(bc.expect), std::string::npos) << "got: " << c.error();
+    EXPECT_NE(c.error().find(bc.expect), std::string::npos) << bc.yaml << "\n got: " << c.error();
     EXPECT_EQ(c.error().rfind("bad.yaml", 0), 0u) << "errors start with the source: " << c.error();
   }
+}
+
+// One parser for every layer (cluster files, price books, ledgers): the printed spelling reads back, and the
+// aliases each file format has used are accepted.
+TEST(Tier, SpellingsReadBack) {
+  for (Tier t : {Tier::kReserved, Tier::kOnDemand, Tier::kSpot, Tier::kOwned}) EXPECT_EQ(*ParseTier(TierName(t)), t);
+  EXPECT_EQ(*ParseTier("ondemand"), Tier::kOnDemand);
+  EXPECT_EQ(*ParseTier("on_demand"), Tier::kOnDemand);
+  EXPECT_EQ(*ParseTier("preemptible"), Tier::kSpot);
+  Result<Tier> bad = ParseTier("Spot");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("'Spot' is not one of reserved, on-demand, spot, owned"), std::string::npos)
+      << bad.error();
 }
 
 }  // namespace

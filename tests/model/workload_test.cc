@@ -83,22 +83,40 @@ workloads:
   EXPECT_EQ((*w)[1].workers, 4);
 }
 
-TEST(WorkloadYaml, BadInputNamesTheField) {
+// Every error names the file, the line and the field path.
+TEST(WorkloadYaml, BadInputNamesFileLineAndField) {
   const std::pair<const char*, const char*> cases[] = {
-      {"[{name: a, class: magic}]", "field 'class'"},
-      {"[{name: a, gpu_fraction: 1.5}]", "field 'gpu_fraction'"},
-      {"[{name: a, replicas: 0}]", "field 'replicas'"},
-      {"[{name: a, memory: {params_billion: 7, precision: fp3}}]", "field 'precision'"},
-      {"[{name: a, memory: {params_billion: -7}}]", "field 'params_billion'"},
-      {"[{name: a, class: training, workers: 2, gpus_per_worker: 0}]", "a gang (workers > 1) needs whole GPUs"},
-      {"[{name: a}, {name: a}]", "duplicate name 'a'"},
-      {"[{name: a, gpus: 3}]", "unknown field 'gpus'"},
-      {"{foo: 1}", "expected a list of workloads"},
+      {"[{name: a, class: magic}]", "bad.yaml:1: workloads[0].class: 'magic' is not one of"},
+      {"[{name: a, gpu_fraction: 1.5}]", "bad.yaml:1: workloads[0].gpu_fraction: expected a number in [0.001, 1]"},
+      {"[{name: a, replicas: 0}]", "bad.yaml:1: workloads[0].replicas: expected an integer in [1, 100000], got \"0\""},
+      {"- name: a\n- name: b\n  replicas: three\n", "bad.yaml:3: workloads[1].replicas: expected an integer"},
+      {"- name: a\n  cpu: 1e30\n", "bad.yaml:2: workloads[0].cpu: expected a number in [0, 1000000], got \"1e30\""},
+      {"- name: a\n  memory_mib: 9223372036854775808\n", "bad.yaml:2: workloads[0].memory_mib: expected an integer"},
+      {"- name: a\n  duration_s: .inf\n", "bad.yaml:2: workloads[0].duration_s: expected an integer"},
+      {"- name: a\n  host_memory_gib: .nan\n", "bad.yaml:2: workloads[0].host_memory_gib: expected a number"},
+      {"[{name: a, memory: {params_billion: 7, precision: fp3}}]", "bad.yaml:1: workloads[0].memory.precision: 'fp3'"},
+      {"[{name: a, memory: {params_billion: -7}}]", "bad.yaml:1: workloads[0].memory.params_billion: expected a number"},
+      {"[{name: a, memory: {params_billion: 7, zero_stage: 4}}]", "workloads[0].memory.zero_stage: expected an integer in [0, 3]"},
+      {"[{name: a, memory: [1]}]", "bad.yaml:1: workloads[0].memory: expected a map, got a list"},
+      {"[{name: a, class: training, workers: 2, gpus_per_worker: 0}]",
+       "workloads[0].workers: a gang (workers > 1) needs whole GPUs"},
+      {"[{name: a}, {name: a}]", "bad.yaml:1: workloads[1].name: duplicate workload name 'a'"},
+      {"- name: a\n  gpus: 3\n", "bad.yaml:2: workloads[0].gpus: unknown field"},
+      {"[{name: a, gpu_kinds: h100}]", "bad.yaml:1: workloads[0].gpu_kinds: expected a list, got \"h100\""},
+      {"[{name: a, gpu_kinds: [[h100]]}]", "bad.yaml:1: workloads[0].gpu_kinds[0]: expected text, got a list"},
+      {"[{name: a, checkpointable: {k: v}}]", "bad.yaml:1: workloads[0].checkpointable: expected true or false"},
+      {"[{name: {k: v}}]", "bad.yaml:1: workloads[0].name: expected text, got a map"},
+      {"[3]", "bad.yaml:1: workloads[0]: expected a map"},
+      {"{foo: 1}", "bad.yaml:1: expected a list of workloads"},
+      {"workloads: 3", "bad.yaml:1: workloads: expected a list"},
+      {"workloads: []\nextra: 1\n", "bad.yaml:2: extra: unknown field"},
+      {"just a string", "bad.yaml:1: expected a list of workloads"},
+      {"[{name: a", "bad.yaml:1: YAML syntax error"},
   };
   for (const auto& [yaml, expect] : cases) {
     auto w = LoadWorkloadsYaml(yaml, "bad.yaml");
     ASSERT_FALSE(w.ok()) << yaml;
-    EXPECT_NE(w.error().find(expect), std::string::npos) << "got: " << w.error();
+    EXPECT_NE(w.error().find(expect), std::string::npos) << yaml << "\n got: " << w.error();
   }
 }
 

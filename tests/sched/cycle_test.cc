@@ -884,7 +884,7 @@ teams:
 TEST(Tenancy, ErrorsNameTheField) {
   auto bad = [](const char* y) { return ParseTenancyYaml(y, "t.yaml", Catalog::Default()).error(); };
   EXPECT_NE(bad("teams:\n  - {name: a, guaranteed_gpus: -1}\n").find("teams[0].guaranteed_gpus"), std::string::npos);
-  EXPECT_NE(bad("teams:\n  - {name: a, guarantee: 1}\n").find("unknown field 'guarantee'"), std::string::npos);
+  EXPECT_NE(bad("teams:\n  - {name: a, guarantee: 1}\n").find("t.yaml:2: teams[0].guarantee: unknown field"), std::string::npos);
   EXPECT_NE(bad("teams:\n  - {name: a, guaranteed_gpus: 8, limit_gpus: 4}\n").find("limit_gpus"), std::string::npos);
   EXPECT_NE(bad("teams:\n  - {name: a, gpu_kinds: {z100: {limit_gpus: 1}}}\n").find("unknown GPU kind 'z100'"),
             std::string::npos);

@@ -43,7 +43,35 @@ void Occupy(ClusterState& s, NodeId n, int gpus) {
   s.Apply({{n, g}}, 0, 0, false);
 }
 
-// Conformance: the contract every policy keeps.
+// Conformance: the contract every registered policy keeps, whatever it can place (PolicyInfo).
+const PolicyInfo& InfoOf(const std::string& name) {
+  for (const PolicyInfo& p : Policies())
+    if (p.name == name) return p;
+  ADD_FAILURE() << "no policy info for " << name;
+  return Policies().front();
+}
+
+// `r` as this policy can be asked: policies that model GPU compute only are asked without GPU memory.
+Request AsAskable(const PolicyInfo& info, Request r) {
+  if (!info.gpu_memory && !info.memory_blind) r.gpu_memory_mib = 0;
+  return r;
+}
+
+bool SamePlacement(const PlaceResult& a, const PlaceResult& b) {
+  if (a.ok != b.ok || a.tasks.size() != b.tasks.size() || a.code != b.code) return false;
+  for (size_t t = 0; t < a.tasks.size(); ++t) {
+    if (a.tasks[t].node != b.tasks[t].node || a.tasks[t].gpus.size() != b.tasks[t].gpus.size()) return false;
+    for (size_t g = 0; g < a.tasks[t].gpus.size(); ++g) {
+      const GpuGrant& x = a.tasks[t].gpus[g];
+      const GpuGrant& y = b.tasks[t].gpus[g];
+      if (x.gpu != y.gpu || x.milli != y.milli || x.memory_mib != y.memory_mib || x.mig_profile != y.mig_profile ||
+          x.mig_start != y.mig_start)
+        return false;
+    }
+  }
+  return true;
+}
+
 class ConformanceTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -51,26 +79,55 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
     auto s = ClusterState::Build(cluster_, Catalog::Default());
     ASSERT_TRUE(s.ok());
     state_ = std::make_unique<ClusterState>(std::move(s).value());
-    auto p = MakePolicy(GetParam());
-    ASSERT_TRUE(p.ok());
-    policy_ = std::move(p).value();
+    policy_ = Make();
+    ASSERT_NE(policy_, nullptr);
   }
+  std::unique_ptr<Policy> Make() const {
+    PolicyOptions o;
+    o.typical = TaskShapeDistribution::FromRequests({Whole(1, 1, 0), Slice(0, 250), Slice(0, 500)});
+    auto p = MakePolicy(GetParam(), o);
+    EXPECT_TRUE(p.ok()) << p.error();
+    return p.ok() ? std::move(p).value() : nullptr;
+  }
+  const PolicyInfo& info() const { return InfoOf(GetParam()); }
   Cluster cluster_;
   std::unique_ptr<ClusterState> state_;
   std::unique_ptr<Policy> policy_;
 };
+
+TEST_P(ConformanceTest, NameIsTheRegisteredName) { EXPECT_EQ(policy_->name(), GetParam()); }
 
 TEST_P(ConformanceTest, InvalidRequestsAreResultsNotCrashes) {
   Request r = Whole(0, 1);
   PlaceResult res = policy_->Place(*state_, r);
   EXPECT_FALSE(res.ok);
   EXPECT_EQ(res.code, NoFitCode::kInvalid);
+  EXPECT_FALSE(res.reason.empty());
   Request gang_of_slices = Slice(5000, 100);
   gang_of_slices.tasks = 2;
   EXPECT_EQ(policy_->Place(*state_, gang_of_slices).code, NoFitCode::kInvalid);
 }
 
 TEST_P(ConformanceTest, PlacementsApplyAndGangsAreAllOrNothing) {
+  if (!info().gangs) {
+    PlaceResult gang = policy_->Place(*state_, AsAskable(info(), Whole(4, 8)));
+    EXPECT_FALSE(gang.ok);
+    EXPECT_EQ(gang.code, NoFitCode::kInvalid) << gang.reason;
+    EXPECT_TRUE(gang.tasks.empty());
+    // Single tasks place and apply; eight 8-GPU tasks fill the cluster and a ninth does not fit.
+    for (int i = 0; i < 8; ++i) {
+      PlaceResult one = policy_->Place(*state_, AsAskable(info(), Whole(1, 8)));
+      ASSERT_TRUE(one.ok) << one.reason;
+      ASSERT_EQ(one.tasks.size(), 1u);
+      ASSERT_EQ(one.tasks[0].gpus.size(), 8u);
+      ASSERT_TRUE(state_->CanApply(one.tasks, 1000, 1024).ok());
+      state_->Apply(one.tasks, 1000, 1024, false);
+    }
+    PlaceResult full = policy_->Place(*state_, AsAskable(info(), Whole(1, 1)));
+    EXPECT_FALSE(full.ok);
+    EXPECT_FALSE(full.reason.empty());
+    return;
+  }
   PlaceResult res = policy_->Place(*state_, Whole(4, 8));
   ASSERT_TRUE(res.ok) << res.reason;
   ASSERT_EQ(res.tasks.size(), 4u);
@@ -87,38 +144,80 @@ TEST_P(ConformanceTest, PlacementsApplyAndGangsAreAllOrNothing) {
   EXPECT_FALSE(big.reason.empty());
 }
 
+// The same snapshot and request give the same placement, from the same policy object (memo caches warm)
+// and from a fresh one. Every request here is one the policy places, so the comparison is never between
+// two failures.
 TEST_P(ConformanceTest, PlacementIsDeterministic) {
-  Request r = Slice(12000, 150);
-  PlaceResult a = policy_->Place(*state_, r);
-  PlaceResult b = policy_->Place(*state_, r);
-  ASSERT_EQ(a.ok, b.ok);
-  ASSERT_EQ(a.tasks.size(), b.tasks.size());
-  if (a.ok) EXPECT_EQ(a.tasks[0].gpus[0].gpu, b.tasks[0].gpus[0].gpu);
+  std::unique_ptr<Policy> fresh = Make();
+  const std::vector<Request> asks = {AsAskable(info(), Slice(12000, 150)), AsAskable(info(), Whole(1, 2)),
+                                     AsAskable(info(), Slice(0, 600)), AsAskable(info(), Whole(1, 1))};
+  for (int round = 0; round < 12; ++round) {
+    const Request& r = asks[static_cast<size_t>(round) % asks.size()];
+    PlaceResult a = policy_->Place(*state_, r);
+    PlaceResult b = policy_->Place(*state_, r);
+    PlaceResult c = fresh->Place(*state_, r);
+    ASSERT_TRUE(a.ok) << "round " << round << ": " << a.reason;
+    EXPECT_TRUE(SamePlacement(a, b)) << "round " << round << ": " << a.reason << " vs " << b.reason;
+    EXPECT_TRUE(SamePlacement(a, c)) << "round " << round << ": " << a.reason << " vs " << c.reason;
+    ASSERT_TRUE(state_->CanApply(a.tasks, r.cpu_milli, r.host_memory_mib).ok());
+    state_->Apply(a.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
+  }
+}
+
+TEST_P(ConformanceTest, CpuOnlyTasksTakeNoGpu) {
+  Request r = Whole(1, 0, 0);
+  r.gpus_per_task = 0;
+  r.gpu_milli = 0;
+  r.cpu_milli = 4000;
+  PlaceResult res = policy_->Place(*state_, r);
+  ASSERT_TRUE(res.ok) << res.reason;
+  ASSERT_EQ(res.tasks.size(), 1u);
+  EXPECT_TRUE(res.tasks[0].gpus.empty());
+  EXPECT_TRUE(state_->CanApply(res.tasks, r.cpu_milli, r.host_memory_mib).ok());
+  r.cpu_milli = cluster_.nodes[0].cpu_milli + 1;
+  PlaceResult too_big = policy_->Place(*state_, r);
+  EXPECT_FALSE(too_big.ok);
+  EXPECT_FALSE(too_big.reason.empty());
 }
 
 TEST_P(ConformanceTest, MemoryAwarenessMatchesThePolicy) {
   PlaceResult res = policy_->Place(*state_, Whole(1, 1, 90000));
   PlaceResult slice = policy_->Place(*state_, Slice(90000, 100));
-  if (GetParam() == "k8s-default" || GetParam() == "static-mig") {
+  if (info().memory_blind) {
     // kube-scheduler sees GPUs as opaque integers: it places blindly, and the simulator counts the OOM.
     EXPECT_TRUE(res.ok);
     EXPECT_TRUE(slice.ok);
-  } else {
+  } else if (info().gpu_memory) {
     EXPECT_FALSE(res.ok);
     EXPECT_EQ(res.code, NoFitCode::kRequestExceedsCluster);
     EXPECT_FALSE(slice.ok);
     EXPECT_EQ(slice.code, NoFitCode::kMemory);
+  } else {
+    // Compute-share models (the FGD harness baselines) refuse requests with GPU memory: a result, with a reason.
+    EXPECT_EQ(res.code, NoFitCode::kInvalid);
+    EXPECT_EQ(slice.code, NoFitCode::kInvalid);
+    EXPECT_FALSE(slice.reason.empty());
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllPolicies, ConformanceTest,
-                         ::testing::Values("tessera", "k8s-default", "bestfit", "static-mig"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& ch : n)
+    if (ch == '-') ch = '_';
+  return n;
+}
+
+// Every registered policy, enumerated from the factory: a new policy is covered without editing this.
+INSTANTIATE_TEST_SUITE_P(AllPolicies, ConformanceTest, ::testing::ValuesIn(PolicyNames()), TestName);
+
+TEST(PolicyRegistryTest, EveryNameHasInfoAndBuilds) {
+  EXPECT_EQ(Policies().size(), PolicyNames().size());
+  EXPECT_GE(PolicyNames().size(), 9u);
+  for (const std::string& n : PolicyNames()) {
+    EXPECT_EQ(InfoOf(n).name, n);
+    EXPECT_TRUE(MakePolicy(n).ok()) << n;
+  }
+}
 
 class TesseraTest : public ::testing::Test {
  protected:

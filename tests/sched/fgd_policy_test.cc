@@ -8,6 +8,8 @@
 
 #include "sched/cluster_state.h"
 #include "sched/harness_policies.h"
+#include "sched/node_scorer.h"
+#include "sched/policy.h"
 
 namespace tessera {
 namespace {
@@ -51,6 +53,16 @@ Cluster SmallCluster(int n, int gpus, int64_t cpu = 16000, int64_t mem = 65536) 
     c.nodes.push_back(node);
   }
   return c;
+}
+
+// A policy from the one factory, with typical tasks `d` and ties broken by `seed`'s node order.
+std::unique_ptr<Policy> Made(const std::string& name, const TaskShapeDistribution& d, uint64_t seed) {
+  PolicyOptions o;
+  o.typical = d;
+  o.tie_seed = seed;
+  Result<std::unique_ptr<Policy>> p = MakePolicy(name, o);
+  EXPECT_TRUE(p.ok()) << p.error();
+  return std::move(p).value();
 }
 
 void Take(ClusterState& s, GpuId g, int milli, int64_t cpu = 0, int64_t mem = 0) {
@@ -185,7 +197,7 @@ TEST(HarnessPoliciesTest, BestFitTakesTheFullestNodeAndTightestGpu) {
   Take(*s, 2, 300);  // node 1, GPU 0: 700 free
   Take(*s, 3, 500);  // node 1, GPU 1: 500 free
   for (uint64_t seed = 0; seed < 6; ++seed) {
-    PlaceResult r = BestFitPolicy(seed).Place(*s, ShareReq(400));
+    PlaceResult r = Made("bestfit", {}, seed)->Place(*s, ShareReq(400));
     ASSERT_TRUE(r.ok) << r.reason;
     EXPECT_EQ(r.tasks[0].node, 1);
     EXPECT_EQ(r.tasks[0].gpus[0].gpu, 3);  // 500 free is the tightest fit
@@ -279,7 +291,7 @@ TEST(HarnessPoliciesTest, TesseraAvoidsStrandingGpusWhereFgdIsIndifferent) {
   const TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1, 8000)}, 1.0);
   int fgd_on_0 = 0;
   for (uint64_t seed = 0; seed < 16; ++seed) {
-    PlaceResult t = TesseraPackingPolicy(d, seed).Place(*s, WholeReq(1, 20000));
+    PlaceResult t = Made("tessera", d, seed)->Place(*s, WholeReq(1, 20000));
     ASSERT_TRUE(t.ok) << t.reason;
     EXPECT_EQ(t.tasks[0].node, 1) << "seed " << seed;
     PlaceResult f = FgdPolicy(d, seed).Place(*s, WholeReq(1, 20000));
@@ -332,12 +344,12 @@ TEST(HarnessPoliciesTest, TesseraKeepsScarceModelsForTasksPinnedToThem) {
   pinned.kind_mask = uint64_t{1} << v100;
   const TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1, 4000), pinned}, 1.0);
   for (uint64_t seed = 0; seed < 16; ++seed) {
-    PlaceResult t = TesseraPackingPolicy(d, seed).Place(*s, WholeReq(1, 8000));
+    PlaceResult t = Made("tessera", d, seed)->Place(*s, WholeReq(1, 8000));
     ASSERT_TRUE(t.ok) << t.reason;
     EXPECT_EQ(t.tasks[0].node, 0) << "seed " << seed;
     Request only_v100 = WholeReq(1);
     only_v100.kind_mask = uint64_t{1} << v100;
-    PlaceResult p = TesseraPackingPolicy(d, seed).Place(*s, only_v100);
+    PlaceResult p = Made("tessera", d, seed)->Place(*s, only_v100);
     ASSERT_TRUE(p.ok) << p.reason;
     EXPECT_EQ(p.tasks[0].node, 1);
   }
@@ -345,12 +357,17 @@ TEST(HarnessPoliciesTest, TesseraKeepsScarceModelsForTasksPinnedToThem) {
 
 TEST(HarnessPoliciesTest, Factory) {
   const TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1)}, 1.0);
-  for (const std::string& n : HarnessPolicyNames()) {
-    Result<std::unique_ptr<Policy>> p = MakeHarnessPolicy(n, d, 1);
-    ASSERT_TRUE(p.ok()) << p.error();
-    EXPECT_EQ((*p)->name(), n);
+  std::set<std::string> names;
+  for (const std::string& n : PolicyNames()) {
+    EXPECT_EQ(Made(n, d, 1)->name(), n);
+    EXPECT_TRUE(names.insert(n).second) << n << " registered twice";
   }
-  EXPECT_FALSE(MakeHarnessPolicy("firstfit", d, 1).ok());
+  for (const char* n : {"tessera", "k8s-default", "bestfit", "static-mig", "fgd", "random", "dotprod",
+                        "gpuclustering", "gpupacking"})
+    EXPECT_TRUE(names.count(n)) << n;
+  Result<std::unique_ptr<Policy>> unknown = MakePolicy("firstfit");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().find("gpupacking"), std::string::npos) << unknown.error();
 }
 
 }  // namespace

@@ -4,12 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "sched/harness_policies.h"
+#include "sched/policy.h"
 #include "sim/openb.h"
 
 namespace tessera {
@@ -72,7 +73,7 @@ TEST(FgdHarnessTest, SameSeedSameCurve) {
   Small s = LoadSmall();
   FgdHarnessOptions opt;
   opt.record_curve = true;
-  for (const std::string& policy : HarnessPolicyNames()) {
+  for (const std::string& policy : PolicyNames()) {
     Result<FgdRunResult> a = RunFgdHarness(s.cluster, Catalog::Default(), s.pods.requests, s.dist, policy, 7, opt);
     Result<FgdRunResult> b = RunFgdHarness(s.cluster, Catalog::Default(), s.pods.requests, s.dist, policy, 7, opt);
     ASSERT_TRUE(a.ok()) << a.error();
@@ -90,6 +91,70 @@ TEST(FgdHarnessTest, SameSeedSameCurve) {
   }
   Result<FgdRunResult> bad = RunFgdHarness(s.cluster, Catalog::Default(), s.pods.requests, s.dist, "firstfit", 7);
   EXPECT_FALSE(bad.ok());
+}
+
+// Replays every recorded decision against the node list and the pod rows, with plain counters: no node's
+// CPU or memory and no GPU's 1000 milli is ever exceeded, every placed GPU pod got the GPUs it asked for,
+// on a model it allows, and the harness credited exactly what was granted.
+TEST(FgdHarnessTest, RecordedPlacementsReplayWithinCapacity) {
+  Small s = LoadSmall();
+  FgdHarnessOptions opt;
+  opt.record_curve = true;
+  opt.record_placements = true;
+  const int64_t cap = GpuCapacityMilli(s.cluster);
+  for (const std::string& policy : PolicyNames()) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      Result<FgdRunResult> run = RunFgdHarness(s.cluster, Catalog::Default(), s.pods.requests, s.dist, policy, seed, opt);
+      ASSERT_TRUE(run.ok()) << run.error();
+      ASSERT_EQ(run->decisions.size(), static_cast<size_t>(run->pods)) << policy;
+      std::vector<int64_t> cpu, mem;
+      std::vector<std::vector<int>> gpu_left;
+      for (const Node& n : s.cluster.nodes) {
+        cpu.push_back(n.cpu_milli);
+        mem.push_back(n.memory_mib);
+        gpu_left.emplace_back(static_cast<size_t>(n.gpu_count), kMilliPerGpu);
+      }
+      int64_t placed = 0, granted = 0;
+      std::vector<int64_t> first_rows;
+      for (size_t i = 0; i < run->decisions.size(); ++i) {
+        const PodDecision& d = run->decisions[i];
+        ASSERT_EQ(d.pod_index, static_cast<int64_t>(i));
+        ASSERT_GE(d.pod_row, 0);
+        ASSERT_LT(d.pod_row, static_cast<int64_t>(s.pods.requests.size()));
+        if (i < s.pods.requests.size()) first_rows.push_back(d.pod_row);
+        if (!d.placed) {
+          EXPECT_TRUE(d.gpus.empty());
+          continue;
+        }
+        ++placed;
+        const Request& pod = s.pods.requests[static_cast<size_t>(d.pod_row)];
+        ASSERT_GE(d.node, 0);
+        ASSERT_LT(d.node, static_cast<NodeId>(s.cluster.nodes.size()));
+        const Node& node = s.cluster.nodes[d.node];
+        cpu[d.node] -= pod.cpu_milli;
+        mem[d.node] -= pod.host_memory_mib;
+        EXPECT_GE(cpu[d.node], 0) << policy << " seed " << seed << " pod " << i << ": CPU over capacity";
+        EXPECT_GE(mem[d.node], 0) << policy << " seed " << seed << " pod " << i << ": memory over capacity";
+        const int asked_milli = pod.gpus_per_task > 0 ? kMilliPerGpu : pod.gpu_milli;
+        const size_t asked_gpus = pod.gpus_per_task > 0 ? static_cast<size_t>(pod.gpus_per_task) : pod.gpu_milli > 0 ? 1 : 0;
+        ASSERT_EQ(d.gpus.size(), asked_gpus) << policy << " pod " << i;
+        if (asked_gpus > 0) EXPECT_TRUE(pod.KindAllowed(node.kind)) << policy << " pod " << i;
+        for (const auto& [idx, milli] : d.gpus) {
+          ASSERT_GE(idx, 0);
+          ASSERT_LT(idx, node.gpu_count);
+          EXPECT_GE(milli, asked_milli) << policy << " pod " << i << ": granted less than asked";
+          gpu_left[d.node][static_cast<size_t>(idx)] -= milli;
+          EXPECT_GE(gpu_left[d.node][static_cast<size_t>(idx)], 0) << policy << " pod " << i << ": GPU over capacity";
+          granted += milli;
+        }
+      }
+      EXPECT_EQ(placed, run->placed);
+      std::sort(first_rows.begin(), first_rows.end());
+      for (size_t k = 0; k < first_rows.size(); ++k) EXPECT_EQ(first_rows[k], static_cast<int64_t>(k)) << "originals first";
+      EXPECT_NEAR(run->curve.back().allocated_pct, 100.0 * static_cast<double>(granted) / static_cast<double>(cap), 1e-9)
+          << policy << ": allocation is what was granted";
+    }
+  }
 }
 
 std::string Slurp(const std::filesystem::path& p) {

@@ -26,6 +26,52 @@ TEST(MultiTenant, NearestRankPercentile) {
   EXPECT_DOUBLE_EQ(NearestRankPercentile({7}, 99), 7.0);
 }
 
+// Every error names the file, the line and the field path.
+TEST(MultiTenant, BadInputNamesFileLineAndField) {
+  const auto dir = std::filesystem::temp_directory_path() / "tessera_mt_bad_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "c.yaml") << "nodes:\n  - {name: h, count: 2, gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048}\n";
+  const std::string head = "cluster: c.yaml\ntenancy:\n  teams: [{name: a, guaranteed_gpus: 8}]\n";  // 3 lines
+  const std::string mix = "    mix: [{class: training, gpus: 8}]\n";
+  struct Case {
+    std::string text, expect;
+  } cases[] = {
+      {"teams_workload: []\n", "m.yaml:1: cluster: required"},
+      {head, "m.yaml:1: teams_workload: required"},
+      {head + "teams_workload: {a: 1}\n", "m.yaml:4: teams_workload: expected a list, got a map"},
+      {head + "teams_workload:\n  - team: nobody\n" + mix, "m.yaml:5: teams_workload[0].team: no leaf queue 'nobody'"},
+      {head + "teams_workload:\n  - team: a\n    rate_per_h: 1e30\n" + mix,
+       "m.yaml:6: teams_workload[0].rate_per_h: expected a number in [1e-06, 10000]"},
+      {head + "teams_workload:\n  - team: a\n    rate_per_h: [x, [y]]\n" + mix,
+       "m.yaml:6: teams_workload[0].rate_per_h: expected a number"},
+      {head + "teams_workload:\n  - team: a\n    burst: {factor: .nan}\n" + mix,
+       "m.yaml:6: teams_workload[0].burst.factor: expected a number"},
+      {head + "teams_workload:\n  - team: a\n    mix: [{class: magic}]\n",
+       "m.yaml:6: teams_workload[0].mix[0].class: unknown priority class 'magic'"},
+      {head + "teams_workload:\n  - team: a\n    mix: [{gpus: 9223372036854775808}]\n",
+       "m.yaml:6: teams_workload[0].mix[0].gpus: expected an integer in [0, 8]"},
+      {head + "teams_workload:\n  - team: a\n    mix: [{tasks: [4, 2]}]\n",
+       "m.yaml:6: teams_workload[0].mix[0].tasks: high 2 is below low 4"},
+      {head + "teams_workload:\n  - team: a\n    mix: [{tasks: 1.5}]\n",
+       "m.yaml:6: teams_workload[0].mix[0].tasks: expected whole numbers"},
+      {head + "teams_workload:\n  - team: a\n    mix: []\n", "m.yaml:6: teams_workload[0].mix: expected a non-empty list"},
+      {head + "teams_workload:\n  - team: a\n" + mix + "seeds: 0x7fffffff\n",
+       "m.yaml:7: seeds: expected an integer in [1, 1000]"},
+      {head + "teams_workload:\n  - team: a\n" + mix + "horizon_h: .inf\n", "m.yaml:7: horizon_h: expected a number"},
+      {head + "teams_workload:\n  - team: a\n" + mix + "colour: red\n", "m.yaml:7: colour: unknown field"},
+      {"cluster: c.yaml\ntenancy:\n  teams: [{name: a, weight: -5}]\nteams_workload: []\n",
+       "m.yaml:3: tenancy.teams[0].weight: expected an integer in [0, 1000000]"},
+      {"cluster: c.yaml\ntenancy: [1]\nteams_workload: []\n", "m.yaml:2: tenancy: expected a map, got a list"},
+      {"cluster: nope.yaml\ntenancy: {teams: [{name: a}]}\nteams_workload: []\n", "m.yaml:1: cluster: cannot open "},
+      {"cluster: c.yaml\nteams_workload: [\n", "m.yaml:3: YAML syntax error"},
+  };
+  for (const Case& c : cases) {
+    Status st = CheckMultiTenantScenario(c.text, "m.yaml", dir.string(), Catalog::Default());
+    ASSERT_FALSE(st.ok()) << c.text;
+    EXPECT_NE(st.message().find(c.expect), std::string::npos) << c.text << "\n got: " << st.message();
+  }
+}
+
 // The shipped scenario with one seed: the figures the issue asks for are reported, production inference
 // and guaranteed work wait within their targets, and borrowing raises utilisation.
 // NOTE: with a 4 h horizon (1 h warm-up) guarantee_wait_p99_s measured about 1,000 s: the target holds on

@@ -73,6 +73,16 @@ TEST(OpenbTest, BadPodRowsNameFileLineAndField) {
       {"p,1000,1024,1,1000,H999,LS,R,0,1,0", "pods.csv:2: field 'gpu_spec': unknown GPU model 'H999'"},
       {"p,1000,1024,1,1000", "pods.csv:2: expected 11 fields, got 5"},
       {"p,\"1000\",1024,1,1000,,LS,R,0,1,0", "pods.csv:2: quoted CSV fields are not supported"},
+      {"p,1e30,1024,1,1000,,LS,R,0,1,0", "pods.csv:2: field 'cpu_milli': expected an integer, got '1e30'"},
+      {"p,1000,99999999999999999999,1,1000,,LS,R,0,1,0",
+       "pods.csv:2: field 'memory_mib': 99999999999999999999 is outside 0..1099511627776"},
+      {"p,1000,1024,-99999999999999999999,1000,,LS,R,0,1,0", "pods.csv:2: field 'num_gpu': -99999999999999999999 is outside"},
+      {"p,1000,1024,1,nan,,LS,R,0,1,0", "pods.csv:2: field 'gpu_milli': expected an integer, got 'nan'"},
+      {"p,1000,1024,65,1000,,LS,R,0,1,0", "pods.csv:2: field 'num_gpu': 65 is outside 0..64"},
+      {"p,1000,1024,1,0x10,,LS,R,0,1,0", "pods.csv:2: field 'gpu_milli': expected an integer, got '0x10'"},
+      {"p, 5 ,1024,1,1000,,LS,R,0,1,0", "pods.csv:2: field 'cpu_milli': expected an integer, got ' 5 '"},
+      {"p,1000,1024,1,1000,,LS,R,0,1,0,extra", "pods.csv:2: expected 11 fields, got 12"},
+      {"p,1000,1024,1,1000,T4|,LS,R,0,1,0", "pods.csv:2: field 'gpu_spec': unknown GPU model ''"},
   };
   for (const Case& c : cases) {
     Result<OpenbPods> p = ParseOpenbPods(std::string(kPodHeader) + c.row + "\n", "pods.csv", Catalog::Default());
@@ -96,6 +106,17 @@ TEST(OpenbTest, BadNodeRowsNameFileLineAndField) {
       {"sn,cpu_milli,memory_mib,gpu\nn0,1,1,1\n", "nodes.csv:1: missing column 'model'"},
       {"sn,cpu_milli,memory_mib,gpu,model\n", "nodes.csv: no nodes"},
       {"", "nodes.csv: empty file"},
+      {"sn,cpu_milli,memory_mib,gpu,model\nn0,1e30,262144,2,T4\n", "nodes.csv:2: field 'cpu_milli': expected an integer, got '1e30'"},
+      {"sn,cpu_milli,memory_mib,gpu,model\nn0,64000,99999999999999999999,2,T4\n",
+       "nodes.csv:2: field 'memory_mib': 99999999999999999999 is outside"},
+      {"sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,nan,T4\n", "nodes.csv:2: field 'gpu': expected an integer, got 'nan'"},
+      {"sn,cpu_milli,memory_mib,gpu,model\nn0,64000,,2,T4\n", "nodes.csv:2: field 'memory_mib': expected an integer, got ''"},
+      {"sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,T4,extra\n", "nodes.csv:2: expected 5 fields, got 6"},
+      {"sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2\n", "nodes.csv:2: expected 5 fields, got 4"},
+      {"sn,cpu_milli,memory_mib,gpu,model\n\"n0\",64000,262144,2,T4\n", "nodes.csv:2: quoted CSV fields are not supported"},
+      {"sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,1,T4\nn1,1,1,1,T4\r\nn0,2,2,2,T4\n",
+       "nodes.csv:4: field 'sn': node 'n0' already defined on line 2"},
+      {std::string("\0\xff", 2), "nodes.csv:1: missing column 'sn'"},
   };
   for (const Case& c : cases) {
     Result<Cluster> r = ParseOpenbNodes(c.text, "nodes.csv", Catalog::Default());

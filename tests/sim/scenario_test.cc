@@ -29,27 +29,58 @@ Result<Scenario> Parse(const std::string& text) {
   return ParseScenario(text, "s.yaml", TempDir(), Catalog::Default());
 }
 
-TEST(ScenarioTest, BadInput) {
+// Every error names the file, the line and the field path. kBase has 8 lines, so additions start at line 9.
+TEST(ScenarioTest, BadInputNamesFileLineAndField) {
+  const std::string b = kBase;
   struct Case {
     std::string text, expect;
   } cases[] = {
-      {"name: x\n", "field 'cluster': required"},
-      {"name: x\ncluster: nope.yaml\nworkload: {}\nhorizon_h: 1\n", "field 'cluster': cannot open"},
-      {std::string(kBase) + "colour: red\nworkload: {}\n", "unknown field 'colour'"},
-      {std::string(kBase), "exactly one of 'workload', 'trace', 'dlrm'"},
-      {std::string(kBase) + "workload: {inference_share: 2}\n", "field 'inference_share'"},
-      {std::string(kBase) + "workload: {traffic: heavy}\n", "field 'traffic'"},
-      {std::string(kBase) + "workload: {light_compute: [0.3, 0.1]}\n", "field 'light_compute'"},
-      {"name: x\ncluster: c.yaml\npolicies: [magic]\nworkload: {}\nhorizon_h: 1\n", "unknown policy 'magic'"},
-      {std::string(kBase) + "workload: {}\nsweep: {traffic: [sunny]}\n", "field 'traffic'"},
-      {std::string(kBase) + "workload: {}\ngang_backfill: [magic]\n", "field 'gang_backfill': unknown policy 'magic'"},
-      {std::string(kBase) + "workload: {}\ntime_limit_factor: [0.5, 2]\n", "field 'time_limit_factor'"},
-      {std::string(kBase) + "workload: {}\ntime_limit_factor: [3, 2]\n", "field 'time_limit_factor'"},
+      {"name: x\n", "s.yaml:1: cluster: required"},
+      {"name: x\ncluster: nope.yaml\nworkload: {}\nhorizon_h: 1\n", "s.yaml:2: cluster: cannot open"},
+      {"name: x\ncluster: [c.yaml]\n", "s.yaml:2: cluster: expected text, got a list"},
+      {b + "colour: red\nworkload: {}\n", "s.yaml:9: colour: unknown field"},
+      {b, "exactly one of 'workload', 'trace', 'dlrm'"},
+      {b + "workload: {inference_share: 2}\n", "s.yaml:9: workload.inference_share: expected a number in [0, 1]"},
+      {b + "workload: {traffic: heavy}\n", "s.yaml:9: workload.traffic: expected one of light, mixed, busy"},
+      {b + "workload: {light_compute: [0.3, 0.1]}\n", "s.yaml:9: workload.light_compute: high 0.1 is below low 0.3"},
+      {b + "workload:\n  precisions: {fp7: 1}\n", "s.yaml:10: workload.precisions: unknown name 'fp7'"},
+      {b + "workload:\n  training_gpus: {x: 1}\n", "s.yaml:10: workload.training_gpus: expected an integer"},
+      {b + "workload:\n  models: [{name: m, layers: 1e30}]\n", "s.yaml:10: workload.models[0].layers: expected an integer"},
+      {b + "workload:\n  inference_duration: {short_p: .nan}\n",
+       "s.yaml:10: workload.inference_duration.short_p: expected a number"},
+      {"name: x\ncluster: c.yaml\npolicies: [magic]\nworkload: {}\nhorizon_h: 1\n",
+       "s.yaml:3: policies: unknown policy 'magic'"},
+      {b + "workload: {}\nsweep: {traffic: [sunny]}\n", "s.yaml:10: sweep.traffic"},
+      {b + "workload: {}\ngang_backfill: [magic]\n", "s.yaml:10: gang_backfill: unknown policy 'magic'"},
+      {b + "workload: {}\ntime_limit_factor: [0.5, 2]\n", "s.yaml:10: time_limit_factor[0]: expected a number in [1, 1000]"},
+      {b + "workload: {}\ntime_limit_factor: [3, 2]\n", "s.yaml:10: time_limit_factor: expected [min, max]"},
+      {"name: x\ncluster: c.yaml\nseeds: 9223372036854775808\nworkload: {}\nhorizon_h: 1\n",
+       "s.yaml:3: seeds: expected an integer in [1, 1000]"},
+      {"name: x\ncluster: c.yaml\nthreads: {a: 1}\nworkload: {}\nhorizon_h: 1\n", "s.yaml:3: threads: expected an integer"},
+      {"name: x\ncluster: c.yaml\nhorizon_h: 1e30\nworkload: {}\n", "s.yaml:3: horizon_h: expected a number in [0, 100000]"},
+      {"name: x\ncluster: c.yaml\nhorizon_h: .inf\nworkload: {}\n", "s.yaml:3: horizon_h: expected a number"},
+      {"name: x\ncluster: c.yaml\nworkload: {}\n", "horizon_h: required (> 0) with a generator"},
+      {"name: x\ncluster: c.yaml\nhorizon_h: 2\nwarmup_h: 3\nworkload: {}\n", "s.yaml:4: warmup_h: must be below horizon_h"},
+      {b + "workload: {}\narrivals_typo: 1\n", "s.yaml:10: arrivals_typo: unknown field"},
+      {"name: x\ncluster: c.yaml\nhorizon_h: 1\nworkload: {}\narrivals: {depth: 0x7fffffff}\n",
+       "s.yaml:5: arrivals.depth: expected an integer in [1, 100000]"},
+      {"name: x\ncluster: c.yaml\nhorizon_h: 1\nworkload: {}\narrivals: {load: 9223372036854775808}\n",
+       "s.yaml:5: arrivals.load: expected a number in [0.001, 100]"},
+      {"name: x\ncluster: c.yaml\nhorizon_h: 1\nworkload: {}\nfabric: {overlap: [x, [y]]}\n",
+       "s.yaml:5: fabric.overlap: expected a number in [0, 1], got a list"},
+      {"name: x\ncluster: c.yaml\nhorizon_h: 1\nworkload: {}\nmig: {k: v}\n", "s.yaml:5: mig.k: unknown field"},
+      {"name: x\ncluster: c.yaml\ntrace: nope.jsonl\n", "s.yaml:3: trace: cannot open"},
+      {"name: x\ncluster: c.yaml\ndlrm: {file: nope.csv}\n", "s.yaml:3: dlrm.file: cannot open"},
+      {"name: x\ncluster: c.yaml\ndlrm: {compute: 2, file: a}\n", "s.yaml:3: dlrm.compute: expected a number"},
+      {"cluster: c.yaml\nworkload: &a [*a]\nhorizon_h: 1\n", "s.yaml:2: workload: expected a map, got a list"},
+      {"cluster: c.yaml\n\x01\xff: [\n", "s.yaml:"},
+      {"- a\n- b\n", "s.yaml:1: expected a map, got a list"},
   };
   for (const Case& c : cases) {
     auto r = Parse(c.text);
     ASSERT_FALSE(r.ok()) << c.text;
     EXPECT_NE(r.error().find(c.expect), std::string::npos) << r.error() << " / expected " << c.expect;
+    EXPECT_EQ(r.error().rfind("s.yaml", 0), 0u) << r.error();
   }
 }
 

@@ -276,22 +276,34 @@ TEST(SpotTiersTest, BaselineNeedsAnOnDemandPoolForEveryKind) {
   EXPECT_NE(od.error().find("no on-demand pool for GPU kind 'a100-40gb'"), std::string::npos) << od.error();
 }
 
-TEST(SpotTiersTest, BadTiersInputNamesTheField) {
+// Errors name the file, the line and the field path (`tiers:` is line 8, its fields start at line 9).
+TEST(SpotTiersTest, BadTiersInputNamesFileLineAndField) {
   struct Case {
     std::string tiers, expect;
   } cases[] = {
-      {"  colour: red\n", "unknown field 'colour'"},
-      {"  checkpoint: {cost_s: -1}\n", "field 'cost_s'"},
-      {"  pools: {nope: {}}\n", "no node of the cluster is in this pool"},
-      {"  pools: {aws-p5-capacity-block: {reclaim_rate_per_hour: 1}}\n", "only spot pools are reclaimed"},
-      {"  autoscale: {policy: magic}\n", "field 'policy'"},
-      {"  reclaims: [{at_h: 1, pool: aws-p5-on-demand}]\n", "not a spot pool"},
-      {"  prices: missing.yaml\n", "field 'prices': cannot open"},
+      {"  colour: red\n", "s.yaml:9: tiers.colour: unknown field"},
+      {"  checkpoint: {cost_s: -1}\n", "s.yaml:9: tiers.checkpoint.cost_s: expected a number in [0, 1000000000]"},
+      {"  checkpoint: {cost_s: .nan}\n", "s.yaml:9: tiers.checkpoint.cost_s: expected a number"},
+      {"  checkpoint: [1]\n", "s.yaml:9: tiers.checkpoint: expected a map, got a list"},
+      {"  pools: {nope: {}}\n", "s.yaml:9: tiers.pools.nope: no node of the cluster is in this pool"},
+      {"  pools: {aws-p5-capacity-block: {reclaim_rate_per_hour: 1}}\n",
+       "tiers.pools.aws-p5-capacity-block.reclaim_rate_per_hour: only spot pools are reclaimed"},
+      {"  pools: {aws-p5-capacity-block: {provisioning_delay_s: 9223372036854775808}}\n",
+       "s.yaml:9: tiers.pools.aws-p5-capacity-block.provisioning_delay_s: expected an integer"},
+      {"  pools: [a]\n", "s.yaml:9: tiers.pools: expected a map, got a list"},
+      {"  autoscale: {policy: magic}\n", "s.yaml:9: tiers.autoscale.policy: expected one of queue, none"},
+      {"  autoscale: {idle_release_s: three}\n", "s.yaml:9: tiers.autoscale.idle_release_s: expected an integer"},
+      {"  reclaims: [{at_h: 1, pool: aws-p5-on-demand}]\n", "s.yaml:9: tiers.reclaims[0].pool: 'aws-p5-on-demand' is not a spot pool"},
+      {"  reclaims: [{pool: aws-p5-on-demand}]\n", "s.yaml:9: tiers.reclaims[0].at_h: required"},
+      {"  reclaims: {a: 1}\n", "s.yaml:9: tiers.reclaims: expected a list, got a map"},
+      {"  routing: {non_checkpointable_on_spot: 7}\n", "tiers.routing.non_checkpointable_on_spot: expected true or false"},
+      {"  prices: missing.yaml\n", "s.yaml:9: tiers.prices: cannot open"},
+      {"  prices: [missing.yaml]\n", "s.yaml:9: tiers.prices: expected text, got a list"},
   };
   for (const Case& c : cases) {
     auto s = Parse(c.tiers);
     ASSERT_FALSE(s.ok()) << c.tiers;
-    EXPECT_NE(s.error().find(c.expect), std::string::npos) << s.error();
+    EXPECT_NE(s.error().find(c.expect), std::string::npos) << s.error() << " / expected " << c.expect;
   }
 }
 

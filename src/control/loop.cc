@@ -1,0 +1,264 @@
+#include "control/loop.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera {
+namespace {
+
+bool IsInference(const ControlJob& j) { return j.request.cls != WorkloadClass::kTraining; }
+
+}  // namespace
+
+ControlLoop::ControlLoop(ClusterState state, std::vector<QueueConfig> queues, LoopOptions options)
+    : state_(std::move(state)),
+      queues_(std::move(queues)),
+      options_(std::move(options)),
+      usage_(static_cast<int>(queues_.size()), options_.cycle.usage_half_life_s, 0) {}
+
+void ControlLoop::Submit(JobSlot j, int64_t now) {
+  ControlJob& job = jobs_[j];
+  job.phase = JobPhase::kPending;
+  job.submit_s = now;
+  jobs_.PushPending(j);
+}
+
+// A holding job's entry in the cycle's input (terminating jobs only count as vacating capacity).
+void ControlLoop::AddRunning(const ControlJob& j, int64_t now, CycleInput& in, std::vector<int64_t>* drain) const {
+  if (j.phase == JobPhase::kTerminating) {  // holds its GPUs (in the snapshot) until it vacates
+    for (const TaskPlacement& t : j.tasks)
+      for (const GpuGrant& g : t.gpus) in.vacating_milli += g.milli >= kMilliPerGpu ? kMilliPerGpu : 0;
+    return;
+  }
+  RunningJob r;
+  r.id = j.request.id;
+  r.queue = j.queue;
+  r.preemptible = j.preemptible;
+  if (options_.expected_ends && j.remaining_work_s >= 0) {
+    const int64_t from = std::max(j.bind_s, j.start_s);
+    const double f = j.time_limit_factor;
+    r.expected_end_s = from + static_cast<int64_t>(std::ceil(j.remaining_work_s * f));
+    if (options_.running_end_at_progress && j.phase == JobPhase::kRunning && j.end_s >= 0)
+      r.expected_end_s = from + static_cast<int64_t>(std::ceil((j.end_s - from) * f));
+  }
+  if (drain)  // drain times: the placement hint that keeps nodes' lifetimes aligned
+    for (const TaskPlacement& t : j.tasks)
+      (*drain)[t.node] = std::max((*drain)[t.node], r.expected_end_s < 0 ? ClusterState::kNever : r.expected_end_s);
+  r.priority = j.request.priority;
+  r.cls = j.request.cls;
+  r.tasks = j.tasks;
+  r.cpu_milli = j.request.cpu_milli;
+  r.host_memory_mib = j.request.host_memory_mib;
+  r.gpu_milli = j.held_milli;
+  r.start_time_s = j.bind_s;
+  r.last_checkpoint_s = j.last_checkpoint_s;
+  r.checkpointable = j.checkpointable;
+  in.running.push_back(std::move(r));
+}
+
+CycleInput ControlLoop::BuildInput(int64_t now) {
+  CycleInput in;
+  in.snapshot = &state_;
+  in.queues = queues_;
+  in.now_s = now;
+  in.options = options_.cycle;
+  usage_.AdvanceTo(now);
+  if (options_.track_usage) in.historical_usage = usage_.usage();
+  else in.historical_usage.assign(queues_.size(), 0.0);
+  in.pending.reserve(jobs_.pending().size());
+  for (JobSlot p : jobs_.pending()) {
+    const ControlJob& j = jobs_[p];
+    in.pending.push_back(PendingJob{j.request, j.queue, j.submit_s, j.submit_s, false});
+    if (options_.expected_ends) {
+      const int64_t d = static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_work_s) * j.time_limit_factor));
+      in.pending.back().expected_duration_s = d;
+      if (j.remaining_work_s >= 0) in.pending.back().request.expected_end_s = now + d;
+    }
+  }
+  std::vector<int64_t> drain;
+  if (options_.drain_times) drain.assign(state_.num_nodes(), ClusterState::kNoWork);
+  for (JobSlot a : jobs_.holding()) AddRunning(jobs_[a], now, in, options_.drain_times ? &drain : nullptr);
+  if (options_.drain_times) in.drain_s = std::move(drain);
+  return in;
+}
+
+Plan ControlLoop::Decide(int64_t now, const Policy& policy) { return RunCycle(BuildInput(now), policy); }
+
+std::vector<Applied> ControlLoop::Apply(const Plan& plan, int64_t now, const Observer& observer) {
+  std::vector<Applied> out;
+  out.reserve(plan.actions.size());
+  std::vector<JobSlot> bound;
+  for (const Action& a : plan.actions) {
+    Applied r;
+    r.kind = a.kind;
+    r.job = static_cast<JobSlot>(a.job);
+    if (!jobs_.valid(static_cast<JobSlot>(a.job)) || a.job != r.job) {
+      r.conflict = true;
+    } else {
+      switch (a.kind) {
+        case ActionKind::kBind:
+          r = ApplyBind(a, now);
+          if (r.done) bound.push_back(r.job);
+          break;
+        case ActionKind::kPreempt: r = ApplyPreempt(a, now); break;
+        case ActionKind::kCheckpoint: {
+          ControlJob& j = jobs_[r.job];
+          if (j.phase == JobPhase::kRunning) {
+            j.last_checkpoint_s = now;
+            r.done = true;
+          }
+          break;
+        }
+        case ActionKind::kReserve: r.done = true; break;  // the cycle's own bookkeeping holds it
+        case ActionKind::kRepartition: r = ApplyRepartition(a); break;
+      }
+    }
+    if (observer) observer(r);
+    out.push_back(std::move(r));
+  }
+  jobs_.ErasePending(bound);
+  return out;
+}
+
+Applied ControlLoop::ApplyBind(const Action& a, int64_t now) {
+  Applied r;
+  r.kind = a.kind;
+  r.job = static_cast<JobSlot>(a.job);
+  ControlJob& j = jobs_[r.job];
+  if (j.phase != JobPhase::kPending ||
+      !state_.CanApply(a.tasks, j.request.cpu_milli, j.request.host_memory_mib).ok()) {
+    r.conflict = true;
+    return r;
+  }
+  // After preemption the job gets its capacity once the victims' grace period is over.
+  r.granted_s = std::max(now, a.start_s);
+  state_.Apply(a.tasks, j.request.cpu_milli, j.request.host_memory_mib, IsInference(j));
+  j.tasks = a.tasks;
+  j.phase = JobPhase::kBound;
+  j.bind_s = now;
+  if (j.first_bind_s < 0) {
+    j.first_bind_s = now;
+    r.first_bind = true;
+  }
+  j.held_milli = 0;
+  for (const TaskPlacement& t : a.tasks)
+    for (const GpuGrant& g : t.gpus) {
+      j.held_milli += g.milli;
+      if (g.enable_mig || g.disable_mig) ++r.mig_mode_gpus;
+      else if (g.create_instance || g.destroy_mask) ++r.mig_instance_gpus;
+    }
+  if (options_.track_usage) {
+    j.held_units = UnitsOf(state_, j.tasks, options_.cycle.slice_units);
+    usage_.AdvanceTo(now);
+    usage_.AddHeld(j.queue, j.held_units);
+  }
+  jobs_.AddHolding(r.job);
+  r.done = true;
+  return r;
+}
+
+Applied ControlLoop::ApplyPreempt(const Action& a, int64_t now) {
+  Applied r;
+  r.kind = a.kind;
+  r.job = static_cast<JobSlot>(a.job);
+  ControlJob& j = jobs_[r.job];
+  if (j.phase != JobPhase::kBound && j.phase != JobPhase::kRunning) {
+    r.conflict = true;
+    return r;
+  }
+  r.tasks = j.tasks;
+  r.lost_since_s = Interrupt(r.job);
+  r.done = true;
+  if (a.for_job < 0 && options_.termination_grace_s > 0) {  // nobody takes its capacity: it vacates later
+    Terminate(r.job);
+    r.vacate_s = now + options_.termination_grace_s;
+    return r;
+  }
+  r.released = Requeue(r.job, now);
+  return r;
+}
+
+Applied ControlLoop::ApplyRepartition(const Action& a) {
+  Applied r;
+  r.kind = a.kind;
+  r.job = static_cast<JobSlot>(a.job);
+  for (const TaskPlacement& t : a.tasks)
+    for (const GpuGrant& g : t.gpus) {
+      Status st = Status::Ok();
+      for (int s = 0; s < 8 && st.ok(); ++s)
+        if ((g.destroy_mask >> s) & 1u) st = state_.DestroyInstance(g.gpu, s);
+      if (st.ok() && g.disable_mig) st = state_.SetMigMode(g.gpu, false);
+      if (st.ok() && g.enable_mig) st = state_.SetMigMode(g.gpu, true);
+      if (st.ok() && g.create_instance) st = state_.CreateInstance(g.gpu, g.mig_profile, g.mig_start);
+      if (st.ok()) ++r.gpus_reconfigured;
+      else ++r.gpus_failed;
+    }
+  r.done = r.gpus_reconfigured > 0;
+  r.conflict = r.gpus_failed > 0;
+  return r;
+}
+
+int64_t ControlLoop::Start(JobSlot j, int64_t now, double efficiency) {
+  ControlJob& job = jobs_[j];
+  job.phase = JobPhase::kRunning;
+  job.start_s = now;
+  job.efficiency = efficiency;
+  job.end_s = -1;
+  if (job.remaining_work_s >= 0) {
+    const double wall = job.remaining_work_s / std::max(1e-9, efficiency);
+    job.end_s = now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wall)));
+  }
+  return job.end_s;
+}
+
+Released ControlLoop::ReleaseHold(JobSlot j, int64_t now) {
+  ControlJob& job = jobs_[j];
+  Released r{j, job.phase, job.start_s, job.last_checkpoint_s, job.held_milli};
+  state_.Release(job.tasks, job.request.cpu_milli, job.request.host_memory_mib, IsInference(job));
+  if (options_.track_usage) {
+    usage_.AdvanceTo(now);
+    usage_.AddHeld(job.queue, -job.held_units);
+  }
+  job.tasks.clear();
+  job.held_milli = job.held_units = 0;
+  jobs_.EraseHolding(j);
+  ++job.epoch;
+  return r;
+}
+
+Released ControlLoop::Complete(JobSlot j, int64_t now) {
+  Released r = ReleaseHold(j, now);
+  jobs_[j].phase = JobPhase::kDone;
+  return r;
+}
+
+Released ControlLoop::Fail(JobSlot j, int64_t now) {
+  Released r = ReleaseHold(j, now);
+  jobs_[j].phase = JobPhase::kFailed;
+  return r;
+}
+
+int64_t ControlLoop::Interrupt(JobSlot j) {
+  ControlJob& job = jobs_[j];
+  if (job.phase != JobPhase::kRunning) return -1;
+  const bool ckpt = job.checkpointable && job.last_checkpoint_s >= job.start_s;
+  if (job.remaining_work_s >= 0)
+    job.remaining_work_s = std::max(
+        1.0, job.remaining_work_s - (ckpt ? (job.last_checkpoint_s - job.start_s) * job.efficiency : 0.0));
+  return ckpt ? job.last_checkpoint_s : job.start_s;
+}
+
+void ControlLoop::Terminate(JobSlot j) {
+  ControlJob& job = jobs_[j];
+  job.phase = JobPhase::kTerminating;
+  ++job.epoch;
+}
+
+Released ControlLoop::Requeue(JobSlot j, int64_t now) {
+  Released r = ReleaseHold(j, now);
+  jobs_[j].phase = JobPhase::kPending;
+  jobs_.InsertPendingBySubmit(j);
+  return r;
+}
+
+}  // namespace tessera

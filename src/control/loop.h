@@ -1,0 +1,132 @@
+#pragma once
+// The control-loop core every driver shares (docs/architecture.md "Control loop"): it owns the allocation
+// state (ClusterState), the job table and each queue's decayed usage; it builds the CycleInput from them,
+// applies the cycle's Plan, and moves jobs through their phases when the driver reports what happened
+// (a run started, completed, failed). Time is passed in; randomness comes in with the jobs (e.g. the time
+// limit factor). It performs no side effect of its own: every change is reported back (the applied actions
+// of a plan, the holds released) so each driver does its own: the simulator schedules events and records
+// metrics; the service writes its store and calls its executor.
+//
+// A driver's loop:  Submit arrivals -> Decide(now) -> Apply(plan, now, observer) -> for each bind, when the
+// job really runs, Start(job, now, efficiency) -> Complete / Fail / Interrupt + Requeue as runs end.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "control/job_table.h"
+#include "control/usage.h"
+#include "sched/cluster_state.h"
+#include "sched/cycle.h"
+#include "sched/policy.h"
+
+namespace tessera {
+
+struct LoopOptions {
+  CycleOptions cycle;
+  // The cycle sees expected ends: pending jobs' durations (remaining work times their time limit factor),
+  // running jobs' expected ends, for reservations, backfill and estimates.
+  bool expected_ends = false;
+  // A running job's expected end follows its actual progress rate (its end_s), as a time limit fitted to the
+  // job would say; false = from its ideal remaining work.
+  bool running_end_at_progress = false;
+  // Per-node drain times (latest expected end of the work there) go into the CycleInput as a placement hint.
+  bool drain_times = false;
+  // A job preempted with nobody waiting for its capacity holds its grants this long (kTerminating) before
+  // it returns to the queue; 0 = it returns at once.
+  int64_t termination_grace_s = 0;
+  // Feed each queue's decayed usage (half-life cycle.usage_half_life_s) to the cycle; false = zeros.
+  bool track_usage = false;
+};
+
+// A hold that ended (completion, failure, preemption): what the job gave back.
+struct Released {
+  JobSlot job = -1;
+  JobPhase from = JobPhase::kBound;  // the phase it left
+  int64_t start_s = -1;              // its run's start (meaningful when from == kRunning)
+  int64_t last_checkpoint_s = -1;
+  int64_t held_milli = 0;
+};
+
+// One action of a plan, as applied (reported in plan order, while applying).
+struct Applied {
+  ActionKind kind = ActionKind::kBind;
+  JobSlot job = -1;
+  bool conflict = false;        // not applicable (unknown job, wrong phase, grants no longer fit)
+  bool done = false;            // it changed something (a checkpoint of a job not running does nothing)
+  // kBind: when the job may take its capacity (after the victims' grace period), and its grants that switch
+  // MIG mode or create/destroy an instance (the driver's reconfiguration delay).
+  int64_t granted_s = -1;
+  bool first_bind = false;
+  int mig_mode_gpus = 0;
+  int mig_instance_gpus = 0;
+  // kPreempt: the grants it held, when the work it lost began (-1 = it was not running), and either the
+  // release (it went back to the queue) or, when it holds its grants for the grace period, vacate_s.
+  std::vector<TaskPlacement> tasks;
+  int64_t lost_since_s = -1;
+  int64_t vacate_s = -1;
+  std::optional<Released> released;
+  // kRepartition: GPUs reconfigured and GPUs whose change failed.
+  int gpus_reconfigured = 0;
+  int gpus_failed = 0;
+};
+
+class ControlLoop {
+ public:
+  using Observer = std::function<void(const Applied&)>;
+
+  ControlLoop(ClusterState state, std::vector<QueueConfig> queues, LoopOptions options);
+
+  ClusterState& state() { return state_; }
+  const ClusterState& state() const { return state_; }
+  JobTable& jobs() { return jobs_; }
+  const JobTable& jobs() const { return jobs_; }
+  const std::vector<QueueConfig>& queues() const { return queues_; }
+  const LoopOptions& options() const { return options_; }
+  const QueueUsage& usage() const { return usage_; }
+
+  // A job the driver knows (kFuture). Returns its slot.
+  JobSlot Add(ControlJob job) { return jobs_.Add(std::move(job)); }
+  // The job enters the queue at `now` (at the back of the queue order).
+  void Submit(JobSlot j, int64_t now);
+
+  // The cycle's input for `now`: pending jobs in queue order, holding jobs, queues, decayed usage, drain
+  // times, vacating capacity. Advances usage to `now`.
+  CycleInput BuildInput(int64_t now);
+  // BuildInput + RunCycle.
+  Plan Decide(int64_t now, const Policy& policy);
+  // Applies a plan's actions in order; `observer` (may be empty) sees each as soon as it is applied.
+  // Returns them all. Jobs bound leave the pending order at the end.
+  std::vector<Applied> Apply(const Plan& plan, int64_t now, const Observer& observer = {});
+
+  // A bound job starts running at `now` at `efficiency`; returns its expected completion (-1 = none).
+  int64_t Start(JobSlot j, int64_t now, double efficiency);
+  // A running job completes: releases its grants (kDone).
+  Released Complete(JobSlot j, int64_t now);
+  // A bound or running job fails for good (e.g. out of memory at start): releases (kFailed).
+  Released Fail(JobSlot j, int64_t now);
+  // A bound or running job stops early (preemption, node failure): a running job keeps only the work up to
+  // its last checkpoint (one that never checkpointed restarts from scratch). Returns when the lost work
+  // began, or -1 if it was not running. The job still holds its grants: Requeue or Terminate next.
+  int64_t Interrupt(JobSlot j);
+  // Holds its grants for the grace period, doing no work (kTerminating); Requeue at the end.
+  void Terminate(JobSlot j);
+  // Releases its grants and puts it back in the queue at its submit-time position (kPending).
+  Released Requeue(JobSlot j, int64_t now);
+
+ private:
+  Applied ApplyBind(const Action& a, int64_t now);
+  Applied ApplyPreempt(const Action& a, int64_t now);
+  Applied ApplyRepartition(const Action& a);
+  Released ReleaseHold(JobSlot j, int64_t now);
+  void AddRunning(const ControlJob& j, int64_t now, CycleInput& in, std::vector<int64_t>* drain) const;
+
+  ClusterState state_;
+  std::vector<QueueConfig> queues_;
+  LoopOptions options_;
+  JobTable jobs_;
+  QueueUsage usage_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,239 @@
+// The control-loop core: job phases through decide/apply/start/complete, preemption with a grace period,
+// work kept at checkpoints, conflicts, the CycleInput it builds, and decayed usage on hand-computed cases.
+#include "control/loop.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "control/usage.h"
+#include "model/catalog.h"
+#include "model/cluster.h"
+#include "sched/policy.h"
+
+namespace tessera {
+namespace {
+
+Cluster OneNode(int gpus) {
+  Cluster c;
+  c.name = "test";
+  Node n;
+  n.name = "n0";
+  n.kind = Catalog::Default().Find("h100-80gb");
+  n.gpu_count = gpus;
+  n.cpu_milli = 64000;
+  n.memory_mib = 512 * 1024;
+  n.interconnect = Interconnect::kNvSwitch;
+  c.nodes.push_back(n);
+  c.leaf_names.push_back("leaf0");
+  c.spine_names.push_back("spine0");
+  return c;
+}
+
+ControlJob Job(int gpus, int priority, double work_s, int queue = 0) {
+  ControlJob j;
+  j.request.cls = WorkloadClass::kTraining;
+  j.request.tasks = 1;
+  j.request.gpus_per_task = gpus;
+  j.request.gpu_memory_mib = 40000;
+  j.request.cpu_milli = 1000;
+  j.request.host_memory_mib = 1024;
+  j.request.priority = priority;
+  j.queue = queue;
+  j.remaining_work_s = work_s;
+  j.checkpointable = true;
+  return j;
+}
+
+Action Act(ActionKind kind, JobId job, JobId for_job = 0) {
+  Action a;
+  a.kind = kind;
+  a.job = job;
+  a.for_job = for_job;
+  return a;
+}
+
+class LoopTest : public ::testing::Test {
+ protected:
+  ControlLoop MakeLoop(int gpus, LoopOptions o = {}, int queues = 1) {
+    cluster_ = OneNode(gpus);
+    auto st = ClusterState::Build(cluster_, Catalog::Default());
+    EXPECT_TRUE(st.ok()) << st.error();
+    std::vector<QueueConfig> qs;
+    for (int q = 0; q < queues; ++q) {
+      QueueConfig c;
+      c.name = "q" + std::to_string(q);
+      qs.push_back(c);
+    }
+    return ControlLoop(std::move(st).value(), qs, o);
+  }
+  const Policy& policy() {
+    if (!policy_) policy_ = std::move(MakePolicy("k8s-default")).value();
+    return *policy_;
+  }
+  Cluster cluster_;
+  std::unique_ptr<Policy> policy_;
+};
+
+TEST_F(LoopTest, BindStartCompleteReleases) {
+  ControlLoop loop = MakeLoop(8);
+  const JobSlot a = loop.Add(Job(4, 100, 500));
+  EXPECT_EQ(loop.jobs()[a].request.id, a);
+  loop.Submit(a, 10);
+  ASSERT_EQ(loop.jobs().pending().size(), 1u);
+  std::vector<Applied> seen;
+  auto applied = loop.Apply(loop.Decide(10, policy()), 10, [&](const Applied& x) { seen.push_back(x); });
+  ASSERT_EQ(applied.size(), 1u);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(applied[0].kind, ActionKind::kBind);
+  EXPECT_TRUE(applied[0].done && applied[0].first_bind);
+  EXPECT_EQ(applied[0].granted_s, 10);
+  EXPECT_TRUE(loop.jobs().pending().empty());
+  EXPECT_EQ(loop.jobs()[a].phase, JobPhase::kBound);
+  EXPECT_EQ(loop.jobs()[a].held_milli, 4000);
+  EXPECT_EQ(loop.state().AllocatedMilli(), 4000);
+  // At half speed, 500 s of work take 1000 s.
+  EXPECT_EQ(loop.Start(a, 20, 0.5), 1020);
+  EXPECT_EQ(loop.jobs()[a].phase, JobPhase::kRunning);
+  const uint32_t epoch = loop.jobs()[a].epoch;
+  Released r = loop.Complete(a, 1020);
+  EXPECT_EQ(r.from, JobPhase::kRunning);
+  EXPECT_EQ(r.start_s, 20);
+  EXPECT_EQ(r.held_milli, 4000);
+  EXPECT_EQ(loop.jobs()[a].phase, JobPhase::kDone);
+  EXPECT_EQ(loop.jobs()[a].epoch, epoch + 1);
+  EXPECT_EQ(loop.state().AllocatedMilli(), 0);
+  EXPECT_TRUE(loop.jobs().holding().empty());
+  EXPECT_TRUE(loop.state().CheckInvariants().ok());
+}
+
+TEST_F(LoopTest, BindOfAJobNotPendingIsAConflict) {
+  ControlLoop loop = MakeLoop(8);
+  const JobSlot a = loop.Add(Job(4, 100, 500));
+  loop.Submit(a, 0);
+  Plan plan = loop.Decide(0, policy());
+  loop.Apply(plan, 0);
+  auto again = loop.Apply(plan, 0);  // the same bind twice
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_TRUE(again[0].conflict);
+  Plan unknown;
+  unknown.actions.push_back(Act(ActionKind::kPreempt, 99));
+  EXPECT_TRUE(loop.Apply(unknown, 0)[0].conflict);
+  EXPECT_EQ(loop.state().AllocatedMilli(), 4000);
+}
+
+TEST_F(LoopTest, PreemptionKeepsCheckpointedWorkAndRequeuesBySubmitTime) {
+  ControlLoop loop = MakeLoop(8);
+  const JobSlot a = loop.Add(Job(8, 100, 1000));
+  const JobSlot b = loop.Add(Job(8, 100, 50));
+  loop.Submit(a, 0);
+  loop.Apply(loop.Decide(0, policy()), 0);
+  loop.Start(a, 0, 1.0);
+  loop.Submit(b, 5);
+  Plan ck;
+  ck.actions.push_back(Act(ActionKind::kCheckpoint, a));
+  EXPECT_TRUE(loop.Apply(ck, 300)[0].done);
+  Plan pre;
+  pre.actions.push_back(Act(ActionKind::kPreempt, a, b));
+  auto out = loop.Apply(pre, 400);
+  ASSERT_TRUE(out[0].released.has_value());
+  EXPECT_EQ(out[0].lost_since_s, 300);  // the work since the checkpoint is lost
+  EXPECT_DOUBLE_EQ(loop.jobs()[a].remaining_work_s, 700);
+  // Back in the queue ahead of b (submitted earlier).
+  ASSERT_EQ(loop.jobs().pending().size(), 2u);
+  EXPECT_EQ(loop.jobs().pending()[0], a);
+  EXPECT_EQ(loop.jobs()[a].phase, JobPhase::kPending);
+  EXPECT_EQ(loop.state().AllocatedMilli(), 0);
+}
+
+TEST_F(LoopTest, PreemptionWithoutTakerHoldsForTheGracePeriod) {
+  LoopOptions o;
+  o.termination_grace_s = 30;
+  ControlLoop loop = MakeLoop(8, o);
+  const JobSlot a = loop.Add(Job(8, 100, 1000));
+  loop.Submit(a, 0);
+  loop.Apply(loop.Decide(0, policy()), 0);
+  loop.Start(a, 0, 1.0);
+  Plan pre;
+  pre.actions.push_back(Act(ActionKind::kPreempt, a, -1));
+  auto out = loop.Apply(pre, 100);
+  EXPECT_FALSE(out[0].released.has_value());
+  EXPECT_EQ(out[0].vacate_s, 130);
+  EXPECT_EQ(loop.jobs()[a].phase, JobPhase::kTerminating);
+  EXPECT_DOUBLE_EQ(loop.jobs()[a].remaining_work_s, 1000);  // never checkpointed: starts over
+  CycleInput in = loop.BuildInput(110);
+  EXPECT_TRUE(in.running.empty());
+  EXPECT_EQ(in.vacating_milli, 8000);
+  Released r = loop.Requeue(a, 130);
+  EXPECT_EQ(r.from, JobPhase::kTerminating);
+  EXPECT_EQ(loop.jobs()[a].phase, JobPhase::kPending);
+  EXPECT_EQ(loop.state().AllocatedMilli(), 0);
+}
+
+TEST_F(LoopTest, InputCarriesExpectedEndsAndDrainTimes) {
+  LoopOptions o;
+  o.expected_ends = true;
+  o.drain_times = true;
+  ControlLoop loop = MakeLoop(8, o);
+  ControlJob ja = Job(4, 100, 100);
+  ja.time_limit_factor = 2;  // the cycle sees a time limit twice the work
+  const JobSlot a = loop.Add(ja);
+  const JobSlot b = loop.Add(Job(8, 100, 300));
+  loop.Submit(a, 0);
+  loop.Apply(loop.Decide(0, policy()), 0);
+  loop.Start(a, 0, 1.0);
+  loop.Submit(b, 10);
+  CycleInput in = loop.BuildInput(10);
+  ASSERT_EQ(in.running.size(), 1u);
+  EXPECT_EQ(in.running[0].expected_end_s, 200);
+  ASSERT_EQ(in.pending.size(), 1u);
+  EXPECT_EQ(in.pending[0].expected_duration_s, 300);
+  EXPECT_EQ(in.pending[0].request.expected_end_s, 310);
+  EXPECT_EQ(in.pending[0].request.id, b);
+  ASSERT_EQ(in.drain_s.size(), 1u);
+  EXPECT_EQ(in.drain_s[0], 200);
+  EXPECT_FALSE(in.snapshot->has_drain_times()) << "drain times travel in the input, not on the state";
+}
+
+TEST(QueueUsage, DecaysWithTheHalfLifeOnAHandComputedCase) {
+  // Half-life 100 s. Queue 0 holds 1000 units for 100 s, nothing for 100 s, then 2000 units for 50 s:
+  //   t=100: 0 * 2^-1 + 1000 * 100 = 100000
+  //   t=200: 100000 * 2^-1 + 0 = 50000
+  //   t=250: 50000 * 2^-0.5 + 2000 * 50 = 135355.339...
+  QueueUsage u(2, 100, 0);
+  u.AddHeld(0, 1000);
+  u.AdvanceTo(100);
+  EXPECT_DOUBLE_EQ(u.usage()[0], 100000);
+  u.AddHeld(0, -1000);
+  u.AdvanceTo(200);
+  EXPECT_DOUBLE_EQ(u.usage()[0], 50000);
+  u.AddHeld(0, 2000);
+  u.AdvanceTo(250);
+  EXPECT_NEAR(u.usage()[0], 50000 / std::sqrt(2.0) + 100000, 1e-6);
+  EXPECT_DOUBLE_EQ(u.usage()[1], 0);
+  u.AdvanceTo(240);  // the past changes nothing
+  EXPECT_NEAR(u.usage()[0], 50000 / std::sqrt(2.0) + 100000, 1e-6);
+}
+
+TEST_F(LoopTest, UsageOfHeldGpusReachesTheCycle) {
+  LoopOptions o;
+  o.track_usage = true;
+  o.cycle.usage_half_life_s = 3600;
+  ControlLoop loop = MakeLoop(8, o, 2);
+  const JobSlot a = loop.Add(Job(2, 100, 10000, 1));
+  loop.Submit(a, 0);
+  loop.Apply(loop.Decide(0, policy()), 0);
+  CycleInput in = loop.BuildInput(3600);  // 2 GPUs (2000 units) held for one half-life
+  ASSERT_EQ(in.historical_usage.size(), 2u);
+  EXPECT_DOUBLE_EQ(in.historical_usage[0], 0);
+  EXPECT_DOUBLE_EQ(in.historical_usage[1], 2000.0 * 3600);
+  loop.Complete(a, 3600);
+  in = loop.BuildInput(7200);  // nothing held for another half-life: halved
+  EXPECT_DOUBLE_EQ(in.historical_usage[1], 1000.0 * 3600);
+  LoopOptions off;
+  ControlLoop plain = MakeLoop(8, off, 2);
+  EXPECT_EQ(plain.BuildInput(0).historical_usage, std::vector<double>(2, 0.0));
+}
+
+}  // namespace
+}  // namespace tessera

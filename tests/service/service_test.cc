@@ -1,0 +1,268 @@
+// Service over a real SQLite file with a manual clock and the simulated executor: submission and
+// validation, roles and team isolation, idempotency, scheduling and completion with usage, restart from
+// the store alone.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "service/service.h"
+#include "service/tokens.h"
+
+namespace tessera {
+namespace {
+
+class ManualClock final : public Clock {
+ public:
+  double Now() const override { return now_; }
+  double WallSecondsUntil(double t) const override { return t > now_ ? 3600 : 0; }
+  void NotBefore(double t) override { now_ = std::max(now_, t); }
+  double now_ = 1.7e9;
+};
+
+constexpr const char* kCluster = R"(name: t
+defaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: s, tier: reserved}
+nodes:
+  - {name: node, count: 2, leaf: leaf-0}
+  - {name: a100, count: 1, gpu: a100-80gb, leaf: leaf-0, mig: {enabled: true, config: all-balanced}}
+)";
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tessera-service-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    Open();
+    auto t = svc_->BootstrapAdmin();
+    ASSERT_TRUE(t.ok());
+    ASSERT_TRUE(svc_->CreateTeam(admin_, TeamRow{"vision", 8000, -1, 1, 0}).ok());
+    ASSERT_TRUE(svc_->CreateTeam(admin_, TeamRow{"search", 8000, -1, 1, 0}).ok());
+  }
+  void TearDown() override {
+    svc_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Open() {
+    ServiceConfig cfg;
+    cfg.catalog = &Catalog::Default();
+    auto cl = LoadClusterYaml(kCluster, "test", Catalog::Default());
+    ASSERT_TRUE(cl.ok()) << cl.error();
+    cfg.cluster = *cl;
+    cfg.background_cycles = false;
+    auto store = OpenSqliteStore((dir_ / "t.db").string());
+    ASSERT_TRUE(store.ok());
+    auto s = Service::Start(std::move(cfg), std::move(store).value(), &clock_, &executor_);
+    ASSERT_TRUE(s.ok()) << s.error();
+    svc_ = std::move(s).value();
+  }
+  JobSpec Spec(nlohmann::json j) {
+    auto s = ParseJobSpec(j);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return s.ok() ? s.value() : JobSpec{};
+  }
+  JobSpec Training(const std::string& name, int gpus, int duration = 600) {
+    return Spec({{"name", name}, {"class", "training"}, {"workers", 1}, {"gpus_per_worker", gpus},
+                 {"memory_gib", 40}, {"project", "p"}, {"duration_s", duration}, {"gpu_kinds", {"h100-80gb"}}});
+  }
+  int64_t SubmitOk(const Caller& c, const JobSpec& s, const std::string& key = "") {
+    auto r = svc_->Submit(c, s, key);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? r->job->id : -1;
+  }
+
+  std::filesystem::path dir_;
+  ManualClock clock_;
+  SimulatedExecutor executor_;
+  std::unique_ptr<Service> svc_;
+  Caller admin_{"admin", "", Role::kAdmin};
+  Caller lead_{"lead", "vision", Role::kTeamLead};
+  Caller member_{"ana", "vision", Role::kMember};
+  Caller other_member_{"bob", "vision", Role::kMember};
+  Caller viewer_{"vic", "vision", Role::kViewer};
+  Caller search_lead_{"sam", "search", Role::kTeamLead};
+};
+
+TEST_F(ServiceTest, BadInputNamesTheFieldAndStoresNothing) {
+  struct Case {
+    nlohmann::json body;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {{{"name", "x"}, {"class", "training"}, {"gpus_per_worker", 9}}, "gpus_per_worker"},
+      {{{"name", "x"}, {"class", "training"}, {"memory_gib", 100000}}, "memory_gib"},
+      {{{"name", "x"}, {"class", "inference"}, {"mig_profile", "9g.999gb"}}, "mig_profile"},
+      {{{"name", "x"}, {"class", "training"}, {"priority_class", "ultra"}}, "priority_class"},
+      {{{"name", "x"}, {"class", "training"}, {"workers", 4}, {"gpus_per_worker", 8}}, "workers"},
+      {{{"name", "x"}, {"class", "training"}, {"team", "nope"}}, "team"},
+  };
+  for (const Case& c : cases) {
+    auto spec = ParseJobSpec(c.body);
+    ASSERT_TRUE(spec.ok()) << c.body.dump();
+    auto r = svc_->Submit(c.field == "team" ? admin_ : member_, spec.value(), "");
+    ASSERT_FALSE(r.ok()) << c.body.dump();
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(r.error().field, c.field) << r.error().message;
+  }
+  const std::vector<Case> parse_cases = {
+      {{{"name", "x"}, {"bogus", 1}}, "bogus"},
+      {{{"name", "x"}, {"workers", "two"}}, "workers"},
+      {{{"name", "x"}, {"workers", -1}}, "workers"},
+      {{{"class", "training"}}, "name"},
+      {{{"name", "x"}, {"class", "quantum"}}, "class"},
+      {{{"name", "x"}, {"gpu_fraction", 1.5}}, "gpu_fraction"},
+      {{{"name", "x"}, {"replicas", 0}}, "replicas"},
+      {{{"name", "x"}, {"duration_s", -5}}, "duration_s"},
+  };
+  for (const Case& c : parse_cases) {
+    auto spec = ParseJobSpec(c.body);
+    ASSERT_FALSE(spec.ok()) << c.body.dump();
+    EXPECT_EQ(spec.error().field, c.field) << spec.error().message;
+  }
+  bool more = true;
+  EXPECT_TRUE(svc_->List(admin_, "", "", "", 0, 100, &more).empty());
+}
+
+TEST_F(ServiceTest, RolesAndTeamIsolation) {
+  EXPECT_EQ(svc_->Submit(viewer_, Training("v", 1), "").error().code, ErrorCode::kPermissionDenied);
+  const int64_t id = SubmitOk(member_, Training("a", 1));
+  EXPECT_TRUE(svc_->Get(viewer_, id).ok());
+  EXPECT_EQ(svc_->Get(search_lead_, id).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(svc_->Cancel(search_lead_, id).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(svc_->SetPriority(search_lead_, id, "training-high").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(svc_->SetPriority(viewer_, id, "training-high").error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(svc_->Cancel(other_member_, id).error().code, ErrorCode::kPermissionDenied);
+  auto p = svc_->SetPriority(lead_, id, "training-high");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(svc_->Get(member_, id)->job->priority_class, "training-high");
+  EXPECT_EQ(svc_->SetPriority(lead_, id, "ultra").error().field, "priority_class");
+  bool more = false;
+  EXPECT_TRUE(svc_->List(search_lead_, "", "", "", 0, 100, &more).empty());
+  EXPECT_EQ(svc_->List(viewer_, "", "", "", 0, 100, &more).size(), 1u);
+  auto c = svc_->Cancel(member_, id);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->job->state, JobState::kCancelled);
+  // Users: a team lead creates users of its own team only.
+  EXPECT_TRUE(svc_->CreateUser(lead_, "newbie", "vision", "member").ok());
+  EXPECT_EQ(svc_->CreateUser(lead_, "intruder", "search", "member").error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(svc_->CreateUser(member_, "x", "vision", "member").error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(svc_->CreateTeam(lead_, TeamRow{"t", 0, -1, 1, 0}).error().code, ErrorCode::kPermissionDenied);
+}
+
+TEST_F(ServiceTest, TokensAuthenticateByHash) {
+  auto u = svc_->CreateUser(admin_, "ana", "vision", "member");
+  ASSERT_TRUE(u.ok());
+  ASSERT_EQ(u->token.size(), 36u);  // tsr_ + 128 bits in hex
+  auto c = svc_->Authenticate(u->token);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->team, "vision");
+  EXPECT_EQ(c->role, Role::kMember);
+  EXPECT_FALSE(svc_->Authenticate(u->token + "x").has_value());
+  EXPECT_FALSE(svc_->Authenticate("").has_value());
+  EXPECT_EQ(svc_->CreateUser(admin_, "ana", "vision", "member").error().code, ErrorCode::kAlreadyExists);
+  EXPECT_NE(NewToken().value(), NewToken().value());
+}
+
+TEST_F(ServiceTest, IdempotencyKeyMakesOneJob) {
+  const int64_t a = SubmitOk(member_, Training("a", 1), "k1");
+  const int64_t b = SubmitOk(member_, Training("a", 1), "k1");
+  EXPECT_EQ(a, b);
+  auto diff = svc_->Submit(member_, Training("other", 1), "k1");
+  ASSERT_FALSE(diff.ok());
+  EXPECT_EQ(diff.error().code, ErrorCode::kIdempotencyMismatch);
+  EXPECT_NE(SubmitOk(other_member_, Training("a", 1), "k1"), a);  // keys are per user
+  bool more = false;
+  EXPECT_EQ(svc_->List(admin_, "", "", "", 0, 100, &more).size(), 2u);
+}
+
+TEST_F(ServiceTest, SchedulesRunsFinishesAndCharges) {
+  const int64_t a = SubmitOk(member_, Training("a", 8, 600));
+  const int64_t b = SubmitOk(member_, Training("b", 8, 600));
+  const int64_t c = SubmitOk(member_, Training("c", 8, 600));
+  svc_->RunCycleNow();
+  int running = 0;
+  for (int64_t id : {a, b, c}) running += svc_->Get(admin_, id)->job->state == JobState::kRunning;
+  EXPECT_EQ(running, 2);
+  auto waiting = svc_->Get(admin_, c);
+  ASSERT_EQ(waiting->job->state, JobState::kPending);
+  ASSERT_TRUE(waiting->pending.has_value());
+  EXPECT_GE(waiting->pending->pool_position, 1);
+  EXPECT_FALSE(waiting->pending->code.empty());
+  EXPECT_EQ(svc_->Queue(lead_).size(), 1u);
+  EXPECT_TRUE(svc_->Queue(search_lead_).empty());
+  const auto& placed = svc_->Get(admin_, a)->job->placements;
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].gpus.size(), 8u);
+  clock_.now_ += 601;
+  svc_->RunCycleNow();  // a and b end; c starts
+  svc_->RunCycleNow();
+  EXPECT_EQ(svc_->Get(admin_, a)->job->state, JobState::kSucceeded);
+  EXPECT_EQ(svc_->Get(admin_, c)->job->state, JobState::kRunning);
+  auto usage = svc_->Usage(lead_, UsageQuery{-1, -1, "job"});
+  ASSERT_TRUE(usage.ok()) << usage.error().message;
+  double hours_a = 0;
+  for (const UsageRow& r : usage.value())
+    if (r.job == std::to_string(a)) hours_a += r.gpu_hours;
+  EXPECT_NEAR(hours_a, 8 * 600 / 3600.0, 1e-9);
+  EXPECT_TRUE(svc_->Usage(search_lead_, UsageQuery{-1, -1, "team"}).value().empty());
+}
+
+TEST_F(ServiceTest, MigReplicasGetInstances) {
+  const int64_t id = SubmitOk(member_, Spec({{"name", "serve"}, {"class", "inference"}, {"replicas", 3},
+                                              {"mig_profile", "1g.10gb"}, {"memory_gib", 5}}));
+  svc_->RunCycleNow();
+  auto j = svc_->Get(admin_, id);
+  ASSERT_EQ(j->job->state, JobState::kRunning) << (j->pending ? j->pending->message : "");
+  ASSERT_EQ(j->job->placements.size(), 3u);
+  for (const TaskPlacement& t : j->job->placements) {
+    ASSERT_EQ(t.gpus.size(), 1u);
+    EXPECT_GE(t.gpus[0].mig_profile, 0);
+  }
+}
+
+TEST_F(ServiceTest, RestartRebuildsFromTheStoreAlone) {
+  const int64_t a = SubmitOk(member_, Training("a", 8, 3600));
+  const int64_t b = SubmitOk(member_, Training("b", 4, 3600));
+  const int64_t mig = SubmitOk(member_, Spec({{"name", "m"}, {"class", "inference"}, {"mig_profile", "3g.40gb"},
+                                               {"memory_gib", 20}, {"duration_s", 3600}}));
+  svc_->RunCycleNow();
+  const int64_t c = SubmitOk(member_, Training("c", 8, 3600));  // waits: 4 + 8 + 8 > 16
+  svc_->RunCycleNow();
+  std::map<int64_t, std::vector<TaskPlacement>> before;
+  for (int64_t id : {a, b, mig}) {
+    auto j = svc_->Get(admin_, id);
+    ASSERT_EQ(j->job->state, JobState::kRunning);
+    before[id] = j->job->placements;
+  }
+  ASSERT_EQ(svc_->Get(admin_, c)->job->state, JobState::kPending);
+  svc_->Stop();
+  svc_.reset();
+  executor_ = SimulatedExecutor();
+  Open();
+  for (int64_t id : {a, b, mig}) {
+    auto j = svc_->Get(admin_, id);
+    ASSERT_TRUE(j.ok());
+    EXPECT_EQ(j->job->state, JobState::kRunning);
+    ASSERT_EQ(j->job->placements.size(), before[id].size());
+    for (size_t t = 0; t < before[id].size(); ++t) {
+      EXPECT_EQ(j->job->placements[t].node, before[id][t].node);
+      ASSERT_EQ(j->job->placements[t].gpus.size(), before[id][t].gpus.size());
+      for (size_t g = 0; g < before[id][t].gpus.size(); ++g) {
+        EXPECT_EQ(j->job->placements[t].gpus[g].gpu, before[id][t].gpus[g].gpu);
+        EXPECT_EQ(j->job->placements[t].gpus[g].mig_start, before[id][t].gpus[g].mig_start);
+      }
+    }
+  }
+  svc_->RunCycleNow();  // nothing allocated twice: c still does not fit
+  EXPECT_EQ(svc_->Get(admin_, c)->job->state, JobState::kPending);
+  EXPECT_TRUE(svc_->Authenticate("not-a-token") == std::nullopt);
+  clock_.now_ += 3601;
+  svc_->RunCycleNow();
+  svc_->RunCycleNow();
+  EXPECT_EQ(svc_->Get(admin_, a)->job->state, JobState::kSucceeded);
+  EXPECT_EQ(svc_->Get(admin_, c)->job->state, JobState::kRunning);
+}
+
+}  // namespace
+}  // namespace tessera
