@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "cli_runner.h"
-#include "serve_process.h"
+#include "testing/serve_process.h"
 
 namespace tessera {
 namespace {

@@ -1,115 +1,25 @@
 // `tessera serve` as a real process over real HTTP(S) with a real SQLite file: authentication and errors,
 // TLS with a self-signed certificate made here, SIGTERM, and kill -9 during a burst of submissions.
 #include <gtest/gtest.h>
-#include <httplib.h>
-#include <signal.h>
-#include <spawn.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
-extern char** environ;
+#include "testing/serve_process.h"
 
 namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-class ServeProcess {
- public:
-  ServeProcess(fs::path dir, std::vector<std::string> extra, bool tls = false)
-      : dir_(std::move(dir)), extra_(std::move(extra)), tls_(tls) {}
-  ~ServeProcess() { Kill(); }
-  bool Start() {
-    port_ = FreePort();
-    std::vector<std::string> args = {TESSERA_BINARY, "serve", "--db", (dir_ / "t.db").string(), "--listen",
-                                     "127.0.0.1:" + std::to_string(port_), "--cluster", (dir_ / "cluster.yaml").string()};
-    args.insert(args.end(), extra_.begin(), extra_.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    const std::string log = (dir_ / "serve.log").string();
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    const int rc = posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return false;
-    for (int i = 0; i < 300; ++i) {
-      auto r = Get("/readyz", "");
-      if (r && r->status == 200) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-  std::unique_ptr<httplib::Client> Client() const {
-    const std::string url = (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
-    auto c = std::make_unique<httplib::Client>(url);
-    if (tls_) c->enable_server_certificate_verification(false);
-    c->set_connection_timeout(5);
-    c->set_read_timeout(10);
-    return c;
-  }
-  httplib::Result Get(const std::string& path, const std::string& token) const {
-    httplib::Headers h;
-    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
-    return Client()->Get(path, h);
-  }
-  httplib::Result Post(const std::string& path, const nlohmann::json& body, const std::string& token,
-                       const std::string& key = "") const {
-    httplib::Headers h;
-    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
-    if (!key.empty()) h.emplace("Idempotency-Key", key);
-    return Client()->Post(path, h, body.dump(), "application/json");
-  }
-  std::string AdminToken() const {
-    std::ifstream f(dir_ / "t.db.admin-token");
-    std::string t;
-    f >> t;
-    return t;
-  }
-  int Stop(int sig) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  }
-  void Kill() {
-    if (pid_ > 0) Stop(SIGKILL);
-  }
-
- private:
-  fs::path dir_;
-  std::vector<std::string> extra_;
-  bool tls_;
-  int port_ = 0;
-  pid_t pid_ = -1;
-};
+using testing::ServeProcess;
 
 class ServerTest : public ::testing::Test {
  protected:
