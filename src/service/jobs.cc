@@ -258,7 +258,7 @@ Outcome<JobView> Service::Get(const Caller& c, int64_t id) const {
   return v;
 }
 
-Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
+Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change) {
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
   Effects effects;
@@ -267,50 +267,43 @@ Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
     JobPtr j = Lookup(id, false);
     if (!j || !Lookup(id, true) || !CanSee(c, *j)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
     if (!CanChange(c, *j))
-      return ApiError{ErrorCode::kPermissionDenied, "", fmt::format("{} {} may not cancel job {}", RoleName(c.role), c.user, id)};
-    if (Terminal(j->state)) {
-      p->set_value(Status::Ok());
-    } else {
-      WriteBatch b;
-      JobPtr next = FinishLocked(*j, JobState::kCancelled, Now(), "cancelled by " + c.user, &b);
-      effects = PutLocked({next}, std::move(b), [p](const Status& st) { p->set_value(st); });
-    }
+      return ApiError{ErrorCode::kPermissionDenied, "",
+                      fmt::format("{} {} may not {} job {}", RoleName(c.role), c.user, verb, id)};
+    WriteBatch b;
+    auto next = change(*j, &b);
+    if (!next.ok()) return next.error();
+    if (next.value() == nullptr) p->set_value(Status::Ok());
+    else effects = PutLocked({next.value()}, std::move(b), [p](const Status& st) { p->set_value(st); });
   }
   Notify();
   const Status st = f.get();
   ApplyEffects(effects, st);
   if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
-  counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
   return Get(c, id);
+}
+
+Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
+  auto v = ChangeJob(c, id, "cancel", [&](const JobRecord& j, WriteBatch* b) -> Outcome<JobPtr> {
+    if (Terminal(j.state)) return JobPtr();
+    return FinishLocked(j, JobState::kCancelled, Now(), "cancelled by " + c.user, b);
+  });
+  if (v.ok()) counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
+  return v;
 }
 
 Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::string& priority_class) {
   const PriorityClass* pc = config_.tenancy.FindClass(priority_class);
-  auto p = std::make_shared<std::promise<Status>>();
-  auto f = p->get_future();
-  Effects effects;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    JobPtr j = Lookup(id, false);
-    if (!j || !Lookup(id, true) || !CanSee(c, *j)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
-    if (!CanChange(c, *j))
-      return ApiError{ErrorCode::kPermissionDenied, "", fmt::format("{} {} may not change job {}", RoleName(c.role), c.user, id)};
+  return ChangeJob(c, id, "change", [&](const JobRecord& j, WriteBatch* b) -> Outcome<JobPtr> {
     if (pc == nullptr)
       return Invalid("priority_class", fmt::format("field 'priority_class': unknown priority class '{}'", priority_class));
-    if (Terminal(j->state)) return Invalid("priority_class", fmt::format("job {} has finished", id));
-    auto next = std::make_shared<JobRecord>(*j);
+    if (Terminal(j.state)) return Invalid("priority_class", fmt::format("job {} has finished", id));
+    auto next = std::make_shared<JobRecord>(j);
     next->version = NextVersion();
     next->priority_class = pc->name;
     next->request.priority = pc->value;
-    WriteBatch b;
-    b.events.push_back({id, Now(), "PriorityChanged", fmt::format("{} -> {} by {}", j->priority_class, pc->name, c.user)});
-    effects = PutLocked({next}, std::move(b), [p](const Status& st) { p->set_value(st); });
-  }
-  Notify();
-  const Status st = f.get();
-  ApplyEffects(effects, st);
-  if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
-  return Get(c, id);
+    b->events.push_back({id, Now(), "PriorityChanged", fmt::format("{} -> {} by {}", j.priority_class, pc->name, c.user)});
+    return JobPtr(std::move(next));
+  });
 }
 
 std::vector<JobView> Service::List(const Caller& c, const std::string& state, const std::string& team,

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cost/cost_model.h"
 #include "cost/ledger.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
@@ -159,6 +160,12 @@ struct UsageQuery {
   std::string group_by = "team";   // team, project, job
 };
 
+// The usage of a query's interval as a cost ledger (records clipped to it, the cluster's capacity over it).
+struct UsageLedgerOf {
+  Ledger ledger;
+  CostOptions options;
+};
+
 struct UsageRow {
   std::string team, project, job, tier;
   bool idle = false;
@@ -246,6 +253,8 @@ class Service {
   Outcome<Request> BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
                                 std::string* priority_class) const;
   std::vector<UsageRecord> UsageOf(const JobRecord& j, int64_t end_s) const;
+  // Every team's durable usage plus the running jobs' so far, over the query's interval (usage.cc).
+  Outcome<UsageLedgerOf> UsageLedger(const UsageQuery& q) const;
   // What a commit makes visible: job versions (fresh = first version of a job), usage records.
   struct Effects {
     std::vector<JobPtr> next;
@@ -259,6 +268,11 @@ class Service {
   Effects PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
   void ApplyEffects(const Effects& e, const Status& st);
   JobPtr Lookup(int64_t id, bool visible) const;
+  // A change of job `id` by `c` (verb names it in a refusal): 404 unless the job is durable and visible to
+  // `c`, 403 without the right; else `change` (under the lock) returns the next version and its writes
+  // (none: nothing to change), which is written; returns the job once that is durable and visible.
+  using ChangeFn = std::function<Outcome<JobPtr>(const JobRecord&, WriteBatch*)>;
+  Outcome<JobView> ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change);
   uint64_t NextVersion() { return versions_.fetch_add(1) + 1; }
   void CycleLoop();
   void RunOneCycle();
