@@ -138,7 +138,9 @@ class CostModel {
   Result<CostReport> Evaluate(const Ledger& ledger) const;
   // FOCUS 1.0 CSV (plus FOCUS 1.1 capacity-reservation columns) of the ledger; rows and columns:
   // docs/cost.md "FOCUS export". Evaluates first.
-  Result<std::string> FocusCsv(const Ledger& ledger) const;
+  // `sub_account` non-empty: only that team's rows (its usage and the idle shared to it; no purchase rows,
+  // no idle left unshared), priced as in the whole ledger's report.
+  Result<std::string> FocusCsv(const Ledger& ledger, std::string_view sub_account = {}) const;
 
   const PriceBook& book() const { return book_; }
   const CostOptions& options() const { return options_; }

@@ -126,7 +126,7 @@ void Row(std::string& out, const std::vector<std::string>& fields) {
 
 }  // namespace
 
-Result<std::string> CostModel::FocusCsv(const Ledger& ledger) const {
+Result<std::string> CostModel::FocusCsv(const Ledger& ledger, std::string_view sub_account) const {
   Result<CostReport> evaluated = Evaluate(ledger);
   if (!evaluated.ok()) return evaluated.status();
   const CostReport& rep = *evaluated;
@@ -254,6 +254,9 @@ Result<std::string> CostModel::FocusCsv(const Ledger& ledger) const {
       rows.push_back(f);
     }
   }
+  if (!sub_account.empty())  // one team's view: its usage rows and its share of idle, nothing of the platform's
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const FocusRow& f) { return f.sub_account != sub_account; }),
+               rows.end());
   // Each cost cell rounded to cents on its own (half away from zero): rounding keeps BilledCost <= ListCost
   // wherever it held, and a column's sum is within half a cent per row of the report's total.
   auto cents = [](double usd) { return std::llround(usd * 100); };

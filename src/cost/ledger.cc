@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "base/yaml_reader.h"
@@ -31,6 +32,33 @@ Status Ledger::AddUsage(UsageRecord r) {
   }
   usage_.push_back(std::move(r));
   return Status::Ok();
+}
+
+UsageRecord GrantUsage(const Node& node, const GpuKind& kind, const GpuGrant& g) {
+  UsageRecord u;
+  u.gpu_kind = kind.id;
+  u.tier = node.tier;
+  u.pool = node.pool;
+  u.node = node.name;
+  if (g.mig_profile >= 0) {
+    u.compute_milli = kind.ProfileComputeMilli(g.mig_profile);
+    u.memory_milli = kind.profiles[g.mig_profile].memory_slices * 1000 / std::max(1, kind.mig_memory_slices);
+  } else {
+    u.compute_milli = u.memory_milli = std::min(g.milli, kMilliPerGpu);
+  }
+  return u;
+}
+
+CapacityRecord NodeCapacity(const Node& node, const Catalog& catalog, int64_t start_s, int64_t end_s) {
+  CapacityRecord c;
+  c.pool = node.pool;
+  c.node = node.name;
+  c.gpu_kind = catalog.kind(node.kind).id;
+  c.tier = node.tier;
+  c.gpus = node.gpu_count;
+  c.start_s = start_s;
+  c.end_s = end_s;
+  return c;
 }
 
 Status Ledger::AddCapacity(CapacityRecord c) {

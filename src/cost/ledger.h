@@ -13,7 +13,9 @@
 
 #include "base/ids.h"
 #include "base/status.h"
+#include "model/catalog.h"
 #include "model/cluster.h"
+#include "sched/placement.h"
 
 namespace tessera {
 
@@ -56,6 +58,12 @@ struct CapacityRecord {
   int64_t end_s = 0;
   double usd_per_gpu_hour = -1;   // < 0 = pool's price from the PriceBook
 };
+
+// The usage record of grant `g` on `node`: kind, tier, pool, node and the share held (a MIG instance's
+// compute and memory fractions, else the share's milli). The caller fills who, when and the price.
+UsageRecord GrantUsage(const Node& node, const GpuKind& kind, const GpuGrant& g);
+// The capacity record of `node` over [start_s, end_s): its pool, kind, tier and GPUs (price: the pool's).
+CapacityRecord NodeCapacity(const Node& node, const Catalog& catalog, int64_t start_s, int64_t end_s);
 
 class Ledger {
  public:

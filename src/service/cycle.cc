@@ -85,21 +85,11 @@ std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) con
     const GpuKind& kind = cat.kind(node.kind);
     auto list = PriceBook::Default().OnDemandListPrice(kind.id);
     for (const GpuGrant& g : t.gpus) {
-      UsageRecord u;
+      UsageRecord u = GrantUsage(node, kind, g);
       u.team = j.team;
       u.project = j.project;
       u.queue = config_.tenancy.queues[j.queue].name;
       u.job_id = j.id;
-      u.gpu_kind = kind.id;
-      u.tier = node.tier;
-      u.pool = node.pool;
-      u.node = node.name;
-      if (g.mig_profile >= 0) {
-        u.compute_milli = kind.ProfileComputeMilli(g.mig_profile);
-        u.memory_milli = kind.profiles[g.mig_profile].memory_slices * 1000 / std::max(1, kind.mig_memory_slices);
-      } else {
-        u.compute_milli = u.memory_milli = std::min(g.milli, kMilliPerGpu);
-      }
       u.start_s = j.started_at;
       u.end_s = end_s;
       u.list_usd_per_gpu_hour = list.ok() ? *list : 0;

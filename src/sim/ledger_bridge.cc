@@ -19,21 +19,11 @@ Status LedgerBridge::AddHold(int64_t job_index, const TraceJob& job, const std::
     const Node& node = cluster_.nodes[t.node];
     const GpuKind& kind = catalog_.kind(node.kind);
     for (const GpuGrant& g : t.gpus) {
-      UsageRecord u;
+      UsageRecord u = GrantUsage(node, kind, g);
       u.team = job.team;
       u.project = WorkloadClassName(job.cls);
       u.queue = job.team;
       u.job_id = job_index;
-      u.gpu_kind = kind.id;
-      u.tier = node.tier;
-      u.pool = node.pool;
-      u.node = node.name;
-      if (g.mig_profile >= 0) {
-        u.compute_milli = kind.ProfileComputeMilli(g.mig_profile);
-        u.memory_milli = kind.profiles[g.mig_profile].memory_slices * 1000 / 8;
-      } else {
-        u.compute_milli = u.memory_milli = std::min(g.milli, kMilliPerGpu);
-      }
       u.start_s = start_s;
       u.end_s = end_s;
       u.lost_s = lost_s;
@@ -51,14 +41,7 @@ Status LedgerBridge::AddNodeCapacity(NodeId n, int64_t start_s, int64_t end_s) {
   if (end_s <= start_s) return Status::Ok();
   const Node& node = cluster_.nodes[n];
   if (node.gpu_count == 0) return Status::Ok();
-  CapacityRecord c;
-  c.pool = node.pool;
-  c.node = node.name;
-  c.gpu_kind = catalog_.kind(node.kind).id;
-  c.tier = node.tier;
-  c.gpus = node.gpu_count;
-  c.start_s = start_s;
-  c.end_s = end_s;
+  const CapacityRecord c = NodeCapacity(node, catalog_, start_s, end_s);
   if (Status st = ledger_.AddCapacity(c); !st.ok()) return Status::Error("ledger: " + st.message());
   capacity_ += int64_t{1000} * node.gpu_count * (end_s - start_s);
   return Status::Ok();

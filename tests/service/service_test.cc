@@ -24,7 +24,7 @@ constexpr const char* kCluster = R"(name: t
 defaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: s, tier: reserved}
 nodes:
   - {name: node, count: 2, leaf: leaf-0}
-  - {name: a100, count: 1, gpu: a100-80gb, leaf: leaf-0, mig: {enabled: true, config: all-balanced}}
+  - {name: a100, count: 1, gpu: a100-80gb, leaf: leaf-0, tier: on-demand, mig: {enabled: true, config: all-balanced}}
 )";
 
 class ServiceTest : public ::testing::Test {
@@ -206,6 +206,48 @@ TEST_F(ServiceTest, SchedulesRunsFinishesAndCharges) {
     if (r.job == std::to_string(a)) hours_a += r.gpu_hours;
   EXPECT_NEAR(hours_a, 8 * 600 / 3600.0, 1e-9);
   EXPECT_TRUE(svc_->Usage(search_lead_, UsageQuery{-1, -1, "team"}).value().empty());
+}
+
+// A team's usage and FOCUS views carry only its share of idle: capacity another team held is not idle, and
+// the idle of a pool the team did not use (the A100 node) is the platform's, not the team's.
+TEST_F(ServiceTest, TeamViewsChargeOnlyTheTeamsShareOfIdle) {
+  const int64_t v = SubmitOk(member_, Training("v", 8, 600));
+  const int64_t s = SubmitOk(search_lead_, Training("s", 4, 600));
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, v)->job->state, JobState::kRunning);
+  ASSERT_EQ(svc_->Get(admin_, s)->job->state, JobState::kRunning);
+  clock_.now_ += 601;
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, v)->job->state, JobState::kSucceeded);
+  const UsageQuery q{-1, -1, "team"};
+  auto all = svc_->Usage(admin_, q);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  double pool_idle_h = 0;  // the H100 pool's idle over the interval (the A100 pool's is all idle)
+  for (const UsageRow& r : all.value())
+    if (r.idle && r.tier == "reserved") pool_idle_h += r.gpu_hours;
+  ASSERT_GT(pool_idle_h, 0);
+  auto mine = svc_->Usage(lead_, q);
+  ASSERT_TRUE(mine.ok());
+  double idle_h = 0, idle_cost = 0, share_cost = 0;
+  for (const UsageRow& r : mine.value()) {
+    EXPECT_EQ(r.team, "vision");
+    if (r.idle) idle_h += r.gpu_hours, idle_cost += r.cost;
+    else share_cost += r.idle_share_cost;
+  }
+  // Vision held 8 of the 12 GPUs held in the H100 pool: two thirds of that pool's idle, nothing of the A100's.
+  EXPECT_NEAR(idle_h, pool_idle_h * 8 / 12, 1e-6);
+  EXPECT_NEAR(idle_cost, share_cost, 1e-6);
+  auto csv = svc_->UsageFocusCsv(lead_, q);
+  ASSERT_TRUE(csv.ok()) << csv.error().message;
+  EXPECT_EQ(csv.value().find("search"), std::string::npos);
+  EXPECT_EQ(csv.value().find("a100"), std::string::npos) << "the idle A100 node is not vision's";
+  const size_t idle_row = csv.value().find("Idle GPU capacity");
+  ASSERT_NE(idle_row, std::string::npos);
+  EXPECT_EQ(csv.value().find("Idle GPU capacity", idle_row + 1), std::string::npos) << "one idle row: its share";
+  auto admin_csv = svc_->UsageFocusCsv(admin_, q);
+  ASSERT_TRUE(admin_csv.ok());
+  EXPECT_NE(admin_csv.value().find("a100"), std::string::npos);
+  EXPECT_NE(admin_csv.value().find("search"), std::string::npos);
 }
 
 TEST_F(ServiceTest, MigReplicasGetInstances) {
