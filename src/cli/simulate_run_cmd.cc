@@ -166,6 +166,52 @@ void DoRun(const RunArgs& a, int* exit_code) {
   if (sc->tiers) std::cout << CostTable(*out, price_date);
 }
 
+// `simulate bound`: the upper bound on gpu_utilization of each (variant, seed) job stream (sim/bound.h).
+void DoBound(const RunArgs& a, int* exit_code) {
+  auto sc = Prepare(a.scenario, a.seeds, a.threads);
+  if (!sc.ok()) {
+    std::cerr << "error: " << sc.error() << "\n";
+    *exit_code = 2;
+    return;
+  }
+  ScenarioOutcome o;
+  o.name = sc->name;
+  o.seeds = sc->seeds;
+  o.gpus = sc->cluster.TotalGpus();
+  for (const ScenarioVariant& v : sc->variants) {
+    VariantOutcome vo;
+    vo.variant = v;
+    for (uint64_t seed : sc->seeds) vo.bounds.push_back(BoundFor(*sc, Catalog::Default(), JobsFor(*sc, v, seed)));
+    o.variants.push_back(std::move(vo));
+  }
+  nlohmann::json doc = {{"scenario", o.name}, {"gpus", o.gpus}, {"seeds", o.seeds}};
+  if (sc->is_sweep) {
+    doc["sweep"] = nlohmann::json::array();
+    for (const VariantOutcome& v : o.variants)
+      doc["sweep"].push_back({{"inference_share", v.variant.inference_share}, {"traffic", v.variant.traffic},
+                              {"bound", BoundJson(v)}});
+  } else {
+    doc["bound"] = BoundJson(o.variants.front());
+  }
+  if (a.json) {
+    std::cout << doc.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("scenario {} ({} GPUs, {} seeds): upper bound on gpu_utilization (fractional packing by "
+                           "compute and memory; docs/simulator.md)\n", o.name, o.gpus, o.seeds.size());
+  for (const VariantOutcome& v : o.variants) {
+    const nlohmann::json b = BoundJson(v);
+    std::string limits;
+    for (auto it = b["limit"].begin(); it != b["limit"].end(); ++it)
+      limits += fmt::format("{}{} ({} seeds)", limits.empty() ? "" : ", ", it.key(), it.value().get<int>());
+    std::cout << fmt::format("  {}bound {:.3f} [{:.3f},{:.3f}]  offered compute {:.3f}  limit: {}\n",
+                             v.variant.label.empty() ? "" : v.variant.label + ": ",
+                             b["gpu_utilization"]["mean"].get<double>(), b["gpu_utilization"]["min"].get<double>(),
+                             b["gpu_utilization"]["max"].get<double>(), b["offered_compute"]["mean"].get<double>(),
+                             limits);
+  }
+}
+
 void DoGenerate(const GenArgs& a, int* exit_code) {
   auto sc = LoadScenario(a.scenario, Catalog::Default());
   if (!sc.ok()) {
@@ -282,6 +328,14 @@ void RegisterSimulateRun(CLI::App& simulate, int* exit_code) {
   run->add_flag("--json", run_args->json, "print JSON");
   run->add_option("--csv", run_args->csv, "also write one CSV row per run to this file");
   run->callback([run_args, exit_code]() { DoRun(*run_args, exit_code); });
+
+  auto bound_args = std::make_shared<RunArgs>();
+  CLI::App* bound = simulate.add_subcommand(
+      "bound", "Upper bound on gpu_utilization of a scenario's job streams that no scheduler can exceed");
+  bound->add_option("--scenario", bound_args->scenario, "scenario YAML (examples/scenarios/)")->required();
+  bound->add_option("--seeds", bound_args->seeds, "seeds, A-B or a list (default: the scenario's)");
+  bound->add_flag("--json", bound_args->json, "print JSON");
+  bound->callback([bound_args, exit_code]() { DoBound(*bound_args, exit_code); });
 
   auto gen_args = std::make_shared<GenArgs>();
   CLI::App* gen = simulate.add_subcommand("generate", "Write a Tessera trace (JSONL) from a scenario's generator");

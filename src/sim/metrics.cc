@@ -165,14 +165,45 @@ json PolicySummary(const std::vector<RunResult>& runs) {
   return o;
 }
 
+json CycleJson(const CycleSpec& c) {
+  json o = {{"gang_backfill", c.gang_backfill}, {"gang_reservations", c.gang_reservations},
+            {"time_limit_factor", {c.time_limit_factor_min, c.time_limit_factor_max}}};
+  o["name"] = c.gang_backfill ? "full" : "greedy";
+  return o;
+}
+
+json BoundJson(const VariantOutcome& v) {
+  std::vector<double> u, offered;
+  std::map<std::string, int> limits;
+  for (const UtilizationBound& b : v.bounds) {
+    u.push_back(b.gpu_utilization);
+    offered.push_back(b.offered_compute);
+    ++limits[b.limit];
+  }
+  return json{{"gpu_utilization", SpreadJson(u)}, {"offered_compute", SpreadJson(offered)}, {"limit", limits}};
+}
+
+std::vector<double> DistanceToBound(const VariantOutcome& v, const std::vector<RunResult>& runs) {
+  std::vector<double> d;
+  for (size_t k = 0; k < runs.size() && k < v.bounds.size(); ++k)
+    d.push_back(v.bounds[k].gpu_utilization - runs[k].gpu_utilization);
+  return d;
+}
+
 json OutcomeJson(const ScenarioOutcome& o, bool is_sweep) {
   json doc;
   doc["scenario"] = o.name;
   doc["gpus"] = o.gpus;
   doc["seeds"] = o.seeds;
+  doc["same_cycle"] = SameCycle(o);
   auto results = [&](const VariantOutcome& v) {
     json arr = json::array();
-    for (const auto& runs : v.runs) arr.push_back(PolicySummary(runs));
+    for (size_t p = 0; p < v.runs.size(); ++p) {
+      json r = PolicySummary(v.runs[p]);
+      if (p < o.cycles.size()) r["cycle"] = CycleJson(o.cycles[p]);
+      if (!v.bounds.empty()) r["distance_to_bound"] = SpreadJson(DistanceToBound(v, v.runs[p]));
+      arr.push_back(std::move(r));
+    }
     return arr;
   };
   if (is_sweep) {
@@ -181,11 +212,13 @@ json OutcomeJson(const ScenarioOutcome& o, bool is_sweep) {
       json e;
       e["inference_share"] = v.variant.inference_share;
       e["traffic"] = v.variant.traffic;
+      if (!v.bounds.empty()) e["bound"] = BoundJson(v);
       e["results"] = results(v);
       sw.push_back(e);
     }
     doc["sweep"] = sw;
   } else if (!o.variants.empty()) {
+    if (!o.variants.front().bounds.empty()) doc["bound"] = BoundJson(o.variants.front());
     doc["results"] = results(o.variants.front());
   }
   doc["wall_s"] = std::round(o.wall_s * 100) / 100;

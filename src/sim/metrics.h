@@ -30,7 +30,14 @@ double MixDeviation(const RunResult& r);
 
 // The per-policy object of the JSON output for runs of one policy over seeds.
 nlohmann::json PolicySummary(const std::vector<RunResult>& runs);
-// {"scenario", "gpus", "seeds", "results": [...]} or, for sweeps, {"sweep": [{..., "results": [...]}]}.
+// {"scenario", "gpus", "seeds", "same_cycle", "bound", "results": [...]} or, for sweeps, {"sweep": [{...,
+// "bound", "results": [...]}]}. Each result carries its "cycle" and its "distance_to_bound" (bound - its
+// utilisation, per seed).
+nlohmann::json CycleJson(const CycleSpec& c);
+// {"gpu_utilization": spread, "offered_compute": spread, "limit": {constraint: seeds}} of a variant's bounds.
+nlohmann::json BoundJson(const VariantOutcome& v);
+// Per seed: the bound minus the run's utilisation.
+std::vector<double> DistanceToBound(const VariantOutcome& v, const std::vector<RunResult>& runs);
 nlohmann::json OutcomeJson(const ScenarioOutcome& o, bool is_sweep);
 // One CSV row per (variant, policy, seed) with the scalar figures.
 std::string OutcomeCsv(const ScenarioOutcome& o);

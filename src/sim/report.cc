@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "base/file.h"
@@ -234,13 +235,94 @@ if (Object.keys(DATA.fgd).length) {
 
 }  // namespace
 
+namespace {
+
+// "45s", "12m", "10.3h": a wait in the unit that reads best.
+std::string Wait(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{:.0f}m", s / 60);
+  return fmt::format("{:.1f}h", s / 3600);
+}
+
+// Pooled queue delays (seconds) of one class over seeds: p50 and p99; empty = no jobs.
+std::vector<double> ClassDelays(const std::vector<RunResult>& runs, const std::string& cls) {
+  std::vector<double> d;
+  for (const RunResult& r : runs)
+    if (auto it = r.by_class.find(cls); it != r.by_class.end())
+      d.insert(d.end(), it->second.queue_delays_s.begin(), it->second.queue_delays_s.end());
+  return d;
+}
+
+std::vector<std::string> ClassesOf(const VariantOutcome& v) {
+  std::set<std::string> names;
+  for (const auto& runs : v.runs)
+    for (const RunResult& r : runs)
+      for (const auto& [n, c] : r.by_class)
+        if (c.jobs_arrived > 0) names.insert(n);
+  return {names.begin(), names.end()};
+}
+
+double MeanUtil(const std::vector<RunResult>& runs) {
+  std::vector<double> u;
+  for (const RunResult& r : runs) u.push_back(r.gpu_utilization);
+  return SpreadOf(u).mean;
+}
+
+// Utilisation gains over the baseline (k8s-default, else the first policy) that come with a longer median
+// wait of some class, said in words.
+std::string WaitNotes(const ScenarioOutcome& o, const VariantOutcome& v, const std::vector<std::string>& classes) {
+  size_t base = 0;
+  for (size_t p = 0; p < o.policies.size(); ++p)
+    if (o.policies[p] == "k8s-default") base = p;
+  std::string out;
+  for (size_t p = 0; p < v.runs.size(); ++p) {
+    if (p == base || v.runs[p].empty() || MeanUtil(v.runs[p]) <= MeanUtil(v.runs[base])) continue;
+    for (const std::string& c : classes) {
+      const double mine = Percentile(ClassDelays(v.runs[p], c), 0.5);
+      const double theirs = Percentile(ClassDelays(v.runs[base], c), 0.5);
+      if (mine > 1.5 * theirs && mine - theirs > 300)
+        out += fmt::format("  note: {} gains {:+.3f} utilisation over {} with a longer {} wait (p50 {} vs {})\n",
+                           o.policies[p], MeanUtil(v.runs[p]) - MeanUtil(v.runs[base]), o.policies[base], c,
+                           Wait(mine), Wait(theirs));
+    }
+  }
+  return out;
+}
+
+std::string BoundLine(const VariantOutcome& v) {
+  if (v.bounds.empty()) return "";
+  std::vector<double> b;
+  std::map<std::string, int> limits;
+  for (const UtilizationBound& x : v.bounds) {
+    b.push_back(x.gpu_utilization);
+    ++limits[x.limit];
+  }
+  const Spread s = SpreadOf(b);
+  std::string lim;
+  for (const auto& [k, n] : limits) lim += fmt::format("{}{} ({} seeds)", lim.empty() ? "" : ", ", k, n);
+  return fmt::format("  {:<12} {:>6.3f} [{:.3f},{:.3f}]   upper bound: fractional packing by compute and memory; "
+                     "limit: {}\n", "bound", s.mean, s.min, s.max, lim);
+}
+
+}  // namespace
+
 std::string TextSummary(const ScenarioOutcome& o, bool is_sweep) {
   std::string out = fmt::format("scenario {} ({} GPUs, {} seeds, {:.1f} s)\n", o.name, o.gpus, o.seeds.size(), o.wall_s);
+  const bool same = SameCycle(o);
+  if (!o.cycles.empty())
+    out += same ? fmt::format("  every policy on the same cycle: {}\n", o.cycles.front().gang_backfill ? "full (gang "
+                                                                     "reservations, backfill, time limits)" : "greedy")
+                : "  ASYMMETRIC run: policies on different cycles (column cycle)\n";
   for (const VariantOutcome& v : o.variants) {
     if (is_sweep) out += v.variant.label + "\n";
-    out += fmt::format("  {:<12} {:>22} {:>22} {:>9} {:>7} {:>8} {:>10}\n", "policy", "utilization mean[min,max]",
-                       "allocation mean[min,max]", "train_tput", "oom", "mig_rep", "mix_dev");
-    for (const auto& runs : v.runs) {
+    const std::vector<std::string> classes = ClassesOf(v);
+    std::string wait_head;
+    for (const std::string& c : classes) wait_head += fmt::format(" {:>15}", c.substr(0, 9) + " p50/p99");
+    out += fmt::format("  {:<12} {:>22} {:>8} {:>22}{} {:>9} {:>5} {:>7} {:>7}{}\n", "policy",
+                       "utilization mean[min,max]", "to_bound", "allocation mean[min,max]", wait_head, "train_tput",
+                       "oom", "mig_rep", "mix_dev", same ? "" : "  cycle");
+    for (size_t p = 0; p < v.runs.size(); ++p) {
+      const auto& runs = v.runs[p];
       if (runs.empty()) continue;
       std::vector<double> u, a, t, oom, rep, dev;
       for (const RunResult& r : runs) {
@@ -251,11 +333,21 @@ std::string TextSummary(const ScenarioOutcome& o, bool is_sweep) {
         rep.push_back(static_cast<double>(r.mig_repartitions));
         dev.push_back(MixDeviation(r));
       }
-      Spread su = SpreadOf(u), sa = SpreadOf(a);
-      out += fmt::format("  {:<12} {:>6.3f} [{:.3f},{:.3f}]   {:>6.3f} [{:.3f},{:.3f}]   {:>9.1f} {:>7.1f} {:>8.0f} {:>10.3f}\n",
-                         runs.front().policy, su.mean, su.min, su.max, sa.mean, sa.min, sa.max, SpreadOf(t).mean,
-                         SpreadOf(oom).mean, SpreadOf(rep).mean, SpreadOf(dev).max);
+      const Spread su = SpreadOf(u), sa = SpreadOf(a);
+      const std::string gap = v.bounds.empty() ? "-" : fmt::format("{:.3f}", SpreadOf(DistanceToBound(v, runs)).mean);
+      std::string waits;
+      for (const std::string& c : classes) {
+        const std::vector<double> d = ClassDelays(runs, c);
+        waits += fmt::format(" {:>15}", d.empty() ? "-" : Wait(Percentile(d, 0.5)) + "/" + Wait(Percentile(d, 0.99)));
+      }
+      const std::string cyc = same || p >= o.cycles.size() ? "" : o.cycles[p].gang_backfill ? "  full" : "  greedy";
+      out += fmt::format("  {:<12} {:>6.3f} [{:.3f},{:.3f}] {:>8}   {:>6.3f} [{:.3f},{:.3f}]{} {:>9.1f} {:>5.1f} {:>7.0f} "
+                         "{:>7.3f}{}\n",
+                         runs.front().policy, su.mean, su.min, su.max, gap, sa.mean, sa.min, sa.max, waits,
+                         SpreadOf(t).mean, SpreadOf(oom).mean, SpreadOf(rep).mean, SpreadOf(dev).max, cyc);
     }
+    out += BoundLine(v);
+    out += WaitNotes(o, v, classes);
   }
   return out;
 }

@@ -174,7 +174,18 @@ Status ReadRunSettings(FieldReader& top, Scenario* s) {
   top.Int("threads", &s->threads, false, 1, 256);
   s->policies = {"tessera", "static-mig", "k8s-default"};
   ReadPolicies(top, "policies", &s->policies);
+  std::string cycle = "full";
+  top.Choice("cycle", &cycle, false, {"full", "greedy"});
+  s->full_cycle = cycle == "full";
+  top.Bool("asymmetric_cycle", &s->asymmetric_cycle, false);
   ReadPolicies(top, "gang_backfill", &s->gang_backfill_policies);
+  if (top.ok() && top.Has("gang_backfill") && !s->asymmetric_cycle)
+    top.Fail("gang_backfill", "gives only the listed policies the full cycle: set 'asymmetric_cycle: true' to ask "
+                              "for that, or 'cycle: full|greedy' for every policy");
+  if (top.ok() && s->asymmetric_cycle && !top.Has("gang_backfill"))
+    top.Fail("asymmetric_cycle", "needs 'gang_backfill: [policy, ...]' (the policies with the full cycle)");
+  if (top.ok() && s->asymmetric_cycle && top.Has("cycle"))
+    top.Fail("cycle", "is for every policy; an asymmetric run names its full-cycle policies in 'gang_backfill'");
   if (top.Has("time_limit_factor")) {
     std::vector<double> f;
     top.DoubleList("time_limit_factor", &f, true, 1, 1000);
@@ -377,12 +388,33 @@ std::vector<TraceJob> JobsFor(const Scenario& s, const ScenarioVariant& v, uint6
   return GenerateJobs(v.generator, s.arrivals, s.cluster.TotalGpus(), s.sim.horizon_s, seed);
 }
 
+CycleSpec CycleFor(const Scenario& s, std::string_view policy) {
+  CycleSpec c;
+  c.gang_backfill = s.asymmetric_cycle ? std::find(s.gang_backfill_policies.begin(), s.gang_backfill_policies.end(),
+                                                   policy) != s.gang_backfill_policies.end()
+                                       : s.full_cycle;
+  c.gang_reservations = c.gang_backfill ? s.sim.gang_reservations : 0;
+  c.time_limit_factor_min = s.sim.time_limit_factor_min;
+  c.time_limit_factor_max = s.sim.time_limit_factor_max;
+  return c;
+}
+
+bool SameCycle(const ScenarioOutcome& o) {
+  return std::all_of(o.cycles.begin(), o.cycles.end(), [&](const CycleSpec& c) { return c == o.cycles.front(); });
+}
+
+UtilizationBound BoundFor(const Scenario& s, const Catalog& catalog, const std::vector<TraceJob>& jobs) {
+  const bool repeat = s.sim.gpu_mtbf_h > 0 || s.tiers != nullptr || s.sim.tenancy != nullptr;
+  return BoundUtilization(s.cluster, catalog, jobs, s.sim, repeat);
+}
+
 Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::string>& policies,
                                     const Catalog& catalog) {
   const auto t0 = std::chrono::steady_clock::now();
   ScenarioOutcome out;
   out.name = s.name;
   out.policies = policies;
+  for (const std::string& p : policies) out.cycles.push_back(CycleFor(s, p));
   out.seeds = s.seeds;
   out.gpus = s.cluster.TotalGpus();
   for (const std::string& p : policies)
@@ -401,19 +433,20 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
   for (size_t v = 0; v < s.variants.size(); ++v) {
     out.variants[v].variant = s.variants[v];
     out.variants[v].runs.assign(policies.size(), std::vector<RunResult>(s.seeds.size()));
+    out.variants[v].bounds.assign(s.seeds.size(), UtilizationBound{});
     for (size_t k = 0; k < s.seeds.size(); ++k) tasks.push_back({v, k});
   }
   std::vector<std::string> errors(tasks.size());
   ParallelFor(tasks.size(), s.threads, [&](size_t i) {
     const Task& t = tasks[i];
     const std::vector<TraceJob> jobs = JobsFor(s, s.variants[t.v], s.seeds[t.seed]);
+    out.variants[t.v].bounds[t.seed] = BoundFor(s, catalog, jobs);
     for (size_t p = 0; p < policies.size(); ++p) {
       auto pol = MakePolicy(policies[p]);
       SimOptions o = s.sim;
       o.time_limit_seed = s.seeds[t.seed];
       o.failure_seed = s.seeds[t.seed];
-      o.gang_backfill = std::find(s.gang_backfill_policies.begin(), s.gang_backfill_policies.end(), policies[p]) !=
-                        s.gang_backfill_policies.end();
+      o.gang_backfill = out.cycles[p].gang_backfill;
       std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run
       if (s.tiers) hook = MakeTierHook(s.tiers, clusters[p], catalog, jobs, s.seeds[t.seed]);
       o.hook = hook.get();

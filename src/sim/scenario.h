@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
+#include "sim/bound.h"
 #include "sim/generator.h"
 #include "sim/simulator.h"
 #include "sim/spot.h"
@@ -48,8 +49,12 @@ struct Scenario {
   std::vector<ScenarioVariant> variants;   // generator scenarios: one or more (sweep)
   std::vector<TraceJob> trace_jobs;        // trace / dlrm scenarios
   bool is_sweep = false;
-  // Policies that run with gang reservations and backfill (SimOptions::gang_backfill); the others run the
-  // greedy cycle, as kube-scheduler (no reservations) does.
+  // The cycle every policy gets (`cycle: full | greedy`): full = gang reservations, backfill and time limits
+  // (SimOptions::gang_backfill); greedy = first fit in queue order, as kube-scheduler does.
+  bool full_cycle = true;
+  // An asymmetric run (`asymmetric_cycle: true` with `gang_backfill: [...]`): only these policies get the
+  // full cycle, the others the greedy one; results say so in their "cycle".
+  bool asymmetric_cycle = false;
   std::vector<std::string> gang_backfill_policies;
   std::shared_ptr<const TierConfig> tiers;  // issue 5: `tiers:` section (capacity tiers, spot); null = none
 };
@@ -74,15 +79,32 @@ std::vector<TraceJob> JobsFor(const Scenario& s, const ScenarioVariant& v, uint6
 struct VariantOutcome {
   ScenarioVariant variant;
   std::vector<std::vector<RunResult>> runs;  // [policy][seed]
+  std::vector<UtilizationBound> bounds;      // [seed]: the job stream's upper bound (sim/bound.h)
+};
+
+// The scheduling cycle one policy ran with (reported as "cycle" per result).
+struct CycleSpec {
+  bool gang_backfill = false;   // reservations, backfill and time limits
+  int gang_reservations = 0;    // with gang_backfill
+  double time_limit_factor_min = 1, time_limit_factor_max = 1;
+  bool operator==(const CycleSpec&) const = default;
 };
 struct ScenarioOutcome {
   std::string name;
   std::vector<std::string> policies;
+  std::vector<CycleSpec> cycles;  // [policy]
   std::vector<uint64_t> seeds;
   int gpus = 0;
   std::vector<VariantOutcome> variants;
   double wall_s = 0;
 };
+
+// The cycle `policy` gets in scenario `s`.
+CycleSpec CycleFor(const Scenario& s, std::string_view policy);
+// Whether every policy of `o` ran with the same cycle.
+bool SameCycle(const ScenarioOutcome& o);
+// The upper bound of one (variant, seed) job stream (sim/bound.h).
+UtilizationBound BoundFor(const Scenario& s, const Catalog& catalog, const std::vector<TraceJob>& jobs);
 
 Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::string>& policies,
                                     const Catalog& catalog);

@@ -289,4 +289,34 @@ TEST_F(FgdCliTest, ReportRunsTheHarnessOnTheTraceFolder) {
   EXPECT_LE(rows, 1 + 7 * 10 * 131);
 }
 
+// `simulate run --json` carries the bound and each result's cycle; `simulate bound` prints the same bound.
+TEST_F(FgdCliTest, RunCarriesTheBoundAndTheCycle) {
+  Write("c.yaml",
+        "name: c16\ndefaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
+        "nodes:\n  - {name: h, count: 2, gpu: h100-80gb, leaf: leaf-0}\n");
+  Write("s.yaml",
+        "name: tiny\ncluster: c.yaml\nseeds: 2\nthreads: 1\npolicies: [tessera, k8s-default]\nhorizon_h: 24\n"
+        "warmup_h: 2\narrivals: {process: backlog, depth: 8}\nworkload: {inference_share: 0.9, traffic: light}\n");
+  CliRun r = Tessera("simulate run --json --scenario " + Path("s.yaml"), false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  const double bound = j["bound"]["gpu_utilization"]["mean"].get<double>();
+  EXPECT_GT(bound, 0.0);
+  EXPECT_LE(bound, 1.0);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_TRUE(j["same_cycle"].get<bool>());
+  for (const auto& res : j["results"]) {
+    EXPECT_EQ(res["cycle"], j["results"][0]["cycle"]);
+    EXPECT_LE(res["gpu_utilization"]["mean"].get<double>(), bound + 1e-9);
+    EXPECT_NEAR(res["distance_to_bound"]["mean"].get<double>(), bound - res["gpu_utilization"]["mean"].get<double>(),
+                2e-4);
+  }
+  r = Tessera("simulate bound --json --scenario " + Path("s.yaml"), false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out.substr(r.out.find('{')))["bound"], j["bound"]);
+  r = Tessera("simulate bound --scenario " + Path("nope.yaml"), true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("nope.yaml"), std::string::npos) << r.out;
+}
+
 }  // namespace

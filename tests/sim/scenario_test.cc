@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "sim/metrics.h"
+#include "sim/report.h"
 
 namespace tessera {
 namespace {
@@ -52,6 +53,9 @@ TEST(ScenarioTest, BadInputNamesFileLineAndField) {
        "s.yaml:3: policies: unknown policy 'magic'"},
       {b + "workload: {}\nsweep: {traffic: [sunny]}\n", "s.yaml:10: sweep.traffic"},
       {b + "workload: {}\ngang_backfill: [magic]\n", "s.yaml:10: gang_backfill: unknown policy 'magic'"},
+      {b + "workload: {}\ngang_backfill: [tessera]\n", "s.yaml:10: gang_backfill: gives only the listed policies"},
+      {b + "workload: {}\nasymmetric_cycle: true\n", "s.yaml:10: asymmetric_cycle: needs 'gang_backfill"},
+      {b + "workload: {}\ncycle: fast\n", "s.yaml:10: cycle: expected one of full, greedy"},
       {b + "workload: {}\ntime_limit_factor: [0.5, 2]\n", "s.yaml:10: time_limit_factor[0]: expected a number in [1, 1000]"},
       {b + "workload: {}\ntime_limit_factor: [3, 2]\n", "s.yaml:10: time_limit_factor: expected [min, max]"},
       {"name: x\ncluster: c.yaml\nseeds: 9223372036854775808\nworkload: {}\nhorizon_h: 1\n",
@@ -123,11 +127,12 @@ TEST(ScenarioTest, SmokeTwoPolicies) {
 TEST(ScenarioTest, GangBackfillKeepsTheServedMix) {
   const std::string w =
       "workload: {inference_share: 0.5, traffic: mixed, training_gpus: {1: 0.5, 8: 0.5}}\n";
-  auto greedy = Parse(std::string(kBase) + w);
-  auto backfill = Parse(std::string(kBase) + w + "gang_backfill: [tessera]\n");
+  auto greedy = Parse(std::string(kBase) + w + "cycle: greedy\n");
+  auto backfill = Parse(std::string(kBase) + w);  // the default: every policy on the full cycle
   ASSERT_TRUE(greedy.ok()) << greedy.error();
   ASSERT_TRUE(backfill.ok()) << backfill.error();
-  EXPECT_EQ(backfill->gang_backfill_policies, std::vector<std::string>{"tessera"});
+  EXPECT_TRUE(CycleFor(*backfill, "tessera").gang_backfill);
+  EXPECT_FALSE(CycleFor(*greedy, "tessera").gang_backfill);
   auto g = RunScenario(*greedy, {"tessera"}, Catalog::Default());
   auto b = RunScenario(*backfill, {"tessera"}, Catalog::Default());
   ASSERT_TRUE(g.ok() && b.ok());
@@ -140,7 +145,7 @@ TEST(ScenarioTest, GangBackfillKeepsTheServedMix) {
     EXPECT_EQ(rb.apply_conflicts, 0);
   }
   // Over-estimated time limits (1-3x) change decisions but keep every placement valid.
-  auto loose = Parse(std::string(kBase) + w + "gang_backfill: [tessera]\ntime_limit_factor: [1, 3]\n");
+  auto loose = Parse(std::string(kBase) + w + "time_limit_factor: [1, 3]\n");
   ASSERT_TRUE(loose.ok()) << loose.error();
   EXPECT_EQ(loose->sim.time_limit_factor_max, 3.0);
   auto l = RunScenario(*loose, {"tessera"}, Catalog::Default());
@@ -153,6 +158,31 @@ TEST(ScenarioTest, GangBackfillKeepsTheServedMix) {
     differs = differs || rl.gpu_utilization != b->variants[0].runs[0][k].gpu_utilization;
   }
   EXPECT_TRUE(differs) << "the cycle sees the looser limits";
+}
+
+// Every policy gets the same cycle unless an asymmetric run is asked for, and each result says which.
+TEST(ScenarioTest, SameCycleUnlessAskedFor) {
+  const std::string w = "workload: {inference_share: 0.5, traffic: mixed}\nseeds: [1]\nhorizon_h: 24\n";
+  const std::string base = "name: c\ncluster: c.yaml\nthreads: 2\npolicies: [tessera, k8s-default]\n";
+  for (const char* cycle : {"", "cycle: greedy\n"}) {
+    auto s = Parse(base + w + cycle);
+    ASSERT_TRUE(s.ok()) << s.error();
+    auto out = RunScenario(*s, s->policies, Catalog::Default());
+    ASSERT_TRUE(out.ok()) << out.error();
+    const nlohmann::json j = OutcomeJson(*out, false);
+    EXPECT_TRUE(j["same_cycle"].get<bool>());
+    EXPECT_EQ(j["results"][0]["cycle"], j["results"][1]["cycle"]);
+    EXPECT_EQ(j["results"][0]["cycle"]["gang_backfill"].get<bool>(), std::string(cycle).empty());
+  }
+  auto a = Parse(base + w + "asymmetric_cycle: true\ngang_backfill: [tessera]\n");
+  ASSERT_TRUE(a.ok()) << a.error();
+  auto out = RunScenario(*a, a->policies, Catalog::Default());
+  ASSERT_TRUE(out.ok()) << out.error();
+  const nlohmann::json j = OutcomeJson(*out, false);
+  EXPECT_FALSE(j["same_cycle"].get<bool>());
+  EXPECT_TRUE(j["results"][0]["cycle"]["gang_backfill"].get<bool>());
+  EXPECT_FALSE(j["results"][1]["cycle"]["gang_backfill"].get<bool>());
+  EXPECT_NE(TextSummary(*out, false).find("ASYMMETRIC"), std::string::npos);
 }
 
 TEST(ScenarioTest, SanityAnchors) {
