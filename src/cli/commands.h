@@ -16,6 +16,7 @@ void RegisterCost(CLI::App& app, int* exit_code);
 void RegisterDemo(CLI::App& app, int* exit_code);
 void RegisterServe(CLI::App& app, int* exit_code);
 void RegisterClient(CLI::App& app, int* exit_code);  // job, queue, usage
+void RegisterAdminClient(CLI::App& app, int* exit_code);  // team, user, cluster
 void RegisterBenchApi(CLI::App& bench, int* exit_code);  // bench api
 // Subcommands of `simulate` (each in its own simulate_*_cmd.cc).
 void RegisterFgdHarness(CLI::App& simulate, int* exit_code);

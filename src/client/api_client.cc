@@ -87,9 +87,10 @@ ApiResponse ApiClient::Call(const std::string& method, const std::string& path, 
   cli->set_read_timeout(60);
   httplib::Headers h = {{"Authorization", "Bearer " + config_.token}};
   if (!idempotency_key.empty()) h.emplace("Idempotency-Key", idempotency_key);
-  httplib::Result r = method == "GET"     ? cli->Get(path, h)
-                      : method == "POST"  ? cli->Post(path, h, body, "application/json")
-                                          : cli->Patch(path, h, body, "application/json");
+  httplib::Result r = method == "GET"      ? cli->Get(path, h)
+                      : method == "POST"   ? cli->Post(path, h, body, "application/json")
+                      : method == "DELETE" ? cli->Delete(path, h)
+                                           : cli->Patch(path, h, body, "application/json");
   if (!r) {
     out.error = fmt::format("cannot reach {}: {}", config_.server, httplib::to_string(r.error()));
     return out;
@@ -153,11 +154,33 @@ ApiResponse ApiClient::SetPriority(const std::string& id, const std::string& pri
 
 ApiResponse ApiClient::Queue() { return Call("GET", "/api/v1/queue", ""); }
 
-ApiResponse ApiClient::Usage(const std::string& from, const std::string& to, bool csv) {
-  std::string path = "/api/v1/usage?format=" + std::string(csv ? "csv" : "json");
+ApiResponse ApiClient::WhatIf(const std::string& id) {
+  return Call("GET", "/api/v1/jobs/" + UrlEncode(id) + "/whatif", "");
+}
+
+ApiResponse ApiClient::Usage(const std::string& from, const std::string& to, const std::string& format) {
+  std::string path = "/api/v1/usage?format=" + UrlEncode(format);
   if (!from.empty()) path += "&from=" + UrlEncode(from);
   if (!to.empty()) path += "&to=" + UrlEncode(to);
   return Call("GET", path, "");
+}
+
+ApiResponse ApiClient::Cluster() { return Call("GET", "/api/v1/cluster", ""); }
+
+ApiResponse ApiClient::Teams() { return Call("GET", "/api/v1/teams", ""); }
+
+ApiResponse ApiClient::CreateTeam(const nlohmann::json& team) { return Call("POST", "/api/v1/teams", team.dump()); }
+
+ApiResponse ApiClient::UpdateTeam(const std::string& name, const nlohmann::json& quota) {
+  return Call("PATCH", "/api/v1/teams/" + UrlEncode(name), quota.dump());
+}
+
+ApiResponse ApiClient::Users() { return Call("GET", "/api/v1/users", ""); }
+
+ApiResponse ApiClient::CreateUser(const nlohmann::json& user) { return Call("POST", "/api/v1/users", user.dump()); }
+
+ApiResponse ApiClient::ReplaceToken(const std::string& user, bool revoke) {
+  return Call(revoke ? "DELETE" : "POST", "/api/v1/users/" + UrlEncode(user) + "/token", revoke ? "" : "{}");
 }
 
 }  // namespace tessera::client

@@ -47,8 +47,24 @@ class ApiClient {
   ApiResponse CancelJob(const std::string& id);
   ApiResponse SetPriority(const std::string& id, const std::string& priority_class);
   ApiResponse Queue();
-  // `from`/`to` are ISO-8601 times or "" for the API's defaults; with `csv` the answer is in `text`.
-  ApiResponse Usage(const std::string& from, const std::string& to, bool csv);
+  // Earliest starts had the pending job asked for all, a half or a quarter of its GPUs.
+  ApiResponse WhatIf(const std::string& id);
+  // `from`/`to` are ISO-8601 times or "" for the API's defaults; `format` is json, csv or focus (FOCUS 1.1
+  // CSV); a CSV answer is in `text`.
+  ApiResponse Usage(const std::string& from, const std::string& to, const std::string& format);
+  // Nodes, GPUs and MIG layouts as the last cycle left them.
+  ApiResponse Cluster();
+
+  // Teams (admin to create or change quotas; everyone may list what their role shows).
+  ApiResponse Teams();
+  ApiResponse CreateTeam(const nlohmann::json& team);
+  // `quota` holds guaranteed_gpus and/or limit_gpus.
+  ApiResponse UpdateTeam(const std::string& name, const nlohmann::json& quota);
+  // Users and their tokens (admin, or a team lead for its own team).
+  ApiResponse Users();
+  ApiResponse CreateUser(const nlohmann::json& user);
+  // A new token for `user` (the old one stops working), or with `revoke` none at all.
+  ApiResponse ReplaceToken(const std::string& user, bool revoke);
 
  private:
   ApiResponse Call(const std::string& method, const std::string& path, const std::string& body,

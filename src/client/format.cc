@@ -28,7 +28,7 @@ Json YamlToJson(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Map: {
       Json o = Json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second);
+      for (const auto& kv : n) o[kv.first.Scalar()] = YamlToJson(kv.second);
       return o;
     }
     case YAML::NodeType::Sequence: {
@@ -160,6 +160,65 @@ std::string QueueTable(const nlohmann::json& queue) {
                     Text(reason, "code") + ": " + Text(reason, "message")});
   }
   return Table({"POS", "JOBID", "TEAM", "NAME", "USER", "PRIORITY", "GPUS", "START", "REASON"}, rows);
+}
+
+std::string TeamsTable(const nlohmann::json& teams) {
+  std::vector<std::vector<std::string>> rows;
+  for (const Json& t : Array(teams, "teams"))
+    rows.push_back({Text(t, "name"), Text(t, "guaranteed_gpus"), Text(t, "limit_gpus"), Text(t, "allocated_gpus"),
+                    Text(t, "fair_share_gpus")});
+  return Table({"TEAM", "GUARANTEED", "LIMIT", "ALLOCATED", "FAIR_SHARE"}, rows);
+}
+
+std::string UsersTable(const nlohmann::json& users) {
+  std::vector<std::vector<std::string>> rows;
+  for (const Json& u : Array(users, "users")) {
+    const bool active = !u.contains("token_active") || u["token_active"] != false;
+    rows.push_back({Text(u, "name"), Text(u, "team"), Text(u, "role"), active ? "active" : "revoked"});
+  }
+  return Table({"USER", "TEAM", "ROLE", "TOKEN"}, rows);
+}
+
+std::string UserDetail(const nlohmann::json& user) {
+  std::string out = fmt::format("user {} (team {}, role {})\n", Text(user, "name"), Text(user, "team"), Text(user, "role"));
+  if (user.contains("token") && user["token"].is_string())
+    out += fmt::format("token: {}\n(shown once: store it now)\n", user["token"].get<std::string>());
+  else
+    out += "token: none (revoked; the user cannot sign in until given a new one)\n";
+  return out;
+}
+
+std::string WhatIfTable(const nlohmann::json& whatif) {
+  std::vector<std::vector<std::string>> rows;
+  for (const Json& o : Array(whatif, "options")) {
+    const Json reason = o.contains("reason") && o["reason"].is_object() ? o["reason"] : Json::object();
+    const double f = o.contains("fraction") && o["fraction"].is_number() ? o["fraction"].get<double>() : 0;
+    rows.push_back({fmt::format("{:g}", f), Text(o, "gpus"), Text(o, "estimated_start"),
+                    reason.empty() ? "starts" : Text(reason, "code") + ": " + Text(reason, "message")});
+  }
+  return Table({"FRACTION", "GPUS", "START", "REASON"}, rows);
+}
+
+std::string ClusterTable(const nlohmann::json& cluster) {
+  const Json totals = cluster.is_object() && cluster.contains("totals") ? cluster["totals"] : Json::object();
+  std::string out = fmt::format("cluster {}: {} nodes, {} GPUs, {} busy, {} allocated, utilisation {}\n",
+                                Text(cluster, "name"), Text(totals, "nodes"), Text(totals, "gpus"),
+                                Text(totals, "busy_gpus"), Text(totals, "allocated_gpus"), Text(totals, "utilisation"));
+  std::vector<std::vector<std::string>> rows;
+  for (const Json& n : Array(cluster, "nodes")) {
+    std::string mig;
+    for (const Json& g : Array(n, "gpus")) {
+      if (g.value("mig_enabled", false) != true) continue;
+      std::string layout;
+      for (const Json& m : Array(g, "mig_layout"))
+        layout += (layout.empty() ? "" : ",") + Text(m, "profile") + "@" + Text(m, "start") +
+                  (m.value("busy", false) ? "*" : "");
+      mig += fmt::format("{}gpu{}[{}]", mig.empty() ? "" : " ", Text(g, "index"), layout);
+    }
+    rows.push_back({Text(n, "name"), Text(n, "gpu_kind"), Text(n, "leaf"), Text(n, "tier"), Text(n, "gpu_count"),
+                    Text(n, "allocated_gpus"), mig.empty() ? "-" : mig});
+  }
+  return out + Table({"NODE", "KIND", "LEAF", "TIER", "GPUS", "ALLOCATED", "MIG"}, rows);
 }
 
 std::string UsageTable(const nlohmann::json& usage) {

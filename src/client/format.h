@@ -25,6 +25,17 @@ std::string JobDetail(const nlohmann::json& job);
 std::string QueueTable(const nlohmann::json& queue);
 // `TEAM PROJECT JOB TIER GPU_HOURS COST` for {"rows": [...]} of GET /api/v1/usage.
 std::string UsageTable(const nlohmann::json& usage);
+// `TEAM GUARANTEED LIMIT ALLOCATED FAIR_SHARE` (GPUs) for {"teams": [...]} of GET /api/v1/teams.
+std::string TeamsTable(const nlohmann::json& teams);
+// `USER TEAM ROLE TOKEN` (active or revoked) for {"users": [...]} of GET /api/v1/users.
+std::string UsersTable(const nlohmann::json& users);
+// One user as created or given a new token: name, team, role, and the token (shown once) when present.
+std::string UserDetail(const nlohmann::json& user);
+// `FRACTION GPUS START REASON` for the options of GET /api/v1/jobs/{id}/whatif.
+std::string WhatIfTable(const nlohmann::json& whatif);
+// Totals, then `NODE KIND LEAF TIER GPUS ALLOCATED MIG` per node of GET /api/v1/cluster; MIG lists each MIG
+// GPU's instances as profile@start (an asterisk marks a busy one).
+std::string ClusterTable(const nlohmann::json& cluster);
 
 // squeue's state codes: PD, R, CD, F, CA, PR (Preempted); other states as they are.
 std::string StateCode(const std::string& state);

@@ -158,6 +158,99 @@ TEST_F(ClientCliTest, ConfigFileAndFlags) {
   EXPECT_NE(r.out.find("no API token"), std::string::npos) << r.out;
 }
 
+TEST_F(ClientCliTest, TeamsAndQuotasFromTheCli) {
+  const std::string admin = "TESSERA_SERVER=" + server_->Url() + " TESSERA_TOKEN=" + server_->AdminToken();
+  CliRun r = Tessera("team create nlp --guaranteed 4 --limit 8 --json", true, admin);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto t = nlohmann::json::parse(r.out);
+  EXPECT_EQ(t["name"], "nlp");
+  EXPECT_EQ(t["guaranteed_gpus"], 4);
+  EXPECT_EQ(t["limit_gpus"], 8);
+  r = Tessera("team set nlp --limit 12 --json", true, admin);
+  ASSERT_EQ(r.code, 0) << r.out;
+  t = nlohmann::json::parse(r.out);
+  EXPECT_EQ(t["limit_gpus"], 12);
+  EXPECT_EQ(t["guaranteed_gpus"], 4);  // untouched
+  r = Tessera("team list", true, admin);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("TEAM", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("nlp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vision"), std::string::npos) << r.out;
+  EXPECT_EQ(Tessera("team set nlp", true, admin).code, 2);  // nothing to change
+  r = Cli("team create other --guaranteed 1", true);      // a team lead is not an admin
+  EXPECT_EQ(r.code, 1) << r.out;
+  r = Cli("team set vision --limit 100", true);
+  EXPECT_EQ(r.code, 1) << r.out;
+}
+
+TEST_F(ClientCliTest, UsersAndTokensFromTheCli) {
+  CliRun r = Cli("user create bo --team vision --role member --json", true);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string first = nlohmann::json::parse(r.out).value("token", "");
+  ASSERT_FALSE(first.empty());
+  const std::string url = "TESSERA_SERVER=" + server_->Url() + " TESSERA_TOKEN=";
+  EXPECT_EQ(Tessera("queue", true, url + first).code, 0);
+
+  r = Cli("user token bo", true);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const size_t at = r.out.find("token: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string second = r.out.substr(at + 7, r.out.find('\n', at) - at - 7);
+  EXPECT_NE(second, first);
+  EXPECT_EQ(Tessera("queue", true, url + first).code, 1);  // the old token stopped working
+  EXPECT_EQ(Tessera("queue", true, url + second).code, 0);
+
+  r = Cli("user revoke bo", true);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("revoked"), std::string::npos) << r.out;
+  EXPECT_EQ(Tessera("queue", true, url + second).code, 1);
+  r = Cli("user list");
+  ASSERT_EQ(r.code, 0);
+  const size_t row = r.out.find("bo ");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  EXPECT_NE(r.out.substr(row, r.out.find('\n', row) - row).find("revoked"), std::string::npos) << r.out;
+  EXPECT_EQ(Cli("user create eve --team vision --role admin", true).code, 1);  // a lead makes no admins
+}
+
+TEST_F(ClientCliTest, WhatIfClusterAndFocusExport) {
+  const std::string big = WriteFile("big.yaml",
+                                    "name: big\nclass: training\nworkers: 4\ngpus_per_worker: 8\nmemory_gib: 70\n"
+                                    "duration_s: 86400\n");
+  const std::string next = WriteFile("next.yaml",
+                                     "name: next\nclass: training\nworkers: 2\ngpus_per_worker: 8\nmemory_gib: 70\n"
+                                     "duration_s: 3600\n");
+  ASSERT_EQ(Cli("job submit -f " + big).code, 0);
+  ASSERT_TRUE(Eventually([&] {
+    const auto l = nlohmann::json::parse(Cli("job list --json").out, nullptr, false);
+    return l.is_object() && l["jobs"].size() == 1 && l["jobs"][0]["state"] == "Running";
+  }));
+  CliRun r = Cli("job submit -f " + next + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string id = nlohmann::json::parse(r.out)["id"];
+  ASSERT_TRUE(Eventually([&] { return Cli("job whatif " + id, true).code == 0; }));
+  r = Cli("job whatif " + id + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto w = nlohmann::json::parse(r.out);
+  ASSERT_GE(w["options"].size(), 2u) << r.out;
+  EXPECT_EQ(w["options"][0]["fraction"], 1);
+  EXPECT_EQ(w["options"][0]["gpus"], 16);
+  EXPECT_LT(w["options"][1]["gpus"].get<int>(), 16);
+  r = Cli("job whatif " + id);
+  EXPECT_EQ(r.out.rfind("FRACTION", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("16"), std::string::npos) << r.out;
+
+  r = Cli("cluster");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("4 nodes, 32 GPUs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("NODE"), std::string::npos) << r.out;
+  r = Cli("usage --focus");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string header = r.out.substr(0, r.out.find('\n'));
+  EXPECT_NE(header.find("BilledCost"), std::string::npos) << header;
+  EXPECT_NE(header.find("ChargePeriodStart"), std::string::npos) << header;
+  EXPECT_EQ(Cli("usage --focus --csv", true).code, 2);
+}
+
 TEST_F(ClientCliTest, BenchApiSubmitsDistinctDurableJobs) {
   CliRun r = Tessera("bench api --url " + server_->Url() + " --token " + token_ + " --requests 60 --concurrency 4 --json");
   ASSERT_EQ(r.code, 0) << r.out;
