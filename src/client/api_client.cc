@@ -13,7 +13,7 @@ namespace {
 Result<std::string> ConfigValue(const YAML::Node& file, const std::string& key, const std::string& path) {
   if (!file || !file.IsMap() || !file[key]) return std::string();
   if (!file[key].IsScalar()) return Status::Error(fmt::format("{}: field '{}': expected a string", path, key));
-  return file[key].as<std::string>();
+  return file[key].Scalar();
 }
 
 std::string ErrorMessage(const httplib::Result& r) {
