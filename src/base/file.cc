@@ -25,4 +25,15 @@ Result<std::string> ReadFile(const std::string& path) {
   return text;
 }
 
+bool LineReader::Next(std::string_view* line) {
+  if (pos_ >= text_.size()) return false;
+  size_t end = text_.find('\n', pos_);
+  if (end == std::string_view::npos) end = text_.size();
+  *line = text_.substr(pos_, end - pos_);
+  if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
+  pos_ = end + 1;
+  ++line_no_;
+  return true;
+}
+
 }  // namespace tessera

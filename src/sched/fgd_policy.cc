@@ -11,6 +11,17 @@
 
 namespace tessera {
 
+void AppendWholeFreeGpus(const ClusterState& s, NodeId n, int count, TaskPlacement* tp) {
+  const NodeState& ns = s.node(n);
+  for (int i = 0; i < ns.gpu_count && static_cast<int>(tp->gpus.size()) < count; ++i) {
+    if (!s.gpu(ns.first_gpu + i).WholeFree()) continue;
+    GpuGrant g;
+    g.gpu = ns.first_gpu + i;
+    g.milli = kMilliPerGpu;
+    tp->gpus.push_back(g);
+  }
+}
+
 std::vector<int32_t> SeededPermutation(int32_t n, uint64_t seed) {
   std::vector<int32_t> p(static_cast<size_t>(std::max(n, 0)));
   for (int32_t i = 0; i < n; ++i) p[i] = i;
@@ -305,13 +316,7 @@ PlaceResult ClassEngine::Place(const ClusterState& s, const Request& r, const Cl
     }
     TESSERA_CHECK(!tp.gpus.empty(), "best class has no GPU reaching its score");
   } else {
-    for (int i = 0; i < ns.gpu_count && static_cast<int>(tp.gpus.size()) < t.num_gpu; ++i) {
-      if (!s.gpu(ns.first_gpu + i).WholeFree()) continue;
-      GpuGrant g;
-      g.gpu = ns.first_gpu + i;
-      g.milli = kMilliPerGpu;
-      tp.gpus.push_back(g);
-    }
+    AppendWholeFreeGpus(s, best_node, t.num_gpu, &tp);
   }
   PlaceResult res;
   res.ok = true;

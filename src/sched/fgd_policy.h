@@ -26,6 +26,9 @@
 
 namespace tessera {
 
+// Appends whole grants of node `n`'s whole-free GPUs (non-MIG, no task), lowest index first, until `tp` holds
+// `count` GPUs or the node has no more.
+void AppendWholeFreeGpus(const ClusterState& s, NodeId n, int count, TaskPlacement* tp);
 // A uniformly random permutation of 0..n-1 (Fisher-Yates over SeededRng(seed)).
 std::vector<int32_t> SeededPermutation(int32_t n, uint64_t seed);
 // The node order that breaks score ties: SeededPermutation(n, *seed), or 0..n-1 without a seed.

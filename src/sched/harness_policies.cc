@@ -67,13 +67,7 @@ Result<TaskPlacement> HarnessGpusOnNode(const ClusterState& s, NodeId n, const T
     tp.gpus.push_back(g);
     return tp;
   }
-  for (int i = 0; i < ns.gpu_count && static_cast<int>(tp.gpus.size()) < t.num_gpu; ++i) {
-    if (!s.gpu(ns.first_gpu + i).WholeFree()) continue;
-    GpuGrant g;
-    g.gpu = ns.first_gpu + i;
-    g.milli = kMilliPerGpu;
-    tp.gpus.push_back(g);
-  }
+  AppendWholeFreeGpus(s, n, t.num_gpu, &tp);
   if (static_cast<int>(tp.gpus.size()) < t.num_gpu)
     return Status::Error(fmt::format("node {} has fewer than {} free GPUs", n, t.num_gpu));
   return tp;

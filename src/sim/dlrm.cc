@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 
+#include "base/file.h"
+
 namespace tessera {
 namespace {
 
@@ -42,18 +44,12 @@ Result<DlrmTrace> ParseDlrmTrace(std::string_view text, std::string_view source,
                                            "gpu_request", "memory_request", "creation_time", "deletion_time"};
   std::map<std::string, size_t> col;
   size_t ncols = 0;
-  size_t pos = 0;
-  int line_no = 0;
   bool header = false;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  LineReader lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
     if (line.empty()) continue;
-    const std::string where = fmt::format("{}:{}", source, line_no);
+    const std::string where = fmt::format("{}:{}", source, lines.line_no());
     if (line.find('"') != std::string_view::npos)
       return Status::Error(where + ": quoted CSV values are not supported by this reader");
     std::vector<std::string_view> f = Split(line);

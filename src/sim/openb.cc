@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 
+#include "base/file.h"
+
 namespace tessera {
 
 namespace {
@@ -19,15 +21,10 @@ struct Row {
 // Splits `text` into header + rows; errors name the line.
 Status SplitCsv(std::string_view text, std::string_view source, std::vector<std::string_view>* header,
                 std::vector<Row>* rows) {
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  LineReader lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
+    const int line_no = lines.line_no();
     if (line.empty()) continue;
     if (line.find('"') != std::string_view::npos)
       return Status::Error(fmt::format("{}:{}: quoted CSV fields are not supported", source, line_no));

@@ -8,6 +8,8 @@
 #include <limits>
 #include <set>
 
+#include "base/file.h"
+
 namespace tessera {
 namespace {
 
@@ -223,21 +225,12 @@ Status ReadJobFields(const json& j, const std::string& where, TraceJob* t) {
 
 Result<std::vector<TraceJob>> ReadTrace(std::string_view text, std::string_view source) {
   std::vector<TraceJob> jobs;
-  size_t pos = 0;
-  int line_no = 0;
   bool header = false;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) {
-      if (end == text.size()) break;
-      continue;
-    }
-    const std::string where = fmt::format("{}:{}", source, line_no);
+  LineReader lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    const std::string where = fmt::format("{}:{}", source, lines.line_no());
     Result<json> j = ParseLine(line, where);
     if (!j.ok()) return j.status();
     if (!header) {

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tessera {
 namespace {
@@ -52,6 +54,29 @@ TEST(ReadFile, DirectoryIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find(d.string()), std::string::npos) << r.error();
   EXPECT_NE(r.error().find("Is a directory"), std::string::npos) << r.error();
+}
+
+// Every line in order with its number, '\r' stripped once, empty lines kept, the last line without '\n'
+// counted, and nothing after the final '\n'.
+TEST(LineReader, YieldsEachLineWithItsNumber) {
+  LineReader r("a,b\r\n\nc\r\r\nlast");
+  std::vector<std::pair<int, std::string>> got;
+  std::string_view line;
+  while (r.Next(&line)) got.emplace_back(r.line_no(), std::string(line));
+  const std::vector<std::pair<int, std::string>> want = {{1, "a,b"}, {2, ""}, {3, "c\r"}, {4, "last"}};
+  EXPECT_EQ(got, want);
+  EXPECT_FALSE(r.Next(&line));
+}
+
+TEST(LineReader, EmptyTextAndTrailingNewline) {
+  std::string_view line;
+  LineReader empty("");
+  EXPECT_FALSE(empty.Next(&line));
+  LineReader one("x\n");
+  ASSERT_TRUE(one.Next(&line));
+  EXPECT_EQ(line, "x");
+  EXPECT_FALSE(one.Next(&line));
+  EXPECT_EQ(one.line_no(), 1);
 }
 
 }  // namespace

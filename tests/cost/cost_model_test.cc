@@ -14,9 +14,12 @@
 #include <vector>
 
 #include "cost/focus.h"
+#include "testing/csv.h"
 
 namespace tessera {
 namespace {
+
+using testing::ParseCsv;
 
 // Test pools: two priced pools with capacity records and one elastic on-demand pool.
 PriceBook TestBook() {
@@ -73,46 +76,6 @@ const CostLine& Line(const std::vector<CostLine>& lines, const std::string& key)
   ADD_FAILURE() << "no line " << key;
   static CostLine none;
   return none;
-}
-
-// Minimal RFC 4180 reader for checking the export (quoted fields, doubled quotes, CRLF rows).
-std::vector<std::vector<std::string>> ParseCsv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows(1);
-  std::string field;
-  bool quoted = false;
-  bool row_has_content = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char ch = text[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (ch == '"') {
-        quoted = false;
-      } else {
-        field += ch;
-      }
-    } else if (ch == '"') {
-      quoted = true;
-      row_has_content = true;
-    } else if (ch == ',') {
-      rows.back().push_back(field);
-      field.clear();
-      row_has_content = true;
-    } else if (ch == '\r' || ch == '\n') {
-      if (ch == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      rows.back().push_back(field);
-      field.clear();
-      rows.emplace_back();
-      row_has_content = false;
-    } else {
-      field += ch;
-      row_has_content = true;
-    }
-  }
-  if (row_has_content) rows.back().push_back(field);
-  if (rows.back().empty()) rows.pop_back();
-  return rows;
 }
 
 // Two teams share one reserved node of 2 GPUs for 10 h at $2/GPU-h ($40): A holds a GPU for 10 h

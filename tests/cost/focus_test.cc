@@ -16,9 +16,12 @@
 #include <vector>
 
 #include "cost/cost_model.h"
+#include "testing/csv.h"
 
 namespace tessera {
 namespace {
+
+using testing::ParseCsv;
 
 enum class Type { kString, kDecimal, kDateTime, kJson, kCurrency };
 
@@ -78,39 +81,6 @@ const std::vector<SpecColumn>& Spec() {
       {"CapacityReservationStatus", false, true, Type::kString, {"Used", "Unused"}},
   };
   return kSpec;
-}
-
-std::vector<std::vector<std::string>> ParseCsv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows(1);
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (ch == '"') {
-        quoted = false;
-      } else {
-        field += ch;
-      }
-    } else if (ch == '"') {
-      quoted = true;
-    } else if (ch == ',') {
-      rows.back().push_back(field);
-      field.clear();
-    } else if (ch == '\r' || ch == '\n') {
-      if (ch == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      rows.back().push_back(field);
-      field.clear();
-      rows.emplace_back();
-    } else {
-      field += ch;
-    }
-  }
-  if (rows.back().empty()) rows.pop_back();
-  return rows;
 }
 
 // Errors of one row against the specification, as text (empty when valid).
