@@ -177,6 +177,18 @@ std::string WaitNotes(const ScenarioOutcome& o, const VariantOutcome& v, const s
   return out;
 }
 
+// Among two or more static-mig layouts (static-mig and its variants), the one with the highest utilisation;
+// SIZE_MAX otherwise.
+size_t BestStatic(const ScenarioOutcome& o, const VariantOutcome& v) {
+  size_t best = SIZE_MAX, count = 0;
+  for (size_t p = 0; p < v.runs.size() && p < o.bases.size(); ++p) {
+    if (v.runs[p].empty() || o.bases[p] != "static-mig") continue;
+    ++count;
+    if (best == SIZE_MAX || MeanUtil(v.runs[p]) > MeanUtil(v.runs[best])) best = p;
+  }
+  return count >= 2 ? best : SIZE_MAX;
+}
+
 std::string BoundLine(const VariantOutcome& v) {
   if (v.bounds.empty()) return "";
   std::vector<double> b;
@@ -433,6 +445,7 @@ std::string TextSummary(const ScenarioOutcome& o, bool is_sweep) {
   for (const VariantOutcome& v : o.variants) {
     if (is_sweep) out += v.variant.label + "\n";
     const std::vector<std::string> classes = ClassesOf(v);
+    const size_t best_static = BestStatic(o, v);
     std::string wait_head;
     for (const std::string& c : classes) wait_head += fmt::format(" {:>15}", c.substr(0, 9) + " p50/p99");
     out += fmt::format("  {:<12} {:>22} {:>8} {:>22}{} {:>9} {:>5} {:>7} {:>7}{}\n", "policy",
@@ -458,12 +471,14 @@ std::string TextSummary(const ScenarioOutcome& o, bool is_sweep) {
         waits += fmt::format(" {:>15}", d.empty() ? "-" : Wait(Percentile(d, 0.5)) + "/" + Wait(Percentile(d, 0.99)));
       }
       const std::string cyc = same || p >= o.cycles.size() ? "" : o.cycles[p].gang_backfill ? "  full" : "  greedy";
+      const std::string name = runs.front().policy + (p == best_static ? "*" : "");
       out += fmt::format("  {:<12} {:>6.3f} [{:.3f},{:.3f}] {:>8}   {:>6.3f} [{:.3f},{:.3f}]{} {:>9.1f} {:>5.1f} {:>7.0f} "
                          "{:>7.3f}{}\n",
-                         runs.front().policy, su.mean, su.min, su.max, gap, sa.mean, sa.min, sa.max, waits,
+                         name, su.mean, su.min, su.max, gap, sa.mean, sa.min, sa.max, waits,
                          SpreadOf(t).mean, SpreadOf(oom).mean, SpreadOf(rep).mean, SpreadOf(dev).max, cyc);
     }
     out += BoundLine(v);
+    if (best_static != SIZE_MAX) out += "  * the best static-mig layout of this run\n";
     out += WaitNotes(o, v, classes);
   }
   return out;

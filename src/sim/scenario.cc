@@ -13,6 +13,8 @@
 #include "base/parallel.h"
 #include "base/yaml_reader.h"
 #include "sched/cluster_state.h"
+#include "sched/engine_policy.h"
+#include "sched/node_scorer.h"
 #include "sched/policy.h"
 #include "sim/cost_baselines.h"
 #include "sim/dlrm.h"
@@ -124,11 +126,65 @@ Status ReadGenerator(const YAML::Node& node, std::string_view source, GeneratorC
   return w.Finish();
 }
 
-// `policies` / `gang_backfill`: lists of registered policy names.
-void ReadPolicies(FieldReader& r, std::string_view key, std::vector<std::string>* out) {
+// `policies` / `gang_backfill`: lists of registered policy names or the scenario's variants.
+void ReadPolicies(FieldReader& r, std::string_view key, const std::map<std::string, PolicyVariant>& variants,
+                  std::vector<std::string>* out) {
   r.StringList(key, out, false, 1);
   for (const std::string& p : *out)
-    if (r.ok() && !MakePolicy(p).ok()) r.Fail(key, fmt::format("unknown policy '{}'", p));
+    if (r.ok() && !variants.count(p) && !MakePolicy(p).ok()) r.Fail(key, fmt::format("unknown policy '{}'", p));
+}
+
+bool IsEnginePolicy(std::string_view p) {
+  return p == "tessera" || p == "bestfit" || p == "k8s-default" || p == "static-mig";
+}
+
+// `policy_variants: {NAME: {policy: BASE, static_mig: {share, layout}, off: [feature, ...]}}`.
+Status ReadPolicyVariants(FieldReader& top, std::map<std::string, PolicyVariant>* out) {
+  const YAML::Node m = top.Map("policy_variants");
+  if (!top.ok() || !m.IsDefined()) return top.status();
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    auto name = YamlString(it->first, top.source(), "policy_variants");
+    if (!name.ok()) return name.status();
+    const std::string path = "policy_variants." + *name;
+    if (MakePolicy(*name).ok())
+      return Status::Error(fmt::format("{}: '{}' is a registered policy; give the variant another name",
+                                       YamlWhere(top.source(), it->first, "policy_variants"), *name));
+    FieldReader r(it->second, top.source(), path);
+    PolicyVariant v;
+    r.String("policy", &v.base, true);
+    if (r.ok() && !MakePolicy(v.base).ok()) r.Fail("policy", fmt::format("unknown policy '{}'", v.base));
+    r.StringList("off", &v.off, false);
+    for (const std::string& f : v.off) {
+      if (!r.ok()) break;
+      if (std::find(kPolicyFeatures.begin(), kPolicyFeatures.end(), f) == kPolicyFeatures.end())
+        r.Fail("off", fmt::format("unknown feature '{}' (known: mig_aware, repartition, share, topology, "
+                                  "separate_classes, frag_aware, scorer)", f));
+      else if (!IsEnginePolicy(v.base))
+        r.Fail("off", fmt::format("'{}' has no features to turn off (tessera, bestfit, k8s-default, static-mig do)",
+                                  v.base));
+    }
+    if (r.ok() && r.Has("static_mig")) {
+      if (v.base != "static-mig") {
+        r.Fail("static_mig", "only for policy static-mig");
+        return r.status();
+      }
+      FieldReader sm(r.Child("static_mig"), top.source(), path + ".static_mig");
+      sm.Double("share", &v.static_mig.share, false, 0, 1);
+      sm.String("layout", &v.static_mig.layout, false);
+      if (Status st = sm.Finish(); !st.ok()) return st;
+      v.has_static_mig = true;
+    }
+    if (Status st = r.Finish(); !st.ok()) return st;
+    (*out)[*name] = std::move(v);
+  }
+  return Status::Ok();
+}
+
+PolicyTraits TraitsOf(std::string_view base) {
+  if (base == "tessera") return TesseraTraits();
+  if (base == "bestfit") return BestFitTraits();
+  if (base == "k8s-default") return K8sDefaultTraits();
+  return StaticMigTraits();
 }
 
 std::string JoinPath(const std::string& dir, const std::string& p) {
@@ -173,12 +229,13 @@ Status ReadRunSettings(FieldReader& top, Scenario* s) {
   }
   top.Int("threads", &s->threads, false, 1, 256);
   s->policies = {"tessera", "static-mig", "k8s-default"};
-  ReadPolicies(top, "policies", &s->policies);
+  if (Status st = ReadPolicyVariants(top, &s->policy_variants); !st.ok()) return st;
+  ReadPolicies(top, "policies", s->policy_variants, &s->policies);
   std::string cycle = "full";
   top.Choice("cycle", &cycle, false, {"full", "greedy"});
   s->full_cycle = cycle == "full";
   top.Bool("asymmetric_cycle", &s->asymmetric_cycle, false);
-  ReadPolicies(top, "gang_backfill", &s->gang_backfill_policies);
+  ReadPolicies(top, "gang_backfill", s->policy_variants, &s->gang_backfill_policies);
   if (top.ok() && top.Has("gang_backfill") && !s->asymmetric_cycle)
     top.Fail("gang_backfill", "gives only the listed policies the full cycle: set 'asymmetric_cycle: true' to ask "
                               "for that, or 'cycle: full|greedy' for every policy");
@@ -365,6 +422,40 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   return s;
 }
 
+const std::vector<std::string> kPolicyFeatures = {"mig_aware",        "repartition", "share", "topology",
+                                                  "separate_classes", "frag_aware",  "scorer"};
+
+Result<std::unique_ptr<Policy>> MakeScenarioPolicy(const Scenario& s, const std::string& name) {
+  auto it = s.policy_variants.find(name);
+  if (it == s.policy_variants.end()) return MakePolicy(name);
+  const PolicyVariant& v = it->second;
+  if (v.off.empty()) return MakePolicy(v.base);
+  PolicyTraits t = TraitsOf(v.base);
+  t.name = name;
+  bool own_scorer = v.base == "tessera" || v.base == "bestfit";
+  for (const std::string& f : v.off) {
+    if (f == "mig_aware") t.mig_aware = false;
+    if (f == "repartition") t.repartition = false;
+    if (f == "share") t.share = false;
+    if (f == "topology") t.topology = false;
+    if (f == "separate_classes") t.separate_classes = false;
+    if (f == "frag_aware") t.frag_aware = false;
+    if (f == "scorer") own_scorer = false;
+  }
+  // As MakePolicy builds them (no typical tasks, no tie seed); tessera without its score uses bestfit's.
+  std::unique_ptr<NodeScorer> scorer;
+  if (v.base == "tessera") scorer = own_scorer ? MakeTesseraScorer({}, std::nullopt) : MakeBestFitScorer(std::nullopt);
+  else if (v.base == "bestfit" && own_scorer) scorer = MakeBestFitScorer(std::nullopt);
+  return std::unique_ptr<Policy>(std::make_unique<EnginePolicy>(std::move(t), std::move(scorer)));
+}
+
+Cluster ClusterForScenarioPolicy(const Scenario& s, const Catalog& catalog, const std::string& name) {
+  auto it = s.policy_variants.find(name);
+  if (it == s.policy_variants.end()) return ClusterForPolicy(s.cluster, catalog, name, s.static_mig);
+  return ClusterForPolicy(s.cluster, catalog, it->second.base,
+                          it->second.has_static_mig ? it->second.static_mig : s.static_mig);
+}
+
 Cluster ClusterForPolicy(const Cluster& cluster, const Catalog& catalog, std::string_view policy,
                          const StaticMigSetup& setup) {
   if (policy != "static-mig") return cluster;
@@ -414,14 +505,18 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
   ScenarioOutcome out;
   out.name = s.name;
   out.policies = policies;
-  for (const std::string& p : policies) out.cycles.push_back(CycleFor(s, p));
+  for (const std::string& p : policies) {
+    out.cycles.push_back(CycleFor(s, p));
+    auto v = s.policy_variants.find(p);
+    out.bases.push_back(v == s.policy_variants.end() ? p : v->second.base);
+  }
   out.seeds = s.seeds;
   out.gpus = s.cluster.TotalGpus();
   for (const std::string& p : policies)
-    if (!MakePolicy(p).ok()) return Status::Error(fmt::format("unknown policy '{}'", p));
+    if (auto made = MakeScenarioPolicy(s, p); !made.ok()) return made.status();
   std::vector<Cluster> clusters;
   for (const std::string& p : policies) {
-    clusters.push_back(ClusterForPolicy(s.cluster, catalog, p, s.static_mig));
+    clusters.push_back(ClusterForScenarioPolicy(s, catalog, p));
     if (auto st = ClusterState::Build(clusters.back(), catalog); !st.ok())
       return Status::Error(fmt::format("policy {}: {}", p, st.error()));
   }
@@ -442,7 +537,7 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
     const std::vector<TraceJob> jobs = JobsFor(s, s.variants[t.v], s.seeds[t.seed]);
     out.variants[t.v].bounds[t.seed] = BoundFor(s, catalog, jobs);
     for (size_t p = 0; p < policies.size(); ++p) {
-      auto pol = MakePolicy(policies[p]);
+      auto pol = MakeScenarioPolicy(s, policies[p]);
       SimOptions o = s.sim;
       o.time_limit_seed = s.seeds[t.seed];
       o.failure_seed = s.seeds[t.seed];
@@ -456,6 +551,7 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
         return;
       }
       r->seed = s.seeds[t.seed];
+      r->policy = policies[p];  // a variant's name (static-mig variants share their base's policy object)
       out.variants[t.v].runs[p][t.seed] = std::move(r).value();
     }
   });

@@ -5,6 +5,8 @@
 // thread pool; each run is independent and deterministic.
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "base/status.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
+#include "sched/policy.h"
 #include "sim/bound.h"
 #include "sim/generator.h"
 #include "sim/simulator.h"
@@ -24,6 +27,18 @@ struct StaticMigSetup {
   double share = 0.5;                  // fraction of MIG-capable nodes set to MIG mode for static-mig
   std::string layout = "all-balanced";
 };
+
+// A named variant of a registered policy (`policy_variants:`): static-mig with its own MIG share and layout,
+// or an engine policy with features turned off (the ablation of tessera against bestfit).
+struct PolicyVariant {
+  std::string base;                  // a registered policy
+  bool has_static_mig = false;       // base static-mig: this share and layout instead of the scenario's
+  StaticMigSetup static_mig;
+  std::vector<std::string> off;      // engine policies: features off (kPolicyFeatures)
+};
+// Features an ablation may turn off: PolicyTraits flags (mig_aware, repartition, share, topology,
+// separate_classes, frag_aware) and `scorer` (bestfit's node score instead of the policy's own).
+extern const std::vector<std::string> kPolicyFeatures;
 
 // One point of a sweep (or the only variant of a plain scenario).
 struct ScenarioVariant {
@@ -41,6 +56,7 @@ struct Scenario {
   std::vector<uint64_t> seeds;
   int threads = 2;
   std::vector<std::string> policies;
+  std::map<std::string, PolicyVariant> policy_variants;  // by name (usable in `policies` and --policy)
   SimOptions sim;
   StaticMigSetup static_mig;
   // Workload: exactly one of these.
@@ -68,6 +84,11 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
 // Traffic names: light (all light replicas), mixed (half), busy (none).
 Result<double> LightFractionOf(std::string_view traffic);
 
+// The policy object of a registered name or of one of the scenario's variants; an unknown name is an error.
+Result<std::unique_ptr<Policy>> MakeScenarioPolicy(const Scenario& s, const std::string& name);
+// The cluster a policy or variant of `s` runs on (ClusterForPolicy with the variant's base and setup).
+Cluster ClusterForScenarioPolicy(const Scenario& s, const Catalog& catalog, const std::string& name);
+
 // The cluster a policy runs on: for "static-mig", `share` of the MIG-capable nodes (spread evenly) start in
 // MIG mode with `layout`; every other policy gets the cluster unchanged.
 Cluster ClusterForPolicy(const Cluster& cluster, const Catalog& catalog, std::string_view policy,
@@ -93,6 +114,7 @@ struct ScenarioOutcome {
   std::string name;
   std::vector<std::string> policies;
   std::vector<CycleSpec> cycles;  // [policy]
+  std::vector<std::string> bases;  // [policy]: the registered policy it runs (a variant's base)
   std::vector<uint64_t> seeds;
   int gpus = 0;
   std::vector<VariantOutcome> variants;

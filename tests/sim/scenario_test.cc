@@ -56,6 +56,16 @@ TEST(ScenarioTest, BadInputNamesFileLineAndField) {
       {b + "workload: {}\ngang_backfill: [tessera]\n", "s.yaml:10: gang_backfill: gives only the listed policies"},
       {b + "workload: {}\nasymmetric_cycle: true\n", "s.yaml:10: asymmetric_cycle: needs 'gang_backfill"},
       {b + "workload: {}\ncycle: fast\n", "s.yaml:10: cycle: expected one of full, greedy"},
+      {b + "workload: {}\npolicy_variants: {tessera: {policy: bestfit}}\n", "s.yaml:10: policy_variants: 'tessera' is a registered"},
+      {b + "workload: {}\npolicy_variants: {v: {policy: magic}}\n", "s.yaml:10: policy_variants.v.policy: unknown policy 'magic'"},
+      {b + "workload: {}\npolicy_variants: {v: {policy: tessera, off: [speed]}}\n",
+       "s.yaml:10: policy_variants.v.off: unknown feature 'speed'"},
+      {b + "workload: {}\npolicy_variants: {v: {policy: fgd, off: [topology]}}\n",
+       "s.yaml:10: policy_variants.v.off: 'fgd' has no features"},
+      {b + "workload: {}\npolicy_variants: {v: {policy: tessera, static_mig: {share: 0.5}}}\n",
+       "s.yaml:10: policy_variants.v.static_mig: only for policy static-mig"},
+      {b + "workload: {}\npolicy_variants: {v: {policy: static-mig, static_mig: {share: 2}}}\n",
+       "s.yaml:10: policy_variants.v.static_mig.share: expected a number in [0, 1]"},
       {b + "workload: {}\ntime_limit_factor: [0.5, 2]\n", "s.yaml:10: time_limit_factor[0]: expected a number in [1, 1000]"},
       {b + "workload: {}\ntime_limit_factor: [3, 2]\n", "s.yaml:10: time_limit_factor: expected [min, max]"},
       {"name: x\ncluster: c.yaml\nseeds: 9223372036854775808\nworkload: {}\nhorizon_h: 1\n",
@@ -183,6 +193,40 @@ TEST(ScenarioTest, SameCycleUnlessAskedFor) {
   EXPECT_TRUE(j["results"][0]["cycle"]["gang_backfill"].get<bool>());
   EXPECT_FALSE(j["results"][1]["cycle"]["gang_backfill"].get<bool>());
   EXPECT_NE(TextSummary(*out, false).find("ASYMMETRIC"), std::string::npos);
+}
+
+// Policy variants: a static layout of its own, and tessera with features off; with all four of the features
+// bestfit lacks turned off, tessera is bestfit (the ablation's anchor).
+TEST(ScenarioTest, PolicyVariants) {
+  auto s = Parse(std::string(kBase) +
+                 "workload: {inference_share: 0.5, traffic: mixed}\npolicy_variants:\n"
+                 "  smig-half: {policy: static-mig, static_mig: {share: 0.5, layout: all-balanced}}\n"
+                 "  smig-all: {policy: static-mig, static_mig: {share: 1.0, layout: all-balanced}}\n"
+                 "  t-as-bestfit: {policy: tessera, off: [topology, separate_classes, frag_aware, scorer]}\n"
+                 "  t-no-topology: {policy: tessera, off: [topology]}\n");
+  ASSERT_TRUE(s.ok()) << s.error();
+  auto mig_nodes = [&](const std::string& p) {
+    int n = 0;
+    for (const Node& node : ClusterForScenarioPolicy(*s, Catalog::Default(), p).nodes) n += node.mig_enabled;
+    return n;
+  };
+  EXPECT_EQ(mig_nodes("smig-half"), 2);
+  EXPECT_EQ(mig_nodes("smig-all"), 4);
+  EXPECT_EQ(mig_nodes("t-as-bestfit"), 0);
+  auto out =
+      RunScenario(*s, {"bestfit", "t-as-bestfit", "t-no-topology", "smig-all", "smig-half"}, Catalog::Default());
+  ASSERT_TRUE(out.ok()) << out.error();
+  const VariantOutcome& v = out->variants[0];
+  for (size_t k = 0; k < s->seeds.size(); ++k) {
+    EXPECT_EQ(v.runs[1][k].policy, "t-as-bestfit");
+    EXPECT_EQ(v.runs[3][k].policy, "smig-all");
+    EXPECT_EQ(v.runs[0][k].gpu_utilization, v.runs[1][k].gpu_utilization) << k;
+    EXPECT_EQ(v.runs[0][k].gpu_allocation, v.runs[1][k].gpu_allocation) << k;
+  }
+  const bool all_better = SpreadOf({v.runs[3][0].gpu_utilization, v.runs[3][1].gpu_utilization}).mean >
+                          SpreadOf({v.runs[4][0].gpu_utilization, v.runs[4][1].gpu_utilization}).mean;
+  EXPECT_NE(TextSummary(*out, false).find(all_better ? "smig-all*" : "smig-half*"), std::string::npos)
+      << TextSummary(*out, false);
 }
 
 TEST(ScenarioTest, SanityAnchors) {
