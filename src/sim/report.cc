@@ -296,7 +296,7 @@ const char* kPage = R"HTML(<!doctype html>
 <script src="chart.min.js"></script>
 <style>body{font-family:sans-serif;max-width:1100px;margin:auto;color:#222}canvas{max-height:360px}
 table{border-collapse:collapse;margin:8px 0;font-size:14px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f3f3f3}td.l,th.l{text-align:left}tr.bound td{font-style:italic;background:#fafafa}
+th{background:#f3f3f3}td.l,th.l{text-align:left;white-space:nowrap}tr.bound td{font-style:italic;background:#fafafa}
 .swatch{display:inline-block;width:22px;height:0;border-top:3px solid;vertical-align:middle;margin-right:6px}
 .note{color:#a33}details{margin:6px 0}</style>
 </head><body>
