@@ -1,5 +1,7 @@
 #include "control/loop.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -15,6 +17,17 @@ ControlLoop::ControlLoop(ClusterState state, std::vector<QueueConfig> queues, Lo
       queues_(std::move(queues)),
       options_(std::move(options)),
       usage_(static_cast<int>(queues_.size()), options_.cycle.usage_half_life_s, 0) {}
+
+int ControlLoop::AddQueue(QueueConfig q) {
+  queues_.push_back(std::move(q));
+  usage_.AddQueue();
+  return static_cast<int>(queues_.size()) - 1;
+}
+
+void ControlLoop::RestoreUsage(const std::vector<double>& usage, int64_t at_s) {
+  usage_ = QueueUsage(static_cast<int>(queues_.size()), options_.cycle.usage_half_life_s, at_s);
+  for (size_t q = 0; q < usage.size() && q < queues_.size(); ++q) usage_.SetUsage(static_cast<int>(q), usage[q]);
+}
 
 void ControlLoop::Submit(JobSlot j, int64_t now) {
   ControlJob& job = jobs_[j];
@@ -132,28 +145,86 @@ Applied ControlLoop::ApplyBind(const Action& a, int64_t now) {
   }
   // After preemption the job gets its capacity once the victims' grace period is over.
   r.granted_s = std::max(now, a.start_s);
-  state_.Apply(a.tasks, j.request.cpu_milli, j.request.host_memory_mib, IsInference(j));
-  j.tasks = a.tasks;
-  j.phase = JobPhase::kBound;
-  j.bind_s = now;
+  Hold(r.job, a.tasks, now);
   if (j.first_bind_s < 0) {
     j.first_bind_s = now;
     r.first_bind = true;
   }
-  j.held_milli = 0;
   for (const TaskPlacement& t : a.tasks)
     for (const GpuGrant& g : t.gpus) {
-      j.held_milli += g.milli;
       if (g.enable_mig || g.disable_mig) ++r.mig_mode_gpus;
       else if (g.create_instance || g.destroy_mask) ++r.mig_instance_gpus;
     }
-  if (options_.track_usage) {
-    j.held_units = UnitsOf(state_, j.tasks, options_.cycle.slice_units);
-    usage_.AdvanceTo(now);
-    usage_.AddHeld(j.queue, j.held_units);
-  }
-  jobs_.AddHolding(r.job);
   r.done = true;
+  return r;
+}
+
+void ControlLoop::Hold(JobSlot j, const std::vector<TaskPlacement>& tasks, int64_t now) {
+  ControlJob& job = jobs_[j];
+  state_.Apply(tasks, job.request.cpu_milli, job.request.host_memory_mib, IsInference(job));
+  job.tasks = tasks;
+  job.phase = JobPhase::kBound;
+  job.bind_s = now;
+  job.held_milli = 0;
+  for (const TaskPlacement& t : tasks)
+    for (const GpuGrant& g : t.gpus) job.held_milli += g.milli;
+  if (options_.track_usage) {
+    job.held_units = UnitsOf(state_, job.tasks, options_.cycle.slice_units);
+    usage_.AdvanceTo(now);
+    usage_.AddHeld(job.queue, job.held_units);
+  }
+  jobs_.AddHolding(j);
+}
+
+// Creates the MIG instances `tasks` name that the state lacks (destroying idle instances in their way).
+void ControlLoop::EnsureInstances(const std::vector<TaskPlacement>& tasks) {
+  for (const TaskPlacement& t : tasks)
+    for (const GpuGrant& g : t.gpus) {
+      if (g.mig_profile < 0 || g.gpu < 0 || g.gpu >= state_.num_gpus()) continue;
+      const GpuState& gs = state_.gpu(g.gpu);
+      bool exists = false;
+      for (int i = 0; i < gs.n_instances; ++i)
+        exists |= gs.instances[i].profile == g.mig_profile && gs.instances[i].start == g.mig_start;
+      if (exists) continue;
+      if (!gs.mig_enabled) (void)state_.SetMigMode(g.gpu, true);
+      const GpuKind& kind = state_.kind_of_gpu(g.gpu);
+      if (g.mig_profile >= static_cast<int>(kind.profiles.size())) continue;
+      const uint8_t want = kind.profiles[g.mig_profile].MaskAt(g.mig_start);
+      for (int i = state_.gpu(g.gpu).n_instances - 1; i >= 0; --i) {
+        const MigSlot& slot = state_.gpu(g.gpu).instances[i];
+        if ((kind.profiles[slot.profile].MaskAt(slot.start) & want) && !slot.busy)
+          (void)state_.DestroyInstance(g.gpu, slot.start);
+      }
+      (void)state_.CreateInstance(g.gpu, g.mig_profile, g.mig_start);
+    }
+}
+
+Status ControlLoop::Resume(JobSlot j, const std::vector<TaskPlacement>& tasks, int64_t start_s, int64_t now,
+                           double efficiency) {
+  ControlJob& job = jobs_[j];
+  if (job.phase != JobPhase::kFuture && job.phase != JobPhase::kPending)
+    return Status::Error(fmt::format("job {} is {}, not waiting", j, JobPhaseName(job.phase)));
+  for (const TaskPlacement& t : tasks)
+    for (const GpuGrant& g : t.gpus)
+      if (t.node < 0 || t.node >= state_.num_nodes() || g.gpu < 0 || g.gpu >= state_.num_gpus())
+        return Status::Error(fmt::format("job {}: grant of GPU {} on node {} is not in the cluster", j, g.gpu, t.node));
+  EnsureInstances(tasks);
+  if (Status st = state_.CanApply(tasks, job.request.cpu_milli, job.request.host_memory_mib); !st.ok()) return st;
+  if (job.phase == JobPhase::kPending) jobs_.ErasePending({j});
+  Hold(j, tasks, now);
+  job.bind_s = job.first_bind_s = start_s;
+  Start(j, start_s, efficiency);
+  return Status::Ok();
+}
+
+Released ControlLoop::Withdraw(JobSlot j, int64_t now) {
+  ControlJob& job = jobs_[j];
+  Released r;
+  r.job = -1;
+  if (job.phase == JobPhase::kPending) jobs_.ErasePending({j});
+  else if (job.phase == JobPhase::kBound || job.phase == JobPhase::kRunning || job.phase == JobPhase::kTerminating)
+    r = ReleaseHold(j, now);
+  job.phase = JobPhase::kFailed;
   return r;
 }
 

@@ -86,6 +86,14 @@ class ControlLoop {
   const LoopOptions& options() const { return options_; }
   const QueueUsage& usage() const { return usage_; }
 
+  // A queue added, or a queue's configuration changed, while the driver runs (e.g. a team created through an
+  // API). AddQueue returns its index.
+  int AddQueue(QueueConfig q);
+  void UpdateQueue(int q, QueueConfig config) { queues_[q] = std::move(config); }
+  // History carried over from a store: each queue's decayed usage as of `at_s` (queues beyond `usage` start
+  // at zero). REQUIRES: no job holds capacity yet.
+  void RestoreUsage(const std::vector<double>& usage, int64_t at_s);
+
   // A job the driver knows (kFuture). Returns its slot.
   JobSlot Add(ControlJob job) { return jobs_.Add(std::move(job)); }
   // The job enters the queue at `now` (at the back of the queue order).
@@ -110,6 +118,14 @@ class ControlLoop {
   // its last checkpoint (one that never checkpointed restarts from scratch). Returns when the lost work
   // began, or -1 if it was not running. The job still holds its grants: Requeue or Terminate next.
   int64_t Interrupt(JobSlot j);
+  // A job that was already running when the driver (re)started, from its recorded grants (without MIG
+  // change flags): it takes them, first creating any MIG instance they name that the state lacks, and runs
+  // since `start_s` at `efficiency`; its usage counts from `now`. An error (the grants no longer fit) names
+  // the problem and changes nothing of the job.
+  Status Resume(JobSlot j, const std::vector<TaskPlacement>& tasks, int64_t start_s, int64_t now, double efficiency);
+  // The job leaves for good before it ends (e.g. cancelled): a pending job leaves the queue order, a holding
+  // one releases its grants (returned; job -1 when it held none). It ends in kFailed.
+  Released Withdraw(JobSlot j, int64_t now);
   // Holds its grants for the grace period, doing no work (kTerminating); Requeue at the end.
   void Terminate(JobSlot j);
   // Releases its grants and puts it back in the queue at its submit-time position (kPending).
@@ -119,6 +135,9 @@ class ControlLoop {
   Applied ApplyBind(const Action& a, int64_t now);
   Applied ApplyPreempt(const Action& a, int64_t now);
   Applied ApplyRepartition(const Action& a);
+  // The job takes `tasks` (REQUIRES: they fit) and holds them from `now` (kBound).
+  void Hold(JobSlot j, const std::vector<TaskPlacement>& tasks, int64_t now);
+  void EnsureInstances(const std::vector<TaskPlacement>& tasks);
   Released ReleaseHold(JobSlot j, int64_t now);
   void AddRunning(const ControlJob& j, int64_t now, CycleInput& in, std::vector<int64_t>* drain) const;
 

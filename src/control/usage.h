@@ -22,6 +22,11 @@ class QueueUsage {
   // What queue q holds from now on changes by `delta_units`. REQUIRES: AdvanceTo(now) first.
   void AddHeld(int q, int64_t delta_units) { held_[q] += delta_units; }
   void SetUsage(int q, double usage) { usage_[q] = usage; }
+  // One more queue, with no usage and nothing held.
+  void AddQueue() {
+    usage_.push_back(0);
+    held_.push_back(0);
+  }
 
   const std::vector<double>& usage() const { return usage_; }
   const std::vector<int64_t>& held() const { return held_; }
