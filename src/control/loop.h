@@ -93,6 +93,8 @@ class ControlLoop {
   // History carried over from a store: each queue's decayed usage as of `at_s` (queues beyond `usage` start
   // at zero). REQUIRES: no job holds capacity yet.
   void RestoreUsage(const std::vector<double>& usage, int64_t at_s);
+  // Each queue's usage decayed and accrued up to `now` (e.g. before a driver keeps it).
+  void AdvanceUsage(int64_t now) { usage_.AdvanceTo(now); }
 
   // A job the driver knows (kFuture). Returns its slot.
   JobSlot Add(ControlJob job) { return jobs_.Add(std::move(job)); }

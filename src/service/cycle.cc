@@ -1,4 +1,5 @@
-// The control loop: executor events, the scheduling cycle, applying its Plan, publishing the snapshot.
+// The service's side of the control loop: executor events, the cycle (the core builds its input and
+// applies its plan), what each applied action means for a job and the store, publishing the snapshot.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -100,12 +101,35 @@ std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) con
   return out;
 }
 
-void Service::ReleaseLocked(const JobRecord& j) {
-  if (j.state != JobState::kRunning) return;
-  state_->Release(j.placements, j.request.cpu_milli, j.request.host_memory_mib, j.cls != WorkloadClass::kTraining);
-  state_changed_ = true;
-  executor_->Stop(j.id);
-  running_.erase(j.id);
+void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
+  Slot& slot = jobs_[j.id - 1];
+  const PriorityClass* pc = config_.tenancy.FindClass(j.priority_class);
+  for (int r = 0; r < j.replicas; ++r) {
+    ControlJob cj;
+    cj.request = j.request;
+    cj.queue = j.queue;
+    cj.preemptible = pc == nullptr || pc->preemptible;
+    cj.remaining_work_s = j.duration_s > 0 ? static_cast<double>(j.duration_s) : -1;
+    const JobSlot s = loop_->Add(std::move(cj));
+    if (queued) loop_->Submit(s, j.submitted_at);
+    slot.replicas.push_back(s);
+    job_of_slot_.push_back(j.id);
+  }
+}
+
+CycleInput Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working) {
+  CycleInput in = loop_->BuildInput(now);
+  *working = std::make_unique<ClusterState>(loop_->state());
+  in.snapshot = working->get();
+  return in;
+}
+
+std::vector<int64_t> Service::RunningLocked() const {
+  std::vector<int64_t> out;
+  for (JobSlot s : loop_->jobs().holding()) out.push_back(job_of_slot_[s]);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 JobPtr Service::FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message,
@@ -117,123 +141,122 @@ JobPtr Service::FinishLocked(const JobRecord& j, JobState state, int64_t at, con
   next->message = message;
   if (j.state == JobState::kRunning) {
     for (UsageRecord& u : UsageOf(j, at)) b->usage.push_back(std::move(u));
-    ReleaseLocked(j);
+    executor_->Stop(j.id);
+    state_changed_ = true;
   }
-  pending_.erase(j.id);
+  for (JobSlot s : jobs_[j.id - 1].replicas) {
+    const bool running = loop_->jobs()[s].phase == JobPhase::kRunning;
+    if (running && state == JobState::kSucceeded) loop_->Complete(s, at);
+    else if (running && state == JobState::kFailed) loop_->Fail(s, at);
+    else loop_->Withdraw(s, at);
+  }
   b->events.push_back({j.id, at, JobStateName(state), message});
   return next;
 }
 
+void Service::PreemptLocked(const JobRecord& j, const std::string& reason, int64_t now, WriteBatch* b,
+                            std::vector<JobPtr>* changed) {
+  for (JobSlot s : jobs_[j.id - 1].replicas) {  // the replicas the plan left running go too
+    const JobPhase p = loop_->jobs()[s].phase;
+    if (p != JobPhase::kBound && p != JobPhase::kRunning) continue;
+    loop_->Interrupt(s);
+    loop_->Requeue(s, now);
+  }
+  for (UsageRecord& u : UsageOf(j, now)) b->usage.push_back(std::move(u));
+  executor_->Stop(j.id);
+  auto next = std::make_shared<JobRecord>(j);
+  next->version = NextVersion();
+  next->state = JobState::kPending;
+  next->started_at = -1;
+  next->placements.clear();
+  next->message = "preempted: " + reason;
+  b->events.push_back({j.id, now, "Preempted", reason});
+  changed->push_back(next);
+  counters_.preemptions.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Service::StartLocked(const JobRecord& j, const std::string& reason, int64_t now, WriteBatch* b,
+                          std::vector<JobPtr>* changed) {
+  const std::vector<JobSlot>& replicas = jobs_[j.id - 1].replicas;
+  const bool all = std::all_of(replicas.begin(), replicas.end(),
+                               [&](JobSlot s) { return loop_->jobs()[s].phase == JobPhase::kBound; });
+  if (!all) {  // all or nothing: the replicas bound go back to the queue, at their place
+    for (JobSlot s : replicas)
+      if (loop_->jobs()[s].phase == JobPhase::kBound) loop_->Requeue(s, now);
+    return;
+  }
+  std::vector<TaskPlacement> tasks;
+  for (JobSlot s : replicas) {
+    loop_->Start(s, now, 1.0);
+    const auto& held = loop_->jobs()[s].tasks;
+    tasks.insert(tasks.end(), held.begin(), held.end());
+  }
+  auto next = std::make_shared<JobRecord>(j);
+  next->version = NextVersion();
+  next->state = JobState::kRunning;
+  next->started_at = now;
+  next->placements = WithoutFlags(std::move(tasks));
+  next->message.clear();
+  executor_->Start(j.id, now, j.duration_s);
+  b->events.push_back({j.id, now, "Started", reason});
+  changed->push_back(next);
+  counters_.placements.fetch_add(1, std::memory_order_relaxed);
+}
+
 void Service::ApplyPlanLocked(const Plan& plan, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed) {
+  const std::vector<Applied> applied = loop_->Apply(plan, now);
+  std::map<int64_t, std::string> preempted, bound;  // job -> reason of its first action
+  std::set<GpuId> relayout;                          // GPUs whose MIG layout may have changed
+  for (size_t i = 0; i < applied.size(); ++i) {
+    const Applied& r = applied[i];
+    const Action& a = plan.actions[i];
+    if (!r.done) continue;
+    if (r.kind == ActionKind::kPreempt) preempted.emplace(job_of_slot_[r.job], a.reason);
+    if (r.kind == ActionKind::kBind) {
+      bound.emplace(job_of_slot_[r.job], a.reason);
+      counters_.mig_repartitions.fetch_add(r.mig_mode_gpus + r.mig_instance_gpus, std::memory_order_relaxed);
+    }
+    if (r.kind == ActionKind::kBind || r.kind == ActionKind::kRepartition)
+      for (const TaskPlacement& t : a.tasks)
+        for (const GpuGrant& g : t.gpus)
+          if (g.mig_profile >= 0 || g.enable_mig || g.disable_mig || g.destroy_mask) relayout.insert(g.gpu);
+  }
+  if (!applied.empty()) state_changed_ = true;
   auto current = [&](int64_t id) -> JobPtr {
     for (auto it = changed->rbegin(); it != changed->rend(); ++it)
       if ((*it)->id == id) return *it;
     return Lookup(id, false);
   };
-  // Preemptions first (the plan orders them before the binds they make room for); a preempted replica
-  // preempts its whole job.
-  for (const Action& a : plan.actions) {
-    if (a.kind != ActionKind::kPreempt) continue;
-    JobPtr j = current(JobOfEngineId(a.job));
-    if (!j || j->state != JobState::kRunning) continue;
-    for (UsageRecord& u : UsageOf(*j, now)) b->usage.push_back(std::move(u));
-    ReleaseLocked(*j);
-    auto next = std::make_shared<JobRecord>(*j);
-    next->version = NextVersion();
-    next->state = JobState::kPending;
-    next->started_at = -1;
-    next->placements.clear();
-    next->message = "preempted: " + a.reason;
-    pending_.insert(j->id);
-    b->events.push_back({j->id, now, "Preempted", a.reason});
-    changed->push_back(next);
-    counters_.preemptions.fetch_add(1, std::memory_order_relaxed);
-  }
-  // Binds, grouped by job: a job starts only when every replica got a place in this plan.
-  std::map<int64_t, std::map<int, const Action*>> binds;
-  for (const Action& a : plan.actions)
-    if (a.kind == ActionKind::kBind) binds[JobOfEngineId(a.job)][static_cast<int>(a.job % kMaxReplicas)] = &a;
-  for (const auto& [id, by_replica] : binds) {
-    JobPtr j = current(id);
-    if (!j || j->state != JobState::kPending || static_cast<int>(by_replica.size()) != j->replicas) continue;
-    const Request& r = j->request;
-    const bool inference = r.cls != WorkloadClass::kTraining;
-    std::vector<TaskPlacement> tasks;
-    std::vector<const Action*> applied;
-    for (const auto& [rep, a] : by_replica) {
-      if (!state_->CanApply(a->tasks, r.cpu_milli, r.host_memory_mib).ok()) break;  // changed since the plan
-      state_->Apply(a->tasks, r.cpu_milli, r.host_memory_mib, inference);
-      applied.push_back(a);
-      tasks.insert(tasks.end(), a->tasks.begin(), a->tasks.end());
-    }
-    if (applied.size() != by_replica.size()) {  // all or nothing: undo the replicas applied
-      for (const Action* a : applied) state_->Release(WithoutFlags(a->tasks), r.cpu_milli, r.host_memory_mib, inference);
-      continue;
-    }
-    for (const TaskPlacement& t : tasks)
-      for (const GpuGrant& g : t.gpus) {
-        if (g.create_instance || g.enable_mig || g.disable_mig || g.destroy_mask)
-          counters_.mig_repartitions.fetch_add(1, std::memory_order_relaxed);
-        if (g.mig_profile >= 0 || g.disable_mig)
-          b->layouts.push_back({config_.cluster.nodes[t.node].name, g.gpu - state_->node(t.node).first_gpu,
-                                LayoutText(*state_, g.gpu)});
-      }
-    auto next = std::make_shared<JobRecord>(*j);
-    next->version = NextVersion();
-    next->state = JobState::kRunning;
-    next->started_at = now;
-    next->placements = WithoutFlags(std::move(tasks));
-    next->units_milli = UnitsOf(*state_, next->placements, config_.tenancy.options.slice_units);
-    state_changed_ = true;
-    next->message.clear();
-    executor_->Start(id, now, j->duration_s);
-    pending_.erase(id);
-    running_.insert(id);
-    b->events.push_back({id, now, "Started", by_replica.begin()->second->reason});
-    changed->push_back(next);
-    counters_.placements.fetch_add(1, std::memory_order_relaxed);
+  for (const auto& [id, reason] : preempted)
+    if (JobPtr j = current(id); j && j->state == JobState::kRunning) PreemptLocked(*j, reason, now, b, changed);
+  for (const auto& [id, reason] : bound)
+    if (JobPtr j = current(id); j && j->state == JobState::kPending) StartLocked(*j, reason, now, b, changed);
+  const ClusterState& st = loop_->state();
+  for (GpuId g : relayout) {
+    const NodeId n = st.gpu(g).node;
+    b->layouts.push_back({config_.cluster.nodes[n].name, g - st.node(n).first_gpu, LayoutText(st, g)});
   }
 }
 
-// The cycle's input for the current state (`working` is the caller's copy of the allocation).
-void Service::FillCycleInputLocked(int64_t now, ClusterState* working, CycleInput* in) {
-  in->snapshot = working;
-  in->queues = config_.tenancy.queues;
-  in->options = config_.tenancy.options;
-  in->now_s = now;
-  historical_usage_.resize(in->queues.size(), 0.0);
-  in->historical_usage = historical_usage_;
-  in->pending.reserve(pending_.size());
-  for (int64_t id : pending_) {
-    const JobRecord& j = *jobs_[id - 1].current;
-    for (int r = 0; r < j.replicas; ++r) {
-      PendingJob p{j.request, j.queue, j.submitted_at, j.submitted_at, false, j.duration_s};
-      p.request.id = EngineId(id, r);
-      if (j.duration_s > 0) p.request.expected_end_s = now + j.duration_s;
-      in->pending.push_back(std::move(p));
-    }
+std::string Service::UsageMetaLocked() const {
+  nlohmann::json by_queue = nlohmann::json::object();
+  const QueueUsage& u = loop_->usage();
+  for (size_t q = 0; q < u.usage().size() && q < loop_->queues().size(); ++q)
+    by_queue[loop_->queues()[q].name] = u.usage()[q];
+  return nlohmann::json{{"at", u.last_s()}, {"usage", by_queue}}.dump();
+}
+
+void Service::RestoreUsageLocked(const std::string& meta) {
+  const auto j = nlohmann::json::parse(meta, nullptr, false);
+  if (!j.is_object() || !j.contains("at") || !j["at"].is_number_integer() || !j.contains("usage") ||
+      !j["usage"].is_object())
+    return;  // not kept by this version: history starts again
+  std::vector<double> usage(loop_->queues().size(), 0.0);
+  for (size_t q = 0; q < usage.size(); ++q) {
+    auto it = j["usage"].find(loop_->queues()[q].name);
+    if (it != j["usage"].end() && it->is_number()) usage[q] = std::max(0.0, it->get<double>());
   }
-  for (int64_t id : running_) {
-    const JobRecord& j = *jobs_[id - 1].current;
-    const PriorityClass* pc = config_.tenancy.FindClass(j.priority_class);
-    const int groups = j.replicas;  // a gang is one group of all its tasks; replicas one task each
-    for (int r = 0; r < groups; ++r) {
-      RunningJob rj;
-      rj.id = EngineId(id, r);
-      rj.queue = j.queue;
-      rj.priority = j.request.priority;
-      rj.preemptible = pc == nullptr || pc->preemptible;
-      rj.cls = j.cls;
-      if (groups == 1) rj.tasks = j.placements;
-      else if (r < static_cast<int>(j.placements.size())) rj.tasks = {j.placements[r]};
-      rj.cpu_milli = j.request.cpu_milli;
-      rj.host_memory_mib = j.request.host_memory_mib;
-      rj.gpu_milli = groups == 1 ? j.units_milli : UnitsOf(*working, rj.tasks, in->options.slice_units);
-      rj.start_time_s = j.started_at;
-      rj.expected_end_s = j.duration_s > 0 ? j.started_at + j.duration_s : -1;
-      in->running.push_back(std::move(rj));
-    }
-  }
+  loop_->RestoreUsage(usage, j["at"].get<int64_t>());
 }
 
 void Service::RunOneCycle() {
@@ -256,21 +279,15 @@ void Service::RunOneCycle() {
     if (!changed.empty()) PutLocked(changed, std::move(b), nullptr);
     changed.clear();
     b = WriteBatch();
-    working = std::make_unique<ClusterState>(*state_);
-    FillCycleInputLocked(now, working.get(), &in);
+    in = BuildInputLocked(now, &working);
   }
   Plan plan = scheduler_.Decide(in);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ApplyPlanLocked(plan, now, &b, &changed);
-    // Decayed historical usage per queue (GPU-milli-seconds), for the fair-share order of later cycles.
-    const double dt = static_cast<double>(std::max<int64_t>(0, now - last_cycle_at_));
-    for (size_t q = 0; q < plan.queues.size() && q < historical_usage_.size(); ++q)
-      historical_usage_[q] = DecayUsage(historical_usage_[q], dt, in.options.usage_half_life_s,
-                                        static_cast<double>(plan.queues[q].allocated_milli) * dt);
-    last_cycle_at_ = now;
     if (!changed.empty() || ++cycle_seq_ % 16 == 0) {
       b.meta["clock_s"] = std::to_string(now);
+      b.meta["queue_usage"] = UsageMetaLocked();
       PutLocked(changed, std::move(b), nullptr);
     }
     PublishLocked(&plan, now);
@@ -289,7 +306,7 @@ void Service::PublishLocked(const Plan* plan, int64_t now) {
   snap->at = now;
   snap->cycle = cycle_seq_;
   auto old = snapshot();
-  if (state_changed_ || !old) snap->cluster = std::make_shared<ClusterState>(*state_);
+  if (state_changed_ || !old) snap->cluster = std::make_shared<ClusterState>(loop_->state());
   else snap->cluster = old->cluster;
   state_changed_ = false;
   for (const QueueConfig& q : config_.tenancy.queues) snap->queue_names.push_back(q.name);
@@ -297,7 +314,7 @@ void Service::PublishLocked(const Plan* plan, int64_t now) {
     snap->queues = plan->queues;
     std::vector<std::pair<int, int64_t>> order;  // (pool position of the job's first replica, job)
     for (const PendingStatus& p : plan->pending) {
-      const int64_t id = JobOfEngineId(p.job);
+      const int64_t id = job_of_slot_[p.job];
       JobPtr j = Lookup(id, false);
       if (!j || j->state != JobState::kPending) continue;
       auto [it, fresh] = snap->pending.try_emplace(id);

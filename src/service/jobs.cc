@@ -146,7 +146,10 @@ void Service::ApplyEffects(const Effects& e, const Status& st) {
       Slot& s = jobs_[j->id - 1];
       if (st.ok()) {
         if (!s.visible || s.visible->version < j->version) s.visible = j;
-        if (e.fresh[i] && s.current == j && j->state == JobState::kPending) pending_.insert(j->id), added = true;
+        if (e.fresh[i] && s.current == j && j->state == JobState::kPending) {
+          AddToLoopLocked(*j, /*queued=*/true);
+          added = true;
+        }
       } else if (e.fresh[i] && s.current == j) {
         s.current = nullptr;
       }
@@ -301,6 +304,10 @@ Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::st
     next->version = NextVersion();
     next->priority_class = pc->name;
     next->request.priority = pc->value;
+    for (JobSlot s : jobs_[id - 1].replicas) {  // the loop decides with it from the next cycle
+      loop_->jobs()[s].request.priority = pc->value;
+      loop_->jobs()[s].preemptible = pc->preemptible;
+    }
     b->events.push_back({id, Now(), "PriorityChanged", fmt::format("{} -> {} by {}", j.priority_class, pc->name, c.user)});
     return JobPtr(std::move(next));
   });

@@ -69,7 +69,11 @@ Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::uniqu
   std::unique_ptr<Service> s(new Service(std::move(config), std::move(store), clock, executor));
   auto cs = ClusterState::Build(s->config_.cluster, *s->config_.catalog);
   if (!cs.ok()) return Status::Error("cluster: " + cs.error());
-  s->state_ = std::make_unique<ClusterState>(std::move(cs).value());
+  LoopOptions lo;
+  lo.cycle = s->config_.tenancy.options;
+  lo.expected_ends = true;  // from each job's duration_s
+  lo.track_usage = true;    // fair share sees each queue's decayed usage
+  s->loop_ = std::make_unique<ControlLoop>(std::move(cs).value(), s->config_.tenancy.queues, lo);
   if (Status st = s->Restore(*loaded); !st.ok()) return st;
   {
     std::lock_guard<std::mutex> lock(s->mu_);
@@ -89,9 +93,14 @@ void Service::Stop() {
     wake_cv_.notify_all();
   }
   if (cycle_thread_.joinable()) cycle_thread_.join();
-  // Keep the service clock's position, so that a restart continues from it.
+  // Keep the service clock's position and the queues' usage, so that a restart continues from them.
   WriteBatch b;
   b.meta["clock_s"] = std::to_string(Now());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    loop_->AdvanceUsage(Now());
+    b.meta["queue_usage"] = UsageMetaLocked();
+  }
   (void)store_->WriteAndWait(std::move(b));
   store_->Close();
 }
@@ -109,20 +118,22 @@ int Service::EnsureQueue(const std::string& team, const TeamRow* row) {
       qc.over_quota_weight = row->over_quota_weight;
     }
     t.queues.push_back(qc);
-    historical_usage_.resize(t.queues.size(), 0.0);
-    q = static_cast<int>(t.queues.size()) - 1;
+    q = loop_->AddQueue(qc);
   } else if (row) {  // a stored or changed quota wins over the tenancy file's
     t.queues[q].guaranteed_milli = row->guaranteed_milli;
     t.queues[q].limit_milli = row->limit_milli;
     t.queues[q].over_quota_weight = row->over_quota_weight;
+    loop_->UpdateQueue(q, t.queues[q]);
   }
   return q;
 }
 
-// Restores MIG layouts, then running jobs' instances and allocations; the executor resumes running jobs.
+// Restores teams and users, MIG layouts, the queues' decayed usage, then the loop's table from the stored
+// jobs: pending ones in the queue in id order, running ones on the grants (and MIG instances) they held,
+// which the executor resumes.
 Status Service::Restore(const StoredState& s) {
   std::lock_guard<std::mutex> lock(mu_);
-  historical_usage_.assign(config_.tenancy.queues.size(), 0.0);
+  ClusterState& state = loop_->state();
   for (const QueueConfig& q : config_.tenancy.queues)
     if (q.parent.empty() && !teams_.count(q.name)) {
       TeamRow r{q.name, q.guaranteed_milli, q.limit_milli, q.over_quota_weight, 0};
@@ -144,30 +155,31 @@ Status Service::Restore(const StoredState& s) {
   for (NodeId n = 0; n < static_cast<NodeId>(cl.nodes.size()); ++n) node_by_name[cl.nodes[n].name] = n;
   for (const MigLayoutRow& l : s.layouts) {
     auto it = node_by_name.find(l.node);
-    if (it == node_by_name.end() || l.gpu_index >= state_->node(it->second).gpu_count) continue;
-    const GpuId g = state_->node(it->second).first_gpu + l.gpu_index;
+    if (it == node_by_name.end() || l.gpu_index >= state.node(it->second).gpu_count) continue;
+    const GpuId g = state.node(it->second).first_gpu + l.gpu_index;
     std::vector<MigInstance> layout;
     bool ok = true;
     size_t pos = 0;
     while (ok && pos < l.layout.size()) {
       size_t end = l.layout.find(',', pos);
       if (end == std::string::npos) end = l.layout.size();
-      auto inst = ParseMigInstance(state_->kind_of_gpu(g), l.layout.substr(pos, end - pos));
+      auto inst = ParseMigInstance(state.kind_of_gpu(g), l.layout.substr(pos, end - pos));
       ok = inst.ok();
       if (ok) layout.push_back(*inst);
       pos = end + 1;
     }
     if (!ok) continue;
     if (layout.empty()) {
-      (void)state_->SetMigMode(g, false);
-    } else if (state_->SetMigMode(g, true).ok()) {
-      (void)state_->Relayout(g, layout);
+      (void)state.SetMigMode(g, false);
+    } else if (state.SetMigMode(g, true).ok()) {
+      (void)state.Relayout(g, layout);
     }
   }
   for (const auto& kv : s.meta) {
     if (kv.first == "ledger_start") ledger_start_ = std::stoll(kv.second);
     if (kv.first == "clock_s") clock_->NotBefore(std::stod(kv.second));
   }
+  if (auto it = s.meta.find("queue_usage"); it != s.meta.end()) RestoreUsageLocked(it->second);
   if (ledger_start_ == 0) {
     ledger_start_ = Now();
     WriteBatch b;
@@ -207,41 +219,28 @@ Status Service::Restore(const StoredState& s) {
     j->version = 1;
     if (static_cast<int64_t>(jobs_.size()) < row.id) jobs_.resize(row.id);
     next_job_id_ = std::max(next_job_id_, row.id + 1);
-    if (j->state == JobState::kPending) pending_.insert(j->id);
-    if (j->state == JobState::kRunning) running_.insert(j->id);
-    jobs_[row.id - 1] = {j, j};
+    jobs_[row.id - 1] = {j, j, {}};
+    if (j->state == JobState::kPending) AddToLoopLocked(*j, /*queued=*/true);
+    if (j->state == JobState::kRunning) {
+      AddToLoopLocked(*j, /*queued=*/false);
+      if (Status st = ResumeLocked(*j); !st.ok())
+        return Status::Error(fmt::format("stored job {}: its placement no longer applies: {}", row.id, st.message()));
+    }
   }
-  // Running jobs: their MIG instances first (a stored layout may predate the last bind), then allocations.
-  for (int64_t id : running_) {
-    const JobRecord& j = *jobs_[id - 1].current;
-    for (const TaskPlacement& t : j.placements)
-      for (const GpuGrant& g : t.gpus) {
-        if (g.mig_profile < 0 || g.gpu < 0 || g.gpu >= state_->num_gpus()) continue;
-        const GpuState& gs = state_->gpu(g.gpu);
-        bool exists = false;
-        for (int i = 0; i < gs.n_instances; ++i)
-          exists |= gs.instances[i].profile == g.mig_profile && gs.instances[i].start == g.mig_start;
-        if (exists) continue;
-        if (!gs.mig_enabled) (void)state_->SetMigMode(g.gpu, true);
-        const uint8_t want = state_->kind_of_gpu(g.gpu).profiles[g.mig_profile].MaskAt(g.mig_start);
-        for (int i = state_->gpu(g.gpu).n_instances - 1; i >= 0; --i) {
-          const MigSlot& slot = state_->gpu(g.gpu).instances[i];
-          const uint8_t m = state_->kind_of_gpu(g.gpu).profiles[slot.profile].MaskAt(slot.start);
-          if ((m & want) && !slot.busy) (void)state_->DestroyInstance(g.gpu, slot.start);
-        }
-        (void)state_->CreateInstance(g.gpu, g.mig_profile, g.mig_start);
-      }
+  return Status::Ok();
+}
+
+// A running job's replicas take the grants it held (a gang: all its tasks; replicas: one task each).
+Status Service::ResumeLocked(const JobRecord& j) {
+  const std::vector<JobSlot>& replicas = jobs_[j.id - 1].replicas;
+  const int64_t now = Now();
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    std::vector<TaskPlacement> tasks;
+    if (replicas.size() == 1) tasks = j.placements;
+    else if (r < j.placements.size()) tasks = {j.placements[r]};
+    if (Status st = loop_->Resume(replicas[r], tasks, j.started_at, now, 1.0); !st.ok()) return st;
   }
-  for (int64_t id : running_) {
-    const JobRecord& j = *jobs_[id - 1].current;
-    const Request& r = j.request;
-    if (Status st = state_->CanApply(j.placements, r.cpu_milli, r.host_memory_mib); !st.ok())
-      return Status::Error(fmt::format("stored job {}: its placement no longer applies: {}", id, st.message()));
-    state_->Apply(j.placements, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
-    const_cast<JobRecord&>(j).units_milli = UnitsOf(*state_, j.placements, config_.tenancy.options.slice_units);
-    executor_->Start(id, j.started_at, j.duration_s);
-  }
-  last_cycle_at_ = Now();
+  executor_->Start(j.id, j.started_at, j.duration_s);
   return Status::Ok();
 }
 
@@ -371,8 +370,10 @@ std::map<std::string, std::pair<int64_t, int64_t>> Service::JobCountsByTeam() co
   std::map<std::string, std::pair<int64_t, int64_t>> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [name, t] : teams_) out[name];
-  for (int64_t id : pending_) ++out[jobs_[id - 1].current->team].first;
-  for (int64_t id : running_) ++out[jobs_[id - 1].current->team].second;
+  std::set<int64_t> pending;
+  for (JobSlot s : loop_->jobs().pending()) pending.insert(job_of_slot_[s]);
+  for (int64_t id : pending) ++out[jobs_[id - 1].current->team].first;
+  for (int64_t id : RunningLocked()) ++out[jobs_[id - 1].current->team].second;
   return out;
 }
 

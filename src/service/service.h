@@ -1,7 +1,10 @@
 #pragma once
-// Service: the running control plane. It owns the state (teams, users, jobs, the cluster's allocation),
-// runs the scheduling cycle on a timer and on events (submit, cancel, priority change, a job's end),
-// applies each Plan to the Store and to the Executor, and answers queries.
+// Service: the running control plane, a driver of the control-loop core (control/loop.h) as the simulator
+// is. The core holds what decides: the job table (each job's replicas, phases and grants), the cluster's
+// allocation and each queue's decayed usage; it builds the cycle's input and applies its Plan. The service
+// owns the rest: teams, users, the versions of each job as the API shows them, the Store (every change is
+// durable before it is acknowledged) and the Executor (where jobs run). It runs the cycle on a timer and on
+// events (submit, cancel, priority change, a job's end) and answers queries.
 //
 // Consistency:
 //  - Every acknowledged write is durable: an operation returns only after the Store committed it.
@@ -28,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "control/loop.h"
 #include "cost/cost_model.h"
 #include "cost/ledger.h"
 #include "model/catalog.h"
@@ -59,7 +63,7 @@ const char* JobStateName(JobState s);
 bool ParseJobState(std::string_view s, JobState* out);
 inline bool Terminal(JobState s) { return s != JobState::kPending && s != JobState::kRunning; }
 
-// One version of a job (immutable once published; a change makes a new version).
+// One version of a job as the API shows it (immutable once published; a change makes a new version).
 struct JobRecord {
   int64_t id = 0;
   uint64_t version = 0;
@@ -69,20 +73,18 @@ struct JobRecord {
   int64_t duration_s = 0;
   std::string spec_json;
   // What the engine places: a training job is one gang request; an inference job `replicas` one-task
-  // requests, engine ids EngineId(id, r), placed all together (placements: one task per replica, in order).
+  // requests, each a job of the control loop's table, started all together (placements: one task per
+  // replica, in order).
   Request request;
   int replicas = 1;
   int queue = 0;     // leaf queue index
   JobState state = JobState::kPending;
   int64_t submitted_at = 0, started_at = -1, finished_at = -1;
-  std::vector<TaskPlacement> placements;
-  int64_t units_milli = 0;  // GPU units the placements hold (sched UnitsOf)
+  std::vector<TaskPlacement> placements;  // as recorded when it started (the loop's grants, without MIG flags)
   std::string message;
 };
 using JobPtr = std::shared_ptr<const JobRecord>;
 inline constexpr int64_t kMaxReplicas = 4096;
-inline JobId EngineId(int64_t job, int replica) { return job * kMaxReplicas + replica; }
-inline int64_t JobOfEngineId(JobId e) { return e / kMaxReplicas; }
 inline int TotalGpus(const JobRecord& j) { return j.request.TotalGpus() * j.replicas; }
 
 // Why a pending job waits, from the last cycle.
@@ -125,7 +127,6 @@ struct Snapshot {
   std::unordered_map<int64_t, PendingInfo> pending;  // by job id
   std::vector<std::string> queue_names;              // per queue index
   std::vector<QueueStatus> queues;
-  std::vector<int64_t> gpu_job_count;                // tasks holding each GPU (from the jobs)
 };
 
 struct Counters {
@@ -234,6 +235,7 @@ class Service {
   struct Slot {
     JobPtr current;  // latest version (may not be durable yet)
     JobPtr visible;  // latest durable version
+    std::vector<JobSlot> replicas;  // its jobs in the control loop's table, once durable
   };
   struct IdemEntry {
     std::string body_hash;
@@ -247,6 +249,7 @@ class Service {
 
   Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Executor* executor);
   Status Restore(const StoredState& s);
+  Status ResumeLocked(const JobRecord& j);
   int EnsureQueue(const std::string& team, const TeamRow* row);
   bool CanSee(const Caller& c, const JobRecord& j) const;
   bool CanChange(const Caller& c, const JobRecord& j) const;
@@ -276,11 +279,24 @@ class Service {
   uint64_t NextVersion() { return versions_.fetch_add(1) + 1; }
   void CycleLoop();
   void RunOneCycle();
-  void FillCycleInputLocked(int64_t now, ClusterState* working, CycleInput* in);
-  // The next version of `j` ended in `state` at `at`; releases what it held and adds usage and an event.
+  // Adds the replicas of `j` to the loop's table; `queued`: they enter the queue at the job's submit time.
+  void AddToLoopLocked(const JobRecord& j, bool queued);
+  // The loop's cycle input for `now`, over `working`, a copy of its allocation that the caller keeps.
+  CycleInput BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working);
+  // Each queue's decayed usage as kept in the store's meta, and back (ignored when unreadable).
+  std::string UsageMetaLocked() const;
+  void RestoreUsageLocked(const std::string& meta);
+  // Running jobs (by id, ascending): the ones whose replicas hold capacity in the loop.
+  std::vector<int64_t> RunningLocked() const;
+  // The next version of `j` ended in `state` at `at`; the loop releases what it held; adds usage and an event.
   JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message, WriteBatch* b);
-  void ReleaseLocked(const JobRecord& j);
+  // Applies a plan through the loop; then a job starts only when every replica was bound (the others go
+  // back to the queue), and a preempted replica preempts its whole job.
   void ApplyPlanLocked(const Plan& plan, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed);
+  void PreemptLocked(const JobRecord& j, const std::string& reason, int64_t now, WriteBatch* b,
+                     std::vector<JobPtr>* changed);
+  void StartLocked(const JobRecord& j, const std::string& reason, int64_t now, WriteBatch* b,
+                   std::vector<JobPtr>* changed);
   void PublishLocked(const Plan* plan, int64_t now);
   void Notify();
 
@@ -301,7 +317,8 @@ class Service {
 
   mutable std::mutex mu_;
   std::vector<Slot> jobs_;                 // index id - 1
-  std::set<int64_t> pending_, running_;    // by current state
+  std::unique_ptr<ControlLoop> loop_;      // job table, allocation and decayed usage of the current versions
+  std::vector<int64_t> job_of_slot_;       // the loop's job slot -> job id
   std::map<std::string, TeamRow> teams_;
   std::unordered_map<std::string, UserEntry> users_by_hash_;
   std::map<std::string, std::string> hash_by_user_;
@@ -310,10 +327,7 @@ class Service {
   int64_t ledger_start_ = 0;
   int64_t next_job_id_ = 1;
   int64_t next_user_id_ = 1;
-  std::unique_ptr<ClusterState> state_;    // allocation of the current versions
-  bool state_changed_ = true;              // since the last published snapshot
-  std::vector<double> historical_usage_;
-  int64_t last_cycle_at_ = 0;
+  bool state_changed_ = true;              // allocation changed since the last published snapshot
   uint64_t cycle_seq_ = 0;
   std::shared_ptr<const Snapshot> snapshot_;
   mutable std::mutex snap_mu_;

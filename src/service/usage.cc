@@ -45,7 +45,7 @@ Outcome<UsageLedgerOf> Service::UsageLedger(const UsageQuery& q) const {
     std::lock_guard<std::mutex> lock(mu_);
     usage = usage_;
     start = ledger_start_;
-    for (int64_t id : running_)
+    for (int64_t id : RunningLocked())
       for (UsageRecord& u : UsageOf(*jobs_[id - 1].current, now)) usage.push_back(std::move(u));
   }
   const int64_t from = q.from < 0 ? start : q.from, to = q.to < 0 ? now : q.to;

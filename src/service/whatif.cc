@@ -1,6 +1,7 @@
 // What-if for a pending job: its earliest start had it asked for a half or a quarter of its GPUs, from
 // the scheduling cycle run on a copy of the current state (nothing is applied).
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -42,10 +43,11 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
   const int64_t now = Now();
   CycleInput in;
   std::unique_ptr<ClusterState> working;
+  std::set<JobId> slots;  // the job's replicas in the loop's table
   {
     std::lock_guard<std::mutex> lock(mu_);
-    working = std::make_unique<ClusterState>(*state_);
-    FillCycleInputLocked(now, working.get(), &in);
+    in = BuildInputLocked(now, &working);
+    slots.insert(jobs_[id - 1].replicas.begin(), jobs_[id - 1].replicas.end());
   }
   std::vector<WhatIfOption> out;
   for (double fraction : {1.0, 0.5, 0.25}) {
@@ -57,7 +59,7 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
     if (!out.empty() && out.back().gpus == o.gpus) continue;  // e.g. a quarter of 2 workers is still 1
     CycleInput trial = in;
     for (PendingJob& p : trial.pending)
-      if (JobOfEngineId(p.request.id) == id) {
+      if (slots.count(p.request.id)) {
         const JobId engine_id = p.request.id;
         const int64_t end = p.request.expected_end_s;
         p.request = shrunk;
@@ -67,10 +69,10 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
     const Plan plan = scheduler_.Decide(trial);
     o.estimated_start = -1;
     for (const Action& a : plan.actions)
-      if (a.kind == ActionKind::kBind && JobOfEngineId(a.job) == id) o.estimated_start = std::max(now, a.start_s);
+      if (a.kind == ActionKind::kBind && slots.count(a.job)) o.estimated_start = std::max(now, a.start_s);
     if (o.estimated_start < 0) {
       for (const PendingStatus& p : plan.pending)
-        if (JobOfEngineId(p.job) == id) {
+        if (slots.count(p.job)) {
           o.estimated_start = p.estimated_start_s;
           o.code = p.code;
           o.message = p.message;

@@ -235,5 +235,80 @@ TEST_F(LoopTest, UsageOfHeldGpusReachesTheCycle) {
   EXPECT_EQ(plain.BuildInput(0).historical_usage, std::vector<double>(2, 0.0));
 }
 
+// A driver restarting rebuilds the table: a running job resumes on its recorded grants (nothing can be
+// allocated twice), usage counts from the restart, and the decayed history comes back from the store.
+TEST_F(LoopTest, ResumeTakesRecordedGrantsOnceAndUsageIsRestored) {
+  LoopOptions o;
+  o.track_usage = true;
+  o.expected_ends = true;
+  o.cycle.usage_half_life_s = 3600;
+  ControlLoop first = MakeLoop(8, o, 2);
+  const JobSlot a = first.Add(Job(6, 100, 1000, 1));
+  first.Submit(a, 0);
+  first.Apply(first.Decide(0, policy()), 0);
+  first.Start(a, 0, 1.0);
+  const std::vector<TaskPlacement> grants = first.jobs()[a].tasks;
+
+  ControlLoop loop = MakeLoop(8, o, 2);
+  loop.RestoreUsage({0, 5000.0 * 3600}, 100);
+  const JobSlot r = loop.Add(Job(6, 100, 1000, 1));
+  ASSERT_TRUE(loop.Resume(r, grants, 0, 100, 1.0).ok());
+  EXPECT_EQ(loop.jobs()[r].phase, JobPhase::kRunning);
+  EXPECT_EQ(loop.jobs()[r].end_s, 1000);
+  EXPECT_EQ(loop.state().AllocatedMilli(), 6000);
+  EXPECT_EQ(loop.jobs().holding().count(r), 1u);
+  // The same grants again do not fit: an error, nothing taken.
+  const JobSlot twice = loop.Add(Job(6, 100, 1000, 1));
+  EXPECT_FALSE(loop.Resume(twice, grants, 0, 100, 1.0).ok());
+  EXPECT_EQ(loop.jobs()[twice].phase, JobPhase::kFuture);
+  EXPECT_EQ(loop.state().AllocatedMilli(), 6000);
+  EXPECT_TRUE(loop.state().CheckInvariants().ok());
+  // One half-life later: the restored history halved plus what the resumed job held since the restart.
+  CycleInput in = loop.BuildInput(3700);
+  EXPECT_NEAR(in.historical_usage[1], 2500.0 * 3600 + 6000.0 * 3600, 1e-6);
+  ASSERT_EQ(in.running.size(), 1u);
+  EXPECT_EQ(in.running[0].expected_end_s, 1000);
+}
+
+TEST_F(LoopTest, WithdrawLeavesTheQueueOrReleasesTheGrants) {
+  ControlLoop loop = MakeLoop(8);
+  const JobSlot a = loop.Add(Job(8, 100, 500));
+  const JobSlot b = loop.Add(Job(8, 100, 500));
+  loop.Submit(a, 0);
+  loop.Submit(b, 1);
+  loop.Apply(loop.Decide(1, policy()), 1);
+  ASSERT_EQ(loop.jobs()[a].phase, JobPhase::kBound);
+  ASSERT_EQ(loop.jobs().pending(), std::vector<JobSlot>{b});
+  EXPECT_EQ(loop.Withdraw(b, 2).job, -1);
+  EXPECT_TRUE(loop.jobs().pending().empty());
+  EXPECT_EQ(loop.jobs()[b].phase, JobPhase::kFailed);
+  Released r = loop.Withdraw(a, 3);
+  EXPECT_EQ(r.job, a);
+  EXPECT_EQ(r.held_milli, 8000);
+  EXPECT_EQ(loop.state().AllocatedMilli(), 0);
+  EXPECT_TRUE(loop.jobs().holding().empty());
+}
+
+TEST_F(LoopTest, QueuesAddedAtRunTimeReachTheCycle) {
+  LoopOptions o;
+  o.track_usage = true;
+  ControlLoop loop = MakeLoop(8, o, 1);
+  QueueConfig q;
+  q.name = "late";
+  q.guaranteed_milli = 4000;
+  EXPECT_EQ(loop.AddQueue(q), 1);
+  const JobSlot a = loop.Add(Job(2, 100, 500, 1));
+  loop.Submit(a, 0);
+  CycleInput in = loop.BuildInput(0);
+  ASSERT_EQ(in.queues.size(), 2u);
+  EXPECT_EQ(in.queues[1].guaranteed_milli, 4000);
+  EXPECT_EQ(in.historical_usage.size(), 2u);
+  q.guaranteed_milli = 8000;
+  loop.UpdateQueue(1, q);
+  EXPECT_EQ(loop.BuildInput(0).queues[1].guaranteed_milli, 8000);
+  loop.Apply(loop.Decide(0, policy()), 0);
+  EXPECT_EQ(loop.jobs()[a].phase, JobPhase::kBound);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -306,5 +306,31 @@ TEST_F(ServiceTest, RestartRebuildsFromTheStoreAlone) {
   EXPECT_EQ(svc_->Get(admin_, c)->job->state, JobState::kRunning);
 }
 
+// Fair share sees each queue's decayed usage, and that history is kept in the store: after a restart the
+// team that used the cluster yields to one that did not, although it asked first.
+TEST_F(ServiceTest, DecayedUsageSurvivesARestart) {
+  auto gang = [&](const std::string& name) {
+    return Spec({{"name", name}, {"class", "training"}, {"workers", 2}, {"gpus_per_worker", 8}, {"memory_gib", 40},
+                 {"duration_s", 7200}, {"gpu_kinds", {"h100-80gb"}}});
+  };
+  const int64_t used = SubmitOk(member_, gang("used"));
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, used)->job->state, JobState::kRunning);
+  clock_.now_ += 7201;
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, used)->job->state, JobState::kSucceeded);
+  svc_->Stop();
+  svc_.reset();
+  executor_ = SimulatedExecutor();
+  Open();
+  clock_.now_ += 10;
+  const int64_t first = SubmitOk(member_, gang("first"));
+  clock_.now_ += 10;
+  const int64_t second = SubmitOk(search_lead_, gang("second"));
+  svc_->RunCycleNow();
+  EXPECT_EQ(svc_->Get(admin_, second)->job->state, JobState::kRunning);
+  EXPECT_EQ(svc_->Get(admin_, first)->job->state, JobState::kPending);
+}
+
 }  // namespace
 }  // namespace tessera
