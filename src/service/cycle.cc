@@ -2,9 +2,15 @@
 // applies its plan), what each applied action means for a job and the store, publishing the snapshot.
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "cost/pricebook.h"
 #include "service/service.h"
@@ -259,6 +265,23 @@ void Service::RestoreUsageLocked(const std::string& meta) {
   loop_->RestoreUsage(usage, j["at"].get<int64_t>());
 }
 
+// The decision is pure and holds no lock, so it may run at a lower CPU priority than the request threads
+// and the store's writer without delaying them (Linux: nice values are per thread, and threads the engine
+// starts inherit it); the lock-holding parts of the cycle keep the process's priority.
+Plan Service::DecideInBackground(const CycleInput& in) const {
+  if (config_.decide_nice <= 0) return scheduler_.Decide(in);
+  Plan plan;
+  std::thread t([&] {
+    const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
+    errno = 0;
+    const int base = getpriority(PRIO_PROCESS, tid);
+    if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(19, base + config_.decide_nice));
+    plan = scheduler_.Decide(in);
+  });
+  t.join();
+  return plan;
+}
+
 void Service::RunOneCycle() {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t now = Now();
@@ -281,7 +304,9 @@ void Service::RunOneCycle() {
     b = WriteBatch();
     in = BuildInputLocked(now, &working);
   }
-  Plan plan = scheduler_.Decide(in);
+  Plan plan = DecideInBackground(in);
+  std::shared_ptr<Snapshot> snap;
+  std::vector<JobPtr> snap_jobs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ApplyPlanLocked(plan, now, &b, &changed);
@@ -290,8 +315,9 @@ void Service::RunOneCycle() {
       b.meta["queue_usage"] = UsageMetaLocked();
       PutLocked(changed, std::move(b), nullptr);
     }
-    PublishLocked(&plan, now);
+    snap = BeginSnapshotLocked(&plan, now, &snap_jobs);
   }
+  FinishSnapshot(std::move(snap), &plan, snap_jobs);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   counters_.cycles.fetch_add(1, std::memory_order_relaxed);
   ready_.store(true);
@@ -301,7 +327,7 @@ void Service::RunOneCycle() {
   counters_.cycle_bucket[bucket].fetch_add(1, std::memory_order_relaxed);
 }
 
-void Service::PublishLocked(const Plan* plan, int64_t now) {
+std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<JobPtr>* jobs) {
   auto snap = std::make_shared<Snapshot>();
   snap->at = now;
   snap->cycle = cycle_seq_;
@@ -310,35 +336,50 @@ void Service::PublishLocked(const Plan* plan, int64_t now) {
   else snap->cluster = old->cluster;
   state_changed_ = false;
   for (const QueueConfig& q : config_.tenancy.queues) snap->queue_names.push_back(q.name);
+  if (plan == nullptr) {
+    if (old) snap->queues = old->queues;
+    return snap;
+  }
+  snap->queues = plan->queues;
+  jobs->reserve(plan->pending.size());
+  for (const PendingStatus& p : plan->pending) jobs->push_back(Lookup(job_of_slot_[p.job], false));
+  return snap;
+}
+
+void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<JobPtr>& jobs) {
   if (plan != nullptr) {
-    snap->queues = plan->queues;
-    std::vector<std::pair<int, int64_t>> order;  // (pool position of the job's first replica, job)
-    for (const PendingStatus& p : plan->pending) {
-      const int64_t id = job_of_slot_[p.job];
-      JobPtr j = Lookup(id, false);
+    std::unordered_map<int64_t, JobPtr> by_id;
+    for (size_t i = 0; i < plan->pending.size(); ++i) {
+      const PendingStatus& p = plan->pending[i];
+      const JobPtr& j = jobs[i];
       if (!j || j->state != JobState::kPending) continue;
-      auto [it, fresh] = snap->pending.try_emplace(id);
+      auto [it, fresh] = snap->pending.try_emplace(j->id);
       if (!fresh && it->second.pool_position <= p.pool_position) continue;
       it->second = PendingInfo{p.team_position, p.pool_position, p.code, p.message, p.estimated_start_s};
+      by_id[j->id] = j;
     }
+    std::vector<std::pair<int, int64_t>> order;  // (pool position of the job's first replica, job)
+    order.reserve(snap->pending.size());
     for (const auto& [id, info] : snap->pending) order.push_back({info.pool_position, id});
     std::sort(order.begin(), order.end());
     int pos = 0;
+    std::map<int, int> team_pos;
+    snap->queue.reserve(order.size());
     for (const auto& [p, id] : order) {
       PendingInfo& info = snap->pending[id];
+      const JobPtr& j = by_id[id];
       info.pool_position = ++pos;  // positions count jobs, not replicas
-      snap->queue.push_back({Lookup(id, false), info});
+      info.team_position = ++team_pos[j->queue];
+      snap->queue.push_back({j, info});
     }
-    std::map<int, int> team_pos;
-    for (QueueEntry& e : snap->queue) {
-      e.info.team_position = ++team_pos[e.job->queue];
-      snap->pending[e.job->id].team_position = e.info.team_position;
-    }
-  } else if (old) {
-    snap->queues = old->queues;
   }
   std::lock_guard<std::mutex> lock(snap_mu_);
   snapshot_ = std::move(snap);
+}
+
+void Service::PublishLocked(const Plan* plan, int64_t now) {
+  std::vector<JobPtr> jobs;
+  FinishSnapshot(BeginSnapshotLocked(plan, now, &jobs), plan, jobs);
 }
 
 }  // namespace tessera

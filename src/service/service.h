@@ -146,6 +146,9 @@ struct ServiceConfig {
   double tick_s = 1.0;             // wall seconds between timer cycles
   double min_cycle_gap_s = 0.1;    // wall seconds between event-driven cycles (at least)
   bool background_cycles = true;   // false: cycles run only through RunCycleNow (tests)
+  // The cycle's decision (no lock held) runs this much nicer than the process (Linux: per thread), so that
+  // requests and the store's writer take the CPU first; 0 = on the cycle thread at its priority.
+  int decide_nice = 10;
 };
 
 // One answer of a what-if: the earliest start had the job asked for `fraction` of its GPUs.
@@ -297,7 +300,13 @@ class Service {
                      std::vector<JobPtr>* changed);
   void StartLocked(const JobRecord& j, const std::string& reason, int64_t now, WriteBatch* b,
                    std::vector<JobPtr>* changed);
+  // Publishes the snapshot after a cycle (plan) or a restore (null). Begin, under the lock, takes the
+  // allocation (copied when it changed) and the current version of each pending job of the plan; Finish,
+  // without the lock, orders the queue and publishes.
   void PublishLocked(const Plan* plan, int64_t now);
+  std::shared_ptr<Snapshot> BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<JobPtr>* jobs);
+  void FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<JobPtr>& jobs);
+  Plan DecideInBackground(const CycleInput& in) const;
   void Notify();
 
   struct KindStats {
