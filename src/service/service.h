@@ -84,7 +84,6 @@ struct JobRecord {
   std::string message;
 };
 using JobPtr = std::shared_ptr<const JobRecord>;
-inline constexpr int64_t kMaxReplicas = 4096;
 inline int TotalGpus(const JobRecord& j) { return j.request.TotalGpus() * j.replicas; }
 
 // Why a pending job waits, from the last cycle.
