@@ -38,6 +38,7 @@ struct RunArgs {
   int threads = 0;
   bool json = false;
   std::string csv;
+  std::string cycle;  // "" = the scenario's; full | greedy for every policy
 };
 
 struct GenArgs {
@@ -132,6 +133,15 @@ void DoRun(const RunArgs& a, int* exit_code) {
       *exit_code = 2;
       return;
     }
+  }
+  if (!a.cycle.empty()) {
+    if (a.cycle != "full" && a.cycle != "greedy") {
+      std::cerr << "error: --cycle: expected full or greedy, got '" << a.cycle << "'\n";
+      *exit_code = 2;
+      return;
+    }
+    sc->full_cycle = a.cycle == "full";
+    sc->asymmetric_cycle = false;  // one cycle for every policy
   }
   std::vector<std::string> policies = a.policies.empty() ? sc->policies : SplitList(a.policies);
   auto out = RunScenario(*sc, policies, Catalog::Default());
@@ -326,6 +336,8 @@ void RegisterSimulateRun(CLI::App& simulate, int* exit_code) {
   run->add_option("--price-book", run_args->price_book,
                   "price book YAML replacing the scenario's (tiers scenarios), e.g. examples/cost/prices-2025.yaml");
   run->add_flag("--json", run_args->json, "print JSON");
+  run->add_option("--cycle", run_args->cycle,
+                  "full or greedy: the cycle every policy gets, replacing the scenario's (docs/simulator.md)");
   run->add_option("--csv", run_args->csv, "also write one CSV row per run to this file");
   run->callback([run_args, exit_code]() { DoRun(*run_args, exit_code); });
 

@@ -22,8 +22,8 @@ bool Runnable(const TraceJob& j, const Catalog& catalog, const std::set<KindId>&
   return false;
 }
 
-std::vector<Item> Items(const std::vector<TraceJob>& jobs, const Catalog& catalog, const std::set<KindId>& kinds,
-                        const SimOptions& o, bool work_may_repeat) {
+std::vector<Item> Items(const std::vector<TraceJob>& jobs, const Catalog& catalog,
+                        const std::set<KindId>& kinds, const SimOptions& o, bool work_may_repeat) {
   std::vector<Item> items;
   for (const TraceJob& j : jobs) {
     const double gpus = static_cast<double>(j.tasks) * std::max(1, j.gpus_per_task);
@@ -40,8 +40,9 @@ std::vector<Item> Items(const std::vector<TraceJob>& jobs, const Catalog& catalo
 
 }  // namespace
 
-UtilizationBound BoundUtilization(const Cluster& cluster, const Catalog& catalog, const std::vector<TraceJob>& jobs,
-                                  const SimOptions& o, bool work_may_repeat) {
+UtilizationBound BoundUtilization(const Cluster& cluster, const Catalog& catalog,
+                                  const std::vector<TraceJob>& jobs, const SimOptions& o,
+                                  bool work_may_repeat) {
   UtilizationBound out;
   double gpus = 0, memory_mib = 0;
   std::set<KindId> kinds;

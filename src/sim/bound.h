@@ -23,17 +23,18 @@
 namespace tessera {
 
 struct UtilizationBound {
-  double gpu_utilization = 0;   // in [0, 1]
+  double gpu_utilization = 0;  // in [0, 1]
   // The constraint that binds: "compute" (every GPU's compute used), "memory" (every GPU's memory held by
   // the jobs with the most compute per MiB) or "work" (the stream runs out of work in the window).
   std::string limit;
-  double offered_compute = 0;   // sum of a_j x cap_j / (G W): the work the stream offers the window
+  double offered_compute = 0;  // sum of a_j x cap_j / (G W): the work the stream offers the window
 };
 
 // `work_may_repeat`: preemptions, failures or capacity reclaims may make a job redo lost work, so its work in
 // the window is capped by the window only, not by its duration. A run to completion (horizon_s == 0) has a
 // window that ends with the run; only compute per GPU bounds it (1.0).
-UtilizationBound BoundUtilization(const Cluster& cluster, const Catalog& catalog, const std::vector<TraceJob>& jobs,
-                                  const SimOptions& options, bool work_may_repeat);
+UtilizationBound BoundUtilization(const Cluster& cluster, const Catalog& catalog,
+                                  const std::vector<TraceJob>& jobs, const SimOptions& options,
+                                  bool work_may_repeat);
 
 }  // namespace tessera

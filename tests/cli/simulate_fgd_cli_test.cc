@@ -314,6 +314,13 @@ TEST_F(FgdCliTest, RunCarriesTheBoundAndTheCycle) {
   r = Tessera("simulate bound --json --scenario " + Path("s.yaml"), false);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out.substr(r.out.find('{')))["bound"], j["bound"]);
+  r = Tessera("simulate run --json --cycle greedy --seeds 1 --scenario " + Path("s.yaml"), false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const auto& res : nlohmann::json::parse(r.out.substr(r.out.find('{')))["results"])
+    EXPECT_EQ(res["cycle"]["name"], "greedy");
+  r = Tessera("simulate run --cycle fast --scenario " + Path("s.yaml"), true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--cycle: expected full or greedy"), std::string::npos) << r.out;
   r = Tessera("simulate bound --scenario " + Path("nope.yaml"), true);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("nope.yaml"), std::string::npos) << r.out;

@@ -91,10 +91,13 @@ TEST(BoundTest, MemoryThenCompute) {
 TEST(BoundTest, WorkArrivalsAndRunsToCompletion) {
   const Cluster c = OneNode(1);
   std::vector<TraceJob> jobs = {Job(0, 1, 1000, 1024, 1800)};
-  EXPECT_NEAR(BoundUtilization(c, Catalog::Default(), jobs, Window(0, 3600), false).gpu_utilization, 0.5, 1e-12);
-  EXPECT_NEAR(BoundUtilization(c, Catalog::Default(), jobs, Window(0, 3600), true).gpu_utilization, 1.0, 1e-12);
+  EXPECT_NEAR(BoundUtilization(c, Catalog::Default(), jobs, Window(0, 3600), false).gpu_utilization, 0.5,
+              1e-12);
+  EXPECT_NEAR(BoundUtilization(c, Catalog::Default(), jobs, Window(0, 3600), true).gpu_utilization, 1.0,
+              1e-12);
   jobs[0].submit_s = 2700;  // arrives with a quarter of the window left
-  EXPECT_NEAR(BoundUtilization(c, Catalog::Default(), jobs, Window(0, 3600), false).gpu_utilization, 0.25, 1e-12);
+  EXPECT_NEAR(BoundUtilization(c, Catalog::Default(), jobs, Window(0, 3600), false).gpu_utilization, 0.25,
+              1e-12);
   jobs[0].submit_s = 3600;
   EXPECT_EQ(BoundUtilization(c, Catalog::Default(), jobs, Window(0, 3600), false).gpu_utilization, 0.0);
   jobs = {Job(0, 1, 1000, H100Mib() + 1, -1)};
@@ -110,9 +113,10 @@ TEST(BoundTest, WorkArrivalsAndRunsToCompletion) {
 std::string TempDir() {
   auto d = std::filesystem::temp_directory_path() / ("tessera-bound-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
-  std::ofstream(d / "c.yaml") << "name: c32\ndefaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
-                                 "nodes:\n  - {name: h, count: 2, gpu: h100-80gb, leaf: leaf-0}\n"
-                                 "  - {name: a, count: 2, gpu: a100-80gb, leaf: leaf-1}\n";
+  std::ofstream(d / "c.yaml")
+      << "name: c32\ndefaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
+         "nodes:\n  - {name: h, count: 2, gpu: h100-80gb, leaf: leaf-0}\n"
+         "  - {name: a, count: 2, gpu: a100-80gb, leaf: leaf-1}\n";
   return d.string();
 }
 
@@ -120,14 +124,16 @@ std::string TempDir() {
 TEST(BoundTest, NoPolicyExceedsTheBound) {
   const std::string dir = TempDir();
   const std::vector<std::string> policies = PolicyNames();
-  const char* workloads[] = {"{inference_share: 0.9, traffic: light}", "{inference_share: 0.5, traffic: mixed}",
+  const char* workloads[] = {"{inference_share: 0.9, traffic: light}",
+                             "{inference_share: 0.5, traffic: mixed}",
                              "{inference_share: 0.2, traffic: busy, training_gpus: {1: 0.5, 8: 0.5}}"};
   int checked = 0, below_one = 0;
   for (const char* w : workloads)
     for (const char* cycle : {"full", "greedy"}) {
       const std::string text = fmt::format(
           "name: b\ncluster: c.yaml\nseeds: [1, 2]\nthreads: 2\nhorizon_h: 24\nwarmup_h: 4\n"
-          "arrivals: {{process: backlog, depth: 16}}\ncycle: {}\nworkload: {}\n", cycle, w);
+          "arrivals: {{process: backlog, depth: 16}}\ncycle: {}\nworkload: {}\n",
+          cycle, w);
       auto s = ParseScenario(text, "b.yaml", dir, Catalog::Default());
       ASSERT_TRUE(s.ok()) << s.error();
       auto out = RunScenario(*s, policies, Catalog::Default());
