@@ -13,8 +13,8 @@
 #include "model/catalog.h"
 #include "sim/cost_baselines.h"
 #include "sim/metrics.h"
-#include "sim/report.h"
 #include "sim/multi_tenant.h"
+#include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
 
@@ -108,22 +108,22 @@ Status UsePriceBook(const std::string& path, Scenario* sc) {
 }
 
 void DoRun(const RunArgs& a, int* exit_code) {
-  // Multi-tenant scenarios (issue 4, sim/multi_tenant.h) have their own runner and metrics.
-  if (auto text = ReadFile(a.scenario); text.ok() && IsMultiTenantScenario(*text)) {
-    auto doc = RunMultiTenantScenario(a.scenario, a.policies.empty() ? std::vector<std::string>{} : SplitList(a.policies),
-                                      Catalog::Default());
-    if (!doc.ok()) {
-      std::cerr << "error: " << doc.error() << "\n";
-      *exit_code = 2;
-      return;
-    }
-    std::cout << doc->dump(2) << "\n";
-    return;
-  }
   auto sc = Prepare(a.scenario, a.seeds, a.threads);
   if (!sc.ok()) {
     std::cerr << "error: " << sc.error() << "\n";
     *exit_code = 2;
+    return;
+  }
+  // Multi-tenant scenarios (issue 4, sim/multi_tenant.h) have their own runner and metrics (JSON only).
+  if (sc->IsMultiTenant()) {
+    auto doc = RunMultiTenantScenario(*sc, a.policies.empty() ? sc->policies : SplitList(a.policies),
+                                      Catalog::Default());
+    if (!doc.ok()) {
+      std::cerr << "error: " << doc.error() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    std::cout << doc->dump(2) << "\n";
     return;
   }
   if (!a.price_book.empty()) {

@@ -8,41 +8,17 @@
 #include <random>
 #include <set>
 
-#include "base/file.h"
 #include "base/parallel.h"
 #include "base/yaml_reader.h"
 #include "model/cluster.h"
 #include "sched/policy.h"
 #include "sched/tenancy.h"
+#include "sim/scenario.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 
 namespace tessera {
 namespace {
-
-std::string DirOf(const std::string& path) {
-  const size_t k = path.find_last_of('/');
-  return k == std::string::npos ? "." : path.substr(0, k);
-}
-
-struct MixEntry {
-  std::string cls_name;
-  int priority = 0;
-  double weight = 1;
-  int gpus = 1;
-  int tasks_lo = 1, tasks_hi = 1;
-  double compute_lo = 1, compute_hi = 1;
-  double mem_lo_gib = 40, mem_hi_gib = 40;
-  double dur_lo_min = 60, dur_hi_min = 60;
-  bool checkpointable = false;
-};
-
-struct TeamStream {
-  std::string queue;
-  double rate_per_h = 1;
-  double burst_factor = 1, burst_on_h = 0, burst_period_h = 0;
-  std::vector<MixEntry> mix;
-};
 
 // `key`: a number or [low, high], both within [min, max]; `*lo`/`*hi` untouched when absent.
 void Pair(FieldReader& r, std::string_view key, double* lo, double* hi, double min, double max) {
@@ -59,10 +35,10 @@ void Pair(FieldReader& r, std::string_view key, int* lo, int* hi, int min, int m
   if (r.ok()) *lo = static_cast<int>(a), *hi = static_cast<int>(b);  // within [min, max], both ints
 }
 
-Result<MixEntry> ParseMix(const YAML::Node& node, std::string_view source, const std::string& path,
-                          const TenancyConfig& t) {
+Result<TeamMixEntry> ParseMix(const YAML::Node& node, std::string_view source, const std::string& path,
+                              const TenancyConfig& t) {
   FieldReader m(node, source, path);
-  MixEntry e;
+  TeamMixEntry e;
   e.cls_name = "training";
   m.String("class", &e.cls_name, false);
   const PriorityClass* pc = t.FindClass(e.cls_name);
@@ -109,34 +85,39 @@ Result<TeamStream> ParseStream(const YAML::Node& node, std::string_view source, 
   return s;
 }
 
-Result<std::vector<TeamStream>> ParseStreams(const YAML::Node& list, const TenancyConfig& t, std::string_view src) {
+}  // namespace
+
+Result<std::vector<TeamStream>> ParseTeamStreams(const YAML::Node& list, std::string_view source,
+                                                 std::string_view path, const TenancyConfig& tenancy) {
   std::vector<TeamStream> out;
   for (size_t i = 0; i < list.size(); ++i) {
-    auto s = ParseStream(list[i], src, fmt::format("teams_workload[{}]", i), t);
+    auto s = ParseStream(list[i], source, fmt::format("{}[{}]", path, i), tenancy);
     if (!s.ok()) return s.status();
     out.push_back(std::move(s).value());
   }
   return out;
 }
 
-std::vector<TraceJob> Generate(const std::vector<TeamStream>& streams, int64_t horizon_s, uint64_t seed) {
+std::vector<TraceJob> GenerateTeamJobs(const std::vector<TeamStream>& streams, int64_t horizon_s,
+                                       uint64_t seed) {
   std::vector<TraceJob> jobs;
   std::mt19937_64 rng(seed * 7919 + 17);
   std::uniform_real_distribution<double> u(0, 1);
   for (const TeamStream& s : streams) {
     double total_w = 0;
-    for (const MixEntry& e : s.mix) total_w += e.weight;
+    for (const TeamMixEntry& e : s.mix) total_w += e.weight;
     const double peak = s.rate_per_h * std::max(1.0, s.burst_factor) / 3600.0;
     double t = 0;
     while (true) {  // thinning: Poisson at the peak rate, accepted at rate(t) / peak
       t += -std::log(1 - u(rng)) / peak;
       if (t >= horizon_s) break;
       double rate = s.rate_per_h / 3600.0;
-      if (s.burst_period_h > 0 && std::fmod(t / 3600.0, s.burst_period_h) < s.burst_on_h) rate *= s.burst_factor;
+      if (s.burst_period_h > 0 && std::fmod(t / 3600.0, s.burst_period_h) < s.burst_on_h)
+        rate *= s.burst_factor;
       if (u(rng) * peak > rate) continue;
       double x = u(rng) * total_w;
-      const MixEntry* e = &s.mix.back();
-      for (const MixEntry& m : s.mix) {
+      const TeamMixEntry* e = &s.mix.back();
+      for (const TeamMixEntry& m : s.mix) {
         if (x < m.weight) {
           e = &m;
           break;
@@ -151,8 +132,9 @@ std::vector<TraceJob> Generate(const std::vector<TeamStream>& streams, int64_t h
       j.cls = inference ? WorkloadClass::kInference : WorkloadClass::kTraining;
       j.gpus_per_task = e->gpus;
       j.tasks = e->gpus == 0 ? 1 : e->tasks_lo + static_cast<int>(u(rng) * (e->tasks_hi - e->tasks_lo + 1));
-      j.compute_milli = e->gpus == 0 ? static_cast<int>(1000 * (e->compute_lo + u(rng) * (e->compute_hi - e->compute_lo)))
-                                     : 1000;
+      j.compute_milli =
+          e->gpus == 0 ? static_cast<int>(1000 * (e->compute_lo + u(rng) * (e->compute_hi - e->compute_lo)))
+                       : 1000;
       j.compute_milli = std::clamp(j.compute_milli, 1, 1000);
       j.memory_mib = static_cast<int64_t>(1024 * (e->mem_lo_gib + u(rng) * (e->mem_hi_gib - e->mem_lo_gib)));
       j.cpu_milli = 4000 * std::max(1, e->gpus);
@@ -162,64 +144,13 @@ std::vector<TraceJob> Generate(const std::vector<TeamStream>& streams, int64_t h
       jobs.push_back(j);
     }
   }
-  std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });
   for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = static_cast<int64_t>(i + 1);
   return jobs;
 }
 
-// A multi-tenant scenario file (docs/simulator.md): cluster, tenancy and per-team arrival streams.
-struct Spec {
-  std::string name;
-  Cluster cluster;
-  TenancyConfig tenancy;
-  std::vector<TeamStream> streams;
-  int seeds = 3;
-  int threads = 2;
-  int64_t first_seed = 1;
-  double horizon_h = 24;
-  double warmup_h = 0;
-  int64_t cycle_every_s = 10;
-  std::vector<std::string> policies = {"tessera"};
-};
-
-Result<Spec> ParseSpec(std::string_view text, const std::string& source, const std::string& dir,
-                       const Catalog& catalog) {
-  auto parsed = ParseYaml(text, source);
-  if (!parsed.ok()) return parsed.status();
-  FieldReader top(*parsed, source, "");
-  Spec spec;
-  top.Allow("description");
-  top.String("name", &spec.name, false);
-  std::string cfile;
-  top.String("cluster", &cfile, true);
-  if (top.ok() && cfile.empty()) top.Fail("cluster", "required (a cluster YAML file)");
-  top.Int("seeds", &spec.seeds, false, 1, 1000);
-  top.Int("threads", &spec.threads, false, 1, 256);
-  top.Int("first_seed", &spec.first_seed, false, 0, int64_t{1} << 62);
-  top.StringList("policies", &spec.policies, false, 1);
-  top.Double("horizon_h", &spec.horizon_h, false, 1e-3, 1e5);
-  top.Double("warmup_h", &spec.warmup_h, false, 0, 1e5);
-  if (top.ok() && spec.warmup_h >= spec.horizon_h) top.Fail("warmup_h", "must be below horizon_h");
-  double sample_h = 1;
-  top.Double("sample_every_h", &sample_h, false, 1e-3, 1e5);
-  top.Int("cycle_every_s", &spec.cycle_every_s, false, 1, 86400);
-  const YAML::Node tenancy = top.Map("tenancy", /*required=*/true);
-  const YAML::Node streams = top.Seq("teams_workload", /*required=*/true);
-  if (Status st = top.Finish(); !st.ok()) return st;
-  const std::string cpath = cfile[0] == '/' ? cfile : dir + "/" + cfile;
-  auto ctext = ReadFile(cpath);
-  if (!ctext.ok()) return Status::Error(top.Where("cluster") + ": " + ctext.error());
-  auto cluster = LoadClusterYaml(*ctext, cpath, catalog);
-  if (!cluster.ok()) return cluster.status();
-  spec.cluster = std::move(cluster).value();
-  auto ten = ParseTenancyNode(tenancy, source, "tenancy", catalog);
-  if (!ten.ok()) return ten.status();
-  spec.tenancy = std::move(ten).value();
-  auto st = ParseStreams(streams, spec.tenancy, source);
-  if (!st.ok()) return st.status();
-  spec.streams = std::move(st).value();
-  return spec;
-}
+namespace {
 
 nlohmann::json Summary(const std::vector<double>& v) {
   if (v.empty()) return {{"mean", 0.0}, {"min", 0.0}, {"max", 0.0}};
@@ -231,17 +162,6 @@ nlohmann::json Summary(const std::vector<double>& v) {
 }
 
 }  // namespace
-
-Status CheckMultiTenantScenario(std::string_view text, const std::string& source, const std::string& dir,
-                                const Catalog& catalog) {
-  return ParseSpec(text, source, dir, catalog).status();
-}
-
-bool IsMultiTenantScenario(const std::string& text) {
-  auto root = ParseYaml(text, "");
-  if (!root.ok() || !root->IsMap()) return false;
-  return FieldReader(*root, "", "").Has("teams_workload");
-}
 
 double JainIndex(const std::vector<double>& x) {
   double s = 0, s2 = 0;
@@ -257,44 +177,38 @@ double NearestRankPercentile(std::vector<double> v, double p) {
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
-Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std::vector<std::string>& policies_in,
+Result<nlohmann::json> RunMultiTenantScenario(const Scenario& s, const std::vector<std::string>& policies,
                                               const Catalog& catalog) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  auto spec = ParseSpec(*text, path, DirOf(path), catalog);
-  if (!spec.ok()) return spec.status();
-  const Cluster* cluster = &spec->cluster;
-  const TenancyConfig* ten = &spec->tenancy;
-  const std::vector<TeamStream>* streams = &spec->streams;
-  const int nseeds = spec->seeds;
-  const int threads = spec->threads;
-  const uint64_t first_seed = spec->first_seed;
-  const double horizon_h = spec->horizon_h;
-  const double warmup_h = spec->warmup_h;
-  std::vector<std::string> policies = policies_in.empty() ? spec->policies : policies_in;
+  if (!s.IsMultiTenant())
+    return Status::Error(s.source + ": not a multi-tenant scenario (no 'teams_workload')");
+  const TenancyConfig* ten = s.tenancy.get();
+  const int nseeds = static_cast<int>(s.seeds.size());
 
   auto tenancy = std::make_shared<SimOptions::Tenancy>();
   tenancy->queues = ten->queues;
-  for (size_t q = 0; q < ten->queues.size(); ++q) tenancy->queue_of_team[ten->queues[q].name] = static_cast<int>(q);
-  for (const PriorityClass& pc : ten->priority_classes) tenancy->preemptible_by_priority[pc.value] = pc.preemptible;
+  for (size_t q = 0; q < ten->queues.size(); ++q)
+    tenancy->queue_of_team[ten->queues[q].name] = static_cast<int>(q);
+  for (const PriorityClass& pc : ten->priority_classes)
+    tenancy->preemptible_by_priority[pc.value] = pc.preemptible;
   tenancy->cycle = ten->options;
-  tenancy->cycle_every_s = spec->cycle_every_s;
+  tenancy->cycle_every_s = s.cycle_every_s;
   auto no_borrow = std::make_shared<SimOptions::Tenancy>(*tenancy);
   no_borrow->cycle.allow_borrowing = false;
-  const int prod = ten->FindClass("production-inference") ? ten->FindClass("production-inference")->value : 1000;
+  const int prod =
+      ten->FindClass("production-inference") ? ten->FindClass("production-inference")->value : 1000;
 
   // Fair entitlement per top-level team: guarantee plus a weight share of the unguaranteed capacity.
-  const double gpus = cluster->TotalGpus();
+  const double gpus = s.cluster.TotalGpus();
   double guar_total = 0, weight_total = 0;
   for (const QueueConfig& q : ten->queues)
     if (q.parent.empty()) guar_total += q.guaranteed_milli / 1000.0, weight_total += q.over_quota_weight;
 
-  nlohmann::json out = {{"scenario", spec->name.empty() ? path : spec->name},
+  nlohmann::json out = {{"scenario", s.name.empty() ? s.source : s.name},
                         {"gpus", static_cast<int>(gpus)},
                         {"seeds", nseeds},
                         {"policies", nlohmann::json::array()}};
   for (const std::string& pname : policies) {
-    auto policy = MakePolicy(pname);
+    auto policy = MakeScenarioPolicy(s, pname);
     if (!policy.ok()) return policy.status();
     std::vector<double> prod_p99(nseeds), guar_p99(nseeds), jain(nseeds), util(nseeds), util_nb(nseeds),
         alloc(nseeds), alloc_nb(nseeds), preempt(nseeds), lost_h(nseeds), unplaced(nseeds);
@@ -307,21 +221,25 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
         queue_alloc[ten->queues[q].name].assign(nseeds, 0);
         queue_wait[ten->queues[q].name].assign(nseeds, 0);
       }
-    // Seeds run in `threads` workers; each (seed) writes only its own slots, so results do not depend on timing.
+    // Seeds run in `threads` workers; each (seed) writes only its own slots, so results do not depend on
+    // timing.
+    const Cluster cluster = ClusterForScenarioPolicy(s, catalog, pname);
     auto run_seed = [&](int k) {
-      auto policy = MakePolicy(pname);  // one per run: runs share nothing mutable
-      std::vector<TraceJob> jobs = Generate(*streams, static_cast<int64_t>(horizon_h * 3600), first_seed + k);
-      SimOptions opt;
-      opt.horizon_s = static_cast<int64_t>(horizon_h * 3600);
-      opt.warmup_s = static_cast<int64_t>(warmup_h * 3600);
+      auto policy = MakeScenarioPolicy(s, pname);  // one per run: runs share nothing mutable
+      const uint64_t seed = s.seeds[k];
+      std::vector<TraceJob> jobs = GenerateTeamJobs(s.team_streams, s.sim.horizon_s, seed);
+      SimOptions opt = s.sim;
+      opt.time_limit_seed = seed;
+      opt.failure_seed = seed;
+      opt.gang_backfill = false;  // reservations and backfill come from the tenancy (`backfill:`)
       opt.tenancy = tenancy;
-      auto r = Simulate(*cluster, catalog, jobs, **policy, opt);
+      auto r = Simulate(cluster, catalog, jobs, **policy, opt);
       if (!r.ok()) {
         errors[k] = r.error();
         return;
       }
       opt.tenancy = no_borrow;
-      auto rn = Simulate(*cluster, catalog, jobs, **policy, opt);
+      auto rn = Simulate(cluster, catalog, jobs, **policy, opt);
       if (!rn.ok()) {
         errors[k] = rn.error();
         return;
@@ -330,12 +248,14 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
       std::map<std::string, std::pair<double, int>> waits;
       for (const SimJobRecord& j : r->job_records) {
         if (!j.in_window) continue;
-        const double end = j.first_bind_s >= 0 ? j.first_bind_s : opt.horizon_s;  // unplaced: waited to the end
+        const double end =
+            j.first_bind_s >= 0 ? j.first_bind_s : opt.horizon_s;  // unplaced: waited to the end
         waits[j.team].first += end - j.submit_s;
         ++waits[j.team].second;
         if (j.priority >= prod) pw.push_back(end - j.submit_s);
         if (j.within_guarantee)
-          gw.push_back((j.guarantee_met_s >= 0 && j.guarantee_met_s < end ? j.guarantee_met_s : end) - j.submit_s);
+          gw.push_back((j.guarantee_met_s >= 0 && j.guarantee_met_s < end ? j.guarantee_met_s : end) -
+                       j.submit_s);
       }
       prod_p99[k] = NearestRankPercentile(pw, 99);
       guar_p99[k] = NearestRankPercentile(gw, 99);
@@ -365,7 +285,7 @@ Result<nlohmann::json> RunMultiTenantScenario(const std::string& path, const std
       lost_h[k] = r->lost_gpu_s / 3600.0;
       unplaced[k] = static_cast<double>(r->unplaced_jobs);
     };
-    ParallelFor(static_cast<size_t>(std::max(0, nseeds)), threads,
+    ParallelFor(static_cast<size_t>(std::max(0, nseeds)), s.threads,
                 [&](size_t k) { run_seed(static_cast<int>(k)); });
     for (const std::string& e : errors)
       if (!e.empty()) return Status::Error(e);

@@ -16,6 +16,7 @@
 #include "sched/engine_policy.h"
 #include "sched/node_scorer.h"
 #include "sched/policy.h"
+#include "sched/tenancy.h"
 #include "sim/cost_baselines.h"
 #include "sim/dlrm.h"
 
@@ -34,7 +35,8 @@ Status ReadWeights(FieldReader& r, std::string_view key, std::map<std::string, d
     auto name = YamlString(it->first, r.source(), r.PathOf(key));
     if (!name.ok()) return name.status();
     if (!valid(*name))
-      return Status::Error(fmt::format("{}: unknown name '{}'", YamlWhere(r.source(), it->first, r.PathOf(key)), *name));
+      return Status::Error(
+          fmt::format("{}: unknown name '{}'", YamlWhere(r.source(), it->first, r.PathOf(key)), *name));
     auto w = YamlDouble(it->second, r.source(), r.PathOf(key) + "." + *name, 0, kHugeCount);
     if (!w.ok()) return w.status();
     v[*name] = *w;
@@ -44,8 +46,8 @@ Status ReadWeights(FieldReader& r, std::string_view key, std::map<std::string, d
 }
 
 // A map of integer -> number (`training_gpus`, `network_busbw_by_nodes`).
-Status ReadIntMap(FieldReader& r, std::string_view key, int64_t key_min, int64_t key_max, double min, double max,
-                  std::map<int, double>* out) {
+Status ReadIntMap(FieldReader& r, std::string_view key, int64_t key_min, int64_t key_max, double min,
+                  double max, std::map<int, double>* out) {
   const YAML::Node m = r.Map(key);
   if (!r.ok() || !m.IsDefined()) return r.status();
   std::map<int, double> v;
@@ -89,7 +91,8 @@ Status ReadModels(FieldReader& parent, std::vector<InferenceModel>* out) {
   return Status::Ok();
 }
 
-Status ReadGenerator(const YAML::Node& node, std::string_view source, GeneratorConfig* g, std::string* traffic) {
+Status ReadGenerator(const YAML::Node& node, std::string_view source, GeneratorConfig* g,
+                     std::string* traffic) {
   FieldReader w(node, source, "workload");
   w.Double("inference_share", &g->inference_share, false, 0, 1);
   w.Choice("traffic", traffic, false, {"light", "mixed", "busy"});
@@ -106,7 +109,8 @@ Status ReadGenerator(const YAML::Node& node, std::string_view source, GeneratorC
   w.Int("overhead_pct", &g->overhead_pct, false, 0, 200);
   if (Status st = ReadDuration(w, "inference_duration", &g->inference_duration); !st.ok()) return st;
   if (Status st = ReadDuration(w, "training_duration", &g->training_duration); !st.ok()) return st;
-  if (Status st = ReadIntMap(w, "training_gpus", 1, 4096, 0, kHugeCount, &g->training_gpus); !st.ok()) return st;
+  if (Status st = ReadIntMap(w, "training_gpus", 1, 4096, 0, kHugeCount, &g->training_gpus); !st.ok())
+    return st;
   w.Range("training_compute", &g->train_lo, &g->train_hi, false, 0, 1);
   w.Int("gpus_per_pod", &g->gpus_per_pod, false, 1, 64);
   w.Double("single_gpu_pods", &g->single_gpu_pods, false, 0, 1);
@@ -333,16 +337,49 @@ Result<std::string> ReadNamedFile(FieldReader& r, std::string_view key, const st
   return text;
 }
 
-Status ReadWorkloadSource(FieldReader& top, const std::string& dir, Scenario* s) {
+// Multi-tenant workload: the `tenancy` section and per-team streams (`teams_workload`) over the horizon.
+Status ReadTeamsWorkload(FieldReader& top, const Catalog& catalog, Scenario* s) {
+  const YAML::Node tenancy = top.Map("tenancy");
+  const YAML::Node streams = top.Seq("teams_workload", /*required=*/true);
+  top.Int("cycle_every_s", &s->cycle_every_s, false, 1, 86400);
+  if (top.ok() && !tenancy.IsDefined()) top.Fail("tenancy", "required with 'teams_workload'");
+  if (top.ok() && top.Has("sweep")) top.Fail("sweep", "needs a 'workload' generator");
+  if (top.ok() && s->tiers) top.Fail("tiers", "not used with 'teams_workload'");
+  // The tenancy's `backfill` section sets reservations and backfill for every policy of a multi-tenant run.
+  for (const char* key : {"cycle", "asymmetric_cycle", "gang_backfill"})
+    if (top.ok() && top.Has(key)) top.Fail(key, "not used with 'teams_workload' (the tenancy's 'backfill' applies)");
+  if (!top.ok()) return top.status();
+  auto ten = ParseTenancyNode(tenancy, top.source(), "tenancy", catalog);
+  if (!ten.ok()) return ten.status();
+  auto team_streams = ParseTeamStreams(streams, top.source(), "teams_workload", *ten);
+  if (!team_streams.ok()) return team_streams.status();
+  if (s->sim.horizon_s <= 0) top.Fail("horizon_h", "required (> 0) with 'teams_workload'");
+  s->tenancy = std::make_shared<const TenancyConfig>(std::move(ten).value());
+  s->team_streams = std::move(team_streams).value();
+  return top.status();
+}
+
+Status ReadWorkloadSource(FieldReader& top, const std::string& dir, const Catalog& catalog, Scenario* s) {
   const YAML::Node workload = top.Child("workload");
   const YAML::Node sweep = top.Child("sweep");
   const YAML::Node dlrm = top.Child("dlrm");
   std::string trace;
   top.String("trace", &trace, false);
   if (!top.ok()) return top.status();
-  const int sources = (workload.IsDefined() ? 1 : 0) + (top.Has("trace") ? 1 : 0) + (dlrm.IsDefined() ? 1 : 0);
+  const bool teams = top.Has("teams_workload");
+  const int sources = (workload.IsDefined() ? 1 : 0) + (top.Has("trace") ? 1 : 0) +
+                      (dlrm.IsDefined() ? 1 : 0) + (teams ? 1 : 0);
+  if (sources == 0 && top.Has("tenancy")) {
+    top.Fail("teams_workload", "required with 'tenancy'");
+    return top.status();
+  }
   if (sources != 1) {
-    top.Fail("workload", "exactly one of 'workload', 'trace', 'dlrm' is required");
+    top.Fail("workload", "exactly one of 'workload', 'trace', 'dlrm', 'teams_workload' is required");
+    return top.status();
+  }
+  if (teams) return ReadTeamsWorkload(top, catalog, s);
+  if (top.Has("tenancy")) {
+    top.Fail("tenancy", "only used with 'teams_workload'");
     return top.status();
   }
   if (workload.IsDefined()) {
@@ -352,7 +389,8 @@ Status ReadWorkloadSource(FieldReader& top, const std::string& dir, Scenario* s)
     if (s->sim.horizon_s <= 0) top.Fail("horizon_h", "required (> 0) with a generator");
     if (!top.ok()) return top.status();
     ScenarioVariant base;
-    if (Status st = ReadGenerator(workload, top.source(), &base.generator, &base.traffic); !st.ok()) return st;
+    if (Status st = ReadGenerator(workload, top.source(), &base.generator, &base.traffic); !st.ok())
+      return st;
     base.inference_share = base.generator.inference_share;
     if (sweep.IsDefined()) return ReadSweep(sweep, top.source(), base, s);
     s->variants.push_back(base);
@@ -417,7 +455,7 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   }
   if (Status st = ReadRunSettings(top, &s); !st.ok()) return st;
   if (Status st = ReadArrivals(top, &s.arrivals); !st.ok()) return st;
-  if (Status st = ReadWorkloadSource(top, dir, &s); !st.ok()) return st;
+  if (Status st = ReadWorkloadSource(top, dir, catalog, &s); !st.ok()) return st;
   if (Status st = top.Finish(); !st.ok()) return st;
   return s;
 }
@@ -501,6 +539,8 @@ UtilizationBound BoundFor(const Scenario& s, const Catalog& catalog, const std::
 
 Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::string>& policies,
                                     const Catalog& catalog) {
+  if (s.IsMultiTenant())
+    return Status::Error(s.source + ": a multi-tenant scenario ('teams_workload') runs with its own runner");
   const auto t0 = std::chrono::steady_clock::now();
   ScenarioOutcome out;
   out.name = s.name;

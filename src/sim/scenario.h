@@ -1,8 +1,10 @@
 #pragma once
 // Scenario files (docs/simulator.md "Scenario format"): a cluster, a workload (generator settings, a
-// Tessera trace or the Alibaba DLRM trace), simulator options, the policies to compare, seeds and an
-// optional sweep over generator settings. RunScenario runs every (variant, policy, seed) in a small
-// thread pool; each run is independent and deterministic.
+// Tessera trace, the Alibaba DLRM trace, or per-team arrival streams with a tenancy), simulator options,
+// the policies to compare, seeds and an optional sweep over generator settings. One reader (ParseScenario)
+// reads every kind. RunScenario runs every (variant, policy, seed) in a small thread pool; each run is
+// independent and deterministic. Multi-tenant scenarios (IsMultiTenant) run with RunMultiTenantScenario
+// (sim/multi_tenant.h), which reports fairness and borrowing figures instead.
 
 #include <cstdint>
 #include <map>
@@ -15,8 +17,10 @@
 #include "model/catalog.h"
 #include "model/cluster.h"
 #include "sched/policy.h"
+#include "sched/tenancy.h"
 #include "sim/bound.h"
 #include "sim/generator.h"
+#include "sim/multi_tenant.h"
 #include "sim/simulator.h"
 #include "sim/spot.h"
 #include "sim/trace.h"
@@ -24,7 +28,7 @@
 namespace tessera {
 
 struct StaticMigSetup {
-  double share = 0.5;                  // fraction of MIG-capable nodes set to MIG mode for static-mig
+  double share = 0.5;  // fraction of MIG-capable nodes set to MIG mode for static-mig
   std::string layout = "all-balanced";
 };
 
@@ -42,7 +46,7 @@ extern const std::vector<std::string> kPolicyFeatures;
 
 // One point of a sweep (or the only variant of a plain scenario).
 struct ScenarioVariant {
-  std::string label;          // "" for a plain scenario, e.g. "inference_share=0.5 traffic=mixed"
+  std::string label;  // "" for a plain scenario, e.g. "inference_share=0.5 traffic=mixed"
   double inference_share = -1;
   std::string traffic;
   GeneratorConfig generator;
@@ -50,7 +54,7 @@ struct ScenarioVariant {
 
 struct Scenario {
   std::string name;
-  std::string source;          // path of the scenario file
+  std::string source;  // path of the scenario file
   std::string cluster_path;
   Cluster cluster;
   std::vector<uint64_t> seeds;
@@ -62,8 +66,8 @@ struct Scenario {
   // Workload: exactly one of these.
   bool use_generator = false;
   ArrivalConfig arrivals;
-  std::vector<ScenarioVariant> variants;   // generator scenarios: one or more (sweep)
-  std::vector<TraceJob> trace_jobs;        // trace / dlrm scenarios
+  std::vector<ScenarioVariant> variants;  // generator scenarios: one or more (sweep)
+  std::vector<TraceJob> trace_jobs;       // trace / dlrm scenarios
   bool is_sweep = false;
   // The cycle every policy gets (`cycle: full | greedy`): full = gang reservations, backfill and time limits
   // (SimOptions::gang_backfill); greedy = first fit in queue order, as kube-scheduler does.
@@ -73,6 +77,12 @@ struct Scenario {
   bool asymmetric_cycle = false;
   std::vector<std::string> gang_backfill_policies;
   std::shared_ptr<const TierConfig> tiers;  // issue 5: `tiers:` section (capacity tiers, spot); null = none
+  // Multi-tenant workload (`tenancy` + `teams_workload`, sim/multi_tenant.h); tenancy null = none.
+  std::shared_ptr<const TenancyConfig> tenancy;
+  std::vector<TeamStream> team_streams;
+  int64_t cycle_every_s = 10;  // a cycle at least this often while jobs wait
+
+  bool IsMultiTenant() const { return tenancy != nullptr; }
 };
 
 // Loads a scenario file; relative paths inside it (cluster, trace) resolve against its folder.
@@ -128,6 +138,7 @@ bool SameCycle(const ScenarioOutcome& o);
 // The upper bound of one (variant, seed) job stream (sim/bound.h).
 UtilizationBound BoundFor(const Scenario& s, const Catalog& catalog, const std::vector<TraceJob>& jobs);
 
+// Runs a scenario that is not multi-tenant (those are refused: see RunMultiTenantScenario).
 Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::string>& policies,
                                     const Catalog& catalog);
 
