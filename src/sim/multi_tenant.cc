@@ -227,7 +227,7 @@ Result<nlohmann::json> RunMultiTenantScenario(const Scenario& s, const std::vect
     auto run_seed = [&](int k) {
       auto policy = MakeScenarioPolicy(s, pname);  // one per run: runs share nothing mutable
       const uint64_t seed = s.seeds[k];
-      std::vector<TraceJob> jobs = GenerateTeamJobs(s.team_streams, s.sim.horizon_s, seed);
+      std::vector<TraceJob> jobs = JobsFor(s, s.variants.front(), seed);
       SimOptions opt = s.sim;
       opt.time_limit_seed = seed;
       opt.failure_seed = seed;

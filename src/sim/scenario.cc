@@ -356,6 +356,7 @@ Status ReadTeamsWorkload(FieldReader& top, const Catalog& catalog, Scenario* s) 
   if (s->sim.horizon_s <= 0) top.Fail("horizon_h", "required (> 0) with 'teams_workload'");
   s->tenancy = std::make_shared<const TenancyConfig>(std::move(ten).value());
   s->team_streams = std::move(team_streams).value();
+  s->variants.push_back(ScenarioVariant{});  // one job stream per seed (JobsFor)
   return top.status();
 }
 
@@ -513,6 +514,7 @@ Cluster ClusterForPolicy(const Cluster& cluster, const Catalog& catalog, std::st
 }
 
 std::vector<TraceJob> JobsFor(const Scenario& s, const ScenarioVariant& v, uint64_t seed) {
+  if (s.IsMultiTenant()) return GenerateTeamJobs(s.team_streams, s.sim.horizon_s, seed);
   if (!s.use_generator) return s.trace_jobs;
   return GenerateJobs(v.generator, s.arrivals, s.cluster.TotalGpus(), s.sim.horizon_s, seed);
 }

@@ -79,7 +79,7 @@ struct Scenario {
   std::shared_ptr<const TierConfig> tiers;  // issue 5: `tiers:` section (capacity tiers, spot); null = none
   // Multi-tenant workload (`tenancy` + `teams_workload`, sim/multi_tenant.h); tenancy null = none.
   std::shared_ptr<const TenancyConfig> tenancy;
-  std::vector<TeamStream> team_streams;
+  std::vector<TeamStream> team_streams;  // with one (empty) entry in `variants`
   int64_t cycle_every_s = 10;  // a cycle at least this often while jobs wait
 
   bool IsMultiTenant() const { return tenancy != nullptr; }

@@ -122,8 +122,10 @@ TEST(MultiTenant, ScenarioReaderReadsTenancyAndStreams) {
   ASSERT_EQ(b.mix.size(), 1u);
   EXPECT_EQ(b.mix[0].tasks_lo, 1);
   EXPECT_EQ(b.mix[0].tasks_hi, 2);
-  // Jobs are drawn within the horizon, in submit order, from team b only.
+  // Jobs are drawn within the horizon, in submit order, from team b only; JobsFor draws the same.
+  ASSERT_EQ(s->variants.size(), 1u);
   const std::vector<TraceJob> jobs = GenerateTeamJobs(s->team_streams, s->sim.horizon_s, 5);
+  EXPECT_EQ(JobsFor(*s, s->variants.front(), 5).size(), jobs.size());
   ASSERT_FALSE(jobs.empty());
   for (size_t i = 0; i < jobs.size(); ++i) {
     EXPECT_EQ(jobs[i].team, "b");
