@@ -116,6 +116,12 @@ void DoRun(const RunArgs& a, int* exit_code) {
   }
   // Multi-tenant scenarios (issue 4, sim/multi_tenant.h) have their own runner and metrics (JSON only).
   if (sc->IsMultiTenant()) {
+    if (!a.cycle.empty() || !a.price_book.empty() || !a.csv.empty()) {
+      std::cerr << "error: " << a.scenario
+                << ": --cycle, --price-book and --csv do not apply to a multi-tenant scenario (teams_workload)\n";
+      *exit_code = 2;
+      return;
+    }
     auto doc = RunMultiTenantScenario(*sc, a.policies.empty() ? sc->policies : SplitList(a.policies),
                                       Catalog::Default());
     if (!doc.ok()) {

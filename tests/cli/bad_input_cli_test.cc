@@ -67,6 +67,19 @@ TEST(BadInputCli, ScenarioAndBreakEvenErrorsNameFileLineAndField) {
   EXPECT_NE(r.out.find("b.yaml:1: owned.life_months: expected a number"), std::string::npos) << r.out;
 }
 
+// A multi-tenant scenario goes through the one scenario reader: `simulate bound` bounds its job streams, and
+// run flags that only the other runner uses are refused rather than ignored.
+TEST(BadInputCli, MultiTenantScenarioBoundsAndRefusesFlagsItCannotUse) {
+  const std::string scen = std::string(TESSERA_SOURCE_DIR) + "/examples/scenarios/multi-tenant.yaml";
+  auto r = Tessera("simulate bound --scenario '" + scen + "' --seeds 1 --json", true);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"bound\""), std::string::npos) << r.out;
+  r = Tessera("simulate run --scenario '" + scen + "' --seeds 1 --cycle greedy --json", true);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--cycle, --price-book and --csv do not apply to a multi-tenant scenario"), std::string::npos)
+      << r.out;
+}
+
 TEST(BadInputCli, UnreadableCurvesFileIsAnError) {
   const std::string out = (std::filesystem::temp_directory_path() / "tessera-bad-cli-report").string();
   auto r = Tessera("simulate report --out '" + out + "' --fgd-curves /nonexistent/curves.csv --fgd-trace /nonexistent", true);
