@@ -282,6 +282,28 @@ Plan Service::DecideInBackground(const CycleInput& in) const {
   return plan;
 }
 
+std::vector<size_t> Service::SliceCuts(const Plan& plan) const {
+  constexpr size_t kSlice = 256;  // actions applied under one hold of the lock (about a millisecond)
+  std::vector<size_t> cuts = {0};
+  std::unordered_map<int64_t, size_t> last;  // job -> index of its last action
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < plan.actions.size(); ++i) {
+      const JobId slot = plan.actions[i].job;
+      if (slot >= 0 && slot < static_cast<JobId>(job_of_slot_.size())) last[job_of_slot_[slot]] = i;
+    }
+    size_t reach = 0;  // the furthest action of a job seen in this slice
+    for (size_t i = 0; i < plan.actions.size(); ++i) {
+      const JobId slot = plan.actions[i].job;
+      if (slot >= 0 && slot < static_cast<JobId>(job_of_slot_.size())) reach = std::max(reach, last[job_of_slot_[slot]]);
+      if (i + 1 - cuts.back() >= kSlice && reach <= i) cuts.push_back(i + 1);
+    }
+  }
+  if (cuts.back() != plan.actions.size()) cuts.push_back(plan.actions.size());
+  if (cuts.size() == 1) cuts.push_back(0);  // an empty plan: one empty slice
+  return cuts;
+}
+
 void Service::RunOneCycle() {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t now = Now();
@@ -307,15 +329,23 @@ void Service::RunOneCycle() {
   Plan plan = DecideInBackground(in);
   std::shared_ptr<Snapshot> snap;
   std::vector<JobPtr> snap_jobs;
-  {
+  // A large plan is applied in slices, the lock released between them, so that requests wait for one
+  // slice at most; a slice ends only where no job has actions left further on (a job starts whole).
+  const std::vector<size_t> cuts = SliceCuts(plan);
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    Plan part;
+    part.actions.assign(plan.actions.begin() + cuts[k], plan.actions.begin() + cuts[k + 1]);
     std::lock_guard<std::mutex> lock(mu_);
-    ApplyPlanLocked(plan, now, &b, &changed);
-    if (!changed.empty() || ++cycle_seq_ % 16 == 0) {
+    ApplyPlanLocked(part, now, &b, &changed);
+    const bool last = k + 2 == cuts.size();
+    if (!changed.empty() || (last && ++cycle_seq_ % 16 == 0)) {
       b.meta["clock_s"] = std::to_string(now);
       b.meta["queue_usage"] = UsageMetaLocked();
       PutLocked(changed, std::move(b), nullptr);
     }
-    snap = BeginSnapshotLocked(&plan, now, &snap_jobs);
+    changed.clear();
+    b = WriteBatch();
+    if (last) snap = BeginSnapshotLocked(&plan, now, &snap_jobs);
   }
   FinishSnapshot(std::move(snap), &plan, snap_jobs);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

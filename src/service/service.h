@@ -306,6 +306,9 @@ class Service {
   std::shared_ptr<Snapshot> BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<JobPtr>* jobs);
   void FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<JobPtr>& jobs);
   Plan DecideInBackground(const CycleInput& in) const;
+  // Where a plan is cut into slices applied one lock hold each: ascending action indexes from 0 to its size
+  // (at least one slice, possibly empty).
+  std::vector<size_t> SliceCuts(const Plan& plan) const;
   void Notify();
 
   struct KindStats {
