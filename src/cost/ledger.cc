@@ -40,7 +40,10 @@ UsageRecord GrantUsage(const Node& node, const GpuKind& kind, const GpuGrant& g)
   u.tier = node.tier;
   u.pool = node.pool;
   u.node = node.name;
-  if (g.mig_profile >= 0) {
+  if (g.shared) {  // a part of a shared instance: its own compute and memory
+    u.compute_milli = g.milli;
+    u.memory_milli = static_cast<int>(g.memory_mib * 1000 / std::max<int64_t>(1, kind.memory_mib));
+  } else if (g.mig_profile >= 0) {
     u.compute_milli = kind.ProfileComputeMilli(g.mig_profile);
     u.memory_milli = kind.profiles[g.mig_profile].memory_slices * 1000 / std::max(1, kind.mig_memory_slices);
   } else {

@@ -10,7 +10,57 @@
 namespace tessera {
 namespace {
 
+constexpr int kMaxSharers = 48;  // MPS clients per GPU or MIG instance (hardware-facts.md 1.8)
+
 bool IsInference(bool inference) { return inference; }
+
+// Adds one sharer to instance `m` of GPU `g` (idle: it becomes shared; busy: it must be shared already). The
+// summed demand must fit the instance's compute and usable memory exactly.
+Status JoinShared(GpuState& g, const GpuKind& kind, const GpuGrant& grant, MigSlot& m) {
+  const MigProfile& p = kind.profiles[m.profile];
+  if (m.busy && !m.Shared())
+    return Status::Error(fmt::format("GPU {}: instance {}@{} is held by one task and cannot be shared", grant.gpu,
+                                     p.name, static_cast<int>(m.start)));
+  if (grant.milli <= 0 || grant.memory_mib < 0)
+    return Status::Error(fmt::format("GPU {}: a shared grant needs a positive share", grant.gpu));
+  if (m.shared_milli + grant.milli > kind.ProfileComputeMilli(m.profile))
+    return Status::Error(fmt::format("GPU {}: instance {}@{} has {} of {} milli in use, {} more do not fit", grant.gpu,
+                                     p.name, static_cast<int>(m.start), m.shared_milli,
+                                     kind.ProfileComputeMilli(m.profile), grant.milli));
+  if (m.shared_memory_mib + grant.memory_mib > p.usable_mib)
+    return Status::Error(fmt::format("GPU {}: instance {}@{} has {} of {} MiB in use, {} more do not fit", grant.gpu,
+                                     p.name, static_cast<int>(m.start), m.shared_memory_mib, p.usable_mib,
+                                     grant.memory_mib));
+  if (m.sharers >= kMaxSharers)
+    return Status::Error(fmt::format("GPU {}: instance {}@{} already has {} sharers", grant.gpu, p.name,
+                                     static_cast<int>(m.start), m.sharers));
+  m.busy = true;
+  ++m.sharers;
+  m.sensitive = static_cast<int8_t>(m.sensitive + (grant.latency_sensitive ? 1 : 0));
+  m.shared_milli = static_cast<int16_t>(m.shared_milli + grant.milli);
+  m.shared_memory_mib += grant.memory_mib;
+  g.busy_mask |= static_cast<uint8_t>(1u << m.start);
+  ++g.tasks;
+  return Status::Ok();
+}
+
+// Removes one sharer from instance `m`; the last one leaves it idle. REQUIRES: the grant joined it.
+void LeaveShared(GpuState& g, const GpuGrant& grant, MigSlot& m) {
+  TESSERA_CHECK(m.busy && m.sharers > 0 && m.shared_milli >= grant.milli && m.shared_memory_mib >= grant.memory_mib &&
+                    (!grant.latency_sensitive || m.sensitive > 0),
+                fmt::format("Release of GPU {}: the shared instance at {} does not hold this grant", grant.gpu,
+                            static_cast<int>(grant.mig_start)));
+  --m.sharers;
+  m.sensitive = static_cast<int8_t>(m.sensitive - (grant.latency_sensitive ? 1 : 0));
+  m.shared_milli = static_cast<int16_t>(m.shared_milli - grant.milli);
+  m.shared_memory_mib -= grant.memory_mib;
+  if (m.sharers == 0) {
+    TESSERA_CHECK(m.shared_milli == 0 && m.shared_memory_mib == 0 && m.sensitive == 0,
+                  fmt::format("GPU {}: shared instance emptied with demand left", grant.gpu));
+    m.busy = false;
+    g.busy_mask &= static_cast<uint8_t>(~(1u << m.start));
+  }
+}
 
 // Applies one grant to a GPU state copy. Returns an error (and leaves `g` in an unspecified state) when the
 // grant does not fit; callers work on copies.
@@ -69,6 +119,7 @@ Status ApplyGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
     if (idx < 0)
       return Status::Error(fmt::format("GPU {}: no {} instance at slice {}", grant.gpu, p.name,
                                        static_cast<int>(grant.mig_start)));
+    if (grant.shared) return JoinShared(g, kind, grant, g.instances[idx]);
     if (g.instances[idx].busy)
       return Status::Error(fmt::format("GPU {}: instance {}@{} is busy", grant.gpu, p.name,
                                        static_cast<int>(grant.mig_start)));
@@ -100,6 +151,25 @@ Status ApplyGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
   g.free_milli = static_cast<int16_t>(g.free_milli - grant.milli);
   g.free_memory_mib -= grant.memory_mib;
   ++g.tasks;
+  return Status::Ok();
+}
+
+// Invariant 3 for one instance.
+Status CheckSlot(const GpuKind& kind, const MigSlot& m) {
+  const MigProfile& p = kind.profiles[m.profile];
+  if (!m.Shared()) {
+    if (m.sharers != 0 || m.sensitive != 0 || m.shared_milli != 0 || m.shared_memory_mib != 0)
+      return Status::Error(fmt::format("instance {}@{} holds shared demand without sharers", p.name, (int)m.start));
+    return Status::Ok();
+  }
+  if (!m.busy) return Status::Error(fmt::format("shared instance {}@{} is not busy", p.name, (int)m.start));
+  if (m.sensitive < 0 || m.sensitive > m.sharers)
+    return Status::Error(fmt::format("instance {}@{}: {} latency-sensitive of {} sharers", p.name, (int)m.start,
+                                     m.sensitive, m.sharers));
+  if (m.shared_milli <= 0 || m.shared_milli > kind.ProfileComputeMilli(m.profile) || m.shared_memory_mib < 0 ||
+      m.shared_memory_mib > p.usable_mib)
+    return Status::Error(fmt::format("instance {}@{}: shared demand {} milli / {} MiB out of range", p.name,
+                                     (int)m.start, m.shared_milli, m.shared_memory_mib));
   return Status::Ok();
 }
 
@@ -258,7 +328,7 @@ void ClusterState::RefreshNode(NodeId n) {
   NodeState& ns = nodes_[n];
   const int old_free = ns.free_whole;
   const uint32_t old_idle = ns.idle_profile_mask, old_create = ns.creatable_profile_mask;
-  ns.free_whole = ns.mig_gpus = ns.idle_gpus = ns.idle_mig_gpus = 0;
+  ns.free_whole = ns.mig_gpus = ns.idle_gpus = ns.idle_mig_gpus = ns.shared_slots = 0;
   ns.free_milli_total = 0;
   ns.idle_profile_mask = ns.creatable_profile_mask = 0;
   for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
@@ -271,8 +341,10 @@ void ClusterState::RefreshNode(NodeId n) {
       continue;
     }
     ns.idle_mig_gpus += gs.Idle();
-    for (int i = 0; i < gs.n_instances; ++i)
+    for (int i = 0; i < gs.n_instances; ++i) {
       if (!gs.instances[i].busy) ns.idle_profile_mask |= 1u << gs.instances[i].profile;
+      ns.shared_slots += gs.instances[i].Shared();
+    }
     ns.creatable_profile_mask |= CreatableProfiles(gs);
   }
   leaf_free_whole_[ns.leaf] += ns.free_whole - old_free;
@@ -351,11 +423,17 @@ void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_
       GpuState& g = gpus_[gr.gpu];
       const GpuKind& kind = catalog_->kind(g.kind);
       TESSERA_CHECK(g.tasks > 0, fmt::format("Release of GPU {} that holds no task", gr.gpu));
-      if (gr.mig_profile >= 0) {
+      if (gr.mig_profile >= 0 && gr.shared) {
+        MigSlot* slot = nullptr;
+        for (int i = 0; i < g.n_instances; ++i)
+          if (g.instances[i].start == gr.mig_start && g.instances[i].profile == gr.mig_profile) slot = &g.instances[i];
+        TESSERA_CHECK(slot != nullptr, fmt::format("Release of GPU {}: no instance at {}", gr.gpu, (int)gr.mig_start));
+        LeaveShared(g, gr, *slot);
+      } else if (gr.mig_profile >= 0) {
         bool found = false;
         for (int i = 0; i < g.n_instances; ++i) {
           MigSlot& m = g.instances[i];
-          if (m.start == gr.mig_start && m.profile == gr.mig_profile && m.busy) {
+          if (m.start == gr.mig_start && m.profile == gr.mig_profile && m.busy && !m.Shared()) {
             m.busy = false;
             found = true;
           }
@@ -504,7 +582,7 @@ Status ClusterState::CheckInvariants() const {
   std::vector<int> leaf_free(num_leaves_, 0);
   for (NodeId n = 0; n < num_nodes(); ++n) {
     const NodeState& ns = nodes_[n];
-    int free_whole = 0, mig = 0, idle = 0, milli = 0;
+    int free_whole = 0, mig = 0, idle = 0, milli = 0, shared = 0;
     for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
       const GpuState& gs = gpus_[g];
       const GpuKind& kind = catalog_->kind(gs.kind);
@@ -527,10 +605,13 @@ Status ClusterState::CheckInvariants() const {
         for (int i = 0; i < gs.n_instances; ++i) {
           layout.push_back({gs.instances[i].profile, gs.instances[i].start});
           mask |= kind.profiles[gs.instances[i].profile].MaskAt(gs.instances[i].start);
-          if (gs.instances[i].busy) {
-            busy |= static_cast<uint8_t>(1u << gs.instances[i].start);
-            ++busy_count;
+          const MigSlot& m = gs.instances[i];
+          if (Status st = CheckSlot(kind, m); !st.ok()) return Status::Error(fmt::format("GPU {}: {}", g, st.message()));
+          if (m.busy) {
+            busy |= static_cast<uint8_t>(1u << m.start);
+            busy_count += std::max<int>(1, m.sharers);
           }
+          shared += m.Shared();
         }
         if (Status st = CheckMigLayout(kind, layout); !st.ok())
           return Status::Error(fmt::format("GPU {}: invalid layout: {}", g, st.message()));
@@ -546,7 +627,8 @@ Status ClusterState::CheckInvariants() const {
       free_whole += gs.WholeFree();
       idle += gs.Idle();
     }
-    if (free_whole != ns.free_whole || mig != ns.mig_gpus || idle != ns.idle_gpus || milli != ns.free_milli_total)
+    if (free_whole != ns.free_whole || mig != ns.mig_gpus || idle != ns.idle_gpus || milli != ns.free_milli_total ||
+        shared != ns.shared_slots)
       return Status::Error(fmt::format("node {}: aggregates out of date", n));
     if (ns.free_cpu_milli < 0 || ns.free_memory_mib < 0)
       return Status::Error(fmt::format("node {}: negative free CPU or memory", n));

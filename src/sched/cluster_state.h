@@ -21,11 +21,17 @@
 
 namespace tessera {
 
-// One MIG GPU instance that exists on a GPU.
+// One MIG GPU instance that exists on a GPU. It is idle, held by one task (dedicated), or shared by
+// `sharers` tasks (docs/sharing.md) whose summed compute and memory it records exactly.
 struct MigSlot {
   int16_t profile = -1;  // index into GpuKind::profiles
   int8_t start = -1;     // first memory slice
-  bool busy = false;     // a task runs in it
+  bool busy = false;     // a task runs in it (dedicated or shared)
+  int8_t sharers = 0;    // tasks sharing it (0 = idle or dedicated)
+  int8_t sensitive = 0;  // of which latency-sensitive
+  int16_t shared_milli = 0;       // summed compute demand of the sharers (thousandths of a full GPU)
+  int64_t shared_memory_mib = 0;  // summed memory of the sharers
+  bool Shared() const { return sharers > 0; }
 };
 
 // Invariants (checked by ClusterState::CheckInvariants):
@@ -34,7 +40,10 @@ struct MigSlot {
 //  2.  mig_enabled  => free_milli == 0 and free_memory_mib == 0 (capacity lives in instances);
 //                      instances[0..n_instances) form a valid layout (model/mig.h) and used_mask is the
 //                      union of their memory-slice masks.
-//  3. busy_mask is the set of starts of busy instances.
+//  3. busy_mask is the set of starts of busy instances. A shared instance (sharers > 0) is busy, holds
+//     0 <= sensitive <= sharers, shared_milli <= its compute and shared_memory_mib <= its usable memory;
+//     a non-shared one has sensitive == shared_milli == shared_memory_mib == 0. A MIG GPU's task count is
+//     the sum over busy instances of max(1, sharers) (plus one while cordoned).
 //  4. A cordoned GPU shows no free capacity: not MIG => free_milli == 0 and free_memory_mib == 0 (the state
 //     holds them); MIG => no idle instance (the state holds them busy) and
 //     used_mask also covers the held free slices; either way the state counts one task of its own, so the
@@ -76,6 +85,7 @@ struct NodeState {
   uint32_t idle_profile_mask = 0;       // bit p: some GPU has an idle instance of profile p
   uint32_t creatable_profile_mask = 0;  // bit p: some MIG GPU has free slices for profile p
   int idle_mig_gpus = 0;     // MIG GPUs with no busy instance (can be relaid out or switched off)
+  int shared_slots = 0;      // MIG instances shared by several tasks (candidates for one more sharer)
   uint32_t version = 0;      // bumped on every change (for memo caches)
 };
 

@@ -13,6 +13,7 @@ namespace cycle_internal {
 namespace {
 
 int64_t GrantMemory(const GpuKind& kind, const GpuGrant& g) {
+  if (g.shared) return g.memory_mib;
   if (g.mig_profile >= 0) return kind.profiles[g.mig_profile].usable_mib;
   if (g.milli >= kMilliPerGpu) return kind.memory_mib;
   return g.memory_mib;
@@ -21,12 +22,13 @@ int64_t GrantMemory(const GpuKind& kind, const GpuGrant& g) {
 }  // namespace
 
 int64_t GrantUnits(const GpuKind& kind, const GpuGrant& g, SliceUnits mode) {
-  if (g.mig_profile >= 0) {
+  if (g.mig_profile >= 0 && !g.shared) {
     if (mode == SliceUnits::kMemory && kind.mig_memory_slices > 0)
       return int64_t{kMilliPerGpu} * kind.profiles[g.mig_profile].memory_slices / kind.mig_memory_slices;
     return kind.ProfileComputeMilli(g.mig_profile);
   }
-  if (g.milli >= kMilliPerGpu) return kMilliPerGpu;
+  if (g.milli >= kMilliPerGpu && !g.shared) return kMilliPerGpu;
+  // A share of a GPU or of a shared instance: its own compute or memory.
   if (mode == SliceUnits::kMemory && kind.memory_mib > 0)
     return std::max<int64_t>(1, (g.memory_mib * kMilliPerGpu + kind.memory_mib - 1) / kind.memory_mib);
   return g.milli;

@@ -6,6 +6,7 @@
 #include <climits>
 #include <fmt/format.h>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 #include "model/workload.h"
@@ -215,7 +216,7 @@ int DrainExtension(const ClusterState& s, NodeId n, const Request& r) {
 
 }  // namespace
 
-PolicyTraits TesseraTraits() { return PolicyTraits{"tessera", true, true, true, true, false, true, true}; }
+PolicyTraits TesseraTraits() { return PolicyTraits{"tessera", true, true, true, true, false, true, true, true}; }
 PolicyTraits K8sDefaultTraits() { return PolicyTraits{"k8s-default", false, false, false, false, true, false, false}; }
 PolicyTraits BestFitTraits() { return PolicyTraits{"bestfit", true, true, true, false, false, false, false}; }
 PolicyTraits StaticMigTraits() { return PolicyTraits{"static-mig", true, false, false, false, true, false, false}; }
@@ -238,6 +239,114 @@ PlaceResult EnginePolicy::Place(const ClusterState& s, const Request& r) const {
 }
 
 PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) const {
+  if (traits_.share_instances && r.allow_mig && MayShare(r)) {
+    PlaceResult joined = JoinShared(s, r);
+    if (joined.ok) return joined;
+    PlaceResult opened = OpenShared(s, r);
+    if (opened.ok) return opened;
+  }
+  return PlaceSlice(s, r);
+}
+
+PlaceResult EnginePolicy::JoinShared(const ClusterState& s, const Request& r) const {
+  const Catalog& cat = s.catalog();
+  const int64_t need_mib = r.gpu_memory_mib + sharing_.context_mib;
+  // Lower wins: class conflict, drain extension, memory left in the instance (best fit), node, GPU, start.
+  using Key = std::tuple<int, int, int64_t, NodeId, GpuId, int>;
+  std::optional<Key> best;
+  GpuGrant grant;
+  for (NodeId n = 0; n < s.num_nodes(); ++n) {
+    const NodeState& ns = s.node(n);
+    if (ns.shared_slots == 0 || !NodeEligible(ns, r)) continue;
+    const GpuKind& kind = cat.kind(ns.kind);
+    const int sep = Separate() ? ClassConflict(ns, r) : 0;
+    const int ext = DrainExtension(s, n, r);
+    for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
+      if (s.gpu_cordoned(g)) continue;
+      const GpuState& gs = s.gpu(g);
+      for (int i = 0; i < gs.n_instances; ++i) {
+        const MigSlot& m = gs.instances[i];
+        if (!m.Shared()) continue;
+        const int64_t left = kind.profiles[m.profile].usable_mib - m.shared_memory_mib - need_mib;
+        const int cap = kind.ProfileComputeMilli(m.profile);
+        if (left < 0 || m.shared_milli + r.gpu_milli > cap ||
+            !SharerFits(sharing_, m.shared_milli, m.sharers, m.sensitive, cap, r.gpu_milli, r.latency_sensitive))
+          continue;
+        const Key key{sep, ext, left, n, g, m.start};
+        if (best && key >= *best) continue;
+        best = key;
+        grant = GpuGrant{};
+        grant.gpu = g;
+        grant.mig_profile = m.profile;
+        grant.mig_start = m.start;
+      }
+    }
+  }
+  if (!best) return PlaceResult::NoFit(NoFitCode::kMigProfileUnavailable, "no shared instance has room");
+  return SharedResult(s, r, grant, "shared");
+}
+
+PlaceResult EnginePolicy::OpenShared(const ClusterState& s, const Request& r) const {
+  const Catalog& cat = s.catalog();
+  // Per allowed MIG kind: the profile whose slices per replica of this demand are fewest when shared, if that
+  // beats the slices of the smallest dedicated slice that covers it.
+  std::vector<std::tuple<double, KindId, int>> options;  // (slices per replica, kind, profile)
+  for (KindId k = 0; k < static_cast<KindId>(cat.size()) && k < 64; ++k) {
+    const GpuKind& kind = cat.kind(k);
+    if (!kind.mig_capable || !r.KindAllowed(k)) continue;
+    const int p = SmallestCoveringProfile(kind, r.gpu_memory_mib, r.gpu_milli);
+    const double dedicated = p >= 0 ? kind.profiles[p].memory_slices : 1e9;
+    double best = dedicated;
+    int best_q = -1;
+    for (int q = 0; q < static_cast<int>(kind.profiles.size()); ++q) {
+      const MigProfile& prof = kind.profiles[q];
+      if (prof.media) continue;
+      const int fit = SharersThatFit(sharing_, kind.ProfileComputeMilli(q), prof.usable_mib, r.gpu_milli,
+                                     r.gpu_memory_mib, r.latency_sensitive);
+      if (fit < 2) continue;
+      const double per = static_cast<double>(prof.memory_slices) / fit;
+      if (per < best - 1e-9) {
+        best = per;
+        best_q = q;
+      }
+    }
+    if (best_q >= 0) options.emplace_back(best / kind.mig_memory_slices, k, best_q);
+  }
+  std::sort(options.begin(), options.end());
+  for (const auto& [per, k, q] : options) {
+    const GpuKind& kind = cat.kind(k);
+    Request slot = r;  // the instance to open: sized as the profile chosen, on that kind only
+    slot.kind_mask = uint64_t{1} << k;
+    slot.gpu_memory_mib = kind.profiles[q].usable_mib;
+    slot.gpu_milli = kind.ProfileComputeMilli(q);
+    slot.allow_share = false;
+    PlaceResult res = PlaceSlice(s, slot);
+    if (!res.ok) continue;
+    return SharedResult(s, r, res.tasks[0].gpus[0], res.tasks[0].gpus[0].create_instance ? "new shared" : "idle shared");
+  }
+  return PlaceResult::NoFit(NoFitCode::kMigProfileUnavailable, "no shared instance is cheaper than a slice");
+}
+
+PlaceResult EnginePolicy::SharedResult(const ClusterState& s, const Request& r, GpuGrant grant,
+                                       std::string_view what) const {
+  grant.shared = true;
+  grant.latency_sensitive = r.latency_sensitive;
+  grant.milli = r.gpu_milli;
+  grant.memory_mib = r.gpu_memory_mib + sharing_.context_mib;
+  const NodeId n = s.gpu(grant.gpu).node;
+  const GpuKind& kind = s.kind_of_gpu(grant.gpu);
+  PlaceResult res;
+  res.ok = true;
+  res.span = Span::kOneGpu;
+  res.reason = fmt::format("{} MIG instance {}@{} on {} GPU {} ({}/1000 and {} MiB of it){}", what,
+                           kind.profiles[grant.mig_profile].name, static_cast<int>(grant.mig_start), NodeName(s, n),
+                           grant.gpu - s.node(n).first_gpu, grant.milli, grant.memory_mib,
+                           grant.enable_mig ? " (MIG mode switched on)" : grant.destroy_mask ? " (idle instances repartitioned)" : "");
+  res.tasks.push_back(TaskPlacement{n, {grant}});
+  return res;
+}
+
+PlaceResult EnginePolicy::PlaceSlice(const ClusterState& s, const Request& r) const {
   ProfileChoice pc;
   const Catalog& cat = s.catalog();
   // Pass 1: categories from node summaries (exact for idle/create/enable), shares by GPU scan.

@@ -11,7 +11,8 @@
 //       D  destroy idle instances on a MIG GPU so the profile fits (repartition);
 //       E  switch an idle GPU to MIG mode and create the instance;
 //       S0 a share of an idle non-MIG GPU.
-//     MIG-unaware policies treat the task as one whole GPU.
+//     MIG-unaware policies treat the task as one whole GPU. Policies with share_instances first try a
+//     place in a shared instance, then a new shared instance (docs/sharing.md), before these.
 //  2. Whole-GPU tasks and gangs (all or nothing): topology-aware policies try one node, then one leaf
 //     switch, then one spine group, then anywhere (unless the request requires one leaf); within a domain
 //     they best-fit (fewest free GPUs left) and fill the fewest nodes. Spreading policies (kube-scheduler's
@@ -27,6 +28,7 @@
 
 #include "sched/node_scorer.h"
 #include "sched/policy.h"
+#include "sched/sharing.h"
 
 namespace tessera {
 
@@ -39,18 +41,28 @@ struct PolicyTraits {
   bool spread = false;           // LeastAllocated node scoring instead of packing
   bool separate_classes = true;  // keep inference and training on different nodes when possible
   bool frag_aware = true;        // choose MIG starts that keep the most layout freedom
+  // Several inference replicas may share one MIG instance (docs/sharing.md): join a shared instance with
+  // room, else open one where the replica's demand makes a shared instance cheaper per replica than a slice.
+  bool share_instances = false;
 };
 
 class EnginePolicy : public Policy {
  public:
-  explicit EnginePolicy(PolicyTraits traits, std::unique_ptr<NodeScorer> scorer = nullptr)
-      : traits_(std::move(traits)), scorer_(std::move(scorer)) {}
+  explicit EnginePolicy(PolicyTraits traits, std::unique_ptr<NodeScorer> scorer = nullptr,
+                        SharingOptions sharing = {})
+      : traits_(std::move(traits)), scorer_(std::move(scorer)), sharing_(sharing) {}
   std::string_view name() const override { return traits_.name; }
   PlaceResult Place(const ClusterState& snapshot, const Request& request) const override;
   const PolicyTraits& traits() const { return traits_; }
 
  private:
   PlaceResult PlaceSubGpu(const ClusterState& s, const Request& r) const;
+  PlaceResult PlaceSlice(const ClusterState& s, const Request& r) const;
+  // Sharing (share_instances): a place in an instance already shared, or a new shared instance when the
+  // request's demand makes one cheaper per replica than a dedicated slice; ok == false when neither applies.
+  PlaceResult JoinShared(const ClusterState& s, const Request& r) const;
+  PlaceResult OpenShared(const ClusterState& s, const Request& r) const;
+  PlaceResult SharedResult(const ClusterState& s, const Request& r, GpuGrant grant, std::string_view what) const;
   PlaceResult PlaceWhole(const ClusterState& s, const Request& r) const;
   PlaceResult PlaceSpread(const ClusterState& s, const Request& r) const;
   PlaceResult PlaceCpuOnly(const ClusterState& s, const Request& r) const;
@@ -61,6 +73,7 @@ class EnginePolicy : public Policy {
   bool Separate() const { return traits_.separate_classes && !(scorer_ && scorer_->KnowsWorkload()); }
   PolicyTraits traits_;
   std::unique_ptr<NodeScorer> scorer_;  // null: no node score (k8s-default, static-mig)
+  SharingOptions sharing_;
 };
 
 PolicyTraits TesseraTraits();

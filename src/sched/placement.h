@@ -20,6 +20,11 @@ struct GpuGrant {
   bool enable_mig = false;      // MIG mode must be switched on first (GPU is idle)
   bool disable_mig = false;     // MIG mode must be switched off first (GPU is idle, no instances)
   uint8_t destroy_mask = 0;     // idle instances (by memory-slice start bits) to destroy first
+  // With mig_profile >= 0: a place in a shared instance (docs/sharing.md). `milli` and `memory_mib` are then
+  // the task's own demand, summed exactly with the other sharers'; an idle (or created) instance becomes
+  // shared, a busy one must already be shared.
+  bool shared = false;
+  bool latency_sensitive = false;  // shared: the task's class keeps compute headroom (counted per instance)
 };
 
 struct TaskPlacement {

@@ -29,7 +29,7 @@ std::vector<std::string> PolicyNames() {
 
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyOptions& o) {
   std::unique_ptr<Policy> p;
-  if (name == "tessera") p = std::make_unique<EnginePolicy>(TesseraTraits(), MakeTesseraScorer(o.typical, o.tie_seed));
+  if (name == "tessera") p = std::make_unique<EnginePolicy>(TesseraTraits(), MakeTesseraScorer(o.typical, o.tie_seed), o.sharing);
   else if (name == "k8s-default") p = std::make_unique<EnginePolicy>(K8sDefaultTraits());
   else if (name == "bestfit") p = std::make_unique<EnginePolicy>(BestFitTraits(), MakeBestFitScorer(o.tie_seed));
   else if (name == "static-mig") p = std::make_unique<EnginePolicy>(StaticMigTraits());

@@ -17,6 +17,7 @@
 #include "sched/cluster_state.h"
 #include "sched/placement.h"
 #include "sched/request.h"
+#include "sched/sharing.h"
 #include "sched/task_shape.h"
 
 namespace tessera {
@@ -36,6 +37,8 @@ struct PolicyOptions {
   // Score ties go to the earliest node of a random node order drawn once from this seed (the FGD
   // harness's rule; random also draws from it). Without a seed: node index order (random uses seed 0).
   std::optional<uint64_t> tie_seed;
+  // Sharing inside instances (tessera): SLOs, mode and per-process memory (docs/sharing.md).
+  SharingOptions sharing;
 };
 
 // What a registered policy can place. Every policy returns a result for every request: what it cannot

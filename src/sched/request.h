@@ -26,6 +26,8 @@ struct Request {
   bool allow_mig = true;         // a sub-GPU task may use a MIG instance
   bool allow_share = true;       // a sub-GPU task may take a fractional share of a non-MIG GPU
   bool require_same_leaf = false;  // gangs: fail rather than cross leaf switches
+  // Latency-sensitive work (production inference): shared instances keep it within its tighter SLO.
+  bool latency_sensitive = false;
   int priority = 0;
   // When the request would end if placed now (its time limit), or -1 if unknown. Placement may use it with
   // the snapshot's drain times to keep nodes' lifetimes aligned, so that nodes drain early for gangs.

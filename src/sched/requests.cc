@@ -18,6 +18,7 @@ Result<std::vector<Request>> ToRequests(const Workload& w, const Catalog& catalo
     if (id >= 64) return Status::Error(fmt::format("workload '{}': more than 64 GPU kinds in the catalog", w.name));
     r.kind_mask |= uint64_t{1} << id;
   }
+  r.latency_sensitive = w.latency_sensitive;
   if (w.latency_sensitive)
     r.tier_mask = static_cast<uint8_t>((1u << static_cast<int>(Tier::kReserved)) | (1u << static_cast<int>(Tier::kOwned)));
   std::vector<Request> out;

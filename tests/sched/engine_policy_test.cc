@@ -275,7 +275,10 @@ TEST_F(TesseraTest, InferenceGoesIntoTheSmallestCoveringMigSlice) {
   EXPECT_EQ(k.profiles[a.tasks[0].gpus[0].mig_profile].name, "1g.10gb");
   EXPECT_TRUE(a.tasks[0].gpus[0].enable_mig);
   s->Apply(a.tasks, 0, 0, true);
-  PlaceResult b = policy_->Place(*s, Slice(15000, 100));
+  // A replica that may not share (sharing: sharing_test.cc) gets the smallest slice that covers it.
+  Request dedicated = Slice(15000, 100);
+  dedicated.allow_share = false;
+  PlaceResult b = policy_->Place(*s, dedicated);
   ASSERT_TRUE(b.ok);
   EXPECT_EQ(k.profiles[b.tasks[0].gpus[0].mig_profile].name, "1g.20gb");
   EXPECT_EQ(b.tasks[0].gpus[0].gpu, a.tasks[0].gpus[0].gpu) << "packs onto the GPU already in MIG mode";

@@ -1,0 +1,244 @@
+// Sharing inside MIG instances: exact memory and compute sums, SLO ceilings, release restores exactly, and
+// the engine's choice between a dedicated slice and a shared instance.
+#include "sched/sharing.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <tuple>
+
+#include "sched/cluster_state.h"
+#include "sched/engine_policy.h"
+#include "sched/policy.h"
+#include "test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::MakeCluster;
+
+Request Replica(JobId id, int milli, int64_t mib, bool sensitive = false) {
+  Request r;
+  r.id = id;
+  r.cls = WorkloadClass::kInference;
+  r.gpus_per_task = 0;
+  r.gpu_milli = milli;
+  r.gpu_memory_mib = mib;
+  r.cpu_milli = 1000;
+  r.host_memory_mib = 1024;
+  r.latency_sensitive = sensitive;
+  return r;
+}
+
+class SharingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = ClusterState::Build(cluster_, cat_);
+    ASSERT_TRUE(s.ok()) << s.error();
+    state_.emplace(std::move(s).value());
+    ASSERT_TRUE(state_->SetMigMode(0, true).ok());
+    p3g_ = kind().FindProfile("3g.40gb");
+    ASSERT_GE(p3g_, 0);
+    ASSERT_TRUE(state_->CreateInstance(0, p3g_, 0).ok());
+  }
+  const GpuKind& kind() const { return cat_.kind(cat_.Find("h100-80gb")); }
+  GpuGrant Share(int milli, int64_t mib, bool sensitive = false) const {
+    GpuGrant g;
+    g.gpu = 0;
+    g.mig_profile = static_cast<int16_t>(p3g_);
+    g.mig_start = 0;
+    g.shared = true;
+    g.milli = milli;
+    g.memory_mib = mib;
+    g.latency_sensitive = sensitive;
+    return g;
+  }
+  const MigSlot& Slot() const { return state_->gpu(0).instances[0]; }
+  const Catalog& cat_ = Catalog::Default();
+  const Cluster cluster_ = MakeCluster(1, 2, "h100-80gb");  // the state points into it
+  std::optional<ClusterState> state_;
+  int p3g_ = -1;
+};
+
+TEST_F(SharingTest, MemoryFitsExactlyAndReleaseRestoresExactly) {
+  const int64_t usable = kind().profiles[p3g_].usable_mib;
+  const ClusterState before = *state_;
+  std::vector<TaskPlacement> a = {{0, {Share(100, usable - 1000)}}};
+  std::vector<TaskPlacement> b = {{0, {Share(100, 1000, true)}}};
+  std::vector<TaskPlacement> c = {{0, {Share(100, 1)}}};
+  ASSERT_TRUE(state_->CanApply(a, 0, 0).ok());
+  state_->Apply(a, 0, 0, true);
+  ASSERT_TRUE(state_->CanApply(b, 0, 0).ok()) << "exactly the usable memory fits";
+  state_->Apply(b, 0, 0, true);
+  EXPECT_EQ(Slot().sharers, 2);
+  EXPECT_EQ(Slot().sensitive, 1);
+  EXPECT_EQ(Slot().shared_memory_mib, usable);
+  EXPECT_EQ(Slot().shared_milli, 200);
+  EXPECT_EQ(state_->gpu(0).tasks, 2);
+  EXPECT_EQ(state_->node(0).shared_slots, 1);
+  const Status over = state_->CanApply(c, 0, 0);
+  EXPECT_FALSE(over.ok()) << "one MiB more than usable";
+  EXPECT_NE(over.message().find("MiB"), std::string::npos) << over.message();
+  EXPECT_TRUE(state_->CheckInvariants().ok());
+  state_->Release(a, 0, 0, true);
+  EXPECT_EQ(Slot().shared_memory_mib, 1000);
+  EXPECT_TRUE(Slot().busy);
+  state_->Release(b, 0, 0, true);
+  EXPECT_FALSE(Slot().busy);
+  EXPECT_EQ(Slot().sharers, 0);
+  EXPECT_EQ(Slot().shared_milli, 0);
+  EXPECT_EQ(state_->gpu(0).tasks, before.gpu(0).tasks);
+  EXPECT_EQ(state_->gpu(0).busy_mask, before.gpu(0).busy_mask);
+  EXPECT_EQ(state_->node(0).idle_profile_mask, before.node(0).idle_profile_mask);
+  EXPECT_TRUE(state_->CheckInvariants().ok());
+}
+
+TEST_F(SharingTest, ComputeAboveTheInstanceAndDedicatedMixingAreRefused) {
+  const int cap = kind().ProfileComputeMilli(p3g_);
+  std::vector<TaskPlacement> a = {{0, {Share(cap, 100)}}};
+  state_->Apply(a, 0, 0, true);
+  EXPECT_FALSE(state_->CanApply({{0, {Share(1, 100)}}}, 0, 0).ok()) << "compute is full";
+  GpuGrant dedicated = Share(cap, 100);
+  dedicated.shared = false;
+  EXPECT_FALSE(state_->CanApply({{0, {dedicated}}}, 0, 0).ok())
+      << "a shared instance is busy for a dedicated task";
+  state_->Release(a, 0, 0, true);
+  state_->Apply({{0, {dedicated}}}, 0, 0, true);
+  EXPECT_FALSE(state_->CanApply({{0, {Share(1, 100)}}}, 0, 0).ok())
+      << "a dedicated instance cannot be shared";
+  EXPECT_FALSE(state_->DestroyInstance(0, 0).ok());
+  EXPECT_TRUE(state_->CheckInvariants().ok());
+}
+
+TEST(InterferenceModel, SlowdownGrowsWithSummedDemandAndSwitching) {
+  SharingOptions mps;
+  mps.mode = SharingMode::kMps;
+  EXPECT_DOUBLE_EQ(P99Slowdown(mps, 100, 100, 1000, 1), 1.0) << "alone";
+  EXPECT_DOUBLE_EQ(P99Slowdown(mps, 100, 500, 1000, 3), 0.9 / 0.5);
+  EXPECT_TRUE(std::isinf(P99Slowdown(mps, 100, 1000, 1000, 2)));
+  SharingOptions ts;
+  ts.mode = SharingMode::kTimeSlicing;
+  ts.switch_overhead = 0.1;
+  EXPECT_DOUBLE_EQ(P99Slowdown(ts, 100, 500, 1000, 3), 0.9 / 0.5 * 1.2);
+  // A latency-sensitive sharer tightens the ceiling for every later one.
+  EXPECT_TRUE(SharerFits(mps, 400, 1, 0, 1000, 100, false));          // worst 2.0 <= 4
+  EXPECT_FALSE(SharerFits(mps, 400, 1, 0, 1000, 200, true));          // worst 2.5 > 2
+  EXPECT_FALSE(SharerFits(mps, 400, 1, 1, 1000, 200, false));         // a sensitive sharer is there
+  EXPECT_TRUE(SharerFits(mps, 300, 1, 1, 1000, 200, false));          // worst 2.0
+  EXPECT_EQ(SharersThatFit(mps, 1000, 80000, 100, 10000, false), 7);  // 8 by memory, 7 by the SLO of 4
+  EXPECT_EQ(SharersThatFit(mps, 1000, 80000, 100, 30000, false), 2);  // memory binds
+}
+
+// The engine shares light replicas and gives busy ones a slice of their own.
+TEST(EngineSharing, ChoosesSharedOrDedicatedFromDemand) {
+  const Catalog& cat = Catalog::Default();
+  const Cluster cluster = MakeCluster(1, 8, "h100-80gb");
+  auto s = ClusterState::Build(cluster, cat);
+  ASSERT_TRUE(s.ok());
+  auto tessera = MakePolicy("tessera");
+  auto bestfit = MakePolicy("bestfit");
+  ASSERT_TRUE(tessera.ok() && bestfit.ok());
+  // Light: 12 GiB, 5% of a GPU. A dedicated 1g.20gb (2 slices) vs 3 per 3g.40gb (4 slices): shared wins.
+  PlaceResult light = (*tessera)->Place(*s, Replica(1, 50, 12 * 1024));
+  ASSERT_TRUE(light.ok) << light.reason;
+  EXPECT_TRUE(light.tasks[0].gpus[0].shared) << light.reason;
+  s->Apply(light.tasks, 1000, 1024, true);
+  PlaceResult second = (*tessera)->Place(*s, Replica(2, 50, 12 * 1024));
+  ASSERT_TRUE(second.ok);
+  EXPECT_EQ(second.tasks[0].gpus[0].gpu, light.tasks[0].gpus[0].gpu) << "joins the shared instance";
+  EXPECT_EQ(second.tasks[0].gpus[0].mig_start, light.tasks[0].gpus[0].mig_start);
+  EXPECT_FALSE(second.tasks[0].gpus[0].create_instance);
+  // Busy: 40% of a GPU fills its own 3g slice; sharing would not save slices.
+  PlaceResult busy = (*tessera)->Place(*s, Replica(3, 400, 12 * 1024));
+  ASSERT_TRUE(busy.ok);
+  EXPECT_FALSE(busy.tasks[0].gpus[0].shared) << busy.reason;
+  // bestfit keeps one replica per slice.
+  PlaceResult bf = (*bestfit)->Place(*s, Replica(4, 50, 12 * 1024));
+  ASSERT_TRUE(bf.ok);
+  EXPECT_FALSE(bf.tasks[0].gpus[0].shared);
+}
+
+// Random sequences of replicas (some latency-sensitive) under tessera: per shared instance the recorded
+// sums equal the sums of its grants, memory fits exactly, every sharer's worst slowdown stays within its SLO,
+// and releasing everything restores the state exactly.
+class SharingPropertyTest : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(SharingPropertyTest, SumsAreExactCeilingsHoldAndReleaseRestores) {
+  const Catalog& cat = Catalog::Default();
+  const Cluster cluster = MakeCluster(4, 8, "h100-80gb");
+  auto built = ClusterState::Build(cluster, cat);
+  ASSERT_TRUE(built.ok());
+  ClusterState s = std::move(built).value();
+  SharingOptions opt;  // defaults: time-slicing
+  PolicyOptions po;
+  po.sharing = opt;
+  auto policy = MakePolicy("tessera", po);
+  ASSERT_TRUE(policy.ok());
+  std::mt19937_64 rng(GetParam());
+  std::vector<std::pair<Request, std::vector<TaskPlacement>>> held;
+  int shared_grants = 0;
+  for (int step = 0; step < 2000; ++step) {
+    if (!held.empty() && rng() % 3 == 0) {
+      const size_t i = rng() % held.size();
+      s.Release(held[i].second, held[i].first.cpu_milli, held[i].first.host_memory_mib, true);
+      held.erase(held.begin() + static_cast<long>(i));
+    } else {
+      const bool light = rng() % 4 != 0;
+      Request r =
+          Replica(step, light ? 20 + static_cast<int>(rng() % 120) : 250 + static_cast<int>(rng() % 400),
+                  2048 + static_cast<int64_t>(rng() % 30000), rng() % 3 == 0);
+      PlaceResult res = (*policy)->Place(s, r);
+      if (!res.ok) continue;
+      ASSERT_TRUE(s.CanApply(res.tasks, r.cpu_milli, r.host_memory_mib).ok()) << res.reason;
+      s.Apply(res.tasks, r.cpu_milli, r.host_memory_mib, true);
+      shared_grants += res.tasks[0].gpus[0].shared;
+      held.push_back({r, res.tasks});
+    }
+    ASSERT_TRUE(s.CheckInvariants().ok()) << "step " << step << ": " << s.CheckInvariants().message();
+    // Independent sums per instance from the grants.
+    std::map<std::pair<GpuId, int>, std::tuple<int, int64_t, int, int>>
+        sums;  // milli, MiB, sharers, sensitive
+    for (const auto& [r, t] : held)
+      for (const GpuGrant& g : t[0].gpus)
+        if (g.shared) {
+          auto& [m, mib, k, sens] = sums[{g.gpu, g.mig_start}];
+          m += g.milli;
+          mib += g.memory_mib;
+          ++k;
+          sens += r.latency_sensitive;
+        }
+    for (const auto& [key, v] : sums) {
+      const GpuState& gs = s.gpu(key.first);
+      const MigSlot* slot = nullptr;
+      for (int i = 0; i < gs.n_instances; ++i)
+        if (gs.instances[i].start == key.second) slot = &gs.instances[i];
+      ASSERT_NE(slot, nullptr);
+      const auto& [m, mib, k, sens] = v;
+      EXPECT_EQ(slot->shared_milli, m);
+      EXPECT_EQ(slot->shared_memory_mib, mib);
+      EXPECT_EQ(slot->sharers, k);
+      EXPECT_EQ(slot->sensitive, sens);
+      const GpuKind& kind = s.kind_of_gpu(key.first);
+      EXPECT_LE(mib, kind.profiles[slot->profile].usable_mib);
+      const double worst = WorstSlowdown(opt, m, kind.ProfileComputeMilli(slot->profile), k);
+      EXPECT_LE(worst, sens > 0 ? opt.sensitive_slo : opt.standard_slo) << "packed past an SLO";
+    }
+  }
+  EXPECT_GT(shared_grants, 100) << "the sequence must exercise sharing";
+  for (const auto& [r, t] : held) s.Release(t, r.cpu_milli, r.host_memory_mib, true);
+  for (GpuId g = 0; g < s.num_gpus(); ++g) {
+    EXPECT_EQ(s.gpu(g).tasks, 0);
+    for (int i = 0; i < s.gpu(g).n_instances; ++i) {
+      EXPECT_FALSE(s.gpu(g).instances[i].busy);
+      EXPECT_EQ(s.gpu(g).instances[i].shared_memory_mib, 0);
+    }
+  }
+  EXPECT_EQ(s.AllocatedMilli(), 0);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, SharingPropertyTest, ::testing::Values(1u, 7u, 42u, 2026u));
+
+}  // namespace
+}  // namespace tessera
