@@ -48,6 +48,8 @@ TraceJob SampleInference(const GeneratorConfig& c, Rng& rng) {
   }
   const std::string prec = pnames.empty() ? "bf16" : pnames[rng.Pick(pw)];
   const bool light = rng.Uniform() < c.light_fraction;
+  // Drawn only when asked for, so that streams without production replicas stay as they were.
+  const bool production = c.production_share > 0 && rng.Uniform() < c.production_share;
   const double compute = light ? rng.Uniform(c.light_lo, c.light_hi) : rng.Uniform(c.busy_lo, c.busy_hi);
   // KV cache per token: 2 (K,V) x layers x kv_heads x head_dim x dtype bytes (5.2); fp8 models keep an
   // fp8 KV cache, the others bf16.
@@ -83,6 +85,7 @@ TraceJob SampleInference(const GeneratorConfig& c, Rng& rng) {
   j.params_billion = m.params_billion;
   j.precision = prec;
   j.light = light;
+  j.latency_sensitive = production;
   return j;
 }
 

@@ -51,6 +51,9 @@ struct DurationDist {
 struct GeneratorConfig {
   double inference_share = 0.5;       // of GPU requests (a sub-GPU replica counts 1, a TP=k replica k)
   double light_fraction = 0.5;        // share of light replicas (traffic light=1, mixed=0.5, busy=0)
+  double production_share = 0.0;      // share of replicas that are production (latency-sensitive) inference
+  // Backlog arrivals: the stream holds overload x capacity x horizon GPU-seconds (more than any policy runs).
+  double overload = 1.6;
   double light_lo = 0.05, light_hi = 0.2;
   double busy_lo = 0.3, busy_hi = 0.6;
   std::vector<InferenceModel> models;                 // empty = defaults (docs/simulator.md)

@@ -118,6 +118,23 @@ json PolicySummary(const std::vector<RunResult>& runs) {
     return r.training_gpus_allocated > 0 ? r.effective_training_throughput / r.training_gpus_allocated : 0.0;
   }));
   o["oom_events"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.oom_events); }));
+  // Latency under sharing, per SLO class (docs/sharing.md): violations of the class's SLO and the p99 slowdown.
+  std::set<std::string> slo_classes;
+  for (const RunResult& r : runs)
+    for (const auto& [n, v] : r.p99_slowdown) slo_classes.insert(n);
+  json slo = json::object(), slowdown = json::object();
+  for (const std::string& n : slo_classes) {
+    slo[n] = SpreadJson(Collect(runs, [&](const RunResult& r) {
+      auto it = r.slo_violations.find(n);
+      return it == r.slo_violations.end() ? 0.0 : static_cast<double>(it->second);
+    }), 1);
+    slowdown[n] = SpreadJson(Collect(runs, [&](const RunResult& r) {
+      auto it = r.p99_slowdown.find(n);
+      return it == r.p99_slowdown.end() ? 1.0 : it->second;
+    }), 3);
+  }
+  o["slo_violations"] = slo;
+  o["p99_slowdown"] = slowdown;
   o["mig_repartitions"] =
       SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.mig_repartitions); }), 1);
   o["preemptions"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.preemptions); }), 1);

@@ -97,6 +97,11 @@ Status ReadGenerator(const YAML::Node& node, std::string_view source, GeneratorC
   w.Double("inference_share", &g->inference_share, false, 0, 1);
   w.Choice("traffic", traffic, false, {"light", "mixed", "busy"});
   if (!traffic->empty()) g->light_fraction = *LightFractionOf(*traffic);
+  if (w.Has("light_fraction") && !traffic->empty()) w.Fail("light_fraction", "give either 'traffic' or 'light_fraction'");
+  w.Double("light_fraction", &g->light_fraction, false, 0, 1);
+  w.Double("production_share", &g->production_share, false, 0, 1);
+  w.Double("overload", &g->overload, false, 0.01, 100);
+  w.Bool("checkpointable", &g->checkpointable);
   w.Range("light_compute", &g->light_lo, &g->light_hi, false, 0, 1);
   w.Range("busy_compute", &g->busy_lo, &g->busy_hi, false, 0, 1);
   if (Status st = ReadWeights(w, "precisions", &g->precisions,
@@ -277,6 +282,16 @@ Status ReadRunSettings(FieldReader& top, Scenario* s) {
   sm.Double("share", &s->static_mig.share, false, 0, 1);
   sm.String("layout", &s->static_mig.layout, false);
   if (Status st = sm.Finish(); !st.ok()) return st;
+  FieldReader sh(top.Child("sharing"), top.source(), "sharing", true);
+  SharingOptions& so = s->sim.sharing;
+  std::string mode;
+  sh.Choice("mode", &mode, false, {"time-slicing", "mps"});
+  if (!mode.empty()) so.mode = *ParseSharingMode(mode);
+  sh.Double("switch_overhead", &so.switch_overhead, false, 0, 1);
+  sh.Double("production_slo", &so.sensitive_slo, false, 1, 1000);
+  sh.Double("standard_slo", &so.standard_slo, false, 1, 1000);
+  sh.Int("context_mib", &so.context_mib, false, 0, int64_t{1} << 20);
+  if (Status st = sh.Finish(); !st.ok()) return st;
   FieldReader fr(top.Child("fabric"), top.source(), "fabric", true);
   FabricParams& p = s->sim.fabric;
   fr.Double("nvswitch_busbw_gbs", &p.nvswitch_busbw_gbs, false, 1e-3, 1e6);
@@ -461,14 +476,16 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   return s;
 }
 
-const std::vector<std::string> kPolicyFeatures = {"mig_aware",        "repartition", "share", "topology",
-                                                  "separate_classes", "frag_aware",  "scorer"};
+const std::vector<std::string> kPolicyFeatures = {"mig_aware",  "repartition", "share",          "topology",
+                                                  "separate_classes", "frag_aware", "scorer", "share_instances"};
 
 Result<std::unique_ptr<Policy>> MakeScenarioPolicy(const Scenario& s, const std::string& name) {
+  PolicyOptions popt;
+  popt.sharing = s.sim.sharing;
   auto it = s.policy_variants.find(name);
-  if (it == s.policy_variants.end()) return MakePolicy(name);
+  if (it == s.policy_variants.end()) return MakePolicy(name, popt);
   const PolicyVariant& v = it->second;
-  if (v.off.empty()) return MakePolicy(v.base);
+  if (v.off.empty()) return MakePolicy(v.base, popt);
   PolicyTraits t = TraitsOf(v.base);
   t.name = name;
   bool own_scorer = v.base == "tessera" || v.base == "bestfit";
@@ -479,13 +496,14 @@ Result<std::unique_ptr<Policy>> MakeScenarioPolicy(const Scenario& s, const std:
     if (f == "topology") t.topology = false;
     if (f == "separate_classes") t.separate_classes = false;
     if (f == "frag_aware") t.frag_aware = false;
+    if (f == "share_instances") t.share_instances = false;
     if (f == "scorer") own_scorer = false;
   }
   // As MakePolicy builds them (no typical tasks, no tie seed); tessera without its score uses bestfit's.
   std::unique_ptr<NodeScorer> scorer;
   if (v.base == "tessera") scorer = own_scorer ? MakeTesseraScorer({}, std::nullopt) : MakeBestFitScorer(std::nullopt);
   else if (v.base == "bestfit" && own_scorer) scorer = MakeBestFitScorer(std::nullopt);
-  return std::unique_ptr<Policy>(std::make_unique<EnginePolicy>(std::move(t), std::move(scorer)));
+  return std::unique_ptr<Policy>(std::make_unique<EnginePolicy>(std::move(t), std::move(scorer), s.sim.sharing));
 }
 
 Cluster ClusterForScenarioPolicy(const Scenario& s, const Catalog& catalog, const std::string& name) {
@@ -516,7 +534,7 @@ Cluster ClusterForPolicy(const Cluster& cluster, const Catalog& catalog, std::st
 std::vector<TraceJob> JobsFor(const Scenario& s, const ScenarioVariant& v, uint64_t seed) {
   if (s.IsMultiTenant()) return GenerateTeamJobs(s.team_streams, s.sim.horizon_s, seed);
   if (!s.use_generator) return s.trace_jobs;
-  return GenerateJobs(v.generator, s.arrivals, s.cluster.TotalGpus(), s.sim.horizon_s, seed);
+  return GenerateJobs(v.generator, s.arrivals, s.cluster.TotalGpus(), s.sim.horizon_s, seed, v.generator.overload);
 }
 
 CycleSpec CycleFor(const Scenario& s, std::string_view policy) {

@@ -14,6 +14,7 @@
 #include "control/loop.h"
 #include "sched/cluster_state.h"
 #include "sched/cycle.h"
+#include "sched/sharing.h"
 #include "sim/event_queue.h"
 
 namespace tessera {
@@ -35,6 +36,11 @@ struct SimJob {
   double eff_gpus = 0;
   int cls_index = 0;
   int team_index = 0;
+  // Sharing (docs/sharing.md): the units (GPU, instance start or -1 for a share of a whole GPU) it shares,
+  // and the worst p99 slowdown the interference model gave it against running alone.
+  std::vector<std::pair<GpuId, int>> units;
+  double max_slowdown = 1.0;
+  bool slo_counted = false;  // started inside the window: counts in the latency figures
 };
 
 constexpr int kClasses = 4;
@@ -79,6 +85,9 @@ class SimRun {
   void ReleaseBacklog(int64_t now);
   bool HandleEvents(int64_t now);
   void HandleCompletion(JobSlot j, int64_t now);
+  void JoinUnits(JobSlot j);
+  void LeaveUnits(JobSlot j);
+  void SloFigures();
   bool AncestorsWithin(int q, int64_t units) const;
   void UpdateGuaranteeWaits(int64_t now);
   double LimitFactor(JobSlot j) const;
@@ -105,6 +114,8 @@ class SimRun {
   SimClock clock_;
   EventQueue events_;
   std::vector<int32_t> order_;  // arrival order: by submit time, then trace position
+  // Sharing units in use: (GPU, instance start or -1) -> the jobs sharing it and its compute capacity.
+  std::map<std::pair<GpuId, int>, std::pair<std::vector<JobSlot>, int>> units_;
   size_t next_arrival_ = 0;
 
   // Integrals over [w0_, w1_].
@@ -301,6 +312,7 @@ double SimRun::EfficiencyOf(JobSlot idx) {
 
 int64_t SimRun::GrantMemory(const GpuGrant& g) {
   const GpuKind& kind = state().kind_of_gpu(g.gpu);
+  if (g.shared) return g.memory_mib;  // its part of a shared instance
   if (g.mig_profile >= 0) return kind.profiles[g.mig_profile].usable_mib;
   if (g.milli >= kMilliPerGpu) return kind.memory_mib;
   return g.memory_mib;
@@ -313,6 +325,44 @@ void SimRun::OnReleased(const Released& r, int64_t now, bool completed) {
   SimJob& j = jobs_[r.job];
   AddContrib(j, j.alloc_milli, j.used_milli, j.eff_gpus, -1);
   j.alloc_milli = j.used_milli = j.eff_gpus = 0;
+  LeaveUnits(r.job);
+}
+
+// A started job joins the sharing units of its grants (shared MIG instances, shares of whole GPUs); every
+// member's slowdown is recomputed from the unit's summed demand (only a join can raise it).
+void SimRun::JoinUnits(JobSlot idx) {
+  SimJob& j = jobs_[idx];
+  for (const TaskPlacement& t : job(idx).tasks)
+    for (const GpuGrant& g : t.gpus) {
+      const bool mig_share = g.shared && g.mig_profile >= 0;
+      if (!mig_share && (g.mig_profile >= 0 || g.milli >= kMilliPerGpu)) continue;
+      const std::pair<GpuId, int> key{g.gpu, mig_share ? g.mig_start : -1};
+      const GpuKind& kind = state().kind_of_gpu(g.gpu);
+      auto& [members, capacity] = units_[key];
+      capacity = mig_share ? kind.ProfileComputeMilli(g.mig_profile) : kMilliPerGpu;
+      members.push_back(idx);
+      j.units.push_back(key);
+      int summed = 0;
+      for (JobSlot m : members) summed += std::max(0, jobs_[m].spec->compute_milli);
+      for (JobSlot m : members) {
+        SimJob& mj = jobs_[m];
+        const double s = P99Slowdown(opt_.sharing, std::max(0, mj.spec->compute_milli), summed, capacity,
+                                     static_cast<int>(members.size()));
+        mj.max_slowdown = std::max(mj.max_slowdown, s);
+      }
+    }
+}
+
+void SimRun::LeaveUnits(JobSlot idx) {
+  SimJob& j = jobs_[idx];
+  for (const auto& key : j.units) {
+    auto it = units_.find(key);
+    if (it == units_.end()) continue;
+    auto& members = it->second.first;
+    members.erase(std::remove(members.begin(), members.end(), idx), members.end());
+    if (members.empty()) units_.erase(it);
+  }
+  j.units.clear();
 }
 
 // A bound or running job stopped before its end (preemption, failure): its queue's records count it as
@@ -337,6 +387,8 @@ void SimRun::Start(JobSlot idx, int64_t now) {
   }
   double efficiency = EfficiencyOf(idx);
   if (hook_) efficiency *= hook_->OnRun(idx, now);  // issue 5: periodic checkpoint overhead
+  if (now >= w0_ && now < w1_) j.slo_counted = true;
+  JoinUnits(idx);
   const int64_t end_s = loop().Start(idx, now, efficiency);
   double used = 0;
   int gpus = 0;
@@ -598,6 +650,25 @@ void SimRun::Run() {
   }
 }
 
+// Per SLO class (production-inference for latency-sensitive replicas, else the workload class; training
+// never shares): the p99 over replicas started in the window of their worst slowdown, and how many exceeded
+// their class's SLO.
+void SimRun::SloFigures() {
+  std::map<std::string, std::vector<double>> by_class;
+  for (const SimJob& j : jobs_) {
+    if (!j.slo_counted || j.spec->cls == WorkloadClass::kTraining) continue;
+    const std::string name = j.spec->latency_sensitive ? "production-inference" : WorkloadClassName(j.spec->cls);
+    by_class[name].push_back(j.max_slowdown);
+    const double slo = j.spec->latency_sensitive ? opt_.sharing.sensitive_slo : opt_.sharing.standard_slo;
+    res_.slo_violations[name] += j.max_slowdown > slo + 1e-9 ? 1 : 0;
+  }
+  for (auto& [name, v] : by_class) {
+    std::sort(v.begin(), v.end());
+    const size_t rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(v.size())));
+    res_.p99_slowdown[name] = v[rank == 0 ? 0 : rank - 1];
+  }
+}
+
 RunResult SimRun::Finish() {
   const int64_t end = opt_.horizon_s > 0 ? opt_.horizon_s : now_;
   Advance(end);
@@ -618,6 +689,7 @@ RunResult SimRun::Finish() {
     res_.by_team[team_names_[k]].allocation = team_acc_[k].alloc / denom;
     res_.by_team[team_names_[k]].utilization = team_acc_[k].used / denom;
   }
+  SloFigures();
   const JobTable& jobs = loop().jobs();
   res_.unplaced_jobs = static_cast<int64_t>(jobs.pending().size());
   for (JobSlot p : jobs.pending()) res_.unplaced_gpu_requests += jobs_[p].spec->GpuRequests();

@@ -26,6 +26,7 @@
 
 #include "sched/cycle.h"
 #include "sched/policy.h"
+#include "sched/sharing.h"
 #include "sched/step_time.h"
 #include "sim/trace.h"
 
@@ -116,6 +117,9 @@ struct SimOptions {
   // With gang_backfill: a queue whose head gang has waited this long is examined first (CycleOptions::
   // gang_aging_s), so another queue's small jobs cannot take the GPUs its reservation waits for. -1 = off.
   int64_t gang_aging_s = 0;
+  // Sharing inside instances (docs/sharing.md): the interference model and SLOs the latency figures use
+  // (the scenario's `sharing:` section; tessera packs with the same options).
+  SharingOptions sharing;
 };
 
 // Per job, for multi-tenant metrics (filled when SimOptions::tenancy is set).
@@ -180,6 +184,10 @@ struct RunResult {
   double lost_gpu_s = 0;                  // GPU-seconds of work lost to preemption (since last checkpoint)
   int64_t job_failures = 0;               // injected failures of running jobs (SimOptions::gpu_mtbf_h)
   double failure_lost_gpu_s = 0;          // GPU-seconds of work they lost (since the last checkpoint)
+  // Per SLO class (production-inference, inference, ...; replicas started in the window): how many saw a
+  // p99 slowdown above their SLO while sharing, and the p99 over replicas of their worst slowdown (1 = alone).
+  std::map<std::string, int64_t> slo_violations;
+  std::map<std::string, double> p99_slowdown;
 };
 
 // Runs one simulation. `jobs` in arrival order (ties by position).

@@ -19,7 +19,7 @@ const std::set<std::string> kJobFields = {
     "id",          "submit_s",        "class",      "team",       "priority",       "tasks",
     "gpus_per_task", "compute_milli", "memory_mib", "cpu_milli",  "host_memory_mib", "gpu_kinds",
     "duration_s",  "grad_bytes",      "step_compute_s", "checkpointable", "params_billion", "precision",
-    "light"};
+    "light",       "latency_sensitive"};
 
 // Range limits of the numeric job fields: wide enough for any real trace, narrow enough that the engine's
 // int64 sums (submit + duration, tasks * memory) and int casts cannot overflow.
@@ -121,6 +121,7 @@ Result<Request> ToRequest(const TraceJob& job, const Catalog& catalog) {
   r.cpu_milli = job.cpu_milli;
   r.host_memory_mib = job.host_memory_mib;
   r.priority = job.priority;
+  r.latency_sensitive = job.latency_sensitive;
   for (const std::string& k : job.gpu_kinds) {
     KindId id = catalog.Find(k);
     if (id == kNone) return Status::Error(fmt::format("job {}: field 'gpu_kinds': unknown GPU kind '{}'", job.id, k));
@@ -162,6 +163,7 @@ std::string TraceJobToJson(const TraceJob& j) {
   if (j.params_billion > 0) o["params_billion"] = j.params_billion;
   if (!j.precision.empty()) o["precision"] = j.precision;
   if (j.light) o["light"] = true;
+  if (j.latency_sensitive) o["latency_sensitive"] = true;
   return o.dump();
 }
 
@@ -215,6 +217,7 @@ Status ReadJobFields(const json& j, const std::string& where, TraceJob* t) {
   TRY(GetNumber(j, "params_billion", 0, 1e5, &t->params_billion, where));
   TRY(Get(j, "precision", &t->precision, where));
   TRY(Get(j, "light", &t->light, where));
+  TRY(Get(j, "latency_sensitive", &t->latency_sensitive, where));
   if (t->gpus_per_task == 0 && t->tasks > 1)
     return FieldError(where, "tasks", "a sub-GPU job (gpus_per_task 0) has one task");
   if (t->duration_s == 0) return FieldError(where, "duration_s", "must be positive (or -1 for runs-forever)");

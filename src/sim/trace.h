@@ -41,6 +41,8 @@ struct TraceJob {
   double params_billion = 0;
   std::string precision;
   bool light = false;                   // inference: a light replica (compute 0.05-0.2)
+  // Inference: a production (latency-sensitive) replica; its SLO class is production-inference.
+  bool latency_sensitive = false;
 
   int GpuRequests() const { return tasks * (gpus_per_task == 0 ? 1 : gpus_per_task); }
 };

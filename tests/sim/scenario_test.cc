@@ -89,6 +89,14 @@ TEST(ScenarioTest, BadInputNamesFileLineAndField) {
       {"cluster: c.yaml\nworkload: &a [*a]\nhorizon_h: 1\n", "s.yaml:2: workload: expected a map, got a list"},
       {"cluster: c.yaml\n\x01\xff: [\n", "s.yaml:"},
       {"- a\n- b\n", "s.yaml:1: expected a map, got a list"},
+      {b + "workload: {overload: 0}\n", "s.yaml:9: workload.overload: expected a number in [0.01, 100]"},
+      {b + "workload: {production_share: 1.5}\n", "s.yaml:9: workload.production_share: expected a number in [0, 1]"},
+      {b + "workload: {light_fraction: -1}\n", "s.yaml:9: workload.light_fraction: expected a number in [0, 1]"},
+      {b + "workload: {traffic: light, light_fraction: 0.5}\n", "s.yaml:9: workload.light_fraction: give either"},
+      {b + "workload: {checkpointable: maybe}\n", "s.yaml:9: workload.checkpointable"},
+      {b + "workload: {}\nsharing: {mode: vgpu}\n", "s.yaml:10: sharing.mode: expected one of time-slicing, mps"},
+      {b + "workload: {}\nsharing: {production_slo: 0.5}\n", "s.yaml:10: sharing.production_slo: expected a number"},
+      {b + "workload: {}\nsharing: {colour: red}\n", "s.yaml:10: sharing.colour: unknown field"},
   };
   for (const Case& c : cases) {
     auto r = Parse(c.text);
