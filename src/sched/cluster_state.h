@@ -172,6 +172,17 @@ class ClusterState {
     if (!drain_s_.empty()) drain_s_[n] = std::max(drain_s_[n], end_s);
   }
 
+  // Shared instances of a GPU can be closed to new sharers (a placement hint, not allocation state): the
+  // cycle closes the GPUs a gang reservation counts on, so that joining sharers cannot keep them busy past
+  // the reservation's start. Apply/Release leave it alone.
+  void CloseSharing(GpuId g) {
+    if (sharing_closed_.size() < gpus_.size()) sharing_closed_.resize(gpus_.size(), 0);
+    if (g >= 0 && g < static_cast<GpuId>(sharing_closed_.size())) sharing_closed_[g] = 1;
+  }
+  bool sharing_closed(GpuId g) const {
+    return g >= 0 && g < static_cast<GpuId>(sharing_closed_.size()) && sharing_closed_[g];
+  }
+
   // Totals.
   int64_t AllocatedMilli() const;  // compute-equivalent thousandths of GPU held by tasks
   // Verifies every invariant above plus node/leaf aggregates; returns the first violation.
@@ -222,6 +233,7 @@ class ClusterState {
   int num_leaves_ = 0;
   int num_spines_ = 0;
   std::vector<int64_t> drain_s_;  // empty = drain times off
+  std::vector<uint8_t> sharing_closed_;  // per GPU; empty = none closed
 };
 
 }  // namespace tessera

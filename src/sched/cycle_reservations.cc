@@ -38,6 +38,9 @@ bool CycleRun::TryReserve(int j) {
     for (const TaskPlacement& tp : ph.tasks) phantom_units_ += int64_t{kMilliPerGpu} * static_cast<int64_t>(tp.gpus.size());
   }
   if (o_.fence_reserved_nodes) FenceNodes(res.tasks, &ph);
+  // Shared instances on the GPUs it counts on take no new sharers (they would keep the GPUs busy).
+  for (const TaskPlacement& tp : res.tasks)
+    for (const GpuGrant& g : tp.gpus) work_.CloseSharing(g.gpu);
   if (!held) ph.tasks.clear();
   ph.start_s = t;
   ph.end_s = t + (p.expected_duration_s > 0 ? p.expected_duration_s : o_.default_runtime_s);

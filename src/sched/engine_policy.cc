@@ -244,8 +244,20 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
     if (joined.ok) return joined;
     PlaceResult opened = OpenShared(s, r);
     if (opened.ok) return opened;
+    // A slice of its own; shared (open to later sharers) when it has room for another replica.
+    PlaceResult own = PlaceSlice(s, r);
+    if (own.ok && own.tasks[0].gpus[0].mig_profile >= 0 && HasRoom(s, r, own.tasks[0].gpus[0]))
+      return SharedResult(s, r, own.tasks[0].gpus[0], own.tasks[0].gpus[0].create_instance ? "new shared" : "idle shared");
+    return own;
   }
   return PlaceSlice(s, r);
+}
+
+bool EnginePolicy::HasRoom(const ClusterState& s, const Request& r, const GpuGrant& g) const {
+  const GpuKind& kind = s.kind_of_gpu(g.gpu);
+  const int64_t left = kind.profiles[g.mig_profile].usable_mib - r.gpu_memory_mib - sharing_.context_mib;
+  return left >= kRoomMib && SharerFits(sharing_, r.gpu_milli, 1, r.latency_sensitive ? 1 : 0,
+                                        kind.ProfileComputeMilli(g.mig_profile), kRoomMilli, false);
 }
 
 PlaceResult EnginePolicy::JoinShared(const ClusterState& s, const Request& r) const {
@@ -262,7 +274,7 @@ PlaceResult EnginePolicy::JoinShared(const ClusterState& s, const Request& r) co
     const int sep = Separate() ? ClassConflict(ns, r) : 0;
     const int ext = DrainExtension(s, n, r);
     for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
-      if (s.gpu_cordoned(g)) continue;
+      if (s.gpu_cordoned(g) || s.sharing_closed(g)) continue;
       const GpuState& gs = s.gpu(g);
       for (int i = 0; i < gs.n_instances; ++i) {
         const MigSlot& m = gs.instances[i];
@@ -291,9 +303,12 @@ PlaceResult EnginePolicy::OpenShared(const ClusterState& s, const Request& r) co
   // Per allowed MIG kind: the profile whose slices per replica of this demand are fewest when shared, if that
   // beats the slices of the smallest dedicated slice that covers it.
   std::vector<std::tuple<double, KindId, int>> options;  // (slices per replica, kind, profile)
+  uint64_t present = 0;  // kinds some node has
+  for (const NodeState& ns : s.nodes())
+    if (ns.kind >= 0 && ns.kind < 64 && ns.gpu_count > 0) present |= uint64_t{1} << ns.kind;
   for (KindId k = 0; k < static_cast<KindId>(cat.size()) && k < 64; ++k) {
     const GpuKind& kind = cat.kind(k);
-    if (!kind.mig_capable || !r.KindAllowed(k)) continue;
+    if (!kind.mig_capable || !r.KindAllowed(k) || !((present >> k) & 1u)) continue;
     const int p = SmallestCoveringProfile(kind, r.gpu_memory_mib, r.gpu_milli);
     const double dedicated = p >= 0 ? kind.profiles[p].memory_slices : 1e9;
     double best = dedicated;

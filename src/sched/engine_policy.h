@@ -62,6 +62,11 @@ class EnginePolicy : public Policy {
   // request's demand makes one cheaper per replica than a dedicated slice; ok == false when neither applies.
   PlaceResult JoinShared(const ClusterState& s, const Request& r) const;
   PlaceResult OpenShared(const ClusterState& s, const Request& r) const;
+  // Whether the instance of dedicated grant `g` would still take a small replica (kRoomMib, kRoomMilli)
+  // within every SLO: then it is opened as shared, so that later replicas can fill it.
+  bool HasRoom(const ClusterState& s, const Request& r, const GpuGrant& g) const;
+  static constexpr int64_t kRoomMib = 2048;
+  static constexpr int kRoomMilli = 20;
   PlaceResult SharedResult(const ClusterState& s, const Request& r, GpuGrant grant, std::string_view what) const;
   PlaceResult PlaceWhole(const ClusterState& s, const Request& r) const;
   PlaceResult PlaceSpread(const ClusterState& s, const Request& r) const;

@@ -230,6 +230,7 @@ json OutcomeJson(const ScenarioOutcome& o, bool is_sweep) {
       e["inference_share"] = v.variant.inference_share;
       e["traffic"] = v.variant.traffic;
       if (!v.bounds.empty()) e["bound"] = BoundJson(v);
+      e["light_fraction"] = v.variant.generator.light_fraction;
       e["results"] = results(v);
       sw.push_back(e);
     }

@@ -323,21 +323,26 @@ Status ReadArrivals(FieldReader& top, ArrivalConfig* a) {
 Status ReadSweep(const YAML::Node& node, std::string_view source, const ScenarioVariant& base, Scenario* s) {
   FieldReader sw(node, source, "sweep");
   std::vector<double> shares = {base.generator.inference_share};
-  std::vector<std::string> traffics = {base.traffic.empty() ? "mixed" : base.traffic};
+  // Without `traffic` anywhere the base's light_fraction stays (a sweep over shares only).
+  const bool keep_light = base.traffic.empty() && !sw.Has("traffic");
+  std::vector<std::string> traffics = {keep_light ? std::string() : base.traffic.empty() ? "mixed" : base.traffic};
   sw.DoubleList("inference_share", &shares, false, 0, 1, 1);
   sw.StringList("traffic", &traffics, false, 1);
   if (shares.size() * traffics.size() > 1000) sw.Fail("inference_share", "more than 1000 sweep points");
   if (Status st = sw.Finish(); !st.ok()) return st;
   for (double sh : shares) {
     for (const std::string& t : traffics) {
-      auto lf = LightFractionOf(t);
-      if (!lf.ok()) return Status::Error(YamlWhere(source, node, "sweep.traffic") + ": " + lf.error());
       ScenarioVariant v = base;
       v.inference_share = sh;
       v.traffic = t;
       v.generator.inference_share = sh;
-      v.generator.light_fraction = *lf;
-      v.label = fmt::format("inference_share={} traffic={}", sh, t);
+      v.label = fmt::format("inference_share={} light_fraction={}", sh, base.generator.light_fraction);
+      if (!keep_light) {
+        auto lf = LightFractionOf(t);
+        if (!lf.ok()) return Status::Error(YamlWhere(source, node, "sweep.traffic") + ": " + lf.error());
+        v.generator.light_fraction = *lf;
+        v.label = fmt::format("inference_share={} traffic={}", sh, t);
+      }
       s->variants.push_back(std::move(v));
     }
   }
