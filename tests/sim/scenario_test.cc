@@ -214,7 +214,8 @@ TEST(ScenarioTest, PolicyVariants) {
                  "workload: {inference_share: 0.5, traffic: mixed}\npolicy_variants:\n"
                  "  smig-half: {policy: static-mig, static_mig: {share: 0.5, layout: all-balanced}}\n"
                  "  smig-all: {policy: static-mig, static_mig: {share: 1.0, layout: all-balanced}}\n"
-                 "  t-as-bestfit: {policy: tessera, off: [topology, separate_classes, frag_aware, scorer]}\n"
+                 "  t-as-bestfit: {policy: tessera, off: [topology, separate_classes, frag_aware, scorer,"
+                 " share_instances]}\n"
                  "  t-no-topology: {policy: tessera, off: [topology]}\n");
   ASSERT_TRUE(s.ok()) << s.error();
   auto mig_nodes = [&](const std::string& p) {
