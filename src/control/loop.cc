@@ -8,6 +8,14 @@
 namespace tessera {
 namespace {
 
+// The answer to `a` before it is applied: its kind and job, nothing done yet.
+Applied AppliedFor(const Action& a) {
+  Applied r;
+  r.kind = a.kind;
+  r.job = static_cast<JobSlot>(a.job);
+  return r;
+}
+
 bool IsInference(const ControlJob& j) { return j.request.cls != WorkloadClass::kTraining; }
 
 }  // namespace
@@ -102,9 +110,7 @@ std::vector<Applied> ControlLoop::Apply(const Plan& plan, int64_t now, const Obs
   out.reserve(plan.actions.size());
   std::vector<JobSlot> bound;
   for (const Action& a : plan.actions) {
-    Applied r;
-    r.kind = a.kind;
-    r.job = static_cast<JobSlot>(a.job);
+    Applied r = AppliedFor(a);
     if (!jobs_.valid(static_cast<JobSlot>(a.job)) || a.job != r.job) {
       r.conflict = true;
     } else {
@@ -134,9 +140,7 @@ std::vector<Applied> ControlLoop::Apply(const Plan& plan, int64_t now, const Obs
 }
 
 Applied ControlLoop::ApplyBind(const Action& a, int64_t now) {
-  Applied r;
-  r.kind = a.kind;
-  r.job = static_cast<JobSlot>(a.job);
+  Applied r = AppliedFor(a);
   ControlJob& j = jobs_[r.job];
   if (j.phase != JobPhase::kPending ||
       !state_.CanApply(a.tasks, j.request.cpu_milli, j.request.host_memory_mib).ok()) {
@@ -229,9 +233,7 @@ Released ControlLoop::Withdraw(JobSlot j, int64_t now) {
 }
 
 Applied ControlLoop::ApplyPreempt(const Action& a, int64_t now) {
-  Applied r;
-  r.kind = a.kind;
-  r.job = static_cast<JobSlot>(a.job);
+  Applied r = AppliedFor(a);
   ControlJob& j = jobs_[r.job];
   if (j.phase != JobPhase::kBound && j.phase != JobPhase::kRunning) {
     r.conflict = true;
@@ -250,9 +252,7 @@ Applied ControlLoop::ApplyPreempt(const Action& a, int64_t now) {
 }
 
 Applied ControlLoop::ApplyRepartition(const Action& a) {
-  Applied r;
-  r.kind = a.kind;
-  r.job = static_cast<JobSlot>(a.job);
+  Applied r = AppliedFor(a);
   for (const TaskPlacement& t : a.tasks)
     for (const GpuGrant& g : t.gpus) {
       Status st = Status::Ok();
