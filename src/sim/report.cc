@@ -220,13 +220,13 @@ json TableJson(const ScenarioOutcome& o, const VariantOutcome& v) {
     if (!v.bounds.empty()) row["to_bound"] = SpreadOf(DistanceToBound(v, runs)).mean;
     if (p < o.cycles.size()) row["cycle"] = o.cycles[p].gang_backfill ? "full" : "greedy";
     json waits = json::object();
-    for (const std::string& c : t["classes"]) {
+    for (const std::string c : t["classes"]) {
       const std::vector<double> d = ClassDelays(runs, c);
       if (!d.empty()) waits[c] = {Percentile(d, 0.5), Percentile(d, 0.99)};
     }
     row["waits_s"] = waits;
     json by_class = json::object();
-    for (const std::string& c : t["classes"]) by_class[c] = s["by_class"].contains(c) ? s["by_class"][c]["gpu_utilization"]["mean"] : json(0.0);
+    for (const std::string c : t["classes"]) by_class[c] = s["by_class"].contains(c) ? s["by_class"][c]["gpu_utilization"]["mean"] : json(0.0);
     row["util_by_class"] = by_class;
     t["rows"].push_back(row);
   }

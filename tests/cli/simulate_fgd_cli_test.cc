@@ -316,7 +316,8 @@ TEST_F(FgdCliTest, RunCarriesTheBoundAndTheCycle) {
   EXPECT_EQ(nlohmann::json::parse(r.out.substr(r.out.find('{')))["bound"], j["bound"]);
   r = Tessera("simulate run --json --cycle greedy --seeds 1 --scenario " + Path("s.yaml"), false);
   ASSERT_EQ(r.code, 0) << r.out;
-  for (const auto& res : nlohmann::json::parse(r.out.substr(r.out.find('{')))["results"])
+  const auto greedy = nlohmann::json::parse(r.out.substr(r.out.find('{')));  // outlives the loop
+  for (const auto& res : greedy["results"])
     EXPECT_EQ(res["cycle"]["name"], "greedy");
   r = Tessera("simulate run --cycle fast --scenario " + Path("s.yaml"), true);
   EXPECT_EQ(r.code, 2);

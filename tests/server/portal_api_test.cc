@@ -163,7 +163,8 @@ TEST_F(PortalApiTest, AnAdminChangesQuotasWithinTheRules) {
   const std::string member = MakeUser("gus", "vision", "member");
   EXPECT_EQ(Client().Patch("/api/v1/teams/vision", Bearer(member), R"({"limit_gpus":99})", "application/json")->status,
             403);
-  for (const auto& t : Json(Client().Get("/api/v1/teams", Bearer(admin_)))["teams"])
+  const nlohmann::json teams = Json(Client().Get("/api/v1/teams", Bearer(admin_)));  // outlives the loop
+  for (const auto& t : teams["teams"])
     if (t["name"] == "vision") {
       EXPECT_EQ(t["limit_gpus"], 20.0);
     }
