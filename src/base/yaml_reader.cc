@@ -148,8 +148,13 @@ FieldReader::FieldReader(const YAML::Node& node, std::string_view source, std::s
     return;
   }
   is_map_ = node_.IsMap();
-  if (!is_map_) status_ = Status::Error(fmt::format("{}: expected a map, got {}", YamlWhere(source_, node_, path_),
-                                                    Got(node_)));
+  if (!is_map_) {
+    status_ = Status::Error(fmt::format("{}: expected a map, got {}", YamlWhere(source_, node_, path_), Got(node_)));
+    return;
+  }
+  entries_.reserve(node_.size());
+  for (auto it = node_.begin(); it != node_.end(); ++it)
+    entries_.push_back({it->first, it->second, it->first.IsScalar() ? it->first.Scalar() : std::string()});
 }
 
 std::string FieldReader::Where(std::string_view key) const {
@@ -176,9 +181,8 @@ void FieldReader::Adopt(const Status& st) {
 }
 
 YAML::Node FieldReader::Find(std::string_view key) const {
-  if (is_map_)
-    for (auto it = node_.begin(); it != node_.end(); ++it)
-      if (it->first.IsScalar() && it->first.Scalar() == key) return it->second;
+  for (const Entry& e : entries_)
+    if (e.name == key && e.key.IsScalar()) return e.value;
   return YAML::Node(YAML::NodeType::Undefined);
 }
 
@@ -340,14 +344,13 @@ YAML::Node FieldReader::Child(std::string_view key) {
 
 Status FieldReader::Finish() {
   if (!status_.ok() || !is_map_) return status_;
-  for (auto it = node_.begin(); it != node_.end(); ++it) {
-    if (!it->first.IsScalar())
-      return Status::Error(fmt::format("{}: expected a field name, got {}", YamlWhere(source_, it->first, path_),
-                                       Got(it->first)));
-    const std::string& k = it->first.Scalar();
-    if (!seen_.count(k)) {
+  for (const Entry& e : entries_) {
+    if (!e.key.IsScalar())
+      return Status::Error(fmt::format("{}: expected a field name, got {}", YamlWhere(source_, e.key, path_),
+                                       Got(e.key)));
+    if (!seen_.count(e.name)) {
       std::vector<std::string> known(seen_.begin(), seen_.end());
-      return Status::Error(fmt::format("{}: unknown field (known: {})", YamlWhere(source_, it->first, PathOf(k)),
+      return Status::Error(fmt::format("{}: unknown field (known: {})", YamlWhere(source_, e.key, PathOf(e.name)),
                                        Describe(known)));
     }
   }

@@ -104,8 +104,16 @@ class FieldReader {
   YAML::Node Find(std::string_view key) const;  // undefined when absent
   void Adopt(const Status& st);
 
+  // The map's entries, read once (yaml-cpp builds a node pair per step of an iteration).
+  struct Entry {
+    YAML::Node key;
+    YAML::Node value;
+    std::string name;  // the key's text when it is a scalar
+  };
+
   YAML::Node node_;
   bool is_map_ = false;
+  std::vector<Entry> entries_;
   std::string source_;
   std::string path_;
   std::set<std::string, std::less<>> seen_;

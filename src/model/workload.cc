@@ -118,6 +118,8 @@ Status ReadMemory(const YAML::Node& node, std::string_view source, const std::st
   return Status::Ok();
 }
 
+}  // namespace
+
 Result<Workload> ParseWorkload(const YAML::Node& y, std::string_view source, const std::string& path) {
   FieldReader r(y, source, path);
   Workload w;
@@ -173,7 +175,6 @@ Result<Workload> ParseWorkload(const YAML::Node& y, std::string_view source, con
   return w;
 }
 
-}  // namespace
 
 Result<std::vector<Workload>> LoadWorkloadsYaml(std::string_view text, std::string_view source) {
   auto parsed = ParseYaml(text, source);

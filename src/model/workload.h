@@ -13,6 +13,10 @@
 #include "base/status.h"
 #include "model/catalog.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace tessera {
 
 enum class WorkloadClass : uint8_t { kInference, kBatchInference, kTraining, kInteractive };
@@ -65,6 +69,8 @@ struct Workload {
 // Parses a workload file: a YAML list (or a map with `workloads:`) of workloads. Memory is resolved from
 // `memory` when no explicit `memory_mib` is given.
 Result<std::vector<Workload>> LoadWorkloadsYaml(std::string_view text, std::string_view source);
+// One workload entry (a map) of such a file; `path` names it in messages ("workloads[0]").
+Result<Workload> ParseWorkload(const YAML::Node& y, std::string_view source, const std::string& path);
 
 // Smallest MIG profile (fewest memory slices, then fewest compute slices) of `kind` whose usable memory
 // covers `memory_mib` and whose compute fraction covers `compute_milli`; media profiles are skipped.

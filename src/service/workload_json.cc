@@ -1,6 +1,8 @@
 #include "service/workload_json.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <map>
 
 namespace tessera {
@@ -99,6 +101,23 @@ ApiError FromModelError(const std::string& msg) {
   return Invalid(field, text);
 }
 
+// The request body as the YAML node the workload reader takes, built directly (no text round trip): maps,
+// sequences, and scalars in JSON's own spelling (numbers as dump() writes them, booleans true/false).
+YAML::Node ToYaml(const nlohmann::json& v) {
+  if (v.is_object()) {
+    YAML::Node map(YAML::NodeType::Map);
+    for (const auto& [k, e] : v.items()) map[k] = ToYaml(e);
+    return map;
+  }
+  if (v.is_array()) {
+    YAML::Node seq(YAML::NodeType::Sequence);
+    for (const auto& e : v) seq.push_back(ToYaml(e));
+    return seq;
+  }
+  if (v.is_null()) return YAML::Node(YAML::NodeType::Null);
+  return YAML::Node(v.is_string() ? v.get<std::string>() : v.dump());
+}
+
 }  // namespace
 
 Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body) {
@@ -119,10 +138,9 @@ Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body) {
     entry.erase("mig_profile");
     if (spec.mig_profile.empty()) return Invalid("mig_profile", "field 'mig_profile': must not be empty");
   }
-  // JSON is YAML (flow style): the model's reader takes the entry as a one-element list.
-  auto parsed = LoadWorkloadsYaml("[" + entry.dump() + "]", "request");
+  auto parsed = ParseWorkload(ToYaml(entry), "request", "workloads[0]");
   if (!parsed.ok()) return FromModelError(parsed.error());
-  spec.workload = std::move(parsed.value().front());
+  spec.workload = std::move(parsed).value();
   const Workload& w = spec.workload;
   if (w.duration_s < 0 || w.duration_s > int64_t{10} * 365 * 86400)
     return Invalid("duration_s", "field 'duration_s': must be 0..315360000 (0 = runs until cancelled)");
