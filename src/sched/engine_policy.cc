@@ -280,12 +280,13 @@ PlaceResult EnginePolicy::JoinShared(const ClusterState& s, const Request& r) co
         const MigSlot& m = gs.instances[i];
         if (!m.Shared()) continue;
         const int64_t left = kind.profiles[m.profile].usable_mib - m.shared_memory_mib - need_mib;
+        if (left < 0) continue;
+        const Key key{sep, ext, left, n, g, m.start};
+        if (best && key >= *best) continue;  // cheap tests first: most instances lose on memory or rank
         const int cap = kind.ProfileComputeMilli(m.profile);
-        if (left < 0 || m.shared_milli + r.gpu_milli > cap ||
+        if (m.shared_milli + r.gpu_milli > cap ||
             !SharerFits(sharing_, m.shared_milli, m.sharers, m.sensitive, cap, r.gpu_milli, r.latency_sensitive))
           continue;
-        const Key key{sep, ext, left, n, g, m.start};
-        if (best && key >= *best) continue;
         best = key;
         grant = GpuGrant{};
         grant.gpu = g;
