@@ -287,7 +287,9 @@ test('keyboard only: sign in, open the form, submit; every control has a name', 
     }
     assert.ok(onNewJob, 'Tab never reaches the New job button');
     await page.keyboard.press('Enter');
-    assert.equal(await page.evaluate(() => document.activeElement.id), 'f-name');
+    // The form renders, then moves focus to Name: wait for it (fails after 5 s if focus never arrives).
+    await page.waitForFunction(() => document.activeElement && document.activeElement.id === 'f-name', null,
+                               { timeout: 5000 });
     await page.keyboard.type('web-keyboard-job');
     await page.keyboard.press('Tab'); // Class
     await page.keyboard.press('Tab'); // Workers
