@@ -175,7 +175,6 @@ Result<Workload> ParseWorkload(const YAML::Node& y, std::string_view source, con
   return w;
 }
 
-
 Result<std::vector<Workload>> LoadWorkloadsYaml(std::string_view text, std::string_view source) {
   auto parsed = ParseYaml(text, source);
   if (!parsed.ok()) return parsed.status();
