@@ -125,7 +125,10 @@ void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
 
 CycleInput Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working) {
   CycleInput in = loop_->BuildInput(now);
-  *working = std::make_unique<ClusterState>(loop_->state());
+  // Assigning into a kept state reuses its memory: a fresh copy of a large cluster costs milliseconds of
+  // page faults, all of them under the lock that requests wait for.
+  if (*working) **working = loop_->state();
+  else *working = std::make_unique<ClusterState>(loop_->state());
   in.snapshot = working->get();
   return in;
 }
@@ -308,7 +311,8 @@ void Service::RunOneCycle() {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t now = Now();
   CycleInput in;
-  std::unique_ptr<ClusterState> working;
+  std::lock_guard<std::mutex> one_cycle(cycle_mu_);
+  std::unique_ptr<ClusterState>& working = cycle_working_;
   std::vector<JobPtr> changed;
   WriteBatch b;
   {
@@ -332,20 +336,27 @@ void Service::RunOneCycle() {
   // A large plan is applied in slices, the lock released between them, so that requests wait for one
   // slice at most; a slice ends only where no job has actions left further on (a job starts whole).
   const std::vector<size_t> cuts = SliceCuts(plan);
+  // Each slice's writes commit before the next slice is applied, so that a submission waits behind one
+  // slice's rows in the store, not behind the whole plan's.
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {
     Plan part;
     part.actions.assign(plan.actions.begin() + cuts[k], plan.actions.begin() + cuts[k + 1]);
-    std::lock_guard<std::mutex> lock(mu_);
-    ApplyPlanLocked(part, now, &b, &changed);
     const bool last = k + 2 == cuts.size();
-    if (!changed.empty() || (last && ++cycle_seq_ % 16 == 0)) {
-      b.meta["clock_s"] = std::to_string(now);
-      b.meta["queue_usage"] = UsageMetaLocked();
-      PutLocked(changed, std::move(b), nullptr);
+    bool wrote = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ApplyPlanLocked(part, now, &b, &changed);
+      if (!changed.empty() || (last && ++cycle_seq_ % 16 == 0)) {
+        b.meta["clock_s"] = std::to_string(now);
+        b.meta["queue_usage"] = UsageMetaLocked();
+        PutLocked(changed, std::move(b), nullptr);
+        wrote = true;
+      }
+      changed.clear();
+      b = WriteBatch();
+      if (last) snap = BeginSnapshotLocked(&plan, now, &snap_jobs);
     }
-    changed.clear();
-    b = WriteBatch();
-    if (last) snap = BeginSnapshotLocked(&plan, now, &snap_jobs);
+    if (wrote && !last) (void)store_->WriteAndWait(WriteBatch());
   }
   FinishSnapshot(std::move(snap), &plan, snap_jobs);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -362,7 +373,7 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   snap->at = now;
   snap->cycle = cycle_seq_;
   auto old = snapshot();
-  if (state_changed_ || !old) snap->cluster = std::make_shared<ClusterState>(loop_->state());
+  if (state_changed_ || !old) snap->cluster = RecycledClusterLocked();
   else snap->cluster = old->cluster;
   state_changed_ = false;
   for (const QueueConfig& q : config_.tenancy.queues) snap->queue_names.push_back(q.name);
@@ -374,6 +385,18 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   jobs->reserve(plan->pending.size());
   for (const PendingStatus& p : plan->pending) jobs->push_back(Lookup(job_of_slot_[p.job], false));
   return snap;
+}
+
+std::shared_ptr<const ClusterState> Service::RecycledClusterLocked() {
+  // A buffer no snapshot or reader holds any more is overwritten in place (see BuildInputLocked).
+  for (std::shared_ptr<ClusterState>& c : spare_clusters_)
+    if (c.use_count() == 1) {
+      *c = loop_->state();
+      return c;
+    }
+  auto c = std::make_shared<ClusterState>(loop_->state());
+  if (spare_clusters_.size() < kSpareClusters) spare_clusters_.push_back(c);
+  return c;
 }
 
 void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<JobPtr>& jobs) {

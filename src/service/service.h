@@ -283,8 +283,11 @@ class Service {
   void RunOneCycle();
   // Adds the replicas of `j` to the loop's table; `queued`: they enter the queue at the job's submit time.
   void AddToLoopLocked(const JobRecord& j, bool queued);
-  // The loop's cycle input for `now`, over `working`, a copy of its allocation that the caller keeps.
+  // The loop's cycle input for `now`, over `working`, a copy of its allocation that the caller keeps (an
+  // existing `working` is overwritten in place).
   CycleInput BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working);
+  // A copy of the loop's allocation for a snapshot, in a recycled buffer where one is free.
+  std::shared_ptr<const ClusterState> RecycledClusterLocked();
   // Each queue's decayed usage as kept in the store's meta, and back (ignored when unreadable).
   std::string UsageMetaLocked() const;
   void RestoreUsageLocked(const std::string& meta);
@@ -342,6 +345,11 @@ class Service {
   uint64_t cycle_seq_ = 0;
   std::shared_ptr<const Snapshot> snapshot_;
   mutable std::mutex snap_mu_;
+  // Cluster states kept for reuse by snapshots (a buffer is reused once only this list holds it).
+  static constexpr size_t kSpareClusters = 4;
+  std::vector<std::shared_ptr<ClusterState>> spare_clusters_;
+  std::mutex cycle_mu_;                           // one cycle at a time (the timer's, or RunCycleNow)
+  std::unique_ptr<ClusterState> cycle_working_;   // the cycle's working allocation, reused
 
   std::mutex whatif_mu_;
   std::map<int64_t, std::pair<uint64_t, std::vector<WhatIfOption>>> whatif_cache_;  // job -> (cycle, answer)

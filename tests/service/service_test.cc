@@ -208,6 +208,28 @@ TEST_F(ServiceTest, SchedulesRunsFinishesAndCharges) {
   EXPECT_TRUE(svc_->Usage(search_lead_, UsageQuery{-1, -1, "team"}).value().empty());
 }
 
+// Snapshots reuse cluster buffers that nobody holds any more: a snapshot a reader still holds keeps the
+// allocation it was published with through later cycles, and each new one shows the current allocation.
+TEST_F(ServiceTest, HeldSnapshotsKeepTheirAllocationWhileBuffersAreReused) {
+  svc_->RunCycleNow();
+  auto idle = svc_->snapshot();
+  const auto free_gpus = [](const ClusterState& s) {
+    int n = 0;
+    for (const GpuState& g : s.gpus()) n += g.WholeFree();
+    return n;
+  };
+  const int all_free = free_gpus(*idle->cluster);
+  std::vector<std::shared_ptr<const Snapshot>> held;
+  for (int i = 1; i <= 2; ++i) {
+    SubmitOk(member_, Training("j" + std::to_string(i), 8, 600));
+    for (int k = 0; k < 6; ++k) svc_->RunCycleNow();  // more cycles than spare buffers
+    held.push_back(svc_->snapshot());
+    EXPECT_EQ(free_gpus(*held.back()->cluster), all_free - 8 * i);
+  }
+  EXPECT_EQ(free_gpus(*idle->cluster), all_free);
+  EXPECT_EQ(free_gpus(*held[0]->cluster), all_free - 8);
+}
+
 // A team's usage and FOCUS views carry only its share of idle: capacity another team held is not idle, and
 // the idle of a pool the team did not use (the A100 node) is the platform's, not the team's.
 TEST_F(ServiceTest, TeamViewsChargeOnlyTheTeamsShareOfIdle) {
