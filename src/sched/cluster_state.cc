@@ -297,6 +297,7 @@ Status ClusterState::AppendNode(const Node& node) {
   for (std::vector<std::vector<uint64_t>>* bits : {&idle_nodes_, &create_nodes_})
     for (std::vector<uint64_t>& b : *bits)
       if (!b.empty() && b.size() < words) b.resize(words, 0);
+  shared_nodes_.resize(words, 0);
   if (!drain_s_.empty()) drain_s_.push_back(kNoWork);
   if (!holds_.empty()) holds_.resize(gpus_.size());
   if (!node_flags_.empty()) {
@@ -324,13 +325,29 @@ uint32_t ClusterState::CreatableProfiles(const GpuState& gs) const {
   return mask;
 }
 
+void SharedBound::Add(const GpuKind& kind, const MigSlot& m) {
+  const int64_t left = kind.profiles[m.profile].usable_mib - m.shared_memory_mib;
+  const int32_t capacity = kind.ProfileComputeMilli(m.profile);
+  if (max_capacity_milli == 0) {  // the first instance
+    *this = SharedBound{left, capacity, m.shared_milli, m.sharers, m.sensitive};
+    return;
+  }
+  max_left_mib = std::max(max_left_mib, left);
+  max_capacity_milli = std::max(max_capacity_milli, capacity);
+  min_milli = std::min(min_milli, m.shared_milli);
+  min_sharers = std::min(min_sharers, m.sharers);
+  min_sensitive = std::min(min_sensitive, m.sensitive);
+}
+
 void ClusterState::RefreshNode(NodeId n) {
   NodeState& ns = nodes_[n];
   const int old_free = ns.free_whole;
+  const bool old_shared = ns.shared_slots > 0;
   const uint32_t old_idle = ns.idle_profile_mask, old_create = ns.creatable_profile_mask;
   ns.free_whole = ns.mig_gpus = ns.idle_gpus = ns.idle_mig_gpus = ns.shared_slots = 0;
   ns.free_milli_total = 0;
   ns.idle_profile_mask = ns.creatable_profile_mask = 0;
+  ns.shared = SharedBound{};
   for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
     const GpuState& gs = gpus_[g];
     ns.free_whole += gs.WholeFree();
@@ -343,7 +360,9 @@ void ClusterState::RefreshNode(NodeId n) {
     ns.idle_mig_gpus += gs.Idle();
     for (int i = 0; i < gs.n_instances; ++i) {
       if (!gs.instances[i].busy) ns.idle_profile_mask |= 1u << gs.instances[i].profile;
-      ns.shared_slots += gs.instances[i].Shared();
+      if (!gs.instances[i].Shared()) continue;
+      ++ns.shared_slots;
+      ns.shared.Add(catalog_->kind(gs.kind), gs.instances[i]);
     }
     ns.creatable_profile_mask |= CreatableProfiles(gs);
   }
@@ -351,6 +370,7 @@ void ClusterState::RefreshNode(NodeId n) {
   free_whole_index_[n] = static_cast<uint8_t>(std::min(ns.free_whole, 255));
   convertible_index_[n] = static_cast<uint8_t>(std::min(ns.free_whole + ns.idle_mig_gpus, 255));
   mig_profile_index_[n] = ns.idle_profile_mask | ns.creatable_profile_mask;
+  if (old_shared != (ns.shared_slots > 0)) shared_nodes_[n >> 6] ^= uint64_t{1} << (n & 63);
   if (ns.kind >= 0 && (old_idle != ns.idle_profile_mask || old_create != ns.creatable_profile_mask)) {
     const uint64_t bit = uint64_t{1} << (n & 63);
     for (uint32_t changed = old_idle ^ ns.idle_profile_mask; changed; changed &= changed - 1) {
@@ -583,6 +603,7 @@ Status ClusterState::CheckInvariants() const {
   for (NodeId n = 0; n < num_nodes(); ++n) {
     const NodeState& ns = nodes_[n];
     int free_whole = 0, mig = 0, idle = 0, milli = 0, shared = 0;
+    SharedBound bound;
     for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
       const GpuState& gs = gpus_[g];
       const GpuKind& kind = catalog_->kind(gs.kind);
@@ -611,7 +632,10 @@ Status ClusterState::CheckInvariants() const {
             busy |= static_cast<uint8_t>(1u << m.start);
             busy_count += std::max<int>(1, m.sharers);
           }
-          shared += m.Shared();
+          if (m.Shared()) {
+            ++shared;
+            bound.Add(kind, m);
+          }
         }
         if (Status st = CheckMigLayout(kind, layout); !st.ok())
           return Status::Error(fmt::format("GPU {}: invalid layout: {}", g, st.message()));
@@ -628,7 +652,7 @@ Status ClusterState::CheckInvariants() const {
       idle += gs.Idle();
     }
     if (free_whole != ns.free_whole || mig != ns.mig_gpus || idle != ns.idle_gpus || milli != ns.free_milli_total ||
-        shared != ns.shared_slots)
+        shared != ns.shared_slots || !(bound == ns.shared))
       return Status::Error(fmt::format("node {}: aggregates out of date", n));
     if (ns.free_cpu_milli < 0 || ns.free_memory_mib < 0)
       return Status::Error(fmt::format("node {}: negative free CPU or memory", n));
@@ -641,6 +665,8 @@ Status ClusterState::CheckInvariants() const {
   if (leaf_free != leaf_free_whole_) return Status::Error("leaf free-GPU counters out of date");
   for (NodeId n = 0; n < num_nodes(); ++n) {
     const NodeState& ns = nodes_[n];
+    if (static_cast<bool>((shared_nodes_[n >> 6] >> (n & 63)) & 1u) != (ns.shared_slots > 0))
+      return Status::Error(fmt::format("node {}: shared-instance index out of date", n));
     if (ns.kind < 0 || !catalog_->kind(ns.kind).mig_capable) continue;
     for (int p = 0; p < static_cast<int>(catalog_->kind(ns.kind).profiles.size()) && p < 32; ++p) {
       const bool idle = (idle_nodes_[ns.kind * 32 + p][n >> 6] >> (n & 63)) & 1u;

@@ -65,6 +65,19 @@ struct GpuState {
   bool WholeFree() const { return !mig_enabled && tasks == 0; }
 };
 
+// Over a set of shared MIG instances, each figure at its best for a newcomer, taken separately: no instance
+// of the set has more memory left, less summed demand, fewer sharers (or latency-sensitive ones) or more
+// compute. A join test that is monotone in each figure and fails on these fails on every instance.
+struct SharedBound {
+  int64_t max_left_mib = 0;       // usable memory minus the sharers' memory
+  int32_t max_capacity_milli = 0; // the instance's compute (thousandths of a full GPU)
+  int16_t min_milli = 0;          // summed compute demand of the sharers
+  int8_t min_sharers = 0;
+  int8_t min_sensitive = 0;
+  void Add(const GpuKind& kind, const MigSlot& m);
+  bool operator==(const SharedBound&) const = default;
+};
+
 // Per-node aggregates, kept current on every change.
 struct NodeState {
   KindId kind = kNone;
@@ -86,6 +99,7 @@ struct NodeState {
   uint32_t creatable_profile_mask = 0;  // bit p: some MIG GPU has free slices for profile p
   int idle_mig_gpus = 0;     // MIG GPUs with no busy instance (can be relaid out or switched off)
   int shared_slots = 0;      // MIG instances shared by several tasks (candidates for one more sharer)
+  SharedBound shared;        // over those instances: what joining the least loaded one could find at best
   uint32_t version = 0;      // bumped on every change (for memo caches)
 };
 
@@ -116,6 +130,8 @@ class ClusterState {
   // Bitsets over nodes (64 per word): nodes of kind `k` with an idle instance of profile `p`, and with
   // free slices where one could be created. Empty for kinds without MIG.
   const std::vector<uint64_t>& idle_profile_nodes(KindId k, int p) const { return idle_nodes_[k * 32 + p]; }
+  // Bit n: node n has a shared MIG instance (shared_slots > 0).
+  const std::vector<uint64_t>& shared_nodes() const { return shared_nodes_; }
   const std::vector<uint64_t>& creatable_profile_nodes(KindId k, int p) const { return create_nodes_[k * 32 + p]; }
 
   // Checks that `tasks` can be applied now (every grant fits); no change on error.
@@ -226,6 +242,7 @@ class ClusterState {
   std::vector<uint8_t> convertible_index_;
   std::vector<uint32_t> mig_profile_index_;
   std::vector<std::vector<uint64_t>> idle_nodes_;    // [kind * 32 + profile] -> node bitset
+  std::vector<uint64_t> shared_nodes_;               // node bitset: shared_slots > 0
   std::vector<std::vector<uint64_t>> create_nodes_;  // [kind * 32 + profile] -> node bitset
   // Per kind: profiles (bit p) with an allowed start free under each 8-bit used mask, and media profiles.
   std::vector<std::array<uint32_t, 256>> creatable_by_mask_;

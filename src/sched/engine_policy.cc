@@ -261,42 +261,50 @@ bool EnginePolicy::HasRoom(const ClusterState& s, const Request& r, const GpuGra
 }
 
 PlaceResult EnginePolicy::JoinShared(const ClusterState& s, const Request& r) const {
-  const Catalog& cat = s.catalog();
-  const int64_t need_mib = r.gpu_memory_mib + sharing_.context_mib;
-  // Lower wins: class conflict, drain extension, memory left in the instance (best fit), node, GPU, start.
-  using Key = std::tuple<int, int, int64_t, NodeId, GpuId, int>;
-  std::optional<Key> best;
+  std::optional<JoinKey> best;
   GpuGrant grant;
-  for (NodeId n = 0; n < s.num_nodes(); ++n) {
-    const NodeState& ns = s.node(n);
-    if (ns.shared_slots == 0 || !NodeEligible(ns, r)) continue;
-    const GpuKind& kind = cat.kind(ns.kind);
-    const int sep = Separate() ? ClassConflict(ns, r) : 0;
-    const int ext = DrainExtension(s, n, r);
-    for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
-      if (s.gpu_cordoned(g) || s.sharing_closed(g)) continue;
-      const GpuState& gs = s.gpu(g);
-      for (int i = 0; i < gs.n_instances; ++i) {
-        const MigSlot& m = gs.instances[i];
-        if (!m.Shared()) continue;
-        const int64_t left = kind.profiles[m.profile].usable_mib - m.shared_memory_mib - need_mib;
-        if (left < 0) continue;
-        const Key key{sep, ext, left, n, g, m.start};
-        if (best && key >= *best) continue;  // cheap tests first: most instances lose on memory or rank
-        const int cap = kind.ProfileComputeMilli(m.profile);
-        if (m.shared_milli + r.gpu_milli > cap ||
-            !SharerFits(sharing_, m.shared_milli, m.sharers, m.sensitive, cap, r.gpu_milli, r.latency_sensitive))
-          continue;
-        best = key;
-        grant = GpuGrant{};
-        grant.gpu = g;
-        grant.mig_profile = m.profile;
-        grant.mig_start = m.start;
-      }
-    }
-  }
+  const std::vector<uint64_t>& with_shared = s.shared_nodes();
+  for (size_t w = 0; w < with_shared.size(); ++w)
+    for (uint64_t bits = with_shared[w]; bits; bits &= bits - 1)
+      JoinOnNode(s, r, static_cast<NodeId>(w * 64 + __builtin_ctzll(bits)), &best, &grant);
   if (!best) return PlaceResult::NoFit(NoFitCode::kMigProfileUnavailable, "no shared instance has room");
   return SharedResult(s, r, grant, "shared");
+}
+
+void EnginePolicy::JoinOnNode(const ClusterState& s, const Request& r, NodeId n, std::optional<JoinKey>* best,
+                              GpuGrant* grant) const {
+  const int64_t need_mib = r.gpu_memory_mib + sharing_.context_mib;
+  const NodeState& ns = s.node(n);
+  if (!NodeEligible(ns, r)) return;
+  const SharedBound& b = ns.shared;  // most nodes fail here, without a look at their instances
+  if (b.max_left_mib < need_mib || b.min_milli + r.gpu_milli > b.max_capacity_milli ||
+      !SharerFits(sharing_, b.min_milli, b.min_sharers, b.min_sensitive, b.max_capacity_milli, r.gpu_milli,
+                  r.latency_sensitive))
+    return;
+  const GpuKind& kind = s.catalog().kind(ns.kind);
+  const int sep = Separate() ? ClassConflict(ns, r) : 0;
+  const int ext = DrainExtension(s, n, r);
+  for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
+    if (s.gpu_cordoned(g) || s.sharing_closed(g)) continue;
+    const GpuState& gs = s.gpu(g);
+    for (int i = 0; i < gs.n_instances; ++i) {
+      const MigSlot& m = gs.instances[i];
+      if (!m.Shared()) continue;
+      const int64_t left = kind.profiles[m.profile].usable_mib - m.shared_memory_mib - need_mib;
+      if (left < 0) continue;
+      const JoinKey key{sep, ext, left, n, g, m.start};
+      if (*best && key >= **best) continue;  // cheap tests first: most instances lose on memory or rank
+      const int cap = kind.ProfileComputeMilli(m.profile);
+      if (m.shared_milli + r.gpu_milli > cap ||
+          !SharerFits(sharing_, m.shared_milli, m.sharers, m.sensitive, cap, r.gpu_milli, r.latency_sensitive))
+        continue;
+      *best = key;
+      *grant = GpuGrant{};
+      grant->gpu = g;
+      grant->mig_profile = m.profile;
+      grant->mig_start = m.start;
+    }
+  }
 }
 
 PlaceResult EnginePolicy::OpenShared(const ClusterState& s, const Request& r) const {

@@ -24,7 +24,9 @@
 //  4. Every result says where and why, or why nothing fits, with the numbers.
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 
 #include "sched/node_scorer.h"
 #include "sched/policy.h"
@@ -61,6 +63,11 @@ class EnginePolicy : public Policy {
   // Sharing (share_instances): a place in an instance already shared, or a new shared instance when the
   // request's demand makes one cheaper per replica than a dedicated slice; ok == false when neither applies.
   PlaceResult JoinShared(const ClusterState& s, const Request& r) const;
+  // Lower wins: class conflict, drain extension, memory left in the instance (best fit), node, GPU, start.
+  using JoinKey = std::tuple<int, int, int64_t, NodeId, GpuId, int>;
+  // Offers node n's shared instances to `r`: keeps the best (lowest key) that fits in best and grant.
+  void JoinOnNode(const ClusterState& s, const Request& r, NodeId n, std::optional<JoinKey>* best,
+                  GpuGrant* grant) const;
   PlaceResult OpenShared(const ClusterState& s, const Request& r) const;
   // Whether the instance of dedicated grant `g` would still take a small replica (kRoomMib, kRoomMilli)
   // within every SLO: then it is opened as shared, so that later replicas can fill it.

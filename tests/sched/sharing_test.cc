@@ -159,9 +159,27 @@ TEST(EngineSharing, ChoosesSharedOrDedicatedFromDemand) {
   EXPECT_FALSE(bf.tasks[0].gpus[0].shared);
 }
 
+// Whether some shared instance has the memory and the compute within every SLO for one more replica `r`.
+bool SomeSharedInstanceAdmits(const ClusterState& s, const SharingOptions& o, const Request& r) {
+  for (GpuId g = 0; g < s.num_gpus(); ++g) {
+    if (s.gpu_cordoned(g) || s.sharing_closed(g)) continue;
+    const GpuKind& kind = s.kind_of_gpu(g);
+    const GpuState& gs = s.gpu(g);
+    for (int i = 0; i < gs.n_instances; ++i) {
+      const MigSlot& m = gs.instances[i];
+      const int cap = kind.ProfileComputeMilli(m.profile);
+      if (m.Shared() && kind.profiles[m.profile].usable_mib - m.shared_memory_mib >= r.gpu_memory_mib + o.context_mib &&
+          m.shared_milli + r.gpu_milli <= cap &&
+          SharerFits(o, m.shared_milli, m.sharers, m.sensitive, cap, r.gpu_milli, r.latency_sensitive))
+        return true;
+    }
+  }
+  return false;
+}
+
 // Random sequences of replicas (some latency-sensitive) under tessera: per shared instance the recorded
 // sums equal the sums of its grants, memory fits exactly, every sharer's worst slowdown stays within its SLO,
-// and releasing everything restores the state exactly.
+// a replica that some shared instance admits joins one, and releasing everything restores the state exactly.
 class SharingPropertyTest : public ::testing::TestWithParam<uint64_t> {};
 
 TEST_P(SharingPropertyTest, SumsAreExactCeilingsHoldAndReleaseRestores) {
@@ -188,7 +206,18 @@ TEST_P(SharingPropertyTest, SumsAreExactCeilingsHoldAndReleaseRestores) {
       Request r =
           Replica(step, light ? 20 + static_cast<int>(rng() % 120) : 250 + static_cast<int>(rng() % 400),
                   2048 + static_cast<int64_t>(rng() % 30000), rng() % 3 == 0);
+      const bool admitted = SomeSharedInstanceAdmits(s, opt, r);  // by brute force, no index
       PlaceResult res = (*policy)->Place(s, r);
+      if (admitted) {  // then the replica joins one (the node index must not hide it)
+        ASSERT_TRUE(res.ok && res.tasks[0].gpus[0].shared && !res.tasks[0].gpus[0].create_instance)
+            << "step " << step << ": " << res.reason;
+        const GpuGrant& g = res.tasks[0].gpus[0];
+        const GpuState& gs = s.gpu(g.gpu);
+        bool joined = false;
+        for (int i = 0; i < gs.n_instances; ++i)
+          joined |= gs.instances[i].start == g.mig_start && gs.instances[i].Shared();
+        ASSERT_TRUE(joined) << "step " << step << ": " << res.reason;
+      }
       if (!res.ok) continue;
       ASSERT_TRUE(s.CanApply(res.tasks, r.cpu_milli, r.host_memory_mib).ok()) << res.reason;
       s.Apply(res.tasks, r.cpu_milli, r.host_memory_mib, true);
