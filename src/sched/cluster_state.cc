@@ -328,13 +328,14 @@ uint32_t ClusterState::CreatableProfiles(const GpuState& gs) const {
 void SharedBound::Add(const GpuKind& kind, const MigSlot& m) {
   const int64_t left = kind.profiles[m.profile].usable_mib - m.shared_memory_mib;
   const int32_t capacity = kind.ProfileComputeMilli(m.profile);
-  if (max_capacity_milli == 0) {  // the first instance
-    *this = SharedBound{left, capacity, m.shared_milli, m.sharers, m.sensitive};
+  const int32_t headroom = capacity - m.shared_milli;
+  if (min_sharers == 0) {  // the first instance (a shared one has at least one sharer)
+    *this = SharedBound{left, headroom, capacity, m.sharers, m.sensitive};
     return;
   }
   max_left_mib = std::max(max_left_mib, left);
-  max_capacity_milli = std::max(max_capacity_milli, capacity);
-  min_milli = std::min(min_milli, m.shared_milli);
+  max_headroom_milli = std::max(max_headroom_milli, headroom);
+  min_capacity_milli = std::min(min_capacity_milli, capacity);
   min_sharers = std::min(min_sharers, m.sharers);
   min_sensitive = std::min(min_sensitive, m.sensitive);
 }

@@ -66,12 +66,13 @@ struct GpuState {
 };
 
 // Over a set of shared MIG instances, each figure at its best for a newcomer, taken separately: no instance
-// of the set has more memory left, less summed demand, fewer sharers (or latency-sensitive ones) or more
-// compute. A join test that is monotone in each figure and fails on these fails on every instance.
+// of the set has more memory or compute headroom left, less compute, fewer sharers or fewer
+// latency-sensitive ones. A join test that is monotone in each figure and fails on these fails on every
+// instance (sharing.h: MaxJoinMilli).
 struct SharedBound {
-  int64_t max_left_mib = 0;       // usable memory minus the sharers' memory
-  int32_t max_capacity_milli = 0; // the instance's compute (thousandths of a full GPU)
-  int16_t min_milli = 0;          // summed compute demand of the sharers
+  int64_t max_left_mib = 0;         // usable memory minus the sharers' memory
+  int32_t max_headroom_milli = 0;   // compute minus the sharers' summed demand (thousandths of a GPU)
+  int32_t min_capacity_milli = 0;   // the instance's compute
   int8_t min_sharers = 0;
   int8_t min_sensitive = 0;
   void Add(const GpuKind& kind, const MigSlot& m);

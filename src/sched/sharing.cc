@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace tessera {
@@ -34,6 +36,16 @@ bool SharerFits(const SharingOptions& o, int summed_milli, int sharers, int sens
   const double worst = WorstSlowdown(o, summed_milli + milli, capacity_milli, sharers + 1);
   const double slo = (sensitive > 0 || latency_sensitive) ? o.sensitive_slo : o.standard_slo;
   return worst <= slo;
+}
+
+int MaxJoinMilli(const SharingOptions& o, int max_headroom_milli, int min_capacity_milli, int min_sharers,
+                 int min_sensitive, bool latency_sensitive) {
+  const double slo = (min_sensitive > 0 || latency_sensitive) ? o.sensitive_slo
+                                                               : std::max(o.standard_slo, o.sensitive_slo);
+  if (!(slo > 0)) return -1;
+  const double g = o.mode == SharingMode::kTimeSlicing ? 1.0 + o.switch_overhead * std::max(0, min_sharers) : 1.0;
+  const double bound = max_headroom_milli - min_capacity_milli * g / slo;
+  return static_cast<int>(std::floor(std::clamp(bound, -1.0, 1e6))) + 1;
 }
 
 int SharersThatFit(const SharingOptions& o, int capacity_milli, int64_t usable_mib, int milli,

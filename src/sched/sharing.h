@@ -51,6 +51,14 @@ double WorstSlowdown(const SharingOptions& o, int summed_milli, int capacity_mil
 bool SharerFits(const SharingOptions& o, int summed_milli, int sharers, int sensitive, int capacity_milli,
                 int milli, bool latency_sensitive);
 
+// An upper bound on the demand one more sharer may bring to any unit of a set, from the set's largest
+// headroom (capacity minus summed demand), smallest capacity, fewest sharers and fewest latency-sensitive
+// ones. The model depends on u and k only, so a newcomer of demand c fits unit i only if
+// c <= headroom_i - capacity_i * g(k_i + 1) / slo_i (g: 1, or the time-slicing factor), and every term is
+// at its best here. One thousandth of slack covers rounding.
+int MaxJoinMilli(const SharingOptions& o, int max_headroom_milli, int min_capacity_milli, int min_sharers,
+                 int min_sensitive, bool latency_sensitive);
+
 // How many replicas of this demand fit one unit of `capacity_milli` compute and `usable_mib` memory.
 int SharersThatFit(const SharingOptions& o, int capacity_milli, int64_t usable_mib, int milli,
                    int64_t memory_mib, bool latency_sensitive);

@@ -131,6 +131,45 @@ TEST(InterferenceModel, SlowdownGrowsWithSummedDemandAndSwitching) {
 }
 
 // The engine shares light replicas and gives busy ones a slice of their own.
+// MaxJoinMilli bounds every instance of a random set: whatever demand SharerFits lets into one of them is
+// within the bound computed from the set's best figures, in both modes; and it is tight for a single one.
+TEST(InterferenceModel, MaxJoinMilliBoundsEveryInstanceOfASet) {
+  std::mt19937_64 rng(11);
+  for (SharingMode mode : {SharingMode::kTimeSlicing, SharingMode::kMps}) {
+    SharingOptions o;
+    o.mode = mode;
+    for (int trial = 0; trial < 2000; ++trial) {
+      struct Unit { int cap, summed, sharers, sensitive; };
+      std::vector<Unit> set(1 + rng() % 5);
+      for (Unit& u : set) {
+        u.cap = 142 + static_cast<int>(rng() % 859);
+        u.summed = static_cast<int>(rng() % static_cast<uint64_t>(u.cap));
+        u.sharers = 1 + static_cast<int>(rng() % 6);
+        u.sensitive = static_cast<int>(rng() % static_cast<uint64_t>(u.sharers + 1));
+      }
+      int headroom = 0, cap = 1 << 30, sharers = 127, sensitive = 127;
+      for (const Unit& u : set) {
+        headroom = std::max(headroom, u.cap - u.summed);
+        cap = std::min(cap, u.cap);
+        sharers = std::min(sharers, u.sharers);
+        sensitive = std::min(sensitive, u.sensitive);
+      }
+      const bool ls = rng() % 2;
+      const int bound = MaxJoinMilli(o, headroom, cap, sharers, sensitive, ls);
+      for (const Unit& u : set)
+        for (int c = 1; c <= u.cap - u.summed; ++c)
+          if (SharerFits(o, u.summed, u.sharers, u.sensitive, u.cap, c, ls))
+            ASSERT_LE(c, bound) << "trial " << trial;
+      if (set.size() == 1) {  // one unit: the bound is at most two thousandths above the largest fit
+        int largest = 0;
+        for (int c = 1; c <= set[0].cap - set[0].summed; ++c)
+          if (SharerFits(o, set[0].summed, set[0].sharers, set[0].sensitive, set[0].cap, c, ls)) largest = c;
+        if (largest > 0) EXPECT_LE(bound, largest + 2) << "trial " << trial;
+      }
+    }
+  }
+}
+
 TEST(EngineSharing, ChoosesSharedOrDedicatedFromDemand) {
   const Catalog& cat = Catalog::Default();
   const Cluster cluster = MakeCluster(1, 8, "h100-80gb");
