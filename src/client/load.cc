@@ -1,14 +1,12 @@
 #include "client/load.h"
 
-#include <httplib.h>
+#include <curl/curl.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
-#include <mutex>
-#include <thread>
+#include <memory>
 
 namespace tessera::client {
 namespace {
@@ -21,39 +19,121 @@ std::string TrainingJob(int i) {
                      i);
 }
 
-// One worker: sends request numbers taken from `next` until `total`; appends latencies of successes.
-struct Failures {
-  std::atomic<int64_t> count{0};
-  std::mutex mu;
-  std::string first;
-  void Add(const std::string& what) {
-    if (count.fetch_add(1) == 0) {
-      std::lock_guard<std::mutex> l(mu);
-      first = what;
-    }
+size_t Append(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+// One connection's request in flight: its own easy handle (kept, so the connection is reused), headers,
+// body and answer.
+struct Conn {
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  std::string body, answer;
+  SteadyClock::time_point sent;
+  ~Conn() {
+    curl_slist_free_all(headers);
+    if (easy) curl_easy_cleanup(easy);
   }
 };
 
-void Worker(const LoadOptions& o, std::atomic<int>* next, std::vector<double>* latencies_ms, Failures* errors) {
-  httplib::Client cli(o.url);
-  cli.set_keep_alive(true);
-  cli.set_tcp_nodelay(true);  // else Nagle and delayed ACKs hold each request about 40 ms
-  cli.set_connection_timeout(10);
-  cli.set_read_timeout(60);
-  if (!cli.is_valid()) {
-    while (next->fetch_add(1) < o.requests) errors->Add("bad URL " + o.url);
-    return;
+// The run: `concurrency` keep-alive connections driven by one curl multi handle on this thread, each
+// sending its next request as soon as the answer to the last one is in (a closed loop, as `concurrency`
+// blocking clients would, without a thread per connection competing with the server for the CPU).
+class Run {
+ public:
+  explicit Run(const LoadOptions& o) : o_(o), multi_(curl_multi_init()) {}
+  ~Run() {
+    for (auto& c : conns_)
+      if (c->easy) curl_multi_remove_handle(multi_, c->easy);
+    conns_.clear();
+    curl_multi_cleanup(multi_);
   }
-  for (int i = next->fetch_add(1); i < o.requests; i = next->fetch_add(1)) {
-    httplib::Headers h = {{"Authorization", "Bearer " + o.token},
-                          {"Idempotency-Key", o.key_prefix + std::to_string(i)}};
-    const auto t0 = SteadyClock::now();
-    auto r = cli.Post("/api/v1/jobs", h, TrainingJob(i), "application/json");
-    const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
-    if (r && r->status >= 200 && r->status < 300) latencies_ms->push_back(ms);
-    else errors->Add(r ? fmt::format("HTTP {}: {}", r->status, r->body.substr(0, 300)) : httplib::to_string(r.error()));
+
+  LoadResult Go() {
+    const auto start = SteadyClock::now();
+    const int n = std::max(1, std::min(o_.concurrency, std::max(1, o_.requests)));
+    for (int i = 0; i < n; ++i) {
+      conns_.push_back(std::make_unique<Conn>());
+      Send(*conns_.back());
+    }
+    while (finished_ < started_) {
+      int running = 0;
+      if (curl_multi_perform(multi_, &running) != CURLM_OK) break;
+      Collect();
+      if (finished_ < started_) curl_multi_poll(multi_, nullptr, 0, 100, nullptr);
+    }
+    LoadResult r;
+    r.wall_s = std::chrono::duration<double>(SteadyClock::now() - start).count();
+    r.errors = errors_ + (o_.requests - finished_);
+    r.first_error = first_error_;
+    r.submissions_per_second = r.wall_s > 0 ? static_cast<double>(latencies_ms_.size()) / r.wall_s : 0;
+    r.p50_ms = Percentile(latencies_ms_, 0.50);
+    r.p99_ms = Percentile(latencies_ms_, 0.99);
+    return r;
   }
-}
+
+ private:
+  void Send(Conn& c) {
+    const int i = started_++;
+    if (!c.easy) {
+      c.easy = curl_easy_init();
+      curl_easy_setopt(c.easy, CURLOPT_URL, (o_.url + "/api/v1/jobs").c_str());
+      curl_easy_setopt(c.easy, CURLOPT_TCP_NODELAY, 1L);  // else Nagle and delayed ACKs hold requests
+      curl_easy_setopt(c.easy, CURLOPT_CONNECTTIMEOUT, 10L);
+      curl_easy_setopt(c.easy, CURLOPT_TIMEOUT, 60L);
+      curl_easy_setopt(c.easy, CURLOPT_NOSIGNAL, 1L);
+      curl_easy_setopt(c.easy, CURLOPT_WRITEFUNCTION, Append);
+      curl_easy_setopt(c.easy, CURLOPT_WRITEDATA, &c.answer);
+      curl_easy_setopt(c.easy, CURLOPT_PRIVATE, &c);
+    }
+    curl_slist_free_all(c.headers);
+    c.headers = nullptr;
+    for (const std::string& h : {"Authorization: Bearer " + o_.token,
+                                 "Idempotency-Key: " + o_.key_prefix + std::to_string(i),
+                                 std::string("Content-Type: application/json"), std::string("Expect:")})
+      c.headers = curl_slist_append(c.headers, h.c_str());
+    c.body = TrainingJob(i);
+    c.answer.clear();
+    curl_easy_setopt(c.easy, CURLOPT_HTTPHEADER, c.headers);
+    curl_easy_setopt(c.easy, CURLOPT_POSTFIELDS, c.body.c_str());
+    curl_easy_setopt(c.easy, CURLOPT_POSTFIELDSIZE, static_cast<long>(c.body.size()));
+    c.sent = SteadyClock::now();
+    curl_multi_add_handle(multi_, c.easy);
+  }
+
+  // Records every finished request and sends the connection's next one.
+  void Collect() {
+    int left = 0;
+    while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+      if (m->msg != CURLMSG_DONE) continue;
+      Conn* c = nullptr;
+      curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&c));
+      const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - c->sent).count();
+      long status = 0;
+      curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+      const CURLcode result = m->data.result;
+      curl_multi_remove_handle(multi_, c->easy);
+      ++finished_;
+      if (result == CURLE_OK && status >= 200 && status < 300) {
+        latencies_ms_.push_back(ms);
+      } else {
+        if (errors_++ == 0)
+          first_error_ = result != CURLE_OK ? std::string(curl_easy_strerror(result))
+                                            : fmt::format("HTTP {}: {}", status, c->answer.substr(0, 300));
+      }
+      if (started_ < o_.requests) Send(*c);
+    }
+  }
+
+  const LoadOptions& o_;
+  CURLM* multi_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  int started_ = 0, finished_ = 0;
+  int64_t errors_ = 0;
+  std::string first_error_;
+  std::vector<double> latencies_ms_;
+};
 
 }  // namespace
 
@@ -65,23 +145,15 @@ double Percentile(std::vector<double> samples, double q) {
 }
 
 LoadResult RunSubmitLoad(const LoadOptions& o) {
-  const int threads = std::max(1, std::min(o.concurrency, std::max(1, o.requests)));
-  std::vector<std::vector<double>> latencies(threads);
-  std::atomic<int> next{0};
-  Failures errors;
-  const auto start = SteadyClock::now();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(Worker, std::cref(o), &next, &latencies[t], &errors);
-  for (auto& th : pool) th.join();
-  LoadResult r;
-  r.wall_s = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  std::vector<double> all;
-  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  r.errors = errors.count.load();
-  r.first_error = errors.first;
-  r.submissions_per_second = r.wall_s > 0 ? static_cast<double>(all.size()) / r.wall_s : 0;
-  r.p50_ms = Percentile(all, 0.50);
-  r.p99_ms = Percentile(all, 0.99);
+  if (o.url.rfind("http://", 0) != 0 && o.url.rfind("https://", 0) != 0) {
+    LoadResult r;
+    r.errors = o.requests;
+    r.first_error = "bad URL " + o.url + " (http:// or https:// expected)";
+    return r;
+  }
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  LoadResult r = Run(o).Go();
+  curl_global_cleanup();
   return r;
 }
 

@@ -22,8 +22,9 @@ struct LoadResult {
   std::string first_error;  // the first failure's HTTP status and body, or transport error
 };
 
-// `concurrency` threads, each with its own keep-alive HTTP client, POST training jobs to /api/v1/jobs until
-// `requests` have been sent; the wall time spans starting the first thread to joining the last.
+// `concurrency` keep-alive connections (libcurl's multi interface, one thread) POST training jobs to
+// /api/v1/jobs in a closed loop, each sending its next request once its last is answered, until `requests`
+// have been answered; the wall time spans the first request sent to the last answer.
 LoadResult RunSubmitLoad(const LoadOptions& o);
 
 // Nearest-rank percentile (q in [0, 1]) of unsorted samples; 0 for none.

@@ -261,5 +261,17 @@ TEST_F(ClientCliTest, BenchApiSubmitsDistinctDurableJobs) {
   EXPECT_TRUE(Eventually([&] { return nlohmann::json::parse(Cli("job list --all --json").out)["jobs"].size() == 60; }));
 }
 
+TEST_F(ClientCliTest, BenchApiCountsRefusalsAndUnreachableServers) {
+  const std::string refused_args = "bench api --url " + server_->Url() + " --token wrong --requests 10 --concurrency 3";
+  CliRun refused = Tessera(refused_args + " --json");
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  EXPECT_EQ(nlohmann::json::parse(refused.out)["errors"], 10);
+  CliRun said = Tessera(refused_args, true);
+  EXPECT_NE(said.out.find("first error: HTTP 401"), std::string::npos) << said.out;
+  CliRun unreachable = Tessera("bench api --url http://127.0.0.1:1 --token x --requests 5 --concurrency 2", true);
+  EXPECT_EQ(unreachable.code, 1) << unreachable.out;
+  EXPECT_NE(unreachable.out.find("5 errors"), std::string::npos) << unreachable.out;
+}
+
 }  // namespace
 }  // namespace tessera
