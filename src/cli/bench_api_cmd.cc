@@ -15,7 +15,7 @@ void RegisterBenchApi(CLI::App& bench, int* exit_code) {
   api->add_option("--url", o.url, "server base URL")->required();
   api->add_option("--token", o.token, "bearer token of a user who may submit")->required();
   api->add_option("--requests", o.requests, "submissions in all")->check(CLI::Range(1, 10000000));
-  api->add_option("--concurrency", o.concurrency, "client threads")->check(CLI::Range(1, 4096));
+  api->add_option("--concurrency", o.concurrency, "connections in flight")->check(CLI::Range(1, 4096));
   api->add_flag("--json", json, "print JSON");
   api->callback([exit_code] {
     // Keys distinct across runs against the same database: the run's start time is part of them.
