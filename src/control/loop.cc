@@ -44,17 +44,21 @@ void ControlLoop::Submit(JobSlot j, int64_t now) {
   jobs_.PushPending(j);
 }
 
-// A holding job's entry in the cycle's input (terminating jobs only count as vacating capacity).
-void ControlLoop::AddRunning(const ControlJob& j, int64_t now, CycleInput& in, std::vector<int64_t>* drain) const {
+// A holding job's entry in the cycle's input (terminating jobs only count as vacating capacity), written
+// into entry *used of in.running, which keeps its memory from an earlier build.
+void ControlLoop::AddRunning(const ControlJob& j, int64_t now, CycleInput& in, size_t* used,
+                             std::vector<int64_t>* drain) const {
   if (j.phase == JobPhase::kTerminating) {  // holds its GPUs (in the snapshot) until it vacates
     for (const TaskPlacement& t : j.tasks)
       for (const GpuGrant& g : t.gpus) in.vacating_milli += g.milli >= kMilliPerGpu ? kMilliPerGpu : 0;
     return;
   }
-  RunningJob r;
+  if (*used == in.running.size()) in.running.emplace_back();
+  RunningJob& r = in.running[(*used)++];
   r.id = j.request.id;
   r.queue = j.queue;
   r.preemptible = j.preemptible;
+  r.expected_end_s = -1;
   if (options_.expected_ends && j.remaining_work_s >= 0) {
     const int64_t from = std::max(j.bind_s, j.start_s);
     const double f = j.time_limit_factor;
@@ -74,18 +78,25 @@ void ControlLoop::AddRunning(const ControlJob& j, int64_t now, CycleInput& in, s
   r.start_time_s = j.bind_s;
   r.last_checkpoint_s = j.last_checkpoint_s;
   r.checkpointable = j.checkpointable;
-  in.running.push_back(std::move(r));
 }
 
 CycleInput ControlLoop::BuildInput(int64_t now) {
   CycleInput in;
+  BuildInput(now, &in);
+  return in;
+}
+
+void ControlLoop::BuildInput(int64_t now, CycleInput* out) {
+  CycleInput& in = *out;
   in.snapshot = &state_;
   in.queues = queues_;
   in.now_s = now;
   in.options = options_.cycle;
+  in.vacating_milli = 0;
   usage_.AdvanceTo(now);
   if (options_.track_usage) in.historical_usage = usage_.usage();
   else in.historical_usage.assign(queues_.size(), 0.0);
+  in.pending.clear();
   in.pending.reserve(jobs_.pending().size());
   for (JobSlot p : jobs_.pending()) {
     const ControlJob& j = jobs_[p];
@@ -96,11 +107,11 @@ CycleInput ControlLoop::BuildInput(int64_t now) {
       if (j.remaining_work_s >= 0) in.pending.back().request.expected_end_s = now + d;
     }
   }
-  std::vector<int64_t> drain;
-  if (options_.drain_times) drain.assign(state_.num_nodes(), ClusterState::kNoWork);
-  for (JobSlot a : jobs_.holding()) AddRunning(jobs_[a], now, in, options_.drain_times ? &drain : nullptr);
-  if (options_.drain_times) in.drain_s = std::move(drain);
-  return in;
+  in.drain_s.clear();
+  if (options_.drain_times) in.drain_s.assign(state_.num_nodes(), ClusterState::kNoWork);
+  size_t used = 0;
+  for (JobSlot a : jobs_.holding()) AddRunning(jobs_[a], now, in, &used, options_.drain_times ? &in.drain_s : nullptr);
+  in.running.resize(used);
 }
 
 Plan ControlLoop::Decide(int64_t now, const Policy& policy) { return RunCycle(BuildInput(now), policy); }

@@ -104,6 +104,8 @@ class ControlLoop {
   // The cycle's input for `now`: pending jobs in queue order, holding jobs, queues, decayed usage, drain
   // times, vacating capacity. Advances usage to `now`.
   CycleInput BuildInput(int64_t now);
+  // The same into *in, reusing the memory an earlier input there holds (fields all overwritten).
+  void BuildInput(int64_t now, CycleInput* in);
   // BuildInput + RunCycle.
   Plan Decide(int64_t now, const Policy& policy);
   // Applies a plan's actions in order; `observer` (may be empty) sees each as soon as it is applied.
@@ -141,7 +143,7 @@ class ControlLoop {
   void Hold(JobSlot j, const std::vector<TaskPlacement>& tasks, int64_t now);
   void EnsureInstances(const std::vector<TaskPlacement>& tasks);
   Released ReleaseHold(JobSlot j, int64_t now);
-  void AddRunning(const ControlJob& j, int64_t now, CycleInput& in, std::vector<int64_t>* drain) const;
+  void AddRunning(const ControlJob& j, int64_t now, CycleInput& in, size_t* used, std::vector<int64_t>* drain) const;
 
   ClusterState state_;
   std::vector<QueueConfig> queues_;

@@ -123,14 +123,13 @@ void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
   }
 }
 
-CycleInput Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working) {
-  CycleInput in = loop_->BuildInput(now);
+void Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in) {
+  loop_->BuildInput(now, in);
   // Assigning into a kept state reuses its memory: a fresh copy of a large cluster costs milliseconds of
   // page faults, all of them under the lock that requests wait for.
   if (*working) **working = loop_->state();
   else *working = std::make_unique<ClusterState>(loop_->state());
-  in.snapshot = working->get();
-  return in;
+  in->snapshot = working->get();
 }
 
 std::vector<int64_t> Service::RunningLocked() const {
@@ -310,8 +309,8 @@ std::vector<size_t> Service::SliceCuts(const Plan& plan) const {
 void Service::RunOneCycle() {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t now = Now();
-  CycleInput in;
   std::lock_guard<std::mutex> one_cycle(cycle_mu_);
+  CycleInput& in = cycle_in_;
   std::unique_ptr<ClusterState>& working = cycle_working_;
   std::vector<JobPtr> changed;
   WriteBatch b;
@@ -328,7 +327,7 @@ void Service::RunOneCycle() {
     if (!changed.empty()) PutLocked(changed, std::move(b), nullptr);
     changed.clear();
     b = WriteBatch();
-    in = BuildInputLocked(now, &working);
+    BuildInputLocked(now, &working, &in);
   }
   Plan plan = DecideInBackground(in);
   std::shared_ptr<Snapshot> snap;

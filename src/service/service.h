@@ -283,9 +283,9 @@ class Service {
   void RunOneCycle();
   // Adds the replicas of `j` to the loop's table; `queued`: they enter the queue at the job's submit time.
   void AddToLoopLocked(const JobRecord& j, bool queued);
-  // The loop's cycle input for `now`, over `working`, a copy of its allocation that the caller keeps (an
-  // existing `working` is overwritten in place).
-  CycleInput BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working);
+  // The loop's cycle input for `now` into *in, over `working`, a copy of its allocation that the caller
+  // keeps (an existing `working`, and the memory of an earlier input in *in, are reused).
+  void BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in);
   // A copy of the loop's allocation for a snapshot, in a recycled buffer where one is free.
   std::shared_ptr<const ClusterState> RecycledClusterLocked();
   // Each queue's decayed usage as kept in the store's meta, and back (ignored when unreadable).
@@ -350,6 +350,7 @@ class Service {
   std::vector<std::shared_ptr<ClusterState>> spare_clusters_;
   std::mutex cycle_mu_;                           // one cycle at a time (the timer's, or RunCycleNow)
   std::unique_ptr<ClusterState> cycle_working_;   // the cycle's working allocation, reused
+  CycleInput cycle_in_;                           // the cycle's input, its memory reused
 
   std::mutex whatif_mu_;
   std::map<int64_t, std::pair<uint64_t, std::vector<WhatIfOption>>> whatif_cache_;  // job -> (cycle, answer)

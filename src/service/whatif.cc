@@ -46,7 +46,7 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
   std::set<JobId> slots;  // the job's replicas in the loop's table
   {
     std::lock_guard<std::mutex> lock(mu_);
-    in = BuildInputLocked(now, &working);
+    BuildInputLocked(now, &working, &in);
     slots.insert(jobs_[id - 1].replicas.begin(), jobs_[id - 1].replicas.end());
   }
   std::vector<WhatIfOption> out;
