@@ -107,6 +107,49 @@ TEST_F(LoopTest, BindStartCompleteReleases) {
   EXPECT_TRUE(loop.state().CheckInvariants().ok());
 }
 
+// An input built into one used before equals a fresh one: running entries reused in place carry nothing of
+// the jobs they held before (fewer running jobs, other grants, an expected end that is now unknown).
+TEST_F(LoopTest, InputBuiltIntoAnEarlierOneEqualsAFreshOne) {
+  LoopOptions o;
+  o.drain_times = true;
+  o.expected_ends = true;
+  ControlLoop loop = MakeLoop(8, o);
+  std::vector<JobSlot> slots;
+  for (int i = 0; i < 4; ++i) {
+    slots.push_back(loop.Add(Job(i < 2 ? 2 : 1, 100, i == 3 ? -1 : 100.0 * (i + 1))));
+    loop.Submit(slots.back(), 0);
+  }
+  loop.Apply(loop.Decide(0, policy()), 0);
+  for (JobSlot s : slots) loop.Start(s, 0, 1.0);
+  CycleInput reused = loop.BuildInput(0);
+  ASSERT_EQ(reused.running.size(), 4u);
+  loop.Complete(slots[0], 100);
+  loop.Complete(slots[1], 200);
+  const JobSlot late = loop.Add(Job(1, 50, 700));
+  loop.Submit(late, 200);
+  loop.BuildInput(300, &reused);
+  const CycleInput fresh = loop.BuildInput(300);
+  ASSERT_EQ(reused.running.size(), fresh.running.size());
+  for (size_t i = 0; i < fresh.running.size(); ++i) {
+    const RunningJob& a = reused.running[i];
+    const RunningJob& b = fresh.running[i];
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(a.expected_end_s, b.expected_end_s) << "job " << b.id;
+    EXPECT_EQ(a.gpu_milli, b.gpu_milli);
+    ASSERT_EQ(a.tasks.size(), b.tasks.size());
+    for (size_t t = 0; t < b.tasks.size(); ++t) {
+      EXPECT_EQ(a.tasks[t].node, b.tasks[t].node);
+      ASSERT_EQ(a.tasks[t].gpus.size(), b.tasks[t].gpus.size());
+      for (size_t g = 0; g < b.tasks[t].gpus.size(); ++g) EXPECT_EQ(a.tasks[t].gpus[g].gpu, b.tasks[t].gpus[g].gpu);
+    }
+  }
+  ASSERT_EQ(reused.pending.size(), 1u);
+  EXPECT_EQ(reused.pending[0].request.id, fresh.pending[0].request.id);
+  EXPECT_EQ(reused.drain_s, fresh.drain_s);
+  EXPECT_EQ(reused.vacating_milli, fresh.vacating_milli);
+  EXPECT_EQ(reused.now_s, 300);
+}
+
 TEST_F(LoopTest, BindOfAJobNotPendingIsAConflict) {
   ControlLoop loop = MakeLoop(8);
   const JobSlot a = loop.Add(Job(4, 100, 500));
