@@ -277,7 +277,7 @@ void EnginePolicy::JoinOnNode(const ClusterState& s, const Request& r, NodeId n,
   const NodeState& ns = s.node(n);
   if (!NodeEligible(ns, r)) return;
   const SharedBound& b = ns.shared;  // most nodes fail here, without a look at their instances
-  if (b.max_left_mib < need_mib || r.gpu_milli > b.max_headroom_milli ||
+  if (b.max_left_mib < need_mib ||
       r.gpu_milli > MaxJoinMilli(sharing_, b.max_headroom_milli, b.min_capacity_milli, b.min_sharers,
                                  b.min_sensitive, r.latency_sensitive))
     return;

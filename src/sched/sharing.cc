@@ -16,15 +16,20 @@ Result<SharingMode> ParseSharingMode(std::string_view s) {
   return Status::Error(fmt::format("'{}' is not one of mps, time-slicing", s));
 }
 
+namespace {
+// Time-slicing's context-switch factor for `sharers` processes on one unit; 1 under MPS.
+double SwitchFactor(const SharingOptions& o, int sharers) {
+  return o.mode == SharingMode::kTimeSlicing ? 1.0 + o.switch_overhead * std::max(0, sharers - 1) : 1.0;
+}
+}  // namespace
+
 double P99Slowdown(const SharingOptions& o, int own_milli, int summed_milli, int capacity_milli,
                    int sharers) {
   if (sharers <= 1 || capacity_milli <= 0) return 1.0;
   if (summed_milli >= capacity_milli) return std::numeric_limits<double>::infinity();
   const double u = static_cast<double>(summed_milli) / capacity_milli;
   const double ui = static_cast<double>(own_milli) / capacity_milli;
-  double s = (1.0 - ui) / (1.0 - u);
-  if (o.mode == SharingMode::kTimeSlicing) s *= 1.0 + o.switch_overhead * (sharers - 1);
-  return s;
+  return (1.0 - ui) / (1.0 - u) * SwitchFactor(o, sharers);
 }
 
 double WorstSlowdown(const SharingOptions& o, int summed_milli, int capacity_milli, int sharers) {
@@ -43,8 +48,7 @@ int MaxJoinMilli(const SharingOptions& o, int max_headroom_milli, int min_capaci
   const double slo = (min_sensitive > 0 || latency_sensitive) ? o.sensitive_slo
                                                                : std::max(o.standard_slo, o.sensitive_slo);
   if (!(slo > 0)) return -1;
-  const double g = o.mode == SharingMode::kTimeSlicing ? 1.0 + o.switch_overhead * std::max(0, min_sharers) : 1.0;
-  const double bound = max_headroom_milli - min_capacity_milli * g / slo;
+  const double bound = max_headroom_milli - min_capacity_milli * SwitchFactor(o, min_sharers + 1) / slo;
   return static_cast<int>(std::floor(std::clamp(bound, -1.0, 1e6))) + 1;
 }
 
