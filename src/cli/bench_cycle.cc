@@ -170,7 +170,7 @@ int RunBenchCycle(const CycleBenchOptions& o) {
   std::map<std::string, int> codes;
   int estimated = 0;
   for (const PendingStatus& s : plan.pending) {
-    ++codes[s.code];
+    ++codes[std::string(s.code)];
     estimated += s.estimated_start_s >= 0;
   }
   nlohmann::json out = {{"policy", o.policy},

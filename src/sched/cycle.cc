@@ -122,8 +122,7 @@ void CycleRun::Process(int j) {
   if (QuotaBlocked(j, units)) return;
   if (!LendingOk(j, units, &st)) return;
   if (const FailureCache::Entry* e = fails_.Find(r)) {
-    std::string why = CachedFailureReason(r, e);
-    HandleNoFit(j, e->code, std::move(why), units);
+    HandleNoFit(j, e->code, CachedFailureReason(r, e), units);
     return;
   }
   PlaceResult res = policy_.Place(work_, r);
@@ -136,8 +135,9 @@ void CycleRun::Process(int j) {
     SetCapacityStatus(j, res.code, std::move(res.reason), units);
     return;
   }
-  fails_.Add(r, res.code, res.reason);
-  HandleNoFit(j, res.code, std::move(res.reason), units);
+  SharedText why(std::move(res.reason));
+  fails_.Add(r, res.code, why);
+  HandleNoFit(j, res.code, std::move(why), units);
 }
 
 // Larger than every allowed GPU of the cluster: can never run.
@@ -178,7 +178,7 @@ bool CycleRun::QuotaBlocked(int j, int64_t units) {
 
 // The reason a request dominated by a cached failure waits: the failure's own sentence for the same shape,
 // else one sentence per (shape, cause) and cache generation (many pending jobs share a shape).
-std::string CycleRun::CachedFailureReason(const Request& r, const FailureCache::Entry* e) {
+SharedText CycleRun::CachedFailureReason(const Request& r, const FailureCache::Entry* e) {
   if (e->tasks == r.tasks && e->gpt == r.gpus_per_task && e->milli == r.gpu_milli && e->mem == r.gpu_memory_mib)
     return e->reason;
   const auto key = std::make_tuple(r.tasks, r.gpus_per_task, r.gpu_milli, r.gpu_memory_mib, e);
@@ -187,13 +187,13 @@ std::string CycleRun::CachedFailureReason(const Request& r, const FailureCache::
     std::string m =
         fmt::format("needs {} x {} GPUs ({} MiB each); a request no larger did not fit this cycle: {}", r.tasks,
                     r.SubGpu() ? Gpus(r.gpu_milli) : Gpus(int64_t{kMilliPerGpu} * r.gpus_per_task),
-                    r.gpu_memory_mib, e->reason);
+                    r.gpu_memory_mib, e->reason.str());
     it = dominated_msgs_.insert_or_assign(key, std::make_pair(fails_generation_, std::move(m))).first;
   }
   return it->second.second;
 }
 
-void CycleRun::HandleNoFit(int j, NoFitCode code, std::string why, int64_t units) {
+void CycleRun::HandleNoFit(int j, NoFitCode code, SharedText why, int64_t units) {
   const Request& r = in_.pending[j].request;
   if (TryBackfillHolds(j)) return;
   PlaceResult placed;
@@ -225,7 +225,7 @@ void CycleRun::Bind(int j, std::vector<TaskPlacement> tasks, std::string reason,
   out_[j].bound = true;
 }
 
-void CycleRun::SetCapacityStatus(int j, NoFitCode code, std::string reason, int64_t units) {
+void CycleRun::SetCapacityStatus(int j, NoFitCode code, SharedText reason, int64_t units) {
   const PendingJob& p = in_.pending[j];
   PendingStatus& st = plan_.pending[j];
   const int q = st.queue;
@@ -248,7 +248,7 @@ void CycleRun::SetCapacityStatus(int j, NoFitCode code, std::string reason, int6
     st.category = WaitCategory::kWaiting;
     st.code = "FairShare";
     st.message = fmt::format("queue uses {} GPUs, above its fair share of {}; {} ({})", Gpus(alloc_[q]),
-                             Gpus(fair_[q]), reason, NoFitCodeName(code));
+                             Gpus(fair_[q]), reason.str(), NoFitCodeName(code));
   } else {
     st.message = std::move(reason);
   }
@@ -270,7 +270,7 @@ std::vector<int> CycleRun::AssignPositions(const std::vector<int>& order) {
     if (!phantoms_.empty() && st.category == WaitCategory::kCapacity && st.still_needed <= phantom_units_) {
       st.category = WaitCategory::kWaiting;
       st.code = "Priority";
-      st.message = "waits behind a reserved gang; " + st.message;
+      st.message = "waits behind a reserved gang; " + st.message.str();
     }
   }
   return still;

@@ -26,9 +26,11 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/ids.h"
+#include "base/shared_text.h"
 #include "sched/cluster_state.h"
 #include "sched/placement.h"
 #include "sched/policy.h"
@@ -174,8 +176,9 @@ struct PendingStatus {
   int team_position = 0;  // 1-based position in its queue
   int pool_position = 0;  // 1-based position in the global order
   WaitCategory category = WaitCategory::kWaiting;
-  std::string code;       // stable CamelCase: Priority, FairShare, Resources, MigProfileUnavailable, ...
-  std::string message;    // a sentence with the numbers
+  // Stable CamelCase: Priority, FairShare, Resources, MigProfileUnavailable, ...; always a string literal.
+  std::string_view code;
+  SharedText message;     // a sentence with the numbers (jobs that wait for the same reason share one)
   std::string resource;   // blocking resource, e.g. "nvidia.com/gpu"
   int64_t requested = 0, available = 0, limit = -1, still_needed = 0;
   int64_t waiting_s = 0;  // since eligible

@@ -22,6 +22,7 @@
 
 #include "sched/cycle.h"
 #include "sched/preemption.h"
+#include "sched/sharing.h"
 
 namespace tessera::cycle_internal {
 
@@ -39,7 +40,7 @@ class FailureCache {
     int tasks, gpt, milli;
     int64_t mem, cpu, host;
     NoFitCode code;
-    std::string reason;
+    SharedText reason;
   };
   const Entry* Find(const Request& r) const {
     auto it = groups_.find(Group(r));
@@ -50,7 +51,7 @@ class FailureCache {
         return &e;
     return nullptr;
   }
-  void Add(const Request& r, NoFitCode code, const std::string& reason) {
+  void Add(const Request& r, NoFitCode code, const SharedText& reason) {
     std::vector<Entry>& v = groups_[Group(r)];
     Entry e{r.tasks, r.gpus_per_task, r.gpu_milli, r.gpu_memory_mib, r.cpu_milli, r.host_memory_mib, code, reason};
     // Drop entries the new one makes redundant (they dominate it).
@@ -75,8 +76,10 @@ class FailureCache {
   };
   static Key Group(const Request& r) {
     uint32_t f = r.tier_mask;
+    // Everything besides size that decides where a request may go: a latency-sensitive replica has a tighter
+    // sharing SLO and a training task may not share, so neither failure says anything about the other.
     f |= (r.SubGpu() ? 1u : 0u) << 8 | (r.allow_mig ? 1u : 0u) << 9 | (r.allow_share ? 1u : 0u) << 10 |
-         (r.require_same_leaf ? 1u : 0u) << 11;
+         (r.require_same_leaf ? 1u : 0u) << 11 | (r.latency_sensitive ? 1u : 0u) << 12 | (MayShare(r) ? 1u : 0u) << 13;
     return {r.kind_mask, f};
   }
   std::unordered_map<Key, std::vector<Entry>, Hash> groups_;
@@ -158,13 +161,13 @@ class CycleRun {
   void Process(int j);
   bool RejectIfExceedsCluster(int j, int64_t units);
   bool QuotaBlocked(int j, int64_t units);  // true: handled (invalid, or waits, or bound after preemption)
-  std::string CachedFailureReason(const Request& r, const FailureCache::Entry* e);
+  SharedText CachedFailureReason(const Request& r, const FailureCache::Entry* e);
   // A job that does not fit: backfill into holds, preemption, else a capacity status and maybe a reservation.
-  void HandleNoFit(int j, NoFitCode code, std::string why, int64_t units);
+  void HandleNoFit(int j, NoFitCode code, SharedText why, int64_t units);
   // start_s: see Action::start_s (-1 = now).
   void Bind(int j, std::vector<TaskPlacement> tasks, std::string reason, int64_t start_s = -1);
   int64_t AfterGrace() const { return o_.termination_grace_s > 0 ? in_.now_s + o_.termination_grace_s : -1; }
-  void SetCapacityStatus(int j, NoFitCode code, std::string reason, int64_t units);
+  void SetCapacityStatus(int j, NoFitCode code, SharedText reason, int64_t units);
   std::vector<int> AssignPositions(const std::vector<int>& order);  // returns the jobs still pending
   void CompactPending();
   void FillQueueStatuses();
@@ -257,7 +260,7 @@ class CycleRun {
   std::vector<Phantom> phantoms_;
   FailureCache fails_;
   uint64_t fails_generation_ = 0;  // bumped when fails_ is cleared (entries' addresses are reused)
-  std::map<std::tuple<int, int, int, int64_t, const void*>, std::pair<uint64_t, std::string>> dominated_msgs_;
+  std::map<std::tuple<int, int, int, int64_t, const void*>, std::pair<uint64_t, SharedText>> dominated_msgs_;
   uint64_t work_version_ = 0;  // bumped on every change to work_
   struct FreeMemo {
     uint64_t kind_mask;

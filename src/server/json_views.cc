@@ -79,7 +79,7 @@ nlohmann::json QueueEntryJson(const QueueEntry& e, const Service& s) {
           {"queue_position", e.info.pool_position},
           {"pool_position", e.info.pool_position},
           {"team_position", e.info.team_position},
-          {"reason", {{"code", e.info.code}, {"message", e.info.message}}},
+          {"reason", {{"code", e.info.code}, {"message", e.info.message.str()}}},
           {"estimated_start", TimeJson(e.info.estimated_start)}};
 }
 

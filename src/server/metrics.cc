@@ -32,7 +32,7 @@ std::string MetricsText(const Service& s) {
   const Counters& c = s.counters();
   // Pending jobs per team and reason (from the last cycle's plan).
   std::map<std::pair<std::string, std::string>, int64_t> pending;
-  for (const QueueEntry& e : snap->queue) ++pending[{e.job->team, e.info.code}];
+  for (const QueueEntry& e : snap->queue) ++pending[{e.job->team, std::string(e.info.code)}];
   Head(&o, "tessera_pending_jobs", "gauge", "Jobs waiting, per team and reason code, after the last cycle.");
   for (const auto& [k, n] : pending)
     o += fmt::format("tessera_pending_jobs{{team=\"{}\",reason=\"{}\"}} {}\n", Esc(k.first), Esc(k.second), n);

@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/shared_text.h"
 #include "control/loop.h"
 #include "cost/cost_model.h"
 #include "cost/ledger.h"
@@ -89,7 +90,8 @@ inline int TotalGpus(const JobRecord& j) { return j.request.TotalGpus() * j.repl
 // Why a pending job waits, from the last cycle.
 struct PendingInfo {
   int team_position = 0, pool_position = 0;
-  std::string code, message;
+  std::string_view code;  // a string literal (PendingStatus::code)
+  SharedText message;     // shared with the plan's status
   int64_t estimated_start = -1;
 };
 

@@ -170,6 +170,23 @@ class World {
     return std::any_of(running_.begin(), running_.end(), [&](const RunningJob& r) { return r.id == id; });
   }
   void NeverPreempt(JobId id) { preemptible_.insert(id); }
+  // A job already running on `tasks` (applied to the state as the service would after a bind).
+  void Run(JobId id, int queue, int priority, WorkloadClass cls, std::vector<TaskPlacement> tasks) {
+    ASSERT_TRUE(state_.CanApply(tasks, 1000, 1024).ok()) << state_.CanApply(tasks, 1000, 1024).message();
+    state_.Apply(tasks, 1000, 1024, cls != WorkloadClass::kTraining);
+    RunningJob rj;
+    rj.id = id;
+    rj.queue = queue;
+    rj.priority = priority;
+    rj.preemptible = false;
+    rj.cls = cls;
+    rj.tasks = std::move(tasks);
+    rj.cpu_milli = 1000;
+    rj.host_memory_mib = 1024;
+    rj.start_time_s = now_;
+    rj.expected_end_s = now_ + 3600;
+    running_.push_back(std::move(rj));
+  }
 
   Cluster cluster_;
   ClusterState state_;
@@ -454,7 +471,7 @@ TEST(Cycle, VictimsAreChosenByNode) {
   for (int i = 0; i < 4; ++i) run(300 + i, b, 1, 4 + i, w.now_ - 10);
   w.Submit(Whole(1, 8, kTrain), a, 1000);
   Plan p = w.Cycle();
-  EXPECT_TRUE(w.Running(1)) << (StatusOf(p, 1) ? StatusOf(p, 1)->code + ": " + StatusOf(p, 1)->message : "");
+  EXPECT_TRUE(w.Running(1)) << (StatusOf(p, 1) ? std::string(StatusOf(p, 1)->code) + ": " + StatusOf(p, 1)->message.str() : "");
   ASSERT_EQ(w.preemptions_.size(), 8u);
   for (const auto& [victim, for_job] : w.preemptions_) EXPECT_LT(victim, 200) << "victims on node 0 only";
 }
@@ -638,6 +655,44 @@ TEST(Cycle, InvalidAndHeldJobsAreExplained) {
   EXPECT_EQ(StatusOf(p, 1)->category, WaitCategory::kInvalid);
   EXPECT_EQ(StatusOf(p, 1)->code, "RequestExceedsCluster");
   EXPECT_EQ(StatusOf(p, 2)->category, WaitCategory::kHeld);
+}
+
+// A latency-sensitive replica that finds no room says nothing about a standard replica of the same shape:
+// the shared instance too busy for the tighter SLO still takes the standard one in the same cycle (the
+// per-cycle failure cache keys on the sensitivity).
+TEST(Cycle, SensitiveReplicaFailureDoesNotBlockAStandardOne) {
+  World w(1);
+  const int q = w.AddQueue("serving", 8);
+  const int p7 = w.state_.kind_of_gpu(7).FindProfile("7g.80gb");
+  ASSERT_GE(p7, 0);
+  ASSERT_TRUE(w.state_.SetMigMode(7, true).ok());
+  ASSERT_TRUE(w.state_.CreateInstance(7, static_cast<int16_t>(p7), 0).ok());
+  TaskPlacement train{0, {}};
+  for (GpuId g = 0; g < 7; ++g) train.gpus.push_back(GpuGrant{g, 1000, 40000});
+  w.Run(1, q, kTrain, WorkloadClass::kTraining, {train});
+  GpuGrant half{7, 500, 20000, static_cast<int16_t>(p7), 0};
+  half.shared = true;
+  w.Run(2, q, kInf, WorkloadClass::kInference, {{0, {half}}});
+  auto replica = [](JobId id, bool sensitive) {
+    Request r;
+    r.id = id;
+    r.cls = WorkloadClass::kInference;
+    r.gpus_per_task = 0;
+    r.gpu_milli = 100;
+    r.gpu_memory_mib = 10000;
+    r.cpu_milli = 1000;
+    r.host_memory_mib = 1024;
+    r.latency_sensitive = sensitive;
+    r.priority = sensitive ? kProd : kInf;
+    return r;
+  };
+  w.Submit(replica(3, true), q);   // first in the pool (higher priority); 60% summed demand breaks a 2x SLO
+  w.Submit(replica(4, false), q);  // within a 4x SLO
+  const Plan plan = w.Cycle();
+  EXPECT_FALSE(w.Running(3));
+  ASSERT_NE(StatusOf(plan, 3), nullptr);
+  EXPECT_EQ(StatusOf(plan, 3)->code, "MigProfileUnavailable") << StatusOf(plan, 3)->message;
+  EXPECT_TRUE(w.Running(4)) << (StatusOf(plan, 4) ? StatusOf(plan, 4)->message.str() : "");
 }
 
 TEST(Cycle, IsDeterministic) {
