@@ -258,6 +258,7 @@ Status ClusterState::AppendNode(const Node& node) {
     return Status::Error(fmt::format("node '{}': unknown GPU kind", node.name));
   NodeState ns;
   ns.kind = node.kind;
+  if (node.gpu_count > 0 && node.kind < 64) gpu_kinds_present_ |= uint64_t{1} << node.kind;
   ns.first_gpu = static_cast<GpuId>(gpus_.size());
   ns.gpu_count = node.gpu_count;
   ns.leaf = node.leaf;
@@ -298,6 +299,7 @@ Status ClusterState::AppendNode(const Node& node) {
     for (std::vector<uint64_t>& b : *bits)
       if (!b.empty() && b.size() < words) b.resize(words, 0);
   shared_nodes_.resize(words, 0);
+  free_whole_nodes_.resize(words, 0);
   if (!drain_s_.empty()) drain_s_.push_back(kNoWork);
   if (!holds_.empty()) holds_.resize(gpus_.size());
   if (!node_flags_.empty()) {
@@ -372,6 +374,7 @@ void ClusterState::RefreshNode(NodeId n) {
   convertible_index_[n] = static_cast<uint8_t>(std::min(ns.free_whole + ns.idle_mig_gpus, 255));
   mig_profile_index_[n] = ns.idle_profile_mask | ns.creatable_profile_mask;
   if (old_shared != (ns.shared_slots > 0)) shared_nodes_[n >> 6] ^= uint64_t{1} << (n & 63);
+  if ((old_free > 0) != (ns.free_whole > 0)) free_whole_nodes_[n >> 6] ^= uint64_t{1} << (n & 63);
   if (ns.kind >= 0 && (old_idle != ns.idle_profile_mask || old_create != ns.creatable_profile_mask)) {
     const uint64_t bit = uint64_t{1} << (n & 63);
     for (uint32_t changed = old_idle ^ ns.idle_profile_mask; changed; changed &= changed - 1) {
@@ -668,6 +671,8 @@ Status ClusterState::CheckInvariants() const {
     const NodeState& ns = nodes_[n];
     if (static_cast<bool>((shared_nodes_[n >> 6] >> (n & 63)) & 1u) != (ns.shared_slots > 0))
       return Status::Error(fmt::format("node {}: shared-instance index out of date", n));
+    if (static_cast<bool>((free_whole_nodes_[n >> 6] >> (n & 63)) & 1u) != (ns.free_whole > 0))
+      return Status::Error(fmt::format("node {}: free-GPU index out of date", n));
     if (ns.kind < 0 || !catalog_->kind(ns.kind).mig_capable) continue;
     for (int p = 0; p < static_cast<int>(catalog_->kind(ns.kind).profiles.size()) && p < 32; ++p) {
       const bool idle = (idle_nodes_[ns.kind * 32 + p][n >> 6] >> (n & 63)) & 1u;

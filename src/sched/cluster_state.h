@@ -133,6 +133,10 @@ class ClusterState {
   const std::vector<uint64_t>& idle_profile_nodes(KindId k, int p) const { return idle_nodes_[k * 32 + p]; }
   // Bit n: node n has a shared MIG instance (shared_slots > 0).
   const std::vector<uint64_t>& shared_nodes() const { return shared_nodes_; }
+  // GPU kinds (bit k, k < 64) of every node ever added with GPUs (a removed node's kind stays: a superset).
+  uint64_t gpu_kinds_present() const { return gpu_kinds_present_; }
+  // Node bitset: nodes with at least one free whole GPU (NodeState::free_whole > 0).
+  const std::vector<uint64_t>& free_whole_nodes() const { return free_whole_nodes_; }
   const std::vector<uint64_t>& creatable_profile_nodes(KindId k, int p) const { return create_nodes_[k * 32 + p]; }
 
   // Checks that `tasks` can be applied now (every grant fits); no change on error.
@@ -244,6 +248,8 @@ class ClusterState {
   std::vector<uint32_t> mig_profile_index_;
   std::vector<std::vector<uint64_t>> idle_nodes_;    // [kind * 32 + profile] -> node bitset
   std::vector<uint64_t> shared_nodes_;               // node bitset: shared_slots > 0
+  std::vector<uint64_t> free_whole_nodes_;           // node bitset: free_whole > 0
+  uint64_t gpu_kinds_present_ = 0;
   std::vector<std::vector<uint64_t>> create_nodes_;  // [kind * 32 + profile] -> node bitset
   // Per kind: profiles (bit p) with an allowed start free under each 8-bit used mask, and media profiles.
   std::vector<std::array<uint32_t, 256>> creatable_by_mask_;

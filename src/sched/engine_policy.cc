@@ -370,6 +370,16 @@ PlaceResult EnginePolicy::SharedResult(const ClusterState& s, const Request& r, 
   return res;
 }
 
+bool EnginePolicy::MigCandidatesOnly(const ClusterState& s, const Request& r) const {
+  if (!traits_.node_index || !traits_.mig_aware || !r.allow_mig || !traits_.repartition) return false;
+  if (!traits_.share || !r.allow_share) return true;
+  // Shares compete only on GPU kinds without MIG (a repartitioning policy isolates sub-GPU work in instances).
+  const Catalog& cat = s.catalog();
+  for (KindId k = 0; k < static_cast<KindId>(cat.size()); ++k)
+    if (k >= 64 || (r.KindAllowed(k) && ((s.gpu_kinds_present() >> k) & 1u) && !cat.kind(k).mig_capable)) return false;
+  return true;
+}
+
 PlaceResult EnginePolicy::PlaceSlice(const ClusterState& s, const Request& r) const {
   ProfileChoice pc;
   const Catalog& cat = s.catalog();
@@ -412,12 +422,10 @@ PlaceResult EnginePolicy::PlaceSlice(const ClusterState& s, const Request& r) co
       }
     }
   }
-  const std::vector<uint32_t>& mig_index = s.mig_profile_index();
-  for (NodeId n = 0; n < s.num_nodes() && best_cat > kCreate; ++n) {
-    // Once an exact idle instance was found elsewhere, only nodes with some MIG option can compete.
-    if (best_cat <= kCreate && any_eligible && mig_index[n] == 0) continue;
+  // One node's best option in the categories the fast path does not cover; true: nothing can beat it.
+  auto consider = [&](NodeId n) -> bool {
     const NodeState& ns = s.node(n);
-    if (!NodeEligible(ns, r)) continue;
+    if (!NodeEligible(ns, r)) return false;
     any_eligible = true;
     const GpuKind& kind = cat.kind(ns.kind);
     int c = kNoCat;
@@ -454,7 +462,7 @@ PlaceResult EnginePolicy::PlaceSlice(const ClusterState& s, const Request& r) co
       }
     }
     if (kind.memory_mib >= r.gpu_memory_mib && traits_.share) any_memory = true;
-    if (c == kNoCat) continue;
+    if (c == kNoCat) return false;
     const int sep = Separate() ? ClassConflict(ns, r) : 0;
     const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
     const int ext = DrainExtension(s, n, r);
@@ -466,9 +474,39 @@ PlaceResult EnginePolicy::PlaceSlice(const ClusterState& s, const Request& r) co
       best_node = n;
       best_scored = scored;
       // Nothing later can beat an exact idle instance on a node with no idle GPU and no training.
-      if (c == kIdleExact && sep == 0 && ext == 0 && !traits_.spread && pack == 0) break;
+      if (c == kIdleExact && sep == 0 && ext == 0 && !traits_.spread && pack == 0) return true;
     }
+    return false;
+  };
+  bool searched = false;  // the candidate nodes held the best option
+  if (best_cat > kCreate && MigCandidatesOnly(s, r)) {
+    // Only idle larger instances and free whole GPUs (MIG mode switched on) are left: visit the nodes that
+    // have either, from the node bitsets. Every other node's category is kNoCat, so the choice is the scan's.
+    std::array<const std::vector<uint64_t>*, 64> sets{};
+    int nsets = 0;
+    sets[nsets++] = &s.free_whole_nodes();
+    for (KindId k = 0; k < static_cast<KindId>(cat.size()) && k < 64 && nsets > 0; ++k) {
+      if (!cat.kind(k).mig_capable || !r.KindAllowed(k) || !((s.gpu_kinds_present() >> k) & 1u)) continue;
+      uint32_t cover = 0;
+      if (pc.Get(cat, k, r, &cover) < 0) continue;
+      for (; cover; cover &= cover - 1) {
+        if (nsets == static_cast<int>(sets.size())) {
+          nsets = 0;  // too many sets: scan every node instead
+          break;
+        }
+        sets[nsets++] = &s.idle_profile_nodes(k, __builtin_ctz(cover));
+      }
+    }
+    for (size_t w = 0; nsets > 0 && w < sets[0]->size(); ++w) {
+      uint64_t word = 0;
+      for (int i = 0; i < nsets; ++i) word |= (*sets[i])[w];
+      for (; word; word &= word - 1) consider(static_cast<NodeId>(w * 64 + __builtin_ctzll(word)));
+    }
+    searched = best_cat != kNoCat;
   }
+  // The full scan: where shares may compete, or nothing was found (it also tells why nothing fits).
+  for (NodeId n = 0; !searched && n < s.num_nodes() && best_cat > kCreate; ++n)
+    if (consider(n)) break;
   // Pass 2: destroying idle instances, only when nothing better exists anywhere.
   if (best_cat > kDestroy && traits_.repartition && r.allow_mig) {
     for (NodeId n = 0; n < s.num_nodes(); ++n) {

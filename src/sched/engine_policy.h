@@ -46,6 +46,9 @@ struct PolicyTraits {
   // Several inference replicas may share one MIG instance (docs/sharing.md): join a shared instance with
   // room, else open one where the replica's demand makes a shared instance cheaper per replica than a slice.
   bool share_instances = false;
+  // Find candidate nodes for a slice from the state's node bitsets instead of visiting every node; the
+  // choices are the same (tests compare both ways).
+  bool node_index = true;
 };
 
 class EnginePolicy : public Policy {
@@ -60,6 +63,9 @@ class EnginePolicy : public Policy {
  private:
   PlaceResult PlaceSubGpu(const ClusterState& s, const Request& r) const;
   PlaceResult PlaceSlice(const ClusterState& s, const Request& r) const;
+  // Whether, once no exact idle or creatable instance exists, only idle larger instances and free whole GPUs
+  // can serve the request (no fractional share of a non-MIG GPU competes).
+  bool MigCandidatesOnly(const ClusterState& s, const Request& r) const;
   // Sharing (share_instances): a place in an instance already shared, or a new shared instance when the
   // request's demand makes one cheaper per replica than a dedicated slice; ok == false when neither applies.
   PlaceResult JoinShared(const ClusterState& s, const Request& r) const;

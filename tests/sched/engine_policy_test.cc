@@ -1,7 +1,9 @@
 #include "sched/engine_policy.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <random>
 #include <set>
 
 #include "model/workload.h"
@@ -355,6 +357,63 @@ TEST_F(TesseraTest, K8sDefaultSpreadsAndWastesWholeGpus) {
     s->Apply(res.tasks, r.cpu_milli, 0, true);
   }
   EXPECT_EQ(nodes.size(), 4u) << "LeastAllocated spreads over nodes";
+}
+
+
+// Slices found from the node bitsets are the slices a scan of every node finds: random clusters (two MIG
+// kinds, sometimes a non-MIG one), random sub-GPU and whole-GPU requests and releases, both ways compared
+// on the same state before each placement is applied.
+std::string Describe(const PlaceResult& r) {
+  std::string d = fmt::format("{} {} {} |", r.ok, static_cast<int>(r.code), r.reason);
+  for (const TaskPlacement& t : r.tasks)
+    for (const GpuGrant& g : t.gpus)
+      d += fmt::format(" n{} g{} m{} mem{} p{}@{} c{} e{} d{} s{}", t.node, g.gpu, g.milli, g.memory_mib, g.mig_profile,
+                       static_cast<int>(g.mig_start), g.create_instance, g.enable_mig, g.destroy_mask, g.shared);
+  return d;
+}
+
+TEST(EngineNodeIndex, SameChoicesAsAScanOfEveryNode) {
+  const Catalog& cat = Catalog::Default();
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    std::mt19937_64 rng(seed);
+    Cluster c = MakeCluster(24, 8, "h100-80gb");
+    for (int n = 12; n < 24; ++n) c.nodes[n].kind = cat.Find("a100-80gb");
+    if (seed % 2 == 0) c.nodes[23].kind = cat.Find("l40s-48gb");
+    auto state = ClusterState::Build(c, cat);
+    ASSERT_TRUE(state.ok()) << state.error();
+    PolicyTraits with = TesseraTraits(), without = TesseraTraits();
+    without.node_index = false;
+    with.share_instances = without.share_instances = seed % 3 != 0;
+    const EnginePolicy indexed(with, MakeTesseraScorer({}, 7)), scanning(without, MakeTesseraScorer({}, 7));
+    struct Placed {
+      std::vector<TaskPlacement> tasks;
+      bool inference;
+    };
+    std::vector<Placed> placed;
+    int slices = 0;
+    for (int step = 0; step < 1500; ++step) {
+      if (!placed.empty() && rng() % 3 == 0) {
+        const size_t i = rng() % placed.size();
+        state->Release(placed[i].tasks, 1000, 1024, placed[i].inference);
+        placed.erase(placed.begin() + static_cast<long>(i));
+        continue;
+      }
+      Request r = rng() % 4 == 0 ? Whole(1, 1 + static_cast<int>(rng() % 8)) : Slice(2000 + rng() % 70000, 10 + rng() % 900);
+      r.cpu_milli = 1000;
+      r.host_memory_mib = 1024;
+      r.latency_sensitive = rng() % 3 == 0;
+      if (rng() % 5 == 0) r.kind_mask = uint64_t{1} << (rng() % 2 ? cat.Find("a100-80gb") : cat.Find("h100-80gb"));
+      const PlaceResult a = indexed.Place(*state, r), b = scanning.Place(*state, r);
+      ASSERT_EQ(Describe(a), Describe(b)) << "seed " << seed << " step " << step;
+      if (!a.ok) continue;
+      slices += r.SubGpu();
+      ASSERT_TRUE(state->CanApply(a.tasks, 1000, 1024).ok());
+      state->Apply(a.tasks, 1000, 1024, r.cls != WorkloadClass::kTraining);
+      placed.push_back({a.tasks, r.cls != WorkloadClass::kTraining});
+    }
+    ASSERT_TRUE(state->CheckInvariants().ok()) << state->CheckInvariants().message();
+    EXPECT_GT(slices, 100) << "seed " << seed;
+  }
 }
 
 }  // namespace
