@@ -210,6 +210,16 @@ double CycleRun::Key(int q) const {
 void CycleRun::Push(std::priority_queue<HeapItem>& heap, int q) {
   if (qnext_[q] >= qjobs_[q].size()) return;
   const int j = qjobs_[q][qnext_[q]];
+  // Jobs are visited in pool order, which jumps between queues: fetch what processing the head will touch
+  // while other queues go first, and the next head's request for this queue's next push.
+  __builtin_prefetch(&out_[j], 1);
+  __builtin_prefetch(&plan_.pending[j], 1);
+  if (qnext_[q] + 1 < qjobs_[q].size()) {
+    const int next = qjobs_[q][qnext_[q] + 1];
+    __builtin_prefetch(&in_.pending[next]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&in_.pending[next]) + 64);
+    __builtin_prefetch(&est_units_[next]);
+  }
   const int tier = alloc_[q] + est_units_[j] <= guar_[q] ? 0 : 1;
   const PendingJob& p = in_.pending[j];
   const int prio = p.request.priority;

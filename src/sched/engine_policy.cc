@@ -312,9 +312,7 @@ PlaceResult EnginePolicy::OpenShared(const ClusterState& s, const Request& r) co
   // Per allowed MIG kind: the profile whose slices per replica of this demand are fewest when shared, if that
   // beats the slices of the smallest dedicated slice that covers it.
   std::vector<std::tuple<double, KindId, int>> options;  // (slices per replica, kind, profile)
-  uint64_t present = 0;  // kinds some node has
-  for (const NodeState& ns : s.nodes())
-    if (ns.kind >= 0 && ns.kind < 64 && ns.gpu_count > 0) present |= uint64_t{1} << ns.kind;
+  const uint64_t present = s.gpu_kinds_present();  // a superset: a kind with no node left finds no slice
   for (KindId k = 0; k < static_cast<KindId>(cat.size()) && k < 64; ++k) {
     const GpuKind& kind = cat.kind(k);
     if (!kind.mig_capable || !r.KindAllowed(k) || !((present >> k) & 1u)) continue;
