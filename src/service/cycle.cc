@@ -40,6 +40,9 @@ std::string LayoutText(const ClusterState& s, GpuId g) {
 }  // namespace
 
 void Service::Notify() {
+  // A wake posted and not yet taken covers this one: the cycle reads the job table after taking it. Without
+  // this, every submission during a cycle's spacing woke the cycle thread for nothing (thousands a second).
+  if (wake_posted_.exchange(true)) return;
   std::lock_guard<std::mutex> lock(wake_mu_);
   wake_ = true;
   wake_cv_.notify_one();
@@ -61,6 +64,7 @@ void Service::CycleLoop() {
       wake_cv_.wait_for(lock, std::chrono::duration<double>(std::max(wait_s, 0.0)), [&] { return wake_ || stop_; });
       if (stop_) return;
       wake_ = false;
+      wake_posted_ = false;  // under wake_mu_: a notifier that set it sets wake_ before it takes the lock
     }
     // Event-driven cycles are spaced by at least min_cycle_gap_s and four times the last cycle's cost, so
     // that a burst of submissions is batched into few cycles.

@@ -129,11 +129,10 @@ Service::Effects Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch,
   }
   e.next = std::move(next);
   e.usage = batch.usage;
-  if (done) {
-    store_->Write(std::move(batch), std::move(done));
-  } else {
-    store_->Write(std::move(batch), [this, e](const Status& st) { ApplyEffects(e, st); });
-  }
+  store_->Write(std::move(batch), [this, e, done = std::move(done)](const Status& st) {
+    ApplyEffects(e, st);
+    if (done) done(st);
+  });
   return e;
 }
 
@@ -230,15 +229,16 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   }
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  Effects effects = PutLocked({j}, std::move(b), [p](const Status& st) { p->set_value(st); });
+  PutLocked({j}, std::move(b), [this, p, key](const Status& st) {
+    if (!key.second.empty()) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (st.ok()) idem_[key].durable = true;
+      else idem_.erase(key);
+    }
+    p->set_value(st);
+  });
   lock.unlock();
   const Status st = f.get();
-  ApplyEffects(effects, st);
-  if (!idempotency_key.empty()) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (st.ok()) idem_[key].durable = true;
-    else idem_.erase(key);
-  }
   if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()};
   counters_.submissions.fetch_add(1, std::memory_order_relaxed);
   if (created) *created = true;
@@ -264,7 +264,6 @@ Outcome<JobView> Service::Get(const Caller& c, int64_t id) const {
 Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change) {
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  Effects effects;
   {
     std::lock_guard<std::mutex> lock(mu_);
     JobPtr j = Lookup(id, false);
@@ -276,11 +275,10 @@ Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* ver
     auto next = change(*j, &b);
     if (!next.ok()) return next.error();
     if (next.value() == nullptr) p->set_value(Status::Ok());
-    else effects = PutLocked({next.value()}, std::move(b), [p](const Status& st) { p->set_value(st); });
+    else PutLocked({next.value()}, std::move(b), [p](const Status& st) { p->set_value(st); });
   }
   Notify();
   const Status st = f.get();
-  ApplyEffects(effects, st);
   if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
   return Get(c, id);
 }

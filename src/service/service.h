@@ -268,10 +268,10 @@ class Service {
     std::vector<bool> fresh;
     std::vector<UsageRecord> usage;
   };
-  // Makes `next` the current versions and queues their write with `batch`. After the commit the Effects
-  // are applied (versions visible, new pending jobs in the pending set, usage in the ledger): by the store's
-  // writer when `done` is null, else by the caller, who waits for `done` and then calls ApplyEffects (so
-  // that commits of concurrent requests are not published one by one on the writer thread).
+  // Makes `next` the current versions and queues their write with `batch`. After the commit the store's
+  // writer applies the Effects (versions visible, new pending jobs in the pending set, usage in the ledger)
+  // and then calls `done` (if any): a caller that waits for `done` reads its own write. (Applying them on
+  // each request's thread made every request of a commit group queue for the service lock at once.)
   Effects PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
   void ApplyEffects(const Effects& e, const Status& st);
   JobPtr Lookup(int64_t id, bool visible) const;
@@ -360,6 +360,7 @@ class Service {
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool wake_ = false;
+  std::atomic<bool> wake_posted_{false};  // a Notify is on its way or wake_ is set (see Notify)
   bool stop_ = false;
   std::thread cycle_thread_;
 };
