@@ -2,6 +2,7 @@
 // applies its plan), what each applied action means for a job and the store, publishing the snapshot.
 #include <fmt/format.h>
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -49,6 +50,7 @@ void Service::Notify() {
 }
 
 void Service::CycleLoop() {
+  pthread_setname_np(pthread_self(), "tessera-cycle");  // what top -H and perf show
   using Wall = std::chrono::steady_clock;
   double last_cost_s = 0;
   auto last = Wall::now();
@@ -278,6 +280,7 @@ Plan Service::DecideInBackground(const CycleInput& in) const {
   if (config_.decide_nice <= 0) return scheduler_.Decide(in);
   Plan plan;
   std::thread t([&] {
+    pthread_setname_np(pthread_self(), "tessera-decide");
     const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
     errno = 0;
     const int base = getpriority(PRIO_PROCESS, tid);

@@ -1,6 +1,7 @@
 // SQLite implementation of Store: one connection, owned by a writer thread that group-commits queued
 // batches (each in its own savepoint) in one transaction.
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include <condition_variable>
@@ -373,6 +374,7 @@ class SqliteStore final : public Store {
 
   // Takes everything queued, applies each batch in a savepoint of one transaction, commits, then reports.
   void WriterLoop() {
+    pthread_setname_np(pthread_self(), "tessera-writer");
     for (;;) {
       std::deque<Queued> group;
       {
