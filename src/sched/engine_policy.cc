@@ -378,182 +378,193 @@ bool EnginePolicy::MigCandidatesOnly(const ClusterState& s, const Request& r) co
   return true;
 }
 
-PlaceResult EnginePolicy::PlaceSlice(const ClusterState& s, const Request& r) const {
+// The search for one sub-GPU task's place (PlaceSlice): the best option so far (lower key wins) and what
+// the search saw, for the reason when nothing fits.
+struct EnginePolicy::SliceSearch {
   ProfileChoice pc;
-  const Catalog& cat = s.catalog();
-  // Pass 1: categories from node summaries (exact for idle/create/enable), shares by GPU scan.
-  int best_cat = kNoCat;
-  NodeKey best_key = kNoKey;
-  NodeId best_node = kNone;
-  bool best_scored = false;  // the best option is a share ranked by the scorer
+  int cat = kNoCat;
+  NodeKey key = kNoKey;
+  NodeId node = kNone;
+  bool scored = false;  // the best option is a share ranked by the scorer
   bool any_eligible = false, any_memory = false;
-  if (scorer_) scorer_->Begin(s, r);
   // Where no MIG instance can serve the request, partly used and idle shares compete on the score alone;
   // otherwise an idle non-MIG GPU comes after the MIG options (isolation first).
-  const bool shares_only = !(traits_.mig_aware && r.allow_mig && AnyMigKindAllowed(cat, r));
-  // Fast path: an exact idle instance, else a creatable one, found through the per-profile node bitsets.
-  // The result equals the full scan's: these categories beat every other option on any node.
-  if (traits_.mig_aware && r.allow_mig) {
-    const int cats = traits_.repartition ? 2 : 1;
-    for (int c = 0; c < cats && best_cat == kNoCat; ++c) {
-      for (KindId k = 0; k < static_cast<KindId>(cat.size()) && k < 64; ++k) {
-        if (!cat.kind(k).mig_capable || !r.KindAllowed(k)) continue;
-        uint32_t cover = 0;
-        const int p = pc.Get(cat, k, r, &cover);
-        if (p < 0 || p >= 32) continue;
-        const std::vector<uint64_t>& bits = c == 0 ? s.idle_profile_nodes(k, p) : s.creatable_profile_nodes(k, p);
-        for (size_t w = 0; w < bits.size(); ++w) {
-          for (uint64_t word = bits[w]; word; word &= word - 1) {
-            const NodeId n = static_cast<NodeId>(w * 64 + __builtin_ctzll(word));
-            const NodeState& ns = s.node(n);
-            if (!NodeEligible(ns, r)) continue;
-            const int sep = Separate() ? ClassConflict(ns, r) : 0;
-            const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
-            NodeKey key{c, sep, DrainExtension(s, n, r), pack, n};
-            if (key < best_key) {
-              best_key = key;
-              best_cat = c;
-              best_node = n;
-            }
-          }
-        }
-      }
-    }
+  bool shares_only = false;
+
+  // Takes the option when it beats the best so far; returns whether it did.
+  bool Offer(const NodeKey& k, NodeId n, bool by_score) {
+    if (!(k < key)) return false;
+    key = k;
+    cat = std::get<0>(k);
+    node = n;
+    scored = by_score;
+    return true;
   }
-  // One node's best option in the categories the fast path does not cover; true: nothing can beat it.
-  auto consider = [&](NodeId n) -> bool {
-    const NodeState& ns = s.node(n);
-    if (!NodeEligible(ns, r)) return false;
-    any_eligible = true;
-    const GpuKind& kind = cat.kind(ns.kind);
-    int c = kNoCat;
-    if (r.allow_mig && kind.mig_capable) {
-      uint32_t cover = 0;
-      int p = pc.Get(cat, ns.kind, r, &cover);
-      if (p >= 0) {
-        any_memory = true;
-        if ((ns.idle_profile_mask >> p) & 1u) c = kIdleExact;
-        else if (traits_.repartition && ((ns.creatable_profile_mask >> p) & 1u)) c = kCreate;
-        else if (ns.idle_profile_mask & cover) c = kIdleLarger;
-        else if (traits_.repartition && ns.free_whole > 0) c = kEnable;
-      }
-    }
-    // On MIG-capable kinds a repartitioning policy isolates sub-GPU work in instances, never in shares.
-    const bool mig_path = kind.mig_capable && r.allow_mig && traits_.repartition;
-    int64_t share_score = 0;  // minus the scorer's score
-    if (c > kSharePartial && !mig_path && traits_.share && r.allow_share && ns.mig_gpus < ns.gpu_count &&
-        ns.free_milli_total >= r.gpu_milli && kind.memory_mib >= r.gpu_memory_mib) {
-      any_memory = true;
-      if (scorer_) {
-        share_score = ScoreKey(s, n, r);
-        if (share_score != kUnusableKey) {
-          int share_cat = kSharePartial;
-          if (!shares_only) {  // partly used before idle: needs the GPU the share would take
-            const GpuId g = scorer_->ShareGpu(s, n, r);
-            share_cat = g == kNone ? kNoCat : s.gpu(g).tasks ? kSharePartial : kShareIdle;
-          }
-          c = std::min(c, share_cat);
-        }
-      } else {
-        SubGpuChoice sh = BestShare(s, n, r);
-        c = std::min(c, sh.cat);
-      }
-    }
-    if (kind.memory_mib >= r.gpu_memory_mib && traits_.share) any_memory = true;
-    if (c == kNoCat) return false;
-    const int sep = Separate() ? ClassConflict(ns, r) : 0;
-    const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
-    const int ext = DrainExtension(s, n, r);
-    const bool scored = scorer_ && (c == kSharePartial || c == kShareIdle);
-    NodeKey key{c, sep, ext, scored ? share_score : pack, scored ? scorer_->Rank(s, n) : n};
-    if (key < best_key) {
-      best_key = key;
-      best_cat = c;
-      best_node = n;
-      best_scored = scored;
-      // Nothing later can beat an exact idle instance on a node with no idle GPU and no training.
-      if (c == kIdleExact && sep == 0 && ext == 0 && !traits_.spread && pack == 0) return true;
-    }
-    return false;
-  };
-  bool searched = false;  // the candidate nodes held the best option
-  if (best_cat > kCreate && MigCandidatesOnly(s, r)) {
-    // Only idle larger instances and free whole GPUs (MIG mode switched on) are left: visit the nodes that
-    // have either, from the node bitsets. Every other node's category is kNoCat, so the choice is the scan's.
-    std::array<const std::vector<uint64_t>*, 64> sets{};
-    int nsets = 0;
-    sets[nsets++] = &s.free_whole_nodes();
-    for (KindId k = 0; k < static_cast<KindId>(cat.size()) && k < 64 && nsets > 0; ++k) {
-      if (!cat.kind(k).mig_capable || !r.KindAllowed(k) || !((s.gpu_kinds_present() >> k) & 1u)) continue;
-      uint32_t cover = 0;
-      if (pc.Get(cat, k, r, &cover) < 0) continue;
-      for (; cover; cover &= cover - 1) {
-        if (nsets == static_cast<int>(sets.size())) {
-          nsets = 0;  // too many sets: scan every node instead
-          break;
-        }
-        sets[nsets++] = &s.idle_profile_nodes(k, __builtin_ctz(cover));
-      }
-    }
-    for (size_t w = 0; nsets > 0 && w < sets[0]->size(); ++w) {
-      uint64_t word = 0;
-      for (int i = 0; i < nsets; ++i) word |= (*sets[i])[w];
-      for (; word; word &= word - 1) consider(static_cast<NodeId>(w * 64 + __builtin_ctzll(word)));
-    }
-    searched = best_cat != kNoCat;
-  }
-  // The full scan: where shares may compete, or nothing was found (it also tells why nothing fits).
-  for (NodeId n = 0; !searched && n < s.num_nodes() && best_cat > kCreate; ++n)
-    if (consider(n)) break;
+};
+
+PlaceResult EnginePolicy::PlaceSlice(const ClusterState& s, const Request& r) const {
+  SliceSearch q;
+  if (scorer_) scorer_->Begin(s, r);
+  q.shares_only = !(traits_.mig_aware && r.allow_mig && AnyMigKindAllowed(s.catalog(), r));
+  SliceFastPath(s, r, &q);
+  // Pass 1 beyond the fast path: the candidate nodes from the bitsets, else every node.
+  const bool searched = q.cat > kCreate && SliceCandidates(s, r, &q);
+  for (NodeId n = 0; !searched && n < s.num_nodes() && q.cat > kCreate; ++n)
+    if (SliceNode(s, r, n, &q)) break;
   // Pass 2: destroying idle instances, only when nothing better exists anywhere.
-  if (best_cat > kDestroy && traits_.repartition && r.allow_mig) {
-    for (NodeId n = 0; n < s.num_nodes(); ++n) {
-      const NodeState& ns = s.node(n);
-      if (!NodeEligible(ns, r) || !ns.mig_gpus || ns.idle_profile_mask == 0) continue;
+  if (q.cat > kDestroy && traits_.repartition && r.allow_mig) SliceDestroy(s, r, &q);
+  if (q.cat == kNoCat) return SliceNoFit(r, q);
+  return SliceResult(s, r, &q);
+}
+
+// An exact idle instance, else a creatable one, found through the per-profile node bitsets. The result
+// equals a scan's: these categories beat every other option on any node.
+void EnginePolicy::SliceFastPath(const ClusterState& s, const Request& r, SliceSearch* q) const {
+  if (!traits_.mig_aware || !r.allow_mig) return;
+  const Catalog& cat = s.catalog();
+  const int cats = traits_.repartition ? 2 : 1;
+  for (int c = 0; c < cats && q->cat == kNoCat; ++c) {
+    for (KindId k = 0; k < static_cast<KindId>(cat.size()) && k < 64; ++k) {
+      if (!cat.kind(k).mig_capable || !r.KindAllowed(k)) continue;
       uint32_t cover = 0;
-      int p = pc.Get(cat, ns.kind, r, &cover);
-      if (p < 0) continue;
-      SubGpuChoice d = BestMig(s, n, r, p, cover, true, traits_.frag_aware, true);
-      if (d.cat != kDestroy) continue;
-      const int sep = Separate() ? ClassConflict(ns, r) : 0;
-      NodeKey key{kDestroy, sep, DrainExtension(s, n, r), d.key, n};
-      if (key < best_key) {
-        best_key = key;
-        best_cat = kDestroy;
-        best_node = n;
-        best_scored = false;
+      const int p = q->pc.Get(cat, k, r, &cover);
+      if (p < 0 || p >= 32) continue;
+      const std::vector<uint64_t>& bits = c == 0 ? s.idle_profile_nodes(k, p) : s.creatable_profile_nodes(k, p);
+      for (size_t w = 0; w < bits.size(); ++w) {
+        for (uint64_t word = bits[w]; word; word &= word - 1) {
+          const NodeId n = static_cast<NodeId>(w * 64 + __builtin_ctzll(word));
+          const NodeState& ns = s.node(n);
+          if (!NodeEligible(ns, r)) continue;
+          const int sep = Separate() ? ClassConflict(ns, r) : 0;
+          const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
+          q->Offer(NodeKey{c, sep, DrainExtension(s, n, r), pack, n}, n, false);
+        }
       }
     }
   }
-  if (best_cat == kNoCat) {
-    if (!any_eligible)
-      return PlaceResult::NoFit(NoFitCode::kResources,
-                                "no node of an allowed GPU kind and tier has the CPU and host memory free");
-    if (!any_memory)
-      return PlaceResult::NoFit(NoFitCode::kMemory,
-                                fmt::format("needs {} MiB of GPU memory; no allowed MIG profile or GPU has that much",
-                                            r.gpu_memory_mib));
-    return PlaceResult::NoFit(NoFitCode::kMigProfileUnavailable,
-                              fmt::format("needs {} MiB and {}/1000 of a GPU; no idle MIG instance, free slices or "
-                                          "shareable GPU can take it now",
-                                          r.gpu_memory_mib, r.gpu_milli));
+}
+
+// Only idle larger instances and free whole GPUs (MIG mode switched on) are left when MigCandidatesOnly:
+// visits the nodes that have either, from the node bitsets. Every other node's category is kNoCat, so the
+// choice is a scan's. Returns whether it found an option (false: a scan must run, also to tell why not).
+bool EnginePolicy::SliceCandidates(const ClusterState& s, const Request& r, SliceSearch* q) const {
+  if (!MigCandidatesOnly(s, r)) return false;
+  const Catalog& cat = s.catalog();
+  std::array<const std::vector<uint64_t>*, 64> sets{};
+  int nsets = 0;
+  sets[nsets++] = &s.free_whole_nodes();
+  for (KindId k = 0; k < static_cast<KindId>(cat.size()) && k < 64; ++k) {
+    if (!cat.kind(k).mig_capable || !r.KindAllowed(k) || !((s.gpu_kinds_present() >> k) & 1u)) continue;
+    uint32_t cover = 0;
+    if (q->pc.Get(cat, k, r, &cover) < 0) continue;
+    for (; cover; cover &= cover - 1) {
+      if (nsets == static_cast<int>(sets.size())) return false;  // too many sets: scan every node instead
+      sets[nsets++] = &s.idle_profile_nodes(k, __builtin_ctz(cover));
+    }
   }
-  const NodeId n = best_node;
+  for (size_t w = 0; w < sets[0]->size(); ++w) {
+    uint64_t word = 0;
+    for (int i = 0; i < nsets; ++i) word |= (*sets[i])[w];
+    for (; word; word &= word - 1) SliceNode(s, r, static_cast<NodeId>(w * 64 + __builtin_ctzll(word)), q);
+  }
+  return q->cat != kNoCat;
+}
+
+// One node's best option in the categories the fast path does not cover; true: nothing can beat it.
+bool EnginePolicy::SliceNode(const ClusterState& s, const Request& r, NodeId n, SliceSearch* q) const {
+  const NodeState& ns = s.node(n);
+  if (!NodeEligible(ns, r)) return false;
+  q->any_eligible = true;
+  const GpuKind& kind = s.catalog().kind(ns.kind);
+  int c = kNoCat;
+  if (r.allow_mig && kind.mig_capable) {
+    uint32_t cover = 0;
+    const int p = q->pc.Get(s.catalog(), ns.kind, r, &cover);
+    if (p >= 0) {
+      q->any_memory = true;
+      if ((ns.idle_profile_mask >> p) & 1u) c = kIdleExact;
+      else if (traits_.repartition && ((ns.creatable_profile_mask >> p) & 1u)) c = kCreate;
+      else if (ns.idle_profile_mask & cover) c = kIdleLarger;
+      else if (traits_.repartition && ns.free_whole > 0) c = kEnable;
+    }
+  }
+  // On MIG-capable kinds a repartitioning policy isolates sub-GPU work in instances, never in shares.
+  const bool mig_path = kind.mig_capable && r.allow_mig && traits_.repartition;
+  int64_t share_score = 0;  // minus the scorer's score
+  if (c > kSharePartial && !mig_path && traits_.share && r.allow_share && ns.mig_gpus < ns.gpu_count &&
+      ns.free_milli_total >= r.gpu_milli && kind.memory_mib >= r.gpu_memory_mib) {
+    q->any_memory = true;
+    c = std::min(c, ShareCategory(s, r, n, q->shares_only, &share_score));
+  }
+  if (kind.memory_mib >= r.gpu_memory_mib && traits_.share) q->any_memory = true;
+  if (c == kNoCat) return false;
+  const int sep = Separate() ? ClassConflict(ns, r) : 0;
+  const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
+  const int ext = DrainExtension(s, n, r);
+  const bool scored = scorer_ && (c == kSharePartial || c == kShareIdle);
+  const bool took = q->Offer(NodeKey{c, sep, ext, scored ? share_score : pack, scored ? scorer_->Rank(s, n) : n}, n,
+                             scored);
+  // Nothing later can beat an exact idle instance on a node with no idle GPU and no training.
+  return took && c == kIdleExact && sep == 0 && ext == 0 && !traits_.spread && pack == 0;
+}
+
+// The category of a fractional share of a non-MIG GPU on node n (kNoCat: none), and with a scorer its key.
+int EnginePolicy::ShareCategory(const ClusterState& s, const Request& r, NodeId n, bool shares_only,
+                                int64_t* share_score) const {
+  if (!scorer_) return BestShare(s, n, r).cat;
+  *share_score = ScoreKey(s, n, r);
+  if (*share_score == kUnusableKey) return kNoCat;
+  if (shares_only) return kSharePartial;
+  const GpuId g = scorer_->ShareGpu(s, n, r);  // partly used before idle: needs the GPU the share would take
+  return g == kNone ? kNoCat : s.gpu(g).tasks ? kSharePartial : kShareIdle;
+}
+
+void EnginePolicy::SliceDestroy(const ClusterState& s, const Request& r, SliceSearch* q) const {
+  for (NodeId n = 0; n < s.num_nodes(); ++n) {
+    const NodeState& ns = s.node(n);
+    if (!NodeEligible(ns, r) || !ns.mig_gpus || ns.idle_profile_mask == 0) continue;
+    uint32_t cover = 0;
+    const int p = q->pc.Get(s.catalog(), ns.kind, r, &cover);
+    if (p < 0) continue;
+    SubGpuChoice d = BestMig(s, n, r, p, cover, true, traits_.frag_aware, true);
+    if (d.cat != kDestroy) continue;
+    const int sep = Separate() ? ClassConflict(ns, r) : 0;
+    q->Offer(NodeKey{kDestroy, sep, DrainExtension(s, n, r), d.key, n}, n, false);
+  }
+}
+
+PlaceResult EnginePolicy::SliceNoFit(const Request& r, const SliceSearch& q) const {
+  if (!q.any_eligible)
+    return PlaceResult::NoFit(NoFitCode::kResources,
+                              "no node of an allowed GPU kind and tier has the CPU and host memory free");
+  if (!q.any_memory)
+    return PlaceResult::NoFit(NoFitCode::kMemory,
+                              fmt::format("needs {} MiB of GPU memory; no allowed MIG profile or GPU has that much",
+                                          r.gpu_memory_mib));
+  return PlaceResult::NoFit(NoFitCode::kMigProfileUnavailable,
+                            fmt::format("needs {} MiB and {}/1000 of a GPU; no idle MIG instance, free slices or "
+                                        "shareable GPU can take it now",
+                                        r.gpu_memory_mib, r.gpu_milli));
+}
+
+// The GPU (and instance) on the chosen node, and the placement with its reason.
+PlaceResult EnginePolicy::SliceResult(const ClusterState& s, const Request& r, SliceSearch* q) const {
+  const NodeId n = q->node;
   const NodeState& ns = s.node(n);
   SubGpuChoice choice;
-  if (best_scored) {
-    choice.cat = best_cat;
+  if (q->scored) {
+    choice.cat = q->cat;
     choice.grant.gpu = scorer_->ShareGpu(s, n, r);
     TESSERA_CHECK(choice.grant.gpu != kNone, "the node scorer ranked a node it has no GPU for");
     choice.grant.milli = r.gpu_milli;
     choice.grant.memory_mib = r.gpu_memory_mib;
-  } else if (best_cat == kSharePartial || best_cat == kShareIdle) {
+  } else if (q->cat == kSharePartial || q->cat == kShareIdle) {
     choice = BestShare(s, n, r);
   } else {
     uint32_t cover = 0;
-    int p = pc.Get(cat, ns.kind, r, &cover);
-    choice = BestMig(s, n, r, p, cover, traits_.repartition, traits_.frag_aware, best_cat == kDestroy);
-    if (choice.cat > best_cat && traits_.share) {  // defensive: share may be the summary's choice
+    const int p = q->pc.Get(s.catalog(), ns.kind, r, &cover);
+    choice = BestMig(s, n, r, p, cover, traits_.repartition, traits_.frag_aware, q->cat == kDestroy);
+    if (choice.cat > q->cat && traits_.share) {  // defensive: share may be the summary's choice
       SubGpuChoice sh = BestShare(s, n, r);
       if (sh.cat < choice.cat) choice = sh;
     }
@@ -562,12 +573,9 @@ PlaceResult EnginePolicy::PlaceSlice(const ClusterState& s, const Request& r) co
   PlaceResult res;
   res.ok = true;
   res.span = Span::kOneGpu;
-  TaskPlacement t;
-  t.node = n;
-  t.gpus.push_back(choice.grant);
-  res.tasks.push_back(std::move(t));
+  res.tasks.push_back(TaskPlacement{n, {choice.grant}});
   const GpuGrant& g = choice.grant;
-  const GpuKind& kind = cat.kind(ns.kind);
+  const GpuKind& kind = s.catalog().kind(ns.kind);
   if (g.mig_profile >= 0) {
     res.reason = fmt::format("{} {}@{} on {} GPU {}{}", g.create_instance ? "new MIG instance" : "idle MIG instance",
                              kind.profiles[g.mig_profile].name, static_cast<int>(g.mig_start), NodeName(s, n),

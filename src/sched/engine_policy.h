@@ -63,6 +63,15 @@ class EnginePolicy : public Policy {
  private:
   PlaceResult PlaceSubGpu(const ClusterState& s, const Request& r) const;
   PlaceResult PlaceSlice(const ClusterState& s, const Request& r) const;
+  // PlaceSlice's steps (engine_policy.cc).
+  struct SliceSearch;
+  void SliceFastPath(const ClusterState& s, const Request& r, SliceSearch* q) const;
+  bool SliceCandidates(const ClusterState& s, const Request& r, SliceSearch* q) const;
+  bool SliceNode(const ClusterState& s, const Request& r, NodeId n, SliceSearch* q) const;
+  int ShareCategory(const ClusterState& s, const Request& r, NodeId n, bool shares_only, int64_t* share_score) const;
+  void SliceDestroy(const ClusterState& s, const Request& r, SliceSearch* q) const;
+  PlaceResult SliceNoFit(const Request& r, const SliceSearch& q) const;
+  PlaceResult SliceResult(const ClusterState& s, const Request& r, SliceSearch* q) const;
   // Whether, once no exact idle or creatable instance exists, only idle larger instances and free whole GPUs
   // can serve the request (no fractional share of a non-MIG GPU competes).
   bool MigCandidatesOnly(const ClusterState& s, const Request& r) const;

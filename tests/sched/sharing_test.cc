@@ -158,13 +158,16 @@ TEST(InterferenceModel, MaxJoinMilliBoundsEveryInstanceOfASet) {
       const int bound = MaxJoinMilli(o, headroom, cap, sharers, sensitive, ls);
       for (const Unit& u : set)
         for (int c = 1; c <= u.cap - u.summed; ++c)
-          if (SharerFits(o, u.summed, u.sharers, u.sensitive, u.cap, c, ls))
+          if (SharerFits(o, u.summed, u.sharers, u.sensitive, u.cap, c, ls)) {
             ASSERT_LE(c, bound) << "trial " << trial;
+          }
       if (set.size() == 1) {  // one unit: the bound is at most two thousandths above the largest fit
         int largest = 0;
         for (int c = 1; c <= set[0].cap - set[0].summed; ++c)
           if (SharerFits(o, set[0].summed, set[0].sharers, set[0].sensitive, set[0].cap, c, ls)) largest = c;
-        if (largest > 0) EXPECT_LE(bound, largest + 2) << "trial " << trial;
+        if (largest > 0) {
+          EXPECT_LE(bound, largest + 2) << "trial " << trial;
+        }
       }
     }
   }
