@@ -185,8 +185,8 @@ SharedText CycleRun::CachedFailureReason(const Request& r, const FailureCache::E
   auto it = dominated_msgs_.find(key);
   if (it == dominated_msgs_.end() || it->second.first != fails_generation_) {
     std::string m =
-        fmt::format("needs {} x {} GPUs ({} MiB each); a request no larger did not fit this cycle: {}", r.tasks,
-                    r.SubGpu() ? Gpus(r.gpu_milli) : Gpus(int64_t{kMilliPerGpu} * r.gpus_per_task),
+        fmt::format("needs {} x {} GPUs ({} MiB each); a request no larger did not fit this cycle: {}",
+                    r.tasks, r.SubGpu() ? Gpus(r.gpu_milli) : Gpus(int64_t{kMilliPerGpu} * r.gpus_per_task),
                     r.gpu_memory_mib, e->reason.str());
     it = dominated_msgs_.insert_or_assign(key, std::make_pair(fails_generation_, std::move(m))).first;
   }

@@ -79,7 +79,8 @@ class FailureCache {
     // Everything besides size that decides where a request may go: a latency-sensitive replica has a tighter
     // sharing SLO and a training task may not share, so neither failure says anything about the other.
     f |= (r.SubGpu() ? 1u : 0u) << 8 | (r.allow_mig ? 1u : 0u) << 9 | (r.allow_share ? 1u : 0u) << 10 |
-         (r.require_same_leaf ? 1u : 0u) << 11 | (r.latency_sensitive ? 1u : 0u) << 12 | (MayShare(r) ? 1u : 0u) << 13;
+         (r.require_same_leaf ? 1u : 0u) << 11 | (r.latency_sensitive ? 1u : 0u) << 12 |
+         (MayShare(r) ? 1u : 0u) << 13;
     return {r.kind_mask, f};
   }
   std::unordered_map<Key, std::vector<Entry>, Hash> groups_;

@@ -371,10 +371,12 @@ PlaceResult EnginePolicy::SharedResult(const ClusterState& s, const Request& r, 
 bool EnginePolicy::MigCandidatesOnly(const ClusterState& s, const Request& r) const {
   if (!traits_.node_index || !traits_.mig_aware || !r.allow_mig || !traits_.repartition) return false;
   if (!traits_.share || !r.allow_share) return true;
-  // Shares compete only on GPU kinds without MIG (a repartitioning policy isolates sub-GPU work in instances).
+  // Shares compete only on GPU kinds without MIG (a repartitioning policy isolates sub-GPU work in
+  // instances).
   const Catalog& cat = s.catalog();
   for (KindId k = 0; k < static_cast<KindId>(cat.size()); ++k)
-    if (k >= 64 || (r.KindAllowed(k) && ((s.gpu_kinds_present() >> k) & 1u) && !cat.kind(k).mig_capable)) return false;
+    if (k >= 64 || (r.KindAllowed(k) && ((s.gpu_kinds_present() >> k) & 1u) && !cat.kind(k).mig_capable))
+      return false;
   return true;
 }
 
@@ -429,7 +431,8 @@ void EnginePolicy::SliceFastPath(const ClusterState& s, const Request& r, SliceS
       uint32_t cover = 0;
       const int p = q->pc.Get(cat, k, r, &cover);
       if (p < 0 || p >= 32) continue;
-      const std::vector<uint64_t>& bits = c == 0 ? s.idle_profile_nodes(k, p) : s.creatable_profile_nodes(k, p);
+      const std::vector<uint64_t>& bits =
+          c == 0 ? s.idle_profile_nodes(k, p) : s.creatable_profile_nodes(k, p);
       for (size_t w = 0; w < bits.size(); ++w) {
         for (uint64_t word = bits[w]; word; word &= word - 1) {
           const NodeId n = static_cast<NodeId>(w * 64 + __builtin_ctzll(word));
@@ -482,10 +485,14 @@ bool EnginePolicy::SliceNode(const ClusterState& s, const Request& r, NodeId n, 
     const int p = q->pc.Get(s.catalog(), ns.kind, r, &cover);
     if (p >= 0) {
       q->any_memory = true;
-      if ((ns.idle_profile_mask >> p) & 1u) c = kIdleExact;
-      else if (traits_.repartition && ((ns.creatable_profile_mask >> p) & 1u)) c = kCreate;
-      else if (ns.idle_profile_mask & cover) c = kIdleLarger;
-      else if (traits_.repartition && ns.free_whole > 0) c = kEnable;
+      if ((ns.idle_profile_mask >> p) & 1u)
+        c = kIdleExact;
+      else if (traits_.repartition && ((ns.creatable_profile_mask >> p) & 1u))
+        c = kCreate;
+      else if (ns.idle_profile_mask & cover)
+        c = kIdleLarger;
+      else if (traits_.repartition && ns.free_whole > 0)
+        c = kEnable;
     }
   }
   // On MIG-capable kinds a repartitioning policy isolates sub-GPU work in instances, never in shares.
@@ -502,8 +509,8 @@ bool EnginePolicy::SliceNode(const ClusterState& s, const Request& r, NodeId n, 
   const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
   const int ext = DrainExtension(s, n, r);
   const bool scored = scorer_ && (c == kSharePartial || c == kShareIdle);
-  const bool took = q->Offer(NodeKey{c, sep, ext, scored ? share_score : pack, scored ? scorer_->Rank(s, n) : n}, n,
-                             scored);
+  const bool took = q->Offer(
+      NodeKey{c, sep, ext, scored ? share_score : pack, scored ? scorer_->Rank(s, n) : n}, n, scored);
   // Nothing later can beat an exact idle instance on a node with no idle GPU and no training.
   return took && c == kIdleExact && sep == 0 && ext == 0 && !traits_.spread && pack == 0;
 }
@@ -538,13 +545,15 @@ PlaceResult EnginePolicy::SliceNoFit(const Request& r, const SliceSearch& q) con
     return PlaceResult::NoFit(NoFitCode::kResources,
                               "no node of an allowed GPU kind and tier has the CPU and host memory free");
   if (!q.any_memory)
-    return PlaceResult::NoFit(NoFitCode::kMemory,
-                              fmt::format("needs {} MiB of GPU memory; no allowed MIG profile or GPU has that much",
-                                          r.gpu_memory_mib));
-  return PlaceResult::NoFit(NoFitCode::kMigProfileUnavailable,
-                            fmt::format("needs {} MiB and {}/1000 of a GPU; no idle MIG instance, free slices or "
-                                        "shareable GPU can take it now",
-                                        r.gpu_memory_mib, r.gpu_milli));
+    return PlaceResult::NoFit(
+        NoFitCode::kMemory,
+        fmt::format("needs {} MiB of GPU memory; no allowed MIG profile or GPU has that much",
+                    r.gpu_memory_mib));
+  return PlaceResult::NoFit(
+      NoFitCode::kMigProfileUnavailable,
+      fmt::format("needs {} MiB and {}/1000 of a GPU; no idle MIG instance, free slices or "
+                  "shareable GPU can take it now",
+                  r.gpu_memory_mib, r.gpu_milli));
 }
 
 // The GPU (and instance) on the chosen node, and the placement with its reason.

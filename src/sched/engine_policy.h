@@ -68,7 +68,8 @@ class EnginePolicy : public Policy {
   void SliceFastPath(const ClusterState& s, const Request& r, SliceSearch* q) const;
   bool SliceCandidates(const ClusterState& s, const Request& r, SliceSearch* q) const;
   bool SliceNode(const ClusterState& s, const Request& r, NodeId n, SliceSearch* q) const;
-  int ShareCategory(const ClusterState& s, const Request& r, NodeId n, bool shares_only, int64_t* share_score) const;
+  int ShareCategory(const ClusterState& s, const Request& r, NodeId n, bool shares_only,
+                    int64_t* share_score) const;
   void SliceDestroy(const ClusterState& s, const Request& r, SliceSearch* q) const;
   PlaceResult SliceNoFit(const Request& r, const SliceSearch& q) const;
   PlaceResult SliceResult(const ClusterState& s, const Request& r, SliceSearch* q) const;

@@ -1,7 +1,6 @@
 // The service's side of the control loop: executor events, the cycle (the core builds its input and
 // applies its plan), what each applied action means for a job and the store, publishing the snapshot.
 #include <fmt/format.h>
-
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>

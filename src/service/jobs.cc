@@ -232,8 +232,10 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   PutLocked({j}, std::move(b), [this, p, key](const Status& st) {
     if (!key.second.empty()) {
       std::lock_guard<std::mutex> l(mu_);
-      if (st.ok()) idem_[key].durable = true;
-      else idem_.erase(key);
+      if (st.ok())
+        idem_[key].durable = true;
+      else
+        idem_.erase(key);
     }
     p->set_value(st);
   });
@@ -275,7 +277,8 @@ Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* ver
     auto next = change(*j, &b);
     if (!next.ok()) return next.error();
     if (next.value() == nullptr) p->set_value(Status::Ok());
-    else PutLocked({next.value()}, std::move(b), [p](const Status& st) { p->set_value(st); });
+    else
+      PutLocked({next.value()}, std::move(b), [p](const Status& st) { p->set_value(st); });
   }
   Notify();
   const Status st = f.get();

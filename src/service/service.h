@@ -18,9 +18,9 @@
 // Thread safety: every public method may be called from any thread.
 
 #include <atomic>
-#include <future>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>

@@ -1,12 +1,12 @@
 // SQLite implementation of Store: one connection, owned by a writer thread that group-commits queued
 // batches (each in its own savepoint) in one transaction.
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <sqlite3.h>
 
 #include <condition_variable>
 #include <deque>
-#include <fmt/format.h>
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -162,13 +162,17 @@ class SqliteStore final : public Store {
   // writer), instead of inside the commit that crosses the WAL's size limit: such a commit took 8-12 ms,
   // holding back every request of its group. Durability is the WAL's (synchronous=FULL), as before.
   Status StartCheckpointer() {
-    if (sqlite3_open_v2(path_.c_str(), &ckpt_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK)
-      return Status::Error(fmt::format("{}: cannot open database: {}", path_, ckpt_db_ ? sqlite3_errmsg(ckpt_db_) : "?"));
+    if (sqlite3_open_v2(path_.c_str(), &ckpt_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK)
+      return Status::Error(
+          fmt::format("{}: cannot open database: {}", path_, ckpt_db_ ? sqlite3_errmsg(ckpt_db_) : "?"));
     sqlite3_busy_timeout(ckpt_db_, 5000);
-    // A fresh connection knows the file is in WAL mode only once it has read it (else checkpoints are no-ops).
+    // A fresh connection knows the file is in WAL mode only once it has read it (else checkpoints are
+    // no-ops).
     char* err = nullptr;
     if (sqlite3_exec(ckpt_db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err) != SQLITE_OK) {
-      Status st = Status::Error(fmt::format("{}: {}", path_, err ? err : "cannot open the checkpoint connection"));
+      Status st =
+          Status::Error(fmt::format("{}: {}", path_, err ? err : "cannot open the checkpoint connection"));
       sqlite3_free(err);
       return st;
     }

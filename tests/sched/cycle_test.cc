@@ -471,7 +471,9 @@ TEST(Cycle, VictimsAreChosenByNode) {
   for (int i = 0; i < 4; ++i) run(300 + i, b, 1, 4 + i, w.now_ - 10);
   w.Submit(Whole(1, 8, kTrain), a, 1000);
   Plan p = w.Cycle();
-  EXPECT_TRUE(w.Running(1)) << (StatusOf(p, 1) ? std::string(StatusOf(p, 1)->code) + ": " + StatusOf(p, 1)->message.str() : "");
+  EXPECT_TRUE(w.Running(1)) << (StatusOf(p, 1)
+                                    ? std::string(StatusOf(p, 1)->code) + ": " + StatusOf(p, 1)->message.str()
+                                    : "");
   ASSERT_EQ(w.preemptions_.size(), 8u);
   for (const auto& [victim, for_job] : w.preemptions_) EXPECT_LT(victim, 200) << "victims on node 0 only";
 }

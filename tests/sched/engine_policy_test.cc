@@ -359,7 +359,6 @@ TEST_F(TesseraTest, K8sDefaultSpreadsAndWastesWholeGpus) {
   EXPECT_EQ(nodes.size(), 4u) << "LeastAllocated spreads over nodes";
 }
 
-
 // Slices found from the node bitsets are the slices a scan of every node finds: random clusters (two MIG
 // kinds, sometimes a non-MIG one), random sub-GPU and whole-GPU requests and releases, both ways compared
 // on the same state before each placement is applied.
@@ -367,8 +366,9 @@ std::string Describe(const PlaceResult& r) {
   std::string d = fmt::format("{} {} {} |", r.ok, static_cast<int>(r.code), r.reason);
   for (const TaskPlacement& t : r.tasks)
     for (const GpuGrant& g : t.gpus)
-      d += fmt::format(" n{} g{} m{} mem{} p{}@{} c{} e{} d{} s{}", t.node, g.gpu, g.milli, g.memory_mib, g.mig_profile,
-                       static_cast<int>(g.mig_start), g.create_instance, g.enable_mig, g.destroy_mask, g.shared);
+      d += fmt::format(" n{} g{} m{} mem{} p{}@{} c{} e{} d{} s{}", t.node, g.gpu, g.milli, g.memory_mib,
+                       g.mig_profile, static_cast<int>(g.mig_start), g.create_instance, g.enable_mig,
+                       g.destroy_mask, g.shared);
   return d;
 }
 
@@ -398,11 +398,13 @@ TEST(EngineNodeIndex, SameChoicesAsAScanOfEveryNode) {
         placed.erase(placed.begin() + static_cast<long>(i));
         continue;
       }
-      Request r = rng() % 4 == 0 ? Whole(1, 1 + static_cast<int>(rng() % 8)) : Slice(2000 + rng() % 70000, 10 + rng() % 900);
+      Request r = rng() % 4 == 0 ? Whole(1, 1 + static_cast<int>(rng() % 8))
+                                 : Slice(2000 + rng() % 70000, 10 + rng() % 900);
       r.cpu_milli = 1000;
       r.host_memory_mib = 1024;
       r.latency_sensitive = rng() % 3 == 0;
-      if (rng() % 5 == 0) r.kind_mask = uint64_t{1} << (rng() % 2 ? cat.Find("a100-80gb") : cat.Find("h100-80gb"));
+      if (rng() % 5 == 0)
+        r.kind_mask = uint64_t{1} << (rng() % 2 ? cat.Find("a100-80gb") : cat.Find("h100-80gb"));
       const PlaceResult a = indexed.Place(*state, r), b = scanning.Place(*state, r);
       ASSERT_EQ(Describe(a), Describe(b)) << "seed " << seed << " step " << step;
       if (!a.ok) continue;
