@@ -324,7 +324,9 @@ TEST(Cycle, BorrowThenReclaimWithoutLoops) {
   Plan p = w.Cycle();
   EXPECT_EQ(Count(p, ActionKind::kPreempt), 2);
   for (const Action& act : p.actions)
-    if (act.kind == ActionKind::kPreempt) EXPECT_TRUE(act.reclaim);
+    if (act.kind == ActionKind::kPreempt) {
+      EXPECT_TRUE(act.reclaim);
+    }
   EXPECT_EQ(w.Used(b), 8000);
   EXPECT_EQ(w.Used(a), 8000);
   // The reclaimed jobs are pending again; A is at its guarantee and does not take the capacity back.
@@ -804,8 +806,9 @@ PropertyResult RunRandomWorkload(uint64_t seed, bool full = false) {
         EXPECT_TRUE(v->preemptible);
         continue;
       }
-      if (!a.reclaim) EXPECT_LT(v->priority, prio[a.for_job]) << "seed " << seed;
-      if (v->priority >= kProd) EXPECT_LT(v->priority, prio[a.for_job]) << "seed " << seed;
+      if (!a.reclaim || v->priority >= kProd) {
+        EXPECT_LT(v->priority, prio[a.for_job]) << "seed " << seed;
+      }
       EXPECT_TRUE(v->preemptible);
     }
     // Production inference never waits for training: if one is pending after the cycle, no training job

@@ -58,7 +58,7 @@ TEST(BoundTest, TightWhereEveryPolicyCanReachIt) {
   const UtilizationBound b = BoundUtilization(c, Catalog::Default(), jobs, o, false);
   EXPECT_NEAR(b.gpu_utilization, 0.9, 1e-12);
   EXPECT_EQ(b.limit, "work");
-  for (const std::string& p : {"tessera", "bestfit", "k8s-default"}) {
+  for (const char* p : {"tessera", "bestfit", "k8s-default"}) {
     auto pol = MakePolicy(p);
     ASSERT_TRUE(pol.ok());
     auto r = Simulate(c, Catalog::Default(), jobs, **pol, o);

@@ -138,7 +138,9 @@ TEST(FgdHarnessTest, RecordedPlacementsReplayWithinCapacity) {
         const int asked_milli = pod.gpus_per_task > 0 ? kMilliPerGpu : pod.gpu_milli;
         const size_t asked_gpus = pod.gpus_per_task > 0 ? static_cast<size_t>(pod.gpus_per_task) : pod.gpu_milli > 0 ? 1 : 0;
         ASSERT_EQ(d.gpus.size(), asked_gpus) << policy << " pod " << i;
-        if (asked_gpus > 0) EXPECT_TRUE(pod.KindAllowed(node.kind)) << policy << " pod " << i;
+        if (asked_gpus > 0) {
+          EXPECT_TRUE(pod.KindAllowed(node.kind)) << policy << " pod " << i;
+        }
         for (const auto& [idx, milli] : d.gpus) {
           ASSERT_GE(idx, 0);
           ASSERT_LT(idx, node.gpu_count);

@@ -131,7 +131,9 @@ TEST(MultiTenant, ScenarioReaderReadsTenancyAndStreams) {
     EXPECT_EQ(jobs[i].team, "b");
     EXPECT_LT(jobs[i].submit_s, 3 * 3600);
     EXPECT_EQ(jobs[i].id, static_cast<int64_t>(i + 1));
-    if (i > 0) EXPECT_LE(jobs[i - 1].submit_s, jobs[i].submit_s);
+    if (i > 0) {
+      EXPECT_LE(jobs[i - 1].submit_s, jobs[i].submit_s);
+    }
   }
   std::filesystem::remove_all(dir);
 }
