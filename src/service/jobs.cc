@@ -118,8 +118,7 @@ bool Service::CanChange(const Caller& c, const JobRecord& j) const {
   return false;
 }
 
-Service::Effects Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch,
-                                    std::function<void(const Status&)> done) {
+void Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done) {
   Effects e;
   for (const JobPtr& j : next) {
     if (static_cast<int64_t>(jobs_.size()) < j->id) jobs_.resize(j->id);
@@ -133,7 +132,6 @@ Service::Effects Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch,
     ApplyEffects(e, st);
     if (done) done(st);
   });
-  return e;
 }
 
 void Service::ApplyEffects(const Effects& e, const Status& st) {

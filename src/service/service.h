@@ -272,7 +272,7 @@ class Service {
   // writer applies the Effects (versions visible, new pending jobs in the pending set, usage in the ledger)
   // and then calls `done` (if any): a caller that waits for `done` reads its own write. (Applying them on
   // each request's thread made every request of a commit group queue for the service lock at once.)
-  Effects PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
+  void PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
   void ApplyEffects(const Effects& e, const Status& st);
   JobPtr Lookup(int64_t id, bool visible) const;
   // A change of job `id` by `c` (verb names it in a refusal): 404 unless the job is durable and visible to

@@ -17,6 +17,7 @@
 #include "sched/policy.h"
 #include "sched/preemption.h"
 #include "sched/tenancy.h"
+#include "test_util.h"
 
 namespace tessera {
 namespace {
@@ -128,18 +129,7 @@ class World {
         ASSERT_EQ(static_cast<int>(a.tasks.size()), it->request.tasks) << "gang partially placed";
         state_.Apply(a.tasks, it->request.cpu_milli, it->request.host_memory_mib,
                      it->request.cls != WorkloadClass::kTraining);
-        RunningJob rj;
-        rj.id = a.job;
-        rj.queue = it->queue;
-        rj.priority = it->request.priority;
-        rj.preemptible = preemptible_.count(a.job) == 0;
-        rj.cls = it->request.cls;
-        rj.tasks = a.tasks;
-        rj.cpu_milli = it->request.cpu_milli;
-        rj.host_memory_mib = it->request.host_memory_mib;
-        rj.start_time_s = now_;
-        rj.expected_end_s = now_ + duration_[a.job];
-        running_.push_back(rj);
+        AddRunning(a.job, it->queue, it->request, preemptible_.count(a.job) == 0, a.tasks, duration_[a.job]);
         requests_[a.job] = it->request;
         started_[a.job] = now_;
         waits_[a.job] = now_ - it->eligible_time_s;
@@ -170,21 +160,31 @@ class World {
     return std::any_of(running_.begin(), running_.end(), [&](const RunningJob& r) { return r.id == id; });
   }
   void NeverPreempt(JobId id) { preemptible_.insert(id); }
-  // A job already running on `tasks` (applied to the state as the service would after a bind).
+  // A job already running on `tasks`, never preempted (applied to the state as after a bind).
   void Run(JobId id, int queue, int priority, WorkloadClass cls, std::vector<TaskPlacement> tasks) {
-    ASSERT_TRUE(state_.CanApply(tasks, 1000, 1024).ok()) << state_.CanApply(tasks, 1000, 1024).message();
-    state_.Apply(tasks, 1000, 1024, cls != WorkloadClass::kTraining);
+    Request r;
+    r.cls = cls;
+    r.priority = priority;
+    r.cpu_milli = 1000;
+    r.host_memory_mib = 1024;
+    ASSERT_TRUE(state_.CanApply(tasks, r.cpu_milli, r.host_memory_mib).ok());
+    state_.Apply(tasks, r.cpu_milli, r.host_memory_mib, cls != WorkloadClass::kTraining);
+    AddRunning(id, queue, r, false, std::move(tasks), 3600);
+  }
+  // Records a job of request `r` running on `tasks` from now for `duration` (already in the state).
+  void AddRunning(JobId id, int queue, const Request& r, bool preemptible, std::vector<TaskPlacement> tasks,
+                  int64_t duration) {
     RunningJob rj;
     rj.id = id;
     rj.queue = queue;
-    rj.priority = priority;
-    rj.preemptible = false;
-    rj.cls = cls;
+    rj.priority = r.priority;
+    rj.preemptible = preemptible;
+    rj.cls = r.cls;
     rj.tasks = std::move(tasks);
-    rj.cpu_milli = 1000;
-    rj.host_memory_mib = 1024;
+    rj.cpu_milli = r.cpu_milli;
+    rj.host_memory_mib = r.host_memory_mib;
     rj.start_time_s = now_;
-    rj.expected_end_s = now_ + 3600;
+    rj.expected_end_s = now_ + duration;
     running_.push_back(std::move(rj));
   }
 
@@ -678,15 +678,7 @@ TEST(Cycle, SensitiveReplicaFailureDoesNotBlockAStandardOne) {
   half.shared = true;
   w.Run(2, q, kInf, WorkloadClass::kInference, {{0, {half}}});
   auto replica = [](JobId id, bool sensitive) {
-    Request r;
-    r.id = id;
-    r.cls = WorkloadClass::kInference;
-    r.gpus_per_task = 0;
-    r.gpu_milli = 100;
-    r.gpu_memory_mib = 10000;
-    r.cpu_milli = 1000;
-    r.host_memory_mib = 1024;
-    r.latency_sensitive = sensitive;
+    Request r = testing::Replica(id, 100, 10000, sensitive);
     r.priority = sensitive ? kProd : kInf;
     return r;
   };

@@ -17,19 +17,7 @@ namespace tessera {
 namespace {
 
 using testing::MakeCluster;
-
-Request Replica(JobId id, int milli, int64_t mib, bool sensitive = false) {
-  Request r;
-  r.id = id;
-  r.cls = WorkloadClass::kInference;
-  r.gpus_per_task = 0;
-  r.gpu_milli = milli;
-  r.gpu_memory_mib = mib;
-  r.cpu_milli = 1000;
-  r.host_memory_mib = 1024;
-  r.latency_sensitive = sensitive;
-  return r;
-}
+using testing::Replica;
 
 class SharingTest : public ::testing::Test {
  protected:

@@ -4,6 +4,7 @@
 
 #include "model/catalog.h"
 #include "model/cluster.h"
+#include "sched/request.h"
 
 namespace tessera::testing {
 
@@ -28,6 +29,20 @@ inline Cluster MakeCluster(int nodes, int gpus, const std::string& kind, int per
   for (int l = 0; l <= (nodes - 1) / per_leaf; ++l) c.leaf_names.push_back("leaf-" + std::to_string(l));
   for (int s = 0; s <= (nodes - 1) / (per_leaf * 4); ++s) c.spine_names.push_back("spine-" + std::to_string(s));
   return c;
+}
+
+// One inference replica of a sub-GPU share: `milli` thousandths of a GPU, `mib` of GPU memory.
+inline Request Replica(JobId id, int milli, int64_t mib, bool sensitive = false) {
+  Request r;
+  r.id = id;
+  r.cls = WorkloadClass::kInference;
+  r.gpus_per_task = 0;
+  r.gpu_milli = milli;
+  r.gpu_memory_mib = mib;
+  r.cpu_milli = 1000;
+  r.host_memory_mib = 1024;
+  r.latency_sensitive = sensitive;
+  return r;
 }
 
 }  // namespace tessera::testing
