@@ -62,7 +62,10 @@ struct GeneratorConfig {
   double kv_tokens_busy = 65536;      // busy replica (e.g. 32 sequences x 2k)
   int overhead_pct = 15;              // CUDA context, allocator, runtime buffers (5.3: 10-20%)
   int64_t whole_gpu_mib = 80 * 1024 - 1024;  // above this per GPU, tensor parallelism doubles
-  int64_t max_sub_gpu_mib = 40192;    // above this (largest profile below 7g), ask for whole GPUs
+  // A single-GPU replica up to this memory asks for a slice sized by its memory (up to 7g.80gb, whose
+  // usable memory is 80,384 MiB on the A100 80GB, the smaller of the two 80 GB kinds); above it, a whole GPU.
+  // A replica of 40-80 GB in a 7g instance leaves the rest of the instance to smaller sharers.
+  int64_t max_sub_gpu_mib = 80384;
   DurationDist inference_duration;
   // Training.
   std::map<int, double> training_gpus = {{1, 0.7}, {2, 0.1}, {4, 0.15}, {8, 0.05}};

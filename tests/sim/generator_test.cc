@@ -33,7 +33,7 @@ TEST(GeneratorTest, TrainingSizesAndDurations) {
 TEST(GeneratorTest, InferenceMix) {
   GeneratorConfig c;
   Rng rng(5);
-  int n = 20000, big = 0, light = 0, sub = 0;
+  int n = 20000, big = 0, light = 0, sub = 0, sub_above_4g = 0;
   std::map<std::string, int> prec;
   for (int i = 0; i < n; ++i) {
     TraceJob j = SampleInference(c, rng);
@@ -48,9 +48,15 @@ TEST(GeneratorTest, InferenceMix) {
       EXPECT_GE(j.compute_milli, 300);
       EXPECT_LE(j.compute_milli, 600);
     }
-    if (j.gpus_per_task == 0) EXPECT_LE(j.memory_mib, c.max_sub_gpu_mib);
+    if (j.gpus_per_task == 0) {
+      EXPECT_LE(j.memory_mib, c.max_sub_gpu_mib);
+      sub_above_4g += j.memory_mib > 40192;  // 4g.40gb's usable memory: these need a 7g.80gb slice
+    } else if (j.gpus_per_task == 1) {
+      EXPECT_GT(j.memory_mib, c.max_sub_gpu_mib);
+    }
     EXPECT_LE(j.memory_mib, c.whole_gpu_mib);
   }
+  EXPECT_GT(sub_above_4g, 0) << "single-GPU replicas up to 7g.80gb ask for a slice";
   EXPECT_GE(big / double(n), 0.20);
   EXPECT_NEAR(light / double(n), 0.5, 0.015);
   EXPECT_NEAR(prec["bf16"] / double(n), 0.40, 0.015);
