@@ -30,21 +30,6 @@ std::string Got(const YAML::Node& n) {
   return "\"" + s + "\"";
 }
 
-std::string IntRange(int64_t min, int64_t max) {
-  if (min == kMinInt && max == kMaxInt) return "an integer";
-  if (max == kMaxInt) return fmt::format("an integer >= {}", min);
-  if (min == kMinInt) return fmt::format("an integer <= {}", max);
-  return fmt::format("an integer in [{}, {}]", min, max);
-}
-
-std::string DoubleRange(double min, double max) {
-  const bool no_min = min <= kLowest, no_max = max >= FieldReader::kMaxDouble;
-  if (no_min && no_max) return "a number";
-  if (no_max) return fmt::format("a number >= {}", min);
-  if (no_min) return fmt::format("a number <= {}", max);
-  return fmt::format("a number in [{}, {}]", min, max);
-}
-
 // Decimal or 0x-hexadecimal integer, optionally signed; false when not an integer or out of int64 range.
 bool ParseInt(std::string_view s, int64_t* out) {
   bool neg = false;
@@ -78,13 +63,28 @@ bool ParseDouble(std::string_view s, double* out) {
   return true;
 }
 
-std::string Describe(const std::vector<std::string>& known) {
-  std::string list;
-  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-  return list;
+}  // namespace
+
+std::string IntRangeText(int64_t min, int64_t max) {
+  if (min == kMinInt && max == kMaxInt) return "an integer";
+  if (max == kMaxInt) return fmt::format("an integer >= {}", min);
+  if (min == kMinInt) return fmt::format("an integer <= {}", max);
+  return fmt::format("an integer in [{}, {}]", min, max);
 }
 
-}  // namespace
+std::string DoubleRangeText(double min, double max) {
+  const bool no_min = min <= kLowest, no_max = max >= FieldReader::kMaxDouble;
+  if (no_min && no_max) return "a number";
+  if (no_max) return fmt::format("a number >= {}", min);
+  if (no_min) return fmt::format("a number <= {}", max);
+  return fmt::format("a number in [{}, {}]", min, max);
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string list;
+  for (const std::string& k : names) list += (list.empty() ? "" : ", ") + k;
+  return list;
+}
 
 Result<YAML::Node> ParseYaml(std::string_view text, std::string_view source) {
   try {
@@ -114,7 +114,7 @@ Result<int64_t> YamlInt(const YAML::Node& node, std::string_view source, std::st
                         int64_t max) {
   int64_t v = 0;
   if (!node.IsScalar() || !ParseInt(node.Scalar(), &v) || v < min || v > max)
-    return Status::Error(fmt::format("{}: expected {}, got {}", YamlWhere(source, node, path), IntRange(min, max),
+    return Status::Error(fmt::format("{}: expected {}, got {}", YamlWhere(source, node, path), IntRangeText(min, max),
                                      Got(node)));
   return v;
 }
@@ -124,7 +124,7 @@ Result<double> YamlDouble(const YAML::Node& node, std::string_view source, std::
   double v = 0;
   if (!node.IsScalar() || !ParseDouble(node.Scalar(), &v) || v < min || v > max)
     return Status::Error(fmt::format("{}: expected {}, got {}", YamlWhere(source, node, path),
-                                     DoubleRange(min, max), Got(node)));
+                                     DoubleRangeText(min, max), Got(node)));
   return v;
 }
 
@@ -248,7 +248,7 @@ void FieldReader::Choice(std::string_view key, std::string* out, bool required,
     }
     names.emplace_back(c);
   }
-  FailAt(v, PathOf(key), fmt::format("expected one of {}, got {}", Describe(names), Got(v)));
+  FailAt(v, PathOf(key), fmt::format("expected one of {}, got {}", JoinNames(names), Got(v)));
 }
 
 void FieldReader::Range(std::string_view key, double* lo, double* hi, bool required, double min, double max) {
@@ -256,7 +256,7 @@ void FieldReader::Range(std::string_view key, double* lo, double* hi, bool requi
   if (!Get(key, required, &v)) return;
   const std::string path = PathOf(key);
   if (!v.IsSequence() || v.size() != 2)
-    return FailAt(v, path, fmt::format("expected [low, high] ({} each), got {}", DoubleRange(min, max), Got(v)));
+    return FailAt(v, path, fmt::format("expected [low, high] ({} each), got {}", DoubleRangeText(min, max), Got(v)));
   auto a = YamlDouble(v[0], source_, path + "[0]", min, max);
   auto b = YamlDouble(v[1], source_, path + "[1]", min, max);
   if (!a.ok()) return Adopt(a.status());
@@ -292,7 +292,7 @@ void FieldReader::DoubleList(std::string_view key, std::vector<double>* out, boo
   if (!v.IsSequence() || v.size() < min_size)
     return FailAt(v, path,
                   fmt::format("expected a list{} of {}, got {}",
-                              min_size > 0 ? fmt::format(" (at least {})", min_size) : "", DoubleRange(min, max),
+                              min_size > 0 ? fmt::format(" (at least {})", min_size) : "", DoubleRangeText(min, max),
                               Got(v)));
   std::vector<double> items;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -351,7 +351,7 @@ Status FieldReader::Finish() {
     if (!seen_.count(e.name)) {
       std::vector<std::string> known(seen_.begin(), seen_.end());
       return Status::Error(fmt::format("{}: unknown field (known: {})", YamlWhere(source_, e.key, PathOf(e.name)),
-                                       Describe(known)));
+                                       JoinNames(known)));
     }
   }
   return status_;

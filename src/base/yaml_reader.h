@@ -42,6 +42,13 @@ Result<std::string> YamlString(const YAML::Node& node, std::string_view source, 
 // "path.key" (or "key" at the top level).
 std::string JoinYamlPath(std::string_view path, std::string_view key);
 
+// What a range check expects, in the words of the field readers' messages: "an integer in [0, 64]",
+// "a number >= 0", "an integer" (no bound), ...
+std::string IntRangeText(int64_t min, int64_t max);
+std::string DoubleRangeText(double min, double max);
+// "value (known: a, b)" lists for unknown-field messages.
+std::string JoinNames(const std::vector<std::string>& names);
+
 // A number with the source it came from. In YAML either a plain number or `{value: N, source: "..."}`.
 struct SourcedNumber {
   double value = 0;
@@ -80,6 +87,9 @@ class FieldReader {
   YAML::Node Seq(std::string_view key, bool required = false);
   // Any child node (undefined when absent). Marks the key as read.
   YAML::Node Child(std::string_view key);
+  // The reader of the map under `key` (an error when it is not a map; "required" when absent). Marks the
+  // key as read; errors stay in the returned reader.
+  FieldReader Sub(std::string_view key) { return FieldReader(Child(key), source_, PathOf(key)); }
   // Marks a key as known without reading it.
   void Allow(std::string_view key) { seen_.emplace(key); }
 

@@ -1,9 +1,11 @@
 #include "service/workload_json.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <map>
+
+#include "model/workload_fields.h"
+#include "service/json_fields.h"
 
 namespace tessera {
 
@@ -101,23 +103,6 @@ ApiError FromModelError(const std::string& msg) {
   return Invalid(field, text);
 }
 
-// The request body as the YAML node the workload reader takes, built directly (no text round trip): maps,
-// sequences, and scalars in JSON's own spelling (numbers as dump() writes them, booleans true/false).
-YAML::Node ToYaml(const nlohmann::json& v) {
-  if (v.is_object()) {
-    YAML::Node map(YAML::NodeType::Map);
-    for (const auto& [k, e] : v.items()) map[k] = ToYaml(e);
-    return map;
-  }
-  if (v.is_array()) {
-    YAML::Node seq(YAML::NodeType::Sequence);
-    for (const auto& e : v) seq.push_back(ToYaml(e));
-    return seq;
-  }
-  if (v.is_null()) return YAML::Node(YAML::NodeType::Null);
-  return YAML::Node(v.is_string() ? v.get<std::string>() : v.dump());
-}
-
 }  // namespace
 
 Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body) {
@@ -131,15 +116,15 @@ Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body) {
   if (!body.contains("name") || body["name"].get<std::string>().empty())
     return Invalid("name", "field 'name': required");
   JobSpec spec;
-  spec.body = body;
-  nlohmann::json entry = body;
-  if (entry.contains("mig_profile")) {
-    spec.mig_profile = entry["mig_profile"].get<std::string>();
-    entry.erase("mig_profile");
+  if (auto it = body.find("mig_profile"); it != body.end()) {
+    spec.mig_profile = it->get<std::string>();
     if (spec.mig_profile.empty()) return Invalid("mig_profile", "field 'mig_profile': must not be empty");
   }
-  auto parsed = ParseWorkload(ToYaml(entry), "request", "workloads[0]");
+  JsonFieldReader reader(&body, "request", "workloads[0]");  // the workload file's fields (workload_fields.h)
+  reader.Allow("mig_profile");
+  auto parsed = ReadWorkloadFields(reader);
   if (!parsed.ok()) return FromModelError(parsed.error());
+  spec.body = body;
   spec.workload = std::move(parsed).value();
   const Workload& w = spec.workload;
   if (w.duration_s < 0 || w.duration_s > int64_t{10} * 365 * 86400)
