@@ -4,12 +4,13 @@
 // without slice granularity, placement, gang topology or time order.
 //
 // With x_j the ideal work job j does inside the window [warmup_s, horizon_s] (seconds of progress), a_j its
-// compute (compute_milli / 1000 x GPUs) and b_j its memory need (memory_mib x GPUs), every run satisfies
-//   utilisation x G x W <= sum a_j x_j,  sum a_j x_j <= G x W  (compute per GPU <= 1),
-//   sum b_j x_j <= M x W  (memory held per GPU <= its memory),  0 <= x_j <= cap_j,
+// compute (compute_milli / 1000 x GPUs), c_j and b_j the compute and memory it holds (a whole-GPU job its
+// GPUs whole: c_j = GPUs, b_j = GPUs x its smallest fitting kind's memory; a sub-GPU job its need: c_j =
+// a_j, b_j = memory_mib), every run satisfies
+//   utilisation x G x W <= sum a_j x_j,  sum c_j x_j <= G x W,  sum b_j x_j <= M x W,  0 <= x_j <= cap_j,
 // where G is the number of GPUs, M their summed memory, W the window length and cap_j the time the job can
 // spend in the window (from its arrival) or, when work is never repeated, at most its duration. The bound is
-// the optimum of that linear programme: min(G W, the fractional knapsack of the b_j within M W) / (G W).
+// the optimum of that linear programme, computed as the minimum of its Lagrangian dual over the two prices.
 
 #include <cstdint>
 #include <string>
@@ -24,8 +25,8 @@ namespace tessera {
 
 struct UtilizationBound {
   double gpu_utilization = 0;  // in [0, 1]
-  // The constraint that binds: "compute" (every GPU's compute used), "memory" (every GPU's memory held by
-  // the jobs with the most compute per MiB) or "work" (the stream runs out of work in the window).
+  // What binds: "work" (the stream runs out of work in the window), "compute" or "memory" (that row alone
+  // gives the same optimum), or "compute and memory".
   std::string limit;
   double offered_compute = 0;  // sum of a_j x cap_j / (G W): the work the stream offers the window
 };

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "sched/policy.h"
 #include "sim/scenario.h"
@@ -108,6 +109,86 @@ TEST(BoundTest, WorkArrivalsAndRunsToCompletion) {
   const UtilizationBound full = BoundUtilization(c, Catalog::Default(), jobs, Window(0, 0), false);
   EXPECT_EQ(full.gpu_utilization, 1.0);
   EXPECT_EQ(full.limit, "compute");
+}
+
+// Whole-GPU jobs hold their GPUs: two single-GPU jobs using half a GPU each cannot share one GPU, so one runs
+// at a time (0.5, which every policy reaches); two replicas of the same demand asking for a sub-GPU share
+// can (1.0).
+TEST(BoundTest, WholeGpuJobsHoldTheirGpus) {
+  const Cluster c = OneNode(1);
+  std::vector<TraceJob> jobs = {Job(0, 1, 500, 20480, -1), Job(1, 1, 500, 20480, -1)};
+  const SimOptions o = Window(3600, 7200);
+  UtilizationBound b = BoundUtilization(c, Catalog::Default(), jobs, o, false);
+  EXPECT_NEAR(b.gpu_utilization, 0.5, 1e-9);
+  EXPECT_EQ(b.limit, "compute");
+  for (const char* p : {"tessera", "bestfit", "k8s-default"}) {
+    auto pol = MakePolicy(p);
+    ASSERT_TRUE(pol.ok());
+    auto r = Simulate(c, Catalog::Default(), jobs, **pol, o);
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_NEAR(r->gpu_utilization, b.gpu_utilization, 1e-9) << p;
+  }
+  jobs = {Job(0, 0, 500, 20480, -1), Job(1, 0, 500, 20480, -1)};
+  EXPECT_NEAR(BoundUtilization(c, Catalog::Default(), jobs, o, false).gpu_utilization, 1.0, 1e-9);
+  // Whole GPUs hold their memory too: a whole-GPU job beside memory-bound replicas leaves them less.
+  jobs = {Job(0, 1, 900, 1024, -1)};
+  for (int i = 1; i <= 8; ++i) jobs.push_back(Job(i, 0, 100, 20480, -1));
+  const Cluster two = OneNode(2);
+  b = BoundUtilization(two, Catalog::Default(), jobs, o, false);
+  // The whole-GPU job (0.9 per GPU held) is worth more than a GPU of replicas (0.1 per 20 GiB, 0.39 per GPU
+  // of memory): it runs, and the replicas fill the other GPU's memory (the memory row alone says so).
+  EXPECT_NEAR(b.gpu_utilization, (0.9 + 0.1 * static_cast<double>(H100Mib()) / 20480) / 2, 1e-9);
+  EXPECT_EQ(b.limit, "memory");
+}
+
+// The dual search against a brute-force grid over both prices and against feasible schedules, on small random
+// streams of whole-GPU and sub-GPU jobs: never below a feasible packing, never above the grid's minimum.
+TEST(BoundTest, DualSearchIsTightAndValid) {
+  std::mt19937_64 rng(7);
+  const Cluster c = OneNode(2);
+  const double m = static_cast<double>(H100Mib());
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<TraceJob> jobs;
+    const int n = 2 + static_cast<int>(rng() % 6);
+    for (int i = 0; i < n; ++i) {
+      const bool whole = rng() % 3 == 0;
+      jobs.push_back(Job(i, whole ? 1 : 0, 20 + static_cast<int>(rng() % 980),
+                         1024 + static_cast<int64_t>(rng() % 60000),
+                         600 + static_cast<int64_t>(rng() % 7200)));
+    }
+    const SimOptions o = Window(0, 3600);
+    const double bound = BoundUtilization(c, Catalog::Default(), jobs, o, false).gpu_utilization;
+    // Each job's (value, compute held, memory held, cap) as the programme sees it.
+    struct It {
+      double a, c, b, cap;
+    };
+    std::vector<It> items;
+    for (const TraceJob& j : jobs) {
+      const double a = j.compute_milli / 1000.0;
+      items.push_back({a, j.gpus_per_task > 0 ? 1.0 : a, j.gpus_per_task > 0 ? m : double(j.memory_mib),
+                       double(std::min<int64_t>(3600, j.duration_s))});
+    }
+    const double C = 2 * 3600.0, B = 2 * m * 3600;
+    double grid = 1e300;
+    for (int p = 0; p <= 200; ++p)
+      for (int q = 0; q <= 200; ++q) {
+        const double lambda = 1.0 * p / 200, mu = 1.0 / m * q / 20;
+        double d = lambda * C + mu * B;
+        for (const It& it : items) d += it.cap * std::max(0.0, it.a - lambda * it.c - mu * it.b);
+        grid = std::min(grid, d);
+      }
+    EXPECT_LE(bound, grid / C + 1e-9) << trial;
+    // Feasible packings: jobs greedily by a random order, each as far as both rows allow.
+    for (int k = 0; k < 50; ++k) {
+      std::shuffle(items.begin(), items.end(), rng);
+      double cl = C, bl = B, v = 0;
+      for (const It& it : items) {
+        const double x = std::min({it.cap, cl / it.c, bl / it.b});
+        v += it.a * x, cl -= it.c * x, bl -= it.b * x;
+      }
+      EXPECT_GE(bound, v / C - 1e-9) << trial;
+    }
+  }
 }
 
 std::string TempDir() {
