@@ -42,6 +42,7 @@ Outcome<UserView> Service::ReplaceToken(const Caller& c, const std::string& user
   b.users.push_back(row);
   if (Status st = store_->WriteAndWait(std::move(b)); !st.ok()) return ApiError{ErrorCode::kInternal, "", st.message()};
   std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::shared_mutex> users(users_mu_);
   users_by_hash_.erase(old_hash);
   users_by_hash_[row.token_hash] = {row, role};
   hash_by_user_[user] = row.token_hash;

@@ -168,13 +168,10 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   } else if (team != c.team) {
     return ApiError{ErrorCode::kPermissionDenied, "team", "a job can be submitted to the caller's team only"};
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!teams_.count(team)) return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
-  }
   const std::string body = spec.body.dump();
   const std::string hash = idempotency_key.empty() ? std::string() : Sha256Hex(body);
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);  // once per submission: request threads queue here
+  if (!teams_.count(team)) return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
   const auto key = std::make_pair(c.user, idempotency_key);
   if (!idempotency_key.empty()) {
     auto it = idem_.find(key);

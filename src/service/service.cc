@@ -146,6 +146,7 @@ Status Service::Restore(const StoredState& s) {
   for (const UserRow& u : s.users) {
     Role role = Role::kViewer;
     ParseRole(u.role, &role);
+    std::unique_lock<std::shared_mutex> users(users_mu_);
     users_by_hash_[u.token_hash] = {u, role};
     hash_by_user_[u.name] = u.token_hash;
     next_user_id_ = std::max(next_user_id_, u.id + 1);
@@ -260,6 +261,7 @@ Result<std::string> Service::BootstrapAdmin() {
   b.users.push_back(row);
   if (Status st = store_->WriteAndWait(std::move(b)); !st.ok()) return st;
   std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::shared_mutex> users(users_mu_);
   users_by_hash_[row.token_hash] = {row, Role::kAdmin};
   hash_by_user_[row.name] = row.token_hash;
   return *token;
@@ -268,7 +270,7 @@ Result<std::string> Service::BootstrapAdmin() {
 std::optional<Caller> Service::Authenticate(std::string_view token) const {
   if (token.empty() || token.size() > 256) return std::nullopt;
   const std::string h = Sha256Hex(token);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_lock<std::shared_mutex> lock(users_mu_);
   auto it = users_by_hash_.find(h);
   if (it == users_by_hash_.end() || !ConstantTimeEqual(it->second.row.token_hash, h)) return std::nullopt;
   return Caller{it->second.row.name, it->second.row.team, it->second.role};
@@ -347,6 +349,7 @@ Outcome<UserView> Service::CreateUser(const Caller& c, const std::string& name, 
     hash_by_user_.erase(name);
     return ApiError{ErrorCode::kInternal, "", st.message()};
   }
+  std::unique_lock<std::shared_mutex> users(users_mu_);
   users_by_hash_[row.token_hash] = {row, role};
   return UserView{name, team, role, *token};
 }

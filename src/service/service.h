@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -336,6 +337,9 @@ class Service {
   std::unique_ptr<ControlLoop> loop_;      // job table, allocation and decayed usage of the current versions
   std::vector<int64_t> job_of_slot_;       // the loop's job slot -> job id
   std::map<std::string, TeamRow> teams_;
+  // Written with mu_ and users_mu_ (exclusive) held, so read under either: Authenticate takes users_mu_
+  // shared and never waits for mu_, which the cycle and the store's writer hold.
+  mutable std::shared_mutex users_mu_;
   std::unordered_map<std::string, UserEntry> users_by_hash_;
   std::map<std::string, std::string> hash_by_user_;
   std::map<std::pair<std::string, std::string>, IdemEntry> idem_;

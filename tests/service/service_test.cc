@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "service/service.h"
 #include "service/tokens.h"
@@ -162,6 +164,44 @@ TEST_F(ServiceTest, TokensAuthenticateByHash) {
   EXPECT_FALSE(svc_->Authenticate("").has_value());
   EXPECT_EQ(svc_->CreateUser(admin_, "ana", "vision", "member").error().code, ErrorCode::kAlreadyExists);
   EXPECT_NE(NewToken().value(), NewToken().value());
+}
+
+// Authentication reads the user table under its own lock while users are created and tokens replaced
+// (ASan and UBSan run this too): a replaced token stops working at once, the new one works, and a token
+// nobody was given never authenticates.
+TEST_F(ServiceTest, TokensStayConsistentWhileUsersChange) {
+  auto first = svc_->CreateUser(admin_, "ana", "vision", "member");
+  ASSERT_TRUE(first.ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0}, checks{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t)
+    readers.emplace_back([&] {
+      while (!stop) {
+        if (svc_->Authenticate("tsr_00000000000000000000000000000000").has_value()) ++wrong;
+        if (auto c = svc_->Authenticate(first->token); c && c->team != "vision") ++wrong;
+        ++checks;
+      }
+    });
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 20; ++i) {
+    auto u = svc_->CreateUser(admin_, "user" + std::to_string(i), i % 2 ? "vision" : "search", "viewer");
+    ASSERT_TRUE(u.ok());
+    tokens.push_back(u->token);
+  }
+  auto replaced = svc_->ReplaceToken(admin_, "ana", false);
+  ASSERT_TRUE(replaced.ok());
+  stop = true;
+  for (std::thread& r : readers) r.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_GT(checks, 0);
+  EXPECT_FALSE(svc_->Authenticate(first->token).has_value());
+  EXPECT_TRUE(svc_->Authenticate(replaced->token).has_value());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    auto c = svc_->Authenticate(tokens[i]);
+    ASSERT_TRUE(c.has_value()) << i;
+    EXPECT_EQ(c->team, i % 2 ? "vision" : "search");
+  }
 }
 
 TEST_F(ServiceTest, IdempotencyKeyMakesOneJob) {
