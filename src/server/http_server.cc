@@ -1,6 +1,9 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -11,6 +14,28 @@
 
 namespace tessera {
 namespace {
+
+// httplib's pool whose workers lower their own CPU priority by `nice` before their first connection.
+class WorkerPool final : public httplib::ThreadPool {
+ public:
+  WorkerPool(size_t threads, int nice) : httplib::ThreadPool(threads), nice_(nice) {}
+  void enqueue(std::function<void()> fn) override {
+    httplib::ThreadPool::enqueue([nice = nice_, fn = std::move(fn)] {
+      thread_local bool lowered = false;
+      if (!lowered && nice > 0) {
+        const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
+        errno = 0;
+        const int base = getpriority(PRIO_PROCESS, tid);
+        if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(19, base + nice));
+      }
+      lowered = true;
+      fn();
+    });
+  }
+
+ private:
+  int nice_;
+};
 
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
@@ -89,7 +114,8 @@ Status ApiServer::Bind() {
     http_ = std::make_unique<httplib::Server>();
   }
   const int threads = std::max(8, options_.threads);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const int nice = options_.request_nice;
+  http_->new_task_queue = [threads, nice] { return new WorkerPool(threads, nice); };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_keep_alive_max_count(100000);
   http_->set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle delay on the second

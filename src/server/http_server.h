@@ -24,6 +24,9 @@ struct ServerOptions {
   std::string tls_cert;     // both set: HTTPS
   std::string tls_key;
   int threads = 192;        // worker threads (one per open keep-alive connection)
+  // Niceness added to the worker threads (Linux: per thread), so that the store's writer and the cycle's
+  // short locked sections, which every request waits for, win a contended core over request parsing.
+  int request_nice = 2;
   size_t max_body_bytes = 1 << 20;
   double clock_speed = 1;   // service seconds per wall second (told to the portal's page)
 };

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "testing/serve_process.h"
@@ -48,6 +49,23 @@ class ServerTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// Each thread of a process: its name and nice value (/proc/PID/task/TID/stat, fields 2 and 19).
+std::vector<std::pair<std::string, int>> ThreadNices(pid_t pid) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& t : fs::directory_iterator(fs::path("/proc") / std::to_string(pid) / "task")) {
+    std::ifstream f(t.path() / "stat");
+    std::string line;
+    std::getline(f, line);
+    const size_t open = line.find('('), close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    for (int k = 3; k <= 19 && rest >> field; ++k)
+      if (k == 19) out.emplace_back(line.substr(open + 1, close - open - 1), std::stoi(field));
+  }
+  return out;
+}
+
 TEST_F(ServerTest, AuthErrorsAndSigterm) {
   ServeProcess s(dir_, {});
   ASSERT_TRUE(s.Start());
@@ -74,6 +92,14 @@ TEST_F(ServerTest, AuthErrorsAndSigterm) {
   auto metrics = s.Get("/metrics", "");
   ASSERT_EQ(metrics->status, 200);
   EXPECT_NE(metrics->body.find("tessera_cycle_duration_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+  // Request threads run two nice levels below the store's writer, which every submission waits for.
+  int writer = 100, lowest = -100;
+  for (const auto& [name, nice] : ThreadNices(s.pid())) {
+    if (name == "tessera-writer") writer = nice;
+    if (name == "tessera") lowest = std::max(lowest, nice);
+  }
+  EXPECT_NE(writer, 100);
+  EXPECT_EQ(lowest, std::min(19, writer + 2)) << "a worker thread that answered requests";
   EXPECT_EQ(s.Stop(SIGTERM), 0);
 }
 

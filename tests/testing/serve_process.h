@@ -97,6 +97,7 @@ class ServeProcess {
     if (!key.empty()) h.emplace("Idempotency-Key", key);
     return Client()->Post(path, h, body.dump(), "application/json");
   }
+  pid_t pid() const { return pid_; }
   std::string AdminToken() const {
     std::ifstream f(dir_ / "t.db.admin-token");
     std::string t;
