@@ -19,15 +19,7 @@ std::string Got(const YAML::Node& n) {
   if (n.IsNull()) return "null";
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a map";
-  std::string s;
-  for (unsigned char c : n.Scalar()) {
-    if (s.size() >= 40) {
-      s += "...";
-      break;
-    }
-    s += c < 0x20 || c >= 0x7f || c == '"' ? '?' : static_cast<char>(c);
-  }
-  return "\"" + s + "\"";
+  return QuoteValue(n.Scalar());
 }
 
 // Decimal or 0x-hexadecimal integer, optionally signed; false when not an integer or out of int64 range.
@@ -78,6 +70,18 @@ std::string DoubleRangeText(double min, double max) {
   if (no_max) return fmt::format("a number >= {}", min);
   if (no_min) return fmt::format("a number <= {}", max);
   return fmt::format("a number in [{}, {}]", min, max);
+}
+
+std::string QuoteValue(std::string_view text) {
+  std::string s;
+  for (unsigned char c : text) {
+    if (s.size() >= 40) {
+      s += "...";
+      break;
+    }
+    s += c < 0x20 || c >= 0x7f || c == '"' ? '?' : static_cast<char>(c);
+  }
+  return "\"" + s + "\"";
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {

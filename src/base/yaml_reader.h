@@ -46,6 +46,9 @@ std::string JoinYamlPath(std::string_view path, std::string_view key);
 // "a number >= 0", "an integer" (no bound), ...
 std::string IntRangeText(int64_t min, int64_t max);
 std::string DoubleRangeText(double min, double max);
+// A value's text as messages quote it: in double quotes, control bytes and quotes replaced by '?', cut
+// after 40 characters.
+std::string QuoteValue(std::string_view text);
 // "value (known: a, b)" lists for unknown-field messages.
 std::string JoinNames(const std::vector<std::string>& names);
 

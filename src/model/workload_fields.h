@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "model/workload.h"
@@ -18,21 +19,27 @@ namespace tessera {
 
 inline constexpr int64_t kMaxWorkloadSeconds = int64_t{1} << 40;
 
+// A string field naming a value of some type (a precision, a workload class): `parse` turns the text into
+// the value or the error that becomes the field's message. `*out` keeps its default when the key is absent.
+template <class R, class T, class Parse>
+void ReadParsed(R& r, std::string_view key, Parse parse, T* out) {
+  std::string text;
+  r.String(key, &text, false);
+  if (!r.ok() || !r.Has(key)) return;
+  auto v = parse(text);
+  if (v.ok())
+    *out = *v;
+  else
+    r.Fail(key, v.error());
+}
+
 // The optional `memory:` description of a workload; `training` defaults to the workload's class.
 template <class R>
 Status ReadMemoryFields(R& m, bool training, MemoryDescription* out) {
   MemoryDescription d;
   d.training = training;
   m.Double("params_billion", &d.params_billion, true, 1e-6, 1e6);
-  std::string prec = "bf16";
-  m.String("precision", &prec, false);
-  if (m.ok()) {
-    auto p = ParsePrecision(prec);
-    if (p.ok())
-      d.precision = *p;
-    else
-      m.Fail("precision", p.error());
-  }
+  ReadParsed(m, "precision", ParsePrecision, &d.precision);  // default bf16
   m.Bool("training", &d.training);
   m.Int("optimizer_bytes_per_param", &d.optimizer_bytes_per_param, false, 1, 64);
   m.Int("zero_stage", &d.zero_stage, false, 0, 3);
@@ -90,15 +97,7 @@ Result<Workload> ReadWorkloadFields(R& r) {
   Workload w;
   r.String("name", &w.name, true);
   if (r.ok() && w.name.empty()) r.Fail("name", "must not be empty");
-  std::string cls = "inference";
-  r.String("class", &cls, false);
-  if (r.ok()) {
-    auto c = ParseWorkloadClass(cls);
-    if (c.ok())
-      w.cls = *c;
-    else
-      r.Fail("class", c.error());
-  }
+  ReadParsed(r, "class", ParseWorkloadClass, &w.cls);  // default inference
   r.String("team", &w.team, false);
   r.String("project", &w.project, false);
   r.String("priority_class", &w.priority_class, false);

@@ -1,12 +1,10 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
+#include "base/thread_priority.h"
 #include "cost/focus.h"
 #include "server/json_views.h"
 #include "server/metrics.h"
@@ -22,12 +20,7 @@ class WorkerPool final : public httplib::ThreadPool {
   void enqueue(std::function<void()> fn) override {
     httplib::ThreadPool::enqueue([nice = nice_, fn = std::move(fn)] {
       thread_local bool lowered = false;
-      if (!lowered && nice > 0) {
-        const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
-        errno = 0;
-        const int base = getpriority(PRIO_PROCESS, tid);
-        if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(19, base + nice));
-      }
+      if (!lowered) LowerThreadPriority(nice);
       lowered = true;
       fn();
     });

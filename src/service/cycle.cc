@@ -2,16 +2,13 @@
 // applies its plan), what each applied action means for a job and the store, publishing the snapshot.
 #include <fmt/format.h>
 #include <pthread.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <map>
 #include <set>
 
+#include "base/thread_priority.h"
 #include "cost/pricebook.h"
 #include "service/service.h"
 
@@ -280,10 +277,7 @@ Plan Service::DecideInBackground(const CycleInput& in) const {
   Plan plan;
   std::thread t([&] {
     pthread_setname_np(pthread_self(), "tessera-decide");
-    const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
-    errno = 0;
-    const int base = getpriority(PRIO_PROCESS, tid);
-    if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(19, base + config_.decide_nice));
+    LowerThreadPriority(config_.decide_nice);
     plan = scheduler_.Decide(in);
   });
   t.join();

@@ -14,16 +14,7 @@ std::string Got(const nlohmann::json& v) {
   if (v.is_null()) return "null";
   if (v.is_array()) return "a list";
   if (v.is_object()) return "a map";
-  const std::string text = v.is_string() ? v.get_ref<const std::string&>() : v.dump();
-  std::string s;
-  for (unsigned char c : text) {
-    if (s.size() >= 40) {
-      s += "...";
-      break;
-    }
-    s += c < 0x20 || c >= 0x7f || c == '"' ? '?' : static_cast<char>(c);
-  }
-  return "\"" + s + "\"";
+  return QuoteValue(v.is_string() ? v.get_ref<const std::string&>() : v.dump());
 }
 
 }  // namespace

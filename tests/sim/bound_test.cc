@@ -51,6 +51,18 @@ SimOptions Window(int64_t warmup_s, int64_t horizon_s) {
 
 int64_t H100Mib() { return Catalog::Default().kind(Catalog::Default().Find("h100-80gb")).memory_mib; }
 
+// Where the bound is tight: tessera, bestfit and k8s-default each reach it on this stream.
+void ExpectEveryPolicyReaches(const Cluster& c, const std::vector<TraceJob>& jobs, const SimOptions& o,
+                              double bound) {
+  for (const char* p : {"tessera", "bestfit", "k8s-default"}) {
+    auto pol = MakePolicy(p);
+    ASSERT_TRUE(pol.ok());
+    auto r = Simulate(c, Catalog::Default(), jobs, **pol, o);
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_NEAR(r->gpu_utilization, bound, 1e-9) << p;
+  }
+}
+
 // Two single-GPU jobs using 0.9 of a GPU each, forever, on two GPUs: 0.9, and every policy reaches it.
 TEST(BoundTest, TightWhereEveryPolicyCanReachIt) {
   const Cluster c = OneNode(2);
@@ -59,13 +71,7 @@ TEST(BoundTest, TightWhereEveryPolicyCanReachIt) {
   const UtilizationBound b = BoundUtilization(c, Catalog::Default(), jobs, o, false);
   EXPECT_NEAR(b.gpu_utilization, 0.9, 1e-12);
   EXPECT_EQ(b.limit, "work");
-  for (const char* p : {"tessera", "bestfit", "k8s-default"}) {
-    auto pol = MakePolicy(p);
-    ASSERT_TRUE(pol.ok());
-    auto r = Simulate(c, Catalog::Default(), jobs, **pol, o);
-    ASSERT_TRUE(r.ok()) << r.error();
-    EXPECT_NEAR(r->gpu_utilization, b.gpu_utilization, 1e-9) << p;
-  }
+  ExpectEveryPolicyReaches(c, jobs, o, b.gpu_utilization);
 }
 
 // Light replicas (0.1 compute, a quarter of the memory each) on one GPU: memory binds at 4 replicas = 0.4
@@ -121,13 +127,7 @@ TEST(BoundTest, WholeGpuJobsHoldTheirGpus) {
   UtilizationBound b = BoundUtilization(c, Catalog::Default(), jobs, o, false);
   EXPECT_NEAR(b.gpu_utilization, 0.5, 1e-9);
   EXPECT_EQ(b.limit, "compute");
-  for (const char* p : {"tessera", "bestfit", "k8s-default"}) {
-    auto pol = MakePolicy(p);
-    ASSERT_TRUE(pol.ok());
-    auto r = Simulate(c, Catalog::Default(), jobs, **pol, o);
-    ASSERT_TRUE(r.ok()) << r.error();
-    EXPECT_NEAR(r->gpu_utilization, b.gpu_utilization, 1e-9) << p;
-  }
+  ExpectEveryPolicyReaches(c, jobs, o, b.gpu_utilization);
   jobs = {Job(0, 0, 500, 20480, -1), Job(1, 0, 500, 20480, -1)};
   EXPECT_NEAR(BoundUtilization(c, Catalog::Default(), jobs, o, false).gpu_utilization, 1.0, 1e-9);
   // Whole GPUs hold their memory too: a whole-GPU job beside memory-bound replicas leaves them less.
