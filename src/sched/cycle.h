@@ -122,6 +122,9 @@ struct CycleOptions {
   // no other task (e.g. a new MIG instance on a partly used GPU there) lands on them and delays it.
   bool fence_reserved_nodes = false;
   int max_preemption_attempts = 16;     // blocked jobs that may search for victims per cycle
+  // A search for victims that finds none is remembered for the same kind of preemptor until the cycle's
+  // state changes (the plan is the same either way; tests turn it off to compare).
+  bool remember_no_victims = true;
   int max_victims_examined = 64;        // candidates released per search
   int estimate_limit = 100;             // pending jobs (pool order) that get a what-if start estimate
   int64_t default_runtime_s = 3600;     // estimate for jobs without expected_duration_s

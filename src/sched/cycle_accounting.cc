@@ -112,6 +112,7 @@ void CycleRun::SetupRunning() {
     Account(q, rj.tasks, +1);
     if (rj.tasks.empty())
       for (int a = q; a >= 0; a = parent_[a]) alloc_[a] += rj.gpu_milli;
+    ++alloc_version_;
   }
 }
 
@@ -160,6 +161,7 @@ void CycleRun::SetupShares() {
 }
 
 void CycleRun::Account(int q, const std::vector<TaskPlacement>& tasks, int sign) {
+  ++alloc_version_;
   const ClusterState& s = *in_.snapshot;
   int64_t units = 0;
   std::vector<std::pair<int, int64_t>> per;  // dense kind -> units

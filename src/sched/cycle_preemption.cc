@@ -93,8 +93,19 @@ bool CycleRun::TryPreempt(int j, int64_t units, int64_t quota_need, PlaceResult*
   if (!o_.allow_preemption || preempt_attempts_ >= o_.max_preemption_attempts) return false;
   const PendingJob& p = in_.pending[j];
   const int q = plan_.pending[j].queue;
+  const std::pair<uint64_t, uint64_t> versions{work_version_, alloc_version_};
+  if (versions != memo_versions_) {
+    no_victims_.clear();
+    memo_versions_ = versions;
+  }
+  const NoVictims key{p.request.priority, q, alloc_[q] + units <= guar_[q], quota_need > 0};
+  const bool memo = o_.remember_no_victims;
+  if (memo && std::find(no_victims_.begin(), no_victims_.end(), key) != no_victims_.end()) return false;
   std::vector<VictimCand> cands = PreemptionCandidates(j, units, quota_need);
-  if (cands.empty()) return false;
+  if (cands.empty()) {
+    if (memo) no_victims_.push_back(key);
+    return false;
+  }
   ++preempt_attempts_;
   std::sort(cands.begin(), cands.end(),
             [](const VictimCand& a, const VictimCand& b) { return CheaperVictim(a.cost, b.cost); });

@@ -742,6 +742,19 @@ struct PropertyResult {
   int headroom_preemptions = 0;
 };
 
+// Every action of a plan, in order, with its placement.
+std::string PlanText(const Plan& p) {
+  std::string out;
+  for (const Action& a : p.actions) {
+    out += fmt::format("{} {} for {} reclaim {} at {}:", static_cast<int>(a.kind), a.job, a.for_job, a.reclaim,
+                       a.start_s);
+    for (const TaskPlacement& t : a.tasks)
+      for (const GpuGrant& g : t.gpus) out += fmt::format(" {}/{}/{}/{}", t.node, g.gpu, g.milli, g.mig_profile);
+    out += "\n";
+  }
+  return out;
+}
+
 // full: also time limits on every job (backfill into reservations), 4 reservations per cycle and 2 GPUs of
 // production headroom.
 PropertyResult RunRandomWorkload(uint64_t seed, bool full = false) {
@@ -781,6 +794,11 @@ PropertyResult RunRandomWorkload(uint64_t seed, bool full = false) {
     }
     CycleInput in = w.Input();
     Plan p = RunCycle(in, *w.policy_);
+    {  // remembering searches that found no victim changes nothing
+      CycleInput scan_all = in;
+      scan_all.options.remember_no_victims = false;
+      EXPECT_EQ(PlanText(p), PlanText(RunCycle(scan_all, *w.policy_))) << "seed " << seed << " step " << step;
+    }
     // Preemption never picks an equal-or-higher priority victim (priority preemption); reclaim never
     // takes production inference for a lower priority.
     std::map<JobId, int> prio;
