@@ -112,7 +112,6 @@ void CycleRun::SetupRunning() {
     Account(q, rj.tasks, +1);
     if (rj.tasks.empty())
       for (int a = q; a >= 0; a = parent_[a]) alloc_[a] += rj.gpu_milli;
-    ++alloc_version_;
   }
 }
 

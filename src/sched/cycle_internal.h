@@ -263,7 +263,7 @@ class CycleRun {
   uint64_t fails_generation_ = 0;  // bumped when fails_ is cleared (entries' addresses are reused)
   std::map<std::tuple<int, int, int, int64_t, const void*>, std::pair<uint64_t, SharedText>> dominated_msgs_;
   uint64_t work_version_ = 0;   // bumped on every change to work_
-  uint64_t alloc_version_ = 0;  // bumped on every change to alloc_ (Account)
+  uint64_t alloc_version_ = 0;  // bumped by Account (setup's other changes come before any search)
   // Preemptors for which PreemptionCandidates found nobody, while work_ and alloc_ stay as they were
   // (memo_versions_): the answer depends on nothing else that a cycle changes, so a saturated cycle scans
   // the running jobs once per kind of preemptor instead of once per pending job.

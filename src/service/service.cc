@@ -143,13 +143,15 @@ Status Service::Restore(const StoredState& s) {
     teams_[t.name] = t;
     EnsureQueue(t.name, &t);
   }
-  for (const UserRow& u : s.users) {
-    Role role = Role::kViewer;
-    ParseRole(u.role, &role);
+  {
     std::unique_lock<std::shared_mutex> users(users_mu_);
-    users_by_hash_[u.token_hash] = {u, role};
-    hash_by_user_[u.name] = u.token_hash;
-    next_user_id_ = std::max(next_user_id_, u.id + 1);
+    for (const UserRow& u : s.users) {
+      Role role = Role::kViewer;
+      ParseRole(u.role, &role);
+      users_by_hash_[u.token_hash] = {u, role};
+      hash_by_user_[u.name] = u.token_hash;
+      next_user_id_ = std::max(next_user_id_, u.id + 1);
+    }
   }
   const Cluster& cl = config_.cluster;
   std::map<std::string, NodeId> node_by_name;

@@ -384,6 +384,30 @@ TEST(Cycle, ProductionInferencePreemptsLowerPriorityWithCheckpoint) {
   EXPECT_EQ(w.options_.termination_grace_s, 30);
 }
 
+
+// A blocked job that found no victim does not hide the victims a later job of the same kind has once the
+// cycle changed who borrows: X (an aged gang, first) finds none while v is within its guarantee; V's bind
+// makes v borrow; Y (same queue and priority as X) may then preempt v's best-effort job.
+TEST(Cycle, NoVictimsIsForgottenWhenBorrowingChanges) {
+  World w(2, 2);  // two nodes of 8 GPUs
+  int f = w.AddQueue("f", 8), v = w.AddQueue("v", 4), q = w.AddQueue("q", 0);
+  w.options_.min_runtime_s = 0;
+  w.options_.gang_aging_s = 100;
+  w.Submit(Whole(1, 8, kProd), f);  // one node, not a victim for anyone here
+  w.Submit(Whole(2, 4, kBest), v);  // R: half of the other node, v within its guarantee
+  w.Cycle();
+  ASSERT_TRUE(w.Running(1) && w.Running(2));
+  w.Submit(Whole(3, 8, kTrain), q);  // X: needs a whole node
+  w.Advance(200);                    // X is an aged gang: it goes first
+  w.Submit(Whole(4, 4, kInf), v);    // V: fits the free half, then v borrows
+  w.Submit(Whole(5, 4, kTrain), q);  // Y
+  Plan p = w.Cycle();
+  EXPECT_FALSE(w.Running(3));
+  EXPECT_TRUE(w.Running(4));
+  EXPECT_TRUE(w.Running(5)) << "Y preempts R once v borrows";
+  ASSERT_EQ(w.preemptions_.size(), 1u);
+  EXPECT_EQ(w.preemptions_[0], std::make_pair(JobId{2}, JobId{5}));
+}
 // Lending limits (Kueue's lendingLimit): a borrower may not take the idle guarantee a queue keeps back.
 TEST(Cycle, LendingLimitKeepsIdleGuaranteeBack) {
   for (bool limit : {false, true}) {
