@@ -171,6 +171,30 @@ MixStats ComputeMix(const GeneratorConfig& c) {
   return m;
 }
 
+namespace {
+
+// The jobs a poisson stream of `mean_gap` started over [-horizon_s, 0) that still run at 0, each submitted at
+// 0 with what is left of its duration. Its own random stream (from `seed`), so the stream after 0 is the
+// same with or without it.
+std::vector<TraceJob> RunningAtStart(const GeneratorConfig& c, const MixStats& mix, double mean_gap,
+                                     int64_t horizon_s, uint64_t seed) {
+  Rng rng(seed ^ 0x5EED57A27ULL);
+  std::vector<TraceJob> jobs;
+  for (double t = -static_cast<double>(horizon_s) + rng.Exponential(mean_gap); t < 0;
+       t += rng.Exponential(mean_gap)) {
+    TraceJob j = SampleJob(c, rng, rng.Uniform() < mix.p_inference);
+    const int64_t left = j.duration_s - static_cast<int64_t>(std::ceil(-t));
+    if (left <= 0) continue;
+    j.duration_s = left;
+    j.id = static_cast<int64_t>(jobs.size());
+    j.submit_s = 0;
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+}  // namespace
+
 std::vector<TraceJob> GenerateJobs(const GeneratorConfig& c, const ArrivalConfig& a, int capacity_gpus,
                                    int64_t horizon_s, uint64_t seed, double backlog_factor) {
   const MixStats mix = ComputeMix(c);
@@ -180,6 +204,7 @@ std::vector<TraceJob> GenerateJobs(const GeneratorConfig& c, const ArrivalConfig
   const double mean_gap =
       poisson ? mix.mean_gpu_seconds / std::max(1e-9, a.load * capacity_gpus) : 0.0;
   const double target = backlog_factor * capacity_gpus * static_cast<double>(horizon_s);
+  if (poisson && a.warm_start) jobs = RunningAtStart(c, mix, mean_gap, horizon_s, seed);
   double t = 0, gpu_seconds = 0;
   while (true) {
     if (poisson) {

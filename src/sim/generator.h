@@ -105,10 +105,14 @@ MixStats ComputeMix(const GeneratorConfig& c);
 // Arrival process. backlog: jobs become visible in stream order whenever fewer than `depth` wait
 // (submit_s of generated jobs is 0; the simulator stamps the release time). poisson: open arrivals with
 // the rate that offers `load` x cluster GPU capacity in whole-GPU terms.
+// warm_start (poisson only): the stream opens on a cluster already in its steady state instead of an empty
+// one: the jobs of the same arrival process over the `horizon_s` before time 0 that would still run at 0
+// (a stationary infinite-server population), submitted at 0 with their remaining duration.
 struct ArrivalConfig {
   std::string process = "backlog";  // backlog | poisson
   int depth = 64;
   double load = 0.9;
+  bool warm_start = false;
 };
 
 // Generates jobs for a horizon of `horizon_s` on `capacity_gpus` GPUs: poisson until the horizon; backlog

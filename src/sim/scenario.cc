@@ -45,6 +45,20 @@ Status ReadWeights(FieldReader& r, std::string_view key, std::map<std::string, d
   return Status::Ok();
 }
 
+// `queue_weights`: team name -> its queue's integer weight in the fair share (SimOptions::queue_weights).
+Status ReadQueueWeights(FieldReader& r, std::map<std::string, int>* out) {
+  const YAML::Node m = r.Map("queue_weights");
+  if (!r.ok() || !m.IsDefined()) return r.status();
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    auto team = YamlString(it->first, r.source(), r.PathOf("queue_weights"));
+    if (!team.ok()) return team.status();
+    auto w = YamlInt(it->second, r.source(), r.PathOf("queue_weights") + "." + *team, 1, 1000000);
+    if (!w.ok()) return w.status();
+    (*out)[*team] = static_cast<int>(*w);
+  }
+  return Status::Ok();
+}
+
 // A map of integer -> number (`training_gpus`, `network_busbw_by_nodes`).
 Status ReadIntMap(FieldReader& r, std::string_view key, int64_t key_min, int64_t key_max, double min,
                   double max, std::map<int, double>* out) {
@@ -262,6 +276,7 @@ Status ReadRunSettings(FieldReader& top, Scenario* s) {
       s->sim.time_limit_factor_max = f[1];
     }
   }
+  if (Status st = ReadQueueWeights(top, &s->sim.queue_weights); !st.ok()) return st;
   double horizon_h = 0, warmup_h = 0, sample_h = 1;
   top.Double("horizon_h", &horizon_h, false, 0, 1e5);
   top.Double("warmup_h", &warmup_h, false, 0, 1e5);
@@ -317,6 +332,8 @@ Status ReadArrivals(FieldReader& top, ArrivalConfig* a) {
   r.Choice("process", &a->process, false, {"backlog", "poisson"});
   r.Int("depth", &a->depth, false, 1, 100000);
   r.Double("load", &a->load, false, 1e-3, 100);
+  r.Bool("warm_start", &a->warm_start, false);
+  if (r.ok() && a->warm_start && a->process != "poisson") r.Fail("warm_start", "needs process: poisson");
   return r.Finish();
 }
 
@@ -368,6 +385,8 @@ Status ReadTeamsWorkload(FieldReader& top, const Catalog& catalog, Scenario* s) 
   // The tenancy's `backfill` section sets reservations and backfill for every policy of a multi-tenant run.
   for (const char* key : {"cycle", "asymmetric_cycle", "gang_backfill"})
     if (top.ok() && top.Has(key)) top.Fail(key, "not used with 'teams_workload' (the tenancy's 'backfill' applies)");
+  if (top.ok() && top.Has("queue_weights"))
+    top.Fail("queue_weights", "not used with 'teams_workload' (the tenancy's queues carry their weights)");
   if (!top.ok()) return top.status();
   auto ten = ParseTenancyNode(tenancy, top.source(), "tenancy", catalog);
   if (!ten.ok()) return ten.status();

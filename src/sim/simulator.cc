@@ -172,6 +172,8 @@ Status SimRun::InitJobs(ClusterState state) {
     for (const std::string& t : team_names_) {
       QueueConfig q;
       q.name = t;
+      auto w = opt_.queue_weights.find(t);
+      if (w != opt_.queue_weights.end()) q.over_quota_weight = w->second;
       queues.push_back(std::move(q));
     }
     if (opt_.gang_backfill) {
@@ -206,6 +208,10 @@ Status SimRun::InitJobs(ClusterState state) {
     j.time_limit_factor = LimitFactor(static_cast<JobSlot>(i));
     loop().Add(std::move(j));  // the engine's id is the job table index
   }
+  for (const auto& [team, w] : opt_.queue_weights)
+    if (std::find(team_names_.begin(), team_names_.end(), team) == team_names_.end())
+      return Status::Error(
+          fmt::format("simulate: queue_weights names team '{}', which no job of the stream has", team));
   InitQueueRecords();
   team_acc_.resize(team_names_.size());
   team_alloc_now_.assign(team_names_.size(), 0);

@@ -89,6 +89,9 @@ struct SimOptions {
     int64_t cycle_every_s = 10;  // also run a cycle this often while jobs wait
   };
   std::shared_ptr<const Tenancy> tenancy;
+  // Default (non-tenant) runs: each team's queue's weight in the fair share of contended capacity (its
+  // QueueConfig::over_quota_weight); a team not named weighs 1.
+  std::map<std::string, int> queue_weights;
   // Default (non-tenant) runs: the cycle knows every job's expected run time (pending: its remaining ideal
   // work; running: its end at its actual progress rate, as a time limit fitted to the job would say) and runs
   // conservative backfill: every multi-GPU job may hold a reservation (CycleOptions::reserve_beyond_guarantee)

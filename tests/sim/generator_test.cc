@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 namespace tessera {
@@ -89,6 +90,37 @@ TEST(GeneratorTest, SameSeedSameJobs) {
   for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(x[i].duration_s, y[i].duration_s);
   auto z = GenerateJobs(c, a, 64, 24 * 3600, 43);
   EXPECT_NE(x.size() == z.size() && x[0].duration_s == z[0].duration_s, true);
+}
+
+// A warm start opens on the steady state of the same stream: the jobs still running at 0 number about
+// rate x E[min(duration, horizon)] (Little's law for a stream that never waits), all submitted at 0 with a
+// positive remaining duration, and the stream after 0 is the one without a warm start.
+TEST(GeneratorTest, WarmStartOpensOnTheSteadyState) {
+  GeneratorConfig c;
+  ArrivalConfig a;
+  a.process = "poisson";
+  a.load = 1.0;
+  const int64_t horizon = 7 * 24 * 3600;
+  const auto cold = GenerateJobs(c, a, 256, horizon, 7);
+  a.warm_start = true;
+  const auto warm = GenerateJobs(c, a, 256, horizon, 7);
+  ASSERT_GT(warm.size(), cold.size());
+  const size_t prefix = warm.size() - cold.size();
+  double mean_alive = 0;  // E[min(duration, horizon)] over the cold stream
+  for (const TraceJob& j : cold) mean_alive += static_cast<double>(std::min(j.duration_s, horizon));
+  mean_alive /= static_cast<double>(cold.size());
+  const double expected = static_cast<double>(cold.size()) / static_cast<double>(horizon) * mean_alive;
+  EXPECT_NEAR(static_cast<double>(prefix), expected, 0.2 * expected);
+  for (size_t i = 0; i < prefix; ++i) {
+    EXPECT_EQ(warm[i].submit_s, 0);
+    EXPECT_GT(warm[i].duration_s, 0);
+    EXPECT_EQ(warm[i].id, static_cast<int64_t>(i));
+  }
+  for (size_t i = 0; i < cold.size(); ++i) {
+    EXPECT_EQ(warm[prefix + i].submit_s, cold[i].submit_s);
+    EXPECT_EQ(warm[prefix + i].duration_s, cold[i].duration_s);
+    EXPECT_EQ(warm[prefix + i].id, static_cast<int64_t>(prefix + i));
+  }
 }
 
 }  // namespace
