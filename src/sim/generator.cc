@@ -173,15 +173,22 @@ MixStats ComputeMix(const GeneratorConfig& c) {
 
 namespace {
 
-// The jobs a poisson stream of `mean_gap` started over [-horizon_s, 0) that still run at 0, each submitted at
-// 0 with what is left of its duration. Its own random stream (from `seed`), so the stream after 0 is the
-// same with or without it.
+// The jobs a poisson stream of `mean_gap` started before 0 that still run at 0, each submitted at 0 with
+// what is left of its duration. It looks back as far as the longest duration either class can draw (at
+// least the horizon, at most ten horizons), so no job that could still run is missed in any file that keeps
+// durations within ten horizons. Its own random stream (from `seed`), so the stream after 0 is the same with
+// or without it.
 std::vector<TraceJob> RunningAtStart(const GeneratorConfig& c, const MixStats& mix, double mean_gap,
                                      int64_t horizon_s, uint64_t seed) {
+  const auto longest = [](const DurationDist& d) {
+    return 60.0 * std::pow(10.0, std::max(d.short_hi, d.long_hi));
+  };
+  const double horizon = static_cast<double>(horizon_s);
+  const double back = std::clamp(std::max(longest(c.inference_duration), longest(c.training_duration)),
+                                 horizon, 10 * horizon);
   Rng rng(seed ^ 0x5EED57A27ULL);
   std::vector<TraceJob> jobs;
-  for (double t = -static_cast<double>(horizon_s) + rng.Exponential(mean_gap); t < 0;
-       t += rng.Exponential(mean_gap)) {
+  for (double t = -back + rng.Exponential(mean_gap); t < 0; t += rng.Exponential(mean_gap)) {
     TraceJob j = SampleJob(c, rng, rng.Uniform() < mix.p_inference);
     const int64_t left = j.duration_s - static_cast<int64_t>(std::ceil(-t));
     if (left <= 0) continue;

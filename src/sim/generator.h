@@ -106,8 +106,9 @@ MixStats ComputeMix(const GeneratorConfig& c);
 // (submit_s of generated jobs is 0; the simulator stamps the release time). poisson: open arrivals with
 // the rate that offers `load` x cluster GPU capacity in whole-GPU terms.
 // warm_start (poisson only): the stream opens on a cluster already in its steady state instead of an empty
-// one: the jobs of the same arrival process over the `horizon_s` before time 0 that would still run at 0
-// (a stationary infinite-server population), submitted at 0 with their remaining duration.
+// one: the jobs of the same arrival process before time 0 (as far back as the longest duration it draws,
+// at least `horizon_s`, at most ten times it) that would still run at 0 (a stationary infinite-server
+// population), submitted at 0 with their remaining duration.
 struct ArrivalConfig {
   std::string process = "backlog";  // backlog | poisson
   int depth = 64;
