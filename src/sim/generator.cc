@@ -26,6 +26,8 @@ double DurationDist::Sample(Rng& rng) const {
   return 60.0 * std::pow(10.0, e);
 }
 
+double DurationDist::LongestSeconds() const { return 60.0 * std::pow(10.0, std::max(short_hi, long_hi)); }
+
 std::vector<InferenceModel> DefaultInferenceModels() {
   // Published architectures (layers, KV heads, head dim); weights give >= 20% of replicas at 34B+.
   return {
@@ -180,12 +182,10 @@ namespace {
 // or without it.
 std::vector<TraceJob> RunningAtStart(const GeneratorConfig& c, const MixStats& mix, double mean_gap,
                                      int64_t horizon_s, uint64_t seed) {
-  const auto longest = [](const DurationDist& d) {
-    return 60.0 * std::pow(10.0, std::max(d.short_hi, d.long_hi));
-  };
   const double horizon = static_cast<double>(horizon_s);
-  const double back = std::clamp(std::max(longest(c.inference_duration), longest(c.training_duration)),
-                                 horizon, 10 * horizon);
+  const double back =
+      std::clamp(std::max(c.inference_duration.LongestSeconds(), c.training_duration.LongestSeconds()),
+                 horizon, 10 * horizon);
   Rng rng(seed ^ 0x5EED57A27ULL);
   std::vector<TraceJob> jobs;
   for (double t = -back + rng.Exponential(mean_gap); t < 0; t += rng.Exponential(mean_gap)) {

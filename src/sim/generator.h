@@ -46,6 +46,7 @@ struct DurationDist {
   double short_lo = 1.5, short_hi = 3.0;
   double long_lo = 3.0, long_hi = 4.0;
   double Sample(Rng& rng) const;  // seconds
+  double LongestSeconds() const;  // the longest duration Sample can draw
 };
 
 struct GeneratorConfig {

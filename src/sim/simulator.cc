@@ -162,6 +162,10 @@ Status SimRun::InitJobs(ClusterState state) {
     jobs_[i].cls_index = static_cast<int>(trace_[i].cls);
     jobs_[i].team_index = it->second;
   }
+  for (const auto& [team, w] : opt_.queue_weights)
+    if (!team_index.count(team))
+      return Status::Error(
+          fmt::format("simulate: queue_weights names team '{}', which no job of the stream has", team));
   std::vector<QueueConfig> queues;
   LoopOptions lo;
   if (Tenancy()) {
@@ -208,10 +212,6 @@ Status SimRun::InitJobs(ClusterState state) {
     j.time_limit_factor = LimitFactor(static_cast<JobSlot>(i));
     loop().Add(std::move(j));  // the engine's id is the job table index
   }
-  for (const auto& [team, w] : opt_.queue_weights)
-    if (std::find(team_names_.begin(), team_names_.end(), team) == team_names_.end())
-      return Status::Error(
-          fmt::format("simulate: queue_weights names team '{}', which no job of the stream has", team));
   InitQueueRecords();
   team_acc_.resize(team_names_.size());
   team_alloc_now_.assign(team_names_.size(), 0);
