@@ -39,7 +39,17 @@ struct RunArgs {
   bool json = false;
   std::string csv;
   std::string cycle;  // "" = the scenario's; full | greedy for every policy
+  std::string decisions;  // write the first run's decisions (JSON lines) here
 };
+
+// Writes decision lines (control/decisions.h) to `path`.
+Status WriteDecisions(const std::string& path, const std::vector<std::string>& lines) {
+  std::ofstream f(path);
+  for (const std::string& l : lines) f << l << "\n";
+  f.close();
+  if (!f) return Status::Error("--decisions: cannot write " + path);
+  return Status::Ok();
+}
 
 struct GenArgs {
   std::string scenario;
@@ -122,10 +132,17 @@ void DoRun(const RunArgs& a, int* exit_code) {
       *exit_code = 2;
       return;
     }
+    std::vector<std::string> decisions;
+    sc->sim.record_decisions = !a.decisions.empty();
     auto doc = RunMultiTenantScenario(*sc, a.policies.empty() ? sc->policies : SplitList(a.policies),
-                                      Catalog::Default());
+                                      Catalog::Default(), &decisions);
     if (!doc.ok()) {
       std::cerr << "error: " << doc.error() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    if (Status st = a.decisions.empty() ? Status::Ok() : WriteDecisions(a.decisions, decisions); !st.ok()) {
+      std::cerr << "error: " << st.message() << "\n";
       *exit_code = 1;
       return;
     }
@@ -150,11 +167,20 @@ void DoRun(const RunArgs& a, int* exit_code) {
     sc->asymmetric_cycle = false;  // one cycle for every policy
   }
   std::vector<std::string> policies = a.policies.empty() ? sc->policies : SplitList(a.policies);
+  sc->sim.record_decisions = !a.decisions.empty();
   auto out = RunScenario(*sc, policies, Catalog::Default());
   if (!out.ok()) {
     std::cerr << "error: " << out.error() << "\n";
     *exit_code = 1;
     return;
+  }
+  if (!a.decisions.empty() && !out->variants.empty() && !out->variants[0].runs.empty() &&
+      !out->variants[0].runs[0].empty()) {
+    if (Status st = WriteDecisions(a.decisions, out->variants[0].runs[0][0].decisions); !st.ok()) {
+      std::cerr << "error: " << st.message() << "\n";
+      *exit_code = 1;
+      return;
+    }
   }
   nlohmann::json doc = OutcomeJson(*out, sc->is_sweep);
   const std::string price_date = sc->tiers ? sc->tiers->book.price_date() : "";
@@ -345,6 +371,8 @@ void RegisterSimulateRun(CLI::App& simulate, int* exit_code) {
   run->add_option("--cycle", run_args->cycle,
                   "full or greedy: the cycle every policy gets, replacing the scenario's (docs/simulator.md)");
   run->add_option("--csv", run_args->csv, "also write one CSV row per run to this file");
+  run->add_option("--decisions", run_args->decisions,
+                  "write the first run's decisions (first variant, policy and seed) as JSON lines to this file");
   run->callback([run_args, exit_code]() { DoRun(*run_args, exit_code); });
 
   auto bound_args = std::make_shared<RunArgs>();

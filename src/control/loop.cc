@@ -285,18 +285,21 @@ int64_t ControlLoop::Start(JobSlot j, int64_t now, double efficiency) {
   job.phase = JobPhase::kRunning;
   job.start_s = now;
   job.efficiency = efficiency;
-  job.end_s = -1;
-  if (job.remaining_work_s >= 0) {
-    const double wall = job.remaining_work_s / std::max(1e-9, efficiency);
-    job.end_s = now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wall)));
-  }
+  job.end_s = RunEnd(now, job.remaining_work_s, efficiency);
   return job.end_s;
+}
+
+int64_t RunEnd(int64_t now, double work_s, double efficiency) {
+  if (work_s < 0) return -1;
+  const double wall = work_s / std::max(1e-9, efficiency);
+  return now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wall)));
 }
 
 Released ControlLoop::ReleaseHold(JobSlot j, int64_t now) {
   ControlJob& job = jobs_[j];
-  Released r{j, job.phase, job.start_s, job.last_checkpoint_s, job.held_milli};
+  Released r{j, job.phase, job.start_s, job.last_checkpoint_s, job.held_milli, {}};
   state_.Release(job.tasks, job.request.cpu_milli, job.request.host_memory_mib, IsInference(job));
+  r.tasks = std::move(job.tasks);
   if (options_.track_usage) {
     usage_.AdvanceTo(now);
     usage_.AddHeld(job.queue, -job.held_units);

@@ -47,6 +47,7 @@ struct Released {
   int64_t start_s = -1;              // its run's start (meaningful when from == kRunning)
   int64_t last_checkpoint_s = -1;
   int64_t held_milli = 0;
+  std::vector<TaskPlacement> tasks;  // the grants it gave back
 };
 
 // One action of a plan, as applied (reported in plan order, while applying).
@@ -71,6 +72,9 @@ struct Applied {
   int gpus_reconfigured = 0;
   int gpus_failed = 0;
 };
+
+// When a run of `work_s` ideal seconds (-1 = forever) started at `now` at `efficiency` ends (-1 = never).
+int64_t RunEnd(int64_t now, double work_s, double efficiency);
 
 class ControlLoop {
  public:

@@ -178,7 +178,7 @@ double NearestRankPercentile(std::vector<double> v, double p) {
 }
 
 Result<nlohmann::json> RunMultiTenantScenario(const Scenario& s, const std::vector<std::string>& policies,
-                                              const Catalog& catalog) {
+                                              const Catalog& catalog, std::vector<std::string>* decisions) {
   if (!s.IsMultiTenant())
     return Status::Error(s.source + ": not a multi-tenant scenario (no 'teams_workload')");
   const TenancyConfig* ten = s.tenancy.get();
@@ -233,11 +233,14 @@ Result<nlohmann::json> RunMultiTenantScenario(const Scenario& s, const std::vect
       opt.failure_seed = seed;
       opt.gang_backfill = false;  // reservations and backfill come from the tenancy (`backfill:`)
       opt.tenancy = tenancy;
+      opt.record_decisions = decisions != nullptr && k == 0 && pname == policies.front();  // the first run
       auto r = Simulate(cluster, catalog, jobs, **policy, opt);
       if (!r.ok()) {
         errors[k] = r.error();
         return;
       }
+      if (opt.record_decisions) *decisions = std::move(r->decisions);
+      opt.record_decisions = false;
       opt.tenancy = no_borrow;
       auto rn = Simulate(cluster, catalog, jobs, **policy, opt);
       if (!rn.ok()) {

@@ -66,7 +66,8 @@ std::vector<TraceJob> GenerateTeamJobs(const std::vector<TeamStream>& streams, i
 
 // Runs a multi-tenant scenario (Scenario::IsMultiTenant) for `policies` over its seeds.
 Result<nlohmann::json> RunMultiTenantScenario(const Scenario& s, const std::vector<std::string>& policies,
-                                              const Catalog& catalog);
+                                              const Catalog& catalog,
+                                              std::vector<std::string>* decisions = nullptr);
 
 // Jain's fairness index of x (1 = equal; 1/n = one takes all). Empty or all-zero input gives 1.
 double JainIndex(const std::vector<double>& x);

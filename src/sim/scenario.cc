@@ -626,6 +626,7 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
       o.time_limit_seed = s.seeds[t.seed];
       o.failure_seed = s.seeds[t.seed];
       o.gang_backfill = out.cycles[p].gang_backfill;
+      o.record_decisions = s.sim.record_decisions && t.v == 0 && t.seed == 0 && p == 0;  // the first run only
       std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run
       if (s.tiers) hook = MakeTierHook(s.tiers, clusters[p], catalog, jobs, s.seeds[t.seed]);
       o.hook = hook.get();

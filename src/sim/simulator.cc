@@ -11,11 +11,15 @@
 #include <set>
 
 #include "base/random.h"
+#include "control/decisions.h"
+#include "control/driver.h"
 #include "control/loop.h"
+#include "control/options.h"
 #include "sched/cluster_state.h"
 #include "sched/cycle.h"
 #include "sched/sharing.h"
 #include "sim/event_queue.h"
+#include "sim/sim_backend.h"
 
 namespace tessera {
 namespace {
@@ -29,7 +33,6 @@ double HashUniform(uint64_t a, uint64_t b, uint64_t seed) {
 // contributions of its current hold (milli), added at bind/start and removed at release.
 struct SimJob {
   const TraceJob* spec = nullptr;
-  bool oom = false;
   bool in_window = false;
   double alloc_milli = 0;
   double used_milli = 0;
@@ -49,9 +52,10 @@ struct Accum {
   double alloc = 0, used = 0;  // milli-seconds integrals
 };
 
-// One run: the event loop around the control-loop core (control/loop.h), plus the simulator's own concerns:
-// arrivals, the clock and event queue, run times and failures, MIG reconfiguration delays, and metrics.
-class SimRun {
+// One run: the control-loop core (control/loop.h) under the driver rules every driver shares
+// (control/driver.h) with the simulated cluster as its backend (sim/sim_backend.h: run times, out of memory
+// at start, injected failures), plus the simulator's own concerns: arrivals, the clock and metrics.
+class SimRun final : public DriverListener, public InstantSource {
  public:
   SimRun(const Cluster& cluster, const Catalog& catalog, const std::vector<TraceJob>& trace,
          const Policy& policy, const SimOptions& opt)
@@ -60,6 +64,18 @@ class SimRun {
   Status Init();
   void Run();
   RunResult Finish();
+
+  // DriverListener: metrics.
+  void OnApplied(const Applied& a, int64_t now) override;
+  int64_t ExtraStartDelay(JobSlot j, int64_t now) override;
+  void OnStarted(JobSlot j, int64_t now, double efficiency) override;
+  void OnReleased(const Released& r, int64_t now, ReleaseCause cause, int64_t lost_since_s) override;
+  // InstantSource: arrivals, tiers, cycles.
+  bool Arrive(int64_t now) override;
+  int ReleaseBacklog(int64_t now) override;
+  bool backlog() const override { return backlog_; }
+  bool External(int64_t now) override;
+  int Cycle(int64_t now) override;
 
  private:
   ControlLoop& loop() { return *loop_; }
@@ -71,20 +87,12 @@ class SimRun {
   void InitQueueRecords();
   void Advance(int64_t t);
   void AddContrib(SimJob& j, double alloc, double used, double effg, int sign);
-  double EfficiencyOf(JobSlot j);
-  int64_t GrantMemory(const GpuGrant& g);
-  void OnReleased(const Released& r, int64_t now, bool completed);
+  void ReleaseMetrics(const Released& r, int64_t now, bool completed);
   void OnLeftHold(JobSlot j, const std::vector<TaskPlacement>& tasks);
-  void Start(JobSlot j, int64_t now);
   void MarkArrival(JobSlot j, int64_t now);
-  void OnApplied(const Applied& a, int64_t now);
   void OnBound(const Applied& a, int64_t now);
   void OnPreempted(const Applied& a, int64_t now);
-  int ApplyPlan(const Plan& plan, int64_t now);
-  int CycleOnce(int64_t now);
-  void ReleaseBacklog(int64_t now);
-  bool HandleEvents(int64_t now);
-  void HandleCompletion(JobSlot j, int64_t now);
+  void OnCompleted(const Released& r, int64_t now);
   void JoinUnits(JobSlot j);
   void LeaveUnits(JobSlot j);
   void SloFigures();
@@ -100,6 +108,8 @@ class SimRun {
   const Policy& policy_;
   FabricParams fabric_;
   std::optional<ControlLoop> loop_;
+  std::unique_ptr<SimulatedCluster> physics_;  // the simulated cluster: the driver's backend
+  std::optional<Driver> driver_;
   RunResult res_;
   std::vector<SimJob> jobs_;
   std::vector<std::string> team_names_;
@@ -112,7 +122,6 @@ class SimRun {
   std::vector<int> queue_parent_;
 
   SimClock clock_;
-  EventQueue events_;
   std::vector<int32_t> order_;  // arrival order: by submit time, then trace position
   // Sharing units in use: (GPU, instance start or -1) -> the jobs sharing it and its compute capacity.
   std::map<std::pair<GpuId, int>, std::pair<std::vector<JobSlot>, int>> units_;
@@ -167,11 +176,11 @@ Status SimRun::InitJobs(ClusterState state) {
       return Status::Error(
           fmt::format("simulate: queue_weights names team '{}', which no job of the stream has", team));
   std::vector<QueueConfig> queues;
-  LoopOptions lo;
+  LoopSetup setup;
   if (Tenancy()) {
     queues = opt_.tenancy->queues;
-    lo.cycle = opt_.tenancy->cycle;
-    lo.termination_grace_s = opt_.tenancy->cycle.termination_grace_s;
+    setup.tenancy_cycle = &opt_.tenancy->cycle;
+    setup.tenancy_cycle_every_s = opt_.tenancy->cycle_every_s;
   } else {
     for (const std::string& t : team_names_) {
       QueueConfig q;
@@ -180,20 +189,24 @@ Status SimRun::InitJobs(ClusterState state) {
       if (w != opt_.queue_weights.end()) q.over_quota_weight = w->second;
       queues.push_back(std::move(q));
     }
-    if (opt_.gang_backfill) {
-      lo.cycle.reserve_beyond_guarantee = true;
-      lo.cycle.gang_aging_s = opt_.gang_aging_s;
-      lo.cycle.fence_reserved_nodes = true;
-      lo.cycle.max_reservations = opt_.gang_reservations;
-    }
   }
-  lo.expected_ends = Tenancy() || opt_.gang_backfill;
-  lo.running_end_at_progress = !Tenancy();
-  lo.drain_times = opt_.gang_backfill;
-  // Fair share sees each queue's decayed usage where a tenancy configures it (half-life, history weight);
-  // default runs have no fair-share configuration (one queue per team, no guarantees).
-  lo.track_usage = Tenancy();
-  loop_.emplace(std::move(state), queues, lo);
+  setup.gang_backfill = opt_.gang_backfill;
+  setup.gang_reservations = opt_.gang_reservations;
+  setup.gang_aging_s = opt_.gang_aging_s;
+  setup.mig_instance_delay_s = opt_.mig_instance_delay_s;
+  setup.mig_mode_delay_s = opt_.mig_mode_delay_s;
+  setup.max_cycles_per_instant = opt_.max_cycles_per_instant;
+  PhysicsOptions physics;
+  physics.fabric = fabric_;
+  physics.gpu_mtbf_h = opt_.gpu_mtbf_h;
+  physics.failure_seed = opt_.failure_seed;
+  physics.hook = hook_;
+  auto made = SimulatedCluster::Make(cluster_, catalog_, [this](JobSlot j) { return jobs_[j].spec; }, physics);
+  if (!made.ok()) return Status::Error("simulate: " + made.error());
+  physics_ = std::move(made).value();
+  loop_.emplace(std::move(state), queues, MakeLoopOptions(setup));
+  driver_.emplace(&*loop_, physics_.get(), MakeDriverOptions(setup), this);
+  driver_->set_recording(opt_.record_decisions);
   for (size_t i = 0; i < trace_.size(); ++i) {
     auto r = ToRequest(trace_[i], catalog_);
     if (!r.ok()) return Status::Error("simulate: " + r.error());
@@ -287,45 +300,8 @@ void SimRun::AddContrib(SimJob& j, double alloc, double used, double effg, int s
   }
 }
 
-// Step-time efficiency of a job's placement.
-double SimRun::EfficiencyOf(JobSlot idx) {
-  const TraceJob& s = *jobs_[idx].spec;
-  if (s.cls != WorkloadClass::kTraining || s.step_compute_s <= 0 || s.grad_bytes <= 0) return 1.0;
-  GangLayout l;
-  std::vector<std::pair<NodeId, int>> per_node;
-  std::set<LeafId> leaves;
-  std::set<SpineId> spines;
-  l.gpus = 0;
-  l.nic_gbps_per_gpu = 1e18;
-  for (const TaskPlacement& t : job(idx).tasks) {
-    l.gpus += static_cast<int>(t.gpus.size());
-    auto it = std::find_if(per_node.begin(), per_node.end(), [&](auto& p) { return p.first == t.node; });
-    if (it == per_node.end()) per_node.push_back({t.node, static_cast<int>(t.gpus.size())});
-    else it->second += static_cast<int>(t.gpus.size());
-    leaves.insert(state().node(t.node).leaf);
-    spines.insert(state().node(t.node).spine);
-    l.nic_gbps_per_gpu = std::min(l.nic_gbps_per_gpu, cluster_.nodes[t.node].nic_gbps_per_gpu);
-    l.interconnect = cluster_.nodes[t.node].interconnect;
-  }
-  for (auto& p : per_node) l.gpus_per_node.push_back(p.second);
-  l.span = l.gpus <= 1 ? Span::kOneGpu
-           : per_node.size() == 1 ? Span::kOneNode
-           : leaves.size() == 1   ? Span::kOneLeaf
-           : spines.size() == 1   ? Span::kOneSpine
-                                  : Span::kCrossSpine;
-  return ComputeStepTime(fabric_, l, s.grad_bytes, s.step_compute_s).Efficiency();
-}
-
-int64_t SimRun::GrantMemory(const GpuGrant& g) {
-  const GpuKind& kind = state().kind_of_gpu(g.gpu);
-  if (g.shared) return g.memory_mib;  // its part of a shared instance
-  if (g.mig_profile >= 0) return kind.profiles[g.mig_profile].usable_mib;
-  if (g.milli >= kMilliPerGpu) return kind.memory_mib;
-  return g.memory_mib;
-}
-
 // A hold ended (the loop released it): the tiers hook sees it and the job's contributions stop.
-void SimRun::OnReleased(const Released& r, int64_t now, bool completed) {
+void SimRun::ReleaseMetrics(const Released& r, int64_t now, bool completed) {
   if (hook_)
     hook_->OnRelease(r.job, now, completed, r.from == JobPhase::kRunning ? r.start_s : -1, r.last_checkpoint_s);
   SimJob& j = jobs_[r.job];
@@ -379,23 +355,10 @@ void SimRun::OnLeftHold(JobSlot j, const std::vector<TaskPlacement>& tasks) {
   queue_waiting_[job(j).queue] += res_.job_records[j].gpu_milli;
 }
 
-void SimRun::Start(JobSlot idx, int64_t now) {
+void SimRun::OnStarted(JobSlot idx, int64_t now, double efficiency) {
   SimJob& j = jobs_[idx];
-  // OOM: a task whose granted memory is below its need fails as soon as it runs.
-  for (const TaskPlacement& t : job(idx).tasks)
-    for (const GpuGrant& g : t.gpus)
-      if (GrantMemory(g) < j.spec->memory_mib) j.oom = true;
-  if (j.oom) {
-    ++res_.oom_events;
-    ++res_.jobs_failed;
-    OnReleased(loop().Fail(idx, now), now, false);
-    return;
-  }
-  double efficiency = EfficiencyOf(idx);
-  if (hook_) efficiency *= hook_->OnRun(idx, now);  // issue 5: periodic checkpoint overhead
   if (now >= w0_ && now < w1_) j.slo_counted = true;
   JoinUnits(idx);
-  const int64_t end_s = loop().Start(idx, now, efficiency);
   double used = 0;
   int gpus = 0;
   for (const TaskPlacement& t : job(idx).tasks)
@@ -408,14 +371,6 @@ void SimRun::Start(JobSlot idx, int64_t now) {
   AddContrib(j, 0, used, effg, +1);
   j.used_milli = used;
   j.eff_gpus = effg;
-  const uint32_t epoch = job(idx).epoch;
-  if (end_s >= 0) events_.Push({end_s, EventType::kCompletion, idx, epoch, 0});
-  if (opt_.gpu_mtbf_h > 0 && gpus > 0) {  // failure injection: exponential time to this run's first failure
-    const double u = HashUniform(static_cast<uint64_t>(idx), epoch, opt_.failure_seed);
-    const double dt = -std::log1p(-u) * opt_.gpu_mtbf_h * 3600.0 / gpus;
-    const int64_t at = now + std::max<int64_t>(1, static_cast<int64_t>(dt));
-    if (end_s < 0 || at < end_s) events_.Push({at, EventType::kFailure, idx, epoch, 0});
-  }
 }
 
 void SimRun::MarkArrival(JobSlot idx, int64_t now) {
@@ -469,15 +424,12 @@ void SimRun::OnBound(const Applied& a, int64_t now) {
     }
   }
   res_.mig_repartitions += a.mig_mode_gpus + a.mig_instance_gpus;
-  int64_t delay = 0;
-  if (a.mig_mode_gpus > 0) delay = std::max(delay, opt_.mig_mode_delay_s);
-  if (a.mig_instance_gpus > 0) delay = std::max(delay, opt_.mig_instance_delay_s);
-  if (hook_) delay = std::max(delay, hook_->OnBind(idx, cj.tasks, now));  // issue 5: restart cost
   j.alloc_milli = static_cast<double>(cj.held_milli);
   AddContrib(j, j.alloc_milli, 0, 0, +1);
-  delay += granted - now;  // reconfiguration starts once the victims are gone
-  if (delay == 0) Start(idx, now);
-  else events_.Push({now + delay, EventType::kStart, idx, cj.epoch, 0});
+}
+
+int64_t SimRun::ExtraStartDelay(JobSlot j, int64_t now) {
+  return hook_ ? hook_->OnBind(j, job(j).tasks, now) : 0;  // issue 5: restart cost
 }
 
 void SimRun::OnPreempted(const Applied& a, int64_t now) {
@@ -485,15 +437,11 @@ void SimRun::OnPreempted(const Applied& a, int64_t now) {
   if (Tenancy() && a.lost_since_s >= 0)
     res_.lost_gpu_s += static_cast<double>(now - a.lost_since_s) * UnitsOf(state(), a.tasks, SliceUnits::kCompute) / 1000.0;
   ++res_.preemptions;
-  if (a.released) {
-    OnReleased(*a.released, now, false);
-    return;
-  }
+  if (a.released) return;  // the release reports the rest
   // It holds its GPUs, doing no work, until it vacates after the grace period.
   SimJob& j = jobs_[a.job];
   AddContrib(j, 0, j.used_milli, j.eff_gpus, -1);
   j.used_milli = j.eff_gpus = 0;
-  events_.Push({a.vacate_s, EventType::kVacate, a.job, job(a.job).epoch, 0});
 }
 
 void SimRun::OnApplied(const Applied& a, int64_t now) {
@@ -515,36 +463,74 @@ void SimRun::OnApplied(const Applied& a, int64_t now) {
   }
 }
 
-// Applies a plan through the loop; returns the jobs bound.
-int SimRun::ApplyPlan(const Plan& plan, int64_t now) {
-  int binds = 0;
-  loop().Apply(plan, now, [&](const Applied& a) {
-    OnApplied(a, now);
-    binds += a.kind == ActionKind::kBind && a.done ? 1 : 0;
-  });
-  return binds;
+void SimRun::OnReleased(const Released& r, int64_t now, ReleaseCause cause, int64_t lost_since_s) {
+  switch (cause) {
+    case ReleaseCause::kCompleted: OnCompleted(r, now); return;
+    case ReleaseCause::kLaunchRefused:
+      ++res_.oom_events;
+      ++res_.jobs_failed;
+      break;
+    case ReleaseCause::kInterrupted: {  // an injected GPU failure: back to the queue
+      ++res_.job_failures;
+      int gpus = 0;
+      for (const TaskPlacement& t : r.tasks) gpus += static_cast<int>(t.gpus.size());
+      OnLeftHold(r.job, r.tasks);
+      res_.failure_lost_gpu_s += static_cast<double>(now - lost_since_s) * gpus;
+      break;
+    }
+    default: break;
+  }
+  ReleaseMetrics(r, now, false);
 }
 
-int SimRun::CycleOnce(int64_t now) {
+int SimRun::Cycle(int64_t now) {
   ++res_.cycles;
   Plan plan = loop().Decide(now, policy_);
   if (Tenancy())
     for (size_t q = 0; q < plan.queues.size() && q < subtree_alloc_.size(); ++q)
       subtree_alloc_[q] = plan.queues[q].allocated_milli;
-  return ApplyPlan(plan, now);
+  return driver_->ApplyPlan(plan, now);
 }
 
 // Backlog arrivals: jobs become visible in trace order whenever fewer than backlog_depth wait.
-void SimRun::ReleaseBacklog(int64_t now) {
+int SimRun::ReleaseBacklog(int64_t now) {
+  int n = 0;
   while (backlog_ && loop().jobs().pending().size() < static_cast<size_t>(std::max(1, opt_.backlog_depth)) &&
-         next_arrival_ < order_.size())
+         next_arrival_ < order_.size()) {
     MarkArrival(order_[next_arrival_++], now);
+    ++n;
+  }
+  return n;
 }
 
-void SimRun::HandleCompletion(JobSlot idx, int64_t now) {
+bool SimRun::Arrive(int64_t now) {
+  bool any = false;
+  while (!backlog_ && next_arrival_ < order_.size() && trace_[order_[next_arrival_]].submit_s == now) {
+    MarkArrival(order_[next_arrival_++], now);
+    any = true;
+  }
+  return any;
+}
+
+// Issue 5: node arrivals, spot notices and reclaims, applied like cycle actions.
+bool SimRun::External(int64_t now) {
+  if (!hook_) return false;
+  bool changed = false;
+  for (int k = 0; k < 8; ++k) {
+    Plan hp;
+    hook_->OnTime(now, state(), &hp, &changed);
+    if (hp.actions.empty()) break;
+    driver_->ApplyPlan(hp, now);
+    changed = true;
+  }
+  return changed;
+}
+
+void SimRun::OnCompleted(const Released& r, int64_t now) {
+  const JobSlot idx = r.job;
   SimJob& j = jobs_[idx];
-  if (Tenancy()) queue_alloc_[job(idx).queue] -= UnitsOf(state(), job(idx).tasks, opt_.tenancy->cycle.slice_units);
-  OnReleased(loop().Complete(idx, now), now, true);
+  if (Tenancy()) queue_alloc_[job(idx).queue] -= UnitsOf(state(), r.tasks, opt_.tenancy->cycle.slice_units);
+  ReleaseMetrics(r, now, true);
   ++res_.jobs_completed;
   res_.makespan_s = static_cast<double>(now);
   if (j.in_window) {
@@ -552,45 +538,6 @@ void SimRun::HandleCompletion(JobSlot idx, int64_t now) {
     res_.by_class[WorkloadClassName(j.spec->cls)].jct_s.push_back(jct);
     res_.by_team[j.spec->team].jct_s.push_back(jct);
   }
-}
-
-// Job events at `now`; returns whether any changed the state.
-bool SimRun::HandleEvents(int64_t now) {
-  bool changed = false;
-  while (!events_.empty() && events_.top().time_s == now) {
-    Event e = events_.Pop();
-    const ControlJob& j = job(e.job);
-    if (e.epoch != j.epoch) continue;
-    switch (e.type) {
-      case EventType::kCompletion:
-        if (j.phase != JobPhase::kRunning) break;
-        HandleCompletion(e.job, now);
-        changed = true;
-        break;
-      case EventType::kFailure: {
-        if (j.phase != JobPhase::kRunning) break;
-        ++res_.job_failures;
-        int gpus = 0;
-        for (const TaskPlacement& t : j.tasks) gpus += static_cast<int>(t.gpus.size());
-        OnLeftHold(e.job, j.tasks);
-        res_.failure_lost_gpu_s += static_cast<double>(now - loop().Interrupt(e.job)) * gpus;
-        OnReleased(loop().Requeue(e.job, now), now, false);
-        changed = true;
-        break;
-      }
-      case EventType::kVacate:
-        if (j.phase == JobPhase::kTerminating) OnReleased(loop().Requeue(e.job, now), now, false);
-        changed = true;
-        break;
-      case EventType::kStart:
-        if (j.phase == JobPhase::kBound) Start(e.job, now);
-        changed = true;
-        break;
-      case EventType::kArrival:
-        break;
-    }
-  }
-  return changed;
 }
 
 // Multi-tenant records: guarantee waits end once the queue's own work covers its guarantee.
@@ -609,48 +556,17 @@ void SimRun::Run() {
   bool first = true;
   const std::vector<JobSlot>& pending = loop().jobs().pending();
   while (true) {
-    int64_t t_next = INT64_MAX;
-    if (!events_.empty()) t_next = events_.top().time_s;
-    if (!backlog_ && next_arrival_ < order_.size()) t_next = std::min(t_next, trace_[order_[next_arrival_]].submit_s);
-    if (hook_) t_next = std::min(t_next, hook_->NextTimeS());  // issue 5
-    if (first) t_next = std::min<int64_t>(t_next, 0), first = false;
+    int64_t own = INT64_MAX;
+    if (!backlog_ && next_arrival_ < order_.size()) own = trace_[order_[next_arrival_]].submit_s;
+    if (hook_) own = std::min(own, hook_->NextTimeS());  // issue 5
+    if (first) own = std::min<int64_t>(own, 0), first = false;
     bool tick = false;  // multi-tenant runs: a periodic cycle while jobs wait (guards expire, reclaim)
-    if (Tenancy() && !pending.empty() && opt_.tenancy->cycle_every_s > 0 &&
-        now_ + opt_.tenancy->cycle_every_s < t_next && (t_next != INT64_MAX || opt_.horizon_s > 0)) {
-      t_next = now_ + opt_.tenancy->cycle_every_s;
-      tick = true;
-    }
+    const int64_t t_next = driver_->NextInstant(now_, own, opt_.horizon_s, &tick);
     if (t_next == INT64_MAX) break;
     if (opt_.horizon_s > 0 && t_next > opt_.horizon_s) break;
     Advance(t_next);
     const int64_t now = now_ = t_next;
-    bool changed = HandleEvents(now);
-    while (!backlog_ && next_arrival_ < order_.size() && trace_[order_[next_arrival_]].submit_s == now) {
-      MarkArrival(order_[next_arrival_++], now);
-      changed = true;
-    }
-    if (backlog_) {
-      ReleaseBacklog(now);
-      changed = true;
-    }
-    if (tick) changed = true;
-    if (hook_) {  // issue 5: node arrivals, spot notices and reclaims, applied like cycle actions
-      for (int k = 0; k < 8; ++k) {
-        Plan hp;
-        hook_->OnTime(now, state(), &hp, &changed);
-        if (hp.actions.empty()) break;
-        ApplyPlan(hp, now);
-        changed = true;
-      }
-    }
-    if (changed && !pending.empty()) {
-      for (int k = 0; k < opt_.max_cycles_per_instant; ++k) {
-        if (CycleOnce(now) == 0 || !backlog_) break;
-        const size_t before = pending.size();
-        ReleaseBacklog(now);
-        if (pending.size() == before) break;
-      }
-    }
+    const bool changed = driver_->RunInstant(now, tick, *this);
     if (Tenancy() && changed) UpdateGuaranteeWaits(now);
     if (hook_) hook_->AfterCycles(now, state(), pending);  // issue 5: autoscaling
   }
@@ -696,6 +612,10 @@ RunResult SimRun::Finish() {
     res_.by_team[team_names_[k]].utilization = team_acc_[k].used / denom;
   }
   SloFigures();
+  for (const Decision& d : driver_->decisions())
+    res_.decisions.push_back(DecisionLine(
+        d, state(), [&](int64_t j) { return std::to_string(trace_[j].id); },
+        [&](int64_t n) { return cluster_.nodes[n].name; }));
   const JobTable& jobs = loop().jobs();
   res_.unplaced_jobs = static_cast<int64_t>(jobs.pending().size());
   for (JobSlot p : jobs.pending()) res_.unplaced_gpu_requests += jobs_[p].spec->GpuRequests();

@@ -123,6 +123,8 @@ struct SimOptions {
   // Sharing inside instances (docs/sharing.md): the interference model and SLOs the latency figures use
   // (the scenario's `sharing:` section; tessera packs with the same options).
   SharingOptions sharing;
+  // Keep the run's decisions (control/decisions.h) in RunResult::decisions.
+  bool record_decisions = false;
 };
 
 // Per job, for multi-tenant metrics (filled when SimOptions::tenancy is set).
@@ -191,6 +193,8 @@ struct RunResult {
   // p99 slowdown above their SLO while sharing, and the p99 over replicas of their worst slowdown (1 = alone).
   std::map<std::string, int64_t> slo_violations;
   std::map<std::string, double> p99_slowdown;
+  // With SimOptions::record_decisions: one JSON line per decision (control/decisions.h), job = trace id.
+  std::vector<std::string> decisions;
 };
 
 // Runs one simulation. `jobs` in arrival order (ties by position).

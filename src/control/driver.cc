@@ -1,0 +1,295 @@
+#include "control/driver.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace tessera {
+
+const char* DecisionKindName(DecisionKind k) {
+  switch (k) {
+    case DecisionKind::kStart: return "start";
+    case DecisionKind::kPreempt: return "preempt";
+    case DecisionKind::kEnd: return "end";
+    case DecisionKind::kFail: return "fail";
+    case DecisionKind::kCancel: return "cancel";
+  }
+  return "start";
+}
+
+const char* BackendEventName(BackendEventKind k) {
+  switch (k) {
+    case BackendEventKind::kStarted: return "started";
+    case BackendEventKind::kEnded: return "ended";
+    case BackendEventKind::kFailed: return "failed";
+    case BackendEventKind::kInterrupted: return "interrupted";
+    case BackendEventKind::kLaunchFailed: return "launch-failed";
+    case BackendEventKind::kStopped: return "stopped";
+    case BackendEventKind::kCheckpointed: return "checkpointed";
+    case BackendEventKind::kReconfigureFailed: return "reconfigure-failed";
+  }
+  return "ended";
+}
+
+bool Driver::Timer::operator>(const Timer& o) const {
+  if (at != o.at) return at > o.at;
+  if (kind != o.kind) return kind > o.kind;
+  return seq > o.seq;
+}
+
+Driver::Driver(ControlLoop* loop, Backend* backend, DriverOptions options, DriverListener* listener)
+    : loop_(loop), backend_(backend), options_(options), listener_(listener ? listener : &null_listener_) {}
+
+void Driver::SetGroup(const std::vector<JobSlot>& members) {
+  if (members.size() < 2) return;
+  const int32_t g = static_cast<int32_t>(groups_.size());
+  groups_.push_back(members);
+  for (JobSlot m : members) {
+    if (m >= static_cast<JobSlot>(group_of_.size())) group_of_.resize(m + 1, -1);
+    group_of_[m] = g;
+  }
+}
+
+std::vector<JobSlot> Driver::GroupOf(JobSlot j) const {
+  if (j >= 0 && j < static_cast<JobSlot>(group_of_.size()) && group_of_[j] >= 0) return groups_[group_of_[j]];
+  return {j};
+}
+
+void Driver::PushTimer(int64_t at, TimerKind kind, JobSlot j) {
+  timers_.push_back({at, kind, j, loop_->jobs()[j].epoch, next_seq_++});
+  std::push_heap(timers_.begin(), timers_.end(), std::greater<Timer>());
+}
+
+int64_t Driver::NextEventS() const {
+  int64_t t = timers_.empty() ? INT64_MAX : timers_.front().at;
+  const int64_t b = backend_->NextEventS();
+  return b >= 0 ? std::min(t, b) : t;
+}
+
+int64_t Driver::NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const {
+  int64_t t = std::min(owner_next_s, NextEventS());
+  *tick = false;
+  const int64_t every = options_.cycle_every_s;
+  if (every > 0 && !loop_->jobs().pending().empty() && now + every < t && (t != INT64_MAX || horizon_s > 0)) {
+    t = now + every;
+    *tick = true;
+  }
+  return t;
+}
+
+bool Driver::RunInstant(int64_t now, bool tick, InstantSource& source) {
+  bool changed = HandleDue(now);
+  changed |= source.Arrive(now);
+  const bool backlog = source.backlog();
+  if (backlog) {
+    source.ReleaseBacklog(now);
+    changed = true;
+  }
+  changed |= tick;
+  changed |= source.External(now);
+  const std::vector<JobSlot>& pending = loop_->jobs().pending();
+  if (!changed || pending.empty()) return changed;
+  for (int k = 0; k < options_.max_cycles_per_instant; ++k) {
+    if (source.Cycle(now) == 0 || !backlog) break;
+    const size_t before = pending.size();
+    source.ReleaseBacklog(now);
+    if (pending.size() == before) break;
+  }
+  return changed;
+}
+
+bool Driver::HandleDue(int64_t now) {
+  bool changed = false;
+  for (const BackendEvent& e : backend_->Poll(now)) changed |= OnBackend(e, now);
+  while (!timers_.empty() && timers_.front().at <= now) {
+    std::pop_heap(timers_.begin(), timers_.end(), std::greater<Timer>());
+    const Timer t = timers_.back();
+    timers_.pop_back();
+    const ControlJob& j = loop_->jobs()[t.job];
+    if (t.epoch != j.epoch) continue;
+    if (t.kind == TimerKind::kStart && j.phase == JobPhase::kBound) Ready(t.job, now);
+    if (t.kind == TimerKind::kVacate && j.phase == JobPhase::kTerminating) Requeued(t.job, now, ReleaseCause::kVacated);
+    changed = true;
+  }
+  return changed;
+}
+
+int Driver::ApplyPlan(const Plan& plan, int64_t now) {
+  int binds = 0;
+  loop_->Apply(plan, now, [&](const Applied& a) {
+    OnApplied(a, now);
+    binds += a.kind == ActionKind::kBind && a.done ? 1 : 0;
+  });
+  return binds;
+}
+
+int Driver::CycleOnce(int64_t now, const Policy& policy, Plan* plan_out) {
+  Plan plan = loop_->Decide(now, policy);
+  const int binds = ApplyPlan(plan, now);
+  if (plan_out) *plan_out = std::move(plan);
+  return binds;
+}
+
+void Driver::OnApplied(const Applied& a, int64_t now) {
+  listener_->OnApplied(a, now);
+  if (a.conflict || !a.done) return;
+  switch (a.kind) {
+    case ActionKind::kBind: OnBound(a, now); break;
+    case ActionKind::kPreempt: OnPreempted(a, now); break;
+    case ActionKind::kCheckpoint: backend_->Checkpoint(a.job, loop_->jobs()[a.job].epoch, now); break;
+    case ActionKind::kReserve:
+    case ActionKind::kRepartition: break;
+  }
+}
+
+void Driver::OnBound(const Applied& a, int64_t now) {
+  int64_t delay = 0;
+  if (a.mig_mode_gpus > 0) delay = std::max(delay, options_.mig_mode_delay_s);
+  if (a.mig_instance_gpus > 0) delay = std::max(delay, options_.mig_instance_delay_s);
+  delay = std::max(delay, listener_->ExtraStartDelay(a.job, now));
+  delay += a.granted_s - now;  // reconfiguration starts once the victims are gone
+  if (delay == 0) Ready(a.job, now);
+  else PushTimer(now + delay, TimerKind::kStart, a.job);
+}
+
+// A member is due: the group launches once every member is bound and due.
+void Driver::Ready(JobSlot j, int64_t now) {
+  if (j >= static_cast<JobSlot>(ready_.size())) ready_.resize(loop_->jobs().size(), 0);
+  ready_[j] = 1;
+  for (JobSlot m : GroupOf(j))
+    if (m >= static_cast<JobSlot>(ready_.size()) || !ready_[m] || loop_->jobs()[m].phase != JobPhase::kBound) return;
+  Launch(j, now);
+}
+
+void Driver::Launch(JobSlot j, int64_t now) {
+  const std::vector<JobSlot> members = GroupOf(j);
+  std::vector<TaskPlacement> all;
+  bool refused = false;
+  for (JobSlot m : members) {
+    ready_[m] = 0;
+    ControlJob& cj = loop_->jobs()[m];
+    const LaunchAck ack = backend_->Launch({m, cj.epoch, cj.tasks, cj.remaining_work_s}, now);
+    if (ack.failed) {
+      refused = true;
+      const Released r = loop_->Fail(m, now);
+      listener_->OnReleased(r, now, ReleaseCause::kLaunchRefused, -1);
+      continue;
+    }
+    all.insert(all.end(), cj.tasks.begin(), cj.tasks.end());
+    loop_->Start(m, now, ack.efficiency);
+    listener_->OnStarted(m, now, ack.efficiency);
+  }
+  if (!refused) {
+    Record(now, j, DecisionKind::kStart, std::move(all));
+    return;
+  }
+  for (JobSlot m : members) {  // the job fails as a whole
+    const ControlJob& cj = loop_->jobs()[m];
+    if (cj.phase != JobPhase::kRunning) continue;
+    backend_->Stop(m, cj.epoch, 0, "another member of the job could not start", now);
+    listener_->OnReleased(loop_->Fail(m, now), now, ReleaseCause::kFailed, -1);
+  }
+  Record(now, j, DecisionKind::kFail);
+}
+
+void Driver::OnPreempted(const Applied& a, int64_t now) {
+  const ControlJob& cj = loop_->jobs()[a.job];
+  const uint32_t run = a.released ? cj.epoch - 1 : cj.epoch;  // a release ended the run's epoch
+  backend_->Stop(a.job, run, a.released ? 0 : options_.stop_grace_s, "preempted", now);
+  Record(now, a.job, DecisionKind::kPreempt);
+  if (a.released) {
+    if (a.job < static_cast<JobSlot>(ready_.size())) ready_[a.job] = 0;
+    listener_->OnReleased(*a.released, now, ReleaseCause::kPreempted, a.lost_since_s);
+  } else {
+    PushTimer(a.vacate_s, TimerKind::kVacate, a.job);
+  }
+  PreemptRestOfGroup(a.job, now);
+}
+
+void Driver::PreemptRestOfGroup(JobSlot j, int64_t now) {
+  for (JobSlot m : GroupOf(j)) {
+    const ControlJob& cj = loop_->jobs()[m];
+    if (m == j || (cj.phase != JobPhase::kBound && cj.phase != JobPhase::kRunning)) continue;
+    const uint32_t run = cj.epoch;
+    const int64_t lost = loop_->Interrupt(m);
+    backend_->Stop(m, run, 0, "preempted with its job", now);
+    if (m < static_cast<JobSlot>(ready_.size())) ready_[m] = 0;
+    listener_->OnReleased(loop_->Requeue(m, now), now, ReleaseCause::kPreempted, lost);
+  }
+}
+
+void Driver::Requeued(JobSlot j, int64_t now, ReleaseCause cause) {
+  if (j < static_cast<JobSlot>(ready_.size())) ready_[j] = 0;
+  listener_->OnReleased(loop_->Requeue(j, now), now, cause, -1);
+}
+
+bool Driver::OnBackend(const BackendEvent& e, int64_t now) {
+  if (!loop_->jobs().valid(e.slot) || e.run != loop_->jobs()[e.slot].epoch) {
+    listener_->OnBackendEvent(e);
+    return false;
+  }
+  const JobSlot j = e.slot;
+  const JobPhase phase = loop_->jobs()[j].phase;
+  const bool holding = phase == JobPhase::kBound || phase == JobPhase::kRunning;
+  switch (e.kind) {
+    case BackendEventKind::kEnded: {
+      if (phase != JobPhase::kRunning) return false;
+      listener_->OnReleased(loop_->Complete(j, now), now, ReleaseCause::kCompleted, -1);
+      const std::vector<JobSlot> members = GroupOf(j);
+      if (std::all_of(members.begin(), members.end(),
+                      [&](JobSlot m) { return loop_->jobs()[m].phase == JobPhase::kDone; }))
+        Record(now, j, DecisionKind::kEnd);
+      return true;
+    }
+    case BackendEventKind::kFailed:
+      if (phase != JobPhase::kRunning) return false;
+      for (JobSlot m : GroupOf(j)) {
+        const ControlJob& cj = loop_->jobs()[m];
+        if (cj.phase != JobPhase::kBound && cj.phase != JobPhase::kRunning) continue;
+        if (m != j) backend_->Stop(m, cj.epoch, 0, "another member of the job failed", now);
+        listener_->OnReleased(loop_->Fail(m, now), now, ReleaseCause::kFailed, -1);
+      }
+      Record(now, j, DecisionKind::kFail);
+      return true;
+    case BackendEventKind::kInterrupted:
+    case BackendEventKind::kLaunchFailed: {
+      if (e.kind == BackendEventKind::kInterrupted ? phase != JobPhase::kRunning : !holding) return false;
+      const int64_t lost = loop_->Interrupt(j);
+      if (j < static_cast<JobSlot>(ready_.size())) ready_[j] = 0;
+      const ReleaseCause cause =
+          e.kind == BackendEventKind::kInterrupted ? ReleaseCause::kInterrupted : ReleaseCause::kLaunchFailed;
+      listener_->OnReleased(loop_->Requeue(j, now), now, cause, lost);
+      Record(now, j, DecisionKind::kFail);
+      PreemptRestOfGroup(j, now);
+      return true;
+    }
+    default: listener_->OnBackendEvent(e); return false;
+  }
+}
+
+void Driver::Cancel(JobSlot j, int64_t now, std::string_view reason) {
+  for (JobSlot m : GroupOf(j)) {
+    const ControlJob& cj = loop_->jobs()[m];
+    const bool holding = cj.phase == JobPhase::kBound || cj.phase == JobPhase::kRunning ||
+                         cj.phase == JobPhase::kTerminating;
+    const uint32_t run = cj.epoch;
+    if (m < static_cast<JobSlot>(ready_.size())) ready_[m] = 0;
+    const Released r = loop_->Withdraw(m, now);
+    if (!holding) continue;
+    backend_->Stop(m, run, options_.stop_grace_s, reason, now);
+    listener_->OnReleased(r, now, ReleaseCause::kCancelled, -1);
+  }
+  Record(now, j, DecisionKind::kCancel);
+}
+
+void Driver::Record(int64_t t, JobSlot j, DecisionKind kind, std::vector<TaskPlacement> tasks) {
+  if (!recording_) return;
+  decisions_.push_back({t, GroupOf(j).front(), kind, std::move(tasks)});
+}
+
+std::vector<Decision> Driver::TakeDecisions() {
+  std::vector<Decision> out;
+  out.swap(decisions_);
+  return out;
+}
+
+}  // namespace tessera

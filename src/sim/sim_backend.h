@@ -1,0 +1,65 @@
+#pragma once
+// SimulatedCluster: the physics of a simulated cluster behind the backend seam (control/backend.h). The
+// simulator drives its runs through it, and `tessera serve --replay` uses the same one, so a scenario's runs
+// behave the same under both drivers:
+//  - a launch whose grants hold less memory than a task needs fails for good (out of memory at start);
+//  - a run progresses at its placement's step-time efficiency (sched/step_time.h; 1 for work without step
+//    inputs) times the tiers hook's factor (periodic checkpoint overhead), and ends when its work is done;
+//  - with failures injected (a GPU mean time between failures), a run is interrupted at an exponential time
+//    (drawn from a hash of the job, its run and the seed) and goes back to the queue.
+// Events are reported synchronously (launches are never in flight). Deterministic.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "control/backend.h"
+#include "model/catalog.h"
+#include "model/cluster.h"
+#include "sched/cluster_state.h"
+#include "sched/step_time.h"
+#include "sim/event_queue.h"
+#include "sim/trace.h"
+
+namespace tessera {
+
+class SimHook;
+
+struct PhysicsOptions {
+  FabricParams fabric;   // leaf oversubscription already resolved
+  double gpu_mtbf_h = 0;  // 0 = no injected failures
+  uint64_t failure_seed = 0;
+  SimHook* hook = nullptr;  // the tiers hook's progress factor (may be null)
+};
+
+class SimulatedCluster final : public Backend {
+ public:
+  // `spec_of` names the trace job of a slot (null = none: it runs as asked, without step inputs).
+  static Result<std::unique_ptr<SimulatedCluster>> Make(const Cluster& cluster, const Catalog& catalog,
+                                                        std::function<const TraceJob*(JobSlot)> spec_of,
+                                                        PhysicsOptions options);
+
+  LaunchAck Launch(const LaunchSpec& spec, int64_t now) override;
+  void Stop(JobSlot, uint32_t, int64_t, std::string_view, int64_t) override {}  // its events go stale
+  std::vector<BackendEvent> Poll(int64_t now) override;
+  int64_t NextEventS() const override { return events_.empty() ? -1 : events_.top().time_s; }
+
+  // The step-time efficiency of a gang on `tasks` (1 without step inputs).
+  double EfficiencyOf(const TraceJob& job, const std::vector<TaskPlacement>& tasks) const;
+
+ private:
+  SimulatedCluster(const Cluster& cluster, ClusterState layout, std::function<const TraceJob*(JobSlot)> spec_of,
+                   PhysicsOptions options);
+  int64_t GrantMemory(const GpuGrant& g) const;
+
+  const Cluster& cluster_;
+  ClusterState layout_;  // static lookups only: kinds, nodes, leaves, spines
+  std::function<const TraceJob*(JobSlot)> spec_of_;
+  PhysicsOptions opt_;
+  EventQueue events_;     // completions and failures of runs
+  std::set<JobSlot> oom_;  // jobs that ran out of memory at a start (they fail at every start)
+};
+
+}  // namespace tessera
