@@ -1,6 +1,7 @@
-// `tessera serve`: the control plane over HTTP(S). Parses options, wires store, service, executor and
+// `tessera serve`: the control plane over HTTP(S). Parses options, wires store, service, backend and
 // server together, writes the bootstrap admin token, and exits 0 on SIGTERM after in-flight requests and
-// queued writes finish.
+// queued writes finish. With --replay it runs a scenario through the service instead (service/replay.h)
+// and exits when the scenario ends.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fmt/format.h>
 #include <thread>
 
@@ -16,7 +18,9 @@
 #include "base/file.h"
 #include "server/http_server.h"
 #include "service/demo.h"
+#include "service/replay.h"
 #include "service/service.h"
+#include "service/simulated_backend.h"
 
 namespace tessera::cli {
 namespace {
@@ -27,6 +31,10 @@ struct ServeArgs {
   std::string cluster, tenancy, admin_token_file, tls_cert, tls_key;
   bool demo = false;
   double speed = 1;
+  double backend_latency_s = 0, backend_failures = 0;
+  std::string replay, decisions;
+  uint64_t seed = 0;
+  bool db_given = false, listen_given = false;
 };
 
 Status WriteSecret(const std::string& path, const std::string& text) {
@@ -39,6 +47,66 @@ Status WriteSecret(const std::string& path, const std::string& text) {
   return ok ? Status::Ok() : Status::Error(fmt::format("{}: cannot write the admin token", path));
 }
 
+// HOST:PORT -> port, or -1.
+int PortOf(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon != std::string::npos && colon + 1 < listen.size() && listen.size() - colon <= 6 &&
+      listen.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+    const int port = std::stoi(listen.substr(colon + 1));
+    return port <= 65535 ? port : -1;
+  }
+  return -1;
+}
+
+// `--replay`: the scenario through the service's submission path on a virtual clock; exits when it ends.
+int ServeReplay(const ServeArgs& a) {
+  auto replay = Replay::Prepare(a.replay, a.seed, Catalog::Default());
+  if (!replay.ok()) return fmt::print(stderr, "{}\n", replay.error()), 2;
+  ServiceConfig cfg = (*replay)->Config();
+  cfg.catalog = &Catalog::Default();
+  std::string db = a.db, tmp;
+  if (!a.db_given) {
+    char dir[] = "/tmp/tessera-replay-XXXXXX";
+    if (mkdtemp(dir) == nullptr) return fmt::print(stderr, "--replay: cannot create a temporary directory\n"), 1;
+    tmp = dir;
+    db = tmp + "/replay.db";
+  }
+  auto store = OpenSqliteStore(db);
+  if (!store.ok()) return fmt::print(stderr, "{}\n", store.error()), 1;
+  auto service = Service::Start(std::move(cfg), std::move(store).value(), (*replay)->clock(), (*replay)->backend());
+  if (!service.ok()) return fmt::print(stderr, "{}\n", service.error()), 1;
+  Service& svc = **service;
+  if (auto admin = svc.BootstrapAdmin(); !admin.ok()) return fmt::print(stderr, "{}\n", admin.error()), 1;
+  std::unique_ptr<ApiServer> server;
+  std::thread http;
+  if (a.listen_given) {
+    ServerOptions so;
+    so.host = a.listen.substr(0, a.listen.rfind(':'));
+    so.port = PortOf(a.listen);
+    server = std::make_unique<ApiServer>(&svc, so);
+    if (Status st = server->Bind(); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
+    http = std::thread([&] { server->Serve(); });
+  }
+  std::FILE* out = a.decisions.empty() ? nullptr : std::fopen(a.decisions.c_str(), "w");
+  if (!a.decisions.empty() && out == nullptr) return fmt::print(stderr, "--decisions: cannot write {}\n", a.decisions), 1;
+  fmt::print("tessera serve --replay {}: seed {}, {} jobs\n", a.replay, (*replay)->seed(), (*replay)->jobs());
+  std::fflush(stdout);
+  size_t lines = 0;
+  const Status st = (*replay)->Run(svc, [&](const std::string& l) {
+    ++lines;
+    if (out) std::fprintf(out, "%s\n", l.c_str());
+  });
+  const bool written = out == nullptr || (std::fflush(out) == 0 && std::fclose(out) == 0);
+  if (server) server->Stop();
+  if (http.joinable()) http.join();
+  svc.Stop();
+  if (!tmp.empty()) std::filesystem::remove_all(tmp);
+  if (!st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
+  if (!written) return fmt::print(stderr, "--decisions: cannot write {}\n", a.decisions), 1;
+  fmt::print("tessera serve --replay: {} decisions; the scenario ended\n", lines);
+  return 0;
+}
+
 int Serve(const ServeArgs& a) {
   // SIGTERM/SIGINT are taken by sigwait below; block them before any thread starts.
   sigset_t sigs;
@@ -48,15 +116,13 @@ int Serve(const ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  const size_t colon = a.listen.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos && colon + 1 < a.listen.size() &&
-      a.listen.find_first_not_of("0123456789", colon + 1) == std::string::npos)
-    port = std::stoi(a.listen.substr(colon + 1));
-  if (port < 0 || port > 65535) {
+  const int port = PortOf(a.listen);
+  if (port < 0) {
     fmt::print(stderr, "--listen: '{}' is not HOST:PORT\n", a.listen);
     return 2;
   }
+  if (!a.replay.empty()) return ServeReplay(a);
+  const size_t colon = a.listen.rfind(':');
   ServiceConfig cfg;
   cfg.catalog = &Catalog::Default();
   std::string cluster_text = DemoClusterYaml(), cluster_source = "demo cluster";
@@ -79,8 +145,8 @@ int Serve(const ServeArgs& a) {
   auto store = OpenSqliteStore(a.db);
   if (!store.ok()) return fmt::print(stderr, "{}\n", store.error()), 1;
   ScaledClock clock(static_cast<double>(std::time(nullptr)), a.speed);
-  SimulatedExecutor executor(0, static_cast<uint64_t>(std::time(nullptr)));
-  auto service = Service::Start(std::move(cfg), std::move(store).value(), &clock, &executor);
+  SimulatedBackend backend(&clock, a.backend_latency_s, a.backend_failures, static_cast<uint64_t>(std::time(nullptr)));
+  auto service = Service::Start(std::move(cfg), std::move(store).value(), &clock, &backend);
   if (!service.ok()) return fmt::print(stderr, "{}\n", service.error()), 1;
   Service& svc = **service;
   auto admin = svc.BootstrapAdmin();
@@ -136,14 +202,28 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--listen", a->listen, "HOST:PORT to listen on")->capture_default_str();
   c->add_option("--cluster", a->cluster, "cluster YAML (default: the embedded demo cluster)");
   c->add_option("--tenancy", a->tenancy, "tenancy YAML: teams, queues, priority classes");
-  c->add_flag("--demo", a->demo, "demo teams, users and a stream of jobs on the simulated executor");
+  c->add_flag("--demo", a->demo, "demo teams, users and a stream of jobs on the simulated backend");
+  c->add_option("--backend-latency", a->backend_latency_s,
+                "every call to the simulated backend completes this many seconds later (tests, demos)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--backend-failures", a->backend_failures,
+                "probability that a launch or a MIG reconfiguration of the simulated backend fails")
+      ->check(CLI::Range(0.0, 1.0));
+  c->add_option("--replay", a->replay,
+                "run this scenario through the service (its first seed, the tessera policy) and exit when it ends");
+  c->add_option("--seed", a->seed, "with --replay: the seed to run (default: the scenario's first)");
+  c->add_option("--decisions", a->decisions, "with --replay: write the decisions as JSON lines to this file");
   c->add_option("--speed", a->speed, "simulated clock speed (service seconds per wall second)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   c->add_option("--admin-token-file", a->admin_token_file, "where the bootstrap admin token goes (default <db>.admin-token)");
   c->add_option("--tls-cert", a->tls_cert, "PEM certificate: serve HTTPS")->check(CLI::ExistingFile);
   c->add_option("--tls-key", a->tls_key, "PEM private key for --tls-cert")->check(CLI::ExistingFile);
-  c->callback([a, exit_code] { *exit_code = Serve(*a); });
+  c->callback([a, c, exit_code] {
+    a->db_given = c->count("--db") > 0;
+    a->listen_given = c->count("--listen") > 0;
+    *exit_code = Serve(*a);
+  });
 }
 
 }  // namespace tessera::cli

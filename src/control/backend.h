@@ -16,11 +16,13 @@
 //    kReconfigureFailed marks the layout unknown.
 //  - Poll(now) returns every event that happened at or before `now`, in order; NextEventS() is the time of
 //    the next event the backend already knows of (-1 = none), so a virtual clock can jump to it.
-//  - Running() lists what the backend runs (after a restart the driver adopts it rather than launch again).
+//  - Adopt() and Running(): after a restart the driver adopts what runs rather than launch it again, and
+//    learns what runs that it does not know.
 // Every event names the run (the job's epoch when launched): reports of older runs are ignored.
 // Thread safety: a backend is called by one driver thread; backends that do slow work do it elsewhere.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,9 +41,10 @@ struct LaunchSpec {
 };
 
 struct LaunchAck {
-  bool failed = false;     // it cannot run at all: the job fails for good
+  bool failed = false;      // it cannot run at all: the job fails for good
   std::string reason;
   double efficiency = 1.0;  // expected progress rate
+  bool in_flight = false;   // accepted; kStarted or kLaunchFailed follows
 };
 
 enum class BackendEventKind : uint8_t {
@@ -81,7 +84,15 @@ class Backend {
   virtual void Reconfigure(GpuId gpu, const std::string& layout, int64_t now) {}
   virtual std::vector<BackendEvent> Poll(int64_t now) = 0;
   virtual int64_t NextEventS() const = 0;
+  // A run the driver recorded as running before it restarted: the backend confirms it knows it (a real
+  // cluster finds its pods; the simulated one takes it as still running since `started_at`), or answers
+  // false and the driver requeues the job.
+  virtual bool Adopt(const LaunchSpec& spec, int64_t started_at, int64_t now) { return false; }
   virtual std::vector<BackendRun> Running() const { return {}; }
+  // Whether calls complete later (as events) rather than when they return.
+  virtual bool asynchronous() const { return false; }
+  // Asynchronous backends call `wake` (from any thread) when an event arrives, so the driver polls soon.
+  virtual void OnEvents(std::function<void()> wake) {}
 };
 
 }  // namespace tessera

@@ -76,8 +76,10 @@ int64_t Driver::NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s
   return t;
 }
 
+bool InstantSource::Due(Driver& driver, int64_t now) { return driver.HandleDue(now); }
+
 bool Driver::RunInstant(int64_t now, bool tick, InstantSource& source) {
-  bool changed = HandleDue(now);
+  bool changed = source.Due(*this, now);
   changed |= source.Arrive(now);
   const bool backlog = source.backlog();
   if (backlog) {
@@ -86,13 +88,12 @@ bool Driver::RunInstant(int64_t now, bool tick, InstantSource& source) {
   }
   changed |= tick;
   changed |= source.External(now);
-  const std::vector<JobSlot>& pending = loop_->jobs().pending();
-  if (!changed || pending.empty()) return changed;
+  if (!changed || source.Waiting() == 0) return changed;
   for (int k = 0; k < options_.max_cycles_per_instant; ++k) {
     if (source.Cycle(now) == 0 || !backlog) break;
-    const size_t before = pending.size();
+    const size_t before = source.Waiting();
     source.ReleaseBacklog(now);
-    if (pending.size() == before) break;
+    if (source.Waiting() == before) break;
   }
   return changed;
 }
@@ -176,7 +177,7 @@ void Driver::Launch(JobSlot j, int64_t now) {
     }
     all.insert(all.end(), cj.tasks.begin(), cj.tasks.end());
     loop_->Start(m, now, ack.efficiency);
-    listener_->OnStarted(m, now, ack.efficiency);
+    listener_->OnStarted(m, now, ack.efficiency, ack.in_flight);
   }
   if (!refused) {
     Record(now, j, DecisionKind::kStart, std::move(all));
@@ -229,6 +230,7 @@ bool Driver::OnBackend(const BackendEvent& e, int64_t now) {
   }
   const JobSlot j = e.slot;
   const JobPhase phase = loop_->jobs()[j].phase;
+  now = std::min(now, e.at);  // when it happened (a driver polling late still charges the true end)
   const bool holding = phase == JobPhase::kBound || phase == JobPhase::kRunning;
   switch (e.kind) {
     case BackendEventKind::kEnded: {

@@ -32,6 +32,8 @@
 
 namespace tessera {
 
+class Driver;
+
 struct DriverOptions {
   // A bind whose grants create or destroy MIG instances launches this much later; one that switches MIG
   // mode waits mig_mode_delay_s (Ampere resets the GPU).
@@ -66,8 +68,9 @@ class DriverListener {
   virtual void OnApplied(const Applied& a, int64_t now) {}
   // Extra delay before a bound job launches (e.g. a restart from its checkpoint).
   virtual int64_t ExtraStartDelay(JobSlot j, int64_t now) { return 0; }
-  // The job was launched and runs (as far as the loop knows) at `efficiency`.
-  virtual void OnStarted(JobSlot j, int64_t now, double efficiency) {}
+  // The job was launched and runs (as far as the loop knows) at `efficiency`; `in_flight`: the backend
+  // confirms later (kStarted).
+  virtual void OnStarted(JobSlot j, int64_t now, double efficiency, bool in_flight) {}
   // A hold ended; `lost_since_s` (kInterrupted, kPreempted) is when the work it lost began (-1 = none).
   virtual void OnReleased(const Released& r, int64_t now, ReleaseCause cause, int64_t lost_since_s) {}
   // An asynchronous backend's report that is not a change of the loop (started, stopped, checkpointed,
@@ -79,6 +82,10 @@ class DriverListener {
 class InstantSource {
  public:
   virtual ~InstantSource() = default;
+  // Backend events and timers due at `now` (a driver with a lock takes it here).
+  virtual bool Due(Driver& driver, int64_t now);
+  // Jobs waiting in the queue.
+  virtual size_t Waiting() const = 0;
   // Jobs arriving at `now` are submitted; returns whether any did.
   virtual bool Arrive(int64_t now) = 0;
   // Backlog arrivals: jobs submitted while fewer than the depth wait; returns how many. Only called when

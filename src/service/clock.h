@@ -2,6 +2,7 @@
 // The service's clock, injected: Now() in seconds since the Unix epoch on the service's time line. Under
 // `--speed X` that time line runs X times faster than the wall clock (a simulated cluster).
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 
@@ -40,6 +41,24 @@ class ScaledClock final : public Clock {
   double speed_;
   WallSource wall_;
   double wall0_;
+};
+
+// A clock its owner sets (a replay's virtual time line): time passes only when Set moves it.
+class VirtualClock final : public Clock {
+ public:
+  explicit VirtualClock(double start = 0) : now_(start) {}
+  double Now() const override { return now_.load(); }
+  double WallSecondsUntil(double t) const override { return t > Now() ? 3600 : 0; }
+  void NotBefore(double t) override {
+    if (t > Now()) now_.store(t);
+  }
+  // REQUIRES: t >= Now() (time never runs backwards).
+  void Set(double t) {
+    if (t > Now()) now_.store(t);
+  }
+
+ private:
+  std::atomic<double> now_;
 };
 
 }  // namespace tessera

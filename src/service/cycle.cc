@@ -1,5 +1,6 @@
-// The service's side of the control loop: executor events, the cycle (the core builds its input and
-// applies its plan), what each applied action means for a job and the store, publishing the snapshot.
+// The service's side of the control loop: the driver rules (control/driver.h) over its loop, the cycle
+// (decided without the lock, applied in slices), what each report of the driver means for a job and the
+// store, publishing the snapshot.
 #include <fmt/format.h>
 #include <pthread.h>
 
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "base/thread_priority.h"
+#include "control/decisions.h"
 #include "cost/pricebook.h"
 #include "service/service.h"
 
@@ -54,8 +56,8 @@ void Service::CycleLoop() {
     double wait_s = config_.tick_s;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      const int64_t next = executor_->NextEventS();
-      if (next >= 0) wait_s = std::min(wait_s, clock_->WallSecondsUntil(static_cast<double>(next)));
+      const int64_t next = driver_->NextEventS();
+      if (next != INT64_MAX) wait_s = std::min(wait_s, clock_->WallSecondsUntil(static_cast<double>(next)));
     }
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
@@ -118,11 +120,13 @@ void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
     cj.queue = j.queue;
     cj.preemptible = pc == nullptr || pc->preemptible;
     cj.remaining_work_s = j.duration_s > 0 ? static_cast<double>(j.duration_s) : -1;
+    cj.checkpointable = j.checkpointable;
     const JobSlot s = loop_->Add(std::move(cj));
     if (queued) loop_->Submit(s, j.submitted_at);
     slot.replicas.push_back(s);
     job_of_slot_.push_back(j.id);
   }
+  driver_->SetGroup(slot.replicas);  // replicas launch all together
 }
 
 void Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in) {
@@ -149,103 +153,164 @@ JobPtr Service::FinishLocked(const JobRecord& j, JobState state, int64_t at, con
   next->state = state;
   next->finished_at = at;
   next->message = message;
+  next->starting = false;
   if (j.state == JobState::kRunning) {
     for (UsageRecord& u : UsageOf(j, at)) b->usage.push_back(std::move(u));
-    executor_->Stop(j.id);
     state_changed_ = true;
-  }
-  for (JobSlot s : jobs_[j.id - 1].replicas) {
-    const bool running = loop_->jobs()[s].phase == JobPhase::kRunning;
-    if (running && state == JobState::kSucceeded) loop_->Complete(s, at);
-    else if (running && state == JobState::kFailed) loop_->Fail(s, at);
-    else loop_->Withdraw(s, at);
   }
   b->events.push_back({j.id, at, JobStateName(state), message});
   return next;
 }
 
-void Service::PreemptLocked(const JobRecord& j, const std::string& reason, int64_t now, WriteBatch* b,
-                            std::vector<JobPtr>* changed) {
-  for (JobSlot s : jobs_[j.id - 1].replicas) {  // the replicas the plan left running go too
-    const JobPhase p = loop_->jobs()[s].phase;
-    if (p != JobPhase::kBound && p != JobPhase::kRunning) continue;
-    loop_->Interrupt(s);
-    loop_->Requeue(s, now);
-  }
+JobPtr Service::RequeuedLocked(const JobRecord& j, const std::string& why, int64_t now, WriteBatch* b) {
   for (UsageRecord& u : UsageOf(j, now)) b->usage.push_back(std::move(u));
-  executor_->Stop(j.id);
   auto next = std::make_shared<JobRecord>(j);
   next->version = NextVersion();
   next->state = JobState::kPending;
   next->started_at = -1;
+  next->starting = false;
   next->placements.clear();
-  next->message = "preempted: " + reason;
-  b->events.push_back({j.id, now, "Preempted", reason});
-  changed->push_back(next);
-  counters_.preemptions.fetch_add(1, std::memory_order_relaxed);
+  next->message = why;
+  state_changed_ = true;
+  return next;
 }
 
-void Service::StartLocked(const JobRecord& j, const std::string& reason, int64_t now, WriteBatch* b,
-                          std::vector<JobPtr>* changed) {
-  const std::vector<JobSlot>& replicas = jobs_[j.id - 1].replicas;
-  const bool all = std::all_of(replicas.begin(), replicas.end(),
-                               [&](JobSlot s) { return loop_->jobs()[s].phase == JobPhase::kBound; });
-  if (!all) {  // all or nothing: the replicas bound go back to the queue, at their place
-    for (JobSlot s : replicas)
-      if (loop_->jobs()[s].phase == JobPhase::kBound) loop_->Requeue(s, now);
-    return;
-  }
-  std::vector<TaskPlacement> tasks;
+JobPtr Service::CurrentLocked(int64_t id) const {
+  if (fx_ != nullptr)
+    for (auto it = fx_->changed.rbegin(); it != fx_->changed.rend(); ++it)
+      if ((*it)->id == id) return *it;
+  return Lookup(id, false);
+}
+
+void Service::ChangedLocked(JobPtr next) { fx_->changed.push_back(std::move(next)); }
+
+// Every applied action: counters, reasons, GPUs to relayout; a job whose replicas all hold their grants
+// runs from now on (starting until launched).
+void Service::OnBoundLocked(const Applied& a, int64_t now) {
+  const Action* act = fx_->plan != nullptr && fx_->index < fx_->plan->actions.size() ? &fx_->plan->actions[fx_->index] : nullptr;
+  ++fx_->index;
+  if (!a.done || a.conflict) return;
+  state_changed_ = true;
+  const bool mig_change = a.kind == ActionKind::kBind || a.kind == ActionKind::kRepartition;
+  if (act != nullptr && mig_change)
+    for (const TaskPlacement& t : act->tasks)
+      for (const GpuGrant& g : t.gpus)
+        if (g.mig_profile >= 0 || g.enable_mig || g.disable_mig || g.destroy_mask) fx_->relayout.insert(g.gpu);
+  if (a.kind == ActionKind::kPreempt && act != nullptr) reason_[job_of_slot_[a.job]] = act->reason;
+  if (a.kind == ActionKind::kPreempt) counters_.preemptions.fetch_add(1, std::memory_order_relaxed);
+  if (a.kind != ActionKind::kBind) return;
+  counters_.mig_repartitions.fetch_add(a.mig_mode_gpus + a.mig_instance_gpus, std::memory_order_relaxed);
+  const int64_t id = job_of_slot_[a.job];
+  if (act != nullptr) reason_[id] = act->reason;
+  const std::vector<JobSlot>& replicas = jobs_[id - 1].replicas;
   for (JobSlot s : replicas) {
-    loop_->Start(s, now, 1.0);
-    const auto& held = loop_->jobs()[s].tasks;
-    tasks.insert(tasks.end(), held.begin(), held.end());
+    const JobPhase p = loop_->jobs()[s].phase;
+    if (p != JobPhase::kBound && p != JobPhase::kRunning) return;
   }
-  auto next = std::make_shared<JobRecord>(j);
+  JobPtr j = CurrentLocked(id);
+  if (!j || j->state != JobState::kPending) return;
+  std::vector<TaskPlacement> tasks;
+  for (JobSlot s : replicas) tasks.insert(tasks.end(), loop_->jobs()[s].tasks.begin(), loop_->jobs()[s].tasks.end());
+  auto next = std::make_shared<JobRecord>(*j);
   next->version = NextVersion();
   next->state = JobState::kRunning;
   next->started_at = now;
+  next->starting = true;
   next->placements = WithoutFlags(std::move(tasks));
   next->message.clear();
-  executor_->Start(j.id, now, j.duration_s);
-  b->events.push_back({j.id, now, "Started", reason});
-  changed->push_back(next);
+  fx_->b.events.push_back({id, now, "Started", reason_[id]});
+  ChangedLocked(std::move(next));
   counters_.placements.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Service::ApplyPlanLocked(const Plan& plan, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed) {
-  const std::vector<Applied> applied = loop_->Apply(plan, now);
-  std::map<int64_t, std::string> preempted, bound;  // job -> reason of its first action
-  std::set<GpuId> relayout;                          // GPUs whose MIG layout may have changed
-  for (size_t i = 0; i < applied.size(); ++i) {
-    const Applied& r = applied[i];
-    const Action& a = plan.actions[i];
-    if (!r.done) continue;
-    if (r.kind == ActionKind::kPreempt) preempted.emplace(job_of_slot_[r.job], a.reason);
-    if (r.kind == ActionKind::kBind) {
-      bound.emplace(job_of_slot_[r.job], a.reason);
-      counters_.mig_repartitions.fetch_add(r.mig_mode_gpus + r.mig_instance_gpus, std::memory_order_relaxed);
+void Service::OnStartedLocked(JobSlot s, int64_t now, bool in_flight) {
+  const int64_t id = job_of_slot_[s];
+  for (JobSlot r : jobs_[id - 1].replicas)
+    if (loop_->jobs()[r].phase != JobPhase::kRunning) return;
+  JobPtr j = CurrentLocked(id);
+  if (!j || j->state != JobState::kRunning || !j->starting || in_flight) return;
+  auto next = std::make_shared<JobRecord>(*j);
+  next->version = NextVersion();
+  next->starting = false;
+  ChangedLocked(std::move(next));
+}
+
+void Service::OnBackendEventLocked(const BackendEvent& e) {
+  if (e.slot < 0 || e.slot >= static_cast<JobSlot>(job_of_slot_.size())) return;
+  JobPtr j = CurrentLocked(job_of_slot_[e.slot]);
+  if (!j) return;
+  const bool started = e.kind == BackendEventKind::kStarted && j->state == JobState::kRunning && j->starting;
+  const bool stopped = e.kind == BackendEventKind::kStopped && j->stopping;
+  if (!started && !stopped) return;
+  if (started)
+    for (JobSlot r : jobs_[j->id - 1].replicas)
+      if (loop_->jobs()[r].phase != JobPhase::kRunning) return;
+  auto next = std::make_shared<JobRecord>(*j);
+  next->version = NextVersion();
+  if (started) next->starting = false;
+  if (stopped) next->stopping = false;
+  ChangedLocked(std::move(next));
+}
+
+void Service::OnReleasedLocked(const Released& r, int64_t now, ReleaseCause cause) {
+  const int64_t id = job_of_slot_[r.job];
+  JobPtr j = CurrentLocked(id);
+  if (!j) return;
+  switch (cause) {
+    case ReleaseCause::kCompleted:
+      for (JobSlot s : jobs_[id - 1].replicas)
+        if (loop_->jobs()[s].phase != JobPhase::kDone) return;
+      if (j->state != JobState::kRunning) return;
+      ChangedLocked(FinishLocked(*j, JobState::kSucceeded, now, "completed", &fx_->b));
+      counters_.finished.fetch_add(1, std::memory_order_relaxed);
+      return;
+    case ReleaseCause::kFailed:
+    case ReleaseCause::kLaunchRefused:
+      if (Terminal(j->state)) return;
+      ChangedLocked(FinishLocked(*j, JobState::kFailed, now, "failed on the backend", &fx_->b));
+      counters_.finished.fetch_add(1, std::memory_order_relaxed);
+      counters_.failed.fetch_add(1, std::memory_order_relaxed);
+      return;
+    case ReleaseCause::kPreempted:
+    case ReleaseCause::kInterrupted:
+    case ReleaseCause::kLaunchFailed: {
+      if (j->state != JobState::kRunning) return;
+      const std::string why = cause == ReleaseCause::kPreempted ? "preempted: " + reason_[id]
+                              : cause == ReleaseCause::kInterrupted ? "interrupted on the backend; requeued"
+                                                                    : "the backend could not launch it; requeued";
+      fx_->b.events.push_back({id, now, cause == ReleaseCause::kPreempted ? "Preempted" : "Requeued",
+                               cause == ReleaseCause::kPreempted ? reason_[id] : why});
+      ChangedLocked(RequeuedLocked(*j, why, now, &fx_->b));
+      return;
     }
-    if (r.kind == ActionKind::kBind || r.kind == ActionKind::kRepartition)
-      for (const TaskPlacement& t : a.tasks)
-        for (const GpuGrant& g : t.gpus)
-          if (g.mig_profile >= 0 || g.enable_mig || g.disable_mig || g.destroy_mask) relayout.insert(g.gpu);
+    case ReleaseCause::kVacated:
+    case ReleaseCause::kCancelled: return;
   }
-  if (!applied.empty()) state_changed_ = true;
-  auto current = [&](int64_t id) -> JobPtr {
-    for (auto it = changed->rbegin(); it != changed->rend(); ++it)
-      if ((*it)->id == id) return *it;
-    return Lookup(id, false);
-  };
-  for (const auto& [id, reason] : preempted)
-    if (JobPtr j = current(id); j && j->state == JobState::kRunning) PreemptLocked(*j, reason, now, b, changed);
-  for (const auto& [id, reason] : bound)
-    if (JobPtr j = current(id); j && j->state == JobState::kPending) StartLocked(*j, reason, now, b, changed);
+}
+
+void Service::FlushLocked(Fx* fx, int64_t now, bool meta) {
   const ClusterState& st = loop_->state();
-  for (GpuId g : relayout) {
+  for (GpuId g : fx->relayout) {
     const NodeId n = st.gpu(g).node;
-    b->layouts.push_back({config_.cluster.nodes[n].name, g - st.node(n).first_gpu, LayoutText(st, g)});
+    fx->b.layouts.push_back({config_.cluster.nodes[n].name, g - st.node(n).first_gpu, LayoutText(st, g)});
   }
+  fx->relayout.clear();
+  if (meta) {
+    fx->b.meta["clock_s"] = std::to_string(now);
+    fx->b.meta["queue_usage"] = UsageMetaLocked();
+  }
+  if (!fx->changed.empty() || !fx->b.layouts.empty() || meta) PutLocked(std::move(fx->changed), std::move(fx->b), nullptr);
+  fx->changed.clear();
+  fx->b = WriteBatch();
+}
+
+bool Service::DueLocked(int64_t now) {
+  Fx fx;
+  fx_ = &fx;
+  const bool changed = driver_->HandleDue(now);
+  FlushLocked(&fx, now, false);
+  fx_ = nullptr;
+  return changed;
 }
 
 std::string Service::UsageMetaLocked() const {
@@ -273,12 +338,12 @@ void Service::RestoreUsageLocked(const std::string& meta) {
 // and the store's writer without delaying them (Linux: nice values are per thread, and threads the engine
 // starts inherit it); the lock-holding parts of the cycle keep the process's priority.
 Plan Service::DecideInBackground(const CycleInput& in) const {
-  if (config_.decide_nice <= 0) return scheduler_.Decide(in);
+  if (config_.decide_nice <= 0) return RunCycle(in, *policy_);
   Plan plan;
   std::thread t([&] {
     pthread_setname_np(pthread_self(), "tessera-decide");
     LowerThreadPriority(config_.decide_nice);
-    plan = scheduler_.Decide(in);
+    plan = RunCycle(in, *policy_);
   });
   t.join();
   return plan;
@@ -307,31 +372,27 @@ std::vector<size_t> Service::SliceCuts(const Plan& plan) const {
 }
 
 void Service::RunOneCycle() {
-  const auto t0 = std::chrono::steady_clock::now();
   const int64_t now = Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    DueLocked(now);
+  }
+  CycleAt(now);
+}
+
+int Service::CycleAt(int64_t now) {
+  const auto t0 = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> one_cycle(cycle_mu_);
   CycleInput& in = cycle_in_;
   std::unique_ptr<ClusterState>& working = cycle_working_;
-  std::vector<JobPtr> changed;
-  WriteBatch b;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const ExecutorEvent& e : executor_->Poll(now)) {
-      JobPtr j = Lookup(e.job, false);
-      if (!j || j->state != JobState::kRunning) continue;
-      const JobState st = e.failed ? JobState::kFailed : JobState::kSucceeded;
-      changed.push_back(FinishLocked(*j, st, e.at, e.failed ? e.message : "completed", &b));
-      counters_.finished.fetch_add(1, std::memory_order_relaxed);
-      if (e.failed) counters_.failed.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (!changed.empty()) PutLocked(changed, std::move(b), nullptr);
-    changed.clear();
-    b = WriteBatch();
     BuildInputLocked(now, &working, &in);
   }
   Plan plan = DecideInBackground(in);
   std::shared_ptr<Snapshot> snap;
   std::vector<JobPtr> snap_jobs;
+  int binds = 0;
   // A large plan is applied in slices, the lock released between them, so that requests wait for one
   // slice at most; a slice ends only where no job has actions left further on (a job starts whole).
   const std::vector<size_t> cuts = SliceCuts(plan);
@@ -344,15 +405,13 @@ void Service::RunOneCycle() {
     bool wrote = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ApplyPlanLocked(part, now, &b, &changed);
-      if (!changed.empty() || (last && ++cycle_seq_ % 16 == 0)) {
-        b.meta["clock_s"] = std::to_string(now);
-        b.meta["queue_usage"] = UsageMetaLocked();
-        PutLocked(changed, std::move(b), nullptr);
-        wrote = true;
-      }
-      changed.clear();
-      b = WriteBatch();
+      Fx fx;
+      fx.plan = &part;
+      fx_ = &fx;
+      binds += driver_->ApplyPlan(part, now);
+      fx_ = nullptr;
+      wrote = !fx.changed.empty();
+      FlushLocked(&fx, now, wrote || (last && ++cycle_seq_ % 16 == 0));
       if (last) snap = BeginSnapshotLocked(&plan, now, &snap_jobs);
     }
     if (wrote && !last) (void)store_->WriteAndWait(WriteBatch());
@@ -365,6 +424,59 @@ void Service::RunOneCycle() {
   int bucket = 0;
   while (bucket < Counters::kNumBuckets && s > Counters::kCycleBuckets[bucket]) ++bucket;
   counters_.cycle_bucket[bucket].fetch_add(1, std::memory_order_relaxed);
+  return binds;
+}
+
+int64_t Service::NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return driver_->NextInstant(now, owner_next_s, horizon_s, tick);
+}
+
+size_t Service::WaitingJobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return loop_->jobs().pending().size();
+}
+
+// One instant of the driver rules: the service's own parts (backend events under the lock, cycles) with
+// the caller's arrivals.
+bool Service::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
+  class Source final : public InstantSource {
+   public:
+    Source(Service* s, InstantSource* a) : s_(s), a_(a) {}
+    bool Due(Driver&, int64_t now) override {
+      std::lock_guard<std::mutex> lock(s_->mu_);
+      return s_->DueLocked(now);
+    }
+    size_t Waiting() const override { return s_->WaitingJobs(); }
+    bool Arrive(int64_t now) override { return a_->Arrive(now); }
+    int ReleaseBacklog(int64_t now) override { return a_->ReleaseBacklog(now); }
+    bool backlog() const override { return a_->backlog(); }
+    bool External(int64_t now) override { return a_->External(now); }
+    int Cycle(int64_t now) override { return s_->CycleAt(now); }
+
+   private:
+    Service* s_;
+    InstantSource* a_;
+  } source(this, &arrivals);
+  const bool changed = driver_->RunInstant(now, tick, source);
+  (void)store_->WriteAndWait(WriteBatch());  // the instant's writes are visible before the next
+  return changed;
+}
+
+std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id < 1 || id > static_cast<int64_t>(jobs_.size())) return {};
+  return jobs_[id - 1].replicas;
+}
+
+std::vector<std::string> Service::TakeDecisionLines() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const Decision& d : driver_->TakeDecisions())
+    out.push_back(DecisionLine(
+        d, loop_->state(), [&](int64_t slot) { return jobs_[job_of_slot_[slot] - 1].current->name; },
+        [&](int64_t n) { return config_.cluster.nodes[n].name; }));
+  return out;
 }
 
 std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<JobPtr>* jobs) {

@@ -211,6 +211,7 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   j->cls = spec.workload.cls;
   j->mig_profile = spec.mig_profile;
   j->duration_s = spec.workload.duration_s;
+  j->checkpointable = spec.workload.checkpointable;
   j->spec_json = body;
   j->request = req.value();
   j->replicas = spec.workload.cls == WorkloadClass::kTraining ? 1 : spec.workload.replicas;
@@ -284,7 +285,13 @@ Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* ver
 Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
   auto v = ChangeJob(c, id, "cancel", [&](const JobRecord& j, WriteBatch* b) -> Outcome<JobPtr> {
     if (Terminal(j.state)) return JobPtr();
-    return FinishLocked(j, JobState::kCancelled, Now(), "cancelled by " + c.user, b);
+    const int64_t now = Now();
+    const bool ran = j.state == JobState::kRunning;
+    driver_->Cancel(jobs_[id - 1].replicas.front(), now, "cancelled by " + c.user);
+    auto next = FinishLocked(j, JobState::kCancelled, now, "cancelled by " + c.user, b);
+    auto out = std::make_shared<JobRecord>(*next);
+    out->stopping = ran && backend_->asynchronous();  // kStopped clears it
+    return JobPtr(std::move(out));
   });
   if (v.ok()) counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
   return v;

@@ -50,8 +50,8 @@ bool ParseJobState(std::string_view s, JobState* out) {
   return false;
 }
 
-Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Executor* executor)
-    : config_(std::move(config)), store_(std::move(store)), clock_(clock), executor_(executor) {
+Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend)
+    : config_(std::move(config)), store_(std::move(store)), clock_(clock), backend_(backend) {
   kind_stats_.resize(config_.catalog->size());
   for (const Node& n : config_.cluster.nodes) {
     if (n.kind == kNone) continue;
@@ -61,19 +61,28 @@ Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* cloc
 }
 
 Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock,
-                                                Executor* executor) {
+                                                Backend* backend) {
   if (config.catalog == nullptr) return Status::Error("service: no GPU catalog");
   if (config.tenancy.priority_classes.empty()) config.tenancy.priority_classes = DefaultPriorityClasses();
   auto loaded = store->Load();
   if (!loaded.ok()) return loaded.status();
-  std::unique_ptr<Service> s(new Service(std::move(config), std::move(store), clock, executor));
+  if (backend == nullptr) return Status::Error("service: no backend");
+  std::unique_ptr<Service> s(new Service(std::move(config), std::move(store), clock, backend));
   auto cs = ClusterState::Build(s->config_.cluster, *s->config_.catalog);
   if (!cs.ok()) return Status::Error("cluster: " + cs.error());
-  LoopOptions lo;
-  lo.cycle = s->config_.tenancy.options;
-  lo.expected_ends = true;  // from each job's duration_s
-  lo.track_usage = true;    // fair share sees each queue's decayed usage
-  s->loop_ = std::make_unique<ControlLoop>(std::move(cs).value(), s->config_.tenancy.queues, lo);
+  ServiceConfig& c = s->config_;
+  if (c.tenancy_cycle) c.setup.tenancy_cycle = &c.tenancy.options;  // expected ends, usage, grace
+  if (!c.policy) {
+    auto p = MakePolicy("tessera");
+    if (!p.ok()) return p.status();
+    c.policy = std::shared_ptr<const Policy>(std::move(p).value());
+  }
+  s->policy_ = c.policy;
+  s->loop_ = std::make_unique<ControlLoop>(std::move(cs).value(), c.tenancy.queues, MakeLoopOptions(c.setup));
+  s->listener_ = std::make_unique<Listener>(s.get());
+  s->driver_ = std::make_unique<Driver>(s->loop_.get(), backend, MakeDriverOptions(c.setup), s->listener_.get());
+  s->driver_->set_recording(c.record_decisions);
+  backend->OnEvents([p = s.get()] { p->Notify(); });
   if (Status st = s->Restore(*loaded); !st.ok()) return st;
   {
     std::lock_guard<std::mutex> lock(s->mu_);
@@ -93,6 +102,7 @@ void Service::Stop() {
     wake_cv_.notify_all();
   }
   if (cycle_thread_.joinable()) cycle_thread_.join();
+  backend_->OnEvents(nullptr);  // a backend that outlives the service wakes nothing
   // Keep the service clock's position and the queues' usage, so that a restart continues from them.
   WriteBatch b;
   b.meta["clock_s"] = std::to_string(Now());
@@ -130,7 +140,7 @@ int Service::EnsureQueue(const std::string& team, const TeamRow* row) {
 
 // Restores teams and users, MIG layouts, the queues' decayed usage, then the loop's table from the stored
 // jobs: pending ones in the queue in id order, running ones on the grants (and MIG instances) they held,
-// which the executor resumes.
+// which the backend adopts.
 Status Service::Restore(const StoredState& s) {
   std::lock_guard<std::mutex> lock(mu_);
   ClusterState& state = loop_->state();
@@ -210,6 +220,7 @@ Status Service::Restore(const StoredState& s) {
     j->cls = spec->workload.cls;
     j->mig_profile = spec->mig_profile;
     j->duration_s = spec->workload.duration_s;
+    j->checkpointable = spec->workload.checkpointable;
     j->spec_json = row.spec_json;
     j->priority_class = row.priority_class;
     if (const PriorityClass* p = config_.tenancy.FindClass(row.priority_class)) j->request.priority = p->value;
@@ -243,7 +254,11 @@ Status Service::ResumeLocked(const JobRecord& j) {
     else if (r < j.placements.size()) tasks = {j.placements[r]};
     if (Status st = loop_->Resume(replicas[r], tasks, j.started_at, now, 1.0); !st.ok()) return st;
   }
-  executor_->Start(j.id, j.started_at, j.duration_s);
+  for (JobSlot r : replicas) {  // the simulated backend kept it running; a real one finds it
+    const ControlJob& cj = loop_->jobs()[r];
+    if (!backend_->Adopt({r, cj.epoch, cj.tasks, cj.remaining_work_s}, j.started_at, now))
+      return Status::Error(fmt::format("the backend does not know job {} (replica {})", j.id, r));
+  }
   return Status::Ok();
 }
 

@@ -33,18 +33,20 @@
 #include <vector>
 
 #include "base/shared_text.h"
+#include "control/backend.h"
+#include "control/driver.h"
 #include "control/loop.h"
+#include "control/options.h"
 #include "cost/cost_model.h"
 #include "cost/ledger.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
 #include "sched/cluster_state.h"
 #include "sched/cycle.h"
+#include "sched/policy.h"
 #include "sched/tenancy.h"
 #include "service/api_error.h"
 #include "service/clock.h"
-#include "service/executor.h"
-#include "service/scheduler.h"
 #include "service/workload_json.h"
 #include "store/store.h"
 
@@ -84,6 +86,12 @@ struct JobRecord {
   int64_t submitted_at = 0, started_at = -1, finished_at = -1;
   std::vector<TaskPlacement> placements;  // as recorded when it started (the loop's grants, without MIG flags)
   std::string message;
+  bool checkpointable = false;
+  // Running, but not yet running on the backend: every replica holds its grants and its launch waits for
+  // a MIG reconfiguration, the victims' grace period, or an asynchronous backend's confirmation.
+  bool starting = false;
+  // Cancelled, and its run's stop has not completed yet on an asynchronous backend.
+  bool stopping = false;
 };
 using JobPtr = std::shared_ptr<const JobRecord>;
 inline int TotalGpus(const JobRecord& j) { return j.request.TotalGpus() * j.replicas; }
@@ -151,6 +159,14 @@ struct ServiceConfig {
   // The cycle's decision (no lock held) runs this much nicer than the process (Linux: per thread), so that
   // requests and the store's writer take the CPU first; 0 = on the cycle thread at its priority.
   int decide_nice = 10;
+  // The policy (null = MakePolicy("tessera")) and the loop setup (control/options.h). With
+  // tenancy_cycle, the tenancy's cycle options decide (setup.tenancy_cycle is set to them); without, the
+  // setup's defaults do (a replayed scenario without a tenancy).
+  std::shared_ptr<const Policy> policy;
+  LoopSetup setup;
+  bool tenancy_cycle = true;
+  // Keep the driver's decisions (TakeDecisionLines).
+  bool record_decisions = false;
 };
 
 // One answer of a what-if: the earliest start had the job asked for `fraction` of its GPUs.
@@ -182,7 +198,7 @@ class Service {
  public:
   // Rebuilds state from `store`, starts the cycle thread. `clock` and `executor` must outlive the service.
   static Result<std::unique_ptr<Service>> Start(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock,
-                                                Executor* executor);
+                                                Backend* backend);
   ~Service();
   // Stops the cycle thread and closes the store (queued writes commit first).
   void Stop();
@@ -236,6 +252,16 @@ class Service {
   // cycles on its own).
   void RunCycleNow();
 
+  // Driving the loop instant by instant on the service's clock (service/replay.h; background_cycles off):
+  // the next instant, one instant with `arrivals` submitting through the API path, the jobs waiting, and
+  // the decisions recorded so far as JSON lines (control/decisions.h; job = the job's name).
+  int64_t NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const;
+  bool RunInstant(int64_t now, bool tick, InstantSource& arrivals);
+  size_t WaitingJobs() const;
+  std::vector<std::string> TakeDecisionLines();
+  // The control loop's jobs (slots) of a job: one per replica, or the gang; empty for an unknown job.
+  std::vector<JobSlot> LoopSlotsOf(int64_t id) const;
+
  private:
   struct Slot {
     JobPtr current;  // latest version (may not be durable yet)
@@ -252,7 +278,7 @@ class Service {
     Role role = Role::kViewer;
   };
 
-  Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Executor* executor);
+  Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend);
   Status Restore(const StoredState& s);
   Status ResumeLocked(const JobRecord& j);
   int EnsureQueue(const std::string& team, const TeamRow* row);
@@ -298,13 +324,43 @@ class Service {
   std::vector<int64_t> RunningLocked() const;
   // The next version of `j` ended in `state` at `at`; the loop releases what it held; adds usage and an event.
   JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message, WriteBatch* b);
-  // Applies a plan through the loop; then a job starts only when every replica was bound (the others go
-  // back to the queue), and a preempted replica preempts its whole job.
-  void ApplyPlanLocked(const Plan& plan, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed);
-  void PreemptLocked(const JobRecord& j, const std::string& reason, int64_t now, WriteBatch* b,
-                     std::vector<JobPtr>* changed);
-  void StartLocked(const JobRecord& j, const std::string& reason, int64_t now, WriteBatch* b,
-                   std::vector<JobPtr>* changed);
+  // What the driver reports (control/driver.h), turned into job versions, events and usage in the current
+  // effects (fx_, set by the caller that holds the lock): see cycle.cc.
+  class Listener final : public DriverListener {
+   public:
+    explicit Listener(Service* s) : s_(s) {}
+    void OnApplied(const Applied& a, int64_t now) override { s_->OnBoundLocked(a, now); }
+    void OnStarted(JobSlot j, int64_t now, double, bool in_flight) override { s_->OnStartedLocked(j, now, in_flight); }
+    void OnReleased(const Released& r, int64_t now, ReleaseCause cause, int64_t) override {
+      s_->OnReleasedLocked(r, now, cause);
+    }
+    void OnBackendEvent(const BackendEvent& e) override { s_->OnBackendEventLocked(e); }
+
+   private:
+    Service* s_;
+  };
+  struct Fx {
+    WriteBatch b;
+    std::vector<JobPtr> changed;
+    const Plan* plan = nullptr;  // the plan (slice) being applied, for the actions' reasons
+    size_t index = 0;            // its next action
+    std::set<GpuId> relayout;    // GPUs whose MIG layout may have changed
+  };
+  // The job's latest version including those of the current effects.
+  JobPtr CurrentLocked(int64_t id) const;
+  void ChangedLocked(JobPtr next);
+  // Writes the effects (and the clock and usage meta when `meta`).
+  void FlushLocked(Fx* fx, int64_t now, bool meta);
+  void OnBoundLocked(const Applied& a, int64_t now);
+  void OnStartedLocked(JobSlot s, int64_t now, bool in_flight);
+  void OnReleasedLocked(const Released& r, int64_t now, ReleaseCause cause);
+  void OnBackendEventLocked(const BackendEvent& e);
+  // The next version of `j` back in the queue after its run stopped (`why`), with the run's usage.
+  JobPtr RequeuedLocked(const JobRecord& j, const std::string& why, int64_t now, WriteBatch* b);
+  // Backend events and timers due at `now`, written. Returns whether anything changed.
+  bool DueLocked(int64_t now);
+  // One cycle at `now` (decide without the lock, apply in slices); returns the jobs bound.
+  int CycleAt(int64_t now);
   // Publishes the snapshot after a cycle (plan) or a restore (null). Begin, under the lock, takes the
   // allocation (copied when it changed) and the current version of each pending job of the plan; Finish,
   // without the lock, orders the queue and publishes.
@@ -326,8 +382,12 @@ class Service {
   std::vector<KindStats> kind_stats_;  // by KindId
   std::unique_ptr<Store> store_;
   Clock* clock_;
-  Executor* executor_;
-  Scheduler scheduler_;
+  Backend* backend_;
+  std::shared_ptr<const Policy> policy_;
+  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<Driver> driver_;        // the driver rules over loop_ (under mu_)
+  Fx* fx_ = nullptr;                       // the effects the driver's reports go to (under mu_)
+  std::map<int64_t, std::string> reason_;  // job -> the reason of its last bind or preemption
   Counters counters_;
   std::atomic<bool> ready_{false};
   std::atomic<uint64_t> versions_{1};  // job versions, increasing over all jobs

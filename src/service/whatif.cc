@@ -66,7 +66,7 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
         p.request.id = engine_id;
         p.request.expected_end_s = end;
       }
-    const Plan plan = scheduler_.Decide(trial);
+    const Plan plan = RunCycle(trial, *policy_);
     o.estimated_start = -1;
     for (const Action& a : plan.actions)
       if (a.kind == ActionKind::kBind && slots.count(a.job)) o.estimated_start = std::max(now, a.start_s);

@@ -68,7 +68,8 @@ class SimRun final : public DriverListener, public InstantSource {
   // DriverListener: metrics.
   void OnApplied(const Applied& a, int64_t now) override;
   int64_t ExtraStartDelay(JobSlot j, int64_t now) override;
-  void OnStarted(JobSlot j, int64_t now, double efficiency) override;
+  void OnStarted(JobSlot j, int64_t now, double efficiency, bool in_flight) override;
+  size_t Waiting() const override { return loop_->jobs().pending().size(); }
   void OnReleased(const Released& r, int64_t now, ReleaseCause cause, int64_t lost_since_s) override;
   // InstantSource: arrivals, tiers, cycles.
   bool Arrive(int64_t now) override;
@@ -355,7 +356,7 @@ void SimRun::OnLeftHold(JobSlot j, const std::vector<TaskPlacement>& tasks) {
   queue_waiting_[job(j).queue] += res_.job_records[j].gpu_milli;
 }
 
-void SimRun::OnStarted(JobSlot idx, int64_t now, double efficiency) {
+void SimRun::OnStarted(JobSlot idx, int64_t now, double efficiency, bool) {
   SimJob& j = jobs_[idx];
   if (now >= w0_ && now < w1_) j.slo_counted = true;
   JoinUnits(idx);

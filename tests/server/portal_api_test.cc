@@ -10,6 +10,7 @@
 
 #include "server/http_server.h"
 #include "server/session.h"
+#include "service/simulated_backend.h"
 #include "cost/focus.h"
 
 namespace tessera {
@@ -35,7 +36,7 @@ class PortalApiTest : public ::testing::Test {
     cfg.tick_s = 0.05;
     auto store = OpenSqliteStore((dir_ / "t.db").string());
     ASSERT_TRUE(store.ok()) << store.error();
-    auto svc = Service::Start(std::move(cfg), std::move(store).value(), &clock_, &executor_);
+    auto svc = Service::Start(std::move(cfg), std::move(store).value(), &clock_, &backend_);
     ASSERT_TRUE(svc.ok()) << svc.error();
     service_ = std::move(svc).value();
     admin_ = service_->BootstrapAdmin().value();
@@ -79,7 +80,7 @@ class PortalApiTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   ScaledClock clock_{1.8e9, 60};
-  SimulatedExecutor executor_{0, 7};
+  SimulatedBackend backend_{&clock_, 0, 0, 7};
   std::unique_ptr<Service> service_;
   std::unique_ptr<ApiServer> server_;
   std::thread thread_;

@@ -1,4 +1,4 @@
-// Service over a real SQLite file with a manual clock and the simulated executor: submission and
+// Service over a real SQLite file with a manual clock and the simulated backend: submission and
 // validation, roles and team isolation, idempotency, scheduling and completion with usage, restart from
 // the store alone.
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "service/service.h"
+#include "service/simulated_backend.h"
 #include "service/tokens.h"
 
 namespace tessera {
@@ -55,7 +56,7 @@ class ServiceTest : public ::testing::Test {
     cfg.background_cycles = false;
     auto store = OpenSqliteStore((dir_ / "t.db").string());
     ASSERT_TRUE(store.ok());
-    auto s = Service::Start(std::move(cfg), std::move(store).value(), &clock_, &executor_);
+    auto s = Service::Start(std::move(cfg), std::move(store).value(), &clock_, backend_.get());
     ASSERT_TRUE(s.ok()) << s.error();
     svc_ = std::move(s).value();
   }
@@ -76,7 +77,7 @@ class ServiceTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   ManualClock clock_;
-  SimulatedExecutor executor_;
+  std::unique_ptr<SimulatedBackend> backend_ = std::make_unique<SimulatedBackend>(&clock_);
   std::unique_ptr<Service> svc_;
   Caller admin_{"admin", "", Role::kAdmin};
   Caller lead_{"lead", "vision", Role::kTeamLead};
@@ -342,7 +343,7 @@ TEST_F(ServiceTest, RestartRebuildsFromTheStoreAlone) {
   ASSERT_EQ(svc_->Get(admin_, c)->job->state, JobState::kPending);
   svc_->Stop();
   svc_.reset();
-  executor_ = SimulatedExecutor();
+  backend_ = std::make_unique<SimulatedBackend>(&clock_);
   Open();
   for (int64_t id : {a, b, mig}) {
     auto j = svc_->Get(admin_, id);
@@ -383,7 +384,7 @@ TEST_F(ServiceTest, DecayedUsageSurvivesARestart) {
   ASSERT_EQ(svc_->Get(admin_, used)->job->state, JobState::kSucceeded);
   svc_->Stop();
   svc_.reset();
-  executor_ = SimulatedExecutor();
+  backend_ = std::make_unique<SimulatedBackend>(&clock_);
   Open();
   clock_.now_ += 10;
   const int64_t first = SubmitOk(member_, gang("first"));

@@ -1,0 +1,103 @@
+// Parity: the service replaying a shipped scenario (service/replay.h) writes the same decisions as the
+// simulator's run of it (sim/simulator.h), line for line; and scenarios the service does not model are
+// refused with a message.
+#include "service/replay.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "sim/multi_tenant.h"
+#include "store/store.h"
+
+namespace tessera {
+namespace {
+
+Scenario Shipped(const std::string& name, int64_t horizon_s) {
+  auto s = LoadScenario(std::string(TESSERA_SOURCE_DIR) + "/examples/scenarios/" + name, Catalog::Default());
+  EXPECT_TRUE(s.ok()) << s.error();
+  Scenario sc = std::move(s).value();
+  sc.sim.horizon_s = horizon_s;
+  sc.sim.warmup_s = 0;
+  sc.seeds = {1};
+  sc.policies = {"tessera"};
+  return sc;
+}
+
+std::vector<std::string> Simulated(Scenario sc) {
+  sc.sim.record_decisions = true;
+  if (sc.IsMultiTenant()) {
+    std::vector<std::string> lines;
+    auto r = RunMultiTenantScenario(sc, {"tessera"}, Catalog::Default(), &lines);
+    EXPECT_TRUE(r.ok()) << r.error();
+    return lines;
+  }
+  auto out = RunScenario(sc, {"tessera"}, Catalog::Default());
+  EXPECT_TRUE(out.ok()) << out.error();
+  return out.ok() ? out->variants[0].runs[0][0].decisions : std::vector<std::string>{};
+}
+
+std::vector<std::string> Replayed(Scenario sc, const std::string& name) {
+  auto replay = Replay::Prepare(std::move(sc), name, 1, Catalog::Default());
+  EXPECT_TRUE(replay.ok()) << replay.error();
+  if (!replay.ok()) return {};
+  const auto dir = std::filesystem::temp_directory_path() / ("tessera-replay-" + std::to_string(getpid()) + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ServiceConfig cfg = (*replay)->Config();
+  cfg.catalog = &Catalog::Default();
+  auto store = OpenSqliteStore((dir / "r.db").string());
+  EXPECT_TRUE(store.ok());
+  auto svc = Service::Start(std::move(cfg), std::move(store).value(), (*replay)->clock(), (*replay)->backend());
+  EXPECT_TRUE(svc.ok()) << svc.error();
+  EXPECT_TRUE((*svc)->BootstrapAdmin().ok());
+  std::vector<std::string> lines;
+  const Status st = (*replay)->Run(**svc, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_TRUE(st.ok()) << st.message();
+  (*svc)->Stop();
+  std::filesystem::remove_all(dir);
+  return lines;
+}
+
+void ExpectSame(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "line " << i + 1;
+}
+
+int Count(const std::vector<std::string>& lines, const std::string& needle) {
+  int n = 0;
+  for (const std::string& l : lines) n += l.find(needle) != std::string::npos;
+  return n;
+}
+
+TEST(Replay, MixedScenarioMakesTheSimulatorsDecisions) {
+  const Scenario sc = Shipped("mixed-inference-training.yaml", 3 * 3600);
+  const auto sim = Simulated(sc);
+  ASSERT_GT(sim.size(), 100u);
+  EXPECT_GT(Count(sim, "\"mig\":\""), 0);  // MIG placements are part of what is compared
+  ExpectSame(sim, Replayed(sc, "mixed"));
+}
+
+TEST(Replay, MultiTenantScenarioMakesTheSimulatorsDecisions) {
+  const Scenario sc = Shipped("multi-tenant.yaml", 2 * 3600);
+  const auto sim = Simulated(sc);
+  ASSERT_GT(sim.size(), 100u);
+  EXPECT_GT(Count(sim, "\"event\":\"preempt\""), 0);
+  ExpectSame(sim, Replayed(sc, "multi-tenant"));
+}
+
+TEST(Replay, RefusesWhatTheServiceDoesNotModel) {
+  auto tiers = Replay::Prepare(std::string(TESSERA_SOURCE_DIR) + "/examples/scenarios/spot-training.yaml", 0,
+                               Catalog::Default());
+  ASSERT_FALSE(tiers.ok());
+  EXPECT_NE(tiers.error().find("tiers"), std::string::npos) << tiers.error();
+  Scenario limits = Shipped("mixed-inference-training.yaml", 3600);
+  limits.sim.time_limit_factor_max = 2;
+  auto r = Replay::Prepare(std::move(limits), "limits", 0, Catalog::Default());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("time_limit_factor"), std::string::npos) << r.error();
+}
+
+}  // namespace
+}  // namespace tessera
