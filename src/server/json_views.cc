@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "cost/focus.h"
 
 namespace tessera {
@@ -37,6 +39,11 @@ nlohmann::json ReasonJson(const std::optional<PendingInfo>& p, JobState state) {
   return {{"code", p->code}, {"message", p->message}};
 }
 
+std::string ToLower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace
 
 nlohmann::json JobJson(const JobView& v, const Service& s) {
@@ -63,6 +70,9 @@ nlohmann::json JobJson(const JobView& v, const Service& s) {
   o["estimated_start"] = pending ? TimeJson(v.pending->estimated_start) : nlohmann::json();
   o["placements"] = PlacementsJson(j.placements, s);
   o["message"] = j.message;
+  // Where its run is on the backend: starting (holds its GPUs; a MIG reconfiguration or the launch is in
+  // flight), cancelling (its stop is in flight), else the state in lower case.
+  o["phase"] = j.starting ? "starting" : j.stopping ? "cancelling" : nlohmann::json(ToLower(JobStateName(j.state)));
   return o;
 }
 
