@@ -54,16 +54,10 @@ struct Held {
   std::vector<TaskPlacement> tasks;
 };
 
-int RunBenchPlace(const BenchOptions& o) {
-  const Catalog& catalog = Catalog::Default();
-  Cluster cluster = SyntheticHgxCluster(catalog, o.nodes, o.gpus_per_node, "h100-80gb",
-                                        fmt::format("synthetic-{}x{}", o.nodes, o.gpus_per_node));
-  auto state = ClusterState::Build(cluster, catalog);
-  if (!state.ok()) return fmt::print(stderr, "error: {}\n", state.error()), 2;
-  std::mt19937_64 rng(o.seed);
-  // Each policy as it runs in production: the engine policies as the scheduling cycle builds them (no
-  // typical tasks), the FGD-harness baselines (single tasks only) as the harness does, with a sample of
-  // the same request mix as their typical tasks.
+// Each policy as it runs in production: the engine policies as the scheduling cycle builds them (no
+// typical tasks), the FGD-harness baselines (single tasks only) as the harness does, with a sample of the
+// same request mix as their typical tasks.
+Result<std::unique_ptr<Policy>> BenchPolicy(const BenchOptions& o) {
   PolicyOptions popt;
   for (const PolicyInfo& info : Policies()) {
     if (info.name != o.policy || info.gangs) continue;
@@ -73,22 +67,55 @@ int RunBenchPlace(const BenchOptions& o) {
     popt.typical = TaskShapeDistribution::FromRequests(sample);
     popt.tie_seed = o.seed;
   }
-  auto policy = MakePolicy(o.policy, popt);
+  return MakePolicy(o.policy, popt);
+}
+
+// A 64-GPU gang (8 tasks x 8 GPUs) decided on `state` (not applied): median decision time of 101 runs.
+struct GangTiming {
+  double median_ms = 0;
+  bool placed = false;
+  std::string reason;
+};
+GangTiming TimeGang(const ClusterState& state, const Policy& policy, int gpus_per_node) {
+  Request gang;
+  gang.cls = WorkloadClass::kTraining;
+  gang.tasks = 64 / std::min(8, gpus_per_node);
+  gang.gpus_per_task = std::min(8, gpus_per_node);
+  gang.gpu_memory_mib = 60000;
+  gang.cpu_milli = 8000;
+  gang.host_memory_mib = 65536;
+  std::vector<double> ms;
+  GangTiming out;
+  for (int i = 0; i < 101; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    PlaceResult res = policy.Place(state, gang);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    out.placed = res.ok;
+    out.reason = res.reason;
+  }
+  std::nth_element(ms.begin(), ms.begin() + 50, ms.end());
+  out.median_ms = ms[50];
+  return out;
+}
+
+int RunBenchPlace(const BenchOptions& o) {
+  const Catalog& catalog = Catalog::Default();
+  Cluster cluster = SyntheticHgxCluster(catalog, o.nodes, o.gpus_per_node, "h100-80gb",
+                                        fmt::format("synthetic-{}x{}", o.nodes, o.gpus_per_node));
+  auto state = ClusterState::Build(cluster, catalog);
+  if (!state.ok()) return fmt::print(stderr, "error: {}\n", state.error()), 2;
+  std::mt19937_64 rng(o.seed);
+  auto policy = BenchPolicy(o);
   if (!policy.ok()) return fmt::print(stderr, "error: {}\n", policy.error()), 2;
   const int64_t capacity = int64_t{kMilliPerGpu} * state->num_gpus();
   std::vector<Held> held;
   JobId id = 1;
-  // Fill to about 80% of GPU capacity.
-  int misses = 0;
+  int misses = 0;  // fill to about 80% of GPU capacity
   while (state->AllocatedMilli() < capacity * 8 / 10 && misses < 1000) {
     Request r = DrawRequest(rng, id++);
-    PlaceResult res = (*policy)->Place(*state, r);
-    if (!res.ok) {
-      ++misses;
-      continue;
-    }
-    state->Apply(res.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
-    held.push_back({r, std::move(res.tasks)});
+    PlaceResult res = PlaceAndApply(*state, **policy, r);
+    if (res.ok) held.push_back({r, std::move(res.tasks)});
+    else ++misses;
   }
   const double fill = static_cast<double>(state->AllocatedMilli()) / capacity;
   // Timed: place a request, apply it; then (untimed) release a random held one to stay near the fill.
@@ -99,8 +126,7 @@ int RunBenchPlace(const BenchOptions& o) {
   int placed = 0;
   for (const Request& r : reqs) {
     auto t0 = Clock::now();
-    PlaceResult res = (*policy)->Place(*state, r);
-    if (res.ok) state->Apply(res.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
+    PlaceResult res = PlaceAndApply(*state, **policy, r);
     timed += Clock::now() - t0;
     if (!res.ok) continue;
     ++placed;
@@ -112,25 +138,7 @@ int RunBenchPlace(const BenchOptions& o) {
     held.pop_back();
   }
   const double secs = std::chrono::duration<double>(timed).count();
-  // Gang: 8 tasks x 8 GPUs, decision time only (not applied), median of 101 runs.
-  Request gang;
-  gang.cls = WorkloadClass::kTraining;
-  gang.tasks = 64 / std::min(8, o.gpus_per_node);
-  gang.gpus_per_task = std::min(8, o.gpus_per_node);
-  gang.gpu_memory_mib = 60000;
-  gang.cpu_milli = 8000;
-  gang.host_memory_mib = 65536;
-  std::vector<double> gang_ms;
-  bool gang_ok = false;
-  std::string gang_reason;
-  for (int i = 0; i < 101; ++i) {
-    auto t0 = Clock::now();
-    PlaceResult res = (*policy)->Place(*state, gang);
-    gang_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    gang_ok = res.ok;
-    gang_reason = res.reason;
-  }
-  std::nth_element(gang_ms.begin(), gang_ms.begin() + 50, gang_ms.end());
+  const GangTiming gang = TimeGang(*state, **policy, o.gpus_per_node);
   nlohmann::json out = {{"policy", o.policy},
                         {"nodes", o.nodes},
                         {"gpus_per_node", o.gpus_per_node},
@@ -138,13 +146,13 @@ int RunBenchPlace(const BenchOptions& o) {
                         {"requests", o.requests},
                         {"placed", placed},
                         {"placements_per_second", secs > 0 ? o.requests / secs : 0.0},
-                        {"gang64_ms", gang_ms[50]},
-                        {"gang64_placed", gang_ok},
-                        {"gang64_reason", gang_reason}};
+                        {"gang64_ms", gang.median_ms},
+                        {"gang64_placed", gang.placed},
+                        {"gang64_reason", gang.reason}};
   if (o.json) fmt::print("{}\n", out.dump(2));
   else
     fmt::print("{}: {:.0f} placements/s ({} of {} placed at {:.0f}% fill); 64-GPU gang {:.3f} ms ({})\n", o.policy,
-               out["placements_per_second"].get<double>(), placed, o.requests, fill * 100, gang_ms[50], gang_reason);
+               out["placements_per_second"].get<double>(), placed, o.requests, fill * 100, gang.median_ms, gang.reason);
   return 0;
 }
 

@@ -75,10 +75,8 @@ int RunDemo() {
         if (!reqs.ok()) return 1;
         id += static_cast<JobId>(reqs->size());
         for (const Request& r : *reqs) {
-          PlaceResult res = (*policy)->Place(*state, r);
-          if (!res.ok) continue;
+          if (!PlaceAndApply(*state, **policy, r).ok) continue;
           progress = true;
-          state->Apply(res.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
           if (r.cls == WorkloadClass::kTraining) {
             train_gpus += r.TotalGpus();
             used_milli += 900.0 * r.TotalGpus();  // training keeps ~90% of each GPU busy

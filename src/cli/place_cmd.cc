@@ -22,118 +22,129 @@ struct PlaceOptions {
   bool json = false;
 };
 
-int RunPlace(const PlaceOptions& o) {
-  Catalog catalog = Catalog::Default();
+struct Inputs {
+  Catalog catalog;
+  Cluster cluster;
+  std::vector<Workload> workloads;
+};
+
+// The catalog, cluster and workloads the options name; an error names the file.
+Result<Inputs> ReadInputs(const PlaceOptions& o) {
+  Inputs in{Catalog::Default(), {}, {}};
   for (const std::string& f : o.catalogs) {
     auto text = ReadFile(f);
-    if (!text.ok()) return fmt::print(stderr, "error: {}\n", text.error()), 2;
-    if (Status st = catalog.Merge(*text, f); !st.ok()) return fmt::print(stderr, "error: {}\n", st.message()), 2;
+    if (!text.ok()) return text.status();
+    if (Status st = in.catalog.Merge(*text, f); !st.ok()) return st;
   }
   auto ctext = ReadFile(o.cluster);
-  if (!ctext.ok()) return fmt::print(stderr, "error: {}\n", ctext.error()), 2;
-  auto cluster = LoadClusterYaml(*ctext, o.cluster, catalog);
-  if (!cluster.ok()) return fmt::print(stderr, "error: {}\n", cluster.error()), 2;
+  if (!ctext.ok()) return ctext.status();
+  auto cluster = LoadClusterYaml(*ctext, o.cluster, in.catalog);
+  if (!cluster.ok()) return cluster.status();
+  in.cluster = std::move(cluster).value();
   auto wtext = ReadFile(o.workload);
-  if (!wtext.ok()) return fmt::print(stderr, "error: {}\n", wtext.error()), 2;
+  if (!wtext.ok()) return wtext.status();
   auto workloads = LoadWorkloadsYaml(*wtext, o.workload);
-  if (!workloads.ok()) return fmt::print(stderr, "error: {}\n", workloads.error()), 2;
-  // The typical tasks (fgd's measure, tessera's node score) are this workload's requests.
+  if (!workloads.ok()) return workloads.status();
+  in.workloads = std::move(workloads).value();
+  return in;
+}
+
+nlohmann::json TasksJson(const ClusterState& state, const Cluster& cluster, const std::vector<TaskPlacement>& tasks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TaskPlacement& t : tasks) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const GpuGrant& g : t.gpus) {
+      nlohmann::json gj = {{"gpu", g.gpu - state.node(t.node).first_gpu}, {"milli", g.milli}, {"memory_mib", g.memory_mib}};
+      if (g.mig_profile >= 0) {
+        gj["mig_profile"] = state.kind_of_gpu(g.gpu).profiles[g.mig_profile].name;
+        gj["mig_start"] = g.mig_start;
+        gj["created"] = g.create_instance;
+      }
+      gpus.push_back(gj);
+    }
+    out.push_back({{"node", cluster.nodes[t.node].name}, {"gpus", gpus}});
+  }
+  return out;
+}
+
+nlohmann::json LayoutsJson(const ClusterState& state, const Cluster& cluster) {
+  nlohmann::json layouts = nlohmann::json::array();
+  for (GpuId g = 0; g < state.num_gpus(); ++g) {
+    const GpuState& gs = state.gpu(g);
+    if (!gs.mig_enabled) continue;
+    nlohmann::json inst = nlohmann::json::array();
+    for (int i = 0; i < gs.n_instances; ++i)
+      inst.push_back({{"profile", state.kind_of_gpu(g).profiles[gs.instances[i].profile].name},
+                      {"start", gs.instances[i].start},
+                      {"busy", gs.instances[i].busy}});
+    layouts.push_back({{"node", cluster.nodes[gs.node].name}, {"gpu", g - state.node(gs.node).first_gpu}, {"instances", inst}});
+  }
+  return layouts;
+}
+
+void PrintText(const nlohmann::json& out, const std::string& policy, const std::string& cluster) {
+  fmt::print("policy {} on {}: {} placed, {} not placed\n", policy, cluster, out["placed"].get<int>(),
+             out["not_placed"].get<int>());
+  for (const auto& j : out["placements"])
+    fmt::print("  {:<20} #{:<3} {:<7} {}\n", j["workload"].get<std::string>(), j["index"].get<int>(),
+               j["placed"].get<bool>() ? "placed" : "WAITS", j["reason"].get<std::string>());
+  if (out["mig_layouts"].empty()) return;
+  fmt::print("MIG layouts:\n");
+  for (const auto& l : out["mig_layouts"]) {
+    std::string s;
+    for (const auto& i : l["instances"])
+      s += fmt::format(" {}@{}{}", i["profile"].get<std::string>(), i["start"].get<int>(), i["busy"].get<bool>() ? "*" : "");
+    fmt::print("  {} GPU {}:{}\n", l["node"].get<std::string>(), l["gpu"].get<int>(), s);
+  }
+  fmt::print("  (* = busy)\n");
+}
+
+int RunPlace(const PlaceOptions& o) {
+  auto in = ReadInputs(o);
+  if (!in.ok()) return fmt::print(stderr, "error: {}\n", in.error()), 2;
+  // Every workload's requests, in order; they are also the typical tasks (fgd's measure, tessera's score).
   std::vector<Request> all;
-  JobId id = 1;
-  for (const Workload& w : *workloads) {
-    auto reqs = ToRequests(w, catalog, id);
+  std::vector<std::pair<const Workload*, int>> origin;  // per request: its workload and index there
+  for (const Workload& w : in->workloads) {
+    auto reqs = ToRequests(w, in->catalog, static_cast<JobId>(all.size() + 1));
     if (!reqs.ok()) return fmt::print(stderr, "error: {}\n", reqs.error()), 2;
-    id += static_cast<JobId>(reqs->size());
+    for (size_t i = 0; i < reqs->size(); ++i) origin.push_back({&w, static_cast<int>(i)});
     all.insert(all.end(), reqs->begin(), reqs->end());
   }
   PolicyOptions popt;
   popt.typical = TaskShapeDistribution::FromRequests(all);
   auto policy = MakePolicy(o.policy, popt);
+  if (!policy.ok()) return fmt::print(stderr, "error: {}\n", policy.error()), 2;
   // Policies that model GPU compute shares only (the harness baselines) are asked without GPU memory.
   bool compute_only = false;
   for (const PolicyInfo& info : Policies())
     if (info.name == o.policy) compute_only = !info.gpu_memory && !info.memory_blind;
-  if (!policy.ok()) return fmt::print(stderr, "error: {}\n", policy.error()), 2;
-  auto state = ClusterState::Build(*cluster, catalog);
+  auto state = ClusterState::Build(in->cluster, in->catalog);
   if (!state.ok()) return fmt::print(stderr, "error: {}\n", state.error()), 2;
-
-  nlohmann::json out = {{"policy", o.policy}, {"cluster", cluster->name}, {"placements", nlohmann::json::array()}};
-  JobId next_id = 1;
-  int placed = 0, failed = 0;
-  for (const Workload& w : *workloads) {
-    auto reqs = ToRequests(w, catalog, next_id);
-    if (!reqs.ok()) return fmt::print(stderr, "error: {}\n", reqs.error()), 2;
-    next_id += static_cast<JobId>(reqs->size());
-    int idx = 0;
-    for (const Request& r : *reqs) {
-      Request asked = r;
-      if (compute_only) asked.gpu_memory_mib = 0;
-      PlaceResult res = (*policy)->Place(*state, asked);
-      nlohmann::json j = {{"workload", w.name},
-                          {"index", idx++},
-                          {"class", WorkloadClassName(w.cls)},
-                          {"memory_mib_per_gpu", r.gpu_memory_mib},
-                          {"placed", res.ok},
-                          {"reason", res.reason}};
-      if (res.ok) {
-        state->Apply(res.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
-        ++placed;
-        j["span"] = SpanName(res.span);
-        nlohmann::json tasks = nlohmann::json::array();
-        for (const TaskPlacement& t : res.tasks) {
-          nlohmann::json gpus = nlohmann::json::array();
-          for (const GpuGrant& g : t.gpus) {
-            const NodeState& ns = state->node(t.node);
-            nlohmann::json gj = {{"gpu", g.gpu - ns.first_gpu}, {"milli", g.milli}, {"memory_mib", g.memory_mib}};
-            if (g.mig_profile >= 0) {
-              gj["mig_profile"] = state->kind_of_gpu(g.gpu).profiles[g.mig_profile].name;
-              gj["mig_start"] = g.mig_start;
-              gj["created"] = g.create_instance;
-            }
-            gpus.push_back(gj);
-          }
-          tasks.push_back({{"node", cluster->nodes[t.node].name}, {"gpus", gpus}});
-        }
-        j["tasks"] = tasks;
-      } else {
-        ++failed;
-        j["code"] = NoFitCodeName(res.code);
-      }
-      out["placements"].push_back(j);
+  nlohmann::json out = {{"policy", o.policy}, {"cluster", in->cluster.name}, {"placements", nlohmann::json::array()}};
+  int placed = 0;
+  for (size_t k = 0; k < all.size(); ++k) {
+    const Request& r = all[k];
+    Request asked = r;
+    if (compute_only) asked.gpu_memory_mib = 0;
+    const PlaceResult res = PlaceAndApply(*state, **policy, asked);
+    nlohmann::json j = {{"workload", origin[k].first->name}, {"index", origin[k].second},
+                        {"class", WorkloadClassName(r.cls)},  {"memory_mib_per_gpu", r.gpu_memory_mib},
+                        {"placed", res.ok},                   {"reason", res.reason}};
+    if (res.ok) {
+      ++placed;
+      j["span"] = SpanName(res.span);
+      j["tasks"] = TasksJson(*state, in->cluster, res.tasks);
+    } else {
+      j["code"] = NoFitCodeName(res.code);
     }
+    out["placements"].push_back(j);
   }
-  nlohmann::json layouts = nlohmann::json::array();
-  for (GpuId g = 0; g < state->num_gpus(); ++g) {
-    const GpuState& gs = state->gpu(g);
-    if (!gs.mig_enabled) continue;
-    nlohmann::json inst = nlohmann::json::array();
-    for (int i = 0; i < gs.n_instances; ++i)
-      inst.push_back({{"profile", state->kind_of_gpu(g).profiles[gs.instances[i].profile].name},
-                      {"start", gs.instances[i].start},
-                      {"busy", gs.instances[i].busy}});
-    layouts.push_back({{"node", cluster->nodes[gs.node].name}, {"gpu", g - state->node(gs.node).first_gpu}, {"instances", inst}});
-  }
-  out["mig_layouts"] = layouts;
+  out["mig_layouts"] = LayoutsJson(*state, in->cluster);
   out["placed"] = placed;
-  out["not_placed"] = failed;
-  if (o.json) {
-    fmt::print("{}\n", out.dump(2));
-    return 0;
-  }
-  fmt::print("policy {} on {}: {} placed, {} not placed\n", o.policy, cluster->name, placed, failed);
-  for (const auto& j : out["placements"])
-    fmt::print("  {:<20} #{:<3} {:<7} {}\n", j["workload"].get<std::string>(), j["index"].get<int>(),
-               j["placed"].get<bool>() ? "placed" : "WAITS", j["reason"].get<std::string>());
-  if (!layouts.empty()) {
-    fmt::print("MIG layouts:\n");
-    for (const auto& l : layouts) {
-      std::string s;
-      for (const auto& i : l["instances"])
-        s += fmt::format(" {}@{}{}", i["profile"].get<std::string>(), i["start"].get<int>(), i["busy"].get<bool>() ? "*" : "");
-      fmt::print("  {} GPU {}:{}\n", l["node"].get<std::string>(), l["gpu"].get<int>(), s);
-    }
-    fmt::print("  (* = busy)\n");
-  }
+  out["not_placed"] = static_cast<int>(all.size()) - placed;
+  if (o.json) fmt::print("{}\n", out.dump(2));
+  else PrintText(out, o.policy, in->cluster.name);
   return 0;
 }
 

@@ -46,4 +46,11 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyOp
   return p;
 }
 
+PlaceResult PlaceAndApply(ClusterState& state, const Policy& policy, const Request& request) {
+  PlaceResult res = policy.Place(state, request);
+  if (res.ok)
+    state.Apply(res.tasks, request.cpu_milli, request.host_memory_mib, request.cls != WorkloadClass::kTraining);
+  return res;
+}
+
 }  // namespace tessera

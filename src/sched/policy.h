@@ -56,4 +56,8 @@ const std::vector<PolicyInfo>& Policies();
 std::vector<std::string> PolicyNames();
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyOptions& options = {});
 
+// One request placed outside a scheduling cycle (place, bench, demo, the FGD harness): the policy's
+// decision, applied to `state` when it fits. The result says where, or why not.
+PlaceResult PlaceAndApply(ClusterState& state, const Policy& policy, const Request& request);
+
 }  // namespace tessera
