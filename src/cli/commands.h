@@ -18,6 +18,7 @@ void RegisterServe(CLI::App& app, int* exit_code);
 void RegisterClient(CLI::App& app, int* exit_code);  // job, queue, usage
 void RegisterAdminClient(CLI::App& app, int* exit_code);  // team, user, cluster
 void RegisterBenchApi(CLI::App& bench, int* exit_code);  // bench api
+void RegisterK8s(CLI::App& app, int* exit_code);  // k8s extender
 // Subcommands of `simulate` (each in its own simulate_*_cmd.cc).
 void RegisterFgdHarness(CLI::App& simulate, int* exit_code);
 void RegisterSimulateRun(CLI::App& simulate, int* exit_code);  // run, generate, report
