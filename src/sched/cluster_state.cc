@@ -62,9 +62,8 @@ void LeaveShared(GpuState& g, const GpuGrant& grant, MigSlot& m) {
   }
 }
 
-// Applies one grant to a GPU state copy. Returns an error (and leaves `g` in an unspecified state) when the
-// grant does not fit; callers work on copies.
-Status ApplyGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
+// The steps of ApplyGrant, in its order; each returns an error (leaving `g` unspecified) when it does not fit.
+Status ApplyModeChange(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
   if (grant.disable_mig) {
     if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: disable_mig on a GPU not in MIG mode", grant.gpu));
     if (g.busy_mask) return Status::Error(fmt::format("GPU {}: MIG mode can change only on an idle GPU", grant.gpu));
@@ -83,54 +82,64 @@ Status ApplyGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
     g.free_milli = 0;
     g.free_memory_mib = 0;
   }
-  if (grant.destroy_mask) {
-    if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: destroy on a GPU not in MIG mode", grant.gpu));
-    for (int s = 0; s < 8; ++s) {
-      if (!((grant.destroy_mask >> s) & 1u)) continue;
-      if ((g.busy_mask >> s) & 1u)
-        return Status::Error(fmt::format("GPU {}: instance at slice {} is busy and cannot be destroyed", grant.gpu, s));
-      int idx = -1;
-      for (int i = 0; i < g.n_instances; ++i)
-        if (g.instances[i].start == s) idx = i;
-      if (idx < 0) return Status::Error(fmt::format("GPU {}: no instance starts at slice {}", grant.gpu, s));
-      const MigProfile& p = kind.profiles[g.instances[idx].profile];
-      g.used_mask &= static_cast<uint8_t>(~p.MaskAt(s));
-      g.instances[idx] = g.instances[g.n_instances - 1];
-      g.instances[--g.n_instances] = MigSlot{};
-    }
-  }
-  if (grant.mig_profile >= 0) {
-    if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: MIG grant on a GPU not in MIG mode", grant.gpu));
-    if (grant.mig_profile >= static_cast<int>(kind.profiles.size()))
-      return Status::Error(fmt::format("GPU {}: unknown MIG profile index {}", grant.gpu, grant.mig_profile));
-    const MigProfile& p = kind.profiles[grant.mig_profile];
-    if (grant.create_instance) {
-      std::vector<MigInstance> existing;
-      for (int i = 0; i < g.n_instances; ++i) existing.push_back({g.instances[i].profile, g.instances[i].start});
-      if (!CanAddInstance(kind, existing, {grant.mig_profile, grant.mig_start}))
-        return Status::Error(fmt::format("GPU {}: {}@{} does not fit the current layout", grant.gpu, p.name,
-                                         static_cast<int>(grant.mig_start)));
-      g.instances[g.n_instances++] = MigSlot{grant.mig_profile, grant.mig_start, false};
-      g.used_mask |= p.MaskAt(grant.mig_start);
-    }
+  return Status::Ok();
+}
+
+Status ApplyDestroy(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
+  if (!grant.destroy_mask) return Status::Ok();
+  if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: destroy on a GPU not in MIG mode", grant.gpu));
+  for (int s = 0; s < 8; ++s) {
+    if (!((grant.destroy_mask >> s) & 1u)) continue;
+    if ((g.busy_mask >> s) & 1u)
+      return Status::Error(fmt::format("GPU {}: instance at slice {} is busy and cannot be destroyed", grant.gpu, s));
     int idx = -1;
     for (int i = 0; i < g.n_instances; ++i)
-      if (g.instances[i].start == grant.mig_start && g.instances[i].profile == grant.mig_profile) idx = i;
-    if (idx < 0)
-      return Status::Error(fmt::format("GPU {}: no {} instance at slice {}", grant.gpu, p.name,
-                                       static_cast<int>(grant.mig_start)));
-    if (grant.shared) return JoinShared(g, kind, grant, g.instances[idx]);
-    if (g.instances[idx].busy)
-      return Status::Error(fmt::format("GPU {}: instance {}@{} is busy", grant.gpu, p.name,
-                                       static_cast<int>(grant.mig_start)));
-    if (grant.memory_mib > p.usable_mib)
-      return Status::Error(fmt::format("GPU {}: needs {} MiB, instance {} has {} MiB usable", grant.gpu,
-                                       grant.memory_mib, p.name, p.usable_mib));
-    g.instances[idx].busy = true;
-    g.busy_mask |= static_cast<uint8_t>(1u << grant.mig_start);
-    ++g.tasks;
-    return Status::Ok();
+      if (g.instances[i].start == s) idx = i;
+    if (idx < 0) return Status::Error(fmt::format("GPU {}: no instance starts at slice {}", grant.gpu, s));
+    const MigProfile& p = kind.profiles[g.instances[idx].profile];
+    g.used_mask &= static_cast<uint8_t>(~p.MaskAt(s));
+    g.instances[idx] = g.instances[g.n_instances - 1];
+    g.instances[--g.n_instances] = MigSlot{};
   }
+  return Status::Ok();
+}
+
+// A grant of (a place in) a MIG instance, created first when the grant says so.
+Status ApplyMigGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
+  if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: MIG grant on a GPU not in MIG mode", grant.gpu));
+  if (grant.mig_profile >= static_cast<int>(kind.profiles.size()))
+    return Status::Error(fmt::format("GPU {}: unknown MIG profile index {}", grant.gpu, grant.mig_profile));
+  const MigProfile& p = kind.profiles[grant.mig_profile];
+  if (grant.create_instance) {
+    std::vector<MigInstance> existing;
+    for (int i = 0; i < g.n_instances; ++i) existing.push_back({g.instances[i].profile, g.instances[i].start});
+    if (!CanAddInstance(kind, existing, {grant.mig_profile, grant.mig_start}))
+      return Status::Error(fmt::format("GPU {}: {}@{} does not fit the current layout", grant.gpu, p.name,
+                                       static_cast<int>(grant.mig_start)));
+    g.instances[g.n_instances++] = MigSlot{grant.mig_profile, grant.mig_start, false};
+    g.used_mask |= p.MaskAt(grant.mig_start);
+  }
+  int idx = -1;
+  for (int i = 0; i < g.n_instances; ++i)
+    if (g.instances[i].start == grant.mig_start && g.instances[i].profile == grant.mig_profile) idx = i;
+  if (idx < 0)
+    return Status::Error(fmt::format("GPU {}: no {} instance at slice {}", grant.gpu, p.name,
+                                     static_cast<int>(grant.mig_start)));
+  if (grant.shared) return JoinShared(g, kind, grant, g.instances[idx]);
+  if (g.instances[idx].busy)
+    return Status::Error(fmt::format("GPU {}: instance {}@{} is busy", grant.gpu, p.name,
+                                     static_cast<int>(grant.mig_start)));
+  if (grant.memory_mib > p.usable_mib)
+    return Status::Error(fmt::format("GPU {}: needs {} MiB, instance {} has {} MiB usable", grant.gpu,
+                                     grant.memory_mib, p.name, p.usable_mib));
+  g.instances[idx].busy = true;
+  g.busy_mask |= static_cast<uint8_t>(1u << grant.mig_start);
+  ++g.tasks;
+  return Status::Ok();
+}
+
+// A whole GPU, or a share of one, outside MIG.
+Status ApplyPlainGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
   if (g.mig_enabled) return Status::Error(fmt::format("GPU {}: whole/share grant on a GPU in MIG mode", grant.gpu));
   if (grant.milli >= kMilliPerGpu) {
     if (g.tasks) return Status::Error(fmt::format("GPU {}: whole GPU requested but it is in use", grant.gpu));
@@ -152,6 +161,15 @@ Status ApplyGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
   g.free_memory_mib -= grant.memory_mib;
   ++g.tasks;
   return Status::Ok();
+}
+
+// Applies one grant to a GPU state copy: MIG mode change, instances destroyed, then the grant itself.
+// Returns an error (and leaves `g` in an unspecified state) when the grant does not fit; callers work on
+// copies.
+Status ApplyGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
+  if (Status st = ApplyModeChange(g, kind, grant); !st.ok()) return st;
+  if (Status st = ApplyDestroy(g, kind, grant); !st.ok()) return st;
+  return grant.mig_profile >= 0 ? ApplyMigGrant(g, kind, grant) : ApplyPlainGrant(g, kind, grant);
 }
 
 // Invariant 3 for one instance.
