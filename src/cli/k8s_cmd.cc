@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "k8s/extender.h"
+#include "k8s/mig_config.h"
 #include "model/catalog.h"
 
 namespace tessera::cli {
@@ -31,6 +32,16 @@ int RunExtender(const ExtenderArgs& a) {
   return RunExtenderServer(extender, a.listen.substr(0, colon), std::stoi(port_text), prefix);
 }
 
+int RunMigConfig(const std::string& gpu) {
+  const Catalog& catalog = Catalog::Default();
+  const KindId k = catalog.Find(gpu);
+  if (k == kNone) return fmt::print(stderr, "--gpu: unknown GPU kind '{}'\n", gpu), 2;
+  auto configs = MigConfigsFor(catalog.kind(k));
+  if (!configs.ok()) return fmt::print(stderr, "--gpu: {}\n", configs.error()), 2;
+  fmt::print("{}", MigPartedYaml(*configs));
+  return 0;
+}
+
 }  // namespace
 
 void RegisterK8s(CLI::App& app, int* exit_code) {
@@ -43,6 +54,10 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
   ext->add_option("--leaf-label", a->leaf_label, "node label naming the leaf switch")->capture_default_str();
   ext->add_option("--spine-label", a->spine_label, "node label naming the spine switch");
   ext->callback([a, exit_code] { *exit_code = RunExtender(*a); });
+  auto gpu = std::make_shared<std::string>();
+  CLI::App* mig = k8s->add_subcommand("mig-config", "Print the mig-parted config of every MIG layout Tessera may ask for");
+  mig->add_option("--gpu", *gpu, "GPU kind (e.g. a100-80gb)")->required();
+  mig->callback([gpu, exit_code] { *exit_code = RunMigConfig(*gpu); });
 }
 
 }  // namespace tessera::cli
