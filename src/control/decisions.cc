@@ -5,6 +5,16 @@
 
 namespace tessera {
 
+std::string MigLayoutText(const ClusterState& s, GpuId g) {
+  const GpuState& gs = s.gpu(g);
+  std::string out;
+  if (!gs.mig_enabled) return out;
+  for (int i = 0; i < gs.n_instances; ++i)
+    out += (out.empty() ? "" : ",") + s.kind_of_gpu(g).profiles[gs.instances[i].profile].name + "@" +
+           std::to_string(static_cast<int>(gs.instances[i].start));
+  return out;
+}
+
 std::string DecisionLine(const Decision& d, const ClusterState& state, const NameOf& job_name,
                          const NameOf& node_name) {
   nlohmann::ordered_json o;

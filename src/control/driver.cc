@@ -1,5 +1,7 @@
 #include "control/driver.h"
 
+#include "control/decisions.h"
+
 #include <algorithm>
 #include <climits>
 
@@ -116,11 +118,24 @@ bool Driver::HandleDue(int64_t now) {
 
 int Driver::ApplyPlan(const Plan& plan, int64_t now) {
   int binds = 0;
+  size_t index = 0;  // the loop reports the actions in plan order
   loop_->Apply(plan, now, [&](const Applied& a) {
+    if (a.done && !a.conflict && index < plan.actions.size()) Reconfigure(plan.actions[index], now);  // first
+    ++index;
     OnApplied(a, now);
     binds += a.kind == ActionKind::kBind && a.done ? 1 : 0;
   });
   return binds;
+}
+
+// A bind or repartition that creates or destroys MIG instances or switches MIG mode: each GPU's new layout
+// goes to the backend (a GPU Operator applies it; the simulated cluster needs nothing).
+void Driver::Reconfigure(const Action& a, int64_t now) {
+  if (a.kind != ActionKind::kBind && a.kind != ActionKind::kRepartition) return;
+  for (const TaskPlacement& t : a.tasks)
+    for (const GpuGrant& g : t.gpus)
+      if (g.create_instance || g.enable_mig || g.disable_mig || g.destroy_mask)
+        backend_->Reconfigure(g.gpu, MigLayoutText(loop_->state(), g.gpu), now);
 }
 
 int Driver::CycleOnce(int64_t now, const Policy& policy, Plan* plan_out) {
@@ -223,11 +238,16 @@ void Driver::Requeued(JobSlot j, int64_t now, ReleaseCause cause) {
   listener_->OnReleased(loop_->Requeue(j, now), now, cause, -1);
 }
 
+// Reports that change no job: a failed MIG reconfiguration leaves the GPU's layout unknown, so the GPU takes
+// no new work until an operator (or the backend, reading the layout again) uncordons it.
+bool Driver::OnBackendReport(const BackendEvent& e) {
+  listener_->OnBackendEvent(e);
+  if (e.kind != BackendEventKind::kReconfigureFailed || e.gpu < 0 || e.gpu >= loop_->state().num_gpus()) return false;
+  return loop_->state().CordonGpu(e.gpu).ok();
+}
+
 bool Driver::OnBackend(const BackendEvent& e, int64_t now) {
-  if (!loop_->jobs().valid(e.slot) || e.run != loop_->jobs()[e.slot].epoch) {
-    listener_->OnBackendEvent(e);
-    return false;
-  }
+  if (!loop_->jobs().valid(e.slot) || e.run != loop_->jobs()[e.slot].epoch) return OnBackendReport(e);
   const JobSlot j = e.slot;
   const JobPhase phase = loop_->jobs()[j].phase;
   now = std::min(now, e.at);  // when it happened (a driver polling late still charges the true end)
@@ -264,7 +284,7 @@ bool Driver::OnBackend(const BackendEvent& e, int64_t now) {
       PreemptRestOfGroup(j, now);
       return true;
     }
-    default: listener_->OnBackendEvent(e); return false;
+    default: return OnBackendReport(e);
   }
 }
 

@@ -18,6 +18,8 @@
 //  - A launch the backend refuses fails the job for good; a launch that fails later, or a run interrupted
 //    through no fault of its own, goes back to the queue; a run that ends completes the job.
 //  - A cancel withdraws the whole group (a pending job leaves the queue, a running one is stopped).
+//  - A bind or repartition that changes a GPU's MIG layout sends the new layout to the backend
+//    (Reconfigure); a failed reconfiguration cordons the GPU (its layout is unknown) until it is uncordoned.
 //  - Every start, preemption, end, failure and cancel is recorded as a Decision when recording is on.
 // Time is passed in; the driver reads no clock and performs no I/O besides its Backend calls.
 
@@ -149,6 +151,8 @@ class Driver {
   void Ready(JobSlot j, int64_t now);
   void Launch(JobSlot j, int64_t now);
   bool OnBackend(const BackendEvent& e, int64_t now);
+  bool OnBackendReport(const BackendEvent& e);
+  void Reconfigure(const Action& a, int64_t now);
   void Requeued(JobSlot j, int64_t now, ReleaseCause cause);
   void Record(int64_t t, JobSlot j, DecisionKind kind, std::vector<TaskPlacement> tasks = {});
   void PushTimer(int64_t at, TimerKind kind, JobSlot j);

@@ -26,15 +26,6 @@ std::vector<TaskPlacement> WithoutFlags(std::vector<TaskPlacement> tasks) {
   return tasks;
 }
 
-std::string LayoutText(const ClusterState& s, GpuId g) {
-  const GpuState& gs = s.gpu(g);
-  std::string out;
-  if (!gs.mig_enabled) return out;
-  for (int i = 0; i < gs.n_instances; ++i)
-    out += fmt::format("{}{}@{}", out.empty() ? "" : ",", s.kind_of_gpu(g).profiles[gs.instances[i].profile].name,
-                       static_cast<int>(gs.instances[i].start));
-  return out;
-}
 
 }  // namespace
 
@@ -292,7 +283,7 @@ void Service::FlushLocked(Fx* fx, int64_t now, bool meta) {
   const ClusterState& st = loop_->state();
   for (GpuId g : fx->relayout) {
     const NodeId n = st.gpu(g).node;
-    fx->b.layouts.push_back({config_.cluster.nodes[n].name, g - st.node(n).first_gpu, LayoutText(st, g)});
+    fx->b.layouts.push_back({config_.cluster.nodes[n].name, g - st.node(n).first_gpu, MigLayoutText(st, g)});
   }
   fx->relayout.clear();
   if (meta) {

@@ -29,6 +29,9 @@ class RecordingBackend : public Backend {
                     std::to_string(grace_s));
   }
   void Checkpoint(JobSlot slot, uint32_t run, int64_t now) override { calls.push_back("checkpoint " + std::to_string(slot)); }
+  void Reconfigure(GpuId gpu, const std::string& layout, int64_t now) override {
+    calls.push_back("reconfigure " + std::to_string(gpu) + " " + layout);
+  }
   std::vector<BackendEvent> Poll(int64_t now) override {
     std::vector<BackendEvent> out = std::move(injected);
     injected.clear();
@@ -144,7 +147,10 @@ TEST_F(DriverTest, AMigInstanceCreatedAtBindLaunchesAfterTheInstanceDelay) {
   const JobSlot a = Submit(j, 0);
   ASSERT_EQ(driver_->CycleOnce(0, *policy_), 1);
   EXPECT_EQ(loop_->jobs()[a].phase, JobPhase::kBound);  // the instance is being created
-  EXPECT_TRUE(backend_.calls.empty());
+  ASSERT_EQ(backend_.calls.size(), 1u);                 // the backend creates it
+  EXPECT_EQ(backend_.calls[0].rfind("reconfigure 0 ", 0), 0u) << backend_.calls[0];
+  EXPECT_NE(backend_.calls[0].find("@"), std::string::npos) << backend_.calls[0];
+  backend_.calls.clear();
   EXPECT_EQ(driver_->NextEventS(), 30);
   EXPECT_TRUE(driver_->HandleDue(30));
   EXPECT_EQ(loop_->jobs()[a].phase, JobPhase::kRunning);
@@ -247,6 +253,18 @@ TEST_F(DriverTest, CancelStopsARunningGroupAndWithdrawsAPendingJob) {
   EXPECT_TRUE(loop_->jobs().pending().empty());
   EXPECT_EQ(Kinds(), (std::vector<DecisionKind>{DecisionKind::kStart, DecisionKind::kCancel, DecisionKind::kCancel}));
   EXPECT_EQ(driver_->decisions()[1].group, r0);
+}
+
+TEST_F(DriverTest, AFailedReconfigurationKeepsNewWorkOffTheGpu) {
+  Make(1, 2);
+  backend_.injected.push_back({BackendEventKind::kReconfigureFailed, -1, 0, 1, 1, "mig-manager: failed"});
+  EXPECT_TRUE(driver_->HandleDue(1));
+  EXPECT_TRUE(loop_->state().gpu_cordoned(1));
+  const JobSlot a = Submit(Whole(2, 100, 100), 2);  // needs both GPUs: cannot start now
+  EXPECT_EQ(driver_->CycleOnce(2, *policy_), 0);
+  EXPECT_EQ(loop_->jobs()[a].phase, JobPhase::kPending);
+  ASSERT_TRUE(loop_->state().UncordonGpu(1).ok());
+  EXPECT_EQ(driver_->CycleOnce(3, *policy_), 1);
 }
 
 TEST_F(DriverTest, NextInstantTicksOnlyWhileJobsWait) {
