@@ -368,6 +368,7 @@ void Service::RunOneCycle() {
     std::lock_guard<std::mutex> lock(mu_);
     DueLocked(now);
   }
+  outbox_->Flush();
   CycleAt(now);
 }
 
@@ -405,6 +406,7 @@ int Service::CycleAt(int64_t now) {
       FlushLocked(&fx, now, wrote || (last && ++cycle_seq_ % 16 == 0));
       if (last) snap = BeginSnapshotLocked(&plan, now, &snap_jobs);
     }
+    outbox_->Flush();  // the slice's launches and stops, without the lock
     if (wrote && !last) (void)store_->WriteAndWait(WriteBatch());
   }
   FinishSnapshot(std::move(snap), &plan, snap_jobs);
@@ -435,8 +437,13 @@ bool Service::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
    public:
     Source(Service* s, InstantSource* a) : s_(s), a_(a) {}
     bool Due(Driver&, int64_t now) override {
-      std::lock_guard<std::mutex> lock(s_->mu_);
-      return s_->DueLocked(now);
+      bool changed = false;
+      {
+        std::lock_guard<std::mutex> lock(s_->mu_);
+        changed = s_->DueLocked(now);
+      }
+      s_->outbox_->Flush();
+      return changed;
     }
     size_t Waiting() const override { return s_->WaitingJobs(); }
     bool Arrive(int64_t now) override { return a_->Arrive(now); }

@@ -276,6 +276,7 @@ Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* ver
     else
       PutLocked({next.value()}, std::move(b), [p](const Status& st) { p->set_value(st); });
   }
+  outbox_->Flush();  // a cancel's stop, without the lock
   Notify();
   const Status st = f.get();
   if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};

@@ -80,7 +80,8 @@ Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::uniqu
   s->policy_ = c.policy;
   s->loop_ = std::make_unique<ControlLoop>(std::move(cs).value(), c.tenancy.queues, MakeLoopOptions(c.setup));
   s->listener_ = std::make_unique<Listener>(s.get());
-  s->driver_ = std::make_unique<Driver>(s->loop_.get(), backend, MakeDriverOptions(c.setup), s->listener_.get());
+  s->outbox_ = std::make_unique<OutboxBackend>(backend);
+  s->driver_ = std::make_unique<Driver>(s->loop_.get(), s->outbox_.get(), MakeDriverOptions(c.setup), s->listener_.get());
   s->driver_->set_recording(c.record_decisions);
   backend->OnEvents([p = s.get()] { p->Notify(); });
   if (Status st = s->Restore(*loaded); !st.ok()) return st;

@@ -47,6 +47,7 @@
 #include "sched/tenancy.h"
 #include "service/api_error.h"
 #include "service/clock.h"
+#include "service/outbox.h"
 #include "service/workload_json.h"
 #include "store/store.h"
 
@@ -383,6 +384,7 @@ class Service {
   std::unique_ptr<Store> store_;
   Clock* clock_;
   Backend* backend_;
+  std::unique_ptr<OutboxBackend> outbox_;  // the driver's backend: calls queued under mu_, made after it
   std::shared_ptr<const Policy> policy_;
   std::unique_ptr<Listener> listener_;
   std::unique_ptr<Driver> driver_;        // the driver rules over loop_ (under mu_)
