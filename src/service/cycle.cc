@@ -90,7 +90,7 @@ std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) con
   if (j.started_at < 0 || end_s <= j.started_at) return out;
   const Catalog& cat = *config_.catalog;
   for (const TaskPlacement& t : j.placements) {
-    const Node& node = config_.cluster.nodes[t.node];
+    const Node& node = loop_->state().cluster().nodes[t.node];  // the live cluster (nodes are added)
     const GpuKind& kind = cat.kind(node.kind);
     auto list = PriceBook::Default().OnDemandListPrice(kind.id);
     for (const GpuGrant& g : t.gpus) {
@@ -244,7 +244,7 @@ void Service::ApplyPlanLocked(const Plan& plan, int64_t now, WriteBatch* b, std:
   const ClusterState& st = loop_->state();
   for (GpuId g : relayout) {
     const NodeId n = st.gpu(g).node;
-    b->layouts.push_back({config_.cluster.nodes[n].name, g - st.node(n).first_gpu, LayoutText(st, g)});
+    b->layouts.push_back({st.cluster().nodes[n].name, g - st.node(n).first_gpu, LayoutText(st, g)});
   }
 }
 

@@ -66,6 +66,7 @@ Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::uniqu
   if (config.tenancy.priority_classes.empty()) config.tenancy.priority_classes = DefaultPriorityClasses();
   auto loaded = store->Load();
   if (!loaded.ok()) return loaded.status();
+  if (Status st = LoadStoredCluster(*loaded, &config); !st.ok()) return st;
   std::unique_ptr<Service> s(new Service(std::move(config), std::move(store), clock, executor));
   auto cs = ClusterState::Build(s->config_.cluster, *s->config_.catalog);
   if (!cs.ok()) return Status::Error("cluster: " + cs.error());
@@ -75,6 +76,7 @@ Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::uniqu
   lo.track_usage = true;    // fair share sees each queue's decayed usage
   s->loop_ = std::make_unique<ControlLoop>(std::move(cs).value(), s->config_.tenancy.queues, lo);
   if (Status st = s->Restore(*loaded); !st.ok()) return st;
+  if (Status st = s->RestoreNodes(*loaded); !st.ok()) return st;
   {
     std::lock_guard<std::mutex> lock(s->mu_);
     s->PublishLocked(nullptr, s->Now());
