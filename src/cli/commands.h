@@ -17,6 +17,7 @@ void RegisterDemo(CLI::App& app, int* exit_code);
 void RegisterServe(CLI::App& app, int* exit_code);
 void RegisterClient(CLI::App& app, int* exit_code);  // job, queue, usage
 void RegisterAdminClient(CLI::App& app, int* exit_code);  // team, user, cluster
+void RegisterNode(CLI::App& app, int* exit_code);  // node list|add|cordon|uncordon|drain|remove
 void RegisterBenchApi(CLI::App& bench, int* exit_code);  // bench api
 void RegisterK8s(CLI::App& app, int* exit_code);  // k8s extender
 // Subcommands of `simulate` (each in its own simulate_*_cmd.cc).

@@ -27,6 +27,7 @@ int Run(int argc, char** argv) {
   tessera::cli::RegisterClient(app, &exit_code);
   tessera::cli::RegisterAdminClient(app, &exit_code);
   tessera::cli::RegisterK8s(app, &exit_code);
+  tessera::cli::RegisterNode(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

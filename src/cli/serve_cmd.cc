@@ -135,6 +135,7 @@ int Serve(const ServeArgs& a) {
   auto cluster = LoadClusterYaml(cluster_text, cluster_source, *cfg.catalog);
   if (!cluster.ok()) return fmt::print(stderr, "{}\n", cluster.error()), 1;
   cfg.cluster = std::move(cluster).value();
+  cfg.log = [](const std::string& line) { fmt::print(stderr, "tessera serve: {}\n", line); };
   if (!a.tenancy.empty()) {
     auto t = ReadFile(a.tenancy);
     if (!t.ok()) return fmt::print(stderr, "{}\n", t.error()), 1;
@@ -200,7 +201,9 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   CLI::App* c = app.add_subcommand("serve", "Run the control plane: REST API, SQLite store, scheduling cycles");
   c->add_option("--db", a->db, "SQLite database file (created if missing)")->capture_default_str();
   c->add_option("--listen", a->listen, "HOST:PORT to listen on")->capture_default_str();
-  c->add_option("--cluster", a->cluster, "cluster YAML (default: the embedded demo cluster)");
+  c->add_option("--cluster", a->cluster,
+                "cluster YAML; it seeds an empty database, whose nodes are used afterwards (tessera node ...) "
+                "(default: the embedded demo cluster)");
   c->add_option("--tenancy", a->tenancy, "tenancy YAML: teams, queues, priority classes");
   c->add_flag("--demo", a->demo, "demo teams, users and a stream of jobs on the simulated backend");
   c->add_option("--backend-latency", a->backend_latency_s,

@@ -183,4 +183,16 @@ ApiResponse ApiClient::ReplaceToken(const std::string& user, bool revoke) {
   return Call(revoke ? "DELETE" : "POST", "/api/v1/users/" + UrlEncode(user) + "/token", revoke ? "" : "{}");
 }
 
+ApiResponse ApiClient::Nodes() { return Call("GET", "/api/v1/nodes", ""); }
+
+ApiResponse ApiClient::AddNode(const nlohmann::json& node) { return Call("POST", "/api/v1/nodes", node.dump()); }
+
+ApiResponse ApiClient::NodeAction(const std::string& name, const std::string& action) {
+  return Call("POST", "/api/v1/nodes/" + UrlEncode(name) + ":" + UrlEncode(action), "{}");
+}
+
+ApiResponse ApiClient::RemoveNode(const std::string& name) {
+  return Call("DELETE", "/api/v1/nodes/" + UrlEncode(name), "");
+}
+
 }  // namespace tessera::client

@@ -66,6 +66,13 @@ class ApiClient {
   // A new token for `user` (the old one stops working), or with `revoke` none at all.
   ApiResponse ReplaceToken(const std::string& user, bool revoke);
 
+  // Nodes (admin): list with states, add one (a node as in the cluster YAML, as JSON), `action` one of
+  // cordon, uncordon, drain; remove one (refused while anything runs there).
+  ApiResponse Nodes();
+  ApiResponse AddNode(const nlohmann::json& node);
+  ApiResponse NodeAction(const std::string& name, const std::string& action);
+  ApiResponse RemoveNode(const std::string& name);
+
  private:
   ApiResponse Call(const std::string& method, const std::string& path, const std::string& body,
                    const std::string& idempotency_key = "");

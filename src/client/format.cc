@@ -88,6 +88,10 @@ const Json& Array(const Json& o, const std::string& key) {
 }  // namespace
 
 Result<nlohmann::json> WorkloadFromText(const std::string& text, const std::string& path) {
+  return MappingFromText(text, path, "one workload entry (a mapping with name, class, ...)");
+}
+
+Result<nlohmann::json> MappingFromText(const std::string& text, const std::string& path, const std::string& what) {
   Json j;
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
@@ -102,7 +106,7 @@ Result<nlohmann::json> WorkloadFromText(const std::string& text, const std::stri
   }
   if (j.is_array() && j.size() == 1) j = j[0];
   if (!j.is_object())
-    return Status::Error(path + ": expected one workload entry (a mapping with name, class, ...)");
+    return Status::Error(path + ": expected " + what);
   return j;
 }
 
@@ -219,6 +223,15 @@ std::string ClusterTable(const nlohmann::json& cluster) {
                     Text(n, "allocated_gpus"), mig.empty() ? "-" : mig});
   }
   return out + Table({"NODE", "KIND", "LEAF", "TIER", "GPUS", "ALLOCATED", "MIG"}, rows);
+}
+
+std::string NodesTable(const nlohmann::json& nodes) {
+  std::vector<std::vector<std::string>> rows;
+  const Json list = nodes.is_object() && nodes.contains("nodes") ? nodes["nodes"] : Json::array({nodes});
+  for (const Json& n : list.is_array() ? list : Json::array())
+    rows.push_back({Text(n, "name"), Text(n, "state"), Text(n, "gpu"), Text(n, "gpus"), Text(n, "leaf"),
+                    Text(n, "spine"), Text(n, "tier"), Text(n, "tasks")});
+  return Table({"NODE", "STATE", "KIND", "GPUS", "LEAF", "SPINE", "TIER", "TASKS"}, rows);
 }
 
 std::string UsageTable(const nlohmann::json& usage) {

@@ -9,11 +9,13 @@
 
 namespace tessera::client {
 
-// One workload entry from a YAML or JSON file (a mapping, or a list holding exactly one mapping), as the
+// One mapping (a workload entry, a node as in the cluster YAML) from a YAML or JSON file (a mapping, or a list holding exactly one mapping), as the
 // JSON body of POST /api/v1/jobs. YAML scalars become numbers, booleans or null where they read as such
 // (quoted ones stay strings). Errors name the file.
 Result<nlohmann::json> ReadWorkloadFile(const std::string& path);
 Result<nlohmann::json> WorkloadFromText(const std::string& text, const std::string& path);
+// The same for any one mapping; `what` describes it in the error ("one node (a mapping with name, gpu, ...)").
+Result<nlohmann::json> MappingFromText(const std::string& text, const std::string& path, const std::string& what);
 
 // `JOBID TEAM NAME USER ST AGE GPUS NODES(REASON)`: one row per job of {"jobs": [...]}; AGE is
 // now - submitted_at (`now_unix` in seconds since the epoch); NODES for placed jobs, (REASON code) for
@@ -36,6 +38,9 @@ std::string WhatIfTable(const nlohmann::json& whatif);
 // Totals, then `NODE KIND LEAF TIER GPUS ALLOCATED MIG` per node of GET /api/v1/cluster; MIG lists each MIG
 // GPU's instances as profile@start (an asterisk marks a busy one).
 std::string ClusterTable(const nlohmann::json& cluster);
+
+// `NODE STATE KIND GPUS LEAF SPINE TIER TASKS` for {"nodes": [...]} of GET /api/v1/nodes, or one node.
+std::string NodesTable(const nlohmann::json& nodes);
 
 // squeue's state codes: PD, R, CD, F, CA, PR (Preempted); other states as they are.
 std::string StateCode(const std::string& state);

@@ -158,4 +158,19 @@ Result<Cluster> LoadClusterYaml(std::string_view text, std::string_view source, 
   return c;
 }
 
+Result<Node> ParseClusterNode(std::string_view text, std::string_view source, const Catalog& catalog, Cluster* c) {
+  auto parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  FieldReader head(*parsed, source, "");
+  std::string name;
+  head.String("name", &name, true);
+  if (head.ok() && name.empty()) head.Fail("name", "must not be empty");
+  if (head.ok() && head.Has("count")) head.Fail("count", "one node at a time: no 'count' here");
+  if (!head.ok()) return head.status();
+  Node n;
+  if (Status st = ParseNode(*parsed, YAML::Node(), source, "", catalog, c, &n); !st.ok()) return st;
+  n.name = name;
+  return n;
+}
+
 }  // namespace tessera

@@ -53,4 +53,9 @@ struct Cluster {
 // Parses cluster YAML. Errors name the source, the node and the field.
 Result<Cluster> LoadClusterYaml(std::string_view text, std::string_view source, const Catalog& catalog);
 
+// One node as an entry of the cluster YAML's `nodes` list (required `name`, no `count`, no defaults), from
+// YAML or JSON text (a JSON object is YAML). Its leaf and spine names are looked up in `*c`'s and added
+// there when new (the caller decides whether a new one is acceptable). Errors name the source and the field.
+Result<Node> ParseClusterNode(std::string_view text, std::string_view source, const Catalog& catalog, Cluster* c);
+
 }  // namespace tessera

@@ -8,6 +8,7 @@
 #include "cost/focus.h"
 #include "server/json_views.h"
 #include "server/metrics.h"
+#include "server/nodes_api.h"
 #include "server/portal_api.h"
 
 namespace tessera {
@@ -183,6 +184,7 @@ void ApiServer::Routes() {
   });
 
   portal_->Register(h, authed);
+  RegisterNodeRoutes(h, s, authed);
 
   h.Get("/healthz", [](Req, Res res) { res.set_content("ok\n", "text/plain"); });
   h.Get("/readyz", [s](Req, Res res) {

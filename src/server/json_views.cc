@@ -14,8 +14,8 @@ namespace {
 
 nlohmann::json PlacementsJson(const std::vector<TaskPlacement>& tasks, const Service& s) {
   nlohmann::json out = nlohmann::json::array();
-  const Cluster& cl = s.cluster();
   auto snap = s.snapshot();
+  const Cluster& cl = snap->cluster->cluster();  // the live cluster: nodes come and go
   for (const TaskPlacement& t : tasks) {
     if (t.node < 0 || t.node >= static_cast<NodeId>(cl.nodes.size())) continue;
     const Node& node = cl.nodes[t.node];
@@ -114,11 +114,13 @@ nlohmann::json UserJson(const UserView& u) {
 
 nlohmann::json ClusterJson(const Snapshot& snap, const Service& s) {
   const ClusterState& cs = *snap.cluster;
-  const Cluster& cl = s.cluster();
+  const Cluster& cl = cs.cluster();
+  const std::vector<std::string> states = s.NodeStates();
   nlohmann::json nodes = nlohmann::json::array();
   int64_t total_gpus = 0, total_alloc = 0;
   int busy_gpus = 0;
   for (NodeId n = 0; n < cs.num_nodes(); ++n) {
+    if (cs.node_removed(n)) continue;
     const NodeState& ns = cs.node(n);
     const Node& node = cl.nodes[n];
     nlohmann::json gpus = nlohmann::json::array();
@@ -149,7 +151,11 @@ nlohmann::json ClusterJson(const Snapshot& snap, const Service& s) {
     }
     total_gpus += ns.gpu_count;
     total_alloc += node_alloc;
+    const std::string state = n < static_cast<NodeId>(states.size()) ? states[n]
+                              : cs.node_cordoned(n)                      ? "cordoned"
+                                                                         : "ready";
     nodes.push_back({{"name", node.name},
+                     {"state", state},
                      {"gpu_kind", node.kind == kNone ? "" : s.catalog().kind(node.kind).id},
                      {"leaf", cl.leaf_names.empty() ? "" : cl.leaf_names[node.leaf]},
                      {"tier", TierName(node.tier)},
@@ -157,15 +163,23 @@ nlohmann::json ClusterJson(const Snapshot& snap, const Service& s) {
                      {"allocated_gpus", static_cast<double>(node_alloc) / kMilliPerGpu},
                      {"gpus", std::move(gpus)}});
   }
+  const int64_t live_nodes = static_cast<int64_t>(nodes.size());
   return {{"name", cl.name},
           {"at", TimeJson(snap.at)},
           {"nodes", std::move(nodes)},
           {"totals",
-           {{"nodes", cs.num_nodes()},
+           {{"nodes", live_nodes},
             {"gpus", total_gpus},
             {"busy_gpus", busy_gpus},
             {"allocated_gpus", static_cast<double>(total_alloc) / kMilliPerGpu},
             {"utilisation", total_gpus ? static_cast<double>(total_alloc) / (kMilliPerGpu * total_gpus) : 0.0}}}};
+}
+
+nlohmann::json NodeJson(const NodeView& v) {
+  nlohmann::json o = v.spec;
+  o["state"] = v.state;
+  o["tasks"] = v.tasks;
+  return o;
 }
 
 nlohmann::json ErrorJson(const ApiError& e) {

@@ -39,6 +39,11 @@ std::string MetricsText(const Service& s) {
   Head(&o, "tessera_running_jobs", "gauge", "Jobs running, per team.");
   const auto counts = s.JobCountsByTeam();
   for (const auto& [team, pr] : counts) o += fmt::format("tessera_running_jobs{{team=\"{}\"}} {}\n", Esc(team), pr.second);
+  Head(&o, "tessera_nodes", "gauge", "Nodes of the cluster, per state (ready, cordoned, draining, drained, unhealthy).");
+  std::map<std::string, int64_t> by_state = {{"ready", 0}, {"cordoned", 0}, {"draining", 0}, {"drained", 0}, {"unhealthy", 0}};
+  for (const std::string& st : s.NodeStates())
+    if (st != "removed") ++by_state[st];
+  for (const auto& [st, n] : by_state) o += fmt::format("tessera_nodes{{state=\"{}\"}} {}\n", st, n);
   Head(&o, "tessera_cycle_duration_seconds", "histogram", "Duration of one scheduling cycle.");
   uint64_t cum = 0;
   for (int b = 0; b <= Counters::kNumBuckets; ++b) {
@@ -79,9 +84,10 @@ std::string MetricsText(const Service& s) {
   // GPUs (DCGM exporter names): utilisation in percent of the allocated share (the simulated executor keeps
   // what it holds busy), allocation per GPU, MIG instances by profile.
   const ClusterState& cs = *snap->cluster;
-  const Cluster& cl = s.cluster();
+  const Cluster& cl = cs.cluster();  // the live cluster: nodes come and go
   std::string util, alloc, mig;
   for (NodeId n = 0; n < cs.num_nodes(); ++n) {
+    if (cs.node_removed(n)) continue;
     const NodeState& ns = cs.node(n);
     for (int i = 0; i < ns.gpu_count; ++i) {
       const GpuId gid = ns.first_gpu + i;

@@ -14,6 +14,7 @@ enum class ErrorCode {
   kPermissionDenied,     // 403
   kNotFound,             // 404
   kAlreadyExists,        // 409
+  kFailedPrecondition,   // 409: the target is in a state that refuses the change (e.g. a node still busy)
   kIdempotencyMismatch,  // 422: the key was used with another body
   kUnavailable,          // 503
   kInternal,             // 500

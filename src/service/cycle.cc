@@ -83,7 +83,7 @@ std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) con
   if (j.started_at < 0 || end_s <= j.started_at) return out;
   const Catalog& cat = *config_.catalog;
   for (const TaskPlacement& t : j.placements) {
-    const Node& node = config_.cluster.nodes[t.node];
+    const Node& node = loop_->state().cluster().nodes[t.node];  // the live cluster (nodes are added)
     const GpuKind& kind = cat.kind(node.kind);
     auto list = PriceBook::Default().OnDemandListPrice(kind.id);
     for (const GpuGrant& g : t.gpus) {
@@ -283,7 +283,7 @@ void Service::FlushLocked(Fx* fx, int64_t now, bool meta) {
   const ClusterState& st = loop_->state();
   for (GpuId g : fx->relayout) {
     const NodeId n = st.gpu(g).node;
-    fx->b.layouts.push_back({config_.cluster.nodes[n].name, g - st.node(n).first_gpu, MigLayoutText(st, g)});
+    fx->b.layouts.push_back({st.cluster().nodes[n].name, g - st.node(n).first_gpu, MigLayoutText(st, g)});
   }
   fx->relayout.clear();
   if (meta) {
@@ -473,7 +473,7 @@ std::vector<std::string> Service::TakeDecisionLines() {
   for (const Decision& d : driver_->TakeDecisions())
     out.push_back(DecisionLine(
         d, loop_->state(), [&](int64_t slot) { return jobs_[job_of_slot_[slot] - 1].current->name; },
-        [&](int64_t n) { return config_.cluster.nodes[n].name; }));
+        [&](int64_t n) { return loop_->state().cluster().nodes[n].name; }));
   return out;
 }
 

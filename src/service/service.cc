@@ -67,6 +67,7 @@ Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::uniqu
   auto loaded = store->Load();
   if (!loaded.ok()) return loaded.status();
   if (backend == nullptr) return Status::Error("service: no backend");
+  if (Status st = LoadStoredCluster(*loaded, &config); !st.ok()) return st;
   std::unique_ptr<Service> s(new Service(std::move(config), std::move(store), clock, backend));
   auto cs = ClusterState::Build(s->config_.cluster, *s->config_.catalog);
   if (!cs.ok()) return Status::Error("cluster: " + cs.error());
@@ -85,6 +86,7 @@ Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::uniqu
   s->driver_->set_recording(c.record_decisions);
   backend->OnEvents([p = s.get()] { p->Notify(); });
   if (Status st = s->Restore(*loaded); !st.ok()) return st;
+  if (Status st = s->RestoreNodes(*loaded); !st.ok()) return st;
   {
     std::lock_guard<std::mutex> lock(s->mu_);
     s->PublishLocked(nullptr, s->Now());

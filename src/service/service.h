@@ -3,7 +3,7 @@
 // is. The core holds what decides: the job table (each job's replicas, phases and grants), the cluster's
 // allocation and each queue's decayed usage; it builds the cycle's input and applies its Plan. The service
 // owns the rest: teams, users, the versions of each job as the API shows them, the Store (every change is
-// durable before it is acknowledged) and the Executor (where jobs run). It runs the cycle on a timer and on
+// durable before it is acknowledged) and the Backend (where jobs run). It runs the cycle on a timer and on
 // events (submit, cancel, priority change, a job's end) and answers queries.
 //
 // Consistency:
@@ -151,6 +151,8 @@ struct Counters {
 };
 
 struct ServiceConfig {
+  // The cluster as configured: it seeds an empty store; after the first start the store's cluster is used
+  // (nodes change through the nodes API) and a configuration that differs is ignored (with a log line).
   Cluster cluster;
   const Catalog* catalog = nullptr;
   TenancyConfig tenancy;           // queues from a tenancy file (teams created through the API are added)
@@ -168,6 +170,15 @@ struct ServiceConfig {
   bool tenancy_cycle = true;
   // Keep the driver's decisions (TakeDecisionLines).
   bool record_decisions = false;
+  std::function<void(const std::string&)> log;  // operator notes (e.g. a cluster file ignored); may be empty
+};
+
+// A node as the nodes API shows it.
+struct NodeView {
+  std::string name;
+  std::string state;     // ready, cordoned, draining, drained, unhealthy
+  nlohmann::json spec;   // the node as in the cluster YAML (exact integers: cpu_milli, memory_mib)
+  int tasks = 0;         // tasks running there
 };
 
 // One answer of a what-if: the earliest start had the job asked for `fraction` of its GPUs.
@@ -242,8 +253,24 @@ class Service {
   // FOCUS CSV of the usage (an admin: all; others: their team's records).
   Outcome<std::string> UsageFocusCsv(const Caller& c, const UsageQuery& q) const;
 
+  // Nodes (nodes.cc), admin only (403 otherwise); unknown or removed names are 404. AddNode takes a node as
+  // in the cluster YAML, as JSON text (its leaf and spine must exist). Cordon: nothing new lands there;
+  // Drain: cordon, then stop and requeue every job with a task there (the node shows draining until
+  // nothing runs there, then drained); Uncordon: a cordoned or drained node is ready again; Remove: 409
+  // (FailedPrecondition) while anything runs there, else the node goes (its id stays a tombstone). Each
+  // change is durable when it returns and triggers a cycle.
+  Outcome<std::vector<NodeView>> ListNodes(const Caller& c) const;
+  Outcome<NodeView> AddNode(const Caller& c, const std::string& spec_json);
+  Outcome<NodeView> CordonNode(const Caller& c, const std::string& name);
+  Outcome<NodeView> UncordonNode(const Caller& c, const std::string& name);
+  Outcome<NodeView> DrainNode(const Caller& c, const std::string& name);
+  Outcome<NodeView> RemoveNode(const Caller& c, const std::string& name);
+  // Each node's state by id ("removed" for a tombstone), for the cluster view.
+  std::vector<std::string> NodeStates() const;
+
   std::shared_ptr<const Snapshot> snapshot() const;
   const Counters& counters() const { return counters_; }
+  // The cluster as at start (from the store); the live one is snapshot()->cluster->cluster().
   const Cluster& cluster() const { return config_.cluster; }
   const Catalog& catalog() const { return *config_.catalog; }
   int64_t Now() const { return static_cast<int64_t>(clock_->Now()); }
@@ -281,6 +308,23 @@ class Service {
 
   Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend);
   Status Restore(const StoredState& s);
+  // Nodes (nodes.cc). The cluster from the store's nodes into config->cluster (kept when the store has none).
+  static Status LoadStoredCluster(const StoredState& s, ServiceConfig* config);
+  // After Restore: seeds an empty store with the configured nodes, else applies the stored node states.
+  Status RestoreNodes(const StoredState& s);
+  NodeId FindNodeLocked(const std::string& name) const;  // a live node by name, or -1
+  std::string NodeStateLocked(NodeId n) const;
+  NodeView NodeViewLocked(NodeId n) const;
+  NodeRow NodeRowLocked(NodeId n, int64_t now) const;
+  void RecountKindsLocked();  // kind_stats_ over the live nodes
+  // Stops and requeues, through the preemption path, every running job with a task on node `n`.
+  void DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed);
+  // A change of live node `name` by an admin: `change` (under the lock) changes it and adds its writes;
+  // the node's row is written with them; returns the node once durable, and wakes the cycle.
+  using NodeChangeFn = std::function<std::optional<ApiError>(NodeId, WriteBatch*, std::vector<JobPtr>*)>;
+  Outcome<NodeView> ChangeNode(const Caller& c, const std::string& name, const NodeChangeFn& change);
+  Outcome<NodeView> CommitNodeLocked(std::unique_lock<std::mutex>* lock, NodeId n, WriteBatch b,
+                                     std::vector<JobPtr> changed);
   Status ResumeLocked(const JobRecord& j);
   int EnsureQueue(const std::string& team, const TeamRow* row);
   bool CanSee(const Caller& c, const JobRecord& j) const;
@@ -380,7 +424,13 @@ class Service {
   };
 
   ServiceConfig config_;
-  std::vector<KindStats> kind_stats_;  // by KindId
+  std::vector<KindStats> kind_stats_;  // by KindId (live nodes; under mu_ once started)
+  // Per node id, what the allocation state does not hold (under mu_).
+  struct NodeEntry {
+    bool draining = false;   // a drain was asked (drained once nothing runs there)
+    bool unhealthy = false;  // reported unhealthy (kept cordoned)
+  };
+  std::vector<NodeEntry> node_entries_;
   std::unique_ptr<Store> store_;
   Clock* clock_;
   Backend* backend_;

@@ -41,8 +41,10 @@ Result<UsageLedgerOf> BuildLedger(const std::vector<UsageRecord>& usage, const C
 Outcome<UsageLedgerOf> Service::UsageLedger(const UsageQuery& q) const {
   std::vector<UsageRecord> usage;
   int64_t start, now = Now();
+  Cluster cluster;  // the live one (nodes added through the API included)
   {
     std::lock_guard<std::mutex> lock(mu_);
+    cluster = loop_->state().cluster();
     usage = usage_;
     start = ledger_start_;
     for (int64_t id : RunningLocked())
@@ -50,7 +52,7 @@ Outcome<UsageLedgerOf> Service::UsageLedger(const UsageQuery& q) const {
   }
   const int64_t from = q.from < 0 ? start : q.from, to = q.to < 0 ? now : q.to;
   if (to < from) return Invalid("to", "to: must not be before from");
-  auto built = BuildLedger(usage, config_.cluster, *config_.catalog, start, from, to);
+  auto built = BuildLedger(usage, cluster, *config_.catalog, start, from, to);
   if (!built.ok()) return ApiError{ErrorCode::kInternal, "", built.error()};
   return std::move(built).value();
 }

@@ -16,6 +16,7 @@ const char* ErrorCodeName(ErrorCode c) {
     case ErrorCode::kPermissionDenied: return "PermissionDenied";
     case ErrorCode::kNotFound: return "NotFound";
     case ErrorCode::kAlreadyExists: return "AlreadyExists";
+    case ErrorCode::kFailedPrecondition: return "FailedPrecondition";
     case ErrorCode::kIdempotencyMismatch: return "IdempotencyKeyReused";
     case ErrorCode::kUnavailable: return "Unavailable";
     case ErrorCode::kInternal: return "Internal";
@@ -30,6 +31,7 @@ int HttpStatusOf(ErrorCode c) {
     case ErrorCode::kPermissionDenied: return 403;
     case ErrorCode::kNotFound: return 404;
     case ErrorCode::kAlreadyExists: return 409;
+    case ErrorCode::kFailedPrecondition: return 409;
     case ErrorCode::kIdempotencyMismatch: return 422;
     case ErrorCode::kUnavailable: return 503;
     case ErrorCode::kInternal: return 500;

@@ -50,6 +50,10 @@ CREATE TABLE mig_layouts (node TEXT NOT NULL, gpu_index INTEGER NOT NULL, layout
                           PRIMARY KEY (node, gpu_index));
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 )sql",
+    R"sql(
+CREATE TABLE nodes (position INTEGER PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL,
+                    removed INTEGER NOT NULL, changed_at INTEGER NOT NULL);
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
 
@@ -297,6 +301,11 @@ class SqliteStore final : public Store {
         return Status::Ok();
       });
     if (st.ok())
+      st = Query("SELECT position, name, spec, state, removed, changed_at FROM nodes ORDER BY position", [&](Stmt& q) {
+        s.nodes.push_back({static_cast<int>(q.Int(0)), q.Text(1), q.Text(2), q.Text(3), q.Int(4) != 0, q.Int(5)});
+        return Status::Ok();
+      });
+    if (st.ok())
       st = Query("SELECT key, value FROM meta", [&](Stmt& q) {
         s.meta[q.Text(0)] = q.Text(1);
         return Status::Ok();
@@ -335,7 +344,7 @@ class SqliteStore final : public Store {
   };
 
   struct Statements {
-    Stmt team, user, job, event, key, usage, layout, meta, savepoint, release, rollback_to;
+    Stmt team, user, job, event, key, usage, layout, node, meta, savepoint, release, rollback_to;
     Status Prepare(sqlite3* db) {
       const std::pair<Stmt*, const char*> all[] = {
           {&team, "INSERT OR REPLACE INTO teams VALUES (?1, ?2, ?3, ?4, ?5)"},
@@ -348,6 +357,7 @@ class SqliteStore final : public Store {
            "start_s, end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
            "?9, ?10, ?11, ?12, ?13, ?14, ?15)"},
           {&layout, "INSERT OR REPLACE INTO mig_layouts VALUES (?1, ?2, ?3)"},
+          {&node, "INSERT OR REPLACE INTO nodes VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
           {&meta, "INSERT OR REPLACE INTO meta VALUES (?1, ?2)"},
           {&savepoint, "SAVEPOINT batch"},
           {&release, "RELEASE batch"},
@@ -444,6 +454,11 @@ class SqliteStore final : public Store {
     for (const MigLayoutRow& l : b.layouts)
       if (Status st = s.layout.Bind(1, l.node).Bind(2, int64_t{l.gpu_index}).Bind(3, l.layout).Run(); !st.ok())
         return Status::Error("MIG layout: " + st.message());
+    for (const NodeRow& n : b.nodes)
+      if (Status st = s.node.Bind(1, int64_t{n.position}).Bind(2, n.name).Bind(3, n.spec_json).Bind(4, n.state)
+                          .Bind(5, int64_t{n.removed ? 1 : 0}).Bind(6, n.changed_at).Run();
+          !st.ok())
+        return Status::Error("node '" + n.name + "': " + st.message());
     for (const auto& [k, v] : b.meta)
       if (Status st = s.meta.Bind(1, k).Bind(2, v).Run(); !st.ok()) return Status::Error("meta: " + st.message());
     return Status::Ok();

@@ -1,6 +1,7 @@
 #pragma once
 // Store: Tessera's durable state behind one interface (SQLite now; another database later). It holds
-// teams, users (token hashes only), jobs with their event history and placements, MIG layouts, the usage
+// teams, users (token hashes only), the cluster's nodes, jobs with their event history and placements, MIG
+// layouts, the usage
 // ledger, idempotency keys and the schema version.
 //
 // Contract:
@@ -79,6 +80,18 @@ struct MigLayoutRow {
   std::string layout;
 };
 
+// One node of the cluster. After the first start the cluster lives in the store (the configuration only
+// seeds an empty one). `position` is the node's dense id in the cluster (placements name nodes and GPUs by
+// these ids): a removed node stays as a tombstone at its position, so no id shifts across a restart.
+struct NodeRow {
+  int position = 0;
+  std::string name;
+  std::string spec_json;  // the node as in the cluster YAML, as JSON
+  std::string state;      // ready, cordoned, draining, drained, unhealthy
+  bool removed = false;
+  int64_t changed_at = 0;
+};
+
 struct StoredState {
   int schema_version = 0;
   std::vector<TeamRow> teams;
@@ -87,10 +100,12 @@ struct StoredState {
   std::vector<IdempotencyRow> keys;
   std::vector<UsageRecord> usage;       // in the order written
   std::vector<MigLayoutRow> layouts;
+  std::vector<NodeRow> nodes;           // by position
   std::map<std::string, std::string> meta;
 };
 
-// One state change. Teams, users and jobs are upserted by name / id; events, keys and usage appended.
+// One state change. Teams, users and jobs are upserted by name / id, nodes by position; events, keys and
+// usage appended.
 struct WriteBatch {
   std::vector<TeamRow> teams;
   std::vector<UserRow> users;
@@ -99,11 +114,12 @@ struct WriteBatch {
   std::vector<IdempotencyRow> keys;
   std::vector<UsageRecord> usage;
   std::vector<MigLayoutRow> layouts;
+  std::vector<NodeRow> nodes;
   std::map<std::string, std::string> meta;
 
   bool empty() const {
     return teams.empty() && users.empty() && jobs.empty() && events.empty() && keys.empty() && usage.empty() &&
-           layouts.empty() && meta.empty();
+           layouts.empty() && nodes.empty() && meta.empty();
   }
 };
 

@@ -251,6 +251,39 @@ TEST_F(ClientCliTest, WhatIfClusterAndFocusExport) {
   EXPECT_EQ(Cli("usage --focus --csv", true).code, 2);
 }
 
+TEST_F(ClientCliTest, NodesFromTheCli) {
+  const std::string admin = "TESSERA_SERVER=" + server_->Url() + " TESSERA_TOKEN=" + server_->AdminToken();
+  const std::string node = WriteFile("node.yaml",
+                                     "name: extra\ngpu: h100-80gb\ngpus: 8\ncpu: 192\nmemory_gib: 2048\n"
+                                     "interconnect: nvswitch\nleaf: leaf-0\nspine: s\ntier: reserved\n");
+  CliRun r = Tessera("node add " + node + " --json", true, admin);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["state"], "ready");
+  r = Tessera("node cordon extra", true, admin);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("extra  cordoned"), std::string::npos) << r.out;
+  r = Tessera("node drain node-000", true, admin);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("node-000  drained"), std::string::npos) << r.out;
+  r = Tessera("node list", true, admin);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("NODE", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("extra"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node-003  ready"), std::string::npos) << r.out;
+  r = Tessera("node uncordon node-000", true, admin);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("node-000  ready"), std::string::npos) << r.out;
+  r = Tessera("node remove extra", true, admin);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "removed node extra\n");
+  EXPECT_EQ(Tessera("node remove extra", true, admin).code, 1);  // gone: the API says 404
+  EXPECT_EQ(Cli("node list", true).code, 1);                     // a team lead is not an admin
+  EXPECT_EQ(Tessera("node add " + (dir_ / "missing.yaml").string(), true, admin).code, 2);
+  r = Tessera("node add " + WriteFile("bad.yaml", "name: bad\ngpus: nine\n"), true, admin);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("gpus"), std::string::npos) << r.out;
+}
+
 TEST_F(ClientCliTest, BenchApiSubmitsDistinctDurableJobs) {
   CliRun r = Tessera("bench api --url " + server_->Url() + " --token " + token_ + " --requests 60 --concurrency 4 --json");
   ASSERT_EQ(r.code, 0) << r.out;

@@ -125,6 +125,22 @@ TEST(FormatTest, UsageAndQueueTables) {
   EXPECT_EQ(QueueTable({{"jobs", nlohmann::json::array()}}).rfind("POS", 0), 0u);
 }
 
+TEST(FormatTest, NodesTableListsStatesOfAListOrOneNode) {
+  const nlohmann::json list = {{"nodes",
+                                {{{"name", "gpu-1"}, {"state", "drained"}, {"gpu", "h100-80gb"}, {"gpus", 8},
+                                  {"leaf", "leaf-0"}, {"spine", "s"}, {"tier", "reserved"}, {"tasks", 0}},
+                                 {{"name", "gpu-2"}, {"state", "ready"}, {"gpus", 4}, {"tasks", 3}}}}};
+  const std::string t = NodesTable(list);
+  EXPECT_EQ(t.rfind("NODE", 0), 0u) << t;
+  EXPECT_NE(t.find("gpu-1  drained  h100-80gb"), std::string::npos) << t;
+  EXPECT_NE(t.find("gpu-2  ready    -"), std::string::npos) << t;
+  const std::string one = NodesTable({{"name", "gpu-3"}, {"state", "cordoned"}});
+  EXPECT_NE(one.find("gpu-3  cordoned"), std::string::npos) << one;
+  auto bad = MappingFromText("- a\n- b\n", "node.yaml", "one node");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), "node.yaml: expected one node");
+}
+
 TEST(LoadTest, NearestRankPercentile) {
   EXPECT_EQ(Percentile({}, 0.5), 0);
   std::vector<double> v;

@@ -41,7 +41,7 @@ TEST(SqliteStore, RoundTripsEveryTable) {
   {
     auto s = OpenSqliteStore(path);
     ASSERT_TRUE(s.ok()) << s.error();
-    EXPECT_EQ((*s)->schema_version(), 1);
+    EXPECT_EQ((*s)->schema_version(), 2);
     WriteBatch b;
     b.teams.push_back({"vision", 8000, 16000, 2, 5});
     b.users.push_back({1, "ana", "vision", "team-lead", "abc123", 6});
@@ -76,13 +76,18 @@ TEST(SqliteStore, RoundTripsEveryTable) {
     b.usage.push_back(u);
     b.layouts.push_back({"n1", 2, "3g.40gb@4"});
     b.meta["clock_s"] = "123";
+    b.nodes.push_back({0, "n0", R"({"name":"n0","gpus":8})", "drained", true, 7});
+    b.nodes.push_back({1, "n1", R"({"name":"n1","gpus":4})", "cordoned", false, 8});
     ASSERT_TRUE((*s)->WriteAndWait(std::move(b)).ok());
+    WriteBatch later;  // a node's row is replaced by its position
+    later.nodes.push_back({1, "n1", R"({"name":"n1","gpus":4})", "ready", false, 9});
+    ASSERT_TRUE((*s)->WriteAndWait(std::move(later)).ok());
   }
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.error();
   auto st = (*s)->Load();
   ASSERT_TRUE(st.ok()) << st.error();
-  EXPECT_EQ(st->schema_version, 1);
+  EXPECT_EQ(st->schema_version, 2);
   ASSERT_EQ(st->teams.size(), 1u);
   EXPECT_EQ(st->teams[0].limit_milli, 16000);
   EXPECT_EQ(st->teams[0].over_quota_weight, 2);
@@ -107,6 +112,15 @@ TEST(SqliteStore, RoundTripsEveryTable) {
   ASSERT_EQ(st->layouts.size(), 1u);
   EXPECT_EQ(st->layouts[0].layout, "3g.40gb@4");
   EXPECT_EQ(st->meta["clock_s"], "123");
+  ASSERT_EQ(st->nodes.size(), 2u);
+  EXPECT_EQ(st->nodes[0].name, "n0");
+  EXPECT_TRUE(st->nodes[0].removed);
+  EXPECT_EQ(st->nodes[0].state, "drained");
+  EXPECT_EQ(st->nodes[1].position, 1);
+  EXPECT_EQ(st->nodes[1].spec_json, R"({"name":"n1","gpus":4})");
+  EXPECT_EQ(st->nodes[1].state, "ready");
+  EXPECT_FALSE(st->nodes[1].removed);
+  EXPECT_EQ(st->nodes[1].changed_at, 9);
 }
 
 TEST(SqliteStore, AFailedBatchLeavesNothingAndOthersCommit) {

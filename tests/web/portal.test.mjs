@@ -307,6 +307,27 @@ test('keyboard only: sign in, open the form, submit; every control has a name', 
   });
 });
 
+test('the cluster page marks cordoned and drained nodes', async t => {
+  const list = await api('GET', '/api/v1/nodes', adminToken);
+  assert.equal(list.status, 200, list.text);
+  const [cordoned, drained] = list.json.nodes.slice(-2).map(n => n.name);
+  assert.equal((await api('POST', `/api/v1/nodes/${cordoned}:cordon`, adminToken, {})).status, 200);
+  const d = await api('POST', `/api/v1/nodes/${drained}:drain`, adminToken, {});
+  assert.equal(d.status, 200, d.text);
+  try {
+    await withPage(t, async page => {
+      await signIn(page, users['web-lead']);
+      await page.getByRole('link', { name: 'Cluster', exact: true }).click();
+      const state = name => page.locator(`[data-testid="node"][aria-label^="Node ${name},"] [data-testid="node-state"]`);
+      await waitFor(async () => (await state(cordoned).innerText()) === 'cordoned', `${cordoned} marked cordoned`);
+      await waitFor(async () => /^drain(ing|ed)$/.test(await state(drained).innerText()), `${drained} marked draining or drained`);
+      assert.equal(await page.locator(`[data-testid="node"][aria-label^="Node ${list.json.nodes[0].name},"]`).getAttribute('data-state'), 'ready');
+    });
+  } finally {
+    for (const n of [cordoned, drained]) await api('POST', `/api/v1/nodes/${n}:uncordon`, adminToken, {});
+  }
+});
+
 test('signing out ends the session', async t => {
   await withPage(t, async page => {
     await signIn(page, users['web-lead']);

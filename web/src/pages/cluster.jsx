@@ -66,7 +66,7 @@ export function normalizeCluster(c, held = new Map()) {
         teams: g.teams || (g.team ? [g.team] : h ? [...h.teams] : [...new Set(inst.map(x => x.team).filter(Boolean))]),
       };
     });
-    return { name: n.name, kind, tier: n.tier || n.pricing_tier || '', leaf: n.leaf || n.rack || '', gpus };
+    return { name: n.name, kind, tier: n.tier || n.pricing_tier || '', leaf: n.leaf || n.rack || '', state: n.state || 'ready', gpus };
   });
   return { nodes, totals: c.totals || {}, at: c.at };
 }
@@ -187,11 +187,13 @@ export function Cluster() {
       <h2>Free capacity by shape</h2>
       {cl ? <FreeByShape cl={cl} /> : <p role="status">Loading…</p>}
       <h2>GPUs</h2>
-      <p class="legend">Each box is a GPU; MIG GPUs show their instances at their slice positions (hatched: idle slices; outlined: free instances); colours are teams.</p>
+      <p class="legend">Each box is a GPU; MIG GPUs show their instances at their slice positions (hatched: idle slices; outlined: free instances); colours are teams. Nodes taking no new work are marked cordoned, draining (its jobs being stopped) or drained (empty).</p>
       <div class="gpu-grid" data-testid="gpu-grid">
         {cl && cl.nodes.map(n => (
-          <div class="node" key={n.name} role="group" aria-label={`Node ${n.name}, ${n.kind}${n.tier ? `, tier ${n.tier}` : ''}`}>
-            <div class="node-head"><span>{n.name}</span> <span class="sub">{n.kind}{n.tier ? ` · ${n.tier}` : ''}</span></div>
+          <div class={`node${n.state !== 'ready' ? ` node-${n.state}` : ''}`} key={n.name} role="group" data-testid="node" data-state={n.state}
+            aria-label={`Node ${n.name}, ${n.kind}${n.tier ? `, tier ${n.tier}` : ''}${n.state !== 'ready' ? `, ${n.state}` : ''}`}>
+            <div class="node-head"><span>{n.name}</span> <span class="sub">{n.kind}{n.tier ? ` · ${n.tier}` : ''}</span>
+              {n.state !== 'ready' && <span class={`node-state ${n.state}`} data-testid="node-state">{n.state}</span>}</div>
             <div class="gpus">{n.gpus.map(g => <Gpu key={g.index} g={g} node={n} />)}</div>
           </div>
         ))}

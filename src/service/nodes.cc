@@ -1,0 +1,356 @@
+// The service's nodes: the cluster kept in the store after the first start, and the admin operations that
+// change it while jobs run (add, cordon, uncordon, drain, remove). Node ids are the nodes' positions in the
+// store: a removed node stays as a tombstone (ClusterState keeps it too), so the dense ids that stored
+// placements use never shift.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <future>
+
+#include "model/mig.h"
+#include "service/service.h"
+
+namespace tessera {
+namespace {
+
+const char* InterconnectName(Interconnect i) {
+  switch (i) {
+    case Interconnect::kNvSwitch: return "nvswitch";
+    case Interconnect::kNvLinkPairs: return "nvlink-pairs";
+    case Interconnect::kPcie: return "pcie";
+  }
+  return "pcie";
+}
+
+// The node as an entry of the cluster YAML, as JSON (ParseClusterNode reads it back to the same Node).
+nlohmann::json NodeSpecJson(const Node& n, const Cluster& c, const Catalog& cat) {
+  nlohmann::json o = {{"name", n.name}};
+  if (n.kind != kNone) o["gpu"] = cat.kind(n.kind).id;
+  o["gpus"] = n.gpu_count;
+  o["cpu_milli"] = n.cpu_milli;
+  o["memory_mib"] = n.memory_mib;
+  o["interconnect"] = InterconnectName(n.interconnect);
+  if (n.pcie_group_size > 0) o["pcie_group_size"] = n.pcie_group_size;
+  if (n.mig_enabled || !n.mig_config.empty()) o["mig"] = {{"enabled", n.mig_enabled}, {"config", n.mig_config}};
+  o["leaf"] = n.leaf < static_cast<LeafId>(c.leaf_names.size()) ? c.leaf_names[n.leaf] : "leaf-0";
+  o["spine"] = n.spine < static_cast<SpineId>(c.spine_names.size()) ? c.spine_names[n.spine] : "spine-0";
+  o["tier"] = TierName(n.tier);
+  o["pool"] = n.pool;
+  o["price_per_gpu_hour"] = n.price_per_gpu_hour;
+  o["nic_gbps_per_gpu"] = n.nic_gbps_per_gpu;
+  if (!n.labels.empty()) o["labels"] = n.labels;
+  return o;
+}
+
+// The field a reader's message names ("source:line: field: problem" or "source: field: problem"), else "".
+std::string FieldOfMessage(const std::string& m, const std::string& source) {
+  if (m.rfind(source, 0) != 0) return "";
+  size_t p = source.size();
+  if (p < m.size() && m[p] == ':') ++p;
+  while (p < m.size() && (std::isdigit(static_cast<unsigned char>(m[p])) || m[p] == ':')) ++p;
+  while (p < m.size() && m[p] == ' ') ++p;
+  const size_t end = m.find(':', p);
+  if (end == std::string::npos) return "";
+  std::string f = m.substr(p, end - p);
+  return f.find(' ') == std::string::npos ? f : "";
+}
+
+nlohmann::json ClusterMeta(const Cluster& c) {
+  return {{"name", c.name},
+          {"spine_oversubscription", c.spine_oversubscription},
+          {"leaves", c.leaf_names},
+          {"spines", c.spine_names}};
+}
+
+bool ValidNodeName(const std::string& s) {
+  return !s.empty() && s.size() <= 253 &&
+         s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == std::string::npos;
+}
+
+}  // namespace
+
+Status Service::LoadStoredCluster(const StoredState& s, ServiceConfig* config) {
+  if (s.nodes.empty()) return Status::Ok();  // the first start: the configuration seeds the store
+  Cluster c;
+  if (auto it = s.meta.find("cluster"); it != s.meta.end()) {
+    const auto m = nlohmann::json::parse(it->second, nullptr, false);
+    auto names = [&](const char* key) {
+      std::vector<std::string> out;
+      if (m.contains(key) && m[key].is_array())
+        for (const auto& v : m[key])
+          if (v.is_string()) out.push_back(v.get<std::string>());
+      return out;
+    };
+    if (m.is_object()) {
+      if (m.contains("name") && m["name"].is_string()) c.name = m["name"].get<std::string>();
+      if (m.contains("spine_oversubscription") && m["spine_oversubscription"].is_number())
+        c.spine_oversubscription = m["spine_oversubscription"].get<double>();
+      c.leaf_names = names("leaves");
+      c.spine_names = names("spines");
+    }
+  }
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    const NodeRow& row = s.nodes[i];
+    if (row.position != static_cast<int>(i))
+      return Status::Error(fmt::format("stored nodes: position {} missing (found {})", i, row.position));
+    auto n = ParseClusterNode(row.spec_json, fmt::format("stored node '{}'", row.name), *config->catalog, &c);
+    if (!n.ok()) return n.status();
+    c.nodes.push_back(std::move(n).value());
+  }
+  if (c.leaf_names.empty()) c.leaf_names.push_back("leaf-0");
+  if (c.spine_names.empty()) c.spine_names.push_back("spine-0");
+  // Does the configuration say something else than the store's live nodes?
+  std::vector<nlohmann::json> stored, configured;
+  for (size_t i = 0; i < c.nodes.size(); ++i)
+    if (!s.nodes[i].removed) stored.push_back(NodeSpecJson(c.nodes[i], c, *config->catalog));
+  for (const Node& n : config->cluster.nodes) configured.push_back(NodeSpecJson(n, config->cluster, *config->catalog));
+  if (stored != configured && config->log)
+    config->log(fmt::format("cluster configuration '{}' ignored: the store holds the cluster since the first start "
+                            "({} nodes; the configuration names {}); change nodes with `tessera node`",
+                            config->cluster.name, stored.size(), configured.size()));
+  if (c.name.empty()) c.name = config->cluster.name;
+  config->cluster = std::move(c);
+  return Status::Ok();
+}
+
+Status Service::RestoreNodes(const StoredState& s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  ClusterState& state = loop_->state();
+  node_entries_.assign(state.num_nodes(), {});
+  WriteBatch b;
+  if (s.nodes.empty()) {
+    for (NodeId n = 0; n < state.num_nodes(); ++n) b.nodes.push_back(NodeRowLocked(n, Now()));
+    b.meta["cluster"] = ClusterMeta(config_.cluster).dump();
+  }
+  for (const NodeRow& row : s.nodes) {
+    const NodeId n = row.position;
+    if (n >= state.num_nodes()) continue;
+    NodeEntry& e = node_entries_[n];
+    e.draining = row.state == "draining" || row.state == "drained";
+    e.unhealthy = row.state == "unhealthy";
+    if (row.removed || row.state != "ready") (void)state.CordonNode(n);
+    if (row.removed) {
+      if (Status st = state.RemoveNode(n); !st.ok())
+        return Status::Error(fmt::format("stored node '{}': {}", row.name, st.message()));
+    }
+  }
+  // A drain that had not finished (its jobs still recorded running there) goes on.
+  std::vector<JobPtr> changed;
+  for (NodeId n = 0; n < state.num_nodes(); ++n)
+    if (node_entries_[n].draining && !state.node_removed(n)) DrainJobsLocked(n, Now(), &b, &changed);
+  RecountKindsLocked();
+  if (b.empty() && changed.empty()) return Status::Ok();
+  auto done = std::make_shared<std::promise<Status>>();
+  auto f = done->get_future();
+  PutLocked(std::move(changed), std::move(b), [done](const Status& st) { done->set_value(st); });
+  lock.unlock();
+  return f.get();
+}
+
+NodeId Service::FindNodeLocked(const std::string& name) const {
+  const ClusterState& state = loop_->state();
+  for (NodeId n = state.num_nodes() - 1; n >= 0; --n)  // a re-added name is the later one
+    if (!state.node_removed(n) && state.cluster().nodes[n].name == name) return n;
+  return -1;
+}
+
+std::string Service::NodeStateLocked(NodeId n) const {
+  const ClusterState& state = loop_->state();
+  const NodeState& ns = state.node(n);
+  const bool busy = ns.inference_tasks + ns.training_tasks > 0;
+  const NodeEntry e = n < static_cast<NodeId>(node_entries_.size()) ? node_entries_[n] : NodeEntry{};
+  if (state.node_removed(n)) return "removed";
+  if (e.unhealthy) return "unhealthy";
+  if (e.draining) return busy ? "draining" : "drained";
+  return state.node_cordoned(n) ? "cordoned" : "ready";
+}
+
+NodeView Service::NodeViewLocked(NodeId n) const {
+  const ClusterState& state = loop_->state();
+  const NodeState& ns = state.node(n);
+  return {state.cluster().nodes[n].name, NodeStateLocked(n),
+          NodeSpecJson(state.cluster().nodes[n], state.cluster(), *config_.catalog),
+          ns.inference_tasks + ns.training_tasks};
+}
+
+NodeRow Service::NodeRowLocked(NodeId n, int64_t now) const {
+  const ClusterState& state = loop_->state();
+  const Node& node = state.cluster().nodes[n];
+  std::string st = NodeStateLocked(n);
+  const bool removed = st == "removed";
+  if (removed) st = node_entries_[n].draining ? "drained" : "cordoned";
+  return {n, node.name, NodeSpecJson(node, state.cluster(), *config_.catalog).dump(), st, removed, now};
+}
+
+void Service::RecountKindsLocked() {
+  const ClusterState& state = loop_->state();
+  kind_stats_.assign(config_.catalog->size(), {});
+  for (NodeId n = 0; n < state.num_nodes(); ++n) {
+    const Node& node = state.cluster().nodes[n];
+    if (node.kind == kNone || state.node_removed(n)) continue;
+    kind_stats_[node.kind].max_gpus = std::max(kind_stats_[node.kind].max_gpus, node.gpu_count);
+    kind_stats_[node.kind].total_gpus += node.gpu_count;
+  }
+}
+
+// Every job holding capacity on node `n` is stopped through the driver: a checkpoint first where the job
+// can take one, then its whole group is preempted and requeued at its place (its own capacity is what is
+// reclaimed, so no grace period is held on the draining node).
+void Service::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed) {
+  const std::string reason = fmt::format("node {} is draining", loop_->state().cluster().nodes[n].name);
+  Plan plan;
+  for (JobSlot s : loop_->jobs().holding()) {
+    const ControlJob& cj = loop_->jobs()[s];
+    if (!std::any_of(cj.tasks.begin(), cj.tasks.end(), [n](const TaskPlacement& t) { return t.node == n; })) continue;
+    Action a;
+    a.job = s;
+    a.for_job = s;  // >= 0: the capacity is taken now (no grace period held)
+    a.reason = reason;
+    if (cj.checkpointable && cj.phase == JobPhase::kRunning) {
+      a.kind = ActionKind::kCheckpoint;
+      plan.actions.push_back(a);
+    }
+    a.kind = ActionKind::kPreempt;
+    plan.actions.push_back(a);
+  }
+  Fx fx;
+  fx.plan = &plan;
+  fx_ = &fx;
+  driver_->ApplyPlan(plan, now);
+  fx_ = nullptr;
+  changed->insert(changed->end(), fx.changed.begin(), fx.changed.end());
+  b->events.insert(b->events.end(), fx.b.events.begin(), fx.b.events.end());
+  b->usage.insert(b->usage.end(), fx.b.usage.begin(), fx.b.usage.end());
+}
+
+Outcome<NodeView> Service::CommitNodeLocked(std::unique_lock<std::mutex>* lock, NodeId n, WriteBatch b,
+                                            std::vector<JobPtr> changed) {
+  b.nodes.push_back(NodeRowLocked(n, Now()));
+  state_changed_ = true;  // the next snapshot shows the change
+  NodeView v = NodeViewLocked(n);
+  auto done = std::make_shared<std::promise<Status>>();
+  auto f = done->get_future();
+  PutLocked(std::move(changed), std::move(b), [done](const Status& st) { done->set_value(st); });
+  lock->unlock();
+  outbox_->Flush();  // the drain's stops, without the lock
+  const Status st = f.get();
+  Notify();
+  if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()};
+  return v;
+}
+
+Outcome<NodeView> Service::ChangeNode(const Caller& c, const std::string& name, const NodeChangeFn& change) {
+  if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin changes nodes"};
+  std::unique_lock<std::mutex> lock(mu_);
+  const NodeId n = FindNodeLocked(name);
+  if (n < 0) return ApiError{ErrorCode::kNotFound, "", fmt::format("no node '{}'", name)};
+  WriteBatch b;
+  std::vector<JobPtr> changed;
+  if (auto refused = change(n, &b, &changed)) return *refused;
+  return CommitNodeLocked(&lock, n, std::move(b), std::move(changed));
+}
+
+Outcome<std::vector<NodeView>> Service::ListNodes(const Caller& c) const {
+  if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin lists nodes"};
+  std::vector<NodeView> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (NodeId n = 0; n < loop_->state().num_nodes(); ++n)
+    if (!loop_->state().node_removed(n)) out.push_back(NodeViewLocked(n));
+  return out;
+}
+
+std::vector<std::string> Service::NodeStates() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (NodeId n = 0; n < loop_->state().num_nodes(); ++n) out.push_back(NodeStateLocked(n));
+  return out;
+}
+
+Outcome<NodeView> Service::AddNode(const Caller& c, const std::string& spec_json) {
+  if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin adds nodes"};
+  const std::string source = "node";
+  std::unique_lock<std::mutex> lock(mu_);
+  ClusterState& state = loop_->state();
+  Cluster names;  // the known leaves and spines: a new name would not be one the state has
+  names.leaf_names = state.cluster().leaf_names;
+  names.spine_names = state.cluster().spine_names;
+  auto node = ParseClusterNode(spec_json, source, *config_.catalog, &names);
+  if (!node.ok()) return Invalid(FieldOfMessage(node.error(), source), node.error());
+  if (!ValidNodeName(node->name))
+    return Invalid("name", "field 'name': 1-253 characters of a-z, A-Z, 0-9, '-', '_' and '.'");
+  if (names.leaf_names.size() > state.cluster().leaf_names.size())
+    return Invalid("leaf", fmt::format("field 'leaf': unknown leaf '{}' (known: {})", names.leaf_names.back(),
+                                       fmt::join(state.cluster().leaf_names, ", ")));
+  if (names.spine_names.size() > state.cluster().spine_names.size())
+    return Invalid("spine", fmt::format("field 'spine': unknown spine '{}' (known: {})", names.spine_names.back(),
+                                        fmt::join(state.cluster().spine_names, ", ")));
+  if (FindNodeLocked(node->name) >= 0)
+    return ApiError{ErrorCode::kAlreadyExists, "name", fmt::format("node '{}' exists", node->name)};
+  bool reused = false;  // a removed node had this name: its stored MIG layouts must not apply to this one
+  for (const Node& old : state.cluster().nodes) reused |= old.name == node->name;
+  auto added = state.AddNode(*node);
+  if (!added.ok()) return Invalid("", added.error());
+  const NodeId n = *added;
+  node_entries_.resize(state.num_nodes());
+  RecountKindsLocked();
+  WriteBatch b;
+  for (int i = 0; reused && i < state.node(n).gpu_count; ++i) {
+    const GpuState& gs = state.gpu(state.node(n).first_gpu + i);
+    std::string layout;
+    for (int k = 0; gs.mig_enabled && k < gs.n_instances; ++k)
+      layout += fmt::format("{}{}@{}", layout.empty() ? "" : ",",
+                            state.kind_of_gpu(state.node(n).first_gpu + i).profiles[gs.instances[k].profile].name,
+                            static_cast<int>(gs.instances[k].start));
+    b.layouts.push_back({node->name, i, layout});
+  }
+  return CommitNodeLocked(&lock, n, std::move(b), {});
+}
+
+Outcome<NodeView> Service::CordonNode(const Caller& c, const std::string& name) {
+  return ChangeNode(c, name, [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+    if (Status st = loop_->state().CordonNode(n); !st.ok()) return ApiError{ErrorCode::kInternal, "", st.message()};
+    return std::nullopt;
+  });
+}
+
+Outcome<NodeView> Service::UncordonNode(const Caller& c, const std::string& name) {
+  return ChangeNode(c, name, [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+    if (Status st = loop_->state().UncordonNode(n); !st.ok())
+      return ApiError{ErrorCode::kFailedPrecondition, "", st.message()};
+    node_entries_[n] = {};
+    return std::nullopt;
+  });
+}
+
+Outcome<NodeView> Service::DrainNode(const Caller& c, const std::string& name) {
+  return ChangeNode(c, name, [this](NodeId n, WriteBatch* b, std::vector<JobPtr>* changed) -> std::optional<ApiError> {
+    if (Status st = loop_->state().CordonNode(n); !st.ok()) return ApiError{ErrorCode::kInternal, "", st.message()};
+    node_entries_[n].draining = true;
+    DrainJobsLocked(n, Now(), b, changed);
+    return std::nullopt;
+  });
+}
+
+Outcome<NodeView> Service::RemoveNode(const Caller& c, const std::string& name) {
+  return ChangeNode(c, name, [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+    ClusterState& state = loop_->state();
+    const NodeState& ns = state.node(n);
+    const int tasks = ns.inference_tasks + ns.training_tasks;
+    if (tasks > 0)
+      return ApiError{ErrorCode::kFailedPrecondition, "",
+                      fmt::format("node '{}' still runs {} task(s): drain it first", state.cluster().nodes[n].name,
+                                  tasks)};
+    const bool was_cordoned = state.node_cordoned(n);
+    (void)state.CordonNode(n);  // removal takes a cordoned node; an idle one is cordoned on the way
+    if (Status st = state.RemoveNode(n); !st.ok()) {
+      if (!was_cordoned) (void)state.UncordonNode(n);
+      return ApiError{ErrorCode::kFailedPrecondition, "", st.message()};
+    }
+    RecountKindsLocked();
+    return std::nullopt;
+  });
+}
+
+}  // namespace tessera

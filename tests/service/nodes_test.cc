@@ -1,0 +1,262 @@
+// The service's nodes over a real SQLite file with a manual clock: a node added takes pending work, a
+// cordoned one takes nothing new, a drained one ends empty with its jobs requeued, a busy one cannot be
+// removed; the cluster lives in the store across restarts (a differing cluster file is ignored).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "service/service.h"
+#include "service/simulated_backend.h"
+
+namespace tessera {
+namespace {
+
+class ManualClock final : public Clock {
+ public:
+  double Now() const override { return now_; }
+  double WallSecondsUntil(double t) const override { return t > now_ ? 3600 : 0; }
+  void NotBefore(double t) override { now_ = std::max(now_, t); }
+  double now_ = 1.7e9;
+};
+
+constexpr const char* kCluster = R"(name: t
+defaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: s, tier: reserved}
+nodes:
+  - {name: node, count: 2, leaf: leaf-0}
+)";
+
+constexpr const char* kAdded =
+    R"({"name": "added", "gpu": "h100-80gb", "gpus": 8, "cpu": 192, "memory_gib": 2048, "interconnect": "nvswitch",
+        "leaf": "leaf-0", "spine": "s", "tier": "reserved"})";
+
+class NodesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tessera-nodes-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    Open(kCluster);
+    ASSERT_TRUE(svc_->CreateTeam(admin_, TeamRow{"vision", 8000, -1, 1, 0}).ok());
+  }
+  void TearDown() override {
+    svc_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Open(const char* cluster) {
+    ServiceConfig cfg;
+    cfg.catalog = &Catalog::Default();
+    auto cl = LoadClusterYaml(cluster, "test", Catalog::Default());
+    ASSERT_TRUE(cl.ok()) << cl.error();
+    cfg.cluster = *cl;
+    cfg.background_cycles = false;
+    cfg.log = [this](const std::string& line) { log_.push_back(line); };
+    auto store = OpenSqliteStore((dir_ / "t.db").string());
+    ASSERT_TRUE(store.ok());
+    auto s = Service::Start(std::move(cfg), std::move(store).value(), &clock_, backend_.get());
+    ASSERT_TRUE(s.ok()) << s.error();
+    svc_ = std::move(s).value();
+  }
+  void Restart(const char* cluster) {
+    svc_->Stop();
+    svc_.reset();
+    backend_ = std::make_unique<SimulatedBackend>(&clock_);
+    Open(cluster);
+  }
+  int64_t Submit(const std::string& name, int gpus) {
+    auto spec = ParseJobSpec({{"name", name}, {"class", "training"}, {"workers", 1}, {"gpus_per_worker", gpus},
+                              {"memory_gib", 40}, {"project", "p"}, {"duration_s", 36000}, {"checkpointable", true},
+                              {"checkpoint_interval_s", 600}});
+    EXPECT_TRUE(spec.ok()) << spec.error().message;
+    auto r = svc_->Submit(member_, spec.value(), "");
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? r->job->id : -1;
+  }
+  JobPtr Job(int64_t id) { return svc_->Get(admin_, id).value().job; }
+  // The names of the nodes a job's tasks are on, through the live cluster.
+  std::set<std::string> NodesOf(int64_t id) {
+    std::set<std::string> out;
+    const Cluster& cl = svc_->snapshot()->cluster->cluster();
+    for (const TaskPlacement& t : Job(id)->placements) out.insert(cl.nodes[t.node].name);
+    return out;
+  }
+  std::map<std::string, std::string> States() {
+    auto r = svc_->ListNodes(admin_);
+    EXPECT_TRUE(r.ok());
+    std::map<std::string, std::string> out;
+    for (const NodeView& v : r.value()) out[v.name] = v.state;
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  ManualClock clock_;
+  std::unique_ptr<SimulatedBackend> backend_ = std::make_unique<SimulatedBackend>(&clock_);
+  std::unique_ptr<Service> svc_;
+  std::vector<std::string> log_;
+  Caller admin_{"admin", "", Role::kAdmin};
+  Caller member_{"ana", "vision", Role::kMember};
+};
+
+TEST_F(NodesTest, AnAddedNodeTakesPendingWork) {
+  const int64_t a = Submit("a", 8), b = Submit("b", 8), c = Submit("c", 8);
+  svc_->RunCycleNow();
+  ASSERT_EQ(Job(c)->state, JobState::kPending);
+  auto added = svc_->AddNode(admin_, kAdded);
+  ASSERT_TRUE(added.ok()) << added.error().message;
+  EXPECT_EQ(added->state, "ready");
+  EXPECT_EQ(added->spec["gpus"], 8);
+  EXPECT_EQ(added->spec["cpu_milli"], 192000);
+  svc_->RunCycleNow();
+  EXPECT_EQ(Job(c)->state, JobState::kRunning);
+  EXPECT_EQ(NodesOf(c), std::set<std::string>{"added"});
+  EXPECT_EQ(Job(a)->state, JobState::kRunning);
+  EXPECT_EQ(Job(b)->state, JobState::kRunning);
+  EXPECT_EQ(States(), (std::map<std::string, std::string>{
+                          {"node-000", "ready"}, {"node-001", "ready"}, {"added", "ready"}}));
+  // Jobs too big for the old cluster are accepted once the cluster holds their GPUs.
+  EXPECT_EQ(svc_->snapshot()->cluster->num_nodes(), 3);
+}
+
+TEST_F(NodesTest, BadNodesAreRefusedNamingTheField) {
+  struct Case {
+    std::string body, field;
+    ErrorCode code = ErrorCode::kInvalidArgument;
+  };
+  const std::vector<Case> cases = {
+      {R"({"gpu": "h100-80gb", "gpus": 8, "leaf": "leaf-0", "spine": "s"})", "name"},
+      {R"({"name": "x", "gpu": "h100-80gb", "gpus": "eight", "leaf": "leaf-0", "spine": "s"})", "gpus"},
+      {R"({"name": "x", "gpu": "h999", "gpus": 8, "leaf": "leaf-0", "spine": "s"})", "gpu"},
+      {R"({"name": "x", "gpu": "h100-80gb", "gpus": 8, "leaf": "leaf-9", "spine": "s"})", "leaf"},
+      {R"({"name": "x", "gpu": "h100-80gb", "gpus": 8, "leaf": "leaf-0", "spine": "t"})", "spine"},
+      {R"({"name": "x", "gpu": "h100-80gb", "gpus": 8, "tier": "gold", "leaf": "leaf-0", "spine": "s"})", "tier"},
+      {R"({"name": "x", "gpu": "h100-80gb", "gpus": 8, "colour": "red"})", "colour"},
+      {R"({"name": "a/b", "gpu": "h100-80gb", "gpus": 8, "leaf": "leaf-0", "spine": "s"})", "name"},
+      {R"({"name": "node-000", "gpu": "h100-80gb", "gpus": 8, "leaf": "leaf-0", "spine": "s"})", "name",
+       ErrorCode::kAlreadyExists},
+  };
+  for (const Case& c : cases) {
+    auto r = svc_->AddNode(admin_, c.body);
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_EQ(r.error().code, c.code) << c.body << ": " << r.error().message;
+    EXPECT_EQ(r.error().field, c.field) << c.body << ": " << r.error().message;
+  }
+  EXPECT_EQ(svc_->AddNode(member_, kAdded).error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(svc_->ListNodes(member_).error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(svc_->CordonNode(member_, "node-000").error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(svc_->CordonNode(admin_, "nope").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(States().size(), 2u);
+}
+
+TEST_F(NodesTest, NothingNewLandsOnACordonedNode) {
+  auto r = svc_->CordonNode(admin_, "node-000");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->state, "cordoned");
+  const int64_t a = Submit("a", 4), b = Submit("b", 4), c = Submit("c", 4);
+  svc_->RunCycleNow();
+  EXPECT_EQ(NodesOf(a), std::set<std::string>{"node-001"});
+  EXPECT_EQ(NodesOf(b), std::set<std::string>{"node-001"});
+  EXPECT_EQ(Job(c)->state, JobState::kPending);
+  ASSERT_TRUE(svc_->UncordonNode(admin_, "node-000").ok());
+  svc_->RunCycleNow();
+  EXPECT_EQ(NodesOf(c), std::set<std::string>{"node-000"});
+  EXPECT_EQ(States()["node-000"], "ready");
+}
+
+TEST_F(NodesTest, ADrainedNodeEndsEmptyWithItsJobsRequeued) {
+  const int64_t a = Submit("a", 4), b = Submit("b", 4), c = Submit("c", 4), d = Submit("d", 4);
+  svc_->RunCycleNow();
+  std::vector<int64_t> there;
+  for (int64_t id : {a, b, c, d})
+    if (NodesOf(id) == std::set<std::string>{"node-000"}) there.push_back(id);
+  ASSERT_EQ(there.size(), 2u);
+  auto r = svc_->DrainNode(admin_, "node-000");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->state, "drained");
+  EXPECT_EQ(r->tasks, 0);
+  for (int64_t id : there) {
+    EXPECT_EQ(Job(id)->state, JobState::kPending);
+    EXPECT_NE(Job(id)->message.find("node-000 is draining"), std::string::npos) << Job(id)->message;
+  }
+  svc_->RunCycleNow();  // nothing fits elsewhere and nothing lands on the drained node
+  for (int64_t id : there) EXPECT_EQ(Job(id)->state, JobState::kPending);
+  EXPECT_EQ(States()["node-000"], "drained");
+  ASSERT_TRUE(svc_->AddNode(admin_, kAdded).ok());
+  svc_->RunCycleNow();
+  for (int64_t id : there) EXPECT_EQ(NodesOf(id), std::set<std::string>{"added"});
+  ASSERT_TRUE(svc_->UncordonNode(admin_, "node-000").ok());
+  EXPECT_EQ(States()["node-000"], "ready");
+}
+
+TEST_F(NodesTest, ABusyNodeCannotBeRemovedADrainedOneCan) {
+  const int64_t a = Submit("a", 8);
+  svc_->RunCycleNow();
+  const std::string busy = *NodesOf(a).begin(), idle = busy == "node-000" ? "node-001" : "node-000";
+  auto r = svc_->RemoveNode(admin_, busy);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(HttpStatusOf(r.error().code), 409);
+  EXPECT_EQ(States().count(busy), 1u);
+  EXPECT_EQ(States()[busy], "ready");  // a refused removal leaves it as it was
+  EXPECT_EQ(svc_->RemoveNode(admin_, "nope").error().code, ErrorCode::kNotFound);
+  ASSERT_TRUE(svc_->RemoveNode(admin_, idle).ok());
+  EXPECT_EQ(States().count(idle), 0u);
+  EXPECT_EQ(svc_->CordonNode(admin_, idle).error().code, ErrorCode::kNotFound);
+  svc_->RunCycleNow();
+  const ClusterState& cs = *svc_->snapshot()->cluster;
+  EXPECT_EQ(cs.num_nodes(), 2);  // the tombstone keeps its id
+  EXPECT_EQ(NodesOf(a), std::set<std::string>{busy});
+  // A job needing both nodes' GPUs is refused now.
+  auto spec = ParseJobSpec({{"name", "big"}, {"class", "training"}, {"workers", 2}, {"gpus_per_worker", 8}});
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(svc_->Submit(member_, spec.value(), "").error().field, "workers");
+}
+
+TEST_F(NodesTest, TheClusterLivesInTheStoreAcrossRestarts) {
+  const int64_t a = Submit("a", 8), b = Submit("b", 8);
+  svc_->RunCycleNow();
+  ASSERT_TRUE(svc_->AddNode(admin_, kAdded).ok());
+  const int64_t c = Submit("c", 8);
+  svc_->RunCycleNow();
+  ASSERT_EQ(NodesOf(c), std::set<std::string>{"added"});
+  // Free node-000 (whichever job runs there is drained off it), then remove it.
+  ASSERT_TRUE(svc_->DrainNode(admin_, "node-000").ok());
+  ASSERT_TRUE(svc_->RemoveNode(admin_, "node-000").ok());
+  ASSERT_TRUE(svc_->CordonNode(admin_, "added").ok());
+  const auto before = States();
+  std::map<int64_t, std::set<std::string>> placed;
+  for (int64_t id : {a, b, c})
+    if (Job(id)->state == JobState::kRunning) placed[id] = NodesOf(id);
+  ASSERT_EQ(placed.size(), 2u);  // c on added, one of a and b on node-001
+  log_.clear();
+  Restart(kCluster);  // the file still names node-000 and lacks added: ignored, with a log line
+  EXPECT_EQ(States(), before);
+  EXPECT_EQ(before, (std::map<std::string, std::string>{{"node-001", "ready"}, {"added", "cordoned"}}));
+  ASSERT_EQ(log_.size(), 1u);
+  EXPECT_NE(log_[0].find("ignored"), std::string::npos) << log_[0];
+  for (const auto& [id, nodes] : placed) {
+    EXPECT_EQ(Job(id)->state, JobState::kRunning);
+    EXPECT_EQ(NodesOf(id), nodes);  // ids did not shift past the removed node's tombstone
+  }
+  auto view = svc_->ListNodes(admin_);
+  ASSERT_TRUE(view.ok());
+  for (const NodeView& v : view.value())
+    if (v.name == "added") EXPECT_EQ(v.spec["leaf"], "leaf-0");
+  // The file still differs from the store: said again at the next start, and still ignored.
+  log_.clear();
+  Restart(kCluster);
+  EXPECT_EQ(log_.size(), 1u);
+  EXPECT_EQ(States(), before);
+}
+
+TEST_F(NodesTest, AnUnchangedClusterFileIsNotReported) {
+  Restart(kCluster);
+  EXPECT_TRUE(log_.empty()) << log_[0];
+  EXPECT_EQ(States().size(), 2u);
+}
+
+}  // namespace
+}  // namespace tessera
