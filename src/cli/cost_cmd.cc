@@ -1,5 +1,6 @@
 // `tessera cost ...`: buy-versus-rent break-even, the price book, checkpoint intervals. Parsing and
 // printing only; the figures come from src/cost.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -186,10 +187,10 @@ int RunCheckpoint(const CheckpointArgs& args) {
 struct ReportArgs {
   std::string ledger;
   std::string book;
-  std::string prices;
+  std::vector<std::string> prices;
   std::string idle_policy = "none";
   std::string charge_basis = "compute";
-  std::string epoch = "2025-01-01T00:00:00Z";
+  std::string epoch;  // empty: the book's price_date at 00:00:00Z
   std::string focus;
   std::string billing_account = "tessera";
   std::string billing_account_name = "Tessera cluster";
@@ -200,9 +201,34 @@ void PrintLines(const std::vector<CostLine>& lines, const char* title) {
   std::cout << fmt::format("\nby {}:\n  {:<28} {:>12} {:>12} {:>12} {:>12} {:>12}\n", title, title, "GPU-hours",
                            "useful GPU-h", "cost", "idle share", "total");
   for (const CostLine& l : lines) {
-    std::cout << fmt::format("  {:<28} {:>12.3f} {:>12.3f} {:>12.2f} {:>12.2f} {:>12.2f}\n", l.key, l.GpuHours(),
-                             l.UsefulGpuHours(), l.cost_usd, l.idle_share_usd, l.TotalUsd());
+    std::cout << fmt::format("  {:<28} {:>12.3f} {:>12.3f} {:>12} {:>12} {:>12}\n", l.key, l.GpuHours(),
+                             l.UsefulGpuHours(), FormatCents(l.cost_cents), FormatCents(l.idle_share_cents),
+                             FormatCents(l.TotalCents()));
   }
+}
+
+// The report's books: --price-book (or the default), then each --prices file merged into the loaded book of
+// the same price_date (a file without one: into the first), or loaded as a book of its own.
+Result<std::vector<PriceBook>> LoadBooks(const ReportArgs& args) {
+  Result<PriceBook> first = LoadBook(args.book);
+  if (!first.ok()) return first.status();
+  std::vector<PriceBook> books{std::move(first).value()};
+  for (const std::string& path : args.prices) {
+    Result<std::string> text = ReadFile(path);
+    if (!text.ok()) return text.status();
+    Result<PriceBook> own = PriceBook::FromYaml(*text, path);
+    if (!own.ok()) return own.status();
+    auto same = std::find_if(books.begin(), books.end(), [&](const PriceBook& b) {
+      return own->price_date().empty() || b.price_date() == own->price_date();
+    });
+    if (same == books.end()) {
+      books.push_back(std::move(own).value());
+      continue;
+    }
+    Status st = same->Merge(*text, path);
+    if (!st.ok()) return st;
+  }
+  return books;
 }
 
 int RunReport(const ReportArgs& args) {
@@ -210,23 +236,20 @@ int RunReport(const ReportArgs& args) {
     std::cerr << "error: " << m << "\n";
     return 2;
   };
-  Result<PriceBook> loaded = LoadBook(args.book);
-  if (!loaded.ok()) return fail(loaded.error());
-  PriceBook book = std::move(loaded).value();
-  if (!args.prices.empty()) {
-    Result<std::string> text = ReadFile(args.prices);
-    if (!text.ok()) return fail(text.error());
-    Status st = book.Merge(*text, args.prices);
-    if (!st.ok()) return fail(st.message());
-  }
+  Result<std::vector<PriceBook>> books = LoadBooks(args);
+  if (!books.ok()) return fail(books.error());
   CostOptions opt;
+  opt.enforce_validity = true;
   Result<IdlePolicy> policy = ParseIdlePolicy(args.idle_policy);
   if (!policy.ok()) return fail("--idle-policy: " + policy.error());
   opt.idle_policy = *policy;
   Result<ChargeBasis> basis = ParseChargeBasis(args.charge_basis);
   if (!basis.ok()) return fail("--charge-basis: " + basis.error());
   opt.charge_basis = *basis;
-  Result<int64_t> epoch = ParseIsoUtc(args.epoch);
+  const std::string epoch_text =
+      !args.epoch.empty() ? args.epoch
+                          : (books->front().price_date().empty() ? "2025-01-01" : books->front().price_date()) + "T00:00:00Z";
+  Result<int64_t> epoch = ParseIsoUtc(epoch_text);
   if (!epoch.ok()) return fail("--epoch: " + epoch.error());
   opt.epoch_unix_s = *epoch;
   opt.billing_account_id = args.billing_account;
@@ -235,7 +258,7 @@ int RunReport(const ReportArgs& args) {
   if (!text.ok()) return fail(text.error());
   Result<Ledger> ledger = ParseLedgerYaml(*text, args.ledger);
   if (!ledger.ok()) return fail(ledger.error());
-  CostModel model(std::move(book), opt);
+  CostModel model(std::move(books).value(), opt);
   Result<CostReport> rep = model.Evaluate(*ledger);
   if (!rep.ok()) return fail(rep.error());
   if (!args.focus.empty()) {
@@ -253,10 +276,13 @@ int RunReport(const ReportArgs& args) {
   }
   const CostReport& r = *rep;
   std::cout << fmt::format("price date             {} ({})\n", model.book().price_date(), model.book().title());
-  std::cout << fmt::format("total cost             ${:.2f}  = charged ${:.2f} + idle ${:.2f}\n", r.total_cost,
-                           r.charged_cost, r.idle_cost);
-  std::cout << fmt::format("idle policy            {} (shared ${:.2f}, reported on its own ${:.2f})\n",
-                           IdlePolicyName(r.idle_policy), r.idle_shared_cost, r.idle_unshared_cost);
+  for (size_t b = 1; b < model.books().size(); ++b)
+    std::cout << fmt::format("also priced from       {} ({})\n", model.books()[b].price_date(), model.books()[b].title());
+  std::cout << fmt::format("total cost             ${}  = charged ${} + idle ${}\n", FormatCents(r.total_cents),
+                           FormatCents(r.charged_cents), FormatCents(r.idle_cents));
+  std::cout << fmt::format("idle policy            {} (shared ${}, reported on its own ${})\n",
+                           IdlePolicyName(r.idle_policy), FormatCents(r.idle_shared_cents),
+                           FormatCents(r.idle_unshared_cents));
   std::cout << fmt::format("GPU-hours              capacity {:.3f}, held {:.3f}, useful {:.3f}, idle {:.3f}\n",
                            r.capacity_gpu_hours, r.allocated_gpu_hours, r.useful_gpu_hours, r.idle_gpu_hours);
   std::cout << fmt::format("useful work at list    ${:.2f}  (held minus lost, at on-demand list prices; priced, "
@@ -272,9 +298,9 @@ int RunReport(const ReportArgs& args) {
                            "  {:<16} {:<24} {:>12} {:>12} {:>12} {:>12}\n",
                            "team", "pool", "GPU-hours", "usage cost", "idle cost", "total");
   for (const TeamPoolLine& tp : r.by_team_pool) {
-    std::cout << fmt::format("  {:<16} {:<24} {:>12.3f} {:>12.2f} {:>12.2f} {:>12.2f}\n", tp.team, tp.pool,
-                             tp.milli_gpu_s / 3.6e6, tp.usage_cost_usd, tp.idle_cost_usd,
-                             tp.usage_cost_usd + tp.idle_cost_usd);
+    std::cout << fmt::format("  {:<16} {:<24} {:>12.3f} {:>12} {:>12} {:>12}\n", tp.team, tp.pool,
+                             tp.milli_gpu_s / 3.6e6, FormatCents(tp.usage_cost_cents), FormatCents(tp.idle_cost_cents),
+                             FormatCents(tp.usage_cost_cents + tp.idle_cost_cents));
   }
   std::cout << fmt::format("\npools:\n  {:<24} {:<10} {:>14} {:>12} {:>12} {:>12} {:>14}\n", "pool", "tier",
                            "capacity GPU-h", "held GPU-h", "idle GPU-h", "idle cost", "platform idle");
@@ -326,15 +352,22 @@ void RegisterCost(CLI::App& app, int* exit_code) {
   report->add_option("--ledger", rp->ledger, "ledger YAML (capacity and usage records)")->required()->check(CLI::ExistingFile);
   report->add_option("--price-book", rp->book, "price book YAML used instead of the default (2024) book")
       ->check(CLI::ExistingFile);
-  report->add_option("--prices", rp->prices, "price book YAML merged over the book")->check(CLI::ExistingFile);
+  report->add_option("--prices", rp->prices,
+                     "price book YAML, repeatable: merged into the loaded book of the same price_date, else loaded "
+                     "as another book; each record is priced from the book valid at its start")
+      ->check(CLI::ExistingFile);
   report->add_option("--idle-policy", rp->idle_policy,
                      "none | proportional | even: how a pool's idle is shared among that pool's users (never "
                      "across pools; a pool nobody used stays the platform's own)");
   report->add_option("--charge-basis", rp->charge_basis, "compute | memory (fraction a MIG slice is charged for)");
-  report->add_option("--epoch", rp->epoch, "UTC time of ledger second 0, YYYY-MM-DDTHH:MM:SSZ");
+  report->add_option("--epoch", rp->epoch,
+                     "UTC time of ledger second 0, YYYY-MM-DDTHH:MM:SSZ (default: the book's price_date, 00:00:00Z)");
   report->add_option("--focus", rp->focus, "write a FOCUS 1.0 CSV (with FOCUS 1.1 capacity-reservation columns)");
-  report->add_option("--billing-account", rp->billing_account, "FOCUS BillingAccountId (default tessera)");
-  report->add_option("--billing-account-name", rp->billing_account_name, "FOCUS BillingAccountName");
+  report->add_option("--billing-account", rp->billing_account,
+                     "FOCUS BillingAccountId prefix: one account per provider, PREFIX-aws, PREFIX-onprem, ... "
+                     "(default tessera)");
+  report->add_option("--billing-account-name", rp->billing_account_name,
+                     "FOCUS BillingAccountName prefix (the provider's name is added)");
   report->add_flag("--json", rp->json, "print JSON");
   report->callback([rp, exit_code] { *exit_code = RunReport(*rp); });
 }

@@ -20,6 +20,7 @@
 
 #include "base/status.h"
 #include "cost/ledger.h"
+#include "cost/money.h"
 #include "cost/pricebook.h"
 
 namespace tessera {
@@ -43,14 +44,16 @@ Result<IdlePolicy> ParseIdlePolicy(std::string_view s);  // "none" | "proportion
 struct CostOptions {
   ChargeBasis charge_basis = ChargeBasis::kCompute;
   IdlePolicy idle_policy = IdlePolicy::kNone;
-  // FOCUS BillingAccountId / BillingAccountName of every row.
+  // FOCUS BillingAccountId / BillingAccountName: one account per provider, "<prefix>-<provider>" and
+  // "<name prefix> (<ProviderName>)"; owned hardware is the provider "onprem".
   std::string billing_account_id = "tessera";
   std::string billing_account_name = "Tessera cluster";
+  // Dated pricing (the CLI and the service): every record and capacity record is priced from a book whose
+  // price for its pool is valid at the record's start; none = an error naming the record's time. Off in the
+  // simulator, whose run is a snapshot at the book's price_date.
+  bool enforce_validity = false;
   // Unix time (UTC seconds) of ledger time 0, for FOCUS timestamps. Default 2025-01-01T00:00:00Z.
   int64_t epoch_unix_s = 1735689600;
-  // Billing period in ledger seconds; when billing_end_s <= billing_start_s the span of the ledger.
-  int64_t billing_start_s = 0;
-  int64_t billing_end_s = 0;
 };
 
 // One chargeback line. Quantities in exact milli-GPU-seconds; costs in USD.
@@ -58,12 +61,16 @@ struct CostLine {
   std::string key;
   int64_t milli_gpu_s = 0;          // allocated (held)
   int64_t useful_milli_gpu_s = 0;   // allocated minus lost work (UsageRecord::lost_s)
-  double cost_usd = 0;              // allocation cost at the prices paid
+  int64_t cost_cents = 0;           // sum of its records' cents (exact)
+  int64_t list_cost_cents = 0;
+  int64_t idle_share_cents = 0;
+  double cost_usd = 0;              // allocation cost at the prices paid (= cost_cents / 100)
   double list_cost_usd = 0;         // the same quantity at on-demand list prices
   double idle_share_usd = 0;        // idle capacity cost shared to this line by the IdlePolicy
   double GpuHours() const { return static_cast<double>(milli_gpu_s) / (1000.0 * 3600.0); }
   double UsefulGpuHours() const { return static_cast<double>(useful_milli_gpu_s) / (1000.0 * 3600.0); }
-  double TotalUsd() const { return cost_usd + idle_share_usd; }
+  double TotalUsd() const { return CentsToUsd(TotalCents()); }
+  int64_t TotalCents() const { return cost_cents + idle_share_cents; }
 };
 
 // One pool's capacity and how much of it was held.
@@ -75,6 +82,13 @@ struct PoolLine {
   int64_t capacity_milli_gpu_s = 0;
   int64_t allocated_milli_gpu_s = 0;
   int64_t idle_milli_gpu_s = 0;        // capacity - allocated, exact
+  Int128 capacity_atoms = 0;          // exact cost of the capacity (atoms, cost/money.h)
+  int64_t price_micros = 0;            // $/GPU-h of its (first) capacity record, micro-USD
+  size_t book = 0;                     // price book of its (first) capacity record
+  int64_t first_start_s = 0;           // start of its first capacity record (ledger s)
+  // Cents: capacity = the capacity's cost rounded once (elastic: = allocated); allocated = sum of the
+  // records' cents; idle = capacity - allocated; shared + unshared = idle.
+  int64_t capacity_cents = 0, allocated_cents = 0, idle_cents = 0, idle_shared_cents = 0, idle_unshared_cents = 0;
   double capacity_usd = 0;
   double allocated_usd = 0;
   double idle_usd = 0;                 // capacity_usd - allocated_usd
@@ -87,14 +101,30 @@ struct TeamPoolLine {
   std::string team;
   std::string pool;
   int64_t milli_gpu_s = 0;
+  int64_t usage_cost_cents = 0;
+  int64_t idle_cost_cents = 0;
   double usage_cost_usd = 0;
   double idle_cost_usd = 0;
+};
+
+// The part of a usage record inside one calendar month (UTC): one invoice line, rounded to the cent once.
+struct ChargePiece {
+  int64_t start_s = 0, end_s = 0;   // ledger seconds
+  int64_t milli_gpu_s = 0;
+  int64_t cost_cents = 0;           // nearest cent of milli_gpu_s x the price paid
+  int64_t list_cost_cents = 0;      // nearest cent at the list price
 };
 
 // What one usage record costs (same order as Ledger::usage()).
 struct RecordCharge {
   int64_t milli_gpu_s = 0;
   int64_t useful_milli_gpu_s = 0;
+  size_t book = 0;                  // index of the price book it was priced from (CostModel::books())
+  int64_t price_micros = 0, list_price_micros = 0;
+  std::vector<ChargePiece> pieces;  // one per calendar month it spans
+  int64_t cost_cents = 0;           // sum of its pieces
+  int64_t list_cost_cents = 0;
+  int64_t idle_share_cents = 0;     // its part of its pool's idle (largest remainder)
   double usd_per_gpu_hour = 0;
   double list_usd_per_gpu_hour = 0;
   double cost_usd = 0;
@@ -103,6 +133,9 @@ struct RecordCharge {
 };
 
 struct CostReport {
+  // Exact statement figures in cents; the double figures below are these / 100.
+  int64_t total_cents = 0, charged_cents = 0, idle_cents = 0, idle_shared_cents = 0, idle_unshared_cents = 0;
+  int64_t list_cents = 0, on_demand_only_cents = 0;
   double total_cost = 0;              // what all capacity cost = charged_cost + idle_cost
   double charged_cost = 0;            // allocation cost of all usage records
   double idle_cost = 0;               // capacity nobody held
@@ -130,9 +163,14 @@ struct CostReport {
   std::vector<RecordCharge> records;  // per usage record (not serialised by ToJson unless asked)
 };
 
+struct FocusRow;  // one row of the FOCUS export (focus.cc)
+
 class CostModel {
  public:
-  CostModel(PriceBook book, CostOptions options) : book_(std::move(book)), options_(options) {}
+  CostModel(PriceBook book, CostOptions options) : books_{std::move(book)}, options_(options) {}
+  // Several dated books (non-empty): each record is priced from the book valid at its time
+  // (CostOptions::enforce_validity); books[0] is the report's own (price_date, FOCUS list prices).
+  CostModel(std::vector<PriceBook> books, CostOptions options) : books_(std::move(books)), options_(options) {}
   // Prices every record (explicit price, else its pool's), aggregates, shares idle, checks the
   // contract above. Errors name the record or pool that cannot be priced or does not reconcile.
   Result<CostReport> Evaluate(const Ledger& ledger) const;
@@ -142,11 +180,18 @@ class CostModel {
   // no idle left unshared), priced as in the whole ledger's report.
   Result<std::string> FocusCsv(const Ledger& ledger, std::string_view sub_account = {}) const;
 
-  const PriceBook& book() const { return book_; }
+  const PriceBook& book() const { return books_.front(); }
+  const std::vector<PriceBook>& books() const { return books_; }
   const CostOptions& options() const { return options_; }
 
  private:
-  PriceBook book_;
+  // Index of the book to price a record of `pool` (and `kind`) starting at ledger second `start_s`.
+  Result<size_t> BookFor(const std::string& pool, const std::string& kind, int64_t start_s) const;
+  Status PriceUsage(const Ledger& ledger, CostReport* rep, std::map<std::string, PoolLine>* pools) const;
+  Status PriceCapacity(const Ledger& ledger, std::map<std::string, PoolLine>* pools) const;
+  std::vector<FocusRow> PurchaseAndUsageRows(const Ledger& ledger, const CostReport& rep) const;
+  void IdleRows(const Ledger& ledger, const CostReport& rep, std::vector<FocusRow>* rows) const;
+  std::vector<PriceBook> books_;
   CostOptions options_;
 };
 
@@ -155,6 +200,9 @@ class CostModel {
 Result<double> OnDemandOnlyCost(const std::map<std::string, double>& gpu_hours_by_kind, const PriceBook& book);
 // 1 - actual / on_demand_only; 0 when on_demand_only <= 0.
 double CostSaving(double actual_cost, double on_demand_only_cost);
+
+// FOCUS BillingAccountId of a provider's rows: "<billing_account_id>-<provider>" (one account per provider).
+std::string FocusBillingAccountId(const CostOptions& o, std::string_view provider);
 
 // JSON of a report: totals, chargeback lines and pools; per-record charges only when asked.
 nlohmann::json ToJson(const CostReport& report, bool with_records = false);

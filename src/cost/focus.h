@@ -32,6 +32,11 @@ std::string CsvField(std::string_view s);
 
 // ISO 8601 UTC, seconds precision: "2025-01-01T00:00:00Z".
 std::string FormatIsoUtc(int64_t unix_s);
+// Start (unix s) of the calendar month (UTC) holding `unix_s`, and of the month after it.
+int64_t MonthStartUnix(int64_t unix_s);
+int64_t NextMonthStartUnix(int64_t unix_s);
+// "YYYY-MM-DD" of a unix time (UTC).
+std::string FormatDateUtc(int64_t unix_s);
 // Parses exactly "YYYY-MM-DDTHH:MM:SSZ"; the error names the text.
 Result<int64_t> ParseIsoUtc(std::string_view text);
 

@@ -55,7 +55,16 @@ struct BookHeader {
   std::string price_date;
   std::string title;
   bool allow_mixed_dates = false;
+  PriceValidity window;
 };
+
+// A dated book takes only dated prices: an entry needs a `date` or a validity window.
+std::string Undated(const std::string& date, const PriceValidity& v, const std::string& price_date) {
+  if (price_date.empty() || !date.empty() || v.Dated()) return "";
+  return fmt::format("no date and no validity window (give date and valid_from / valid_until); a dated book "
+                     "(price_date {}) takes only dated prices",
+                     price_date);
+}
 
 Status ParseOwned(const YAML::Node& node, std::string_view source, const std::string& path, OwnedCost* o) {
   FieldReader r(node, source, path);
@@ -87,6 +96,20 @@ Result<Pool> ParsePool(const YAML::Node& node, std::string_view source, const st
   }
   r.String("gpu_kind", &p.gpu_kind, true);
   r.String("provider", &p.provider, false);
+  r.String("region", &p.region, false);
+  r.String("region_name", &p.region_name, false);
+  r.String("sku", &p.sku, false);
+  r.String("commitment_type", &p.commitment_type, false);
+  r.String("commitment_category", &p.commitment_category, false);
+  r.Int("commitment_term_days", &p.commitment_term_days, false, 1, 3650);
+  if (r.status().ok() && !p.commitment_category.empty() && p.commitment_category != "Usage" &&
+      p.commitment_category != "Spend") {
+    r.Fail("commitment_category", "expected Usage or Spend (FOCUS CommitmentDiscountCategory)");
+  }
+  if (r.status().ok() && (!p.commitment_type.empty() || r.Has("commitment_term_days")) && p.tier != Tier::kReserved) {
+    r.Fail(r.Has("commitment_term_days") ? "commitment_term_days" : "commitment_type",
+           "only reserved pools are commitments");
+  }
   r.String("source", &p.source, false);
   r.String("date", &p.date, false);
   ReadValidity(r, &p.validity);
@@ -151,6 +174,9 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
   if (r.status().ok() && !header->price_date.empty() && !IsDate(header->price_date)) {
     r.Fail("price_date", fmt::format("'{}' is not a date YYYY-MM-DD", header->price_date));
   }
+  PriceValidity window;
+  ReadValidity(r, &window);
+  if (window.Dated()) header->window = window;
   Status st = r.Finish();
   if (!st.ok()) return st;
   if (pool_nodes && !pool_nodes.IsSequence()) return Status::Error(YamlWhere(source, pool_nodes, "pools") + ": expected a list");
@@ -168,6 +194,9 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
     if (std::string why = PriceDateConflict(p->validity, header->price_date); !why.empty() && !header->allow_mixed_dates) {
       return Status::Error(YamlWhere(source, pool_nodes[i], path) + ": pool '" + p->name + "': " + why);
     }
+    if (std::string why = Undated(p->date, p->validity, header->price_date); !why.empty()) {
+      return Status::Error(YamlWhere(source, pool_nodes[i], path) + ": pool '" + p->name + "': " + why);
+    }
     pools->push_back(std::move(p).value());
   }
   std::set<std::string> kinds;
@@ -181,6 +210,9 @@ Status ParseBook(std::string_view text, std::string_view source, std::vector<Poo
     }
     if (std::string why = PriceDateConflict(lp->validity, header->price_date);
         !why.empty() && !header->allow_mixed_dates) {
+      return Status::Error(YamlWhere(source, list_nodes[i], path) + ": list price of '" + lp->gpu_kind + "': " + why);
+    }
+    if (std::string why = Undated(lp->date, lp->validity, header->price_date); !why.empty()) {
       return Status::Error(YamlWhere(source, list_nodes[i], path) + ": list price of '" + lp->gpu_kind + "': " + why);
     }
     lists->push_back(std::move(lp).value());
@@ -207,7 +239,18 @@ Result<PriceBook> PriceBook::FromYaml(std::string_view text, std::string_view so
   book.price_date_ = header.price_date;
   book.title_ = header.title;
   book.allow_mixed_dates_ = header.allow_mixed_dates;
+  book.window_ = header.window;
   return book;
+}
+
+PriceValidity PriceBook::EffectiveWindow(const PriceValidity& v) const {
+  if (!v.Dated() || !v.carried_forward.empty()) return window_;
+  return v;
+}
+
+bool PriceBook::ValidOn(const PriceValidity& v, const std::string& day) const {
+  const PriceValidity w = EffectiveWindow(v);
+  return (w.valid_from.empty() || w.valid_from <= day) && (w.valid_until.empty() || day < w.valid_until);
 }
 
 Status PriceBook::Merge(std::string_view text, std::string_view source) {
@@ -254,6 +297,16 @@ Status PriceBook::Merge(std::string_view text, std::string_view source) {
     if (!replaced) list_prices_.push_back(std::move(lp));
   }
   return Status::Ok();
+}
+
+void PriceBook::AddPool(Pool p) {
+  for (Pool& q : pools_) {
+    if (q.name == p.name) {
+      q = std::move(p);
+      return;
+    }
+  }
+  pools_.push_back(std::move(p));
 }
 
 const Pool* PriceBook::FindPool(std::string_view name) const {

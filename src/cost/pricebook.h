@@ -67,7 +67,16 @@ struct Pool {
   std::string name;             // unique within a PriceBook
   Tier tier = Tier::kOnDemand;
   std::string gpu_kind;         // catalog kind id, e.g. "h100-80gb"
-  std::string provider;         // informational: aws, gcp, azure, onprem, ...
+  std::string provider;         // aws, gcp, azure, onprem, ...: the FOCUS provider and billing account
+  std::string region;           // FOCUS RegionId (e.g. us-east-1); empty = unknown
+  std::string region_name;      // FOCUS RegionName; empty = the id
+  std::string sku;              // FOCUS SkuId: the provider's product (e.g. p5.48xlarge); empty = unknown
+  // A commitment (reserved tier): its FOCUS CommitmentDiscountType (e.g. "Capacity Block", "Savings Plan",
+  // "Reserved Instance", "Committed Use Discount"), category (Usage: a quantity; Spend: an amount per hour)
+  // and term in days (a Capacity Block 1-182, a 1-year commitment 365, a 3-year 1095). 0 = not set.
+  std::string commitment_type;
+  std::string commitment_category;
+  int64_t commitment_term_days = 0;
   double usd_per_gpu_hour = 0;  // for owned pools derived from `owned` unless given
   double provisioning_delay_s = 0;     // on-demand: time from request to usable capacity
   double reclaim_notice_s = 0;         // spot: warning before a reclaim (AWS 120 s, GCP/Azure 30 s)
@@ -103,10 +112,20 @@ class PriceBook {
   const std::string& price_date() const { return price_date_; }
   const std::string& title() const { return title_; }
   bool allow_mixed_dates() const { return allow_mixed_dates_; }
+  // The book's own window (top-level valid_from / valid_until): where its undated-window entries (point-in-
+  // time snapshots with a `date`) and carried-forward entries are used.
+  const PriceValidity& window() const { return window_; }
+  // The window an entry is used in: its own, else (no window, or carried forward) the book's.
+  PriceValidity EffectiveWindow(const PriceValidity& v) const;
+  // Whether an entry may price usage on `day` (YYYY-MM-DD): valid_from <= day < valid_until of its
+  // effective window (an open end is open).
+  bool ValidOn(const PriceValidity& v, const std::string& day) const;
 
   const std::vector<Pool>& pools() const { return pools_; }
   const std::vector<ListPrice>& list_prices() const { return list_prices_; }
   const Pool* FindPool(std::string_view name) const;
+  // Adds a pool, or replaces the one of the same name (a derived pool of a baseline; no date checks).
+  void AddPool(Pool p);
   // On-demand list price of a kind; error when the book has none.
   Result<double> OnDemandListPrice(std::string_view gpu_kind) const;
   const ListPrice* FindListPrice(std::string_view gpu_kind) const;
@@ -117,6 +136,7 @@ class PriceBook {
   std::string price_date_;
   std::string title_;
   bool allow_mixed_dates_ = false;
+  PriceValidity window_;
 };
 
 // Why `v` does not hold at `price_date` ("" when it does, or when either is undated).

@@ -15,6 +15,10 @@ std::string_view PriceBook::DefaultYaml() {
 # snapshots) are marked so by having no window. Current prices after the 2025 cuts: prices-2025.yaml.
 title: "2024 list prices (before the June 2025 P5 cut)"
 price_date: "2024-12-31"
+# The book's own window: where its point-in-time entries (a date, no window) and carried-forward entries price
+# usage: the 2024 prices until the June 2025 P5 cut (prices-2025.yaml from then).
+valid_from: "2024-01-01"
+valid_until: "2025-06-01"
 
 # On-demand list price per GPU kind: the price of the on-demand-only baseline and FOCUS ListCost.
 on_demand_list:
@@ -42,6 +46,9 @@ pools:
     tier: on-demand
     gpu_kind: h100-80gb
     provider: aws
+    region: us-east-1
+    region_name: "US East (N. Virginia)"
+    sku: p5.48xlarge
     usd_per_gpu_hour: 12.29
     provisioning_delay_s: 300
     source: "AWS p5.48xlarge on-demand $98.32/h / 8 (skypilot-catalog v7; The Next Platform, Jul 27 2023); provisioning delay 300 s is an assumption, not sourced"
@@ -52,6 +59,9 @@ pools:
     tier: on-demand
     gpu_kind: a100-80gb
     provider: aws
+    region: us-east-1
+    region_name: "US East (N. Virginia)"
+    sku: p4de.24xlarge
     usd_per_gpu_hour: 5.12
     provisioning_delay_s: 300
     source: "AWS p4de.24xlarge on-demand $40.96575/h / 8 (skypilot-catalog v7, undated snapshot); delay assumed"
@@ -60,6 +70,9 @@ pools:
     tier: reserved
     gpu_kind: h100-80gb
     provider: aws
+    sku: p5.48xlarge
+    commitment_type: "Capacity Block"
+    commitment_category: Usage
     usd_per_gpu_hour: 4.916
     source: "AWS EC2 Capacity Blocks for ML, p5.48xlarge $39.33/h / 8 (rates before the Jan 1 2025 update)"
     date: "before 2025-01-01"
@@ -68,6 +81,9 @@ pools:
     tier: reserved
     gpu_kind: h200-141gb
     provider: aws
+    sku: p5e.48xlarge
+    commitment_type: "Capacity Block"
+    commitment_category: Usage
     usd_per_gpu_hour: 5.408
     source: "AWS EC2 Capacity Blocks for ML, p5e.48xlarge $43.26/h / 8 (rates before the Jan 1 2025 update)"
     date: "before 2025-01-01"
@@ -76,6 +92,9 @@ pools:
     tier: reserved
     gpu_kind: a100-40gb
     provider: aws
+    sku: p4d.24xlarge
+    commitment_type: "Capacity Block"
+    commitment_category: Usage
     usd_per_gpu_hour: 1.844
     source: "AWS EC2 Capacity Blocks for ML, p4d.24xlarge $14.75/h / 8 (rates before the Jan 1 2025 update)"
     date: "before 2025-01-01"
@@ -84,6 +103,9 @@ pools:
     tier: spot
     gpu_kind: h100-80gb
     provider: aws
+    region: us-east-1
+    region_name: "US East (N. Virginia)"
+    sku: p5.48xlarge
     usd_per_gpu_hour: 3.25
     reclaim_notice_s: 120
     reclaim_rate_per_hour: 0.000274
@@ -93,6 +115,7 @@ pools:
     tier: spot
     gpu_kind: h100-80gb
     provider: gcp
+    sku: a3-highgpu-8g
     usd_per_gpu_hour: 2.0
     reclaim_notice_s: 30
     reclaim_rate_per_hour: 0.000274
@@ -102,11 +125,52 @@ pools:
     tier: spot
     gpu_kind: a100-80gb
     provider: azure
+    sku: Standard_ND96amsr_A100_v4
     usd_per_gpu_hour: 0.45
     reclaim_notice_s: 30
     reclaim_rate_per_hour: 0.000274
     source: "Azure ND96amsr_A100_v4 spot ~$3.60/h / 8 (~89% off), skypilot-catalog (uncertain, undated); eviction notice >= 30 s (unverified)"
     date: "point-in-time, undated"
+  # 1- and 3-year commitments (hardware-facts 4.2). GPU-specific rates are not established: the 3-year rate
+  # is the documented upper bound of the discount (the strongest commitment a FinOps team could buy), the
+  # 1-year the unverified third-party ~47%. Baseline `commitments_on_demand` sizes them (docs/cost.md).
+  - name: aws-p5-savings-plan-1y
+    tier: reserved
+    gpu_kind: h100-80gb
+    provider: aws
+    region: us-east-1
+    region_name: "US East (N. Virginia)"
+    sku: p5.48xlarge
+    commitment_type: "Savings Plan"
+    commitment_category: Spend
+    commitment_term_days: 365
+    usd_per_gpu_hour: 6.5137
+    source: "derived: on-demand $12.29/GPU-h less ~47% for a 1-year p5 Savings Plan (third-party claim, UNVERIFIED; hardware-facts 4.2)"
+    date: "2023-07-27 (on-demand list)"
+  - name: aws-p5-savings-plan-3y
+    tier: reserved
+    gpu_kind: h100-80gb
+    provider: aws
+    region: us-east-1
+    region_name: "US East (N. Virginia)"
+    sku: p5.48xlarge
+    commitment_type: "Savings Plan"
+    commitment_category: Spend
+    commitment_term_days: 1095
+    usd_per_gpu_hour: 3.4412
+    source: "derived: on-demand $12.29/GPU-h less 72%, the EC2 Instance Savings Plan 'up to 72%' bound for 3 years (aws.amazon.com/savingsplans FAQ; GPU-specific rate not established)"
+    date: "2023-07-27 (on-demand list)"
+  - name: gcp-a3-cud-3y
+    tier: reserved
+    gpu_kind: h100-80gb
+    provider: gcp
+    sku: a3-highgpu-8g
+    commitment_type: "Committed Use Discount"
+    commitment_category: Usage
+    commitment_term_days: 1095
+    usd_per_gpu_hour: 4.73
+    source: "derived: GCP a3-highgpu-8g on-demand ~$11/GPU-h (skypilot-catalog GCP v7, UNCERTAIN) less 57%, the generic 'up to 57%' committed-use discount (cloud.google.com; accelerator-specific rate not established)"
+    date: "~2025"
   - name: owned-h100
     tier: owned
     gpu_kind: h100-80gb

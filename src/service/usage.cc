@@ -16,8 +16,6 @@ Result<UsageLedgerOf> BuildLedger(const std::vector<UsageRecord>& usage, const C
   UsageLedgerOf b;
   b.options.idle_policy = IdlePolicy::kProportional;
   b.options.epoch_unix_s = 0;
-  b.options.billing_start_s = from;
-  b.options.billing_end_s = to;
   for (UsageRecord u : usage) {
     u.start_s = std::max(u.start_s, from);
     u.end_s = std::min(u.end_s, to);

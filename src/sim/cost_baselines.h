@@ -1,14 +1,22 @@
 #pragma once
 // Cost baselines of a scenario with capacity tiers (docs/cost.md "Baselines and the saving
-// decomposition"): the same job stream simulated again, under the same routing and SLO figures, on
-//   on_demand_only:     every node moved to the on-demand pool of its GPU kind (elastic, autoscaled;
-//                       latency-sensitive work too, waiting for the provisioning delay like the rest);
-//   reserved_on_demand: spot nodes moved to on-demand, reserved and owned capacity kept (no spot), which
-//                       isolates what spot itself saves.
-// Each run of the scenario then carries, per seed:
-//   baselines.<baseline>.<figure>            the baseline's total_cost, idle, inference delays, completion;
+// decomposition"): the same job stream simulated again, under the same routing, on
+//   on_demand_only:        every node on the on-demand pool of its GPU kind, the first `always_on_gpus`
+//                          of them kept up for the whole run (paid whether used), the rest elastic;
+//   commitments_on_demand: the first `commitment_gpus` on the cheapest 1- or 3-year commitment of their
+//                          kind in the price book (reserved tier, paid for the whole run), the rest elastic
+//                          on-demand; the level is the one of least mean cost that meets the SLO;
+//   reserved_on_demand:    spot nodes moved to on-demand, reserved and owned capacity kept (no spot), which
+//                          isolates what spot itself saves.
+// Every baseline is held to the scenario's inference SLO (tiers.cost.inference_slo_p99_wait_s): the
+// always-on / commitment level grows until the p99 queue wait of latency-sensitive work meets it in every
+// seed. Each run of the scenario then carries, per seed:
+//   baselines.<baseline>.<figure>            the baseline's total_cost, idle, inference delays, completion,
+//                                            inference_p99_wait_s, slo_met (1/0), inference_slo_p99_wait_s;
+//   cost_saving_vs_best                      1 - mean total_cost / the mean total_cost of the cheapest
+//                                            baseline that met the SLO (over the seeds; the headline);
 //   cost_saving_vs_on_demand                 1 - total_cost / baselines.on_demand_only.total_cost;
-//   cost_saving_vs_reserved_on_demand        the same against reserved_on_demand;
+//   cost_saving_vs_reserved_on_demand        the same against reserved_on_demand (and _commitments_on_demand);
 //   saving_decomposition.<part>              baselines.on_demand_only.total_cost - total_cost, by part;
 //   saving_vs_reserved_on_demand.<part>      the same against reserved_on_demand.
 // The parts (SavingDecomposition) add up to the saving exactly (to float rounding).
@@ -24,12 +32,14 @@
 
 namespace tessera {
 
-enum class CostBaseline { kOnDemandOnly, kReservedOnDemand };
-const char* CostBaselineName(CostBaseline b);  // "on_demand_only", "reserved_on_demand"
+enum class CostBaseline { kOnDemandOnly, kReservedOnDemand, kCommitmentsOnDemand };
+// "on_demand_only", "reserved_on_demand", "commitments_on_demand"
+const char* CostBaselineName(CostBaseline b);
 
 // The scenario with its cluster's pools and its tiers changed for the baseline (no reclaims, baselines
-// off). Error when a GPU kind to move has no on-demand pool in the scenario's price book.
-Result<Scenario> BaselineScenario(const Scenario& s, const Catalog& catalog, CostBaseline b);
+// off). `level`: nodes kept always on (on_demand_only) or under commitment (commitments_on_demand).
+// Error when a GPU kind to move has no on-demand pool in the scenario's price book.
+Result<Scenario> BaselineScenario(const Scenario& s, const Catalog& catalog, CostBaseline b, int level = 0);
 
 // Splits baseline_total - total into signed USD parts, from the cost_breakdown.* figures of both runs
 // (sim/ledger_bridge.h CostBreakdown): commitment and spot (the discount the run's useful work got on

@@ -59,8 +59,7 @@ Status LedgerBridge::Reconcile(const CostReport& r) const {
     return Status::Error(fmt::format(
         "ledger does not reconcile: allocated {} vs recorded {}, useful {} vs {}, capacity {} vs {} milli-GPU-s",
         alloc, held_, useful, useful_, cap, capacity_));
-  const double sum = r.charged_cost + r.idle_cost;
-  if (std::abs(sum - r.total_cost) > 1e-9 * std::max(1.0, r.total_cost))
+  if (r.charged_cents + r.idle_cents != r.total_cents)
     return Status::Error(fmt::format("ledger: total {} != charged {} + idle {}", r.total_cost, r.charged_cost,
                                      r.idle_cost));
   return Status::Ok();
@@ -89,6 +88,7 @@ CostBreakdown LedgerBridge::Breakdown(const CostReport& r) const {
     b.lost_work += share_h * static_cast<double>(l.discarded_s) * c.usd_per_gpu_hour;
   }
   b.paid_idle = r.idle_cost;
+  b.rounding = r.total_cost - b.Total();
   return b;
 }
 

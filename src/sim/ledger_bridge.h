@@ -43,9 +43,12 @@ struct CostBreakdown {
   double lost_work = 0;
   double restarts = 0;
   double paid_idle = 0;
+  // The statement's cents less the exact parts: each record is an invoice line rounded to the cent once
+  // (cost/money.h), a few cents over a run.
+  double rounding = 0;
   double Total() const {
     return useful_at_list - discount_committed - discount_spot - discount_on_demand + checkpoints + lost_work +
-           restarts + paid_idle;
+           restarts + paid_idle + rounding;
   }
 };
 

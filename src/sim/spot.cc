@@ -55,6 +55,7 @@ Status ReadTierSettings(FieldReader& t, const std::string& dir, TierConfig* c, i
   if (Status st = a.Finish(); !st.ok()) return st;
   FieldReader co(t.Child("cost"), t.source(), t.PathOf("cost"), true);
   co.Bool("baselines", &c->baselines);
+  co.Double("inference_slo_p99_wait_s", &c->inference_slo_p99_wait_s, false, 0, 1e9);
   std::string ip = "none";
   co.String("idle_policy", &ip, false);
   if (co.ok()) {
@@ -149,6 +150,10 @@ Result<TierConfig> ParseTierConfig(const YAML::Node& n, const std::string& sourc
       return Status::Error(fmt::format("{}: node {}: pool '{}' mixes tiers", where, node.name, node.pool));
     }
     c.pools[it->second].nodes.push_back(static_cast<NodeId>(i));
+    if (node.price_per_gpu_hour > 0)  // would be ignored: a tiered run prices every node from the price book
+      return Status::Error(fmt::format("{}: node {}: price_per_gpu_hour {:g} in the cluster file is not used by a "
+                                       "tiered scenario (the price comes from the price book, pool '{}'); remove it",
+                                       where, node.name, node.price_per_gpu_hour, node.pool));
   }
   if (ps.IsDefined())
     if (Status st = ReadPoolOverrides(ps, source, t.PathOf("pools"), index, &c); !st.ok()) return st;
@@ -466,6 +471,7 @@ class TierHook : public SimHook {
       x["cost_breakdown.lost_work"] = b.lost_work;
       x["cost_breakdown.restarts"] = b.restarts;
       x["cost_breakdown.paid_idle"] = b.paid_idle;
+      x["cost_breakdown.rounding"] = b.rounding;
       x["cost_per_useful_gpu_hour"] = rep->cost_per_useful_gpu_hour;
       x["idle_cost"] = rep->idle_cost;
       x["capacity_gpu_hours"] = rep->capacity_gpu_hours;

@@ -68,6 +68,9 @@ struct TierConfig {
   // baseline (sim/cost_baselines.h), where there is no reserved capacity.
   bool latency_sensitive_on_demand = false;
   bool baselines = true;               // RunScenario also simulates the cost baselines (cost: {baselines})
+  // The inference SLO every cost baseline is held to (cost: {inference_slo_p99_wait_s}): p99 queue wait of
+  // latency-sensitive work, in every seed; a baseline scales out until it meets it (sim/cost_baselines.h).
+  double inference_slo_p99_wait_s = 60;
   bool autoscale = true;               // policy "queue" (true) or "none"
   std::vector<ReclaimTraceEvent> reclaim_trace;
   CostOptions cost;

@@ -14,12 +14,20 @@
 #include <vector>
 
 #include "cost/focus.h"
+#include "cost/money.h"
 #include "testing/csv.h"
 
 namespace tessera {
 namespace {
 
 using testing::ParseCsv;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 // Test pools: two priced pools with capacity records and one elastic on-demand pool.
 PriceBook TestBook() {
@@ -109,8 +117,9 @@ TEST(CostModel, IdleSharingPolicies) {
   prop.idle_policy = IdlePolicy::kProportional;
   Result<CostReport> p = CostModel(TestBook(), prop).Evaluate(SmallLedger());
   ASSERT_TRUE(p.ok()) << p.error();
-  EXPECT_NEAR(Line(p->by_team, "a").TotalUsd(), 20 + 10 * 2.0 / 3, 1e-9);  // A holds 2/3 of the cost
-  EXPECT_NEAR(Line(p->by_team, "b").TotalUsd(), 10 + 10 * 1.0 / 3, 1e-9);
+  // A holds 2/3 of the cost: $6.666... and $3.333... of the $10 idle, by largest remainder $6.67 + $3.33.
+  EXPECT_EQ(Line(p->by_team, "a").TotalCents(), 2000 + 667);
+  EXPECT_EQ(Line(p->by_team, "b").TotalCents(), 1000 + 333);
   EXPECT_EQ(p->idle_unshared_cost, 0);
   CostOptions even;
   even.idle_policy = IdlePolicy::kEven;
@@ -170,12 +179,12 @@ TEST(CostModel, MigSliceChargedByComputeFractionOrMemoryFraction) {
   Result<CostReport> by_compute = CostModel(TestBook(), CostOptions{}).Evaluate(l);
   ASSERT_TRUE(by_compute.ok()) << by_compute.error();
   EXPECT_EQ(by_compute->records[0].milli_gpu_s, 454 * 7200);
-  EXPECT_NEAR(by_compute->charged_cost, 0.454 * 2.0 * 2, 1e-12);  // 0.454 GPU x $2 x 2 h
+  EXPECT_EQ(by_compute->charged_cents, 182);  // 0.454 GPU x $2 x 2 h = $1.816, one line rounded once
   CostOptions mem;
   mem.charge_basis = ChargeBasis::kMemory;
   Result<CostReport> by_memory = CostModel(TestBook(), mem).Evaluate(l);
   ASSERT_TRUE(by_memory.ok());
-  EXPECT_NEAR(by_memory->charged_cost, 0.5 * 2.0 * 2, 1e-12);
+  EXPECT_EQ(by_memory->charged_cents, 200);
 }
 
 TEST(CostModel, OnDemandOnlyComparisonUsesCompletedWork) {
@@ -227,6 +236,95 @@ TEST(CostModel, ErrorsNameWhatCannotBePricedOrReconciled) {
   lost.lost_s = 11;
   EXPECT_NE(l.AddUsage(lost).message().find("lost_s"), std::string::npos);
   EXPECT_NE(l.AddCapacity(Cap("x", Tier::kSpot, "k", 0, 0, 1)).message().find("gpus"), std::string::npos);
+}
+
+// The FOCUS export of `ledger` bills exactly the report's total, in BilledCost and in EffectiveCost; each
+// reservation's Used + Unused EffectiveCost equals its purchase; unit price x quantity = cost on every row;
+// every billing period is one calendar month (UTC).
+void CheckFocusTiesOut(const CostModel& model, const Ledger& ledger, const CostReport& r, int trial) {
+  Result<std::string> csv = model.FocusCsv(ledger);
+  ASSERT_TRUE(csv.ok()) << csv.error();
+  const auto rows = ParseCsv(*csv);
+  ASSERT_GE(rows.size(), 1 + ledger.usage().size() + 1) << "trial " << trial;  // + the reservation purchase
+  const auto col = [&](const char* name) {
+    return static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin());
+  };
+  const auto cents = [](const std::string& v) { return std::llround(std::stod(v) * 100); };
+  int64_t billed = 0, effective = 0;
+  std::map<std::string, int64_t> bought, used_unused;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    ASSERT_EQ(row.size(), rows[0].size());
+    billed += cents(row[col("BilledCost")]);
+    effective += cents(row[col("EffectiveCost")]);
+    const std::string id = row[col("CommitmentDiscountId")];
+    if (row[col("ChargeCategory")] == "Purchase") bought[id] += cents(row[col("BilledCost")]);
+    else if (!id.empty()) used_unused[id] += cents(row[col("EffectiveCost")]);
+    if (row[col("ChargeCategory")] == "Usage") {
+      EXPECT_LE(cents(row[col("BilledCost")]), cents(row[col("ListCost")])) << i;
+    }
+    const double q = std::stod(row[col("PricingQuantity")]), up = std::stod(row[col("ContractedUnitPrice")]);
+    EXPECT_NEAR(q * up, std::stod(row[col("ContractedCost")]), 0.005 + (q + up) * 5e-7 + 1e-9) << "row " << i;
+    const std::string start = row[col("BillingPeriodStart")];
+    EXPECT_EQ(start.substr(8), "01T00:00:00Z") << "row " << i;
+    EXPECT_LE(start, row[col("ChargePeriodStart")]);
+    EXPECT_GE(row[col("BillingPeriodEnd")], row[col("ChargePeriodEnd")]);
+  }
+  EXPECT_EQ(billed, r.total_cents) << "trial " << trial;
+  EXPECT_EQ(effective, r.total_cents) << "trial " << trial;
+  EXPECT_FALSE(bought.empty());
+  for (const auto& [id, paid] : bought) EXPECT_EQ(used_unused[id], paid) << id << " trial " << trial;
+}
+
+TEST(CostModel, UsageIsPricedOnlyWithABookValidAtItsTime) {
+  Ledger l;
+  ASSERT_TRUE(l.AddUsage(Use("ops", "p", 1, "aws-p5-on-demand", Tier::kOnDemand, "h100-80gb", 0, 36000)).ok());
+  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/examples/cost/";
+  Result<PriceBook> b2025 = PriceBook::FromYaml(Slurp(dir + "prices-2025.yaml"), "prices-2025.yaml");
+  ASSERT_TRUE(b2025.ok()) << b2025.error();
+  CostOptions opt;
+  opt.enforce_validity = true;
+  opt.epoch_unix_s = 1756684800;  // 2025-09-01T00:00:00Z: after the 2024 book's on-demand price ended
+  Result<CostReport> alone = CostModel(PriceBook::Default(), opt).Evaluate(l);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.error().find("2025-09-01T00:00:00Z"), std::string::npos) << alone.error();
+  EXPECT_NE(alone.error().find("outside the validity"), std::string::npos) << alone.error();
+  // With both books loaded, September 2025 is priced from the 2025 book, September 2024 from the 2024 one.
+  const CostModel both(std::vector<PriceBook>{PriceBook::Default(), *b2025}, opt);
+  Result<CostReport> r = both.Evaluate(l);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->total_cents, 6760);  // 10 GPU-h x $6.7595
+  EXPECT_EQ(r->records[0].book, 1u);
+  opt.epoch_unix_s = 1725148800;  // 2024-09-01T00:00:00Z
+  Result<CostReport> r24 = CostModel(std::vector<PriceBook>{PriceBook::Default(), *b2025}, opt).Evaluate(l);
+  ASSERT_TRUE(r24.ok()) << r24.error();
+  EXPECT_EQ(r24->total_cents, 12290);  // 10 GPU-h x $12.29
+  EXPECT_EQ(r24->records[0].book, 0u);
+}
+
+TEST(Money, LargestRemainderSumsExactlyAndStaysWithinACent) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t total = static_cast<int64_t>(rng() % 1000000) - 1000;
+    std::vector<Int128> w;
+    for (size_t i = 0, n = 1 + rng() % 20; i < n; ++i) w.push_back(static_cast<Int128>(rng() % 1000000));
+    const std::vector<int64_t> parts = LargestRemainder(total, w);
+    int64_t sum = 0;
+    Int128 wsum = 0;
+    for (Int128 x : w) wsum += x;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      sum += parts[i];
+      const double quota = wsum == 0 ? static_cast<double>(total) / static_cast<double>(w.size())
+                                     : static_cast<double>(total) * static_cast<double>(w[i]) / static_cast<double>(wsum);
+      EXPECT_LT(std::fabs(static_cast<double>(parts[i]) - quota), 1.0) << trial;
+    }
+    EXPECT_EQ(sum, total) << trial;
+  }
+  EXPECT_EQ(CentsHalfUp(kAtomsPerCent / 2), 1);
+  EXPECT_EQ(CentsHalfUp(-kAtomsPerCent / 2), -1);
+  EXPECT_EQ(CentsHalfUp(kAtomsPerCent / 2 - 1), 0);
+  EXPECT_EQ(FormatCents(-7), "-0.07");
+  EXPECT_EQ(FormatCents(123456), "1234.56");
 }
 
 // Property: random ledgers (fixed seed) reconcile exactly under every idle policy.
@@ -296,49 +394,41 @@ TEST(CostModel, RandomLedgersReconcile) {
     for (IdlePolicy policy : {IdlePolicy::kNone, IdlePolicy::kProportional, IdlePolicy::kEven}) {
       CostOptions opt;
       opt.idle_policy = policy;
+      opt.epoch_unix_s = 1738281600;  // 2025-01-31T00:00:00Z: records cross the month end
       const CostModel model(book, opt);
       Result<CostReport> r = model.Evaluate(ledger);
       ASSERT_TRUE(r.ok()) << r.error();
-      const double tol = 1e-9 * want_total;
-      EXPECT_NEAR(r->total_cost, want_total, tol) << "trial " << trial;
-      // Exact in integers: held by teams + idle == capacity.
-      int64_t team_mgs = 0, idle_mgs = 0;
-      double team_usd = 0, idle_usd_by_price = 0;
-      for (const CostLine& l : r->by_team) {
-        team_mgs += l.milli_gpu_s;
-        team_usd += l.TotalUsd();
-      }
+      // Rounded once per invoice line (a record's month) and per capacity: within a cent per line of exact.
+      const double lines = static_cast<double>(2 * ledger.usage().size() + r->pools.size());
+      EXPECT_NEAR(r->total_cost, want_total, 0.005 * lines + 1e-9 * want_total) << "trial " << trial;
+      // Exact in integers: held by teams + idle == capacity; every statement ties out to the cent.
+      int64_t team_mgs = 0, idle_mgs = 0, pool_total = 0, pool_idle = 0;
+      for (const CostLine& l : r->by_team) team_mgs += l.milli_gpu_s;
       for (const PoolLine& p : r->pools) {
         idle_mgs += p.idle_milli_gpu_s;
-        idle_usd_by_price += static_cast<double>(p.idle_milli_gpu_s) / 3.6e6 * book.FindPool(p.pool)->usd_per_gpu_hour;
+        pool_total += p.capacity_cents;
+        pool_idle += p.idle_cents;
+        EXPECT_EQ(p.allocated_cents + p.idle_cents, p.capacity_cents) << p.pool;
       }
       EXPECT_EQ(team_mgs + idle_mgs, want_cap) << "trial " << trial;
-      EXPECT_NEAR(team_usd + r->idle_unshared_cost, want_total, tol) << "trial " << trial;
-      EXPECT_NEAR(r->idle_cost, idle_usd_by_price, tol) << "trial " << trial;
-      if (policy == IdlePolicy::kNone) {
-        EXPECT_NEAR(r->idle_unshared_cost, r->idle_cost, tol);
-      }
-      // The FOCUS export bills exactly the total.
-      Result<std::string> csv = model.FocusCsv(ledger);
-      ASSERT_TRUE(csv.ok()) << csv.error();
-      const auto rows = ParseCsv(*csv);
-      ASSERT_GE(rows.size(), 1 + ledger.usage().size() + 1) << "trial " << trial;  // + the reservation purchase
-      const auto col = [&](const char* name) {
-        return static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin());
-      };
-      double billed_sum = 0, effective_sum = 0;
-      for (size_t i = 1; i < rows.size(); ++i) {
-        ASSERT_EQ(rows[i].size(), rows[0].size());
-        billed_sum += std::stod(rows[i][col("BilledCost")]);
-        effective_sum += std::stod(rows[i][col("EffectiveCost")]);
-        if (rows[i][col("ChargeCategory")] == "Usage") {
-          EXPECT_LE(std::stod(rows[i][col("BilledCost")]), std::stod(rows[i][col("ListCost")])) << i;
+      EXPECT_EQ(pool_total, r->total_cents);
+      EXPECT_EQ(pool_idle, r->idle_cents);
+      EXPECT_EQ(r->charged_cents + r->idle_cents, r->total_cents);
+      EXPECT_EQ(r->idle_shared_cents + r->idle_unshared_cents, r->idle_cents);
+      if (policy == IdlePolicy::kNone) EXPECT_EQ(r->idle_unshared_cents, r->idle_cents);
+      for (const auto* table : {&r->by_team, &r->by_project, &r->by_job, &r->by_gpu_kind, &r->by_tier}) {
+        int64_t total = r->idle_unshared_cents, cost = 0, idle = 0;
+        for (const CostLine& l : *table) {
+          total += l.TotalCents();
+          cost += l.cost_cents;
+          idle += l.idle_share_cents;
+          EXPECT_EQ(std::llround(l.TotalUsd() * 100), l.cost_cents + l.idle_share_cents);
         }
+        EXPECT_EQ(total, r->total_cents) << "trial " << trial;
+        EXPECT_EQ(cost, r->charged_cents);
+        EXPECT_EQ(idle, r->idle_shared_cents);
       }
-      // Each cell is rounded to cents: the sums are within half a cent per row of the total.
-      const double rounding = 0.005 * static_cast<double>(rows.size() - 1) + tol;
-      EXPECT_NEAR(billed_sum, want_total, rounding) << "trial " << trial;
-      EXPECT_NEAR(effective_sum, want_total, rounding) << "trial " << trial;
+      CheckFocusTiesOut(model, ledger, *r, trial);
     }
   }
 }
@@ -367,7 +457,8 @@ TEST(Focus, HeaderAndARowParseBack) {
   for (size_t i = 0; i < rows[0].size(); ++i) row[rows[0][i]] = rows[1][i];
   EXPECT_EQ(row["ChargePeriodStart"], "2025-03-01T01:00:00Z");
   EXPECT_EQ(row["ChargePeriodEnd"], "2025-03-01T02:30:00Z");
-  EXPECT_EQ(row["BillingPeriodStart"], "2025-03-01T01:00:00Z");
+  EXPECT_EQ(row["BillingPeriodStart"], "2025-03-01T00:00:00Z");  // a calendar month
+  EXPECT_EQ(row["BillingPeriodEnd"], "2025-04-01T00:00:00Z");
   EXPECT_DOUBLE_EQ(std::stod(row["ConsumedQuantity"]), 1.5);
   EXPECT_EQ(row["ConsumedUnit"], "GPU-Hours");
   EXPECT_DOUBLE_EQ(std::stod(row["BilledCost"]), 4.5);    // 1.5 h x $3
@@ -411,7 +502,8 @@ TEST(LedgerYaml, ExampleParsesAndBadRecordsNameTheField) {
   Result<CostReport> r = CostModel(PriceBook::Default(), CostOptions{}).Evaluate(*l);
   ASSERT_TRUE(r.ok()) << r.error();
   // 8 GPUs x 24 h x $4.916 reserved + 80 spot GPU-h x $3.25 + 6 on-demand GPU-h x $5.12.
-  EXPECT_NEAR(r->total_cost, 192 * 4.916 + 80 * 3.25 + 6 * 5.12, 1e-9);
+  // $943.872 + $260 + $30.72, each pool rounded once: $943.87 + $260.00 + $30.72.
+  EXPECT_EQ(r->total_cents, 94387 + 26000 + 3072);
   struct Case {
     const char* text;
     const char* expect;

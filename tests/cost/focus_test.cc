@@ -79,6 +79,17 @@ const std::vector<SpecColumn>& Spec() {
       // FOCUS 1.1: capacity reservations.
       {"CapacityReservationId", false, true, Type::kString, {}},
       {"CapacityReservationStatus", false, true, Type::kString, {"Used", "Unused"}},
+      // FOCUS 1.0 commitment-discount, region and SKU columns (conditional: present when the provider has
+      // the concept).
+      {"CommitmentDiscountCategory", false, true, Type::kString, {"Spend", "Usage"}},
+      {"CommitmentDiscountId", false, true, Type::kString, {}},
+      {"CommitmentDiscountName", false, true, Type::kString, {}},
+      {"CommitmentDiscountStatus", false, true, Type::kString, {"Used", "Unused"}},
+      {"CommitmentDiscountType", false, true, Type::kString, {}},
+      {"RegionId", false, true, Type::kString, {}},
+      {"RegionName", false, true, Type::kString, {}},
+      {"SkuId", false, true, Type::kString, {}},
+      {"SkuPriceId", false, true, Type::kString, {}},
   };
   return kSpec;
 }
@@ -127,6 +138,24 @@ std::vector<std::string> Validate(const std::map<std::string, std::string>& row)
   if (!at("PricingQuantity").empty() && at("PricingUnit").empty()) errors.push_back("PricingUnit missing");
   if (at("ChargePeriodStart") > at("ChargePeriodEnd"))
     errors.push_back("charge period ends before it starts");
+  // FOCUS 1.0 discount handling: a commitment-priced row names its commitment, with category, name and type;
+  // its usage rows say Used or Unused.
+  if (at("PricingCategory") == "Committed" && at("CommitmentDiscountId").empty())
+    errors.push_back("PricingCategory Committed without CommitmentDiscountId");
+  if (!at("CommitmentDiscountId").empty()) {
+    for (const char* c : {"CommitmentDiscountCategory", "CommitmentDiscountName", "CommitmentDiscountType"})
+      if (at(c).empty()) errors.push_back(std::string(c) + " null on a commitment row");
+    if (at("ChargeCategory") == "Usage" && at("CommitmentDiscountStatus").empty())
+      errors.push_back("usage of a commitment without CommitmentDiscountStatus");
+    if (at("CommitmentDiscountStatus") == "Unused" && at("ResourceId") != at("CommitmentDiscountId"))
+      errors.push_back("unused commitment row whose ResourceId is not the commitment");
+  }
+  // Billing periods are calendar months (UTC), and a charge period lies inside its billing period.
+  const std::string bs = at("BillingPeriodStart"), be = at("BillingPeriodEnd");
+  if (bs.size() == 20 && (bs.substr(8) != "01T00:00:00Z" || be.substr(8) != "01T00:00:00Z" || be <= bs ||
+                          (bs.substr(5, 2) != "12" && be.substr(0, 4) != bs.substr(0, 4))))
+    errors.push_back("billing period not a calendar month: " + bs + " .. " + be);
+  if (at("ChargePeriodStart") < bs || at("ChargePeriodEnd") > be) errors.push_back("charge period outside its billing period");
   if (at("BillingPeriodStart") > at("ChargePeriodStart") || at("ChargePeriodEnd") > at("BillingPeriodEnd"))
     errors.push_back("charge period outside the billing period");
   // FOCUS 1.1: a status only with a reservation, and a usage row of a reservation has one.
@@ -181,16 +210,18 @@ TEST(FocusValidator, ExportHasEveryMandatoryColumnWithValidValues) {
         EXPECT_LE(std::stod(row["BilledCost"]), std::stod(row["ListCost"])) << i;
       }
       EXPECT_EQ(row["ProviderName"], "Amazon Web Services") << i;  // every pool of the example is AWS
+      EXPECT_EQ(row["BillingAccountId"], "tessera-aws") << i;      // one billing account per provider
+      EXPECT_FALSE(row["x_PriceBookDate"].empty()) << i;
       billed += std::stod(row["BilledCost"]);
       effective += std::stod(row["EffectiveCost"]);
       ++statuses[row["CapacityReservationStatus"]];
     }
     // The reservation is billed once (its purchase) and amortised in EffectiveCost: both add up to the
-    // report's total, to half a cent per row.
+    // report's total exactly.
     Result<CostReport> rep = model.Evaluate(ledger);
     ASSERT_TRUE(rep.ok());
-    EXPECT_NEAR(billed, rep->total_cost, 0.005 * static_cast<double>(rows.size()));
-    EXPECT_NEAR(effective, rep->total_cost, 0.005 * static_cast<double>(rows.size()));
+    EXPECT_EQ(std::llround(billed * 100), rep->total_cents);
+    EXPECT_EQ(std::llround(effective * 100), rep->total_cents);
     EXPECT_EQ(statuses["Used"], 6);  // 4 inference GPUs and 2 MIG slices on the reservation
     EXPECT_GE(statuses["Unused"], 1);
   }
@@ -201,7 +232,7 @@ TEST(FocusValidator, ValidatorRejectsWhatTheSpecificationForbids) {
                                              {"BillingAccountId", "a"},
                                              {"BillingCurrency", "USD"},
                                              {"BillingPeriodStart", "2025-01-01T00:00:00Z"},
-                                             {"BillingPeriodEnd", "2025-01-02T00:00:00Z"},
+                                             {"BillingPeriodEnd", "2025-02-01T00:00:00Z"},
                                              {"ChargePeriodStart", "2025-01-01T00:00:00Z"},
                                              {"ChargePeriodEnd", "2025-01-01T01:00:00Z"},
                                              {"ChargeCategory", "Usage"},
@@ -228,7 +259,11 @@ TEST(FocusValidator, ValidatorRejectsWhatTheSpecificationForbids) {
              {"ServiceCategory", "GPU"},
              {"CapacityReservationStatus", "Used"},
              {"ProviderName", ""},
-             {"Tags", "[1]"}};
+             {"Tags", "[1]"},
+             {"PricingCategory", "Committed"},  // without a CommitmentDiscountId
+             {"CommitmentDiscountId", "cb-1"},  // without category, name, type, status
+             {"BillingPeriodEnd", "2025-01-02T00:00:00Z"},  // not a calendar month
+             {"BillingPeriodStart", "2025-01-01T01:00:00Z"}};
   for (const Bad& b : bad) {
     auto row = good;
     row[b.column] = b.value;

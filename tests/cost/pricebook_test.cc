@@ -60,10 +60,10 @@ TEST(PriceBook, MergeReplacesByNameAndAdds) {
   ASSERT_TRUE(book.Merge(R"(
 pools:
   - {name: aws-p5-spot, tier: spot, gpu_kind: h100-80gb, usd_per_gpu_hour: 2.5, reclaim_notice_s: 120,
-     reclaim_rate_per_hour: 0.05}
-  - {name: lab-l4, tier: reserved, gpu_kind: l4-24gb, usd_per_gpu_hour: 0.4}
+     reclaim_rate_per_hour: 0.05, date: "2024-12"}
+  - {name: lab-l4, tier: reserved, gpu_kind: l4-24gb, usd_per_gpu_hour: 0.4, valid_from: "2024-06-01"}
 on_demand_list:
-  - {gpu_kind: l4-24gb, usd_per_gpu_hour: 0.8}
+  - {gpu_kind: l4-24gb, usd_per_gpu_hour: 0.8, date: "2024-12"}
 )",
                          "override.yaml")
                   .ok());
@@ -71,6 +71,36 @@ on_demand_list:
   EXPECT_DOUBLE_EQ(book.FindPool("aws-p5-spot")->usd_per_gpu_hour, 2.5);
   EXPECT_DOUBLE_EQ(book.FindPool("aws-p5-spot")->reclaim_rate_per_hour, 0.05);
   EXPECT_DOUBLE_EQ(*book.OnDemandListPrice("l4-24gb"), 0.8);
+}
+
+TEST(PriceBook, ADatedBookRefusesAnUndatedPriceNamingTheFileAndTheEntry) {
+  PriceBook book = PriceBook::Default();
+  const Status st = book.Merge("pools:\n  - {name: lab-spot, tier: spot, gpu_kind: h100-80gb, usd_per_gpu_hour: 2, "
+                               "reclaim_notice_s: 30}\n",
+                               "undated.yaml");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("undated.yaml"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("lab-spot"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("no date and no validity window"), std::string::npos) << st.message();
+  // The same entry with a window merges.
+  EXPECT_TRUE(book.Merge("pools:\n  - {name: lab-spot, tier: spot, gpu_kind: h100-80gb, usd_per_gpu_hour: 2, "
+                         "reclaim_notice_s: 30, valid_from: \"2024-06-01\", valid_until: \"2025-06-01\"}\n",
+                         "dated.yaml")
+                  .ok());
+}
+
+TEST(PriceBook, EntriesAreValidInTheirOwnWindowElseTheBooks) {
+  const PriceBook& book = PriceBook::Default();  // window 2024-01-01 .. 2025-06-01
+  const Pool* od = book.FindPool("aws-p5-on-demand");     // own window 2023-07-27 .. 2025-06-01
+  const Pool* spot = book.FindPool("aws-p5-spot");        // a point-in-time snapshot: the book's window
+  const Pool* cb = book.FindPool("aws-p5-capacity-block");  // until 2025-01-01
+  ASSERT_TRUE(od && spot && cb);
+  EXPECT_TRUE(book.ValidOn(od->validity, "2023-08-01"));
+  EXPECT_FALSE(book.ValidOn(od->validity, "2025-06-01"));
+  EXPECT_FALSE(book.ValidOn(spot->validity, "2023-08-01"));
+  EXPECT_TRUE(book.ValidOn(spot->validity, "2025-05-31"));
+  EXPECT_TRUE(book.ValidOn(cb->validity, "2024-12-31"));
+  EXPECT_FALSE(book.ValidOn(cb->validity, "2025-01-01"));
 }
 
 TEST(PriceBook, ShippedBooksEachHoldAtOnePriceDate) {
