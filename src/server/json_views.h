@@ -13,9 +13,12 @@ nlohmann::json JobJson(const JobView& v, const Service& s);
 nlohmann::json QueueEntryJson(const QueueEntry& e, const Service& s);
 nlohmann::json TeamJson(const TeamView& t);
 nlohmann::json UserJson(const UserView& u);
+// {"id", "time", "actor", "action", "target", "source", "before", "after", "changed"}.
+nlohmann::json AuditJson(const AuditRow& a);
 nlohmann::json ClusterJson(const Snapshot& snap, const Service& s);
 nlohmann::json ErrorJson(const ApiError& e);
-// CSV with a header: team,project,job,tier,idle,gpu_hours,cost,idle_share_cost.
+// CSV with a header: team,project,job,tier,idle,gpu_hours,cost,idle_share_cost. A text cell that a
+// spreadsheet would read as a formula (starting with =, +, -, @, tab or CR) gets a leading ' (OWASP).
 std::string UsageCsv(const std::vector<UsageRow>& rows);
 nlohmann::json UsageJson(const std::vector<UsageRow>& rows, int64_t from, int64_t to, const std::string& group_by);
 
