@@ -2,6 +2,7 @@
 // printing only; the figures come from src/cost.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -26,8 +27,28 @@ namespace {
 struct BreakEvenArgs {
   std::string config;
   std::vector<double> utilizations;
+  std::string start;                   // overrides the config's start_date
+  std::vector<std::string> rent_cuts;  // [NAME=]DATE:CUT
   bool json = false;
 };
+
+// Applies `--rent-cut [NAME=]DATE:CUT` (a cut of CUT, e.g. 0.45, from DATE, to every alternative whose name
+// contains NAME, or to all).
+Status ApplyRentCut(const std::string& arg, BreakEvenConfig* config) {
+  const size_t eq = arg.find('='), colon = arg.rfind(':');
+  const std::string match = eq == std::string::npos ? "" : arg.substr(0, eq);
+  const size_t from = eq == std::string::npos ? 0 : eq + 1;
+  if (colon == std::string::npos || colon < from) {
+    return Status::Error(fmt::format("--rent-cut '{}': expected [NAME=]YYYY-MM-DD:CUT, e.g. 2025-06-01:0.45", arg));
+  }
+  char* end = nullptr;
+  const std::string cut_text = arg.substr(colon + 1);
+  const double cut = std::strtod(cut_text.c_str(), &end);
+  if (cut_text.empty() || *end != '\0') {
+    return Status::Error(fmt::format("--rent-cut '{}': '{}' is not a number", arg, cut_text));
+  }
+  return AddRentCut(config, match, arg.substr(from, colon - from), cut);
+}
 
 int RunBreakEven(const BreakEvenArgs& args) {
   Result<std::string> text = ReadFile(args.config);
@@ -42,6 +63,13 @@ int RunBreakEven(const BreakEvenArgs& args) {
   }
   BreakEvenConfig config = std::move(cfg).value();
   if (!args.utilizations.empty()) config.utilizations = args.utilizations;
+  if (!args.start.empty()) config.start_date = args.start;
+  for (const std::string& cut : args.rent_cuts) {
+    if (Status st = ApplyRentCut(cut, &config); !st.ok()) {
+      std::cerr << "error: " << st.message() << "\n";
+      return 2;
+    }
+  }
   BreakEvenResult result = ComputeBreakEven(config);
   if (args.json) {
     std::cout << BreakEvenJson(config, result).dump(2) << "\n";
@@ -130,8 +158,12 @@ int RunPrices(const PricesArgs& args) {
       dyn = fmt::format("notice {:g} s, {:g} reclaims/h", p.reclaim_notice_s, p.reclaim_rate_per_hour);
     }
     if (p.tier == Tier::kOwned) {
-      dyn = fmt::format("capex ${:g} / {:g} months + opex ${:.2f}/month, {} GPUs", p.owned.capex_usd,
-                        p.owned.life_months, p.owned.OpexUsdPerMonth(), p.owned.gpus);
+      const OwnedFinance f = OwnedFinanceAt(p.owned, p.owned.utilization);
+      dyn = fmt::format("capex ${:g} over {:g} months at {:g}%/year, resale {:g}%: ${:.2f}/month + opex at {:g}% "
+                        "${:.2f}/month, {} GPUs",
+                        p.owned.capex_usd, p.owned.life_months, p.owned.discount_rate_per_year * 100,
+                        p.owned.resale_fraction * 100, f.capital_per_month, p.owned.utilization * 100,
+                        f.opex_per_month, p.owned.gpus);
     }
     std::cout << fmt::format("{:<24} {:<10} {:<12} {:>10.4f}  {}\n", p.name, TierName(p.tier), p.gpu_kind,
                              p.usd_per_gpu_hour, dyn);
@@ -326,6 +358,10 @@ void RegisterCost(CLI::App& app, int* exit_code) {
       ->check(CLI::ExistingFile);
   breakeven->add_option("--utilization", be->utilizations, "utilisation(s) in (0, 1]; default from config (1.0, 0.5)")
       ->check(CLI::Range(1e-9, 1.0));
+  breakeven->add_option("--start", be->start, "month 0 of the comparison, YYYY-MM-DD (default: the config's start_date)");
+  breakeven->add_option("--rent-cut", be->rent_cuts,
+                        "[NAME=]YYYY-MM-DD:CUT: from that date the rent of every alternative (or those whose name "
+                        "contains NAME) is cut by CUT (0.45 = 45%); committed ones at their next renewal");
   breakeven->add_flag("--json", be->json, "print JSON");
   breakeven->callback([be, exit_code] { *exit_code = RunBreakEven(*be); });
 

@@ -80,6 +80,13 @@ Status ParseOwned(const YAML::Node& node, std::string_view source, const std::st
   r.Double("colo_kw", &o->colo_kw, false, 0, kInf);
   r.Double("colo_usd_per_kw_month", &o->colo_usd_per_kw_month, false, 0, kInf);
   r.Double("other_ops_usd_per_month", &o->other_ops_usd_per_month, false, 0, kInf);
+  r.Double("discount_rate_per_year", &o->discount_rate_per_year, false, 0, 1);
+  r.Double("resale_fraction", &o->resale_fraction, false, 0, 1);
+  r.Double("utilization", &o->utilization, false, 1e-9, 1);
+  if (r.status().ok() && o->idle_power_kw > o->avg_power_kw) {
+    r.Fail("idle_power_kw", fmt::format("{:g} exceeds avg_power_kw, the busy draw ({:g})", o->idle_power_kw,
+                                        o->avg_power_kw));
+  }
   return r.Finish();
 }
 

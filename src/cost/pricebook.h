@@ -18,8 +18,10 @@ namespace tessera {
 // Hours in a billing month (365 * 24 / 12), the convention of hardware-facts.md 4.4.
 inline constexpr double kHoursPerMonth = 730.0;
 
-// Owned hardware (one server or one purchase unit of `gpus` GPUs): capital cost amortised straight-line
-// over `life_months`, plus monthly running costs.
+// Owned hardware (one server or one purchase unit of `gpus` GPUs): its capital cost, recovered over
+// `life_months` at the owner's cost of capital less the resale value at the end of the life, plus monthly
+// running costs with power at the utilisation. The chargeback rate (UsdPerGpuHour) and the break-even
+// (cost/breakeven.h) use the same finance: OwnedFinance below.
 struct OwnedCost {
   int gpus = 8;
   double capex_usd = 0;                 // purchase price of the unit
@@ -31,6 +33,9 @@ struct OwnedCost {
   double colo_kw = 0;                   // colocation power reserved (billed per kW whether drawn or not)
   double colo_usd_per_kw_month = 0;     // colocation price
   double other_ops_usd_per_month = 0;   // network, storage and operations share
+  double discount_rate_per_year = 0;    // the owner's cost of capital, i
+  double resale_fraction = 0;           // resale value at the end of the life, fraction of capex
+  double utilization = 1.0;             // planned utilisation in (0, 1]: the power the chargeback rate prices
 
   // Draw at utilisation u in [0, 1]: linear between the idle and the busy draw.
   double PowerKwAt(double u) const {
@@ -46,12 +51,29 @@ struct OwnedCost {
     return PowerUsdPerMonthAt(u) + ColoUsdPerMonth() + other_ops_usd_per_month;
   }
   double OpexUsdPerMonth() const { return OpexUsdPerMonthAt(1.0); }
+  // Straight-line capex / life (shown for comparison; the rate uses OwnedFinance::capital_per_month).
   double AmortisationUsdPerMonth() const { return life_months > 0 ? capex_usd / life_months : 0; }
-  // Price of one GPU-hour when the unit is held all month (idle time is the owner's idle cost).
-  double UsdPerGpuHour() const {
-    return gpus > 0 ? (AmortisationUsdPerMonth() + OpexUsdPerMonth()) / (kHoursPerMonth * gpus) : 0;
-  }
+  // Chargeback price of one GPU-hour of the unit's capacity (held all month; idle time is the owner's idle
+  // cost): (capital recovery + opex at the planned utilisation) / (730 h x gpus). See OwnedFinance.
+  double UsdPerGpuHour() const;
 };
+
+// The finance of an owned unit, one function for the chargeback rate and the break-even:
+//   d  = (1 + i)^(1/12) - 1                                  monthly discount rate
+//   K  = capex - resale x capex / (1 + i)^(life / 12)         net capex (resale received at the end of life)
+//   C  = K d / (1 - (1 + d)^-life)   (K / life when i = 0)    capital recovery per month: the level monthly
+//                                                            charge whose discounted sum over the life is K
+//   rate(u) = (C + opex at u) / (730 h x gpus)               $/GPU-hour of capacity
+// A renter paying C + opex every month therefore breaks even with the owner exactly at the end of the life.
+struct OwnedFinance {
+  double monthly_discount_rate = 0;   // d
+  double resale_value = 0;            // resale x capex, undiscounted
+  double net_capex = 0;               // K
+  double capital_per_month = 0;       // C
+  double opex_per_month = 0;          // at the utilisation asked for
+  double usd_per_gpu_hour = 0;        // (C + opex) / (730 x gpus)
+};
+OwnedFinance OwnedFinanceAt(const OwnedCost& o, double utilization);
 
 // When a price holds: [valid_from, valid_until) as YYYY-MM-DD (empty: unknown / open). A book's entries
 // must all hold at its price_date; an entry whose window ended before it may stay only when marked

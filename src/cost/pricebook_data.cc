@@ -185,7 +185,11 @@ pools:
       colo_kw: 10
       colo_usd_per_kw_month: 200
       other_ops_usd_per_month: 1400
-    source: "hardware-facts 4.4: 8xH100 server capex ~$300k (DGX H100 ~$270k SemiAnalysis May 2023; HGX quote ~$317k Thinkmate Aug 2024); colo ~$200/kW/month (CBRE: $184.06 H2 2024 NA, $217.30 Q1 2025 global); power 8 kW avg, $0.08/kWh, PUE 1.3 and $1.4k/month ops are assumptions; 48-month life"
+      idle_power_kw: 2.5
+      discount_rate_per_year: 0.08
+      resale_fraction: 0.10
+      utilization: 1.0
+    source: "hardware-facts 4.4: 8xH100 server capex ~$300k (DGX H100 ~$270k SemiAnalysis May 2023; HGX quote ~$317k Thinkmate Aug 2024); colo ~$200/kW/month (CBRE: $184.06 H2 2024 NA, $217.30 Q1 2025 global); power 8 kW avg, $0.08/kWh, PUE 1.3 and $1.4k/month ops are assumptions; 48-month life; the finance of examples/cost/breakeven-h100.yaml (8%/year cost of capital, 10% resale, 2.5 kW idle: assumptions), power priced at the busy draw (utilization 1.0)"
     date: "2023-05 .. 2025-02"
 )yaml";
   return kYaml;
