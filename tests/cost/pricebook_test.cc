@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -40,13 +42,18 @@ TEST(PriceBook, DefaultsCarryHardwareFactsFigures) {
   EXPECT_FALSE(book.OnDemandListPrice("no-such-gpu").ok());
 }
 
-TEST(PriceBook, OwnedPriceIsAmortisedCapexPlusOpex) {
+TEST(PriceBook, OwnedPriceIsCapitalRecoveryPlusOpex) {
   const Pool* owned = PriceBook::Default().FindPool("owned-h100");
   ASSERT_NE(owned, nullptr);
   // hardware-facts 4.4: opex ~ $4k/month = colo 10 kW x $200 + 8 kW x 730 h x $0.08 x 1.3 + $1.4k.
   EXPECT_NEAR(owned->owned.OpexUsdPerMonth(), 2000 + 607.36 + 1400, 1e-9);
-  // ($300k / 48 + $4007.36) / (730 h x 8 GPUs) = $1.756 per GPU-hour.
-  EXPECT_NEAR(owned->usd_per_gpu_hour, (300000.0 / 48 + 4007.36) / (730 * 8), 1e-9);
+  // Net capex K = $300k - 10% resale / 1.08^4; recovered over 48 months at 8%/year (d = 1.08^(1/12) - 1, and
+  // (1 + d)^-48 = 1.08^-4): C = K d / (1 - 1.08^-4); rate = (C + $4007.36) / (730 h x 8 GPUs), about $1.842.
+  const double k = 300000 - 30000 / std::pow(1.08, 4), d = std::pow(1.08, 1 / 12.0) - 1;
+  const double c = k * d / (1 - std::pow(1.08, -4));
+  EXPECT_NEAR(c, 6749.2, 0.1);
+  EXPECT_NEAR(owned->usd_per_gpu_hour, (c + 4007.36) / (730 * 8), 1e-9);
+  EXPECT_NEAR(owned->usd_per_gpu_hour, 1.842, 0.001);
 }
 
 TEST(PriceBook, ShippedExampleEqualsTheDefaults) {
