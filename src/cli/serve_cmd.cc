@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/embedded_demo.h"
+#include "cost/pricebook.h"
 #include "base/file.h"
 #include "server/http_server.h"
 #include "service/demo.h"
@@ -39,7 +41,27 @@ struct ServeArgs {
   int max_connections_per_address = 96;
   double rate_limit = 0;
   double sign_in_limit = 20;
+  std::vector<std::string> prices;  // price books; none = the default (2024) and the 2025 book
 };
+
+// The books usage is priced with: each --prices file, else the two shipped books.
+Result<std::vector<PriceBook>> ServeBooks(const std::vector<std::string>& files) {
+  std::vector<PriceBook> books;
+  if (files.empty()) {
+    books.push_back(PriceBook::Default());
+    auto current = PriceBook::FromYaml(kPrices2025, "examples/cost/prices-2025.yaml (compiled in)");
+    if (!current.ok()) return current.status();
+    books.push_back(std::move(current).value());
+  }
+  for (const std::string& f : files) {
+    auto text = ReadFile(f);
+    if (!text.ok()) return text.status();
+    auto book = PriceBook::FromYaml(*text, f);
+    if (!book.ok()) return book.status();
+    books.push_back(std::move(book).value());
+  }
+  return books;
+}
 
 Status WriteSecret(const std::string& path, const std::string& text) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -111,6 +133,34 @@ int ServeReplay(const ServeArgs& a) {
   return 0;
 }
 
+// The service's configuration: the cluster (the demo's unless --cluster), price books and tenancy.
+Result<ServiceConfig> ServeConfig(const ServeArgs& a) {
+  ServiceConfig cfg;
+  cfg.catalog = &Catalog::Default();
+  std::string cluster_text = DemoClusterYaml(), cluster_source = "demo cluster";
+  if (!a.cluster.empty()) {
+    auto t = ReadFile(a.cluster);
+    if (!t.ok()) return t.status();
+    cluster_text = *t;
+    cluster_source = a.cluster;
+  }
+  auto cluster = LoadClusterYaml(cluster_text, cluster_source, *cfg.catalog);
+  if (!cluster.ok()) return cluster.status();
+  cfg.cluster = std::move(cluster).value();
+  cfg.log = [](const std::string& line) { fmt::print(stderr, "tessera serve: {}\n", line); };
+  auto books = ServeBooks(a.prices);
+  if (!books.ok()) return books.status();
+  cfg.price_books = std::move(books).value();
+  if (!a.tenancy.empty()) {
+    auto t = ReadFile(a.tenancy);
+    if (!t.ok()) return t.status();
+    auto ten = ParseTenancyYaml(*t, a.tenancy, *cfg.catalog);
+    if (!ten.ok()) return ten.status();
+    cfg.tenancy = std::move(ten).value();
+  }
+  return cfg;
+}
+
 int Serve(const ServeArgs& a) {
   // SIGTERM/SIGINT are taken by sigwait below; block them before any thread starts.
   sigset_t sigs;
@@ -127,26 +177,9 @@ int Serve(const ServeArgs& a) {
   }
   if (!a.replay.empty()) return ServeReplay(a);
   const size_t colon = a.listen.rfind(':');
-  ServiceConfig cfg;
-  cfg.catalog = &Catalog::Default();
-  std::string cluster_text = DemoClusterYaml(), cluster_source = "demo cluster";
-  if (!a.cluster.empty()) {
-    auto t = ReadFile(a.cluster);
-    if (!t.ok()) return fmt::print(stderr, "{}\n", t.error()), 1;
-    cluster_text = *t;
-    cluster_source = a.cluster;
-  }
-  auto cluster = LoadClusterYaml(cluster_text, cluster_source, *cfg.catalog);
-  if (!cluster.ok()) return fmt::print(stderr, "{}\n", cluster.error()), 1;
-  cfg.cluster = std::move(cluster).value();
-  cfg.log = [](const std::string& line) { fmt::print(stderr, "tessera serve: {}\n", line); };
-  if (!a.tenancy.empty()) {
-    auto t = ReadFile(a.tenancy);
-    if (!t.ok()) return fmt::print(stderr, "{}\n", t.error()), 1;
-    auto ten = ParseTenancyYaml(*t, a.tenancy, *cfg.catalog);
-    if (!ten.ok()) return fmt::print(stderr, "{}\n", ten.error()), 1;
-    cfg.tenancy = std::move(ten).value();
-  }
+  auto built = ServeConfig(a);
+  if (!built.ok()) return fmt::print(stderr, "{}\n", built.error()), 1;
+  ServiceConfig cfg = std::move(built).value();
   auto store = OpenSqliteStore(a.db);
   if (!store.ok()) return fmt::print(stderr, "{}\n", store.error()), 1;
   ScaledClock clock(static_cast<double>(std::time(nullptr)), a.speed);
@@ -212,6 +245,10 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--cluster", a->cluster,
                 "cluster YAML; it seeds an empty database, whose nodes are used afterwards (tessera node ...) "
                 "(default: the embedded demo cluster)");
+  c->add_option("--prices", a->prices,
+                "price book YAML, repeatable: usage is priced with the book valid at its time (default: the "
+                "compiled-in 2024 book and examples/cost/prices-2025.yaml)")
+      ->check(CLI::ExistingFile);
   c->add_option("--tenancy", a->tenancy, "tenancy YAML: teams, queues, priority classes");
   c->add_flag("--demo", a->demo, "demo teams, users and a stream of jobs on the simulated backend");
   c->add_option("--backend-latency", a->backend_latency_s,

@@ -180,6 +180,8 @@ Status CostModel::PriceUsage(const Ledger& ledger, CostReport* rep, std::map<std
       if (!b.ok() && r.usd_per_gpu_hour < 0) return Status::Error(where() + ": " + b.error());
       if (b.ok()) c.book = *b;
       p = books_[c.book].FindPool(pool_key);
+    } else if (options_.enforce_validity) {  // priced by the record: the book of its time gives list and date
+      c.book = BookValidOn(books_, FormatDateUtc(epoch + r.start_s)).index;
     }
     if (r.usd_per_gpu_hour >= 0) c.price_micros = MicrosPerGpuHour(r.usd_per_gpu_hour);
     else if (p != nullptr) c.price_micros = MicrosPerGpuHour(p->usd_per_gpu_hour);
@@ -223,6 +225,8 @@ Status CostModel::PriceCapacity(const Ledger& ledger, std::map<std::string, Pool
       }
       book = *b;
       micros = MicrosPerGpuHour(p->usd_per_gpu_hour);
+    } else if (options_.enforce_validity) {
+      book = BookValidOn(books_, FormatDateUtc(options_.epoch_unix_s + cap.start_s)).index;
     }
     PoolLine& pl = PoolOf(*pools, cap.pool, cap.tier, cap.gpu_kind);
     const int64_t mgs = int64_t{cap.gpus} * kMilliPerGpu * (cap.end_s - cap.start_s);

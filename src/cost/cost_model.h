@@ -50,7 +50,8 @@ struct CostOptions {
   std::string billing_account_name = "Tessera cluster";
   // Dated pricing (the CLI and the service): every record and capacity record is priced from a book whose
   // price for its pool is valid at the record's start; none = an error naming the record's time. Off in the
-  // simulator, whose run is a snapshot at the book's price_date.
+  // simulator, whose run is a snapshot at the book's price_date. A record that gives its own prices is
+  // attributed to the book valid at its start (BookValidOn: x_PriceBookDate).
   bool enforce_validity = false;
   // Unix time (UTC seconds) of ledger time 0, for FOCUS timestamps. Default 2025-01-01T00:00:00Z.
   int64_t epoch_unix_s = 1735689600;

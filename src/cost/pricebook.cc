@@ -260,6 +260,29 @@ bool PriceBook::ValidOn(const PriceValidity& v, const std::string& day) const {
   return (w.valid_from.empty() || w.valid_from <= day) && (w.valid_until.empty() || day < w.valid_until);
 }
 
+BookChoice BookValidOn(const std::vector<PriceBook>& books, const std::string& day) {
+  BookChoice best;
+  bool any = false;
+  for (size_t i = 0; i < books.size(); ++i) {
+    const PriceValidity& w = books[i].window();
+    const bool covers = (w.valid_from.empty() || w.valid_from <= day) && (w.valid_until.empty() || day < w.valid_until);
+    if (covers && (!any || books[i].price_date() > books[best.index].price_date())) {
+      best = {i, true};
+      any = true;
+    }
+  }
+  if (any) return best;
+  // Nearest: before every window, the earliest start; else the latest end (an open end is the latest).
+  for (size_t i = 1; i < books.size(); ++i) {
+    const PriceValidity &a = books[i].window(), &b = books[best.index].window();
+    const bool before_all = !a.valid_from.empty() && day < a.valid_from;
+    if (before_all ? a.valid_from < b.valid_from
+                   : (a.valid_until.empty() || (!b.valid_until.empty() && a.valid_until > b.valid_until)))
+      best.index = i;
+  }
+  return best;
+}
+
 Status PriceBook::Merge(std::string_view text, std::string_view source) {
   std::vector<Pool> pools;
   std::vector<ListPrice> lists;

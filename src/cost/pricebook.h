@@ -161,6 +161,16 @@ class PriceBook {
   PriceValidity window_;
 };
 
+// The book to price something on `day` (YYYY-MM-DD) with: among the books whose own window() covers the day,
+// the one of the latest price_date (a later book supersedes an earlier one where both hold); `covered` false
+// when none does, and then the nearest: the book whose window starts first when the day is before them all,
+// else the one whose window ends last. Books must be non-empty.
+struct BookChoice {
+  size_t index = 0;
+  bool covered = false;
+};
+BookChoice BookValidOn(const std::vector<PriceBook>& books, const std::string& day);
+
 // Why `v` does not hold at `price_date` ("" when it does, or when either is undated).
 std::string PriceDateConflict(const PriceValidity& v, const std::string& price_date);
 

@@ -207,11 +207,11 @@ std::string CsvText(const std::string& v) {
 }  // namespace
 
 std::string UsageCsv(const std::vector<UsageRow>& rows) {
-  std::string out = "team,project,job,tier,idle,gpu_hours,cost,idle_share_cost\n";
+  std::string out = "team,project,job,tier,idle,gpu_hours,cost,idle_share_cost,price_book_date\n";
   for (const UsageRow& r : rows)
-    out += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f}\n", CsvText(r.team), CsvText(r.project),
+    out += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", CsvText(r.team), CsvText(r.project),
                        CsvText(r.job), CsvText(r.tier), r.idle ? "true" : "false", r.gpu_hours, r.cost,
-                       r.idle_share_cost);
+                       r.idle_share_cost, CsvText(r.price_book_date));
   return out;
 }
 
@@ -226,7 +226,8 @@ nlohmann::json UsageJson(const std::vector<UsageRow>& rows, int64_t from, int64_
                    {"idle", r.idle},
                    {"gpu_hours", r.gpu_hours},
                    {"cost", r.cost},
-                   {"idle_share_cost", r.idle_share_cost}});
+                   {"idle_share_cost", r.idle_share_cost},
+                   {"price_book_date", key(r.price_book_date, !r.price_book_date.empty())}});
   }
   return {{"from", TimeJson(from)}, {"to", TimeJson(to)}, {"group_by", group_by}, {"rows", std::move(arr)}};
 }

@@ -53,6 +53,7 @@ bool ParseJobState(std::string_view s, JobState* out) {
 Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend)
     : config_(std::move(config)), store_(std::move(store)), clock_(clock), backend_(backend) {
   kind_stats_.resize(config_.catalog->size());
+  if (config_.price_books.empty()) config_.price_books.push_back(PriceBook::Default());
   for (const Node& n : config_.cluster.nodes) {
     if (n.kind == kNone) continue;
     kind_stats_[n.kind].max_gpus = std::max(kind_stats_[n.kind].max_gpus, n.gpu_count);

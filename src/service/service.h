@@ -180,6 +180,10 @@ struct ServiceConfig {
   // Keep the driver's decisions (TakeDecisionLines).
   bool record_decisions = false;
   std::function<void(const std::string&)> log;  // operator notes (e.g. a cluster file ignored); may be empty
+  // Dated price books (cost/pricebook.h); empty = PriceBook::Default() alone. Usage is priced with the book
+  // valid at its start (BookValidOn): a node's configured price_per_gpu_hour, else its pool's price in that
+  // book, else the book's on-demand list price of its GPU kind; ListCost from that book.
+  std::vector<PriceBook> price_books;
 };
 
 // A node as the nodes API shows it.
@@ -213,6 +217,7 @@ struct UsageRow {
   std::string team, project, job, tier;
   bool idle = false;
   double gpu_hours = 0, cost = 0, idle_share_cost = 0;
+  std::string price_book_date;  // price_date of the book its usage was priced with (rows split by book)
 };
 
 class Service {

@@ -2,35 +2,81 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
 
 #include "cost/cost_model.h"
+#include "cost/focus.h"
 #include "cost/pricebook.h"
 #include "service/service.h"
 
 namespace tessera {
 namespace {
 
-// Usage clipped to [from, to) and every node's capacity since the ledger's start, idle shared proportionally.
+// Prices of `kind` on `node` with book `b`: the node's configured price, else its pool's in the book (same
+// kind), else the book's on-demand list price; {price, list}, -1 where the book has none.
+std::pair<double, double> PricesIn(const PriceBook& b, const Node* node, const std::string& kind) {
+  const ListPrice* lp = b.FindListPrice(kind);
+  const double list = lp != nullptr ? lp->usd_per_gpu_hour : -1;
+  if (node != nullptr && node->price_per_gpu_hour > 0) return {node->price_per_gpu_hour, list};
+  const Pool* p = node != nullptr && !node->pool.empty() ? b.FindPool(node->pool) : nullptr;
+  if (p != nullptr && p->gpu_kind == kind) return {p->usd_per_gpu_hour, list};
+  return {list, list};
+}
+
+const PriceBook& BookAt(const std::vector<PriceBook>& books, int64_t unix_s) {
+  return books[BookValidOn(books, FormatDateUtc(unix_s)).index];
+}
+
+// Cuts [from, to) where a book's window starts or ends, so that each piece is priced with one book.
+std::vector<int64_t> BookCuts(const std::vector<PriceBook>& books, int64_t from, int64_t to) {
+  std::vector<int64_t> cuts = {from, to};
+  for (const PriceBook& b : books)
+    for (const std::string& day : {b.window().valid_from, b.window().valid_until}) {
+      if (day.empty()) continue;
+      auto t = ParseIsoUtc(day + "T00:00:00Z");
+      if (t.ok() && *t > from && *t < to) cuts.push_back(*t);
+    }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  return cuts;
+}
+
+// Usage clipped to [from, to) and every node's capacity since the ledger's start, idle shared proportionally;
+// each piece priced with the book valid at its time (records and capacity split where a book's window ends).
 Result<UsageLedgerOf> BuildLedger(const std::vector<UsageRecord>& usage, const Cluster& cluster, const Catalog& cat,
-                                  int64_t ledger_start, int64_t from, int64_t to) {
+                                  const std::vector<PriceBook>& books, int64_t ledger_start, int64_t from,
+                                  int64_t to) {
   UsageLedgerOf b;
   b.options.idle_policy = IdlePolicy::kProportional;
   b.options.epoch_unix_s = 0;
-  for (UsageRecord u : usage) {
-    u.start_s = std::max(u.start_s, from);
-    u.end_s = std::min(u.end_s, to);
-    if (u.end_s <= u.start_s) continue;
-    if (Status st = b.ledger.AddUsage(std::move(u)); !st.ok()) return st;
+  b.options.enforce_validity = true;  // records carry their prices; the book of their time dates them
+  std::map<std::string, const Node*> by_name;
+  for (const Node& n : cluster.nodes) by_name[n.name] = &n;
+  for (const UsageRecord& rec : usage) {
+    auto node = by_name.find(rec.node);
+    const std::vector<int64_t> cuts = BookCuts(books, std::max(rec.start_s, from), std::min(rec.end_s, to));
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      UsageRecord u = rec;
+      u.start_s = cuts[k];
+      u.end_s = cuts[k + 1];
+      u.lost_s = std::min(u.lost_s, u.end_s - u.start_s);
+      std::tie(u.usd_per_gpu_hour, u.list_usd_per_gpu_hour) =
+          PricesIn(BookAt(books, u.start_s), node == by_name.end() ? nullptr : node->second, u.gpu_kind);
+      if (u.usd_per_gpu_hour < 0) u.usd_per_gpu_hour = 0;
+      if (Status st = b.ledger.AddUsage(std::move(u)); !st.ok()) return st;
+    }
   }
-  const int64_t cap_from = std::max(from, ledger_start);
-  if (to > cap_from)
-    for (const Node& n : cluster.nodes) {
-      if (n.gpu_count == 0 || n.kind == kNone) continue;
-      CapacityRecord c = NodeCapacity(n, cat, cap_from, to);
-      auto list = PriceBook::Default().OnDemandListPrice(c.gpu_kind);
-      c.usd_per_gpu_hour = n.price_per_gpu_hour > 0 ? n.price_per_gpu_hour : (list.ok() ? *list : 0);
+  const std::vector<int64_t> cuts = BookCuts(books, std::max(from, ledger_start), to);
+  for (const Node& n : cluster.nodes) {
+    if (n.gpu_count == 0 || n.kind == kNone) continue;
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      CapacityRecord c = NodeCapacity(n, cat, cuts[k], cuts[k + 1]);
+      c.usd_per_gpu_hour = std::max(0.0, PricesIn(BookAt(books, cuts[k]), &n, c.gpu_kind).first);
       if (Status st = b.ledger.AddCapacity(c); !st.ok()) return st;
     }
+  }
   return b;
 }
 
@@ -50,7 +96,7 @@ Outcome<UsageLedgerOf> Service::UsageLedger(const UsageQuery& q) const {
   }
   const int64_t from = q.from < 0 ? start : q.from, to = q.to < 0 ? now : q.to;
   if (to < from) return Invalid("to", "to: must not be before from");
-  auto built = BuildLedger(usage, cluster, *config_.catalog, start, from, to);
+  auto built = BuildLedger(usage, cluster, *config_.catalog, config_.price_books, start, from, to);
   if (!built.ok()) return ApiError{ErrorCode::kInternal, "", built.error()};
   return std::move(built).value();
 }
@@ -60,10 +106,11 @@ Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery&
     return Invalid("group_by", "group_by: one of team, project, job");
   auto built = UsageLedger(q);
   if (!built.ok()) return built.error();
-  CostModel model(PriceBook::Default(), built->options);
+  CostModel model(config_.price_books, built->options);
   auto report = model.Evaluate(built->ledger);
   if (!report.ok()) return ApiError{ErrorCode::kInternal, "", report.error()};
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, UsageRow> rows;
+  auto date = [&](size_t book) { return model.books()[book].price_date(); };
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, UsageRow> rows;
   const auto& recs = built->ledger.usage();
   for (size_t i = 0; i < recs.size(); ++i) {
     const UsageRecord& u = recs[i];
@@ -71,7 +118,8 @@ Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery&
     if (c.role != Role::kAdmin && u.team != c.team) continue;
     const std::string project = q.group_by == "team" ? "" : u.project;
     const std::string job = q.group_by == "job" ? std::to_string(u.job_id) : "";
-    UsageRow& r = rows[{u.team, project, job, TierName(u.tier)}];
+    UsageRow& r = rows[{u.team, project, job, TierName(u.tier), date(ch.book)}];
+    r.price_book_date = date(ch.book);
     r.team = u.team;
     r.project = project;
     r.job = job;
@@ -85,7 +133,8 @@ Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery&
   if (c.role == Role::kAdmin) {
     for (const PoolLine& p : report->pools)
       if (p.idle_milli_gpu_s > 0)
-        out.push_back({"", "", "", TierName(p.tier), true, static_cast<double>(p.idle_milli_gpu_s) / 3.6e6, p.idle_usd, 0});
+        out.push_back({"", "", "", TierName(p.tier), true, static_cast<double>(p.idle_milli_gpu_s) / 3.6e6, p.idle_usd, 0,
+                       date(p.book)});
     return out;
   }
   // A team's idle: per tier, the part of each pool's idle the proportional policy charged it (capacity that
@@ -96,7 +145,7 @@ Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery&
     auto p = std::find_if(report->pools.begin(), report->pools.end(), [&](const PoolLine& l) { return l.pool == tp.pool; });
     if (p == report->pools.end() || p->idle_usd <= 0) continue;
     UsageRow& r = idle[TierName(p->tier)];
-    r = {c.team, "", "", TierName(p->tier), true, r.gpu_hours, r.cost, r.idle_share_cost};
+    r = {c.team, "", "", TierName(p->tier), true, r.gpu_hours, r.cost, r.idle_share_cost, date(p->book)};
     r.gpu_hours += static_cast<double>(p->idle_milli_gpu_s) / 3.6e6 * (tp.idle_cost_usd / p->idle_usd);
     r.cost += tp.idle_cost_usd;
     r.idle_share_cost += tp.idle_cost_usd;
@@ -110,7 +159,7 @@ Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery&
 Outcome<std::string> Service::UsageFocusCsv(const Caller& c, const UsageQuery& q) const {
   auto built = UsageLedger(q);
   if (!built.ok()) return built.error();
-  CostModel model(PriceBook::Default(), built->options);
+  CostModel model(config_.price_books, built->options);
   auto csv = model.FocusCsv(built->ledger, c.role == Role::kAdmin ? std::string() : c.team);
   if (!csv.ok()) return ApiError{ErrorCode::kInternal, "", csv.error()};
   return *csv;

@@ -6,8 +6,12 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
+#include "cost/pricebook.h"
 #include "service/service.h"
 #include "service/simulated_backend.h"
 #include "service/tokens.h"
@@ -54,6 +58,7 @@ class ServiceTest : public ::testing::Test {
     ASSERT_TRUE(cl.ok()) << cl.error();
     cfg.cluster = *cl;
     cfg.background_cycles = false;
+    cfg.price_books = books_;
     auto store = OpenSqliteStore((dir_ / "t.db").string());
     ASSERT_TRUE(store.ok());
     auto s = Service::Start(std::move(cfg), std::move(store).value(), &clock_, backend_.get());
@@ -76,6 +81,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
+  std::vector<PriceBook> books_;  // empty: the service's default
   ManualClock clock_;
   std::unique_ptr<SimulatedBackend> backend_ = std::make_unique<SimulatedBackend>(&clock_);
   std::unique_ptr<Service> svc_;
@@ -269,6 +275,43 @@ TEST_F(ServiceTest, HeldSnapshotsKeepTheirAllocationWhileBuffersAreReused) {
   }
   EXPECT_EQ(free_gpus(*idle->cluster), all_free);
   EXPECT_EQ(free_gpus(*held[0]->cluster), all_free - 8);
+}
+
+// Usage is priced with the book valid at its time: a job running across the June 2025 cut is charged the
+// 2024 list price before it and the 2025 one after, in two rows that name their book's date, and the FOCUS
+// export dates each row by its book.
+TEST_F(ServiceTest, UsageIsPricedWithTheBookValidAtItsTime) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/cost/prices-2025.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto b2025 = PriceBook::FromYaml(text.str(), "prices-2025.yaml");
+  ASSERT_TRUE(b2025.ok()) << b2025.error();
+  books_ = {PriceBook::Default(), *b2025};
+  svc_.reset();
+  const int64_t cut = 1748736000;  // 2025-06-01T00:00:00Z, where the 2024 book's window ends
+  clock_.now_ = cut - 1800;
+  Open();
+  const int64_t v = SubmitOk(member_, Training("v", 8, 3600));
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, v)->job->state, JobState::kRunning);
+  const int64_t start = static_cast<int64_t>(clock_.now_);
+  clock_.now_ += 3601;
+  svc_->RunCycleNow();
+  auto rows = svc_->Usage(lead_, UsageQuery{start, start + 3600, "team"});
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  std::map<std::string, UsageRow> by_date;
+  for (const UsageRow& r : rows.value())
+    if (!r.idle) by_date[r.price_book_date] = r;
+  ASSERT_EQ(by_date.size(), 2u);
+  const double before_h = (cut - start) * 8 / 3600.0, after_h = 8 - before_h;
+  EXPECT_NEAR(by_date["2024-12-31"].gpu_hours, before_h, 1e-9);
+  EXPECT_NEAR(by_date["2025-07-01"].gpu_hours, after_h, 1e-9);
+  EXPECT_NEAR(by_date["2024-12-31"].cost, before_h * 12.29, 0.006);   // the 2024 list price
+  EXPECT_NEAR(by_date["2025-07-01"].cost, after_h * 6.7595, 0.006);   // after the cut
+  auto csv = svc_->UsageFocusCsv(admin_, UsageQuery{start, start + 3600, "team"});
+  ASSERT_TRUE(csv.ok()) << csv.error().message;
+  EXPECT_NE(csv.value().find(",2024-12-31"), std::string::npos);
+  EXPECT_NE(csv.value().find(",2025-07-01"), std::string::npos);
 }
 
 // A team's usage and FOCUS views carry only its share of idle: capacity another team held is not idle, and
