@@ -89,6 +89,7 @@ Result<std::vector<uint64_t>> ParseSeeds(const std::string& s) {
 Result<Scenario> Prepare(const std::string& path, const std::string& seeds, int threads) {
   auto sc = LoadScenario(path, Catalog::Default());
   if (!sc.ok()) return sc.status();
+  for (const std::string& w : sc->warnings) std::cerr << "warning: " << w << "\n";
   if (!seeds.empty()) {
     auto s = ParseSeeds(seeds);
     if (!s.ok()) return s.status();

@@ -467,6 +467,18 @@ Status ReadWorkloadSource(FieldReader& top, const std::string& dir, const Catalo
   return Status::Ok();
 }
 
+// Without `tiers:` the run has no cost model: a node's price_per_gpu_hour is not used.
+void WarnIgnoredPrices(Scenario* s) {
+  std::vector<std::string> nodes;
+  for (const Node& n : s->cluster.nodes)
+    if (n.price_per_gpu_hour > 0) nodes.push_back(n.name);
+  if (nodes.empty()) return;
+  s->warnings.push_back(fmt::format(
+      "{}: price_per_gpu_hour (on {} node(s), e.g. {}) is ignored: the scenario has no `tiers:` section, so the "
+      "simulator prices nothing (add `tiers:` to price the run from a price book)",
+      s->cluster_path, nodes.size(), nodes.front()));
+}
+
 }  // namespace
 
 Result<Scenario> ParseScenario(std::string_view text, const std::string& source, const std::string& dir,
@@ -492,6 +504,8 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
     auto t = ParseTierConfig(tiers, source, dir, s.cluster);
     if (!t.ok()) return t.status();
     s.tiers = std::make_shared<const TierConfig>(std::move(t).value());
+  } else {
+    WarnIgnoredPrices(&s);
   }
   if (Status st = ReadRunSettings(top, &s); !st.ok()) return st;
   if (Status st = ReadArrivals(top, &s.arrivals); !st.ok()) return st;

@@ -57,6 +57,9 @@ struct Scenario {
   std::string source;  // path of the scenario file
   std::string cluster_path;
   Cluster cluster;
+  // Configuration the run does not use, one line each naming the file and field (printed by the CLI): a
+  // cluster file's price_per_gpu_hour without `tiers:` (a tiered run refuses it instead).
+  std::vector<std::string> warnings;
   std::vector<uint64_t> seeds;
   int threads = 2;
   std::vector<std::string> policies;

@@ -111,6 +111,25 @@ TEST(ScenarioTest, BadInputNamesFileLineAndField) {
   }
 }
 
+// A cluster file's price_per_gpu_hour in a scenario without `tiers:` is not used: a warning names the file
+// and the field (a tiered scenario refuses it: spot_tiers_test).
+TEST(ScenarioTest, IgnoredClusterPriceIsAWarningNamingFileAndField) {
+  auto plain = Parse(std::string(kBase) + "workload: {}\n");
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  EXPECT_TRUE(plain->warnings.empty());
+  const std::string dir = TempDir();
+  std::ofstream(std::filesystem::path(dir) / "priced.yaml")
+      << "name: p\ndefaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
+         "nodes:\n  - {name: h, count: 2, gpu: h100-80gb, leaf: leaf-0, price_per_gpu_hour: 4.9}\n";
+  std::string text = kBase;
+  text.replace(text.find("c.yaml"), 6, "priced.yaml");
+  auto priced = ParseScenario(text + "workload: {}\n", "s.yaml", dir, Catalog::Default());
+  ASSERT_TRUE(priced.ok()) << priced.error();
+  ASSERT_EQ(priced->warnings.size(), 1u);
+  EXPECT_NE(priced->warnings[0].find("priced.yaml: price_per_gpu_hour"), std::string::npos) << priced->warnings[0];
+  EXPECT_NE(priced->warnings[0].find("is ignored"), std::string::npos);
+}
+
 TEST(ScenarioTest, StaticMigClusterSpreadsShare) {
   auto s = Parse(std::string(kBase) + "workload: {}\n");
   ASSERT_TRUE(s.ok()) << s.error();
