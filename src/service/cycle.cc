@@ -486,6 +486,7 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   else snap->cluster = old->cluster;
   state_changed_ = false;
   for (const QueueConfig& q : config_.tenancy.queues) snap->queue_names.push_back(q.name);
+  QueueSignaturesLocked(snap.get());
   if (plan == nullptr) {
     if (old) snap->queues = old->queues;
     return snap;
@@ -510,7 +511,9 @@ std::shared_ptr<const ClusterState> Service::RecycledClusterLocked() {
 
 void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<JobPtr>& jobs) {
   if (plan != nullptr) {
+    const std::shared_ptr<const Snapshot> old = snapshot();
     std::unordered_map<int64_t, JobPtr> by_id;
+    std::unordered_map<int64_t, int64_t> needed;  // GPU thousandths short of the queue limit
     for (size_t i = 0; i < plan->pending.size(); ++i) {
       const PendingStatus& p = plan->pending[i];
       const JobPtr& j = jobs[i];
@@ -519,6 +522,7 @@ void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, c
       if (!fresh && it->second.pool_position <= p.pool_position) continue;
       it->second = PendingInfo{p.team_position, p.pool_position, p.code, p.message, p.estimated_start_s};
       by_id[j->id] = j;
+      needed[j->id] = p.still_needed;
     }
     std::vector<std::pair<int, int64_t>> order;  // (pool position of the job's first replica, job)
     order.reserve(snap->pending.size());
@@ -532,6 +536,7 @@ void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, c
       const JobPtr& j = by_id[id];
       info.pool_position = ++pos;  // positions count jobs, not replicas
       info.team_position = ++team_pos[j->queue];
+      StabiliseEstimate(*j, needed[id], *snap, old.get(), &info);
       snap->queue.push_back({j, info});
     }
   }

@@ -195,11 +195,15 @@ test('change the priority class of the job from the jobs page', async t => {
   await withPage(t, async page => {
     await signIn(page, users['web-lead']);
     const row = page.locator(`[data-job-id="${formJob.id}"]`);
-    await row.getByRole('button', { name: `Change priority class of ${formJob.name} (now training)` }).click();
-    await row.getByLabel(`Priority class of ${formJob.name}`).selectOption('training-high');
+    await row.getByLabel(`Priority for ${formJob.name}`).selectOption('training-high');
     await waitFor(async () => (await api('GET', `/api/v1/jobs/${formJob.id}`, users['web-lead'])).json.priority_class === 'training-high',
       'the priority change', 10000);
-    await row.getByRole('button', { name: `Change priority class of ${formJob.name} (now training-high)` }).waitFor({ timeout: 10000 });
+    // The result is announced, naming the job, and stays until dismissed.
+    const status = page.getByTestId('announce');
+    await waitFor(async () => (await status.innerText()).includes(`Priority of ${formJob.name}`), 'the announcement', 5000);
+    assert.equal(await status.getAttribute('role'), 'status');
+    await status.getByRole('button', { name: 'Dismiss message' }).click();
+    assert.equal((await status.innerText()).trim(), '');
   });
 });
 
@@ -246,7 +250,12 @@ test('cancel the job from the jobs page', async t => {
     await signIn(page, users['web-lead']);
     const row = page.locator(`[data-job-id="${formJob.id}"]`);
     await row.getByRole('button', { name: `Cancel ${formJob.name}` }).click();
+    // "Keep" takes the confirmation back; then cancel for real.
+    await row.getByRole('button', { name: `Keep ${formJob.name}` }).click();
+    assert.equal(await row.getByRole('button', { name: `Confirm cancel of ${formJob.name}` }).count(), 0);
+    await row.getByRole('button', { name: `Cancel ${formJob.name}` }).click();
     await row.getByRole('button', { name: `Confirm cancel of ${formJob.name}` }).click();
+    await page.getByTestId('announce').filter({ hasText: `Cancelled ${formJob.name}` }).waitFor({ timeout: 5000 });
     await waitFor(async () => (await api('GET', `/api/v1/jobs/${formJob.id}`, users['web-lead'])).json.state === 'Cancelled',
       'the job to be cancelled', 10000);
     await row.waitFor({ state: 'detached', timeout: 10000 });
