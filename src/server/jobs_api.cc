@@ -27,7 +27,8 @@ std::optional<ApiError> ParseStates(const std::string& v, std::vector<JobState>*
     std::string word = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     JobState st;
-    std::string canon = word.empty() ? word : std::string(1, static_cast<char>(std::toupper(word[0]))) + word.substr(1);
+    std::string canon = word;
+    if (!canon.empty()) canon[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(canon[0])));
     if (word == "active") {
       out->push_back(JobState::kPending);
       out->push_back(JobState::kRunning);

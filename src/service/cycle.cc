@@ -520,7 +520,12 @@ void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, c
       if (!j || j->state != JobState::kPending) continue;
       auto [it, fresh] = snap->pending.try_emplace(j->id);
       if (!fresh && it->second.pool_position <= p.pool_position) continue;
-      it->second = PendingInfo{p.team_position, p.pool_position, p.code, p.message, p.estimated_start_s};
+      PendingInfo& info = it->second = PendingInfo{};
+      info.team_position = p.team_position;
+      info.pool_position = p.pool_position;
+      info.code = p.code;
+      info.message = p.message;
+      info.estimated_start = p.estimated_start_s;
       by_id[j->id] = j;
       needed[j->id] = p.still_needed;
     }

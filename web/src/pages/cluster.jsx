@@ -93,8 +93,9 @@ function Gpu({ g, node }) {
           {Array.from({ length: g.slices }, (_, s) => <span key={s} class="slice" style={{ gridColumn: `${s + 1}` }} />)}
           {g.instances.map((x, k) => (
             <span key={k} class={`inst${x.allocated ? '' : ' free'}`} data-testid="mig-instance" data-profile={x.profile} data-start={x.start}
+              title={`${x.profile} at slice ${x.start}: ${x.allocated ? `${x.team || 'in use'}${x.job ? ` (${x.job})` : ''}` : 'free'}`}
               style={{ gridColumn: `${x.start + 1} / span ${x.size}`, background: x.allocated ? (x.team ? teamColour(x.team) : 'var(--other)') : undefined }}>
-              <span class="inst-label">{x.profile}</span>
+              <span class="inst-label">{String(x.profile).split('.')[0]}</span>
             </span>
           ))}
         </div>

@@ -66,7 +66,8 @@ export function Team({ me }) {
         <span class="mark guarantee" /> guarantee <span class="mark fair" /> fair share <span class="mark limit" /> limit</p>
       {mine.map(block)}
       <h2>Who borrows from whom</h2>
-      {borrowers.length === 0 ? <p>No team is above its guarantee.</p> : (
+      {me.role !== 'admin' && others.length === 0 && <p>Only your team's figures are shown to you; other teams' use is not visible here.</p>}
+      {borrowers.length === 0 ? <p>{me.role === 'admin' || others.length > 0 ? 'No team is above its guarantee.' : `${me.team} is not above its guarantee.`}</p> : (
         <ul>
           {borrowers.map(({ t, n }) => (
             <li key={t.name}>{t.name} borrows {fmtNumber(n.borrowed, 1)} GPUs
