@@ -14,6 +14,8 @@ void Send(httplib::Response& res, int status, const nlohmann::json& body) {
   res.set_content(body.dump(), "application/json");
 }
 
+constexpr int kMaxPageSize = 1000;
+
 bool Digits(const std::string& s, size_t max) {
   return !s.empty() && s.size() <= max && s.find_first_not_of("0123456789") == std::string::npos;
 }
@@ -67,11 +69,11 @@ bool ParseCursor(const std::string& v, JobQuery* q) {
 }
 
 std::optional<ApiError> ParseQuery(const httplib::Request& req, JobQuery* q) {
-  if (req.has_param("page_size")) {
+  if (req.has_param("page_size")) {  // as every list of the API: at least 1; above kMaxPageSize clamped
     const std::string v = req.get_param_value("page_size");
-    if (!Digits(v, 6) || std::stoi(v) < 1 || std::stoi(v) > 5000)
-      return Invalid("page_size", "page_size: an integer from 1 to 5000");
-    q->limit = std::stoi(v);
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.find_first_not_of('0') == std::string::npos)
+      return Invalid("page_size", fmt::format("page_size: an integer from 1 to {} (larger is clamped)", kMaxPageSize));
+    q->limit = v.size() > 6 ? kMaxPageSize : std::min(kMaxPageSize, std::stoi(v));
   }
   if (auto e = ParseStates(req.get_param_value("state"), &q->states)) return e;
   const std::string sort = req.has_param("sort") ? req.get_param_value("sort") : "id";
