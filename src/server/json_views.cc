@@ -157,7 +157,8 @@ nlohmann::json TeamJson(const TeamView& t) {
           {"allowed_priority_classes", t.allowed_classes},
           {"version", t.version},
           {"allocated_gpus", Gpus(t.allocated_milli)},
-          {"fair_share_gpus", Gpus(t.fair_share_milli)}};
+          {"fair_share_gpus", Gpus(t.fair_share_milli)},
+          {"pending_gpus", Gpus(t.pending_milli)}};
 }
 
 nlohmann::json AuditJson(const AuditRow& a) {

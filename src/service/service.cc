@@ -344,6 +344,7 @@ std::vector<TeamView> Service::Teams(const Caller& c) const {
     if (q >= 0 && q < static_cast<int>(snap->queues.size())) {
       v.allocated_milli = snap->queues[q].allocated_milli;
       v.fair_share_milli = snap->queues[q].fair_share_milli;
+      v.pending_milli = std::max<int64_t>(0, snap->queues[q].demand_milli - snap->queues[q].allocated_milli);
     }
     out.push_back(v);
   }

@@ -129,6 +129,7 @@ struct TeamView {
   std::vector<std::string> allowed_classes;  // the priority classes its jobs may use
   uint64_t version = 1;                      // +1 on every change (ETag)
   int64_t allocated_milli = 0, fair_share_milli = 0, pending_jobs = 0, running_jobs = 0;
+  int64_t pending_milli = 0;  // GPUs its pending jobs ask for (the last cycle's demand less its allocation)
 };
 
 // A team's quota and policy as the audit log records them (JSON text).

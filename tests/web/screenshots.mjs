@@ -66,7 +66,7 @@ try {
   await signIn(admin);
   await page.getByRole('link', { name: 'Admin', exact: true }).click();
   await page.waitForTimeout(2500);
-  await shot('admin', true);
+  await shot('admin');
   // A new token, shown once until dismissed (here the admin's own: the session carries on with it).
   await page.getByRole('button', { name: 'New token for admin' }).click();
   await page.getByTestId('new-token').waitFor();

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, listOf } from '../api.js';
-import { usePoll, gpuField } from '../util.js';
+import { usePoll, gpuField, gpuText } from '../util.js';
 import { announce } from '../announce.jsx';
 
 // Lowest first: the role select starts at the role with the fewest rights.
@@ -62,9 +62,9 @@ function Teams({ me, reloadKey }) {
         <tbody>
           {(data || []).map(t => (
             <tr key={t.name}>
-              <td>{t.name}</td><td class="num">{gpuField(t, 'guaranteed') ?? '—'}</td>
-              <td class="num">{(gpuField(t, 'limit') ?? -1) < 0 ? 'no limit' : gpuField(t, 'limit')}</td>
-              <td class="num">{gpuField(t, 'allocated') ?? '—'}</td>
+              <td>{t.name}</td><td class="num">{gpuText(gpuField(t, 'guaranteed'))}</td>
+              <td class="num">{(gpuField(t, 'limit') ?? -1) < 0 ? 'no limit' : gpuText(gpuField(t, 'limit'))}</td>
+              <td class="num">{gpuText(gpuField(t, 'allocated'))}</td>
               <td>{me.role === 'admin' && (edit && edit.name === t.name ? (
                 <form class="row-actions" onSubmit={save}>
                   <label for="q-g">Guaranteed</label><input id="q-g" type="number" min="0" value={edit.g} onInput={e => setEdit({ ...edit, g: e.currentTarget.value })} />

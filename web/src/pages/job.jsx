@@ -70,14 +70,39 @@ function Placement({ job }) {
   );
 }
 
-function WhatIf({ job, whatif }) {
+// The job's submitted body asking for about `fraction` of its GPUs, as the server's what-if shrinks it
+// (fewer gang members when it has several, else fewer GPUs per worker).
+export function shrunkSpec(spec, fraction) {
+  const out = { ...spec };
+  const n = spec.workers ?? spec.replicas;
+  if (n > 1) out[spec.workers !== undefined ? 'workers' : 'replicas'] = Math.max(1, Math.round(n * fraction));
+  else if (spec.gpus_per_worker > 1) out.gpus_per_worker = Math.max(1, Math.round(spec.gpus_per_worker * fraction));
+  else return null;
+  return out;
+}
+
+// Applies a what-if option: submits the job again with fewer GPUs, then cancels this one (a pending job's
+// size cannot change in place).
+async function applyOption(job, o) {
+  const spec = job.spec && shrunkSpec(job.spec, o.fraction);
+  if (!spec) return;
+  try {
+    const made = await api('POST', '/api/v1/jobs', spec);
+    await api('POST', `/api/v1/jobs/${encodeURIComponent(job.id)}:cancel`);
+    announce(`Submitted ${job.name} with ${o.gpus} GPUs as job ${made.id} and cancelled job ${job.id}.`,
+      { href: `#/jobs/${encodeURIComponent(made.id)}`, linkText: `Open job ${made.id}` });
+  } catch (e) { announce(`Could not apply the what-if to ${job.name} (job ${job.id}): ${e.message}`, { error: true }); }
+}
+
+function WhatIf({ job, whatif, canApply }) {
+  const [confirm, setConfirm] = useState(null);
   if (job.state !== 'Pending') return <p>Only a pending job has a what-if.</p>;
   const opts = listOf(whatif, 'options');
   if (!whatif) return <p>The server gives no what-if for this job.</p>;
   return (
     <table class="compact">
       <caption class="sr-only">Earliest start with fewer GPUs</caption>
-      <thead><tr><th scope="col">If it asked for</th><th scope="col">GPUs</th><th scope="col">Earliest start</th><th scope="col">Why</th></tr></thead>
+      <thead><tr><th scope="col">If it asked for</th><th scope="col">GPUs</th><th scope="col">Earliest start</th><th scope="col">Why</th><th scope="col">Apply</th></tr></thead>
       <tbody>
         {opts.map(o => (
           <tr key={o.fraction}>
@@ -85,6 +110,10 @@ function WhatIf({ job, whatif }) {
             <td class="num">{o.gpus ?? '—'}</td>
             <td>{o.estimated_start ? <When t={o.estimated_start} /> : 'no estimate'}</td>
             <td>{reasonText(o.reason)}</td>
+            <td>{o.fraction < 1 && canApply && job.spec && shrunkSpec(job.spec, o.fraction) && (confirm === o.fraction
+              ? <span class="row-actions"><button type="button" class="small" onClick={() => { setConfirm(null); applyOption(job, o); }}>Confirm: resubmit with {o.gpus} GPUs, cancel this job</button>
+                  <button type="button" class="secondary small" onClick={() => setConfirm(null)}>Keep as is</button></span>
+              : <button type="button" class="secondary small" aria-label={`Apply: ask for ${o.gpus} GPUs`} onClick={() => setConfirm(o.fraction)}>Apply</button>)}</td>
           </tr>
         ))}
       </tbody>
@@ -165,7 +194,7 @@ export function JobPage({ id, me }) {
       <h2>Placement</h2>
       <Placement job={job} />
       <h2>What if it asked for fewer GPUs?</h2>
-      <WhatIf job={job} whatif={whatif} />
+      <WhatIf job={job} whatif={whatif} canApply={canChange(me, job)} />
     </section>
   );
 }
