@@ -229,9 +229,6 @@ TEST_F(PortalApiTest, WhatIfFindsAnEarlierStartWithHalfTheGpus) {
   EXPECT_EQ(Client().Get("/api/v1/jobs/" + filler + "/whatif", Bearer(lead))->status, 400);
 }
 
-}  // namespace
-}  // namespace tessera
-
 TEST_F(PortalApiTest, TheJobsListKeepsEndedJobsWithStateSortSearchAndCursor) {
   const std::string lead = MakeUser("kit", "vision", "team-lead");
   auto post = [&](const std::string& name) {
@@ -246,7 +243,8 @@ TEST_F(PortalApiTest, TheJobsListKeepsEndedJobsWithStateSortSearchAndCursor) {
   ASSERT_EQ(Client().Post("/api/v1/jobs/" + gone + ":cancel", Bearer(lead), "", "application/json")->status, 200);
   auto ids = [&](const std::string& query) {
     std::vector<std::string> out;
-    for (const auto& j : Json(Client().Get("/api/v1/jobs?" + query, Bearer(lead)))["jobs"]) out.push_back(j["id"]);
+    const nlohmann::json page = Json(Client().Get("/api/v1/jobs?" + query, Bearer(lead)));  // outlives the loop
+    for (const auto& j : page["jobs"]) out.push_back(j["id"]);
     return out;
   };
   EXPECT_EQ(ids("state=Cancelled"), std::vector<std::string>{gone});
@@ -359,3 +357,6 @@ TEST_F(PortalApiTest, AnEstimateStaysPutWhileNothingChangesInItsQueue) {
   auto w = Json(Client().Get("/api/v1/jobs/" + behind + "/whatif", Bearer(lead)));
   EXPECT_EQ(w["options"][0]["estimated_start"], first["estimated_start"]);
 }
+
+}  // namespace
+}  // namespace tessera
