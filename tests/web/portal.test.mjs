@@ -381,7 +381,8 @@ test('a start estimate held by the team limit shows a <time> that stays put acro
     for (let i = 0; i < 4; i++) { seen.add(await cell.getAttribute('datetime')); await page.waitForTimeout(2200); }
     assert.equal(seen.size, 1, `the estimate moved: ${[...seen].join(', ')}`);
     const h = (await api('GET', `/api/v1/jobs/${hold.json.id}`, adminToken)).json;
-    assert.equal(Date.parse([...seen][0]), Date.parse(h.started_at) + 86400 * 1000);
+    // Its team's limit is taken by the holder: it cannot start before the holder's declared end.
+    assert.ok(Date.parse([...seen][0]) >= Date.parse(h.started_at) + 86400 * 1000, `estimate ${[...seen][0]} before the holder ends`);
   });
 });
 
