@@ -115,7 +115,7 @@ function JobRowInner({ job, me, reload, onEdit }) {
       <td data-label="Asked" class="num">{asked(job)}</td>
       <td data-label="Submitted"><When t={job.submitted_at} /></td>
       {job.state === 'Pending' ? <>
-        <td data-label="Position" data-testid="queue-position" class="nowrap">{pos && pos.pool !== null ? <>team {pos.team} · pool {pos.pool}</> : 'next cycle'}</td>
+        <td data-label="Position" data-testid="queue-position">{pos && pos.pool !== null ? <>team {pos.team} · pool {pos.pool}</> : 'next cycle'}</td>
         <td data-label="Why it waits" data-testid="reason" class="reason">{whereOrWhy(job)}</td>
         <td data-label="Estimated start"><Estimate job={job} /></td>
       </> : <>
@@ -123,15 +123,15 @@ function JobRowInner({ job, me, reload, onEdit }) {
         <td data-label="Where" class="reason">{whereOrWhy(job)}</td>
         <td data-label={job.finished_at ? 'Ended' : 'Started'}>{job.finished_at ? <When t={job.finished_at} /> : <When t={job.started_at} />}</td>
       </>}
-      <td data-label="GPU-hours" class="num">{(job.gpu_hours ?? 0).toFixed(2)} GPU-h</td>
+      <td data-label="GPU-hours" class="num nowrap">{(job.gpu_hours ?? 0).toFixed(2)} GPU-h</td>
       <td data-label="Priority">{mine && active ? <PrioritySelect job={job} onChanged={reload} /> : job.priority_class}</td>
-      <td data-label="Actions" class="row-actions">
+      <td data-label="Actions"><div class="row-actions">
         {mine && active && <CancelButton job={job} onChanged={reload} />}
         {!active && me.role !== 'viewer' && <>
           <button type="button" class="secondary small" aria-label={`Resubmit ${job.name}`} onClick={async () => { if (await resubmit(job)) reload(); }}>Resubmit</button>
           <button type="button" class="secondary small" aria-label={`Resubmit ${job.name} with changes`} onClick={() => onEdit(job)}>Resubmit with changes</button>
         </>}
-      </td>
+      </div></td>
     </tr>
   );
 }
@@ -222,6 +222,9 @@ export function Jobs({ me }) {
       <div class="table-wrap">
         <table data-testid="jobs" class="jobs">
           <caption class="sr-only">Jobs ({STATES.find(s => s[1] === query.state)[0]}), newest first</caption>
+          <colgroup>
+            {[10, 6, 8, 6, 9, 7, 17, 9, 7, 9, 12].map((w, i) => <col key={i} style={{ width: `${w}%` }} />)}
+          </colgroup>
           <thead>
             <tr><th scope="col">Job</th><th scope="col">Team</th><th scope="col">State</th><th scope="col" class="num">Asked</th>
               <th scope="col">Submitted</th><th scope="col">Position</th><th scope="col">Why it waits / where</th>
