@@ -1,8 +1,7 @@
 #include "server/jobs_api.h"
 
-#include <httplib.h>
-
 #include <fmt/format.h>
+#include <httplib.h>
 
 #include "server/json_views.h"
 
@@ -40,8 +39,9 @@ std::optional<ApiError> ParseStates(const std::string& v, std::vector<JobState>*
     } else if (ParseJobState(canon, &st)) {
       out->push_back(st);
     } else {
-      return Invalid("state", "state: one or more (comma-separated) of Pending, Running, Succeeded, Failed, "
-                              "Cancelled, or active or all");
+      return Invalid("state",
+                     "state: one or more (comma-separated) of Pending, Running, Succeeded, Failed, "
+                     "Cancelled, or active or all");
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -71,17 +71,24 @@ bool ParseCursor(const std::string& v, JobQuery* q) {
 std::optional<ApiError> ParseQuery(const httplib::Request& req, JobQuery* q) {
   if (req.has_param("page_size")) {  // as every list of the API: at least 1; above kMaxPageSize clamped
     const std::string v = req.get_param_value("page_size");
-    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.find_first_not_of('0') == std::string::npos)
-      return Invalid("page_size", fmt::format("page_size: an integer from 1 to {} (larger is clamped)", kMaxPageSize));
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos ||
+        v.find_first_not_of('0') == std::string::npos)
+      return Invalid("page_size",
+                     fmt::format("page_size: an integer from 1 to {} (larger is clamped)", kMaxPageSize));
     q->limit = v.size() > 6 ? kMaxPageSize : std::min(kMaxPageSize, std::stoi(v));
   }
   if (auto e = ParseStates(req.get_param_value("state"), &q->states)) return e;
   const std::string sort = req.has_param("sort") ? req.get_param_value("sort") : "id";
-  if (sort == "id") q->sort = JobSort::kId;
-  else if (sort == "submitted") q->sort = JobSort::kSubmitted;
-  else if (sort == "started") q->sort = JobSort::kStarted;
-  else if (sort == "ended") q->sort = JobSort::kEnded;
-  else return Invalid("sort", "sort: one of id, submitted, started, ended");
+  if (sort == "id")
+    q->sort = JobSort::kId;
+  else if (sort == "submitted")
+    q->sort = JobSort::kSubmitted;
+  else if (sort == "started")
+    q->sort = JobSort::kStarted;
+  else if (sort == "ended")
+    q->sort = JobSort::kEnded;
+  else
+    return Invalid("sort", "sort: one of id, submitted, started, ended");
   if (!ParseCursor(req.get_param_value("page_token"), q))
     return Invalid("page_token", "page_token: not a token this service gave");
   q->team = req.get_param_value("team");
@@ -100,31 +107,32 @@ std::string VersionOf(const std::string& text) {
 
 }  // namespace
 
-void RegisterJobListRoute(httplib::Server& h, Service* s,
-                          const std::function<std::function<void(const httplib::Request&, httplib::Response&)>(
-                              AuthedHandler)>& authed) {
+void RegisterJobListRoute(
+    httplib::Server& h, Service* s,
+    const std::function<std::function<void(const httplib::Request&, httplib::Response&)>(AuthedHandler)>&
+        authed) {
   h.Get("/api/v1/jobs", authed([s](const Caller& c, const httplib::Request& req, httplib::Response& res) {
-    JobQuery q;
-    if (auto e = ParseQuery(req, &q)) return Send(res, HttpStatusOf(e->code), ErrorJson(*e));
-    JobPage page = s->ListJobs(c, q);
-    nlohmann::json arr = nlohmann::json::array();
-    for (const JobView& v : page.jobs) arr.push_back(JobJson(v, *s));
-    std::string next;
-    if (page.more && !page.jobs.empty()) {
-      const JobRecord& last = *page.jobs.back().job;
-      next = q.sort == JobSort::kId ? std::to_string(last.id)
-                                    : fmt::format("{}.{}", JobSortKey(last, q.sort), last.id);
-    }
-    nlohmann::json body = {{"jobs", std::move(arr)}, {"next_page_token", next}, {"total", page.total}};
-    const std::string version = VersionOf(body.dump());
-    res.set_header("Cache-Control", "no-store");
-    if (req.get_param_value("since") == version) {
-      res.status = 304;
-      return;
-    }
-    body["version"] = version;
-    Send(res, 200, body);
-  }));
+          JobQuery q;
+          if (auto e = ParseQuery(req, &q)) return Send(res, HttpStatusOf(e->code), ErrorJson(*e));
+          JobPage page = s->ListJobs(c, q);
+          nlohmann::json arr = nlohmann::json::array();
+          for (const JobView& v : page.jobs) arr.push_back(JobJson(v, *s));
+          std::string next;
+          if (page.more && !page.jobs.empty()) {
+            const JobRecord& last = *page.jobs.back().job;
+            next = q.sort == JobSort::kId ? std::to_string(last.id)
+                                          : fmt::format("{}.{}", JobSortKey(last, q.sort), last.id);
+          }
+          nlohmann::json body = {{"jobs", std::move(arr)}, {"next_page_token", next}, {"total", page.total}};
+          const std::string version = VersionOf(body.dump());
+          res.set_header("Cache-Control", "no-store");
+          if (req.get_param_value("since") == version) {
+            res.status = 304;
+            return;
+          }
+          body["version"] = version;
+          Send(res, 200, body);
+        }));
 }
 
 }  // namespace tessera

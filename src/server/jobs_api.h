@@ -8,8 +8,9 @@
 
 namespace tessera {
 
-void RegisterJobListRoute(httplib::Server& http, Service* service,
-                          const std::function<std::function<void(const httplib::Request&, httplib::Response&)>(
-                              AuthedHandler)>& authed);
+void RegisterJobListRoute(
+    httplib::Server& http, Service* service,
+    const std::function<std::function<void(const httplib::Request&, httplib::Response&)>(AuthedHandler)>&
+        authed);
 
 }  // namespace tessera

@@ -31,8 +31,8 @@ int64_t QuotaFreeAt(const std::vector<std::pair<int64_t, int64_t>>& ends, int64_
   return -1;
 }
 
-const char* ChangeCause(const PendingInfo& old, const PendingInfo& now_info, uint64_t old_nodes, uint64_t nodes,
-                        bool passed) {
+const char* ChangeCause(const PendingInfo& old, const PendingInfo& now_info, uint64_t old_nodes,
+                        uint64_t nodes, bool passed) {
   if (passed) return "the previous estimate passed without a start";
   if (old_nodes != nodes) return "the cluster's nodes changed (a node was added, lost, cordoned or drained)";
   if (old.queue_signature == now_info.queue_signature) return "the scheduler's estimate changed";
@@ -41,7 +41,9 @@ const char* ChangeCause(const PendingInfo& old, const PendingInfo& now_info, uin
 
 }  // namespace
 
-uint64_t NodesSignature(const Snapshot& s) { return s.queue_signature.empty() ? 0 : s.queue_signature.back(); }
+uint64_t NodesSignature(const Snapshot& s) {
+  return s.queue_signature.empty() ? 0 : s.queue_signature.back();
+}
 
 void Service::QueueSignaturesLocked(Snapshot* snap) const {
   const size_t nq = config_.tenancy.queues.size();
@@ -82,7 +84,8 @@ void StabiliseEstimate(const JobRecord& j, int64_t still_needed, const Snapshot&
     if (it != old->pending.end()) prev = &it->second;
   }
   const uint64_t nodes = NodesSignature(snap);
-  const bool same = prev && prev->queue_signature == info->queue_signature && old && NodesSignature(*old) == nodes;
+  const bool same =
+      prev && prev->queue_signature == info->queue_signature && old && NodesSignature(*old) == nodes;
   const bool passed = prev && prev->estimated_start >= 0 && prev->estimated_start < snap.at;
   if (same && !passed && (prev->estimated_start >= 0 || likely < 0)) {
     info->estimated_start = prev->estimated_start;

@@ -16,12 +16,14 @@ std::string Lower(std::string_view s) {
 }
 
 bool Matches(const JobRecord& j, const JobQuery& q, const std::string& needle) {
-  if (!q.states.empty() && std::find(q.states.begin(), q.states.end(), j.state) == q.states.end()) return false;
+  if (!q.states.empty() && std::find(q.states.begin(), q.states.end(), j.state) == q.states.end())
+    return false;
   if (!q.team.empty() && q.team != j.team) return false;
   if (!q.project.empty() && q.project != j.project) return false;
   if (needle.empty()) return true;
   if (needle == std::to_string(j.id)) return true;
-  return Lower(j.name).find(needle) != std::string::npos || Lower(j.project).find(needle) != std::string::npos ||
+  return Lower(j.name).find(needle) != std::string::npos ||
+         Lower(j.project).find(needle) != std::string::npos ||
          Lower(j.user).find(needle) != std::string::npos;
 }
 
@@ -36,10 +38,14 @@ bool AfterCursor(const JobQuery& q, int64_t key, int64_t id) {
 
 int64_t JobSortKey(const JobRecord& j, JobSort sort) {
   switch (sort) {
-    case JobSort::kId: return j.id;
-    case JobSort::kSubmitted: return j.submitted_at;
-    case JobSort::kStarted: return j.started_at;
-    case JobSort::kEnded: return j.finished_at;
+    case JobSort::kId:
+      return j.id;
+    case JobSort::kSubmitted:
+      return j.submitted_at;
+    case JobSort::kStarted:
+      return j.started_at;
+    case JobSort::kEnded:
+      return j.finished_at;
   }
   return j.id;
 }
