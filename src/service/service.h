@@ -369,6 +369,10 @@ class Service {
 
   Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend);
   Status Restore(const StoredState& s);
+  void RestoreIdentityLocked(const StoredState& s);
+  void RestoreLayoutsLocked(const StoredState& s);
+  Status RestoreMetaLocked(const StoredState& s);
+  Status RestoreJobLocked(const JobRow& row);
   // Nodes (nodes.cc). The cluster from the store's nodes into config->cluster (kept when the store has none).
   static Status LoadStoredCluster(const StoredState& s, ServiceConfig* config);
   // After Restore: seeds an empty store with the configured nodes, else applies the stored node states.
