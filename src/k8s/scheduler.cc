@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "k8s/cluster_view.h"
+#include "sched/engine_policy.h"
 #include "service/workload_json.h"
 #include "store/store.h"
 
@@ -114,6 +115,12 @@ Status K8sScheduler::StartService() {
   cfg.cluster = ClusterFromSpecs(specs, *cfg.catalog, &skipped);
   for (const std::string& s : skipped) Log(s);
   cfg.tenancy.priority_classes = ClassesOf(classes_->Objects());
+  // Tessera's policy without repartitioning: a MIG GPU's instances are what the GPU Operator made, and a
+  // MIG-enabled GPU is never taken whole (its nvidia.com/gpu is not offered).
+  PolicyTraits traits = TesseraTraits();
+  traits.repartition = false;
+  const PolicyOptions po;
+  cfg.policy = std::make_shared<EnginePolicy>(traits, MakeTesseraScorer(po.typical, po.tie_seed), po.sharing);
   cfg.setup.mig_instance_delay_s = 0;  // the GPU Operator's MIG manager owns repartitioning (not done yet)
   cfg.setup.mig_mode_delay_s = 0;
   cfg.log = [this](const std::string& s) { Log(s); };
