@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 
 #include <cstdlib>
+#include <optional>
 #include <yaml-cpp/yaml.h>
 
 #include "base/file.h"
@@ -17,14 +18,14 @@ std::string Trim(std::string s) {
   return s;
 }
 
-// The map under `list[i].key` whose `name` is `name` (kubeconfig's named lists), or a null node.
-YAML::Node Named(const YAML::Node& top, const char* list, const char* key, const std::string& name) {
+// The map under `list[i].key` whose `name` is `name` (kubeconfig's named lists), or nothing.
+std::optional<YAML::Node> Named(const YAML::Node& top, const char* list, const char* key, const std::string& name) {
   const YAML::Node l = top[list];
-  if (!l || !l.IsSequence()) return YAML::Node();
+  if (!l || !l.IsSequence()) return std::nullopt;
   for (const YAML::Node& e : l)
     if (e.IsMap() && e["name"] && e["name"].IsScalar() && e["name"].Scalar() == name && e[key] && e[key].IsMap())
       return e[key];
-  return YAML::Node();
+  return std::nullopt;
 }
 
 std::string Scalar(const YAML::Node& m, const char* key) {
@@ -83,13 +84,15 @@ Result<KubeConfig> ParseKubeconfig(std::string_view text, std::string_view sourc
   if (!top.IsMap()) return Status::Error(fmt::format("{}: not a kubeconfig (expected a map)", source));
   const std::string ctx_name = context.empty() ? Scalar(top, "current-context") : context;
   if (ctx_name.empty()) return Status::Error(fmt::format("{}: current-context: not set", source));
-  const YAML::Node ctx = Named(top, "contexts", "context", ctx_name);
-  if (!ctx) return Status::Error(fmt::format("{}: contexts: no context named '{}'", source, ctx_name));
+  const auto ctx_node = Named(top, "contexts", "context", ctx_name);
+  if (!ctx_node) return Status::Error(fmt::format("{}: contexts: no context named '{}'", source, ctx_name));
+  const YAML::Node ctx = *ctx_node;
   KubeConfig k;
   if (std::string ns = Scalar(ctx, "namespace"); !ns.empty()) k.ns = ns;
   const std::string cluster_name = Scalar(ctx, "cluster");
-  const YAML::Node cluster = Named(top, "clusters", "cluster", cluster_name);
-  if (!cluster) return Status::Error(fmt::format("{}: clusters: no cluster named '{}'", source, cluster_name));
+  const auto cluster_node = Named(top, "clusters", "cluster", cluster_name);
+  if (!cluster_node) return Status::Error(fmt::format("{}: clusters: no cluster named '{}'", source, cluster_name));
+  const YAML::Node cluster = *cluster_node;
   const std::string where = fmt::format("{}: clusters[{}].cluster", source, cluster_name);
   k.server = Scalar(cluster, "server");
   if (k.server.rfind("https://", 0) != 0 && k.server.rfind("http://", 0) != 0)
@@ -99,8 +102,9 @@ Result<KubeConfig> ParseKubeconfig(std::string_view text, std::string_view sourc
   if (!ca.ok()) return ca.status();
   k.ca_pem = *ca;
   const std::string user_name = Scalar(ctx, "user");
-  const YAML::Node user = Named(top, "users", "user", user_name);
-  if (!user) return Status::Error(fmt::format("{}: users: no user named '{}'", source, user_name));
+  const auto user_node = Named(top, "users", "user", user_name);
+  if (!user_node) return Status::Error(fmt::format("{}: users: no user named '{}'", source, user_name));
+  const YAML::Node user = *user_node;
   const std::string uwhere = fmt::format("{}: users[{}].user", source, user_name);
   k.token = Scalar(user, "token");
   if (std::string f = Scalar(user, "tokenFile"); !f.empty()) k.token_file = Resolve(dir, f);

@@ -43,7 +43,7 @@ TEST(Kubeconfig, ErrorsNameTheField) {
                                  "kc", ".");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("no context named 'x'"), std::string::npos) << missing.error();
-  auto bad_ca = ParseKubeconfig(std::string(text).replace(text.find("LS0t"), 4, "!!!!"), "kc", ".");
+  auto bad_ca = ParseKubeconfig(std::string(text).replace(text.find("LS0t"), 4, "$$$$"), "kc", ".");
   ASSERT_FALSE(bad_ca.ok());
   EXPECT_NE(bad_ca.error().find("certificate-authority-data"), std::string::npos) << bad_ca.error();
   EXPECT_FALSE(ParseKubeconfig("[1, 2", "kc", ".").ok());
