@@ -132,6 +132,9 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
   sc->add_option("--leaf-label", s->options.leaf_label, "node label naming the leaf switch")->capture_default_str();
   sc->add_option("--spine-label", s->options.spine_label, "node label naming the spine switch");
   sc->add_option("--lease-namespace", s->options.lease_namespace, "namespace of the leader-election Lease (default: the kubeconfig's)");
+  sc->add_option("--mig-config-map", s->options.mig_config_map,
+                 "NAMESPACE/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml, from `tessera k8s "
+                 "mig-config`): repartition MIG nodes to its configs when waiting pods need it");
   sc->add_option("--db", s->options.db, "SQLite store (created if missing)")->capture_default_str();
   sc->add_option("--listen", s->listen, "HOST:PORT: serve Tessera's API and portal there");
   sc->callback([s, exit_code] { *exit_code = RunScheduler(*s); });

@@ -67,6 +67,11 @@ Result<std::unique_ptr<K8sScheduler>> K8sScheduler::Start(KubeConfig kube, Sched
 }
 
 Status K8sScheduler::Init() {
+  if (const std::string& cm = options_.mig_config_map; !cm.empty()) {
+    const size_t slash = cm.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == cm.size() || cm.find('/', slash + 1) != std::string::npos)
+      return Status::Error(fmt::format("--mig-config-map: expected NAMESPACE/NAME, got '{}'", cm));
+  }
   LeaseOptions lo;
   lo.ns = options_.lease_namespace.empty() ? api_.config().ns : options_.lease_namespace;
   char host[256] = {0};
@@ -91,6 +96,12 @@ Status K8sScheduler::Init() {
   for (Informer* i : {classes_.get(), groups_.get(), volcano_groups_.get(), nodes_.get(), pods_.get()})
     if (!i->WaitSynced(60)) return Status::Error(fmt::format("{}: could not list it within 60 s", i->path()));
   if (Status st = StartService(); !st.ok()) return st;
+  if (!options_.mig_config_map.empty()) {
+    MigRepartitionOptions mo;
+    mo.config_map = options_.mig_config_map;
+    mo.scheduler_name = options_.scheduler_name;
+    mig_ = std::make_unique<MigRepartitioner>(&api_, mo, log);
+  }
   loop_thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
 }
@@ -217,6 +228,10 @@ void K8sScheduler::Loop() {
 }
 
 void K8sScheduler::Reconcile() {
+  if (mig_) {
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    mig_->Step(nodes_->Objects(), pods_->Objects(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
+  }
   SyncNodes();
   SyncJobs();
   WriteReasons();

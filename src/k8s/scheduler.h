@@ -5,7 +5,10 @@
 // and keeps the two in step: nodes that arrive, cordon or go change the Service's cluster through its
 // nodes API; pods with our schedulerName become jobs (a PodGroup is one gang job of its pods, minMember
 // tasks); the backend (k8s_backend.h) binds what the loop places; pending reasons go back to the pods as a
-// PodScheduled=False condition. Pods of other schedulers count as used capacity.
+// PodScheduled=False condition. Pods of other schedulers count as used capacity. With a MIG manager
+// ConfigMap, MIG nodes are repartitioned through the GPU Operator for pods no layout holds
+// (mig_repartitioner.h); a node being repartitioned stays cordoned, and once its new layout is advertised
+// it is read again (removed from the Service's cluster and added with its new MIG config).
 //
 // Thread safety: Start and Stop from one thread; the rest runs on the scheduler's threads.
 
@@ -24,6 +27,7 @@
 #include "k8s/informer.h"
 #include "k8s/k8s_backend.h"
 #include "k8s/lease.h"
+#include "k8s/mig_repartitioner.h"
 #include "k8s/pod_jobs.h"
 #include "service/service.h"
 
@@ -36,6 +40,9 @@ struct SchedulerOptions {
   std::string lease_namespace;  // empty = the kubeconfig's namespace
   std::string db = "tessera.db";
   std::string identity;         // the Lease holder identity (hostname_pid when empty)
+  // NS/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml): MIG nodes are repartitioned to
+  // its configs when waiting pods need it (mig_repartitioner.h); empty = no repartitioning.
+  std::string mig_config_map;
   std::function<void(const std::string&)> log;
 };
 
@@ -61,6 +68,9 @@ class K8sScheduler {
   // One pass: nodes, teams, jobs from pods, reasons back to pods.
   void Reconcile();
   void SyncNodes();
+  // A node of the cluster whose spec (its MIG config) or cordon changed; `spec` from NodeSpecFor.
+  void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec, bool want_cordon);
+  void AddNode(const std::string& name, const nlohmann::json& spec, bool want_cordon);
   void SyncJobs();
   void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
   void WriteReasons();
@@ -76,6 +86,7 @@ class K8sScheduler {
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_;
   std::unique_ptr<K8sBackend> backend_;
+  std::unique_ptr<MigRepartitioner> mig_;  // loop thread only
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Service> service_;
   std::atomic<bool> stop_{false}, lost_{false};

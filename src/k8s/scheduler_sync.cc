@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "k8s/cluster_view.h"
+#include "k8s/events.h"
 #include "k8s/scheduler.h"
 #include "service/workload_json.h"
 
@@ -20,12 +21,19 @@ std::string Meta(const json& o, const char* key) {
   return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
 
-std::string Rfc3339Now() {
-  const time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                     tm.tm_min, tm.tm_sec);
+// The MIG config a node spec of the cluster YAML names ("" = MIG off).
+std::string SpecMigConfig(const json& spec) {
+  const json* mig = Field(spec, "mig");
+  const json* config = mig != nullptr ? Field(*mig, "config") : nullptr;
+  const std::string c = config != nullptr && config->is_string() ? config->get<std::string>() : "";
+  return c == "all-disabled" ? "" : c;
+}
+
+std::string Label(const json& node, const char* key) {
+  const json* meta = Field(node, "metadata");
+  const json* labels = meta != nullptr ? Field(*meta, "labels") : nullptr;
+  const json* v = labels != nullptr ? Field(*labels, key) : nullptr;
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
 
 int PodPriority(const json& pod) {
@@ -39,36 +47,52 @@ int PodPriority(const json& pod) {
 void K8sScheduler::SyncNodes() {
   auto views = service_->ListNodes(admin_);
   if (!views.ok()) return;
-  std::map<std::string, std::string> state;
-  for (const NodeView& v : views.value()) state[v.name] = v.state;
+  std::map<std::string, NodeView> known;
+  for (NodeView& v : views.value()) known[v.name] = std::move(v);
   std::vector<const json*> foreign;
   const auto pods = pods_->Objects();
   for (const auto& [k, p] : pods)
     if (!PodIsOurs(p, options_.scheduler_name)) foreign.push_back(&p);
-  std::map<std::string, NodeUse> used;
+  const std::map<std::string, NodeUse> used = UsageByNode(foreign);
   const auto nodes = nodes_->Objects();
   for (const auto& [name, node] : nodes) {
     auto model = ReadNodeModel(node, Catalog::Default(), options_.leaf_label, options_.spine_label);
     if (!model.ok()) continue;
-    auto it = state.find(name);
-    if (it == state.end()) {
-      if (used.empty()) used = UsageByNode(foreign);
-      auto spec = NodeSpecFor(*model, used.count(name) ? used.at(name) : NodeUse{}, Catalog::Default());
-      if (!spec.ok()) continue;
-      auto added = service_->AddNode(admin_, spec->dump());
-      Log(added.ok() ? "node " + name + " added" : "node " + name + " not added: " + added.error().message);
-      continue;
-    }
-    const bool want_cordon = model->unschedulable || !model->ready;
-    if (want_cordon && it->second == "ready") (void)service_->CordonNode(admin_, name);
-    if (!want_cordon && it->second == "cordoned") (void)service_->UncordonNode(admin_, name);
+    auto spec = NodeSpecFor(*model, used.count(name) ? used.at(name) : NodeUse{}, Catalog::Default());
+    const bool want_cordon = model->unschedulable || !model->ready || (mig_ && mig_->Holds(name));
+    auto it = known.find(name);
+    if (it == known.end() && spec.ok()) AddNode(name, *spec, want_cordon);
+    else if (it != known.end()) SyncNode(it->second, node, spec.ok() ? *spec : it->second.spec, want_cordon);
   }
-  for (const auto& [name, st] : state)
+  for (const auto& [name, v] : known)
     if (!nodes.count(name)) {
-      if (st == "ready") (void)service_->CordonNode(admin_, name);
+      if (v.state == "ready") (void)service_->CordonNode(admin_, name);
       auto removed = service_->RemoveNode(admin_, name);
       if (removed.ok()) Log("node " + name + " removed");
     }
+}
+
+void K8sScheduler::AddNode(const std::string& name, const json& spec, bool want_cordon) {
+  auto added = service_->AddNode(admin_, spec.dump());
+  Log(added.ok() ? "node " + name + " added" : "node " + name + " not added: " + added.error().message);
+  if (added.ok() && want_cordon) (void)service_->CordonNode(admin_, name);
+}
+
+void K8sScheduler::SyncNode(const NodeView& view, const json& node, const json& spec, bool want_cordon) {
+  const std::string& name = view.name;
+  // A new MIG layout (applied and advertised: the repartitioner no longer holds the node) is a new node of
+  // the cluster: removed once nothing runs there, added with its new config.
+  if (SpecMigConfig(spec) != SpecMigConfig(view.spec) && !(mig_ && mig_->Holds(name)) &&
+      Label(node, "nvidia.com/mig.config.state") == "success") {
+    if (view.state == "ready") (void)service_->CordonNode(admin_, name);
+    auto removed = service_->RemoveNode(admin_, name);
+    if (!removed.ok()) return Log(fmt::format("node {}: MIG config now {}, not yet re-read: {}", name,
+                                              SpecMigConfig(spec), removed.error().message));
+    Log(fmt::format("node {}: MIG config now '{}'", name, SpecMigConfig(spec)));
+    return AddNode(name, spec, want_cordon);
+  }
+  if (want_cordon && view.state == "ready") (void)service_->CordonNode(admin_, name);
+  if (!want_cordon && view.state == "cordoned") (void)service_->UncordonNode(admin_, name);
 }
 
 void K8sScheduler::SyncJobs() {
