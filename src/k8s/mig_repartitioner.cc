@@ -65,10 +65,12 @@ void MigRepartitioner::LoadConfigs(int64_t now_s) {
     if (parsed.ok()) configs_ = std::move(parsed).value();
     else error = fmt::format("ConfigMap {}, key config.yaml: {}", options_.config_map, parsed.error());
   }
-  if (error != configs_error_) Log(error.empty() ? fmt::format("MIG configs: {} from {} ({} skipped)", configs_.size(),
+  if (error != configs_error_ || (error.empty() && configs_error_.empty() && configs_count_ != configs_.size()))
+    Log(error.empty() ? fmt::format("MIG configs: {} from {} ({} skipped)", configs_.size(),
                                                              options_.config_map, skipped.size())
                                                  : "MIG repartitioning: " + error);
   configs_error_ = error;
+  configs_count_ = configs_.size();
 }
 
 void MigRepartitioner::Step(const std::map<std::string, json>& nodes, const std::map<std::string, json>& pods,

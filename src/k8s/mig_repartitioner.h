@@ -76,8 +76,9 @@ class MigRepartitioner {
   MigRepartitionOptions options_;
   std::function<void(const std::string&)> log_;
   std::vector<MigConfig> configs_;
-  int64_t configs_at_ = INT64_MIN;
+  int64_t configs_at_ = INT64_MIN / 2;  // long ago (now_s - configs_at_ must not overflow)
   std::string configs_error_;
+  size_t configs_count_ = SIZE_MAX;
   std::map<std::string, Op> ops_;                                   // by node
   std::map<std::pair<std::string, std::string>, int64_t> failed_;  // (node, config) -> when
 };
