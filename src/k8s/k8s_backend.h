@@ -4,8 +4,9 @@
 // member's binding fails, the members already bound are deleted (their controller recreates them) and the
 // launch fails back to the queue with the API server's answer. A stop evicts the pods (Eviction API,
 // retried with back-off on 429 while a PodDisruptionBudget refuses). A run ends when all its pods are done
-// (Succeeded, Failed) or gone. MIG repartitioning through the GPU Operator is not done yet: Reconfigure
-// answers kReconfigureFailed, so the loop plans around that GPU.
+// (Succeeded, Failed) or gone. The loop's per-GPU repartitioning is off on Kubernetes (the GPU Operator
+// applies one config per node, after a node drain: mig_repartitioner.h does that outside the loop), so
+// Reconfigure should not be called; if it is, it answers kReconfigureFailed and the loop plans around that GPU.
 //
 // Thread safety: the driver's calls come from one thread; the API calls run on the backend's own threads
 // and their results come back as events (asynchronous() is true).
