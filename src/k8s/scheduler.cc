@@ -126,10 +126,12 @@ Status K8sScheduler::StartService() {
   cfg.cluster = ClusterFromSpecs(specs, *cfg.catalog, &skipped);
   for (const std::string& s : skipped) Log(s);
   cfg.tenancy.priority_classes = ClassesOf(classes_->Objects());
-  // Tessera's policy without repartitioning: a MIG GPU's instances are what the GPU Operator made, and a
-  // MIG-enabled GPU is never taken whole (its nvidia.com/gpu is not offered).
+  // Tessera's policy without the loop's per-GPU repartitioning: a MIG GPU's instances are what the GPU
+  // Operator made (mig_repartitioner.h changes them, node by node), a MIG-enabled GPU is never taken whole
+  // (its nvidia.com/gpu is not offered), and a MIG pod gets exactly the profile it asks for.
   PolicyTraits traits = TesseraTraits();
   traits.repartition = false;
+  traits.exact_mig_profiles = true;  // a pod's nvidia.com/mig-<profile> is that resource, not a larger one
   const PolicyOptions po;
   cfg.policy = std::make_shared<EnginePolicy>(traits, MakeTesseraScorer(po.typical, po.tie_seed), po.sharing);
   cfg.setup.mig_instance_delay_s = 0;  // the GPU Operator's MIG manager owns repartitioning (not done yet)

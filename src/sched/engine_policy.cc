@@ -28,6 +28,7 @@ struct ProfileChoice {
   std::array<int16_t, 64> profile;
   std::array<uint32_t, 64> covering;  // profiles (non-media) that cover the need
   std::array<bool, 64> done{};
+  bool exact = false;  // only the smallest covering profile (PolicyTraits::exact_mig_profiles)
   int Get(const Catalog& cat, KindId k, const Request& r, uint32_t* cover) {
     if (k < 0 || k >= 64) return -1;
     if (!done[k]) {
@@ -40,6 +41,7 @@ struct ProfileChoice {
         if (!kind.profiles[p].media && kind.profiles[p].usable_mib >= r.gpu_memory_mib &&
             kind.ProfileComputeMilli(p) >= r.gpu_milli)
           covering[k] |= 1u << p;
+      if (exact) covering[k] = profile[k] >= 0 ? 1u << profile[k] : 0;
     }
     *cover = covering[k];
     return profile[k];
@@ -406,6 +408,7 @@ struct EnginePolicy::SliceSearch {
 
 PlaceResult EnginePolicy::PlaceSlice(const ClusterState& s, const Request& r) const {
   SliceSearch q;
+  q.pc.exact = traits_.exact_mig_profiles;
   if (scorer_) scorer_->Begin(s, r);
   q.shares_only = !(traits_.mig_aware && r.allow_mig && AnyMigKindAllowed(s.catalog(), r));
   SliceFastPath(s, r, &q);
