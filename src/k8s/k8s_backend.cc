@@ -1,10 +1,13 @@
 #include "k8s/k8s_backend.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
+#include <set>
 
 #include "k8s/cluster_view.h"
+#include "k8s/events.h"
 
 namespace tessera {
 
@@ -110,6 +113,12 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   if (!key) return fail.message = "the job is not a Kubernetes job", Emit(fail);
   auto members = MembersToBind(hooks_.pods(*key), spec.tasks.size());
   if (!members.ok()) return fail.message = fmt::format("{}: {}", key->name, members.error()), Emit(fail);
+  std::set<std::string> nodes;
+  for (const TaskPlacement& t : spec.tasks) nodes.insert(hooks_.node_name(t.node));
+  if (!WaitVacated(nodes))
+    return fail.message = fmt::format("{}: pods evicted from {} are still terminating after {} s", key->name,
+                                      fmt::join(nodes, ", "), kVacateWaitS),
+           Emit(fail);
   std::vector<PodRef> bound;
   for (size_t i = 0; i < members->size(); ++i) {
     const PodRef& p = (*members)[i];
@@ -128,11 +137,43 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
     }
     bound.push_back(p);
   }
+  for (size_t i = 0; i < bound.size(); ++i) {  // as kube-scheduler's Scheduled events
+    const PodRef& p = bound[i];
+    const json pod = {{"kind", "Pod"}, {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}}}};
+    (void)PostEvent(*api_, pod, "Normal", "Scheduled",
+                    fmt::format("Successfully assigned {}/{} to {}", p.ns, p.name, hooks_.node_name(spec.tasks[i].node)),
+                    "tessera");
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     runs_[spec.slot] = Run{spec.run, now, bound, false, false, spec.tasks.size()};
   }
   Emit({BackendEventKind::kStarted, spec.slot, spec.run, now, kNone, ""});
+}
+
+bool K8sBackend::EvictedStillOn(const std::set<std::string>& nodes) const {
+  std::vector<std::pair<JobSlot, std::vector<PodRef>>> stopping;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [slot, r] : runs_)
+      if (r.stopping) stopping.push_back({slot, r.pods});
+  }
+  for (const auto& [slot, refs] : stopping) {
+    const std::optional<JobKey> key = hooks_.key_of(slot);
+    if (!key) continue;
+    for (const json& p : hooks_.pods(*key))
+      for (const PodRef& r : refs)
+        if (MetaOf(p, "uid") == r.uid && !PodTerminal(p) && nodes.count(PodNode(p))) return true;
+  }
+  return false;
+}
+
+bool K8sBackend::WaitVacated(const std::set<std::string>& nodes) const {
+  for (int i = 0; i < kVacateWaitS * 10; ++i) {
+    if (!EvictedStillOn(nodes)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return !EvictedStillOn(nodes);
 }
 
 int K8sBackend::Unwind(const std::vector<PodRef>& bound) {

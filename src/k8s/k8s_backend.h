@@ -3,7 +3,9 @@
 // nodes of its grants (POST pods/NAME/binding with the pod's UID as precondition), all or none: when any
 // member's binding fails, the members already bound are deleted (their controller recreates them) and the
 // launch fails back to the queue with the API server's answer. A stop evicts the pods (Eviction API,
-// retried with back-off on 429 while a PodDisruptionBudget refuses). A run ends when all its pods are done
+// retried with back-off on 429 while a PodDisruptionBudget refuses); a launch onto a node where evicted pods
+// still terminate waits until they are gone (their terminationGracePeriodSeconds honoured before the
+// capacity is used). Bound pods get a Scheduled Event. A run ends when all its pods are done
 // (Succeeded, Failed) or gone. The loop's per-GPU repartitioning is off on Kubernetes (the GPU Operator
 // applies one config per node, after a node drain: mig_repartitioner.h does that outside the loop), so
 // Reconfigure should not be called; if it is, it answers kReconfigureFailed and the loop plans around that GPU.
@@ -17,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +53,9 @@ bool RunOver(const std::vector<PodRef>& run, const std::vector<nlohmann::json>& 
 
 class K8sBackend final : public Backend {
  public:
+  // A launch onto nodes where pods it evicted still terminate waits this long at most, then fails back to
+  // the queue.
+  static constexpr int kVacateWaitS = 120;
   K8sBackend(const ApiClient* api, K8sBackendHooks hooks);
   ~K8sBackend() override;
 
@@ -80,6 +86,10 @@ class K8sBackend final : public Backend {
   void Work();
   void DoLaunch(const LaunchSpec& spec, int64_t now);
   void DoStop(JobSlot slot, uint32_t run, int64_t grace_s, int64_t now);
+  // Pods of runs being stopped (evicted) still on one of `nodes` (not yet gone: their
+  // terminationGracePeriodSeconds runs); WaitVacated waits up to kVacateWaitS for none to be left.
+  bool EvictedStillOn(const std::set<std::string>& nodes) const;
+  bool WaitVacated(const std::set<std::string>& nodes) const;
   // Deletes the bound members of a failed gang launch; returns how many were deleted.
   int Unwind(const std::vector<PodRef>& bound);
   void Emit(BackendEvent e);

@@ -220,9 +220,16 @@ void K8sScheduler::SetReason(const json& pod, const std::string& reason, const s
   const ApiResponse r = api_.Patch(fmt::format("/api/v1/namespaces/{}/pods/{}/status", Meta(pod, "namespace"),
                                                Meta(pod, "name")),
                                    patch, "application/strategic-merge-patch+json");
-  if (r.ok()) said_[uid] = {reason, msg};
-  else Log(fmt::format("pod {}/{}: writing the reason failed ({} {})", Meta(pod, "namespace"), Meta(pod, "name"),
+  if (r.ok()) {
+    said_[uid] = {reason, msg};
+    // kubectl describe shows it under Events, as kube-scheduler's FailedScheduling.
+    const ApiResponse e = PostEvent(api_, pod, "Warning", "FailedScheduling", fmt::format("{}: {}", reason, msg), "tessera");
+    if (!e.ok()) Log(fmt::format("pod {}/{}: writing the Event failed ({} {})", Meta(pod, "namespace"), Meta(pod, "name"),
+                                 e.status, e.error));
+  } else {
+    Log(fmt::format("pod {}/{}: writing the reason failed ({} {})", Meta(pod, "namespace"), Meta(pod, "name"),
                        r.status, r.error));
+  }
 }
 
 }  // namespace tessera

@@ -58,6 +58,18 @@ std::string Str(const json& o, const char* a, const char* b) {
   return o[a][b].get<std::string>();
 }
 
+// nvidia.com/* device limits of a pod's containers (whole numbers).
+std::map<std::string, int64_t> DeviceLimits(const json& pod) {
+  std::map<std::string, int64_t> out;
+  if (!pod.contains("spec") || !pod["spec"].contains("containers")) return out;
+  for (const json& c : pod["spec"]["containers"]) {
+    const json limits = c.contains("resources") ? c["resources"].value("limits", json::object()) : json::object();
+    for (const auto& [r, v] : limits.items())
+      if (r.rfind("nvidia.com/", 0) == 0 && v.is_string()) out[r] += std::stoll(v.get<std::string>());
+  }
+  return out;
+}
+
 std::vector<std::string> Split(const std::string& path) {
   std::vector<std::string> out;
   size_t i = 0;
@@ -104,6 +116,7 @@ FakeApiServer::~FakeApiServer() {
   cv_.notify_all();
   server_->stop();
   thread_.join();
+  for (std::thread& t : timers_) t.join();
 }
 
 std::string FakeApiServer::url() const { return fmt::format("http://127.0.0.1:{}", port_); }
@@ -280,6 +293,7 @@ FakeApiServer::Answer FakeApiServer::Bind(const std::string& ns, const std::stri
   if (fail_binding_.erase(name)) return {500, StatusOf(500, "InternalError", "injected binding failure")};
   const std::string node = Str(binding, "target", "name");
   if (node.empty()) return {422, StatusOf(422, "Invalid", "target.name: Required value")};
+  CheckFitLocked(*pod, node);
   (*pod)["spec"]["nodeName"] = node;
   PatchStatus(pod, {{"status", {{"phase", "Running"}, {"conditions", {{{"type", "PodScheduled"}, {"status", "True"}}}}}}});
   (*pod)["metadata"]["resourceVersion"] = std::to_string(++rv_);
@@ -296,7 +310,29 @@ FakeApiServer::Answer FakeApiServer::Evict(const std::string& ns, const std::str
       return {429, StatusOf(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.")};
     }
   }
-  Delete("pods", ns, name);
+  std::lock_guard<std::mutex> l(mu_);
+  json* pod = FindLocked("pods", ns, name);
+  const int grace = pod != nullptr ? (*pod)["spec"].value("terminationGracePeriodSeconds", 0) : 0;
+  if (pod != nullptr && grace > 0 && !(*pod)["metadata"].contains("deletionTimestamp")) {
+    // The kubelet stops the containers within the grace period; the pod is deleted when it has.
+    (*pod)["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+    (*pod)["metadata"]["deletionGracePeriodSeconds"] = grace;
+    (*pod)["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    RecordLocked("pods", "MODIFIED", *pod);
+    timers_.emplace_back([this, ns, name, grace] {
+      std::unique_lock<std::mutex> tl(mu_);
+      if (!cv_.wait_for(tl, std::chrono::seconds(grace), [this] { return stopping_; })) {
+        tl.unlock();
+        Delete("pods", ns, name);
+      }
+    });
+  } else if (pod != nullptr && grace == 0) {
+    auto& m = objects_["pods"];
+    json o = m.at(Key(ns, name));
+    m.erase(Key(ns, name));
+    o["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    RecordLocked("pods", "DELETED", o);
+  }
   return {201, StatusOf(201, "", "")};
 }
 
@@ -354,6 +390,25 @@ void FakeApiServer::StreamWatch(const std::string& resource, int64_t rv, bool bo
     l.unlock();
     if (!write(out)) return;
     l.lock();
+  }
+}
+
+void FakeApiServer::CheckFitLocked(const json& pod, const std::string& node) {
+  const json* n = FindLocked("nodes", "", node);
+  if (n == nullptr) return overcommits_.push_back(fmt::format("{} bound to {}, which does not exist", Str(pod, "metadata", "name"), node));
+  const json alloc = (*n)["status"].value("allocatable", json::object());
+  for (const auto& [resource, want] : DeviceLimits(pod)) {
+    int64_t used = want;
+    for (const auto& [k, other] : objects_["pods"]) {
+      const std::string phase = other.contains("status") ? other["status"].value("phase", "") : "";
+      if (Str(other, "spec", "nodeName") != node || phase == "Succeeded" || phase == "Failed") continue;
+      auto d = DeviceLimits(other);
+      if (d.count(resource)) used += d[resource];
+    }
+    const int64_t have = alloc.contains(resource) ? std::stoll(alloc[resource].get<std::string>()) : 0;
+    if (used > have)
+      overcommits_.push_back(fmt::format("{} bound to {}: {} {} in use with it, {} allocatable",
+                                         Str(pod, "metadata", "name"), node, used, resource, have));
   }
 }
 
@@ -453,6 +508,11 @@ void FakeApiServer::FailBindingOf(const std::string& pod_name) {
 void FakeApiServer::RefuseEvictions(int n) {
   std::lock_guard<std::mutex> l(mu_);
   refuse_evictions_ = n;
+}
+
+std::vector<std::string> FakeApiServer::Overcommits() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return overcommits_;
 }
 
 std::vector<FakeRequest> FakeApiServer::Requests() const {

@@ -8,7 +8,8 @@
 //    the stream ends after timeoutSeconds or when CutWatches is called) of nodes, pods, priorityclasses,
 //    coscheduling podgroups (Volcano's group is not served: 404);
 //  - pods: binding (409 when the UID precondition does not match or the pod is already bound; an injected
-//    failure answers 500), eviction (429 while refusals are injected, else the pod is deleted), DELETE with
+//    failure answers 500), eviction (429 while refusals are injected; else the pod is deleted, after its
+//    terminationGracePeriodSeconds with deletionTimestamp set meanwhile), DELETE with
 //    a UID precondition, PATCH of status (strategic merge: conditions by type);
 //  - nodes: PATCH (JSON merge patch); events: POST; configmaps: GET;
 //  - coordination.k8s.io/v1 Leases: GET, POST (409 when it exists), PUT (409 unless metadata.resourceVersion
@@ -69,6 +70,8 @@ class FakeApiServer {
   void RefuseEvictions(int n);
   void set_bookmark_ms(int ms) { bookmark_ms_ = ms; }
   std::vector<FakeRequest> Requests() const;
+  // Bindings that took a node past its allocatable nvidia.com/* devices (counting terminating pods).
+  std::vector<std::string> Overcommits() const;
 
  private:
   struct Change {
@@ -95,6 +98,7 @@ class FakeApiServer {
   void StreamWatch(const std::string& resource, int64_t rv, bool bookmarks, int timeout_s,
                    const std::function<bool(const std::string&)>& write);
   std::string Key(const std::string& ns, const std::string& name) const { return ns + "/" + name; }
+  void CheckFitLocked(const nlohmann::json& pod, const std::string& node);
   void RecordLocked(const std::string& resource, const std::string& type, const nlohmann::json& obj);
   nlohmann::json* FindLocked(const std::string& resource, const std::string& ns, const std::string& name);
 
@@ -114,6 +118,8 @@ class FakeApiServer {
   std::map<std::string, std::map<std::string, nlohmann::json>> objects_;  // resource -> ns/name -> object
   std::map<std::string, std::vector<Change>> changes_;                    // resource -> changes in rv order
   std::vector<FakeRequest> requests_;
+  std::vector<std::string> overcommits_;
+  std::vector<std::thread> timers_;  // evicted pods deleted after their grace period
 };
 
 }  // namespace tessera::testing

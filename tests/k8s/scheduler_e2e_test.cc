@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -33,11 +35,12 @@ json GpuNode(const std::string& name, const std::string& leaf, const std::string
            {{"allocatable", alloc}, {"capacity", alloc}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
 }
 
-json GpuPod(const std::string& name, const std::string& resource, int count, const std::string& group = "") {
+json GpuPod(const std::string& name, const std::string& resource, int count, const std::string& group = "",
+           const std::string& priority_class = "tessera-serving") {
   json pod = {{"metadata", {{"name", name}, {"namespace", "ml"}, {"labels", json::object()}}},
               {"spec",
                {{"schedulerName", "tessera"},
-                {"priorityClassName", "tessera-serving"},
+                {"priorityClassName", priority_class},
                 {"containers",
                  {{{"name", "main"},
                    {"image", "trainer"},
@@ -63,12 +66,15 @@ class SchedulerE2e : public ::testing::Test {
            ("tessera-k8s-e2e-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
     api_.Create("priorityclasses", {{"metadata", {{"name", "tessera-serving"}}}, {"value", 500}});
+    api_.Create("priorityclasses", {{"metadata", {{"name", "low"}}}, {"value", 0}});
+    api_.Create("priorityclasses", {{"metadata", {{"name", "critical"}}}, {"value", 1000}});
     for (int i = 0; i < 6; ++i)
       api_.Create("nodes", GpuNode("n" + std::to_string(i), i < 3 ? "leaf-a" : "leaf-b", "all-disabled",
                                    {{"nvidia.com/gpu", "8"}}));
     api_.Create("nodes", GpuNode("m0", "leaf-c", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", "56"}}));
   }
   void TearDown() override {
+    for (const std::string& o : api_.Overcommits()) ADD_FAILURE() << "overcommitted: " << o;
     if (scheduler_) scheduler_->Stop();
     scheduler_.reset();
     std::filesystem::remove_all(dir_);
@@ -81,6 +87,8 @@ class SchedulerE2e : public ::testing::Test {
     SchedulerOptions o;
     o.db = (dir_ / "tessera.db").string();
     o.identity = "e2e";
+    if (std::getenv("TESSERA_TEST_LOG") != nullptr)  // the scheduler's log on stderr, to follow a failure
+      o.log = [](const std::string& line) { std::fprintf(stderr, "scheduler: %s\n", line.c_str()); };
     auto s = K8sScheduler::Start(*kube, o);
     ASSERT_TRUE(s.ok()) << s.error();
     scheduler_ = std::move(s).value();
@@ -152,6 +160,37 @@ TEST_F(SchedulerE2e, AFailedBindingUnwindsTheGang) {
   // Recreated, the gang is placed whole (the injected failure was once).
   api_.Create("pods", first);
   ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("pair-0")).empty() && !NodeOf(Pod("pair-1")).empty(); }));
+}
+
+// A stopped run's pods are evicted (Eviction API); a pod placed on the capacity they free is bound only once
+// they are gone, after their terminationGracePeriodSeconds (no overcommit: TearDown checks every binding).
+TEST_F(SchedulerE2e, StopsThroughEvictionAndWaitsForTheGracePeriod) {
+  Start();
+  for (int i = 0; i < 6; ++i) {
+    json low = GpuPod("low-" + std::to_string(i), "nvidia.com/gpu", 8, "", "low");
+    low["spec"]["terminationGracePeriodSeconds"] = 2;
+    api_.Create("pods", low);
+  }
+  ASSERT_TRUE(Eventually([&] {
+    for (int i = 0; i < 6; ++i)
+      if (NodeOf(Pod("low-" + std::to_string(i))).empty()) return false;
+    return true;
+  }));
+  const std::string node = NodeOf(Pod("low-0"));
+  const Caller admin{"e2e", "", Role::kAdmin};
+  bool more = false;
+  int64_t id = -1;
+  for (const JobView& v : scheduler_->service().List(admin, "", "", "", 0, 1000, &more))
+    if (v.job->name == "low-0") id = v.job->id;
+  ASSERT_GE(id, 0);
+  ASSERT_TRUE(scheduler_->service().Cancel(admin, id).ok());
+  api_.Create("pods", GpuPod("next", "nvidia.com/gpu", 8, "", "critical"));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("next")).empty(); })) << Pod("next")->dump();
+  EXPECT_EQ(NodeOf(Pod("next")), node);
+  EXPECT_FALSE(Pod("low-0").has_value());
+  int evicted = 0;
+  for (const auto& r : api_.Requests()) evicted += r.method == "POST" && r.path == "/api/v1/namespaces/ml/pods/low-0/eviction";
+  EXPECT_EQ(evicted, 1);
 }
 
 // Cut watches and a compaction (410 Gone: the informers relist) lose nothing: pods made meanwhile are placed.
