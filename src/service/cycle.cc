@@ -467,6 +467,20 @@ std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const {
   return jobs_[id - 1].replicas;
 }
 
+JobPtr Service::JobOfSlot(JobSlot slot) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slot < 0 || slot >= static_cast<JobSlot>(job_of_slot_.size())) return nullptr;
+  const int64_t id = job_of_slot_[slot];
+  if (id < 1 || id > static_cast<int64_t>(jobs_.size())) return nullptr;
+  return jobs_[id - 1].current;
+}
+
+std::string Service::NodeName(NodeId n) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const ClusterState& state = loop_->state();
+  return n >= 0 && n < state.num_nodes() ? state.cluster().nodes[n].name : std::string();
+}
+
 std::vector<std::string> Service::TakeDecisionLines() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;

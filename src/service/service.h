@@ -350,6 +350,10 @@ class Service {
   std::vector<std::string> TakeDecisionLines();
   // The control loop's jobs (slots) of a job: one per replica, or the gang; empty for an unknown job.
   std::vector<JobSlot> LoopSlotsOf(int64_t id) const;
+  // The job a slot of the control loop's table belongs to (its current version), or null; and a node's
+  // name by id (empty for an unknown id). Backends that name jobs and nodes outside Tessera use them.
+  JobPtr JobOfSlot(JobSlot slot) const;
+  std::string NodeName(NodeId n) const;
 
  private:
   struct Slot {
