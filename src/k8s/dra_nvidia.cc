@@ -110,7 +110,8 @@ std::string NvidiaProfileToken(const std::string& profile) {
 
 std::vector<json> NvidiaDynamicMigSlices(const GpuKind& kind, const std::string& node, const NvidiaSliceOptions& o) {
   std::vector<int> minors = o.minors;
-  for (int i = 0; minors.empty() && i < o.gpus; ++i) minors.push_back(i);
+  if (minors.empty())
+    for (int i = 0; i < o.gpus; ++i) minors.push_back(i);
   if (minors.empty()) return {};
   std::vector<json> sets, per_gpu;
   for (int m : minors) {
