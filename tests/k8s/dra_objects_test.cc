@@ -3,7 +3,12 @@
 #include "k8s/dra_objects.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "k8s/dra_cel.h"
 #include "k8s/dra_model.h"
 #include "k8s/dra_nvidia.h"
 
@@ -219,6 +224,45 @@ TEST(DraObjects, WritesFollowKubeSchedulersShapes) {
   EXPECT_EQ(again["allocation"], alloc);
   EXPECT_EQ(again["reservedFor"].size(), 2u);
   EXPECT_EQ(DraClaimStatusJson(again, nullptr, "q", "uid-q")["reservedFor"].size(), 2u);
+}
+
+json ToJson(const YAML::Node& n) {
+  if (n.IsMap()) {
+    json o = json::object();
+    for (const auto& kv : n) o[kv.first.as<std::string>()] = ToJson(kv.second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    json a = json::array();
+    for (const auto& v : n) a.push_back(ToJson(v));
+    return a;
+  }
+  const std::string v = n.as<std::string>();
+  if (n.Tag() != "!" && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) return std::stoll(v);
+  return v;
+}
+
+TEST(DraObjects, ExampleManifestsParseAndUseTheSupportedCelSubset) {
+  int objects = 0;
+  for (const char* file : {"/deploy/kubernetes/dra/device-classes.yaml", "/deploy/kubernetes/dra/claim-templates.yaml"}) {
+    for (const YAML::Node& doc : YAML::LoadAllFromFile(std::string(TESSERA_SOURCE_DIR) + file)) {
+      const json j = ToJson(doc);
+      std::vector<std::string> exprs;
+      if (j["kind"] == "DeviceClass") {
+        auto c = ParseDeviceClass(j);
+        ASSERT_TRUE(c.ok()) << c.error();
+        exprs = c->selectors;
+      } else {
+        auto t = ParseResourceClaimTemplate(j);
+        ASSERT_TRUE(t.ok()) << t.error();
+        for (const DraRequest& r : t->spec.requests)
+          for (const DraSubRequest& s : r.alternatives) exprs.insert(exprs.end(), s.selectors.begin(), s.selectors.end());
+      }
+      for (const std::string& e : exprs) EXPECT_TRUE(CelSelector::Compile(e).supported()) << e;
+      ++objects;
+    }
+  }
+  EXPECT_EQ(objects, 7);
 }
 
 }  // namespace
