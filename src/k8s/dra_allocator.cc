@@ -34,19 +34,23 @@ struct Pick {
   int64_t key;
 };
 
-Status AddClaimSlots(const DraClassMap& classes, const DraClaimRef& claim, int index, std::vector<Slot>* slots,
-                     int* n_alts) {
+Status AddClaimSlots(const DraClassMap& classes, const DraClaimRef& claim, int index,
+                     std::vector<Slot>* slots, int* n_alts) {
   if (claim.spec->has_constraints)
-    return Status::Error(fmt::format("claim {}: constraints (matchAttribute, distinctAttribute) are not supported by "
-                                     "Tessera's allocator yet", claim.name));
+    return Status::Error(
+        fmt::format("claim {}: constraints (matchAttribute, distinctAttribute) are not supported by "
+                    "Tessera's allocator yet",
+                    claim.name));
   for (const DraRequest& r : claim.spec->requests) {
     Slot slot{index, fmt::format("claim {} request {}", claim.name, r.name), {}};
     for (size_t i = 0; i < r.alternatives.size(); ++i) {
       const DraSubRequest& sub = r.alternatives[i];
       const std::string where = r.first_available ? slot.where + "/" + sub.name : slot.where;
       auto cls = classes.find(sub.device_class);
-      if (cls == classes.end()) return Status::Error(fmt::format("{}: DeviceClass {} does not exist", where, sub.device_class));
-      if (sub.admin_access) return Status::Error(fmt::format("{}: adminAccess is not supported by Tessera's allocator", where));
+      if (cls == classes.end())
+        return Status::Error(fmt::format("{}: DeviceClass {} does not exist", where, sub.device_class));
+      if (sub.admin_access)
+        return Status::Error(fmt::format("{}: adminAccess is not supported by Tessera's allocator", where));
       Alt alt{&sub, {}, r.ResultName(i), (*n_alts)++};
       for (const std::string& e : cls->second.selectors) alt.selectors.push_back(CelSelector::Compile(e));
       for (const std::string& e : sub.selectors) alt.selectors.push_back(CelSelector::Compile(e));
@@ -107,7 +111,8 @@ NodeMatch MatchNode(const DraModelNode& node, const std::vector<Slot>& slots, in
 
 int Freedom(const DraModel& model, int node, int gpu, uint8_t mask) {
   const DraModelGpu& g = model.nodes[node].gpus[gpu];
-  if (g.kind != kNone && Catalog::Default().kind(g.kind).mig_capable) return MigFreedom(Catalog::Default().kind(g.kind), mask);
+  if (g.kind != kNone && Catalog::Default().kind(g.kind).mig_capable)
+    return MigFreedom(Catalog::Default().kind(g.kind), mask);
   int f = 0;  // the GPU's announced placements that still fit, weighted by their memory slices
   for (uint8_t m : g.mig_masks)
     if (!(m & mask)) f += std::popcount(static_cast<unsigned>(m));
@@ -153,10 +158,12 @@ int64_t Search::Key(int node, int dev) const {
 std::string Search::Signature(int node, int dev, const NodeMatch& nm) const {
   const DraModelNode& n = model_.nodes[node];
   const DraModelDevice& d = n.devices[dev];
-  if (d.gpu < 0 || d.consumes.size() != 1 || d.consumes[0].set != n.gpus[d.gpu].set) return "#" + d.device.name;
+  if (d.gpu < 0 || d.consumes.size() != 1 || d.consumes[0].set != n.gpus[d.gpu].set)
+    return "#" + d.device.name;
   std::string sig = nm.gpu_sig[d.gpu] + "|" + Shape(d) + "|";
   const int set = d.consumes[0].set;
-  for (size_t c = 0; c < n.sets[set].counters.size(); ++c) sig += std::to_string(usage_.Used(node, set, static_cast<int>(c))) + ",";
+  for (size_t c = 0; c < n.sets[set].counters.size(); ++c)
+    sig += std::to_string(usage_.Used(node, set, static_cast<int>(c))) + ",";
   for (int i : nm.gpu_devices[d.gpu]) sig += usage_.Taken(node, i) ? '1' : '0';
   return sig;
 }
@@ -194,8 +201,8 @@ bool Search::Place(int node, const NodeMatch& nm, const std::vector<Slot>& slots
   return false;
 }
 
-bool Search::PlaceCount(int node, const NodeMatch& nm, const std::vector<Slot>& slots, size_t s, size_t end, int a,
-                        int64_t remaining, const std::function<bool()>& then) {
+bool Search::PlaceCount(int node, const NodeMatch& nm, const std::vector<Slot>& slots, size_t s, size_t end,
+                        int a, int64_t remaining, const std::function<bool()>& then) {
   if (remaining == 0) return Place(node, nm, slots, s + 1, end, then);
   if (--steps_ < 0) return false;
   for (const auto& [key, dev] : Candidates(node, nm, slots[s].alts[a].id)) {
@@ -210,8 +217,8 @@ bool Search::PlaceCount(int node, const NodeMatch& nm, const std::vector<Slot>& 
   return false;
 }
 
-bool Search::PlaceAll(int node, const NodeMatch& nm, const std::vector<Slot>& slots, size_t s, size_t end, int a,
-                      const std::function<bool()>& then) {
+bool Search::PlaceAll(int node, const NodeMatch& nm, const std::vector<Slot>& slots, size_t s, size_t end,
+                      int a, const std::function<bool()>& then) {
   if (--steps_ < 0) return false;
   const int id = slots[s].alts[a].id;
   const auto& devices = model_.nodes[node].devices;
@@ -256,9 +263,10 @@ std::string WhyNot(const DraModel& model, int node, const NodeMatch& nm, const s
         break;
       }
       if (why.empty())
-        why = fmt::format("{} needs {} of class {}; {} match, {} free{}", slot.where,
-                          all ? "all devices" : fmt::format("{} device{}", alt.sub->count, alt.sub->count == 1 ? "" : "s"),
-                          alt.sub->device_class, matching, free, all && n.incomplete ? ", the pool is incomplete" : "");
+        why = fmt::format(
+            "{} needs {} of class {}; {} match, {} free{}", slot.where,
+            all ? "all devices" : fmt::format("{} device{}", alt.sub->count, alt.sub->count == 1 ? "" : "s"),
+            alt.sub->device_class, matching, free, all && n.incomplete ? ", the pool is incomplete" : "");
     }
     if (!why.empty()) return why;
   }
@@ -270,8 +278,10 @@ std::string Summarize(const std::vector<std::pair<std::string, std::string>>& no
   std::vector<std::pair<std::string, std::vector<std::string>>> groups;
   for (const auto& [node, why] : node_reasons) {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == why; });
-    if (it == groups.end()) groups.push_back({why, {node}});
-    else it->second.push_back(node);
+    if (it == groups.end())
+      groups.push_back({why, {node}});
+    else
+      it->second.push_back(node);
   }
   std::string out = fmt::format("0/{} nodes can allocate the pod's claims", n_nodes);
   for (const auto& [why, nodes] : groups) {
@@ -289,7 +299,8 @@ int64_t FreeSlices(const DraModel& model, const DraUsage& usage, int node) {
   for (size_t s = 0; s < n.sets.size(); ++s)
     for (int c : n.sets[s].slice_counter)
       if (c >= 0) free += n.sets[s].capacity[c] - usage.Used(node, static_cast<int>(s), c);
-  for (size_t i = 0; i < n.devices.size(); ++i) free += n.devices[i].consumes.empty() && !usage.Taken(node, static_cast<int>(i));
+  for (size_t i = 0; i < n.devices.size(); ++i)
+    free += n.devices[i].consumes.empty() && !usage.Taken(node, static_cast<int>(i));
   return free;
 }
 
@@ -308,8 +319,8 @@ std::vector<int> CandidateNodes(const DraModel& model, const DraAllocateOptions&
   return out;
 }
 
-DraDecision Decide(const DraModel& model, const std::vector<Slot>& slots, const std::vector<DraClaimRef>& claims,
-                   const NodeFit& fit) {
+DraDecision Decide(const DraModel& model, const std::vector<Slot>& slots,
+                   const std::vector<DraClaimRef>& claims, const NodeFit& fit) {
   DraDecision d;
   d.fits = true;
   d.node = model.nodes[fit.node].name;
@@ -317,7 +328,8 @@ DraDecision Decide(const DraModel& model, const std::vector<Slot>& slots, const 
   for (const Pick& p : fit.picks) {
     const DraModelDevice& dev = model.nodes[fit.node].devices[p.dev];
     const Slot& slot = slots[p.slot];
-    d.claims[slot.claim].results.push_back({slot.alts[p.alt].result_name, dev.driver, dev.pool, dev.device.name});
+    d.claims[slot.claim].results.push_back(
+        {slot.alts[p.alt].result_name, dev.driver, dev.pool, dev.device.name});
   }
   return d;
 }
@@ -369,8 +381,8 @@ void CommitDra(const DraDecision& decision, DraUsage* usage) {
 }
 
 DraPackingBound DraBestPacking(const DraModel& model, const DraClassMap& classes, const DraUsage& usage,
-                               const std::vector<DraClaimSpec>& musts, const std::vector<DraClaimSpec>& optional,
-                               int64_t budget) {
+                               const std::vector<DraClaimSpec>& musts,
+                               const std::vector<DraClaimSpec>& optional, int64_t budget) {
   std::vector<DraClaimRef> refs;
   for (const DraClaimSpec& s : musts) refs.push_back({fmt::format("must-{}", refs.size()), &s});
   for (const DraClaimSpec& s : optional) refs.push_back({fmt::format("optional-{}", refs.size()), &s});

@@ -63,7 +63,7 @@ struct DraPackingBound {
   bool exhaustive = true;
 };
 DraPackingBound DraBestPacking(const DraModel& model, const DraClassMap& classes, const DraUsage& usage,
-                               const std::vector<DraClaimSpec>& musts, const std::vector<DraClaimSpec>& optional,
-                               int64_t budget = 2000000);
+                               const std::vector<DraClaimSpec>& musts,
+                               const std::vector<DraClaimSpec>& optional, int64_t budget = 2000000);
 
 }  // namespace tessera

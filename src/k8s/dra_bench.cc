@@ -32,7 +32,8 @@ struct Scenario {
 DraClaimSpec MigSpec(const std::string& profile) {
   const std::string expr = fmt::format("device.attributes[\"gpu.nvidia.com\"].profile == \"{}\"", profile);
   json req = {{"name", "mig"},
-              {"exactly", {{"deviceClassName", "mig.nvidia.com"}, {"selectors", {{{"cel", {{"expression", expr}}}}}}}}};
+              {"exactly",
+               {{"deviceClassName", "mig.nvidia.com"}, {"selectors", {{{"cel", {{"expression", expr}}}}}}}}};
   return *ParseDraClaimSpec({{"devices", {{"requests", {req}}}}}, "bench");
 }
 
@@ -53,12 +54,23 @@ std::vector<DraClaimSpec> LargeSpecs(const GpuKind& kind, bool check_sequence) {
   const auto big = Profiles(kind, true);  // e.g. 4g.40gb, 7g.80gb
   std::vector<DraClaimSpec> out;
   if (check_sequence) {
-    out = {MigSpec(big.front()->name), MigSpec(big.back()->name), MigSpec(big.back()->name), GpuSpec(1), GpuSpec(1),
-           GpuSpec(1), GpuSpec(2)};
+    out = {MigSpec(big.front()->name),
+           MigSpec(big.back()->name),
+           MigSpec(big.back()->name),
+           GpuSpec(1),
+           GpuSpec(1),
+           GpuSpec(1),
+           GpuSpec(2)};
     return out;
   }
-  out = {MigSpec(big.front()->name), MigSpec(big.back()->name), MigSpec(big.front()->name), GpuSpec(1),
-         MigSpec(big.back()->name), GpuSpec(1), GpuSpec(2), GpuSpec(1)};
+  out = {MigSpec(big.front()->name),
+         MigSpec(big.back()->name),
+         MigSpec(big.front()->name),
+         GpuSpec(1),
+         MigSpec(big.back()->name),
+         GpuSpec(1),
+         GpuSpec(2),
+         GpuSpec(1)};
   return out;
 }
 
@@ -98,15 +110,18 @@ Scenario Mixed(const GpuKind& kind, uint32_t seed, int arrivals) {
     }
     const int spec = pick(rng);
     s.events.push_back({true, id, spec});
-    if (rng() % 100 < 25) s.kept.push_back(spec);
-    else transient.emplace_back(id, spec);
+    if (rng() % 100 < 25)
+      s.kept.push_back(spec);
+    else
+      transient.emplace_back(id, spec);
   }
   for (const auto& [id, spec] : transient) s.events.push_back({false, id, spec});
   return s;
 }
 
 // Replays the scenario with one policy: (small claims refused, large claims placed).
-std::pair<int, int> Replay(const DraModel& model, const DraClassMap& classes, const Scenario& s, DraPolicy policy) {
+std::pair<int, int> Replay(const DraModel& model, const DraClassMap& classes, const Scenario& s,
+                           DraPolicy policy) {
   DraUsage usage(model);
   std::map<int, std::vector<DraDeviceResult>> live;
   int refused = 0, placed = 0;
@@ -124,8 +139,10 @@ std::pair<int, int> Replay(const DraModel& model, const DraClassMap& classes, co
       continue;
     }
     DraDecision d = allocate(s.specs[static_cast<size_t>(e.spec)]);
-    if (d.fits) live[e.id] = d.claims[0].results;
-    else ++refused;
+    if (d.fits)
+      live[e.id] = d.claims[0].results;
+    else
+      ++refused;
   }
   for (const DraClaimSpec& spec : s.large) placed += allocate(spec).fits;
   return {refused, placed};
@@ -136,14 +153,16 @@ std::pair<int, int> Replay(const DraModel& model, const DraClassMap& classes, co
 std::vector<DraReplayResult> RunDraBench(const DraBenchOptions& o, std::string* error) {
   const KindId id = Catalog::Default().Find(o.gpu);
   if (id == kNone || !Catalog::Default().kind(id).mig_capable) {
-    *error = fmt::format("GPU kind '{}' is not a MIG-capable kind of the catalog ({})", o.gpu, Catalog::Default().KnownIds());
+    *error = fmt::format("GPU kind '{}' is not a MIG-capable kind of the catalog ({})", o.gpu,
+                         Catalog::Default().KnownIds());
     return {};
   }
   const GpuKind& kind = Catalog::Default().kind(id);
   std::vector<DraSlice> slices;
   NvidiaSliceOptions slice_options;
   slice_options.gpus = o.gpus;
-  for (const json& j : NvidiaDynamicMigSlices(kind, "node-0", slice_options)) slices.push_back(*ParseResourceSlice(j));
+  for (const json& j : NvidiaDynamicMigSlices(kind, "node-0", slice_options))
+    slices.push_back(*ParseResourceSlice(j));
   const DraModel model = BuildDraModel(BuildDraPools(slices, nullptr), Catalog::Default());
   DraClassMap classes;
   for (const json& dc : NvidiaDeviceClasses()) {
@@ -151,7 +170,8 @@ std::vector<DraReplayResult> RunDraBench(const DraBenchOptions& o, std::string* 
     classes[c.name] = c;
   }
   std::vector<Scenario> scenarios = {CheckPhase2(kind)};
-  for (int i = 0; i < o.seeds; ++i) scenarios.push_back(Mixed(kind, o.first_seed + static_cast<uint32_t>(i), o.arrivals));
+  for (int i = 0; i < o.seeds; ++i)
+    scenarios.push_back(Mixed(kind, o.first_seed + static_cast<uint32_t>(i), o.arrivals));
   std::vector<DraReplayResult> out;
   for (const Scenario& s : scenarios) {
     DraReplayResult r{s.name, static_cast<int>(s.large.size()), static_cast<int>(s.kept.size())};

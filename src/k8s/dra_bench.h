@@ -14,19 +14,19 @@ namespace tessera {
 struct DraBenchOptions {
   std::string gpu = "a100-80gb";  // catalog kind
   int gpus = 8;
-  int seeds = 20;             // random scenarios besides the check's phase-2 sequence
+  int seeds = 20;  // random scenarios besides the check's phase-2 sequence
   uint32_t first_seed = 1;
-  int arrivals = 12;          // small MIG claims per random scenario
+  int arrivals = 12;  // small MIG claims per random scenario
   int64_t bound_budget = 300000;
 };
 
 struct DraReplayResult {
   std::string scenario;
-  int large = 0;               // large claims offered
-  int kept = 0;                // small claims still running when the large ones arrive
+  int large = 0;  // large claims offered
+  int kept = 0;   // small claims still running when the large ones arrive
   int small_refused_tessera = 0, small_refused_first_fit = 0;
   int tessera = 0, first_fit = 0;  // large claims placed
-  int bound = -1;              // exact packing (-1: the kept small claims alone do not fit)
+  int bound = -1;                  // exact packing (-1: the kept small claims alone do not fit)
   bool bound_exhaustive = true;
 };
 

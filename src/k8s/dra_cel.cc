@@ -32,7 +32,22 @@ struct CelValue {
 };
 
 struct CelNode {
-  enum class Kind { kLiteral, kIdent, kList, kSelect, kIndex, kCall, kMethod, kNot, kNeg, kAnd, kOr, kCompare, kIn, kHas };
+  enum class Kind {
+    kLiteral,
+    kIdent,
+    kList,
+    kSelect,
+    kIndex,
+    kCall,
+    kMethod,
+    kNot,
+    kNeg,
+    kAnd,
+    kOr,
+    kCompare,
+    kIn,
+    kHas
+  };
   Kind kind = Kind::kLiteral;
   CelValue literal;
   std::string name;  // identifier, field, function, method or comparison operator
@@ -74,7 +89,8 @@ bool ReadString(const std::string& e, size_t* pos, std::string* out) {
 }
 
 std::vector<Token> Tokenize(const std::string& e, Unsupported* err) {
-  static const char* kOps[] = {"==", "!=", "<=", ">=", "&&", "||", "<", ">", "!", "(", ")", "[", "]", ".", ",", "-"};
+  static const char* kOps[] = {"==", "!=", "<=", ">=", "&&", "||", "<", ">",
+                               "!",  "(",  ")",  "[",  "]",  ".",  ",", "-"};
   std::vector<Token> out;
   size_t pos = 0;
   while (pos < e.size()) {
@@ -85,7 +101,8 @@ std::vector<Token> Tokenize(const std::string& e, Unsupported* err) {
       size_t end = pos;
       while (end < e.size() && std::isdigit(static_cast<unsigned char>(e[end]))) ++end;
       if (end < e.size() && (e[end] == '.' || e[end] == 'e' || e[end] == 'u' || e[end] == 'x')) {
-        err->why = fmt::format("number '{}...' (only decimal integers are supported)", e.substr(pos, end - pos + 1));
+        err->why =
+            fmt::format("number '{}...' (only decimal integers are supported)", e.substr(pos, end - pos + 1));
         return {};
       }
       out.push_back({Token::Kind::kInt, e.substr(pos, end - pos)});
@@ -119,8 +136,8 @@ std::vector<Token> Tokenize(const std::string& e, Unsupported* err) {
 
 // ------------------------------------------------------------------------------------------- parser
 
-const std::set<std::string> kMethods = {"compareTo",  "isGreaterThan", "isLessThan", "startsWith", "endsWith",
-                                        "contains",   "size",          "lowerAscii", "upperAscii"};
+const std::set<std::string> kMethods = {"compareTo", "isGreaterThan", "isLessThan", "startsWith", "endsWith",
+                                        "contains",  "size",          "lowerAscii", "upperAscii"};
 
 class Parser {
  public:
@@ -142,8 +159,10 @@ class Parser {
     i_ = t_.size() - 1;  // at kEnd: every loop stops
   }
   void Expect(const char* op) {
-    if (IsOp(op)) ++i_;
-    else Fail(fmt::format("expected '{}', found '{}'", op, Peek().text));
+    if (IsOp(op))
+      ++i_;
+    else
+      Fail(fmt::format("expected '{}', found '{}'", op, Peek().text));
   }
   static NodePtr Make(Kind kind, std::string name, std::vector<NodePtr> kids) {
     auto n = std::make_shared<CelNode>();
@@ -225,8 +244,10 @@ class Parser {
     Expect("(");
     while (!Failed() && !IsOp(")")) {
       out->push_back(Or());
-      if (IsOp(",")) ++i_;
-      else if (!IsOp(")")) Fail(fmt::format("expected ',' or ')', found '{}'", Peek().text));
+      if (IsOp(","))
+        ++i_;
+      else if (!IsOp(")"))
+        Fail(fmt::format("expected ',' or ')', found '{}'", Peek().text));
     }
     Expect(")");
   }
@@ -235,8 +256,10 @@ class Parser {
     ++i_;
     while (!Failed() && !IsOp("]")) {
       items.push_back(Or());
-      if (IsOp(",")) ++i_;
-      else if (!IsOp("]")) Fail(fmt::format("expected ',' or ']', found '{}'", Peek().text));
+      if (IsOp(","))
+        ++i_;
+      else if (!IsOp("]"))
+        Fail(fmt::format("expected ',' or ']', found '{}'", Peek().text));
     }
     Expect("]");
     return Make(Kind::kList, "[]", std::move(items));
@@ -327,10 +350,14 @@ const char* TypeName(Type t) {
 
 CelValue AttributeValue(const DraAttribute& a) {
   CelValue v;
-  if (const bool* b = std::get_if<bool>(&a)) v = Bool(*b);
-  else if (const int64_t* i = std::get_if<int64_t>(&a)) v = Int(*i);
-  else if (const std::string* s = std::get_if<std::string>(&a)) v.type = Type::kString, v.s = *s;
-  else v.type = Type::kVersion, v.v = std::get<DraVersion>(a);
+  if (const bool* b = std::get_if<bool>(&a))
+    v = Bool(*b);
+  else if (const int64_t* i = std::get_if<int64_t>(&a))
+    v = Int(*i);
+  else if (const std::string* s = std::get_if<std::string>(&a))
+    v.type = Type::kString, v.s = *s;
+  else
+    v.type = Type::kVersion, v.v = std::get<DraVersion>(a);
   return v;
 }
 
@@ -377,14 +404,20 @@ CelValue DeviceView(const DraDevice& d, const std::string& driver) {
 bool Equal(const CelValue& a, const CelValue& b) {
   if (a.type != b.type) return false;
   switch (a.type) {
-    case Type::kBool: return a.b == b.b;
+    case Type::kBool:
+      return a.b == b.b;
     case Type::kInt:
-    case Type::kQuantity: return a.i == b.i;
-    case Type::kString: return a.s == b.s;
-    case Type::kVersion: return CompareDraVersions(a.v, b.v) == 0;
+    case Type::kQuantity:
+      return a.i == b.i;
+    case Type::kString:
+      return a.s == b.s;
+    case Type::kVersion:
+      return CompareDraVersions(a.v, b.v) == 0;
     case Type::kList:
-      return a.list.size() == b.list.size() && std::equal(a.list.begin(), a.list.end(), b.list.begin(), Equal);
-    case Type::kMap: return a.map == b.map;
+      return a.list.size() == b.list.size() &&
+             std::equal(a.list.begin(), a.list.end(), b.list.begin(), Equal);
+    case Type::kMap:
+      return a.map == b.map;
   }
   return false;
 }
@@ -408,8 +441,10 @@ class Evaluator {
 
 Eval Evaluator::Run(const CelNode& n) {
   switch (n.kind) {
-    case Kind::kLiteral: return Eval::Of(n.literal);
-    case Kind::kIdent: return Eval::Of(device_);
+    case Kind::kLiteral:
+      return Eval::Of(n.literal);
+    case Kind::kIdent:
+      return Eval::Of(device_);
     case Kind::kList: {
       CelValue v;
       v.type = Type::kList;
@@ -425,18 +460,28 @@ Eval Evaluator::Run(const CelNode& n) {
       Eval e = Run(*n.kids[0]);
       if (!e.ok()) return e;
       const Type want = n.kind == Kind::kNot ? Type::kBool : Type::kInt;
-      if (e.value.type != want) return Eval::Err(fmt::format("no such overload: {}{}", n.name, TypeName(e.value.type)));
+      if (e.value.type != want)
+        return Eval::Err(fmt::format("no such overload: {}{}", n.name, TypeName(e.value.type)));
       return Eval::Of(n.kind == Kind::kNot ? Bool(!e.value.b) : Int(-e.value.i));
     }
-    case Kind::kAnd: return Logic(n, false);
-    case Kind::kOr: return Logic(n, true);
-    case Kind::kCompare: return Compare(n);
-    case Kind::kIn: return In(n);
-    case Kind::kSelect: return Select(n);
-    case Kind::kIndex: return Index(n);
-    case Kind::kCall: return Call(n);
-    case Kind::kMethod: return Method(n);
-    case Kind::kHas: return Has(n);
+    case Kind::kAnd:
+      return Logic(n, false);
+    case Kind::kOr:
+      return Logic(n, true);
+    case Kind::kCompare:
+      return Compare(n);
+    case Kind::kIn:
+      return In(n);
+    case Kind::kSelect:
+      return Select(n);
+    case Kind::kIndex:
+      return Index(n);
+    case Kind::kCall:
+      return Call(n);
+    case Kind::kMethod:
+      return Method(n);
+    case Kind::kHas:
+      return Has(n);
   }
   return Eval::No("unknown node");
 }
@@ -467,9 +512,12 @@ Eval Evaluator::Compare(const CelNode& n) {
     return Eval::Err(fmt::format("no such overload: {} {} {}", TypeName(x.type), n.name, TypeName(y.type)));
   if (n.name == "==" || n.name == "!=") return Eval::Of(Bool(Equal(x, y) == (n.name == "==")));
   int c = 0;
-  if (x.type == Type::kInt || x.type == Type::kBool) c = x.type == Type::kInt ? (x.i > y.i) - (x.i < y.i) : x.b - y.b;
-  else if (x.type == Type::kString) c = x.s.compare(y.s) < 0 ? -1 : x.s == y.s ? 0 : 1;
-  else return Eval::Err(fmt::format("no such overload: {} on {} (use compareTo)", n.name, TypeName(x.type)));
+  if (x.type == Type::kInt || x.type == Type::kBool)
+    c = x.type == Type::kInt ? (x.i > y.i) - (x.i < y.i) : x.b - y.b;
+  else if (x.type == Type::kString)
+    c = x.s.compare(y.s) < 0 ? -1 : x.s == y.s ? 0 : 1;
+  else
+    return Eval::Err(fmt::format("no such overload: {} on {} (use compareTo)", n.name, TypeName(x.type)));
   const bool r = n.name == "<" ? c < 0 : n.name == "<=" ? c <= 0 : n.name == ">" ? c > 0 : c >= 0;
   return Eval::Of(Bool(r));
 }
@@ -482,14 +530,16 @@ Eval Evaluator::In(const CelNode& n) {
   if (b.value.type == Type::kList)
     return Eval::Of(Bool(std::any_of(b.value.list.begin(), b.value.list.end(),
                                      [&](const CelValue& v) { return Equal(a.value, v); })));
-  if (b.value.type == Type::kMap && a.value.type == Type::kString) return Eval::Of(Bool(b.value.map->count(a.value.s) > 0));
+  if (b.value.type == Type::kMap && a.value.type == Type::kString)
+    return Eval::Of(Bool(b.value.map->count(a.value.s) > 0));
   return Eval::Err(fmt::format("no such overload: {} in {}", TypeName(a.value.type), TypeName(b.value.type)));
 }
 
 Eval Evaluator::Select(const CelNode& n) {
   Eval base = Run(*n.kids[0]);
   if (!base.ok()) return base;
-  if (base.value.type != Type::kMap) return Eval::Err(fmt::format("no such field '{}' on {}", n.name, TypeName(base.value.type)));
+  if (base.value.type != Type::kMap)
+    return Eval::Err(fmt::format("no such field '{}' on {}", n.name, TypeName(base.value.type)));
   auto it = base.value.map->find(n.name);
   if (it == base.value.map->end()) return Eval::Err(fmt::format("no such key: {}", n.name));
   return Eval::Of(it->second);
@@ -516,7 +566,8 @@ Eval Evaluator::Index(const CelNode& n) {
 Eval Evaluator::Call(const CelNode& n) {
   Eval arg = Run(*n.kids[0]);
   if (!arg.ok()) return arg;
-  if (arg.value.type != Type::kString) return Eval::Err(fmt::format("no such overload: {}({})", n.name, TypeName(arg.value.type)));
+  if (arg.value.type != Type::kString)
+    return Eval::Err(fmt::format("no such overload: {}({})", n.name, TypeName(arg.value.type)));
   CelValue v;
   if (n.name == "quantity") {
     auto q = ParseQuantityMilli(arg.value.s);
@@ -537,14 +588,18 @@ Eval StringMethod(const std::string& name, const std::string& s, const std::vect
   if (args.empty() && (name == "lowerAscii" || name == "upperAscii")) {
     out.type = Type::kString;
     out.s = s;
-    for (char& c : out.s) c = static_cast<char>(name == "lowerAscii" ? std::tolower(static_cast<unsigned char>(c)) : std::toupper(static_cast<unsigned char>(c)));
+    for (char& c : out.s)
+      c = static_cast<char>(name == "lowerAscii" ? std::tolower(static_cast<unsigned char>(c))
+                                                 : std::toupper(static_cast<unsigned char>(c)));
     return Eval::Of(out);
   }
   if (args.empty() && name == "size") return Eval::Of(Int(static_cast<int64_t>(s.size())));
-  if (args.size() != 1 || args[0].type != Type::kString) return Eval::No(fmt::format("method string.{}", name));
+  if (args.size() != 1 || args[0].type != Type::kString)
+    return Eval::No(fmt::format("method string.{}", name));
   const std::string& a = args[0].s;
   if (name == "startsWith") return Eval::Of(Bool(s.rfind(a, 0) == 0));
-  if (name == "endsWith") return Eval::Of(Bool(s.size() >= a.size() && s.compare(s.size() - a.size(), a.size(), a) == 0));
+  if (name == "endsWith")
+    return Eval::Of(Bool(s.size() >= a.size() && s.compare(s.size() - a.size(), a.size(), a) == 0));
   if (name == "contains") return Eval::Of(Bool(s.find(a) != std::string::npos));
   return Eval::No(fmt::format("method string.{}", name));
 }
@@ -567,8 +622,10 @@ Eval Evaluator::Method(const CelNode& n) {
       n.name == "contains" || n.name == "lowerAscii" || n.name == "upperAscii")
     return Eval::No(fmt::format("method {}.{}", TypeName(t.type), n.name));
   if (args[0].type != t.type)
-    return Eval::Err(fmt::format("no such overload: {}.{}({})", TypeName(t.type), n.name, TypeName(args[0].type)));
-  const int c = t.type == Type::kQuantity ? (t.i > args[0].i) - (t.i < args[0].i) : CompareDraVersions(t.v, args[0].v);
+    return Eval::Err(
+        fmt::format("no such overload: {}.{}({})", TypeName(t.type), n.name, TypeName(args[0].type)));
+  const int c =
+      t.type == Type::kQuantity ? (t.i > args[0].i) - (t.i < args[0].i) : CompareDraVersions(t.v, args[0].v);
   if (n.name == "compareTo") return Eval::Of(Int(c));
   return Eval::Of(Bool(n.name == "isGreaterThan" ? c > 0 : c < 0));
 }
@@ -589,13 +646,15 @@ CelSelector CelSelector::Compile(const std::string& expression) {
   Unsupported err;
   std::vector<Token> tokens = Tokenize(expression, &err);
   if (!err.why.empty()) {
-    s.unsupported_ = fmt::format("CEL expression '{}' is outside the subset Tessera evaluates: {}", expression, err.why);
+    s.unsupported_ =
+        fmt::format("CEL expression '{}' is outside the subset Tessera evaluates: {}", expression, err.why);
     return s;
   }
   Parser p(std::move(tokens));
   s.root_ = p.Parse();
   if (p.Failed())
-    s.unsupported_ = fmt::format("CEL expression '{}' is outside the subset Tessera evaluates: {}", expression, p.error());
+    s.unsupported_ =
+        fmt::format("CEL expression '{}' is outside the subset Tessera evaluates: {}", expression, p.error());
   return s;
 }
 
@@ -605,11 +664,14 @@ CelOutcome CelSelector::Evaluate(const DraDevice& device, const std::string& dri
   Eval e = ev.Run(*root_);
   if (e.state == Eval::State::kUnsupported)
     return {CelVerdict::kUnsupported,
-            fmt::format("CEL expression '{}' is outside the subset Tessera evaluates: {}", expression_, e.message)};
+            fmt::format("CEL expression '{}' is outside the subset Tessera evaluates: {}", expression_,
+                        e.message)};
   if (e.state == Eval::State::kError)
-    return {CelVerdict::kError, fmt::format("CEL expression '{}' on device {}: {}", expression_, device.name, e.message)};
+    return {CelVerdict::kError,
+            fmt::format("CEL expression '{}' on device {}: {}", expression_, device.name, e.message)};
   if (e.value.type != Type::kBool)
-    return {CelVerdict::kError, fmt::format("CEL expression '{}' gives a {}, not a bool", expression_, TypeName(e.value.type))};
+    return {CelVerdict::kError,
+            fmt::format("CEL expression '{}' gives a {}, not a bool", expression_, TypeName(e.value.type))};
   return {e.value.b ? CelVerdict::kMatch : CelVerdict::kNoMatch, {}};
 }
 

@@ -7,8 +7,8 @@
 // `quantity("40Gi")` and `semver("1.2.3")` with .compareTo/.isGreaterThan/.isLessThan; string
 // .startsWith/.endsWith/.contains/.size/.lowerAscii/.upperAscii; has(x.field).
 // Semantics follow CEL: && and || absorb an error when the other side decides (false && error is false);
-// a missing attribute is a runtime error (kError), which fails the device for that claim. Anything outside the
-// subset is kUnsupported with a message naming the expression; never a crash, never a silent match.
+// a missing attribute is a runtime error (kError), which fails the device for that claim. Anything outside
+// the subset is kUnsupported with a message naming the expression; never a crash, never a silent match.
 
 #include <memory>
 #include <string>

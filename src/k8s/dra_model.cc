@@ -38,8 +38,9 @@ void ResolveConsumption(DraModelNode& node, const std::map<std::string, int>& se
     auto it = sets_of_pool.find(c.counter_set);
     if (it == sets_of_pool.end()) {
       d.usable = false;
-      problems->push_back(fmt::format("node {}: device {} consumes counter set {}, which pool {} does not publish",
-                                      node.name, d.device.name, c.counter_set, d.pool));
+      problems->push_back(
+          fmt::format("node {}: device {} consumes counter set {}, which pool {} does not publish", node.name,
+                      d.device.name, c.counter_set, d.pool));
       return;
     }
     DraModelConsumption mc{it->second, {}};
@@ -66,8 +67,8 @@ int AddSets(DraModelNode& node, const DraPool& pool, std::map<std::string, int>*
     DraModelCounterSet s{pool.driver, pool.name, cs.name, {}, {}, std::vector<int>(8, -1)};
     for (const auto& [name, value] : cs.counters_milli) {
       int slice = -1;
-      if (name.rfind("memory-slice-", 0) == 0 && ReadInt(std::string_view(name).substr(13), &slice) && slice >= 0 &&
-          slice < 8)
+      if (name.rfind("memory-slice-", 0) == 0 && ReadInt(std::string_view(name).substr(13), &slice) &&
+          slice >= 0 && slice < 8)
         s.slice_counter[static_cast<size_t>(slice)] = static_cast<int>(s.counters.size());
       s.counters.push_back(name);
       s.capacity.push_back(value);
@@ -84,7 +85,8 @@ void MapNvidia(DraModelNode& node, DraModelDevice& d, const Catalog& catalog, st
   auto parsed = ParseNvidiaDeviceName(d.device.name);
   if (!parsed || d.driver != kNvidiaDraDriver) return;
   d.role = parsed->mig ? DraDeviceRole::kMig : DraDeviceRole::kFullGpu;
-  auto gpu = std::find_if(node.gpus.begin(), node.gpus.end(), [&](const DraModelGpu& g) { return g.minor == parsed->minor; });
+  auto gpu = std::find_if(node.gpus.begin(), node.gpus.end(),
+                          [&](const DraModelGpu& g) { return g.minor == parsed->minor; });
   if (gpu == node.gpus.end()) {
     DraModelGpu g;
     g.minor = parsed->minor;
@@ -92,8 +94,10 @@ void MapNvidia(DraModelNode& node, DraModelDevice& d, const Catalog& catalog, st
     g.kind = FindKind(catalog, g.product);
     g.set = d.consumes.empty() ? -1 : d.consumes[0].set;
     if (g.kind == kNone && reported->insert("product " + g.product).second)
-      problems->push_back(fmt::format("node {}: GPU product '{}' is not in the catalog (reported, not guessed); its "
-                                      "devices are allocated by their counters only", node.name, g.product));
+      problems->push_back(
+          fmt::format("node {}: GPU product '{}' is not in the catalog (reported, not guessed); its "
+                      "devices are allocated by their counters only",
+                      node.name, g.product));
     node.gpus.push_back(g);
     gpu = node.gpus.end() - 1;
   }
@@ -108,9 +112,10 @@ void MapNvidia(DraModelNode& node, DraModelDevice& d, const Catalog& catalog, st
   if (p < 0 || kind.profiles[static_cast<size_t>(p)].profile_id != parsed->profile_id ||
       !kind.profiles[static_cast<size_t>(p)].AllowedStart(parsed->start)) {
     if (reported->insert("profile " + profile + "/" + std::to_string(parsed->profile_id)).second)
-      problems->push_back(fmt::format("node {}: device {}: MIG profile '{}' (id {}, start {}) is not a placement of "
-                                      "catalog kind {} (reported, not guessed)", node.name, d.device.name, profile,
-                                      parsed->profile_id, parsed->start, kind.id));
+      problems->push_back(
+          fmt::format("node {}: device {}: MIG profile '{}' (id {}, start {}) is not a placement of "
+                      "catalog kind {} (reported, not guessed)",
+                      node.name, d.device.name, profile, parsed->profile_id, parsed->start, kind.id));
     return;
   }
   d.profile = p;
@@ -127,7 +132,8 @@ std::optional<NvidiaDeviceName> ParseNvidiaDeviceName(const std::string& name) {
     if (!ReadInt(rest, &out.minor)) return std::nullopt;
     return out;
   }
-  if (!ReadInt(std::string_view(rest).substr(0, dash), &out.minor) || rest.compare(dash, 5, "-mig-") != 0) return std::nullopt;
+  if (!ReadInt(std::string_view(rest).substr(0, dash), &out.minor) || rest.compare(dash, 5, "-mig-") != 0)
+    return std::nullopt;
   // <profile token, may hold dashes>-<profile id>-<start>
   const std::string tail = rest.substr(dash + 5);
   const size_t last = tail.rfind('-');
@@ -161,8 +167,10 @@ DraModel BuildDraModel(const std::vector<DraPool>& pools, const Catalog& catalog
   std::set<std::string> reported;
   for (const DraPool& pool : pools) {
     if (pool.node_name.empty()) {
-      m.problems.push_back(fmt::format("pool {}/{} is not node-local (nodeSelector, allNodes or per-device node "
-                                       "selection): not supported yet, its devices are left out", pool.driver, pool.name));
+      m.problems.push_back(
+          fmt::format("pool {}/{} is not node-local (nodeSelector, allNodes or per-device node "
+                      "selection): not supported yet, its devices are left out",
+                      pool.driver, pool.name));
       continue;
     }
     DraModelNode& node = by_name[pool.node_name];
@@ -181,13 +189,15 @@ DraModel BuildDraModel(const std::vector<DraPool>& pools, const Catalog& catalog
     }
   }
   for (auto& [name, node] : by_name) {
-    std::stable_sort(node.devices.begin(), node.devices.end(), [](const DraModelDevice& a, const DraModelDevice& b) {
-      return std::tie(a.device.name, a.driver) < std::tie(b.device.name, b.driver);
-    });
+    std::stable_sort(node.devices.begin(), node.devices.end(),
+                     [](const DraModelDevice& a, const DraModelDevice& b) {
+                       return std::tie(a.device.name, a.driver) < std::tie(b.device.name, b.driver);
+                     });
     for (DraModelDevice& d : node.devices) MapNvidia(node, d, catalog, &reported, &m.problems);
     const int n = static_cast<int>(m.nodes.size());
     for (size_t i = 0; i < node.devices.size(); ++i)
-      m.index_[{node.devices[i].driver, node.devices[i].pool, node.devices[i].device.name}] = {n, static_cast<int>(i)};
+      m.index_[{node.devices[i].driver, node.devices[i].pool, node.devices[i].device.name}] = {
+          n, static_cast<int>(i)};
     m.nodes.push_back(std::move(node));
   }
   return m;
@@ -209,7 +219,8 @@ bool DraUsage::Fits(int node, int device) const {
   if (!d.usable || taken_[node][device]) return false;
   for (const DraModelConsumption& c : d.consumes)
     for (const auto& [counter, amount] : c.counters)
-      if (used_[node][c.set][counter] + amount > n.sets[static_cast<size_t>(c.set)].capacity[static_cast<size_t>(counter)])
+      if (used_[node][c.set][counter] + amount >
+          n.sets[static_cast<size_t>(c.set)].capacity[static_cast<size_t>(counter)])
         return false;
   return true;
 }
@@ -238,7 +249,8 @@ uint8_t DraUsage::UsedSlices(int node, int gpu) const {
   uint8_t mask = 0;
   const DraModelCounterSet& s = n.sets[static_cast<size_t>(set)];
   for (size_t i = 0; i < s.slice_counter.size(); ++i)
-    if (s.slice_counter[i] >= 0 && used_[node][set][s.slice_counter[i]] > 0) mask |= static_cast<uint8_t>(1u << i);
+    if (s.slice_counter[i] >= 0 && used_[node][set][s.slice_counter[i]] > 0)
+      mask |= static_cast<uint8_t>(1u << i);
   return mask;
 }
 
@@ -247,8 +259,9 @@ std::vector<std::string> DraUsage::AddResults(const std::vector<DraDeviceResult>
   for (const DraDeviceResult& r : results) {
     auto at = model_->Find(r.driver, r.pool, r.device);
     if (!at) {
-      notes.push_back(fmt::format("allocated device {}/{}/{} is not published by the newest generation of its pool",
-                                  r.driver, r.pool, r.device));
+      notes.push_back(
+          fmt::format("allocated device {}/{}/{} is not published by the newest generation of its pool",
+                      r.driver, r.pool, r.device));
       continue;
     }
     if (taken_[at->first][at->second]) {

@@ -33,7 +33,7 @@ std::optional<NvidiaDeviceName> ParseNvidiaDeviceName(const std::string& name);
 enum class DraDeviceRole { kOther, kFullGpu, kMig };
 
 struct DraModelConsumption {
-  int set = -1;                                  // index into DraModelNode::sets
+  int set = -1;                                   // index into DraModelNode::sets
   std::vector<std::pair<int, int64_t>> counters;  // (counter index in the set, thousandths)
 };
 
@@ -41,9 +41,9 @@ struct DraModelDevice {
   std::string driver, pool;
   DraDevice device;
   DraDeviceRole role = DraDeviceRole::kOther;
-  int gpu = -1;      // index into DraModelNode::gpus (full GPUs and MIG placements)
-  int profile = -1;  // catalog profile index of a MIG placement, -1 when unknown
-  int start = -1;    // memory-slice start of a MIG placement
+  int gpu = -1;            // index into DraModelNode::gpus (full GPUs and MIG placements)
+  int profile = -1;        // catalog profile index of a MIG placement, -1 when unknown
+  int start = -1;          // memory-slice start of a MIG placement
   uint8_t slice_mask = 0;  // the memory-slice-<i> counters it consumes
   std::vector<DraModelConsumption> consumes;
   bool pool_complete = true;
@@ -60,8 +60,8 @@ struct DraModelCounterSet {
 struct DraModelGpu {
   int minor = -1;
   std::string product;
-  KindId kind = kNone;  // kNone when the product is not in the catalog
-  int set = -1;         // its counter set
+  KindId kind = kNone;             // kNone when the product is not in the catalog
+  int set = -1;                    // its counter set
   std::vector<uint8_t> mig_masks;  // slice masks of its announced MIG placements (fallback geometry)
 };
 
@@ -97,7 +97,7 @@ class DraUsage {
   void Add(int node, int device);
   void Remove(int node, int device);
   int64_t Used(int node, int set, int counter) const { return used_[node][set][counter]; }
-  uint8_t UsedSlices(int node, int gpu) const;      // memory slices of the GPU in use
+  uint8_t UsedSlices(int node, int gpu) const;  // memory slices of the GPU in use
   int DevicesOnGpu(int node, int gpu) const { return on_gpu_[node][gpu]; }
   // Marks the results of existing allocations; returns one line per result naming no published device
   // (a device of an older generation or of a lost GPU) or a device already in use.

@@ -57,9 +57,11 @@ json Attr(const std::string& s) { return {{"string", s}}; }
 
 std::vector<json> GpuDevices(const GpuKind& kind, int minor, const NvidiaSliceOptions& o) {
   const std::string set = fmt::format("gpu-{}-counter-set", minor);
-  const std::string uuid = fmt::format("GPU-{:08x}-0000-4000-8000-{:012x}", 0x7e55e7a0u + static_cast<unsigned>(minor),
-                                       static_cast<unsigned>(minor));
-  json common = {{"productName", Attr(ProductName(kind))}, {"brand", Attr("Nvidia")},
+  const std::string uuid =
+      fmt::format("GPU-{:08x}-0000-4000-8000-{:012x}", 0x7e55e7a0u + static_cast<unsigned>(minor),
+                  static_cast<unsigned>(minor));
+  json common = {{"productName", Attr(ProductName(kind))},
+                 {"brand", Attr("Nvidia")},
                  {"architecture", Attr(kind.family)}};
   std::vector<json> devs;
   if (o.full_gpu) {
@@ -67,7 +69,9 @@ std::vector<json> GpuDevices(const GpuKind& kind, int minor, const NvidiaSliceOp
     attrs["type"] = Attr("gpu");
     attrs["uuid"] = Attr(uuid);
     const json c = Counters(kind, nullptr, 0);
-    devs.push_back({{"name", fmt::format("gpu-{}", minor)}, {"attributes", attrs}, {"capacity", Capacity(c)},
+    devs.push_back({{"name", fmt::format("gpu-{}", minor)},
+                    {"attributes", attrs},
+                    {"capacity", Capacity(c)},
                     {"consumesCounters", json::array({{{"counterSet", set}, {"counters", c}}})}});
   }
   for (const MigProfile& p : kind.profiles) {
@@ -78,9 +82,11 @@ std::vector<json> GpuDevices(const GpuKind& kind, int minor, const NvidiaSliceOp
       attrs["parentUUID"] = Attr(uuid);
       attrs["profile"] = Attr(p.name);
       const json c = Counters(kind, &p, s);
-      devs.push_back({{"name", fmt::format("gpu-{}-mig-{}-{}-{}", minor, NvidiaProfileToken(p.name), p.profile_id, s)},
-                      {"attributes", attrs}, {"capacity", Capacity(c)},
-                      {"consumesCounters", json::array({{{"counterSet", set}, {"counters", c}}})}});
+      devs.push_back(
+          {{"name", fmt::format("gpu-{}-mig-{}-{}-{}", minor, NvidiaProfileToken(p.name), p.profile_id, s)},
+           {"attributes", attrs},
+           {"capacity", Capacity(c)},
+           {"consumesCounters", json::array({{{"counterSet", set}, {"counters", c}}})}});
     }
   }
   std::sort(devs.begin(), devs.end(), [](const json& a, const json& b) { return a["name"] < b["name"]; });
@@ -88,10 +94,12 @@ std::vector<json> GpuDevices(const GpuKind& kind, int minor, const NvidiaSliceOp
 }
 
 json SliceObject(const std::string& node, int index, int count, int64_t generation, json extra) {
-  json spec = {{"driver", kNvidiaDraDriver}, {"nodeName", node},
+  json spec = {{"driver", kNvidiaDraDriver},
+               {"nodeName", node},
                {"pool", {{"name", node}, {"generation", generation}, {"resourceSliceCount", count}}}};
   spec.update(extra);
-  return {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceSlice"},
           {"metadata", {{"name", fmt::format("{}-{}-g{}-{}", node, kNvidiaDraDriver, generation, index)}}},
           {"spec", spec}};
 }
@@ -108,14 +116,16 @@ std::string NvidiaProfileToken(const std::string& profile) {
   return out;
 }
 
-std::vector<json> NvidiaDynamicMigSlices(const GpuKind& kind, const std::string& node, const NvidiaSliceOptions& o) {
+std::vector<json> NvidiaDynamicMigSlices(const GpuKind& kind, const std::string& node,
+                                         const NvidiaSliceOptions& o) {
   std::vector<int> minors = o.minors;
   if (minors.empty())
     for (int i = 0; i < o.gpus; ++i) minors.push_back(i);
   if (minors.empty()) return {};
   std::vector<json> sets, per_gpu;
   for (int m : minors) {
-    sets.push_back({{"name", fmt::format("gpu-{}-counter-set", m)}, {"counters", Counters(kind, nullptr, 0)}});
+    sets.push_back(
+        {{"name", fmt::format("gpu-{}-counter-set", m)}, {"counters", Counters(kind, nullptr, 0)}});
     per_gpu.push_back(GpuDevices(kind, m, o));
   }
   std::vector<json> out;
@@ -131,8 +141,11 @@ std::vector<json> NvidiaDynamicMigSlices(const GpuKind& kind, const std::string&
 
 std::vector<json> NvidiaDeviceClasses() {
   auto cls = [](const char* name, const char* type) {
-    const std::string expr = fmt::format("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == '{}'", type);
-    return json{{"apiVersion", "resource.k8s.io/v1"}, {"kind", "DeviceClass"}, {"metadata", {{"name", name}}},
+    const std::string expr = fmt::format(
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == '{}'", type);
+    return json{{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "DeviceClass"},
+                {"metadata", {{"name", name}}},
                 {"spec", {{"selectors", json::array({{{"cel", {{"expression", expr}}}}})}}}};
   };
   return {cls("gpu.nvidia.com", "gpu"), cls("mig.nvidia.com", "mig")};

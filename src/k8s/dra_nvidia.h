@@ -8,10 +8,9 @@
 // Split layout (Kubernetes 1.35+): one counter slice then one slice per GPU; combined (1.34): each GPU's
 // slice carries its set.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/catalog.h"
 
@@ -21,8 +20,8 @@ struct NvidiaSliceOptions {
   int gpus = 8;
   bool split_layout = true;
   int64_t generation = 1;
-  bool full_gpu = true;       // announce "gpu-<minor>" besides the MIG placements
-  std::vector<int> minors;    // the GPUs' minors; empty = 0..gpus-1
+  bool full_gpu = true;     // announce "gpu-<minor>" besides the MIG placements
+  std::vector<int> minors;  // the GPUs' minors; empty = 0..gpus-1
 };
 
 std::vector<nlohmann::json> NvidiaDynamicMigSlices(const GpuKind& kind, const std::string& node,

@@ -39,7 +39,8 @@ Result<int64_t> QuantityOf(const json& v, const std::string& who, const std::str
   return *r;
 }
 
-Result<std::map<std::string, int64_t>> QuantityMap(const json* m, const std::string& who, const std::string& field) {
+Result<std::map<std::string, int64_t>> QuantityMap(const json* m, const std::string& who,
+                                                   const std::string& field) {
   std::map<std::string, int64_t> out;
   if (m == nullptr) return out;
   if (!m->is_object()) return Bad(who, field, "not an object");
@@ -67,7 +68,8 @@ Result<DraAttribute> AttributeOf(const json& a, const std::string& who, const st
     found.emplace_back(v->get<bool>());
   }
   if (const json* v = Field(a, "version"); v != nullptr) {
-    auto ver = v->is_string() ? ParseDraVersion(v->get<std::string>()) : Result<DraVersion>(Status::Error("not a string"));
+    auto ver = v->is_string() ? ParseDraVersion(v->get<std::string>())
+                              : Result<DraVersion>(Status::Error("not a string"));
     if (!ver.ok()) return Bad(who, field + ".version", ver.error());
     found.emplace_back(*ver);
   }
@@ -110,7 +112,8 @@ Result<DraDevice> DeviceOf(const json& d, const std::string& who, const std::str
   return dev;
 }
 
-Result<int64_t> IntField(const json& o, std::string_view key, const std::string& who, const std::string& field) {
+Result<int64_t> IntField(const json& o, std::string_view key, const std::string& who,
+                         const std::string& field) {
   const json* v = Field(o, key);
   if (v == nullptr) return Bad(who, field, "missing");
   if (!v->is_number_integer()) return Bad(who, field, "not an integer");
@@ -126,7 +129,8 @@ Result<std::vector<std::string>> Selectors(const json& o, const std::string& who
     const json* cel = Field((*sel)[i], "cel");
     const json* expr = cel != nullptr ? Field(*cel, "expression") : nullptr;
     if (expr == nullptr || !expr->is_string())
-      return Bad(who, fmt::format("{}[{}].cel.expression", field, i), "missing (only CEL selectors exist in v1)");
+      return Bad(who, fmt::format("{}[{}].cel.expression", field, i),
+                 "missing (only CEL selectors exist in v1)");
     out.push_back(expr->get<std::string>());
   }
   return out;
@@ -141,7 +145,8 @@ Result<DraSubRequest> SubRequestOf(const json& r, const std::string& who, const 
   if (!sel.ok()) return sel.status();
   s.selectors = *sel;
   const std::string mode = Str(r, "allocationMode");
-  if (mode == "All") s.mode = DraAllocationMode::kAll;
+  if (mode == "All")
+    s.mode = DraAllocationMode::kAll;
   else if (!mode.empty() && mode != "ExactCount")
     return Bad(who, field + ".allocationMode", fmt::format("'{}' is neither ExactCount nor All", mode));
   if (Field(r, "count") != nullptr) {
@@ -150,7 +155,8 @@ Result<DraSubRequest> SubRequestOf(const json& r, const std::string& who, const 
     if (*c < 1) return Bad(who, field + ".count", "must be at least 1");
     s.count = *c;
   }
-  if (const json* a = Field(r, "adminAccess"); a != nullptr && a->is_boolean()) s.admin_access = a->get<bool>();
+  if (const json* a = Field(r, "adminAccess"); a != nullptr && a->is_boolean())
+    s.admin_access = a->get<bool>();
   return s;
 }
 
@@ -161,7 +167,8 @@ Result<DraRequest> RequestOf(const json& r, const std::string& who, const std::s
   const std::string at = fmt::format("{} ({})", field, req.name);
   const json* exactly = Field(r, "exactly");
   const json* first = Field(r, "firstAvailable");
-  if ((exactly == nullptr) == (first == nullptr)) return Bad(who, at, "exactly one of exactly, firstAvailable is required");
+  if ((exactly == nullptr) == (first == nullptr))
+    return Bad(who, at, "exactly one of exactly, firstAvailable is required");
   if (exactly != nullptr) {
     auto s = SubRequestOf(*exactly, who, at + ".exactly");
     if (!s.ok()) return s.status();
@@ -206,12 +213,14 @@ Result<DraClaimAllocation> AllocationOf(const json& a, const std::string& who) {
   if (!a.is_object()) return Bad(who, "status.allocation", "not an object");
   const json* devices = Field(a, "devices");
   const json* results = devices != nullptr ? Field(*devices, "results") : nullptr;
-  if (results != nullptr && !results->is_array()) return Bad(who, "status.allocation.devices.results", "not a list");
+  if (results != nullptr && !results->is_array())
+    return Bad(who, "status.allocation.devices.results", "not a list");
   for (size_t i = 0; results != nullptr && i < results->size(); ++i) {
     const json& r = (*results)[i];
     DraDeviceResult d{Str(r, "request"), Str(r, "driver"), Str(r, "pool"), Str(r, "device")};
     if (d.request.empty() || d.driver.empty() || d.pool.empty() || d.device.empty())
-      return Bad(who, fmt::format("status.allocation.devices.results[{}]", i), "request, driver, pool and device are required");
+      return Bad(who, fmt::format("status.allocation.devices.results[{}]", i),
+                 "request, driver, pool and device are required");
     out.results.push_back(d);
   }
   const json* sel = Field(a, "nodeSelector");
@@ -221,7 +230,9 @@ Result<DraClaimAllocation> AllocationOf(const json& a, const std::string& who) {
     for (size_t f = 0; fields != nullptr && fields->is_array() && f < fields->size(); ++f) {
       const json& m = (*fields)[f];
       const json* values = Field(m, "values");
-      if (Str(m, "key") != "metadata.name" || Str(m, "operator") != "In" || values == nullptr || !values->is_array()) continue;
+      if (Str(m, "key") != "metadata.name" || Str(m, "operator") != "In" || values == nullptr ||
+          !values->is_array())
+        continue;
       for (const json& v : *values)
         if (v.is_string()) out.nodes.push_back(v.get<std::string>());
     }
@@ -252,7 +263,8 @@ Result<DraVersion> ParseDraVersion(const std::string& text) {
   int64_t* parts[] = {&v.major, &v.minor, &v.patch};
   for (int i = 0; i < 3; ++i) {
     auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *parts[i]);
-    if (ec != std::errc() || ptr == s.data()) return Status::Error(fmt::format("'{}' is not a semantic version", text));
+    if (ec != std::errc() || ptr == s.data())
+      return Status::Error(fmt::format("'{}' is not a semantic version", text));
     s.remove_prefix(static_cast<size_t>(ptr - s.data()));
     if (i < 2) {
       if (s.empty() || s[0] != '.') return Status::Error(fmt::format("'{}' is not a semantic version", text));
@@ -341,17 +353,19 @@ std::vector<DraPool> BuildDraPools(const std::vector<DraSlice>& slices, std::vec
   }
   std::vector<DraPool> out;
   for (auto& [key, p] : pools) {
-    std::sort(p.devices.begin(), p.devices.end(), [](const DraDevice& a, const DraDevice& b) { return a.name < b.name; });
+    std::sort(p.devices.begin(), p.devices.end(),
+              [](const DraDevice& a, const DraDevice& b) { return a.name < b.name; });
     auto dup = std::adjacent_find(p.devices.begin(), p.devices.end(),
                                   [](const DraDevice& a, const DraDevice& b) { return a.name == b.name; });
     if (dup != p.devices.end() && notes != nullptr)
-      notes->push_back(fmt::format("pool {}/{}: device {} is published twice; the first is used", p.driver, p.name, dup->name));
+      notes->push_back(fmt::format("pool {}/{}: device {} is published twice; the first is used", p.driver,
+                                   p.name, dup->name));
     p.devices.erase(std::unique(p.devices.begin(), p.devices.end(),
                                 [](const DraDevice& a, const DraDevice& b) { return a.name == b.name; }),
                     p.devices.end());
     if (!p.complete() && notes != nullptr)
-      notes->push_back(fmt::format("pool {}/{} generation {} is incomplete: {} of {} slices", p.driver, p.name,
-                                   p.generation, p.slices_seen, p.slice_count));
+      notes->push_back(fmt::format("pool {}/{} generation {} is incomplete: {} of {} slices", p.driver,
+                                   p.name, p.generation, p.slices_seen, p.slice_count));
     out.push_back(std::move(p));
   }
   return out;
@@ -405,7 +419,8 @@ bool DraClaim::HasFinalizer() const {
 }
 
 bool DraClaim::ReservedFor(const std::string& pod_uid) const {
-  return std::any_of(reserved_for.begin(), reserved_for.end(), [&](const DraReservation& r) { return r.uid == pod_uid; });
+  return std::any_of(reserved_for.begin(), reserved_for.end(),
+                     [&](const DraReservation& r) { return r.uid == pod_uid; });
 }
 
 Result<DraClaimTemplate> ParseResourceClaimTemplate(const json& claim_template) {

@@ -30,7 +30,8 @@ Cluster MakeCluster(const std::vector<std::string>& nodes, int gpus = 8) {
   const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
   std::vector<DraSlice> slices;
   for (const std::string& n : nodes)
-    for (const json& j : NvidiaDynamicMigSlices(a100, n, SliceOptions(gpus))) slices.push_back(*ParseResourceSlice(j));
+    for (const json& j : NvidiaDynamicMigSlices(a100, n, SliceOptions(gpus)))
+      slices.push_back(*ParseResourceSlice(j));
   std::vector<std::string> notes;
   Cluster c{BuildDraModel(BuildDraPools(slices, &notes), Catalog::Default()), {}};
   for (const json& dc : NvidiaDeviceClasses()) {
@@ -41,15 +42,21 @@ Cluster MakeCluster(const std::vector<std::string>& nodes, int gpus = 8) {
 }
 
 json MigRequest(const std::string& profile, const std::string& name = "mig") {
-  return {{"name", name},
-          {"exactly", {{"deviceClassName", "mig.nvidia.com"},
-                       {"selectors", {{{"cel", {{"expression", "device.attributes[\"gpu.nvidia.com\"].profile == \"" + profile + "\""}}}}}}}}};
+  return {
+      {"name", name},
+      {"exactly",
+       {{"deviceClassName", "mig.nvidia.com"},
+        {"selectors",
+         {{{"cel",
+            {{"expression", "device.attributes[\"gpu.nvidia.com\"].profile == \"" + profile + "\""}}}}}}}}};
 }
 
 json GpuRequest(int count, bool all = false) {
   json ex = {{"deviceClassName", "gpu.nvidia.com"}};
-  if (all) ex["allocationMode"] = "All";
-  else ex["count"] = count;
+  if (all)
+    ex["allocationMode"] = "All";
+  else
+    ex["count"] = count;
   return {{"name", "gpu"}, {"exactly", ex}};
 }
 
@@ -84,7 +91,8 @@ void ExpectWithinCounters(const Cluster& c, const std::vector<DraDeviceResult>& 
   for (const auto& [key, counters] : used)
     for (const auto& [counter, amount] : counters)
       EXPECT_LE(amount, c.model.nodes[key.first].sets[key.second].capacity[counter])
-          << c.model.nodes[key.first].sets[key.second].name << "/" << c.model.nodes[key.first].sets[key.second].counters[counter];
+          << c.model.nodes[key.first].sets[key.second].name << "/"
+          << c.model.nodes[key.first].sets[key.second].counters[counter];
 }
 
 TEST(DraAllocator, MigProfilesAndWholeGpusMatchTheirSelectors) {
@@ -99,9 +107,11 @@ TEST(DraAllocator, MigProfilesAndWholeGpusMatchTheirSelectors) {
   EXPECT_NE(d.claims[0].results[0].device.find("-mig-3g40gb-9-"), std::string::npos);
   EXPECT_EQ(d.claims[0].results[0].request, "mig");
   ASSERT_EQ(d.claims[1].results.size(), 2u);
-  for (const DraDeviceResult& r : d.claims[1].results) EXPECT_EQ(r.device.find("-mig-"), std::string::npos) << r.device;
+  for (const DraDeviceResult& r : d.claims[1].results)
+    EXPECT_EQ(r.device.find("-mig-"), std::string::npos) << r.device;
   // The whole GPUs avoid the GPU the 3g.40gb is on.
-  const std::string mig_gpu = d.claims[0].results[0].device.substr(0, d.claims[0].results[0].device.find("-mig-"));
+  const std::string mig_gpu =
+      d.claims[0].results[0].device.substr(0, d.claims[0].results[0].device.find("-mig-"));
   for (const DraDeviceResult& r : d.claims[1].results) EXPECT_NE(r.device, mig_gpu);
 }
 
@@ -113,7 +123,8 @@ TEST(DraAllocator, CountBeyondTheNodeIsRefusedWithAReason) {
   ASSERT_FALSE(d.fits);
   EXPECT_FALSE(d.unsupported);
   EXPECT_NE(d.reason.find("0/2 nodes"), std::string::npos) << d.reason;
-  EXPECT_NE(d.reason.find("needs 9 devices of class gpu.nvidia.com; 8 match, 8 free"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("needs 9 devices of class gpu.nvidia.com; 8 match, 8 free"), std::string::npos)
+      << d.reason;
 }
 
 TEST(DraAllocator, AllocationModeAllTakesEveryMatchingDeviceOfAFreeNode) {
@@ -127,17 +138,22 @@ TEST(DraAllocator, AllocationModeAllTakesEveryMatchingDeviceOfAFreeNode) {
   // The other node holds a MIG device: All cannot be met there, nor anywhere now.
   DraDecision again = Allocate(c, &usage, {&all});
   ASSERT_FALSE(again.fits);
-  EXPECT_NE(again.reason.find("needs all devices of class gpu.nvidia.com"), std::string::npos) << again.reason;
+  EXPECT_NE(again.reason.find("needs all devices of class gpu.nvidia.com"), std::string::npos)
+      << again.reason;
 }
 
 TEST(DraAllocator, FirstAvailableTakesTheFirstSubrequestThatFits) {
   Cluster c = MakeCluster({"a100-0"}, 1);
   DraUsage usage(c.model);
   json fa = {{"name", "mig"},
-             {"firstAvailable", {{{"name", "g3"}, {"deviceClassName", "mig.nvidia.com"},
-                                  {"selectors", MigRequest("3g.40gb")["exactly"]["selectors"]}},
-                                 {{"name", "g2x2"}, {"deviceClassName", "mig.nvidia.com"}, {"count", 2},
-                                  {"selectors", MigRequest("2g.20gb")["exactly"]["selectors"]}}}}};
+             {"firstAvailable",
+              {{{"name", "g3"},
+                {"deviceClassName", "mig.nvidia.com"},
+                {"selectors", MigRequest("3g.40gb")["exactly"]["selectors"]}},
+               {{"name", "g2x2"},
+                {"deviceClassName", "mig.nvidia.com"},
+                {"count", 2},
+                {"selectors", MigRequest("2g.20gb")["exactly"]["selectors"]}}}}};
   DraClaimSpec spec = Spec({fa});
   DraDecision first = Allocate(c, &usage, {&spec});
   ASSERT_TRUE(first.fits) << first.reason;
@@ -152,8 +168,10 @@ TEST(DraAllocator, FirstAvailableTakesTheFirstSubrequestThatFits) {
   EXPECT_FALSE(third.fits);
   // 1g.10gb at slices 2 and 6 block both 3g.40gb starts (0 and 4) but leave 2g.20gb at 0 and at 4.
   DraUsage fresh(c.model);
-  ASSERT_TRUE(fresh.AddResults({{"", "gpu.nvidia.com", "a100-0", "gpu-0-mig-1g10gb-19-2"},
-                                {"", "gpu.nvidia.com", "a100-0", "gpu-0-mig-1g10gb-19-6"}}).empty());
+  ASSERT_TRUE(fresh
+                  .AddResults({{"", "gpu.nvidia.com", "a100-0", "gpu-0-mig-1g10gb-19-2"},
+                               {"", "gpu.nvidia.com", "a100-0", "gpu-0-mig-1g10gb-19-6"}})
+                  .empty());
   DraDecision fallback = Allocate(c, &fresh, {&spec});
   ASSERT_TRUE(fallback.fits) << fallback.reason;
   ASSERT_EQ(fallback.claims[0].results.size(), 2u);
@@ -165,7 +183,8 @@ TEST(DraAllocator, UnsupportedSelectorsAndMissingClassesRefuseWithTheExpression)
   Cluster c = MakeCluster({"a100-0"});
   DraUsage usage(c.model);
   json req = MigRequest("1g.10gb");
-  req["exactly"]["selectors"][0]["cel"]["expression"] = "device.attributes['gpu.nvidia.com'].profile.matches('^1g')";
+  req["exactly"]["selectors"][0]["cel"]["expression"] =
+      "device.attributes['gpu.nvidia.com'].profile.matches('^1g')";
   DraClaimSpec spec = Spec({req});
   DraDecision d = Allocate(c, &usage, {&spec});
   ASSERT_FALSE(d.fits);
@@ -175,14 +194,16 @@ TEST(DraAllocator, UnsupportedSelectorsAndMissingClassesRefuseWithTheExpression)
   json missing = GpuRequest(1);
   missing["exactly"]["deviceClassName"] = "tpu.example.com";
   DraClaimSpec none = Spec({missing});
-  EXPECT_NE(Allocate(c, &usage, {&none}).reason.find("DeviceClass tpu.example.com does not exist"), std::string::npos);
+  EXPECT_NE(Allocate(c, &usage, {&none}).reason.find("DeviceClass tpu.example.com does not exist"),
+            std::string::npos);
 }
 
 TEST(DraAllocator, RuntimeErrorFailsTheRequestOnTheNode) {
   Cluster c = MakeCluster({"a100-0"});
   DraUsage usage(c.model);
   json req = GpuRequest(1);
-  req["exactly"]["selectors"] = {{{"cel", {{"expression", "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"}}}}};
+  req["exactly"]["selectors"] = {
+      {{"cel", {{"expression", "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"}}}}};
   DraClaimSpec spec = Spec({req});  // full GPUs have no profile attribute: an error, not a skip
   DraDecision d = Allocate(c, &usage, {&spec});
   ASSERT_FALSE(d.fits);
@@ -198,14 +219,16 @@ TEST(DraAllocator, QuantitySelectorPicksOnlyTheProfilesWithEnoughMemory) {
   DraClaimSpec spec = Spec({req});
   DraDecision d = Allocate(c, &usage, {&spec});
   ASSERT_TRUE(d.fits) << d.reason;
-  EXPECT_NE(d.claims[0].results[0].device.find("-mig-7g80gb-0-0"), std::string::npos) << d.claims[0].results[0].device;
+  EXPECT_NE(d.claims[0].results[0].device.find("-mig-7g80gb-0-0"), std::string::npos)
+      << d.claims[0].results[0].device;
 }
 
 // Seeded random arrivals and departures of mixed claims on two nodes: whatever the allocator grants, the
 // shared counters are never oversubscribed and no device is held twice (audited independently).
 TEST(DraAllocator, CountersAreNeverOversubscribed) {
   Cluster c = MakeCluster({"n0", "n1"}, 4);
-  const std::vector<std::string> profiles = {"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"};
+  const std::vector<std::string> profiles = {"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb",
+                                             "3g.40gb", "4g.40gb",    "7g.80gb"};
   for (DraPolicy policy : {DraPolicy::kTessera, DraPolicy::kFirstFit}) {
     std::mt19937 rng(27);
     DraUsage usage(c.model);
@@ -220,7 +243,8 @@ TEST(DraAllocator, CountersAreNeverOversubscribed) {
         continue;
       }
       const int kind = static_cast<int>(rng() % 9);
-      DraClaimSpec spec = kind < 7 ? Spec({MigRequest(profiles[kind])}) : Spec({GpuRequest(1 + static_cast<int>(rng() % 3))});
+      DraClaimSpec spec =
+          kind < 7 ? Spec({MigRequest(profiles[kind])}) : Spec({GpuRequest(1 + static_cast<int>(rng() % 3))});
       DraDecision d = Allocate(c, &usage, {&spec}, policy);
       if (!d.fits) {
         ++refused;
@@ -240,18 +264,21 @@ TEST(DraAllocator, CountersAreNeverOversubscribed) {
 }
 
 // The check's phase 2: on a node of 8 free A100-80GB, keep-a 2g.20gb, keep-b 1g.10gb and 7 tmp 1g.10gb arrive
-// one at a time, the tmp ones finish, then 4g.40gb, 2 x 7g.80gb, 3 x 1 GPU and 1 x 2 GPUs arrive one at a time.
+// one at a time, the tmp ones finish, then 4g.40gb, 2 x 7g.80gb, 3 x 1 GPU and 1 x 2 GPUs arrive one at a
+// time.
 int LargePlaced(DraPolicy policy, int* bound) {
   Cluster c = MakeCluster({"a100-3"});
   DraUsage usage(c.model);
   DraClaimSpec two = Spec({MigRequest("2g.20gb")}), one = Spec({MigRequest("1g.10gb")});
   std::vector<std::vector<DraDeviceResult>> kept, tmp;
-  for (const DraClaimSpec* s : {&two, &one}) kept.push_back(Allocate(c, &usage, {s}, policy).claims.at(0).results);
+  for (const DraClaimSpec* s : {&two, &one})
+    kept.push_back(Allocate(c, &usage, {s}, policy).claims.at(0).results);
   for (int i = 0; i < 7; ++i) tmp.push_back(Allocate(c, &usage, {&one}, policy).claims.at(0).results);
   for (const auto& t : tmp) usage.RemoveResults(t);
   std::vector<DraClaimSpec> large = {Spec({MigRequest("4g.40gb")}), Spec({MigRequest("7g.80gb")}),
-                                     Spec({MigRequest("7g.80gb")}), Spec({GpuRequest(1)}), Spec({GpuRequest(1)}),
-                                     Spec({GpuRequest(1)}), Spec({GpuRequest(2)})};
+                                     Spec({MigRequest("7g.80gb")}), Spec({GpuRequest(1)}),
+                                     Spec({GpuRequest(1)}),         Spec({GpuRequest(1)}),
+                                     Spec({GpuRequest(2)})};
   if (bound != nullptr) {
     DraUsage empty(c.model);
     DraPackingBound b = DraBestPacking(c.model, c.classes, empty, {two, one}, large);
@@ -281,13 +308,15 @@ TEST(DraAllocator, TesseraPacksMigOntoGpusInUseAndKeepsRoomForLargeProfiles) {
   EXPECT_EQ(a.claims[0].results[0].device, "gpu-0-mig-2g20gb-14-4");
   EXPECT_EQ(b.claims[0].results[0].device, "gpu-0-mig-1g10gb-19-6");
   DraUsage ff(c.model);
-  EXPECT_EQ(Allocate(c, &ff, {&two}, DraPolicy::kFirstFit).claims[0].results[0].device, "gpu-0-mig-2g20gb-14-0");
+  EXPECT_EQ(Allocate(c, &ff, {&two}, DraPolicy::kFirstFit).claims[0].results[0].device,
+            "gpu-0-mig-2g20gb-14-0");
 }
 
 TEST(DraAllocator, ExistingAllocationsAreRespectedAndNamedWhenUnknown) {
   Cluster c = MakeCluster({"a100-0"}, 1);
   DraUsage usage(c.model);
-  auto notes = usage.AddResults({{"gpu", "gpu.nvidia.com", "a100-0", "gpu-0"}, {"gpu", "gpu.nvidia.com", "a100-0", "gpu-0"},
+  auto notes = usage.AddResults({{"gpu", "gpu.nvidia.com", "a100-0", "gpu-0"},
+                                 {"gpu", "gpu.nvidia.com", "a100-0", "gpu-0"},
                                  {"gpu", "gpu.nvidia.com", "a100-0", "gpu-5"}});
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_NE(notes[0].find("allocated twice"), std::string::npos);

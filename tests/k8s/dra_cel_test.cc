@@ -25,24 +25,39 @@ CelVerdict Verdict(const std::string& e, const DraDevice& d = MigDevice()) {
 }
 
 TEST(DraCel, NvidiaDeviceClassesAndProfiles) {
-  EXPECT_EQ(Verdict("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"), CelVerdict::kMatch);
-  EXPECT_EQ(Verdict("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"), CelVerdict::kNoMatch);
+  EXPECT_EQ(Verdict("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"),
+            CelVerdict::kMatch);
+  EXPECT_EQ(Verdict("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"),
+            CelVerdict::kNoMatch);
   EXPECT_EQ(Verdict("device.attributes[\"gpu.nvidia.com\"].profile == \"1g.10gb\""), CelVerdict::kMatch);
   EXPECT_EQ(Verdict("device.attributes[\"gpu.nvidia.com\"].profile != \"1g.10gb\""), CelVerdict::kNoMatch);
-  EXPECT_EQ(Verdict("device.attributes['resource.kubernetes.io'].pciBusID == '0000:07:00.0'"), CelVerdict::kMatch);
-  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].profile in ['1g.10gb', '2g.20gb']"), CelVerdict::kMatch);
+  EXPECT_EQ(Verdict("device.attributes['resource.kubernetes.io'].pciBusID == '0000:07:00.0'"),
+            CelVerdict::kMatch);
+  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].profile in ['1g.10gb', '2g.20gb']"),
+            CelVerdict::kMatch);
   EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].profile in ['3g.40gb']"), CelVerdict::kNoMatch);
   EXPECT_EQ(Verdict("'profile' in device.attributes['gpu.nvidia.com']"), CelVerdict::kMatch);
 }
 
 TEST(DraCel, QuantitiesVersionsAndIntegers) {
-  EXPECT_EQ(Verdict("device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0"), CelVerdict::kNoMatch);
-  EXPECT_EQ(Verdict("device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"9Gi\")) >= 0"), CelVerdict::kMatch);
-  EXPECT_EQ(Verdict("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('9728Mi')) == 0"), CelVerdict::kMatch);
-  EXPECT_EQ(Verdict("device.capacity['gpu.nvidia.com'].memory.isLessThan(quantity('10Gi'))"), CelVerdict::kMatch);
-  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].cudaComputeCapability.isGreaterThan(semver('7.5.0'))"), CelVerdict::kMatch);
-  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].cudaComputeCapability.compareTo(semver('9.0.0')) < 0"), CelVerdict::kMatch);
-  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].index >= 2 && device.attributes['gpu.nvidia.com'].index < 4"), CelVerdict::kMatch);
+  EXPECT_EQ(Verdict("device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0"),
+            CelVerdict::kNoMatch);
+  EXPECT_EQ(Verdict("device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"9Gi\")) >= 0"),
+            CelVerdict::kMatch);
+  EXPECT_EQ(Verdict("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('9728Mi')) == 0"),
+            CelVerdict::kMatch);
+  EXPECT_EQ(Verdict("device.capacity['gpu.nvidia.com'].memory.isLessThan(quantity('10Gi'))"),
+            CelVerdict::kMatch);
+  EXPECT_EQ(
+      Verdict("device.attributes['gpu.nvidia.com'].cudaComputeCapability.isGreaterThan(semver('7.5.0'))"),
+      CelVerdict::kMatch);
+  EXPECT_EQ(
+      Verdict("device.attributes['gpu.nvidia.com'].cudaComputeCapability.compareTo(semver('9.0.0')) < 0"),
+      CelVerdict::kMatch);
+  EXPECT_EQ(
+      Verdict(
+          "device.attributes['gpu.nvidia.com'].index >= 2 && device.attributes['gpu.nvidia.com'].index < 4"),
+      CelVerdict::kMatch);
   EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].index > -1"), CelVerdict::kMatch);
   EXPECT_EQ(Verdict("!(device.attributes['gpu.nvidia.com'].healthy) || false"), CelVerdict::kNoMatch);
   EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].profile.startsWith('1g.')"), CelVerdict::kMatch);
@@ -51,14 +66,19 @@ TEST(DraCel, QuantitiesVersionsAndIntegers) {
 
 TEST(DraCel, MissingAttributeIsARuntimeErrorUnlessAbsorbed) {
   // The full GPU has no `profile`: evaluating it is an error, which fails the device for the claim.
-  const CelOutcome o = CelSelector::Compile("device.attributes['gpu.nvidia.com'].nope == 'x'").Evaluate(MigDevice(), "gpu.nvidia.com");
+  const CelOutcome o = CelSelector::Compile("device.attributes['gpu.nvidia.com'].nope == 'x'")
+                           .Evaluate(MigDevice(), "gpu.nvidia.com");
   EXPECT_EQ(o.verdict, CelVerdict::kError);
   EXPECT_NE(o.message.find("nope"), std::string::npos) << o.message;
   // false && error is false; true || error is true (either side).
-  EXPECT_EQ(Verdict("device.driver == 'x' && device.attributes['gpu.nvidia.com'].nope == 1"), CelVerdict::kNoMatch);
-  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].nope == 1 && device.driver == 'x'"), CelVerdict::kNoMatch);
-  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].nope == 1 || device.driver == 'gpu.nvidia.com'"), CelVerdict::kMatch);
-  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].nope == 1 || device.driver == 'x'"), CelVerdict::kError);
+  EXPECT_EQ(Verdict("device.driver == 'x' && device.attributes['gpu.nvidia.com'].nope == 1"),
+            CelVerdict::kNoMatch);
+  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].nope == 1 && device.driver == 'x'"),
+            CelVerdict::kNoMatch);
+  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].nope == 1 || device.driver == 'gpu.nvidia.com'"),
+            CelVerdict::kMatch);
+  EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].nope == 1 || device.driver == 'x'"),
+            CelVerdict::kError);
   // Mixed types and ordering on quantities are errors, as in CEL.
   EXPECT_EQ(Verdict("device.attributes['gpu.nvidia.com'].index == '3'"), CelVerdict::kError);
   EXPECT_EQ(Verdict("device.capacity['gpu.nvidia.com'].memory > quantity('1Gi')"), CelVerdict::kError);
@@ -83,8 +103,10 @@ TEST(DraCel, OutsideTheSubsetIsUnsupportedNamingTheExpression) {
 
 TEST(DraCel, UnsupportedWinsOverAbsorption) {
   // Never a silent match: an unsupported part makes the whole expression unsupported.
-  EXPECT_EQ(Verdict("device.driver == 'gpu.nvidia.com' || device.attributes['gpu.nvidia.com'].index.startsWith('1')"),
-            CelVerdict::kUnsupported);
+  EXPECT_EQ(
+      Verdict(
+          "device.driver == 'gpu.nvidia.com' || device.attributes['gpu.nvidia.com'].index.startsWith('1')"),
+      CelVerdict::kUnsupported);
 }
 
 }  // namespace

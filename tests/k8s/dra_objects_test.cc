@@ -64,7 +64,8 @@ TEST(DraObjects, ParsesTheCombinedLayoutOfKubernetes134) {
   ASSERT_EQ(s->counter_sets.size(), 1u);
   EXPECT_EQ(s->counter_sets[0].counters_milli.at("memory"), int64_t{81152} * 1048576 * 1000);
   EXPECT_EQ(std::get<std::string>(s->devices[1].attributes.at("profile")), "3g.40gb");
-  EXPECT_EQ(std::get<DraVersion>(s->devices[0].attributes.at("driverVersion")), (DraVersion{580, 126, 20, ""}));
+  EXPECT_EQ(std::get<DraVersion>(s->devices[0].attributes.at("driverVersion")),
+            (DraVersion{580, 126, 20, ""}));
   EXPECT_EQ(s->devices[1].consumes[0].counters_milli.at("memory-slice-7"), 1000);
 
   std::vector<std::string> notes;
@@ -120,8 +121,7 @@ TEST(DraObjects, BothLayoutsGiveTheSameModel) {
 TEST(DraObjects, OnlyTheNewestGenerationCountsAndIncompletePoolsAreNoted) {
   const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
   std::vector<DraSlice> slices;
-  for (const json& j : NvidiaDynamicMigSlices(a100, "n", Slices(2)))
-    slices.push_back(*ParseResourceSlice(j));
+  for (const json& j : NvidiaDynamicMigSlices(a100, "n", Slices(2))) slices.push_back(*ParseResourceSlice(j));
   // Generation 2 without gpu-0 (a lost GPU), one of its slices not yet seen.
   auto gen2 = NvidiaDynamicMigSlices(a100, "n", Slices(0, true, 2, {1}));
   slices.push_back(*ParseResourceSlice(gen2[1]));
@@ -143,22 +143,30 @@ TEST(DraObjects, ErrorsNameTheObjectAndTheField) {
   auto s = ParseResourceSlice(bad);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().find("a100-0-gpu.nvidia.com-x7k2p"), std::string::npos) << s.error();
-  EXPECT_NE(s.error().find("spec.devices[1] (gpu-0-mig-3g40gb-9-4).capacity[memory].value"), std::string::npos) << s.error();
+  EXPECT_NE(s.error().find("spec.devices[1] (gpu-0-mig-3g40gb-9-4).capacity[memory].value"),
+            std::string::npos)
+      << s.error();
   bad = json::parse(kCombinedSlice);
   bad["spec"]["devices"][0]["attributes"]["type"] = {{"string", "gpu"}, {"int", 1}};
   EXPECT_NE(ParseResourceSlice(bad).error().find("exactly one of"), std::string::npos);
   bad["spec"].erase("pool");
   EXPECT_NE(ParseResourceSlice(bad).error().find("spec.pool.name"), std::string::npos);
 
-  json claim = {{"metadata", {{"name", "c"}, {"namespace", "ml"}}},
-                {"spec", {{"devices", {{"requests", {{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.nvidia.com"},
-                                                                                    {"allocationMode", "Some"}}}}}}}}}}};
+  json claim = {
+      {"metadata", {{"name", "c"}, {"namespace", "ml"}}},
+      {"spec",
+       {{"devices",
+         {{"requests",
+           {{{"name", "gpu"},
+             {"exactly", {{"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "Some"}}}}}}}}}}};
   auto c = ParseResourceClaim(claim);
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.error().find("ResourceClaim ml/c: spec.devices.requests[0] (gpu).exactly.allocationMode"), std::string::npos)
+  EXPECT_NE(c.error().find("ResourceClaim ml/c: spec.devices.requests[0] (gpu).exactly.allocationMode"),
+            std::string::npos)
       << c.error();
   claim["spec"]["devices"]["requests"][0]["firstAvailable"] = json::array();
-  EXPECT_NE(ParseResourceClaim(claim).error().find("exactly one of exactly, firstAvailable"), std::string::npos);
+  EXPECT_NE(ParseResourceClaim(claim).error().find("exactly one of exactly, firstAvailable"),
+            std::string::npos);
   EXPECT_FALSE(ParseDeviceClass(json::object()).ok());
   EXPECT_FALSE(ParseResourceClaimTemplate({{"metadata", {{"name", "t"}}}, {"spec", json::object()}}).ok());
 }
@@ -208,10 +216,12 @@ TEST(DraObjects, ClaimsTemplatesAndClassesWithTheirDefaults) {
 TEST(DraObjects, WritesFollowKubeSchedulersShapes) {
   json claim = {{"metadata", {{"name", "c"}, {"finalizers", {"other"}}}}, {"spec", json::object()}};
   json protected_claim = WithDeleteProtection(claim);
-  EXPECT_EQ(protected_claim["metadata"]["finalizers"], json({"other", "resource.kubernetes.io/delete-protection"}));
+  EXPECT_EQ(protected_claim["metadata"]["finalizers"],
+            json({"other", "resource.kubernetes.io/delete-protection"}));
   EXPECT_EQ(WithDeleteProtection(protected_claim), protected_claim);  // once
 
-  const json alloc = DraAllocationJson({{"mig/g3", "gpu.nvidia.com", "a100-1", "gpu-0-mig-3g40gb-9-0"}}, "a100-1");
+  const json alloc =
+      DraAllocationJson({{"mig/g3", "gpu.nvidia.com", "a100-1", "gpu-0-mig-3g40gb-9-0"}}, "a100-1");
   EXPECT_EQ(alloc, json::parse(R"({"devices": {"results": [{"request": "mig/g3", "driver": "gpu.nvidia.com",
     "pool": "a100-1", "device": "gpu-0-mig-3g40gb-9-0"}]}, "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
     {"key": "metadata.name", "operator": "In", "values": ["a100-1"]}]}]}})"));
@@ -238,13 +248,15 @@ json ToJson(const YAML::Node& n) {
     return a;
   }
   const std::string v = n.as<std::string>();
-  if (n.Tag() != "!" && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) return std::stoll(v);
+  if (n.Tag() != "!" && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos)
+    return std::stoll(v);
   return v;
 }
 
 TEST(DraObjects, ExampleManifestsParseAndUseTheSupportedCelSubset) {
   int objects = 0;
-  for (const char* file : {"/deploy/kubernetes/dra/device-classes.yaml", "/deploy/kubernetes/dra/claim-templates.yaml"}) {
+  for (const char* file :
+       {"/deploy/kubernetes/dra/device-classes.yaml", "/deploy/kubernetes/dra/claim-templates.yaml"}) {
     for (const YAML::Node& doc : YAML::LoadAllFromFile(std::string(TESSERA_SOURCE_DIR) + file)) {
       const json j = ToJson(doc);
       std::vector<std::string> exprs;
@@ -256,7 +268,8 @@ TEST(DraObjects, ExampleManifestsParseAndUseTheSupportedCelSubset) {
         auto t = ParseResourceClaimTemplate(j);
         ASSERT_TRUE(t.ok()) << t.error();
         for (const DraRequest& r : t->spec.requests)
-          for (const DraSubRequest& s : r.alternatives) exprs.insert(exprs.end(), s.selectors.begin(), s.selectors.end());
+          for (const DraSubRequest& s : r.alternatives)
+            exprs.insert(exprs.end(), s.selectors.begin(), s.selectors.end());
       }
       for (const std::string& e : exprs) EXPECT_TRUE(CelSelector::Compile(e).supported()) << e;
       ++objects;
