@@ -35,6 +35,10 @@ struct ServeArgs {
   std::string replay, decisions;
   uint64_t seed = 0;
   bool db_given = false, listen_given = false;
+  double request_deadline_s = 10;
+  int max_connections_per_address = 96;
+  double rate_limit = 0;
+  double sign_in_limit = 20;
 };
 
 Status WriteSecret(const std::string& path, const std::string& text) {
@@ -163,6 +167,10 @@ int Serve(const ServeArgs& a) {
   so.tls_cert = a.tls_cert;
   so.tls_key = a.tls_key;
   so.clock_speed = a.speed;
+  so.limits.request_deadline_s = a.request_deadline_s;
+  so.limits.max_per_address = a.max_connections_per_address;
+  so.rate_limit_per_min = a.rate_limit;
+  so.sign_in_failures_per_min = a.sign_in_limit;
   ApiServer server(&svc, so);
   if (Status st = server.Bind(); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
   const std::string url = fmt::format("{}://{}:{}", a.tls_cert.empty() ? "http" : "https", so.host, server.port());
@@ -222,6 +230,20 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--admin-token-file", a->admin_token_file, "where the bootstrap admin token goes (default <db>.admin-token)");
   c->add_option("--tls-cert", a->tls_cert, "PEM certificate: serve HTTPS")->check(CLI::ExistingFile);
   c->add_option("--tls-key", a->tls_key, "PEM private key for --tls-cert")->check(CLI::ExistingFile);
+  c->add_option("--request-deadline", a->request_deadline_s,
+                 "seconds a client has to send one request's headers and body (plain HTTP)")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  c->add_option("--max-connections-per-address", a->max_connections_per_address,
+                "open connections one client address may hold")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  c->add_option("--rate-limit", a->rate_limit, "requests per minute per token and per client address (0 = none)")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
+  c->add_option("--sign-in-limit", a->sign_in_limit, "failed sign-ins per minute per client address before 429")
+      ->check(CLI::Range(1.0, 1e9))
+      ->capture_default_str();
   c->callback([a, c, exit_code] {
     a->db_given = c->count("--db") > 0;
     a->listen_given = c->count("--listen") > 0;

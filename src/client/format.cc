@@ -60,10 +60,31 @@ std::string Table(const std::vector<std::string>& header, const std::vector<std:
   return out;
 }
 
-// A field as text: strings as they are, null or missing as "-", others as JSON.
+// Text safe for a terminal: control characters (C0, DEL, C1) as \xNN, so that a name cannot move the
+// cursor, clear the screen or retitle the window.
+std::string TerminalSafe(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const bool c1 = c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(s[i + 1]) <= 0x9f;
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c1) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[++i]));
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// A field as text: strings as they are (terminal-safe), null or missing as "-", others as JSON.
 std::string Text(const Json& o, const std::string& key) {
   if (!o.is_object() || !o.contains(key) || o[key].is_null()) return "-";
-  return o[key].is_string() ? o[key].get<std::string>() : o[key].dump();
+  return TerminalSafe(o[key].is_string() ? o[key].get<std::string>()
+                                         : o[key].dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 std::string NodesOrReason(const Json& j) {

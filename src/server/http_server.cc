@@ -4,11 +4,14 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "base/thread_priority.h"
 #include "cost/focus.h"
 #include "server/json_views.h"
 #include "server/metrics.h"
 #include "server/nodes_api.h"
+#include "server/portal.h"
 #include "server/portal_api.h"
 
 namespace tessera {
@@ -31,9 +34,11 @@ class WorkerPool final : public httplib::ThreadPool {
   int nice_;
 };
 
+// Never throws: a string that is not valid UTF-8 (which the checks before routing keep out) is sent with
+// U+FFFD in place of its bad bytes.
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
 }
 
 void SendError(httplib::Response& res, const ApiError& e) { SendJson(res, HttpStatusOf(e.code), ErrorJson(e)); }
@@ -51,6 +56,13 @@ std::optional<nlohmann::json> ParseBody(const httplib::Request& req, httplib::Re
     return std::nullopt;
   }
   return j;
+}
+
+// An error the connection does not survive: the rest of the request (a body) is left unread.
+void SendFinalError(httplib::Response& res, const ApiError& e) {
+  if (RequestGuard* g = RequestGuard::Current()) g->CloseAfterResponse();
+  res.set_header("Connection", "close");
+  SendError(res, e);
 }
 
 bool ParseJobId(const std::string& s, int64_t* id) {
@@ -71,16 +83,35 @@ bool ReadGpus(const nlohmann::json& b, const char* field, int64_t* out, httplib:
   return true;
 }
 
+// page_size: default 100; a positive integer, clamped to 1000 (the rest comes with the next page's cursor).
+constexpr int kDefaultPageSize = 100, kMaxPageSize = 1000;
+bool ReadPageSize(const httplib::Request& req, int* out, httplib::Response& res) {
+  *out = kDefaultPageSize;
+  if (!req.has_param("page_size")) return true;
+  const std::string v = req.get_param_value("page_size");
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.find_first_not_of('0') == std::string::npos) {
+    SendError(res, Invalid("page_size", fmt::format("page_size: an integer from 1 to {} (larger is clamped)", kMaxPageSize)));
+    return false;
+  }
+  *out = v.size() > 6 ? kMaxPageSize : std::min(kMaxPageSize, std::stoi(v));
+  return true;
+}
+
 bool ReadTime(const httplib::Request& req, const char* name, int64_t* out, httplib::Response& res) {
   *out = -1;
   if (!req.has_param(name)) return true;
   const std::string v = req.get_param_value(name);
+  constexpr int64_t kMaxTime = 253402300799;  // 9999-12-31T23:59:59Z
   if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+    if (v.size() > 12 || std::stoll(v) > kMaxTime) {
+      SendError(res, Invalid(name, fmt::format("{}: Unix seconds from 0 to {}", name, kMaxTime)));
+      return false;
+    }
     *out = std::stoll(v);
     return true;
   }
   auto t = ParseIsoUtc(v);
-  if (!t.ok()) {
+  if (!t.ok() || *t < 0 || *t > kMaxTime) {
     SendError(res, Invalid(name, fmt::format("{}: '{}' is neither an ISO 8601 UTC time nor Unix seconds", name, v)));
     return false;
   }
@@ -90,7 +121,12 @@ bool ReadTime(const httplib::Request& req, const char* name, int64_t* out, httpl
 
 }  // namespace
 
-ApiServer::ApiServer(Service* service, ServerOptions options) : service_(service), options_(std::move(options)) {
+ApiServer::ApiServer(Service* service, ServerOptions options)
+    : service_(service),
+      options_(std::move(options)),
+      sign_in_limiter_(options_.sign_in_failures_per_min),
+      token_limiter_(options_.rate_limit_per_min),
+      address_limiter_(options_.rate_limit_per_min) {
   portal_ = std::make_unique<PortalApi>(service_, options_.clock_speed, !options_.tls_cert.empty());
 }
 ApiServer::~ApiServer() = default;
@@ -105,7 +141,9 @@ Status ApiServer::Bind() {
                                        options_.tls_key));
     http_ = std::move(ssl);
   } else {
-    http_ = std::make_unique<httplib::Server>();
+    auto plain = std::make_unique<GuardedServer>(options_.limits);
+    guarded_ = plain.get();
+    http_ = std::move(plain);
   }
   const int threads = std::max(8, options_.threads);
   const int nice = options_.request_nice;
@@ -113,8 +151,11 @@ Status ApiServer::Bind() {
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_keep_alive_max_count(100000);
   http_->set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle delay on the second
-  http_->set_read_timeout(30, 0);
+  // Plain HTTP: the whole-request deadline bounds a request (GuardedServer); TLS: each read.
+  http_->set_read_timeout(static_cast<time_t>(std::max(1.0, options_.limits.request_deadline_s)), 0);
+  http_->set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, options_.limits.keep_alive_s)));
   Routes();
+  Guards();
   // httplib listens with a backlog of 5; a burst of connections would wait for SYN retransmission (1 s).
   // Keep the socket to widen the backlog after binding.
   http_->set_socket_options([this](socket_t sock) {
@@ -144,6 +185,116 @@ void ApiServer::Stop() {
   portal_->Stop();
 }
 
+// The checks before routing, the answers to protocol errors, and what every answer gets.
+void ApiServer::Guards() {
+  httplib::Server& h = *http_;
+  using Req = const httplib::Request&;
+  using Res = httplib::Response&;
+  using HR = httplib::Server::HandlerResponse;
+  const size_t max_body = options_.max_body_bytes;
+  h.set_pre_routing_handler([this, max_body](Req req, Res res) {
+    if (auto e = CheckRequest(req, max_body)) {
+      counters_.refused_requests.fetch_add(1, std::memory_order_relaxed);
+      SendFinalError(res, *e);
+      return HR::Handled;
+    }
+    // From here on the body may be read: at most the limit, as sent (httplib reads chunked bodies whole).
+    if (RequestGuard* g = RequestGuard::Current()) g->LimitBody(static_cast<int64_t>(max_body) + 64 * 1024);
+    const double now = SteadyNow();
+    double wait = address_limiter_.TryTake(req.remote_addr, now);
+    if (wait == 0 && req.method == "POST" && req.path == "/api/v1/session")
+      wait = sign_in_limiter_.RetryAfter(req.remote_addr, now);
+    if (wait > 0) {
+      counters_.rate_limited.fetch_add(1, std::memory_order_relaxed);
+      res.set_header("Retry-After", std::to_string(static_cast<int>(std::ceil(wait))));
+      SendFinalError(res, {ErrorCode::kRateLimited, "", "too many requests from this address; retry later"});
+      return HR::Handled;
+    }
+    StripBrotli(req);
+    return HR::Unhandled;
+  });
+  h.set_post_routing_handler([this](Req req, Res res) {
+    if (req.path.starts_with("/api/")) res.set_header("Cache-Control", "no-store");
+    if (res.status != 401) return;
+    counters_.auth_failures.fetch_add(1, std::memory_order_relaxed);
+    const bool sign_in = req.method == "POST" && req.path == "/api/v1/session";
+    if (sign_in) {
+      counters_.sign_in_failures.fetch_add(1, std::memory_order_relaxed);
+      sign_in_limiter_.Take(req.remote_addr, SteadyNow());
+    }
+    // Never the token: the address, the request and whether a credential came at all.
+    fmt::print(stderr, "tessera serve: failed authentication from {}: {} {} ({})\n", req.remote_addr, req.method,
+               req.path, sign_in ? "sign-in" : req.has_header("Authorization") ? "bearer" : "no or bad credential");
+  });
+  h.set_error_handler([](Req req, Res res) {
+    RequestGuard* g = RequestGuard::Current();
+    if (g && g->body_over_limit()) res.status = 413;
+    else if (g && g->deadline_passed()) res.status = 408;
+    if (!res.body.empty()) return;  // a handler's own answer
+    // A protocol error: what follows on the connection cannot be trusted to start a request.
+    if (g && res.status != 404) g->CloseAfterResponse();
+    ApiError e{ErrorCode::kNotFound, "", "no such endpoint: " + req.method + " " + req.path};
+    switch (res.status) {
+      case 404: break;
+      case 400: e = Invalid("", "malformed HTTP request"); break;
+      case 408: e = {ErrorCode::kRequestTimeout, "", "the request was not complete within its deadline"}; break;
+      case 413: e = {ErrorCode::kPayloadTooLarge, "", "the request body is over the limit"}; break;
+      case 414: e = Invalid("", "the request target is too long"); break;
+      case 415: e = {ErrorCode::kUnsupportedMedia, "", "unsupported media type"}; break;
+      case 416: e = Invalid("Range", "the range cannot be satisfied"); break;
+      default: e = {ErrorCode::kInternal, "", fmt::format("HTTP {}", res.status)};
+    }
+    const int status = res.status;
+    if (status == 408 || status == 413) res.set_header("Connection", "close");
+    SendJson(res, status, ErrorJson(e));
+  });
+  h.set_exception_handler([](Req, Res res, std::exception_ptr) {
+    SendError(res, {ErrorCode::kInternal, "", "internal error"});
+  });
+}
+
+std::string ApiServer::ServerMetrics() const {
+  std::string o;
+  auto counter = [&o](const char* name, const char* help, uint64_t v) {
+    o += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
+  };
+  counter("tessera_auth_failures_total", "Requests refused for a missing, unknown or revoked credential (401).",
+          counters_.auth_failures.load());
+  counter("tessera_sign_in_failures_total", "Failed sign-ins (POST /api/v1/session answered 401).",
+          counters_.sign_in_failures.load());
+  counter("tessera_rate_limited_total", "Requests answered 429 before routing (per address and sign-in limits).",
+          counters_.rate_limited.load());
+  counter("tessera_refused_requests_total", "Requests refused before routing (bad bytes, framing or size).",
+          counters_.refused_requests.load());
+  counter("tessera_refused_connections_total", "Connections closed at once: over the per-address cap.",
+          guarded_ ? guarded_->refused_connections() : 0);
+  return o;
+}
+
+// GET /api/v1/audit (admin only): filters actor, target, action, since; paged by id.
+void ApiServer::AuditRoute(const std::function<httplib::Server::Handler(CallerHandler)>& authed) {
+  Service* s = service_;
+  using Req = const httplib::Request&;
+  using Res = httplib::Response&;
+  http_->Get("/api/v1/audit", authed([s](const Caller& c, Req req, Res res) {
+    AuditQuery q;
+    if (!ReadPageSize(req, &q.limit, res) || !ReadTime(req, "since", &q.since, res)) return;
+    q.actor = req.get_param_value("actor");
+    q.target = req.get_param_value("target");
+    q.action = req.get_param_value("action");
+    if (req.has_param("page_token") && !req.get_param_value("page_token").empty() &&
+        !ParseJobId(req.get_param_value("page_token"), &q.after_id))
+      return SendError(res, Invalid("page_token", "page_token: not a token this service gave"));
+    bool more = false;
+    auto rows = s->Audit(c, q, &more);
+    if (!rows.ok()) return SendError(res, rows.error());
+    nlohmann::json arr = nlohmann::json::array();
+    for (const AuditRow& a : rows.value()) arr.push_back(AuditJson(a));
+    SendJson(res, 200, {{"entries", arr},
+                        {"next_page_token", more && !rows.value().empty() ? std::to_string(rows.value().back().id) : ""}});
+  }));
+}
+
 void ApiServer::Routes() {
   httplib::Server& h = *http_;
   Service* s = service_;
@@ -151,8 +302,9 @@ void ApiServer::Routes() {
   using Res = httplib::Response&;
   // Wraps a handler that needs a caller: a bearer token, or the portal's session cookie (CSRF-checked).
   PortalApi* portal = portal_.get();
-  auto authed = [s, portal](std::function<void(const Caller&, Req, Res)> f) -> httplib::Server::Handler {
-    return [s, portal, f](Req req, Res res) {
+  RateLimiter* token_limit = &token_limiter_;
+  auto authed = [s, portal, token_limit](std::function<void(const Caller&, Req, Res)> f) -> httplib::Server::Handler {
+    return [s, portal, token_limit, f](Req req, Res res) {
       const Credential cred = portal->RequestCredentialOf(req);
       if (!cred.csrf_error.empty()) {
         return SendError(res, {ErrorCode::kPermissionDenied, "X-CSRF-Token", cred.csrf_error});
@@ -165,23 +317,14 @@ void ApiServer::Routes() {
                         token.empty() ? "missing 'Authorization: Bearer <token>'" : "unknown or revoked token"});
         return;
       }
+      if (const double wait = token_limit->TryTake(caller->user, SteadyNow()); wait > 0) {
+        res.set_header("Retry-After", std::to_string(static_cast<int>(std::ceil(wait))));
+        return SendError(res, {ErrorCode::kRateLimited, "", "too many requests with this token; retry later"});
+      }
+      caller->source = req.remote_addr;
       f(*caller, req, res);
     };
   };
-
-  h.set_error_handler([](Req req, Res res) {
-    if (!res.body.empty()) return;
-    ApiError e{ErrorCode::kNotFound, "", "no such endpoint: " + req.method + " " + req.path};
-    if (res.status == 413) e = {ErrorCode::kInvalidArgument, "", "the request body is over 1 MiB"};
-    else if (res.status == 400) e = Invalid("", "malformed HTTP request");
-    else if (res.status != 404) e = {ErrorCode::kInternal, "", fmt::format("HTTP {}", res.status)};
-    const int status = res.status;
-    res.set_content(ErrorJson(e).dump(), "application/json");
-    res.status = status;
-  });
-  h.set_exception_handler([](Req, Res res, std::exception_ptr) {
-    SendError(res, {ErrorCode::kInternal, "", "internal error"});
-  });
 
   portal_->Register(h, authed);
   RegisterNodeRoutes(h, s, authed);
@@ -191,7 +334,9 @@ void ApiServer::Routes() {
     res.status = s->Ready() ? 200 : 503;
     res.set_content(s->Ready() ? "ready\n" : "starting\n", "text/plain");
   });
-  h.Get("/metrics", [s](Req, Res res) { res.set_content(MetricsText(*s), "text/plain; version=0.0.4; charset=utf-8"); });
+  h.Get("/metrics", [this, s](Req, Res res) {
+    res.set_content(MetricsText(*s) + ServerMetrics(), "text/plain; version=0.0.4; charset=utf-8");
+  });
 
   h.Post("/api/v1/teams", authed([s](const Caller& c, Req req, Res res) {
     auto b = ParseBody(req, res, false);
@@ -251,15 +396,9 @@ void ApiServer::Routes() {
     SendJson(res, created ? 201 : 200, JobJson(r.value(), *s));
   }));
   h.Get("/api/v1/jobs", authed([s](const Caller& c, Req req, Res res) {
-    int limit = 100;
+    int limit = 0;
     int64_t after = 0;
-    if (req.has_param("page_size")) {
-      const std::string v = req.get_param_value("page_size");
-      if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1 ||
-          std::stoi(v) > 5000)
-        return SendError(res, Invalid("page_size", "page_size: an integer from 1 to 5000"));
-      limit = std::stoi(v);
-    }
+    if (!ReadPageSize(req, &limit, res)) return;
     if (req.has_param("page_token") && !req.get_param_value("page_token").empty() &&
         !ParseJobId(req.get_param_value("page_token"), &after))
       return SendError(res, Invalid("page_token", "page_token: not a token this service gave"));
@@ -305,6 +444,7 @@ void ApiServer::Routes() {
     for (const QueueEntry& e : s->Queue(c)) arr.push_back(QueueEntryJson(e, *s));
     SendJson(res, 200, {{"jobs", arr}});
   }));
+  AuditRoute(authed);
   h.Get("/api/v1/cluster", authed([s](const Caller&, Req, Res res) { SendJson(res, 200, ClusterJson(*s->snapshot(), *s)); }));
   h.Get("/api/v1/usage", authed([s](const Caller& c, Req req, Res res) {
     UsageQuery q;

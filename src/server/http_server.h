@@ -1,18 +1,20 @@
 #pragma once
 // ApiServer: the REST API over HTTP or HTTPS (cpp-httplib). Every /api/v1 call needs
-// `Authorization: Bearer <token>` or the web portal's session cookie (server/portal.h); /healthz, /readyz
-// and /metrics do not. Errors are JSON
-// {"error": {"code", "field", "message"}}; bodies over 1 MiB get 413. Endpoints: docs/api.md.
+// `Authorization: Bearer <token>` (the scheme in any case) or the web portal's session cookie
+// (server/portal.h); /healthz, /readyz and /metrics do not. Errors are JSON
+// {"error": {"code", "field", "message"}}; bodies over 1 MiB get 413 as soon as the limit is passed,
+// whatever the framing. Requests are checked before routing (server/request_checks.h) and bounded per
+// connection (server/guarded_server.h). Endpoints: docs/api.md; limits and their defaults: docs/security.md.
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "base/status.h"
+#include "server/guarded_server.h"
+#include "server/request_checks.h"
 #include "service/service.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace tessera {
 
@@ -29,6 +31,16 @@ struct ServerOptions {
   int request_nice = 2;
   size_t max_body_bytes = 1 << 20;
   double clock_speed = 1;   // service seconds per wall second (told to the portal's page)
+  ConnectionLimits limits;  // request deadline, connections per address (plain HTTP)
+  // Failed sign-ins (POST /api/v1/session) per minute and client address before 429.
+  double sign_in_failures_per_min = 20;
+  // Requests per minute per token and per client address before 429; 0 = no limit.
+  double rate_limit_per_min = 0;
+};
+
+// What the server counts beyond the service's counters (appended to /metrics).
+struct ServerCounters {
+  std::atomic<uint64_t> auth_failures{0}, sign_in_failures{0}, rate_limited{0}, refused_requests{0};
 };
 
 class ApiServer {
@@ -44,12 +56,19 @@ class ApiServer {
 
  private:
   void Routes();
+  void Guards();
+  using CallerHandler = std::function<void(const Caller&, const httplib::Request&, httplib::Response&)>;
+  void AuditRoute(const std::function<httplib::Server::Handler(CallerHandler)>& authed);
+  std::string ServerMetrics() const;
   Service* service_;
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<PortalApi> portal_;  // the web portal, its sessions and the utilisation history
   int port_ = 0;
   int listen_fd_ = -1;
+  GuardedServer* guarded_ = nullptr;  // http_ when serving plain HTTP
+  RateLimiter sign_in_limiter_, token_limiter_, address_limiter_;
+  ServerCounters counters_;
 };
 
 }  // namespace tessera

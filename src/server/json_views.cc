@@ -102,8 +102,19 @@ nlohmann::json TeamJson(const TeamView& t) {
           {"guaranteed_gpus", Gpus(t.guaranteed_milli)},
           {"limit_gpus", Gpus(t.limit_milli)},
           {"over_quota_weight", t.over_quota_weight},
+          {"allowed_priority_classes", t.allowed_classes},
+          {"version", t.version},
           {"allocated_gpus", Gpus(t.allocated_milli)},
           {"fair_share_gpus", Gpus(t.fair_share_milli)}};
+}
+
+nlohmann::json AuditJson(const AuditRow& a) {
+  auto parsed = [](const std::string& text) {
+    return text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
+  };
+  return {{"id", std::to_string(a.id)}, {"time", TimeJson(a.time)}, {"actor", a.actor},   {"action", a.action},
+          {"target", a.target},         {"source", a.source},       {"before", parsed(a.before)},
+          {"after", parsed(a.after)},   {"changed", a.changed}};
 }
 
 nlohmann::json UserJson(const UserView& u) {
@@ -186,11 +197,20 @@ nlohmann::json ErrorJson(const ApiError& e) {
   return {{"error", {{"code", ErrorCodeName(e.code)}, {"field", e.field}, {"message", e.message}}}};
 }
 
+namespace {
+
+std::string CsvText(const std::string& v) {
+  if (!v.empty() && std::string_view("=+-@\t\r").find(v.front()) != std::string_view::npos) return CsvField("'" + v);
+  return CsvField(v);
+}
+
+}  // namespace
+
 std::string UsageCsv(const std::vector<UsageRow>& rows) {
   std::string out = "team,project,job,tier,idle,gpu_hours,cost,idle_share_cost\n";
   for (const UsageRow& r : rows)
-    out += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f}\n", CsvField(r.team), CsvField(r.project),
-                       CsvField(r.job), CsvField(r.tier), r.idle ? "true" : "false", r.gpu_hours, r.cost,
+    out += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f}\n", CsvText(r.team), CsvText(r.project),
+                       CsvText(r.job), CsvText(r.tier), r.idle ? "true" : "false", r.gpu_hours, r.cost,
                        r.idle_share_cost);
   return out;
 }

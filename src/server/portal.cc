@@ -1,5 +1,7 @@
 #include "server/portal.h"
 
+#include <strings.h>
+
 #include <string_view>
 
 #include "server/portal_assets.h"
@@ -103,16 +105,20 @@ std::string WithoutBrotli(std::string_view accept_encoding) {
   return out;
 }
 
+void StripBrotli(const httplib::Request& req) {
+  auto it = req.headers.find("Accept-Encoding");
+  if (it != req.headers.end() && it->second.find("br") != std::string::npos) {
+    // The request object is the server's own (non-const); only this header changes.
+    const_cast<std::string&>(it->second) = WithoutBrotli(it->second);
+  }
+}
+
 void RegisterPortal(httplib::Server& server, SessionStore& sessions, PortalOptions options) {
   auto opts = std::make_shared<PortalOptions>(std::move(options));
   // cpp-httplib compresses brotli at quality 11, which takes seconds for the few hundred KB of a jobs list
   // or the portal's script; a browser that offers brotli also offers gzip, so it gets gzip instead.
   server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
-    auto it = req.headers.find("Accept-Encoding");
-    if (it != req.headers.end() && it->second.find("br") != std::string::npos) {
-      // The request object is the server's own (non-const); only this header changes.
-      const_cast<std::string&>(it->second) = WithoutBrotli(it->second);
-    }
+    StripBrotli(req);
     return httplib::Server::HandlerResponse::Unhandled;
   });
   server.Get("/", [](const httplib::Request&, httplib::Response& res) { ServeAsset("/index.html", res); });
@@ -146,7 +152,10 @@ Credential RequestCredential(const httplib::Request& req, SessionStore& sessions
   std::string auth = req.get_header_value("Authorization");
   if (!auth.empty()) {
     c.source = Credential::Source::kBearer;
-    if (auth.starts_with("Bearer ")) c.token = auth.substr(7);
+    // The scheme is case-insensitive (RFC 9110, 11.1); one or more spaces follow it.
+    if (auth.size() > 7 && strncasecmp(auth.c_str(), "Bearer ", 7) == 0)
+      c.token = auth.substr(auth.find_first_not_of(' ', 7) == std::string::npos ? auth.size()
+                                                                                 : auth.find_first_not_of(' ', 7));
     return c;
   }
   std::optional<Session> s = CookieSession(req, sessions);

@@ -28,6 +28,9 @@ struct PortalOptions {
 
 // An Accept-Encoding value without its brotli ("br") coding, e.g. "gzip, deflate, br" -> "gzip, deflate".
 std::string WithoutBrotli(std::string_view accept_encoding);
+// Drops brotli from the request's Accept-Encoding (RegisterPortal's pre-routing handler; a server that
+// sets its own calls this).
+void StripBrotli(const httplib::Request& req);
 
 // Registers the portal's routes on `server` (and its pre-routing handler, which steers browsers from
 // cpp-httplib's slow brotli compression to gzip). `sessions` and the options' functions must outlive it.

@@ -35,7 +35,7 @@ bool TimeParam(const httplib::Request& req, const char* name, int64_t* out, http
 
 void SendApiError(httplib::Response& res, const ApiError& e) {
   res.status = HttpStatusOf(e.code);
-  res.set_content(ErrorJson(e).dump(), "application/json");
+  res.set_content(ErrorJson(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
 }
 
 // A GPU count field of a JSON body in thousandths: nullopt when absent; false (and a 400) when malformed.
@@ -49,7 +49,38 @@ bool GpusField(const nlohmann::json& b, const char* field, std::optional<int64_t
   return true;
 }
 
+// allowed_priority_classes: a list of class names (at most 64); false (and a 400) otherwise.
+bool ClassesField(const nlohmann::json& b, std::optional<std::vector<std::string>>* out, httplib::Response& res) {
+  if (!b.contains("allowed_priority_classes")) return true;
+  const nlohmann::json& v = b["allowed_priority_classes"];
+  bool ok = v.is_array() && v.size() <= 64;
+  for (size_t i = 0; ok && i < v.size(); ++i) ok = v[i].is_string() && v[i].get<std::string>().size() <= 63;
+  if (!ok) {
+    SendApiError(res, Invalid("allowed_priority_classes", "field 'allowed_priority_classes': a list of class names"));
+    return false;
+  }
+  *out = v.get<std::vector<std::string>>();
+  return true;
+}
+
+// If-Match: "\"<version>\"" (an ETag this server gave) or *; false (and a 400) when malformed.
+bool IfMatch(const httplib::Request& req, std::optional<uint64_t>* out, httplib::Response& res) {
+  if (!req.has_header("If-Match")) return true;
+  std::string v = req.get_header_value("If-Match");
+  if (v == "*") return true;
+  if (v.starts_with("W/")) v = v.substr(2);
+  if (v.size() < 3 || v.size() > 22 || v.front() != '"' || v.back() != '"' ||
+      v.find_first_not_of("0123456789", 1) != v.size() - 1) {
+    SendApiError(res, Invalid("If-Match", "If-Match: an ETag from this server, e.g. \"3\""));
+    return false;
+  }
+  *out = std::stoull(v.substr(1, v.size() - 2));
+  return true;
+}
+
 }  // namespace
+
+std::string TeamEtag(const TeamView& t) { return fmt::format("\"{}\"", t.version); }
 
 PortalApi::PortalApi(Service* service, double speed, bool secure_cookies)
     : service_(service), speed_(speed > 0 ? speed : 1), secure_cookies_(secure_cookies), sessions_(WallSeconds) {}
@@ -123,12 +154,17 @@ void PortalApi::RegisterAdmin(
     nlohmann::json b = nlohmann::json::parse(req.body, nullptr, false);
     if (!b.is_object()) return SendApiError(res, Invalid("", "the request body must be a JSON object"));
     for (const auto& [k, v] : b.items())
-      if (k != "guaranteed_gpus" && k != "limit_gpus")
-        return SendApiError(res, Invalid(k, fmt::format("unknown field '{}' (guaranteed_gpus, limit_gpus)", k)));
-    std::optional<int64_t> guaranteed, limit;
-    if (!GpusField(b, "guaranteed_gpus", &guaranteed, res) || !GpusField(b, "limit_gpus", &limit, res)) return;
-    auto r = s->UpdateTeam(c, req.matches[1], guaranteed, limit);
+      if (k != "guaranteed_gpus" && k != "limit_gpus" && k != "allowed_priority_classes")
+        return SendApiError(res, Invalid(k, fmt::format("unknown field '{}' (guaranteed_gpus, limit_gpus, "
+                                                        "allowed_priority_classes)", k)));
+    Service::TeamChange change;
+    if (!GpusField(b, "guaranteed_gpus", &change.guaranteed_milli, res) ||
+        !GpusField(b, "limit_gpus", &change.limit_milli, res) || !ClassesField(b, &change.allowed_classes, res) ||
+        !IfMatch(req, &change.if_version, res))
+      return;
+    auto r = s->UpdateTeam(c, req.matches[1], change);
     if (!r.ok()) return SendApiError(res, r.error());
+    res.set_header("ETag", TeamEtag(r.value()));
     res.set_content(TeamJson(r.value()).dump(), "application/json");
   }));
 }

@@ -21,6 +21,9 @@
 
 namespace tessera {
 
+// A team's ETag: its version, quoted.
+std::string TeamEtag(const TeamView& t);
+
 class PortalApi {
  public:
   // `speed`: service seconds per wall second (the clock's, for the page's clock estimate).

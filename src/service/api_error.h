@@ -16,6 +16,11 @@ enum class ErrorCode {
   kAlreadyExists,        // 409
   kFailedPrecondition,   // 409: the target is in a state that refuses the change (e.g. a node still busy)
   kIdempotencyMismatch,  // 422: the key was used with another body
+  kPreconditionFailed,   // 412: If-Match named another version
+  kRequestTimeout,       // 408: the request was not complete within its deadline
+  kPayloadTooLarge,      // 413
+  kUnsupportedMedia,     // 415: e.g. a Content-Encoding the server refuses
+  kRateLimited,          // 429
   kUnavailable,          // 503
   kInternal,             // 500
 };

@@ -19,8 +19,9 @@ namespace {
 struct DemoTeam {
   const char* name;
   int guaranteed, limit;
+  bool production_inference;  // an admin allowed it production-inference
 };
-constexpr DemoTeam kTeams[] = {{"vision", 24, 48}, {"language", 24, 48}, {"platform", 8, 32}};
+constexpr DemoTeam kTeams[] = {{"vision", 24, 48, false}, {"language", 24, 48, false}, {"platform", 8, 32, true}};
 
 }  // namespace
 
@@ -28,7 +29,12 @@ Result<std::vector<DemoUser>> SetUpDemo(Service& service) {
   const Caller admin{"admin", "", Role::kAdmin};
   std::vector<DemoUser> out;
   for (const DemoTeam& t : kTeams) {
-    auto r = service.CreateTeam(admin, TeamRow{t.name, t.guaranteed * 1000, t.limit * 1000, 1, 0});
+    TeamRow row{t.name, t.guaranteed * 1000, t.limit * 1000, 1, 0};
+    if (t.production_inference) {  // every class; the other teams keep the default (all but this one)
+      row.allowed_classes.emplace();
+      for (const PriorityClass& p : service.priority_classes()) row.allowed_classes->push_back(p.name);
+    }
+    auto r = service.CreateTeam(admin, row);
     if (!r.ok() && r.error().code != ErrorCode::kAlreadyExists) return Status::Error("demo team: " + r.error().message);
     for (const char* role : {"team-lead", "member"}) {
       const std::string name = fmt::format("{}-{}", t.name, role == std::string("member") ? "member" : "lead");
@@ -85,7 +91,8 @@ bool DemoStream::SubmitOne() {
               {"mig_profile", kind == 7 ? "3g.40gb" : "1g.10gb"}, {"memory_gib", 8}});
   } else {  // inference on whole GPUs
     j.update({{"name", fmt::format("llm-{}", n)}, {"class", "inference"}, {"replicas", 2}, {"gpus_per_worker", 1},
-              {"memory_gib", 40}, {"priority_class", "production-inference"}});
+              {"memory_gib", 40},
+              {"priority_class", t.production_inference ? "production-inference" : "inference"}});
   }
   auto spec = ParseJobSpec(j);
   if (!spec.ok()) return false;

@@ -128,10 +128,17 @@ void Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::functio
   }
   e.next = std::move(next);
   e.usage = batch.usage;
+  KeepClockLocked(Now(), &batch);
   store_->Write(std::move(batch), [this, e, done = std::move(done)](const Status& st) {
     ApplyEffects(e, st);
     if (done) done(st);
   });
+}
+
+void Service::KeepClockLocked(int64_t at, WriteBatch* b) {
+  if (at <= stored_clock_) return;
+  stored_clock_ = at;
+  b->meta["clock_s"] = std::to_string(at);
 }
 
 void Service::ApplyEffects(const Effects& e, const Status& st) {
@@ -199,6 +206,7 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   std::string pc;
   auto req = BuildRequest(spec, team, id, &queue, &pc);
   if (!req.ok()) return req.error();
+  if (auto e = ClassPolicyLocked(c, team, pc)) return *e;
   ++next_job_id_;
   auto j = std::make_shared<JobRecord>();
   j->id = id;
@@ -219,6 +227,11 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   j->submitted_at = Now();
   WriteBatch b;
   b.events.push_back({id, j->submitted_at, "Submitted", "by " + c.user});
+  b.audit.push_back(AuditOf(c, "job.submit", fmt::format("job:{}", id), "",
+                            nlohmann::json{{"team", team}, {"name", j->name}, {"project", j->project},
+                                           {"priority_class", pc}, {"gpus", TotalGpus(*j)}}
+                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                            true));
   if (!idempotency_key.empty()) {
     b.keys.push_back({c.user, idempotency_key, hash, id});
     idem_[key] = {hash, id, false};
@@ -272,7 +285,9 @@ Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* ver
     WriteBatch b;
     auto next = change(*j, &b);
     if (!next.ok()) return next.error();
-    if (next.value() == nullptr) p->set_value(Status::Ok());
+    if (next.value() == nullptr && b.empty()) p->set_value(Status::Ok());
+    else if (next.value() == nullptr)  // a no-op that is still recorded (its audit entry)
+      store_->Write(std::move(b), [p](const Status& st) { p->set_value(st); });
     else
       PutLocked({next.value()}, std::move(b), [p](const Status& st) { p->set_value(st); });
   }
@@ -283,9 +298,15 @@ Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* ver
   return Get(c, id);
 }
 
+// A cancel of a finished job changes nothing and is not counted (its audit entry says so).
 Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
+  bool changed = false;
   auto v = ChangeJob(c, id, "cancel", [&](const JobRecord& j, WriteBatch* b) -> Outcome<JobPtr> {
-    if (Terminal(j.state)) return JobPtr();
+    const auto state = [](JobState s) { return nlohmann::json{{"state", JobStateName(s)}}.dump(); };
+    changed = !Terminal(j.state);
+    b->audit.push_back(AuditOf(c, "job.cancel", fmt::format("job:{}", id), state(j.state),
+                               state(changed ? JobState::kCancelled : j.state), changed));
+    if (!changed) return JobPtr();
     const int64_t now = Now();
     const bool ran = j.state == JobState::kRunning;
     driver_->Cancel(jobs_[id - 1].replicas.front(), now, "cancelled by " + c.user);
@@ -294,7 +315,7 @@ Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
     out->stopping = ran && backend_->asynchronous();  // kStopped clears it
     return JobPtr(std::move(out));
   });
-  if (v.ok()) counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
+  if (v.ok() && changed) counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
   return v;
 }
 
@@ -304,6 +325,10 @@ Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::st
     if (pc == nullptr)
       return Invalid("priority_class", fmt::format("field 'priority_class': unknown priority class '{}'", priority_class));
     if (Terminal(j.state)) return Invalid("priority_class", fmt::format("job {} has finished", id));
+    if (auto e = ClassPolicyLocked(c, j.team, pc->name)) return *e;
+    const auto cls = [](const std::string& n) { return nlohmann::json{{"priority_class", n}}.dump(); };
+    b->audit.push_back(AuditOf(c, "job.priority", fmt::format("job:{}", id), cls(j.priority_class), cls(pc->name),
+                               j.priority_class != pc->name));
     auto next = std::make_shared<JobRecord>(j);
     next->version = NextVersion();
     next->priority_class = pc->name;

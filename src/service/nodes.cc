@@ -225,9 +225,14 @@ void Service::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<
   b->usage.insert(b->usage.end(), fx.b.usage.begin(), fx.b.usage.end());
 }
 
-Outcome<NodeView> Service::CommitNodeLocked(std::unique_lock<std::mutex>* lock, NodeId n, WriteBatch b,
-                                            std::vector<JobPtr> changed) {
+Outcome<NodeView> Service::CommitNodeLocked(std::unique_lock<std::mutex>* lock, const Caller& c,
+                                            const std::string& action, const std::string& before, NodeId n,
+                                            WriteBatch b, std::vector<JobPtr> changed) {
   b.nodes.push_back(NodeRowLocked(n, Now()));
+  const auto state = [](const std::string& s) { return s.empty() ? s : nlohmann::json{{"state", s}}.dump(); };
+  const std::string after = NodeStateLocked(n);
+  b.audit.push_back(AuditOf(c, action, "node:" + b.nodes.back().name, state(before), state(after),
+                            before != after || !changed.empty()));
   state_changed_ = true;  // the next snapshot shows the change
   NodeView v = NodeViewLocked(n);
   auto done = std::make_shared<std::promise<Status>>();
@@ -241,15 +246,17 @@ Outcome<NodeView> Service::CommitNodeLocked(std::unique_lock<std::mutex>* lock, 
   return v;
 }
 
-Outcome<NodeView> Service::ChangeNode(const Caller& c, const std::string& name, const NodeChangeFn& change) {
+Outcome<NodeView> Service::ChangeNode(const Caller& c, const std::string& name, const std::string& action,
+                                      const NodeChangeFn& change) {
   if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin changes nodes"};
   std::unique_lock<std::mutex> lock(mu_);
   const NodeId n = FindNodeLocked(name);
   if (n < 0) return ApiError{ErrorCode::kNotFound, "", fmt::format("no node '{}'", name)};
   WriteBatch b;
   std::vector<JobPtr> changed;
+  const std::string before = NodeStateLocked(n);
   if (auto refused = change(n, &b, &changed)) return *refused;
-  return CommitNodeLocked(&lock, n, std::move(b), std::move(changed));
+  return CommitNodeLocked(&lock, c, action, before, n, std::move(b), std::move(changed));
 }
 
 Outcome<std::vector<NodeView>> Service::ListNodes(const Caller& c) const {
@@ -305,18 +312,18 @@ Outcome<NodeView> Service::AddNode(const Caller& c, const std::string& spec_json
                             static_cast<int>(gs.instances[k].start));
     b.layouts.push_back({node->name, i, layout});
   }
-  return CommitNodeLocked(&lock, n, std::move(b), {});
+  return CommitNodeLocked(&lock, c, "node.add", "", n, std::move(b), {});
 }
 
 Outcome<NodeView> Service::CordonNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+  return ChangeNode(c, name, "node.cordon", [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
     if (Status st = loop_->state().CordonNode(n); !st.ok()) return ApiError{ErrorCode::kInternal, "", st.message()};
     return std::nullopt;
   });
 }
 
 Outcome<NodeView> Service::UncordonNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+  return ChangeNode(c, name, "node.uncordon", [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
     if (Status st = loop_->state().UncordonNode(n); !st.ok())
       return ApiError{ErrorCode::kFailedPrecondition, "", st.message()};
     node_entries_[n] = {};
@@ -325,7 +332,7 @@ Outcome<NodeView> Service::UncordonNode(const Caller& c, const std::string& name
 }
 
 Outcome<NodeView> Service::DrainNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, [this](NodeId n, WriteBatch* b, std::vector<JobPtr>* changed) -> std::optional<ApiError> {
+  return ChangeNode(c, name, "node.drain", [this](NodeId n, WriteBatch* b, std::vector<JobPtr>* changed) -> std::optional<ApiError> {
     if (Status st = loop_->state().CordonNode(n); !st.ok()) return ApiError{ErrorCode::kInternal, "", st.message()};
     node_entries_[n].draining = true;
     DrainJobsLocked(n, Now(), b, changed);
@@ -334,7 +341,7 @@ Outcome<NodeView> Service::DrainNode(const Caller& c, const std::string& name) {
 }
 
 Outcome<NodeView> Service::RemoveNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+  return ChangeNode(c, name, "node.remove", [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
     ClusterState& state = loop_->state();
     const NodeState& ns = state.node(n);
     const int tasks = ns.inference_tasks + ns.training_tasks;

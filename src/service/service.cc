@@ -193,7 +193,10 @@ Status Service::Restore(const StoredState& s) {
   }
   for (const auto& kv : s.meta) {
     if (kv.first == "ledger_start") ledger_start_ = std::stoll(kv.second);
-    if (kv.first == "clock_s") clock_->NotBefore(std::stod(kv.second));
+    if (kv.first == "clock_s") {
+      clock_->NotBefore(std::stod(kv.second));
+      stored_clock_ = static_cast<int64_t>(std::stod(kv.second));
+    }
   }
   if (auto it = s.meta.find("queue_usage"); it != s.meta.end()) RestoreUsageLocked(it->second);
   if (ledger_start_ == 0) {
@@ -307,6 +310,12 @@ Outcome<TeamView> Service::CreateTeam(const Caller& c, const TeamRow& team) {
   if (team.over_quota_weight < 0) return Invalid("over_quota_weight", "field 'over_quota_weight': must be >= 0");
   TeamRow row = team;
   row.created_at = Now();
+  row.version = 1;
+  if (row.allowed_classes)
+    for (const std::string& pc : *row.allowed_classes)
+      if (!config_.tenancy.FindClass(pc))
+        return Invalid("allowed_priority_classes", fmt::format("field 'allowed_priority_classes': unknown class '{}'", pc));
+  std::lock_guard<std::mutex> admin(admin_mu_);  // the check and the write are one step: a second create is 409
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (teams_.count(row.name))
@@ -314,12 +323,14 @@ Outcome<TeamView> Service::CreateTeam(const Caller& c, const TeamRow& team) {
   }
   WriteBatch b;
   b.teams.push_back(row);
+  const TeamView view = TeamViewOf(row);
+  b.audit.push_back(AuditOf(c, "team.create", "team:" + row.name, "", TeamAuditJson(view), true));
   if (Status st = store_->WriteAndWait(std::move(b)); !st.ok())
     return ApiError{ErrorCode::kInternal, "", st.message()};
   std::lock_guard<std::mutex> lock(mu_);
   teams_[row.name] = row;
   EnsureQueue(row.name, &row);
-  return TeamView{row.name, row.guaranteed_milli, row.limit_milli, row.over_quota_weight};
+  return view;
 }
 
 std::vector<TeamView> Service::Teams(const Caller& c) const {
@@ -328,7 +339,7 @@ std::vector<TeamView> Service::Teams(const Caller& c) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [name, t] : teams_) {
     if (c.role != Role::kAdmin && c.team != name) continue;
-    TeamView v{name, t.guaranteed_milli, t.limit_milli, t.over_quota_weight};
+    TeamView v = TeamViewOf(t);
     const int q = config_.tenancy.FindQueue(name);
     if (q >= 0 && q < static_cast<int>(snap->queues.size())) {
       v.allocated_milli = snap->queues[q].allocated_milli;
@@ -353,6 +364,7 @@ Outcome<UserView> Service::CreateUser(const Caller& c, const std::string& name, 
   auto token = NewToken();
   if (!token.ok()) return ApiError{ErrorCode::kInternal, "", token.error()};
   UserRow row{0, name, team, RoleName(role), Sha256Hex(*token), Now()};
+  std::lock_guard<std::mutex> admin(admin_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (role != Role::kAdmin && !teams_.count(team))
@@ -363,6 +375,8 @@ Outcome<UserView> Service::CreateUser(const Caller& c, const std::string& name, 
   }
   WriteBatch b;
   b.users.push_back(row);
+  b.audit.push_back(AuditOf(c, "user.create", "user:" + name, "",
+                            nlohmann::json{{"team", team}, {"role", RoleName(role)}}.dump(), true));
   Status st = store_->WriteAndWait(std::move(b));
   std::lock_guard<std::mutex> lock(mu_);
   if (!st.ok()) {

@@ -61,7 +61,11 @@ struct Caller {
   std::string user;
   std::string team;  // empty for an admin
   Role role = Role::kViewer;
+  std::string source;  // the client's address, for the audit log ("" = inside the process)
 };
+
+// The priority class only some teams may use (an admin allows it per team); new teams may use every other.
+inline constexpr std::string_view kRestrictedClass = "production-inference";
 
 enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };
 const char* JobStateName(JobState s);
@@ -114,8 +118,13 @@ struct TeamView {
   std::string name;
   int64_t guaranteed_milli = 0, limit_milli = -1;
   int over_quota_weight = 1;
+  std::vector<std::string> allowed_classes;  // the priority classes its jobs may use
+  uint64_t version = 1;                      // +1 on every change (ETag)
   int64_t allocated_milli = 0, fair_share_milli = 0, pending_jobs = 0, running_jobs = 0;
 };
+
+// A team's quota and policy as the audit log records them (JSON text).
+std::string TeamAuditJson(const TeamView& t);
 
 struct UserView {
   std::string name, team;
@@ -234,8 +243,16 @@ class Service {
   // GPUs (fewer gang members, else fewer GPUs per worker), each from a cycle run on a copy of the state.
   // Computed at most once per job and cycle. (whatif.cc)
   Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
-  Outcome<TeamView> UpdateTeam(const Caller& c, const std::string& name, std::optional<int64_t> guaranteed_milli,
-                               std::optional<int64_t> limit_milli);
+  // A change of a team: each field given replaces the stored one; `if_version` (from If-Match), when set,
+  // must be the team's version (else 412). Read, check and write under one lock: no update is lost.
+  struct TeamChange {
+    std::optional<int64_t> guaranteed_milli, limit_milli;
+    std::optional<std::vector<std::string>> allowed_classes;
+    std::optional<uint64_t> if_version;
+  };
+  Outcome<TeamView> UpdateTeam(const Caller& c, const std::string& name, const TeamChange& change);
+  // The audit log (admin only), by id; `more` is set when further entries match. (admin.cc)
+  Outcome<std::vector<AuditRow>> Audit(const Caller& c, const AuditQuery& q, bool* more) const;
 
   // `team`: the team an admin names (others: empty or their own). `idempotency_key` may be empty.
   // `created` tells whether this call made the job.
@@ -273,6 +290,7 @@ class Service {
   // The cluster as at start (from the store); the live one is snapshot()->cluster->cluster().
   const Cluster& cluster() const { return config_.cluster; }
   const Catalog& catalog() const { return *config_.catalog; }
+  const std::vector<PriorityClass>& priority_classes() const { return config_.tenancy.priority_classes; }
   int64_t Now() const { return static_cast<int64_t>(clock_->Now()); }
   // Pending and running jobs per team (from the live table).
   std::map<std::string, std::pair<int64_t, int64_t>> JobCountsByTeam() const;
@@ -326,8 +344,12 @@ class Service {
   // A change of live node `name` by an admin: `change` (under the lock) changes it and adds its writes;
   // the node's row is written with them; returns the node once durable, and wakes the cycle.
   using NodeChangeFn = std::function<std::optional<ApiError>(NodeId, WriteBatch*, std::vector<JobPtr>*)>;
-  Outcome<NodeView> ChangeNode(const Caller& c, const std::string& name, const NodeChangeFn& change);
-  Outcome<NodeView> CommitNodeLocked(std::unique_lock<std::mutex>* lock, NodeId n, WriteBatch b,
+  // Applies `change` to the named node and commits it with an audit entry `action` (node.cordon, ...).
+  Outcome<NodeView> ChangeNode(const Caller& c, const std::string& name, const std::string& action,
+                               const NodeChangeFn& change);
+  // Stores node n, the batch and its audit entry (`before`: the node's state before, "" for a new node).
+  Outcome<NodeView> CommitNodeLocked(std::unique_lock<std::mutex>* lock, const Caller& c, const std::string& action,
+                                     const std::string& before, NodeId n, WriteBatch b,
                                      std::vector<JobPtr> changed);
   Status ResumeLocked(const JobRecord& j);
   int EnsureQueue(const std::string& team, const TeamRow* row);
@@ -371,6 +393,14 @@ class Service {
   void RestoreUsageLocked(const std::string& meta);
   // Running jobs (by id, ascending): the ones whose replicas hold capacity in the loop.
   std::vector<int64_t> RunningLocked() const;
+  // 403 naming the class when team `team` may not use priority class `pc` (admins may use any).
+  std::optional<ApiError> ClassPolicyLocked(const Caller& c, const std::string& team, const std::string& pc) const;
+  TeamView TeamViewOf(const TeamRow& t) const;
+  AuditRow AuditOf(const Caller& c, std::string action, std::string target, std::string before, std::string after,
+                   bool changed) const;
+  // Stores the service clock with `b` when `at` is past what is stored (so that after a crash every new
+  // timestamp is later than every acknowledged one). Under mu_.
+  void KeepClockLocked(int64_t at, WriteBatch* b);
   // The next version of `j` ended in `state` at `at`; the loop releases what it held; adds usage and an event.
   JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message, WriteBatch* b);
   // What the driver reports (control/driver.h), turned into job versions, events and usage in the current
@@ -448,6 +478,10 @@ class Service {
   std::atomic<bool> ready_{false};
   std::atomic<uint64_t> versions_{1};  // job versions, increasing over all jobs
 
+  // Serialises the read-check-write of team, user and token changes (each holds it over its store write):
+  // concurrent rotations, revocations and quota changes cannot interleave.
+  std::mutex admin_mu_;
+  int64_t stored_clock_ = 0;  // the clock position last written (mu_)
   mutable std::mutex mu_;
   std::vector<Slot> jobs_;                 // index id - 1
   std::unique_ptr<ControlLoop> loop_;      // job table, allocation and decayed usage of the current versions

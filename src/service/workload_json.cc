@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "base/text.h"
 #include "model/workload_fields.h"
 #include "service/json_fields.h"
 
@@ -18,6 +19,11 @@ const char* ErrorCodeName(ErrorCode c) {
     case ErrorCode::kAlreadyExists: return "AlreadyExists";
     case ErrorCode::kFailedPrecondition: return "FailedPrecondition";
     case ErrorCode::kIdempotencyMismatch: return "IdempotencyKeyReused";
+    case ErrorCode::kPreconditionFailed: return "PreconditionFailed";
+    case ErrorCode::kRequestTimeout: return "RequestTimeout";
+    case ErrorCode::kPayloadTooLarge: return "PayloadTooLarge";
+    case ErrorCode::kUnsupportedMedia: return "UnsupportedMediaType";
+    case ErrorCode::kRateLimited: return "RateLimited";
     case ErrorCode::kUnavailable: return "Unavailable";
     case ErrorCode::kInternal: return "Internal";
   }
@@ -33,6 +39,11 @@ int HttpStatusOf(ErrorCode c) {
     case ErrorCode::kAlreadyExists: return 409;
     case ErrorCode::kFailedPrecondition: return 409;
     case ErrorCode::kIdempotencyMismatch: return 422;
+    case ErrorCode::kPreconditionFailed: return 412;
+    case ErrorCode::kRequestTimeout: return 408;
+    case ErrorCode::kPayloadTooLarge: return 413;
+    case ErrorCode::kUnsupportedMedia: return 415;
+    case ErrorCode::kRateLimited: return 429;
     case ErrorCode::kUnavailable: return 503;
     case ErrorCode::kInternal: return 500;
   }
@@ -117,6 +128,14 @@ Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body) {
   }
   if (!body.contains("name") || body["name"].get<std::string>().empty())
     return Invalid("name", "field 'name': required");
+  // Free-text labels: printable (no control characters: they reach terminals and logs), bounded.
+  for (const char* k : {"name", "project", "team"}) {
+    if (!body.contains(k)) continue;
+    const std::string& v = body[k].get_ref<const std::string&>();
+    if (v.size() > kMaxLabelBytes)
+      return Invalid(k, fmt::format("field '{}': at most {} bytes (got {})", k, kMaxLabelBytes, v.size()));
+    if (!CleanText(v)) return Invalid(k, fmt::format("field '{}': control characters are not allowed", k));
+  }
   JobSpec spec;
   if (auto it = body.find("mig_profile"); it != body.end()) {
     spec.mig_profile = it->get<std::string>();

@@ -17,6 +17,9 @@ struct JobSpec {
   nlohmann::json body;      // the entry as accepted
 };
 
+// `name`, `project` and `team`: at most this many bytes of UTF-8 without control characters.
+inline constexpr size_t kMaxLabelBytes = 128;
+
 Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body);
 
 }  // namespace tessera

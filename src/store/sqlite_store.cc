@@ -5,7 +5,13 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -50,12 +56,47 @@ CREATE TABLE mig_layouts (node TEXT NOT NULL, gpu_index INTEGER NOT NULL, layout
                           PRIMARY KEY (node, gpu_index));
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 )sql",
+    // 2: the cluster's nodes (the store holds the cluster after the first start).
     R"sql(
 CREATE TABLE nodes (position INTEGER PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL,
                     removed INTEGER NOT NULL, changed_at INTEGER NOT NULL);
 )sql",
+    // 3: a team's allowed priority classes (JSON list; '' = the default) and version; the audit log.
+    R"sql(
+ALTER TABLE teams ADD COLUMN allowed_classes TEXT NOT NULL DEFAULT '';
+ALTER TABLE teams ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, actor TEXT NOT NULL,
+                    action TEXT NOT NULL, target TEXT NOT NULL, source TEXT NOT NULL, before TEXT NOT NULL,
+                    after TEXT NOT NULL, changed INTEGER NOT NULL);
+CREATE INDEX audit_by_target ON audit (target);
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
+
+std::string EncodeClasses(const std::optional<std::vector<std::string>>& c) {
+  return c ? nlohmann::json(*c).dump() : std::string();
+}
+
+std::optional<std::vector<std::string>> DecodeClasses(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  std::vector<std::string> out;
+  if (j.is_array())
+    for (const auto& c : j)
+      if (c.is_string()) out.push_back(c.get<std::string>());
+  return out;
+}
+
+// Creates the database file 0600 if it is missing, and makes an existing one (and its -wal, -shm) 0600.
+Status PrivateFiles(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Error(fmt::format("{}: cannot open database: {}", path, std::strerror(errno)));
+  const int rc = ::fchmod(fd, 0600);
+  ::close(fd);
+  if (rc != 0) return Status::Error(fmt::format("{}: cannot make the database 0600: {}", path, std::strerror(errno)));
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) (void)::chmod((path + suffix).c_str(), 0600);
+  return Status::Ok();
+}
 
 std::string EncodePlacements(const std::vector<TaskPlacement>& tasks) {
   if (tasks.empty()) return "[]";
@@ -148,6 +189,8 @@ class SqliteStore final : public Store {
 
   Status Open(const std::string& path) {
     path_ = path;
+    if (path != ":memory:" && !path.empty())
+      if (Status st = PrivateFiles(path); !st.ok()) return st;
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK)
       return Status::Error(fmt::format("{}: cannot open database: {}", path, db_ ? sqlite3_errmsg(db_) : "?"));
@@ -243,11 +286,13 @@ class SqliteStore final : public Store {
     std::lock_guard<std::mutex> db_lock(db_mu_);
     StoredState s;
     s.schema_version = version_;
-    Status st = Query("SELECT name, guaranteed_milli, limit_milli, over_quota_weight, created_at FROM teams",
-                      [&](Stmt& q) {
-                        s.teams.push_back({q.Text(0), q.Int(1), q.Int(2), static_cast<int>(q.Int(3)), q.Int(4)});
-                        return Status::Ok();
-                      });
+    Status st = Query(
+        "SELECT name, guaranteed_milli, limit_milli, over_quota_weight, created_at, allowed_classes, version FROM teams",
+        [&](Stmt& q) {
+          s.teams.push_back({q.Text(0), q.Int(1), q.Int(2), static_cast<int>(q.Int(3)), q.Int(4),
+                             DecodeClasses(q.Text(5)), static_cast<uint64_t>(q.Int(6))});
+          return Status::Ok();
+        });
     if (st.ok())
       st = Query("SELECT id, name, team, role, token_hash, created_at FROM users ORDER BY id", [&](Stmt& q) {
         s.users.push_back({q.Int(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4), q.Int(5)});
@@ -314,6 +359,25 @@ class SqliteStore final : public Store {
     return s;
   }
 
+  Result<std::vector<AuditRow>> ReadAudit(const AuditQuery& aq, bool* more) override {
+    std::lock_guard<std::mutex> db_lock(db_mu_);
+    Stmt q;
+    if (Status st = q.Prepare(db_,
+                              "SELECT id, time, actor, action, target, source, before, after, changed FROM audit "
+                              "WHERE id > ?1 AND time >= ?2 AND (?3 = '' OR actor = ?3) AND (?4 = '' OR target = ?4) "
+                              "AND (?5 = '' OR action = ?5) ORDER BY id LIMIT ?6");
+        !st.ok())
+      return Status::Error(path_ + ": " + st.message());
+    q.Bind(1, aq.after_id).Bind(2, aq.since).Bind(3, aq.actor).Bind(4, aq.target).Bind(5, aq.action);
+    q.Bind(6, int64_t{aq.limit} + 1);
+    std::vector<AuditRow> out;
+    while (q.Step())
+      out.push_back({q.Int(0), q.Int(1), q.Text(2), q.Text(3), q.Text(4), q.Text(5), q.Text(6), q.Text(7), q.Int(8) != 0});
+    *more = static_cast<int>(out.size()) > aq.limit;
+    if (*more) out.pop_back();
+    return out;
+  }
+
   void Write(WriteBatch batch, Done done) override {
     {
       std::lock_guard<std::mutex> lock(q_mu_);
@@ -344,10 +408,12 @@ class SqliteStore final : public Store {
   };
 
   struct Statements {
-    Stmt team, user, job, event, key, usage, layout, node, meta, savepoint, release, rollback_to;
+    Stmt team, user, job, event, key, usage, layout, node, meta, audit, savepoint, release, rollback_to;
     Status Prepare(sqlite3* db) {
       const std::pair<Stmt*, const char*> all[] = {
-          {&team, "INSERT OR REPLACE INTO teams VALUES (?1, ?2, ?3, ?4, ?5)"},
+          {&team, "INSERT OR REPLACE INTO teams VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+          {&audit, "INSERT INTO audit (time, actor, action, target, source, before, after, changed) VALUES "
+                   "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
           {&user, "INSERT OR REPLACE INTO users VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
           {&job, "INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
           {&event, "INSERT INTO job_events (job_id, at, kind, detail) VALUES (?1, ?2, ?3, ?4)"},
@@ -422,7 +488,8 @@ class SqliteStore final : public Store {
     Statements& s = *stmts_;
     for (const TeamRow& t : b.teams)
       if (Status st = s.team.Bind(1, t.name).Bind(2, t.guaranteed_milli).Bind(3, t.limit_milli)
-                          .Bind(4, int64_t{t.over_quota_weight}).Bind(5, t.created_at).Run();
+                          .Bind(4, int64_t{t.over_quota_weight}).Bind(5, t.created_at)
+                          .Bind(6, EncodeClasses(t.allowed_classes)).Bind(7, static_cast<int64_t>(t.version)).Run();
           !st.ok())
         return Status::Error("team '" + t.name + "': " + st.message());
     for (const UserRow& u : b.users)
@@ -461,6 +528,11 @@ class SqliteStore final : public Store {
         return Status::Error("node '" + n.name + "': " + st.message());
     for (const auto& [k, v] : b.meta)
       if (Status st = s.meta.Bind(1, k).Bind(2, v).Run(); !st.ok()) return Status::Error("meta: " + st.message());
+    for (const AuditRow& a : b.audit)
+      if (Status st = s.audit.Bind(1, a.time).Bind(2, a.actor).Bind(3, a.action).Bind(4, a.target).Bind(5, a.source)
+                          .Bind(6, a.before).Bind(7, a.after).Bind(8, int64_t{a.changed}).Run();
+          !st.ok())
+        return Status::Error("audit: " + st.message());
     return Status::Ok();
   }
 

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct TeamRow {
   int64_t limit_milli = -1;      // -1 = no limit
   int over_quota_weight = 1;
   int64_t created_at = 0;        // service time, Unix seconds
+  // Priority classes the team's jobs may use; nullopt = the default (every class but production-inference).
+  std::optional<std::vector<std::string>> allowed_classes;
+  uint64_t version = 1;          // +1 on every change (the team's ETag)
 };
 
 struct UserRow {
@@ -92,6 +96,22 @@ struct NodeRow {
   int64_t changed_at = 0;
 };
 
+// One entry of the audit log: who changed what, when, from where; before and after as JSON text.
+struct AuditRow {
+  int64_t id = 0;          // assigned by the store, increasing
+  int64_t time = 0;        // service time, Unix seconds
+  std::string actor, action, target, source;
+  std::string before, after;  // JSON ("" = none)
+  bool changed = true;     // false: the request changed nothing (a no-op)
+};
+
+struct AuditQuery {
+  std::string actor, target, action;  // "" = any
+  int64_t since = -1;                 // time >= since
+  int64_t after_id = 0;               // id > after_id (the cursor)
+  int limit = 100;
+};
+
 struct StoredState {
   int schema_version = 0;
   std::vector<TeamRow> teams;
@@ -116,10 +136,11 @@ struct WriteBatch {
   std::vector<MigLayoutRow> layouts;
   std::vector<NodeRow> nodes;
   std::map<std::string, std::string> meta;
+  std::vector<AuditRow> audit;
 
   bool empty() const {
     return teams.empty() && users.empty() && jobs.empty() && events.empty() && keys.empty() && usage.empty() &&
-           layouts.empty() && nodes.empty() && meta.empty();
+           layouts.empty() && nodes.empty() && meta.empty() && audit.empty();
   }
 };
 
@@ -131,12 +152,15 @@ class Store {
   virtual void Write(WriteBatch batch, Done done) = 0;
   virtual void Close() = 0;
   virtual int schema_version() const = 0;
+  // Audit entries matching `q`, by id; `more` is set when further ones match.
+  virtual Result<std::vector<AuditRow>> ReadAudit(const AuditQuery& q, bool* more) = 0;
   // Write, then wait for its commit.
   Status WriteAndWait(WriteBatch batch);
 };
 
 // Opens (creating if needed) a SQLite database in WAL mode with synchronous=FULL and brings its schema up
-// to date through the migrations table. The error names the path and the problem.
+// to date through the migrations table. The file (and so its -wal and -shm, which SQLite creates with the
+// database's mode) is made 0600. The error names the path and the problem.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
 
 }  // namespace tessera

@@ -41,7 +41,7 @@ TEST(SqliteStore, RoundTripsEveryTable) {
   {
     auto s = OpenSqliteStore(path);
     ASSERT_TRUE(s.ok()) << s.error();
-    EXPECT_EQ((*s)->schema_version(), 2);
+    EXPECT_EQ((*s)->schema_version(), 3);
     WriteBatch b;
     b.teams.push_back({"vision", 8000, 16000, 2, 5});
     b.users.push_back({1, "ana", "vision", "team-lead", "abc123", 6});
@@ -87,7 +87,7 @@ TEST(SqliteStore, RoundTripsEveryTable) {
   ASSERT_TRUE(s.ok()) << s.error();
   auto st = (*s)->Load();
   ASSERT_TRUE(st.ok()) << st.error();
-  EXPECT_EQ(st->schema_version, 2);
+  EXPECT_EQ(st->schema_version, 3);
   ASSERT_EQ(st->teams.size(), 1u);
   EXPECT_EQ(st->teams[0].limit_milli, 16000);
   EXPECT_EQ(st->teams[0].over_quota_weight, 2);

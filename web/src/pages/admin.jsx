@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, listOf } from '../api.js';
 import { usePoll, gpuField, ago } from '../util.js';
 
@@ -121,6 +121,35 @@ function Users({ me, reloadKey }) {
   );
 }
 
+// The latest changes (the audit log's last 50 entries of its first 1,000), newest first; admins only.
+function Audit({ reloadKey }) {
+  const [rows, setRows] = useState(null);
+  const [error, setError] = useState('');
+  useEffect(() => {
+    api('GET', '/api/v1/audit?page_size=1000')
+      .then(j => setRows(((j && j.entries) || []).slice(-50).reverse()))
+      .catch(e => setError(e.message));
+  }, [reloadKey]);
+  const text = v => (v == null ? '' : JSON.stringify(v));
+  return (
+    <section aria-labelledby="audit-title">
+      <h2 id="audit-title">Audit log</h2>
+      {error && <p role="alert">{error}</p>}
+      {rows && (
+        <table>
+          <thead><tr><th>time</th><th>actor</th><th>action</th><th>target</th><th>from</th><th>before</th><th>after</th></tr></thead>
+          <tbody>
+            {rows.map(r => (
+              <tr key={r.id}><td>{r.time}</td><td>{r.actor}</td><td>{r.action}{r.changed ? '' : ' (no change)'}</td>
+                <td>{r.target}</td><td>{r.source}</td><td>{text(r.before)}</td><td>{text(r.after)}</td></tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
 export function Admin({ me }) {
   const [k, setK] = useState(0);
   const bump = () => setK(k + 1);
@@ -142,6 +171,7 @@ export function Admin({ me }) {
         fields={[{ name: 'name', label: 'User name' }, { name: 'team', label: 'Team', value: me.team || '' },
           { name: 'role', label: 'Role', options: me.role === 'admin' ? ROLES : ROLES.filter(r => r !== 'admin') }]}
         onSubmit={async v => { const r = await api('POST', '/api/v1/users', { name: v.name, team: v.team, role: v.role }); bump(); return r; }} />
+      {me.role === 'admin' && <Audit reloadKey={k} />}
     </section>
   );
 }

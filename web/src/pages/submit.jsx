@@ -50,6 +50,16 @@ export function SubmitForm({ onSubmitted, onClose }) {
   const [general, setGeneral] = useState('');
   const [busy, setBusy] = useState(false);
   const formRef = useRef(null);
+  // Only the priority classes the caller's team may use (GET /api/v1/teams: a non-admin sees its team).
+  const [classes, setClasses] = useState(PRIORITY_CLASSES);
+  useEffect(() => {
+    api('GET', '/api/v1/teams').then(j => {
+      const teams = (j && j.teams) || [];
+      if (teams.length === 1 && Array.isArray(teams[0].allowed_priority_classes)) {
+        setClasses(PRIORITY_CLASSES.filter(c => teams[0].allowed_priority_classes.includes(c)));
+      }
+    }).catch(() => {});
+  }, []);
   // Opening the form moves focus to its first field (the autofocus attribute only works at page load).
   useEffect(() => { const f = formRef.current && formRef.current.querySelector('#f-name'); if (f) f.focus(); }, []);
   const set = k => e => setV({ ...v, [k]: e.currentTarget.value });
@@ -141,7 +151,7 @@ export function SubmitForm({ onSubmitted, onClose }) {
         <Field id="f-prio" label="Priority class" api="priority_class" errors={errors}>
           {a => (
             <select {...a} value={v.priority_class} onChange={set('priority_class')}>
-              {PRIORITY_CLASSES.map(p => <option key={p} value={p}>{p}</option>)}
+              {classes.map(p => <option key={p} value={p}>{p}</option>)}
             </select>
           )}
         </Field>

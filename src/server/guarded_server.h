@@ -1,0 +1,75 @@
+#pragma once
+// GuardedServer: cpp-httplib's server with per-connection bounds that its own connection loop lacks.
+//  - A whole-request deadline: from the first byte of a request (or the connection's start) to the last
+//    byte of its body, at most `request_deadline_s`; a client that is slower gets 408 (or, mid-line, a
+//    closed connection). A per-read timeout alone lets a client that sends a byte every few seconds hold a
+//    worker thread for ever.
+//  - A cap on open connections per client address: beyond it a new connection is closed at once.
+//  - A body budget: once the headers are read (RequestGuard::LimitBody), reading more than the budget of
+//    body bytes as sent (chunk framing included) fails, whatever the framing, so a chunked body is refused
+//    (413) as soon as it passes the limit instead of being read whole.
+// The per-request state lives with the worker thread serving the connection (RequestGuard), so that the
+// server's handlers (pre-routing, error) can see and set it.
+
+#include <httplib.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace tessera {
+
+struct ConnectionLimits {
+  double request_deadline_s = 10;  // headers and body of one request
+  int max_per_address = 96;        // open connections from one client address
+  double keep_alive_s = 5;         // an idle keep-alive connection is closed after this
+  double write_timeout_s = 5;      // per write of a response
+};
+
+// The state of the request being read on this thread (null outside a GuardedServer connection).
+class RequestGuard {
+ public:
+  static RequestGuard* Current();
+  // From now on at most `bytes` more may be read for this request (its body).
+  void LimitBody(int64_t bytes) { body_budget_ = bytes; }
+  // The connection closes after this response (an unread body may follow).
+  void CloseAfterResponse() { close_ = true; }
+  bool body_over_limit() const { return over_limit_; }
+  bool deadline_passed() const { return deadline_passed_; }
+
+ private:
+  friend class GuardedStream;
+  friend class GuardedServer;
+  void Reset(double deadline) {
+    deadline_ = deadline;
+    body_budget_ = -1;
+    over_limit_ = deadline_passed_ = close_ = false;
+  }
+  double deadline_ = 0;       // steady seconds
+  int64_t body_budget_ = -1;  // -1 = not limited (the request line and headers)
+  bool over_limit_ = false, deadline_passed_ = false, close_ = false;
+};
+
+class GuardedServer : public httplib::Server {
+ public:
+  explicit GuardedServer(ConnectionLimits limits) : limits_(limits) {}
+  // Open connections now (all addresses).
+  int open_connections() const;
+  uint64_t refused_connections() const { return refused_.load(); }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  bool Admit(const std::string& address);
+  void Release(const std::string& address);
+
+  ConnectionLimits limits_;
+  mutable std::mutex mu_;
+  std::map<std::string, int> open_;  // per client address
+  std::atomic<uint64_t> refused_{0};
+};
+
+// Steady-clock seconds.
+double SteadyNow();
+
+}  // namespace tessera
