@@ -61,8 +61,10 @@ std::optional<DraPodPlan> ParseClaims(const json& pod, const DraWorld& w, std::v
     if (!c.ok()) return Refuse("InvalidClaim", "tessera: " + c.error());
     if (c->deleting) return Wait("claim " + key + " is being deleted");
     if (c->spec.has_constraints && !c->allocation)
-      return Refuse("Unsupported", fmt::format("tessera: claim {} uses spec.devices.constraints, which Tessera does "
-                                               "not evaluate yet", key));
+      return Refuse("Unsupported",
+                    fmt::format("tessera: claim {} uses spec.devices.constraints, which Tessera does "
+                                "not evaluate yet",
+                                key));
     out->push_back(std::move(c).value());
   }
   return std::nullopt;
@@ -105,11 +107,15 @@ DraPodPlan PlanDraPod(const json& pod, const DraWorld& w) {
     }
     const auto& nodes = claims[i].allocation->nodes;
     if (nodes.size() != 1)
-      return Refuse("Unsupported", fmt::format("tessera: claim {} is allocated without a nodeSelector naming one "
-                                               "node", keys[i]));
+      return Refuse("Unsupported",
+                    fmt::format("tessera: claim {} is allocated without a nodeSelector naming one "
+                                "node",
+                                keys[i]));
     if (!fixed.empty() && fixed != nodes[0])
-      return Refuse("Unschedulable", fmt::format("tessera: the pod's claims are allocated on different nodes ({} "
-                                                 "and {})", fixed, nodes[0]));
+      return Refuse("Unschedulable",
+                    fmt::format("tessera: the pod's claims are allocated on different nodes ({} "
+                                "and {})",
+                                fixed, nodes[0]));
     fixed = nodes[0];
   }
   DraPodPlan plan;
@@ -124,15 +130,19 @@ DraPodPlan PlanDraPod(const json& pod, const DraWorld& w) {
     const DraDecision d = AllocateDra(*w.model, *w.classes, *w.usage, refs, opt);
     if (!d.fits)
       return Refuse(d.unsupported ? "Unsupported" : "Unschedulable",
-                    fmt::format("tessera: {}{}", d.reason, fixed.empty() ? "" : " (on " + fixed + ", where "
-                                                           "the pod's allocated claims are)"));
+                    fmt::format("tessera: {}{}", d.reason,
+                                fixed.empty() ? ""
+                                              : " (on " + fixed +
+                                                    ", where "
+                                                    "the pod's allocated claims are)"));
     CommitDra(d, w.usage);
     plan.node = d.node;
     for (const DraClaimChoice& c : d.claims) chosen[c.claim] = c.results;
   }
   for (const std::string& key : keys) {
     auto it = chosen.find(key);
-    plan.claims.push_back({key, it != chosen.end(), it != chosen.end() ? it->second : std::vector<DraDeviceResult>{}});
+    plan.claims.push_back(
+        {key, it != chosen.end(), it != chosen.end() ? it->second : std::vector<DraDeviceResult>{}});
   }
   return plan;
 }
@@ -159,12 +169,14 @@ Result<json> WriteClaim(const json& pod, const std::string& node, const DraClaim
       const ApiResponse r = call("PUT", path, WithDeleteProtection(cur));
       if (r.status == 409) {
         const ApiResponse g = call("GET", path, nullptr);
-        if (!g.ok()) return Status::Error(fmt::format("claim {}: re-read failed ({} {})", w.key, g.status, g.error));
+        if (!g.ok())
+          return Status::Error(fmt::format("claim {}: re-read failed ({} {})", w.key, g.status, g.error));
         cur = g.body;
         continue;
       }
-      if (!r.ok()) return Status::Error(fmt::format("claim {}: adding the finalizer failed ({} {})", w.key, r.status,
-                                                    r.error));
+      if (!r.ok())
+        return Status::Error(
+            fmt::format("claim {}: adding the finalizer failed ({} {})", w.key, r.status, r.error));
       cur = r.body;
       continue;
     }
@@ -184,7 +196,8 @@ Result<json> WriteClaim(const json& pod, const std::string& node, const DraClaim
     if (r.status != 409)
       return Status::Error(fmt::format("claim {}: status update failed ({} {})", w.key, r.status, r.error));
     const ApiResponse g = call("GET", path, nullptr);
-    if (!g.ok()) return Status::Error(fmt::format("claim {}: re-read failed ({} {})", w.key, g.status, g.error));
+    if (!g.ok())
+      return Status::Error(fmt::format("claim {}: re-read failed ({} {})", w.key, g.status, g.error));
     cur = g.body;
   }
   return Status::Error(fmt::format("claim {}: still conflicting after 5 attempts", w.key));
@@ -192,8 +205,8 @@ Result<json> WriteClaim(const json& pod, const std::string& node, const DraClaim
 
 }  // namespace
 
-DraBindOutcome ExecuteDraPlan(const json& pod, const DraPodPlan& plan, const std::map<std::string, json>& claims,
-                              const DraCall& call) {
+DraBindOutcome ExecuteDraPlan(const json& pod, const DraPodPlan& plan,
+                              const std::map<std::string, json>& claims, const DraCall& call) {
   DraBindOutcome out;
   if (plan.kind != DraPodPlan::Kind::kBind) {
     out.error = "nothing to bind";
@@ -218,7 +231,8 @@ DraBindOutcome ExecuteDraPlan(const json& pod, const DraPodPlan& plan, const std
                         {"metadata", {{"name", name}, {"namespace", ns}, {"uid", Meta(pod, "uid")}}},
                         {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", plan.node}}}};
   const ApiResponse r = call("POST", fmt::format("/api/v1/namespaces/{}/pods/{}/binding", ns, name), binding);
-  if (!r.ok()) out.error = fmt::format("binding pod {}/{} to {} failed ({} {})", ns, name, plan.node, r.status, r.error);
+  if (!r.ok())
+    out.error = fmt::format("binding pod {}/{} to {} failed ({} {})", ns, name, plan.node, r.status, r.error);
   out.bound = r.ok();
   return out;
 }

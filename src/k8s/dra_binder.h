@@ -13,11 +13,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "k8s/api_client.h"
 #include "k8s/dra_allocator.h"
@@ -38,8 +37,8 @@ struct DraWorld {
 };
 
 struct DraClaimWrite {
-  std::string key;                      // namespace/name
-  bool allocate = false;                // false: already allocated, only reserve
+  std::string key;                       // namespace/name
+  bool allocate = false;                 // false: already allocated, only reserve
   std::vector<DraDeviceResult> results;  // when allocate
 };
 
@@ -48,7 +47,7 @@ struct DraPodPlan {
   Kind kind = Kind::kWait;
   std::string node;
   std::vector<DraClaimWrite> claims;  // every claim of the pod, in spec order (kBind)
-  std::string reason, message;        // kRefuse: PodScheduled=False reason and message; kWait: what it waits for
+  std::string reason, message;  // kRefuse: PodScheduled=False reason and message; kWait: what it waits for
 };
 
 // The claim keys ("namespace/name") of a pod's spec.resourceClaims, in order; empty strings where a

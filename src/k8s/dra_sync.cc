@@ -27,8 +27,8 @@ std::optional<int> CompareVersions(const std::string& a, const std::string& b) {
   uint64_t x = 0, y = 0;
   auto pa = std::from_chars(a.data(), a.data() + a.size(), x);
   auto pb = std::from_chars(b.data(), b.data() + b.size(), y);
-  if (a.empty() || b.empty() || pa.ec != std::errc() || pb.ec != std::errc() || pa.ptr != a.data() + a.size() ||
-      pb.ptr != b.data() + b.size())
+  if (a.empty() || b.empty() || pa.ec != std::errc() || pb.ec != std::errc() ||
+      pa.ptr != a.data() + a.size() || pb.ptr != b.data() + b.size())
     return std::nullopt;
   return x < y ? -1 : (x == y ? 0 : 1);
 }
@@ -75,12 +75,14 @@ DraUsage UsageOfClaims(const DraModel& model, const std::map<std::string, json>&
       continue;
     }
     if (!parsed->allocation) continue;
-    for (const std::string& n : usage.AddResults(parsed->allocation->results)) notes->push_back(key + ": " + n);
+    for (const std::string& n : usage.AddResults(parsed->allocation->results))
+      notes->push_back(key + ": " + n);
   }
   return usage;
 }
 
-DraSync::DraSync(const ApiClient* api, std::function<void()> wake, std::function<void(const std::string&)> log)
+DraSync::DraSync(const ApiClient* api, std::function<void()> wake,
+                 std::function<void(const std::string&)> log)
     : api_(api), wake_(std::move(wake)), log_(std::move(log)) {
   auto wake_h = [this](WatchEvent, const json&) {
     if (wake_) wake_();
@@ -125,8 +127,10 @@ void DraSync::RebuildModel() {
   std::vector<std::string> notes;
   for (const auto& [key, s] : slices_->Objects()) {
     auto parsed = ParseResourceSlice(s);
-    if (parsed.ok()) slices.push_back(std::move(parsed).value());
-    else notes.push_back(parsed.error());
+    if (parsed.ok())
+      slices.push_back(std::move(parsed).value());
+    else
+      notes.push_back(parsed.error());
   }
   model_ = BuildDraModel(BuildDraPools(slices, &notes), Catalog::Default());
   notes.insert(notes.end(), model_.problems.begin(), model_.problems.end());
@@ -144,8 +148,10 @@ DraSync::View DraSync::Snapshot() {
   v.model = &model_;
   for (const auto& [key, c] : classes_->Objects()) {
     auto parsed = ParseDeviceClass(c);
-    if (parsed.ok()) v.classes[parsed->name] = std::move(parsed).value();
-    else Log("DRA: " + parsed.error());
+    if (parsed.ok())
+      v.classes[parsed->name] = std::move(parsed).value();
+    else
+      Log("DRA: " + parsed.error());
   }
   v.claims = OverlayClaims(claims_->Objects(), &overlay_, NowS());
   std::vector<std::string> notes;

@@ -15,10 +15,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "k8s/api_client.h"
 #include "k8s/dra_allocator.h"
@@ -35,8 +34,8 @@ struct DraOverlayEntry {
   double written_s = 0;
 };
 std::map<std::string, nlohmann::json> OverlayClaims(const std::map<std::string, nlohmann::json>& watched,
-                                                    std::map<std::string, DraOverlayEntry>* overlay, double now_s,
-                                                    double max_age_s = 30);
+                                                    std::map<std::string, DraOverlayEntry>* overlay,
+                                                    double now_s, double max_age_s = 30);
 
 // The usage of every allocated claim in `claims`; `notes` gets what AddResults reports (devices no longer
 // published, devices held twice).

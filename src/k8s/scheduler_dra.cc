@@ -23,7 +23,8 @@ std::string Meta(const json& o, const char* key) {
 }
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -75,25 +76,29 @@ void K8sScheduler::SyncDra() {
   if (waiting.empty()) return;
   if (!dra_->enabled()) {
     for (const json& p : waiting)
-      SetReason(p, "Unsupported", "tessera: the pod asks for ResourceClaims, but resource.k8s.io/v1 is not served");
+      SetReason(p, "Unsupported",
+                "tessera: the pod asks for ResourceClaims, but resource.k8s.io/v1 is not served");
     return;
   }
   std::stable_sort(waiting.begin(), waiting.end(), [](const json& a, const json& b) {
     const std::string ta = Meta(a, "creationTimestamp"), tb = Meta(b, "creationTimestamp");
-    return std::make_tuple(-Priority(a), ta, Meta(a, "name")) < std::make_tuple(-Priority(b), tb, Meta(b, "name"));
+    return std::make_tuple(-Priority(a), ta, Meta(a, "name")) <
+           std::make_tuple(-Priority(b), tb, Meta(b, "name"));
   });
   DraSync::View view = dra_->Snapshot();
   DraWorld world{view.model, &view.classes, view.usage.get(), &view.claims, DraNodes(), DraPolicy::kTessera};
   for (const json& pod : waiting) DraPod(pod, world, &view.claims, now);
 }
 
-void K8sScheduler::DraPod(const json& pod, const DraWorld& world, std::map<std::string, json>* claims, int64_t now) {
+void K8sScheduler::DraPod(const json& pod, const DraWorld& world, std::map<std::string, json>* claims,
+                          int64_t now) {
   const std::string uid = Meta(pod, "uid"), who = Meta(pod, "namespace") + "/" + Meta(pod, "name");
   const DraPodPlan plan = PlanDraPod(pod, world);
   if (plan.kind == DraPodPlan::Kind::kWait) return;
   if (plan.kind == DraPodPlan::Kind::kRefuse) {
     const int64_t since = dra_refused_since_.emplace(uid, now).first->second;
-    if (plan.reason != "Unschedulable" || now - since >= kRefuseAfterMs) SetReason(pod, plan.reason, plan.message);
+    if (plan.reason != "Unschedulable" || now - since >= kRefuseAfterMs)
+      SetReason(pod, plan.reason, plan.message);
     return;
   }
   dra_refused_since_.erase(uid);

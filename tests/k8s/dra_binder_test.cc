@@ -51,10 +51,11 @@ json MigExact(const std::string& profile) {
 }
 
 json Claim(const std::string& name, const json& exactly, const std::string& rv = "10") {
-  return {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "ResourceClaim"},
-          {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}, {"resourceVersion", rv}}},
-          {"spec", {{"devices", {{"requests", {{{"name", "r"}, {"exactly", exactly}}}}}}}}};
+  return {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}, {"resourceVersion", rv}}},
+      {"spec", {{"devices", {{"requests", {{{"name", "r"}, {"exactly", exactly}}}}}}}}};
 }
 
 // A pod with one claim: by name (`shared`) or from a template, named in status once created (`generated`).
@@ -91,7 +92,8 @@ struct FakeApi {
       }
       if (status && conflicts > 0) {
         --conflicts;
-        stored["metadata"]["resourceVersion"] = std::to_string(std::stoi(stored["metadata"]["resourceVersion"].get<std::string>()) + 1);
+        stored["metadata"]["resourceVersion"] =
+            std::to_string(std::stoi(stored["metadata"]["resourceVersion"].get<std::string>()) + 1);
         return ApiResponse{409, nullptr, "the object has been modified"};
       }
       json next = body;
@@ -110,7 +112,8 @@ TEST(DraBinder, WaitsForATemplateClaimNotYetCreated) {
   World w;
   MakeWorld(&w);
   EXPECT_EQ(PlanDraPod(Pod("p", "p-dev", false, false), w.Get()).kind, DraPodPlan::Kind::kWait);
-  EXPECT_EQ(PlanDraPod(Pod("p", "p-dev", false, true), w.Get()).kind, DraPodPlan::Kind::kWait);  // not listed yet
+  EXPECT_EQ(PlanDraPod(Pod("p", "p-dev", false, true), w.Get()).kind,
+            DraPodPlan::Kind::kWait);  // not listed yet
   EXPECT_EQ(PodClaimKeys(Pod("p", "p-dev", false, true)), std::vector<std::string>{"ml/p-dev"});
 }
 
@@ -135,7 +138,8 @@ TEST(DraBinder, FinalizerThenOneStatusUpdateThenBinding) {
   EXPECT_EQ(api.calls[1], "PUT " + std::string(kPath) + "p-dev/status");
   const json& st = api.bodies[1]["status"];
   EXPECT_EQ(st["allocation"]["devices"]["results"][0]["device"], plan.claims[0].results[0].device);
-  EXPECT_EQ(st["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0], plan.node);
+  EXPECT_EQ(st["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0],
+            plan.node);
   EXPECT_EQ(st["reservedFor"], json({{{"resource", "pods"}, {"name", "p"}, {"uid", "pod-p"}}}));
   EXPECT_EQ(api.calls[2], "POST /api/v1/namespaces/ml/pods/p/binding");
   EXPECT_EQ(api.bodies[2]["metadata"]["uid"], "pod-p");
@@ -182,9 +186,10 @@ TEST(DraBinder, AConflictReReadsAndRetries) {
   const DraPodPlan plan = PlanDraPod(pod, w.Get());
   const DraBindOutcome out = ExecuteDraPlan(pod, plan, w.claims, api.Call());
   ASSERT_TRUE(out.bound) << out.error;
-  const std::vector<std::string> want = {"PUT " + std::string(kPath) + "c", "PUT " + std::string(kPath) + "c/status",
-                                         "GET " + std::string(kPath) + "c", "PUT " + std::string(kPath) + "c/status",
-                                         "POST /api/v1/namespaces/ml/pods/p/binding"};
+  const std::vector<std::string> want = {
+      "PUT " + std::string(kPath) + "c", "PUT " + std::string(kPath) + "c/status",
+      "GET " + std::string(kPath) + "c", "PUT " + std::string(kPath) + "c/status",
+      "POST /api/v1/namespaces/ml/pods/p/binding"};
   EXPECT_EQ(api.calls, want);
 }
 
@@ -197,7 +202,8 @@ TEST(DraBinder, AClaimAllocatedMeanwhileIsNotOverwrittenAndThePodIsNotBound) {
   api.claims[std::string(kPath) + "c"] = w.claims["ml/c"];
   api.conflicts = 1;
   api.meddle = [](json* c) {
-    (*c)["status"]["allocation"] = DraAllocationJson({{"r", "gpu.nvidia.com", "n1", "gpu-1-mig-1g10gb-19-6"}}, "n1");
+    (*c)["status"]["allocation"] =
+        DraAllocationJson({{"r", "gpu.nvidia.com", "n1", "gpu-1-mig-1g10gb-19-6"}}, "n1");
   };
   const json pod = Pod("p", "c", false);
   const DraPodPlan plan = PlanDraPod(pod, w.Get());
