@@ -35,6 +35,7 @@
 namespace tessera {
 
 struct DraWorld;
+struct DraPodPlan;
 
 struct SchedulerOptions {
   std::string scheduler_name = "tessera";
@@ -81,6 +82,12 @@ class K8sScheduler {
   void SyncDra();
   void DraPod(const nlohmann::json& pod, const DraWorld& world, std::map<std::string, nlohmann::json>* claims,
               int64_t now_ms);
+  void DraGang(const std::vector<nlohmann::json>& pods, const DraWorld& world,
+               std::map<std::string, nlohmann::json>* claims, int64_t now_ms);
+  void DraRefuse(const nlohmann::json& pod, const std::string& reason, const std::string& message,
+                 int64_t now_ms);
+  bool DraWrite(const nlohmann::json& pod, const DraPodPlan& plan,
+                std::map<std::string, nlohmann::json>* claims, int64_t now_ms);
   std::vector<std::string> DraNodes() const;
   void SetReason(const nlohmann::json& pod, const std::string& reason, const std::string& message);
   std::vector<nlohmann::json> PodsOf(const JobKey& key) const;

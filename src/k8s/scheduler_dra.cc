@@ -87,33 +87,108 @@ void K8sScheduler::SyncDra() {
   });
   DraSync::View view = dra_->Snapshot();
   DraWorld world{view.model, &view.classes, view.usage.get(), &view.claims, DraNodes(), DraPolicy::kTessera};
-  for (const json& pod : waiting) DraPod(pod, world, &view.claims, now);
+  // A PodGroup's waiting pods are placed together (all or none); other pods one at a time.
+  std::vector<std::vector<json>> units;
+  std::map<std::string, size_t> unit_of;
+  for (const json& pod : waiting) {
+    const JobKey key = JobKeyOf(pod);
+    if (key.kind != "podgroup") {
+      units.push_back({pod});
+      continue;
+    }
+    auto [it, fresh] = unit_of.emplace(key.str(), units.size());
+    if (fresh) units.emplace_back();
+    units[it->second].push_back(pod);
+  }
+  for (const auto& unit : units) {
+    if (JobKeyOf(unit[0]).kind == "podgroup")
+      DraGang(unit, world, &view.claims, now);
+    else
+      DraPod(unit[0], world, &view.claims, now);
+  }
+}
+
+void K8sScheduler::DraRefuse(const json& pod, const std::string& reason, const std::string& message,
+                             int64_t now) {
+  const int64_t since = dra_refused_since_.emplace(Meta(pod, "uid"), now).first->second;
+  if (reason != "Unschedulable" || now - since >= kRefuseAfterMs) SetReason(pod, reason, message);
 }
 
 void K8sScheduler::DraPod(const json& pod, const DraWorld& world, std::map<std::string, json>* claims,
                           int64_t now) {
-  const std::string uid = Meta(pod, "uid"), who = Meta(pod, "namespace") + "/" + Meta(pod, "name");
   const DraPodPlan plan = PlanDraPod(pod, world);
-  if (plan.kind == DraPodPlan::Kind::kWait) return;
-  if (plan.kind == DraPodPlan::Kind::kRefuse) {
-    const int64_t since = dra_refused_since_.emplace(uid, now).first->second;
-    if (plan.reason != "Unschedulable" || now - since >= kRefuseAfterMs)
-      SetReason(pod, plan.reason, plan.message);
+  if (plan.kind == DraPodPlan::Kind::kRefuse) DraRefuse(pod, plan.reason, plan.message, now);
+  if (plan.kind == DraPodPlan::Kind::kBind) (void)DraWrite(pod, plan, claims, now);
+}
+
+void K8sScheduler::DraGang(const std::vector<json>& pods, const DraWorld& world,
+                           std::map<std::string, json>* claims, int64_t now) {
+  const JobKey key = JobKeyOf(pods[0]);
+  size_t tasks = pods.size();
+  for (Informer* g : {groups_.get(), volcano_groups_.get()}) {
+    const auto groups = g->Objects();
+    auto it = groups.find(key.ns + "/" + key.name);
+    if (it != groups.end() && MinMemberOf(it->second) > 0) tasks = MinMemberOf(it->second);
+  }
+  if (pods.size() < tasks) {
+    for (const json& p : pods)
+      SetReason(p, "GangIncomplete",
+                fmt::format("tessera: PodGroup {} has {} of its {} members (minMember) "
+                            "waiting; it is placed once all are there",
+                            key.name, pods.size(), tasks));
     return;
   }
+  DraUsage scratch = *world.usage;  // committed only when every member fits
+  DraWorld w = world;
+  w.usage = &scratch;
+  std::vector<DraPodPlan> plans;
+  for (const json& p : pods) {
+    plans.push_back(PlanDraPod(p, w));
+    if (plans.back().kind == DraPodPlan::Kind::kWait) return;
+    if (plans.back().kind == DraPodPlan::Kind::kRefuse) {
+      for (const json& q : pods)
+        DraRefuse(q, plans.back().reason,
+                  fmt::format("PodGroup {}: pod {}: {}", key.name, Meta(p, "name"), plans.back().message),
+                  now);
+      return;
+    }
+  }
+  *world.usage = scratch;
+  std::vector<const json*> bound;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    if (DraWrite(pods[i], plans[i], claims, now)) {
+      bound.push_back(&pods[i]);
+      continue;
+    }
+    for (const json* b :
+         bound)  // all or none: the members bound are deleted (their controller recreates them)
+      (void)api_.Delete(
+          fmt::format("/api/v1/namespaces/{}/pods/{}", Meta(*b, "namespace"), Meta(*b, "name")));
+    return Log(fmt::format("PodGroup {}: {} bound member(s) deleted after a failed binding", key.str(),
+                           bound.size()));
+  }
+}
+
+bool K8sScheduler::DraWrite(const json& pod, const DraPodPlan& plan, std::map<std::string, json>* claims,
+                            int64_t now) {
+  const std::string uid = Meta(pod, "uid"), who = Meta(pod, "namespace") + "/" + Meta(pod, "name");
   dra_refused_since_.erase(uid);
   const DraBindOutcome out = ExecuteDraPlan(pod, plan, *claims, DraCallOf(&api_));
   for (const json& c : out.claims_now) {
     dra_->Wrote(c);
     (*claims)[Meta(c, "namespace") + "/" + Meta(c, "name")] = c;
   }
-  if (!out.bound) return Log(fmt::format("pod {}: not bound yet: {}", who, out.error));
+  if (!out.bound) {
+    Log(fmt::format("pod {}: not bound yet: {}", who, out.error));
+    return false;
+  }
   dra_bound_[uid] = now;
   std::string devices;
   for (const DraClaimWrite& w : plan.claims)
     for (const DraDeviceResult& r : w.results) devices += (devices.empty() ? "" : ", ") + r.device;
   Log(fmt::format("pod {} bound to {} (claims: {}; new devices: {})", who, plan.node, plan.claims.size(),
                   devices.empty() ? "none" : devices));
+  return true;
 }
 
 }  // namespace tessera
