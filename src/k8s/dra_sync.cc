@@ -94,7 +94,11 @@ DraSync::DraSync(const ApiClient* api, std::function<void()> wake,
   const std::string base = kDraApi;
   classes_ = std::make_unique<Informer>(api_, base + "deviceclasses", wake_h, log_);
   slices_ = std::make_unique<Informer>(api_, base + "resourceslices", slice_h, log_);
-  claims_ = std::make_unique<Informer>(api_, base + "resourceclaims", wake_h, log_);
+  auto claim_h = [this](WatchEvent e, const json& c) {
+    ForgetOverlay(e, c);
+    if (wake_) wake_();
+  };
+  claims_ = std::make_unique<Informer>(api_, base + "resourceclaims", claim_h, log_);
   templates_ = std::make_unique<Informer>(api_, base + "resourceclaimtemplates", wake_h, log_);
 }
 
@@ -153,13 +157,26 @@ DraSync::View DraSync::Snapshot() {
     else
       Log("DRA: " + parsed.error());
   }
-  v.claims = OverlayClaims(claims_->Objects(), &overlay_, NowS());
+  {
+    std::lock_guard<std::mutex> l(overlay_mu_);
+    v.claims = OverlayClaims(claims_->Objects(), &overlay_, NowS());
+  }
   std::vector<std::string> notes;
   v.usage = std::make_unique<DraUsage>(UsageOfClaims(model_, v.claims, &notes));
   return v;
 }
 
+void DraSync::ForgetOverlay(WatchEvent e, const json& claim) {
+  std::lock_guard<std::mutex> l(overlay_mu_);
+  auto it = overlay_.find(Meta(claim, "namespace") + "/" + Meta(claim, "name"));
+  if (it == overlay_.end()) return;
+  const auto cmp = CompareVersions(Meta(claim, "resourceVersion"), Meta(it->second.claim, "resourceVersion"));
+  if (e == WatchEvent::kDeleted || Meta(claim, "uid") != Meta(it->second.claim, "uid") || !cmp || *cmp >= 0)
+    overlay_.erase(it);
+}
+
 void DraSync::Wrote(const json& claim) {
+  std::lock_guard<std::mutex> l(overlay_mu_);
   overlay_[Meta(claim, "namespace") + "/" + Meta(claim, "name")] = {claim, NowS()};
 }
 

@@ -7,14 +7,16 @@
 // read back, and capacity is free again only once the claim controller deallocated the claim). Claims this
 // process wrote are overlaid until the watch catches up, so nothing is allocated twice in between.
 //
-// Thread safety: Start/Stop from one thread; Snapshot, Wrote and the bound-pod marks from the loop thread
-// only (the model is rebuilt there); informer handlers only set flags and wake the loop.
+// Thread safety: Start/Stop from one thread; Snapshot and Wrote from the loop thread only (the model is
+// rebuilt there); informer handlers set flags, drop overlay entries the watch caught up with (a claim
+// deleted meanwhile included), and wake the loop.
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -66,6 +68,8 @@ class DraSync {
 
  private:
   void RebuildModel();
+  // Informer thread: drops the overlay entry the watch has caught up with (or that was deleted).
+  void ForgetOverlay(WatchEvent e, const nlohmann::json& claim);
   void Log(const std::string& s) const;
 
   const ApiClient* api_;
@@ -74,8 +78,9 @@ class DraSync {
   std::unique_ptr<Informer> classes_, slices_, claims_, templates_;
   std::atomic<bool> slices_dirty_{true};
   DraModel model_;
-  std::map<std::string, DraOverlayEntry> overlay_;
-  std::vector<std::string> said_;  // model problems and usage notes logged last time
+  std::mutex overlay_mu_;
+  std::map<std::string, DraOverlayEntry> overlay_;  // guarded by overlay_mu_
+  std::vector<std::string> said_;                   // model problems and usage notes logged last time
 };
 
 }  // namespace tessera
