@@ -55,7 +55,9 @@ TEST(MigConfig, EveryLayoutIsPlaceableAndEveryProfileOffered) {
 // The loop reads a node's nvidia.com/mig.config by name: every config name maps back to its own counts.
 TEST(MigConfig, EveryNameReadsBackAsItsLayout) {
   const GpuKind& kind = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
-  for (const MigConfig& c : *MigConfigsFor(kind)) {
+  const auto configs = MigConfigsFor(kind);  // held: a range-for over *temporary would dangle
+  ASSERT_TRUE(configs.ok());
+  for (const MigConfig& c : *configs) {
     auto layout = NamedMigLayout(kind, c.name);
     ASSERT_TRUE(layout.ok()) << c.name << ": " << layout.error();
     MigCounts counts;
