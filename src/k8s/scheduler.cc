@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "k8s/cluster_view.h"
+#include "k8s/dra_binder.h"
 #include "sched/engine_policy.h"
 #include "service/workload_json.h"
 #include "store/store.h"
@@ -91,10 +92,13 @@ Status K8sScheduler::Init() {
   groups_ = std::make_unique<Informer>(&api_, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", wake, log);
   volcano_groups_ = std::make_unique<Informer>(&api_, "/apis/scheduling.volcano.sh/v1beta1/podgroups", wake, log);
   nodes_ = std::make_unique<Informer>(&api_, "/api/v1/nodes", wake, log);
+  dra_ = std::make_unique<DraSync>(&api_, [this] { Wake(); }, log);
+  dra_->Start();
   pods_ = std::make_unique<Informer>(&api_, "/api/v1/pods", [this](WatchEvent e, const json& p) { OnPod(e, p); }, log);
   for (Informer* i : {classes_.get(), groups_.get(), volcano_groups_.get(), nodes_.get(), pods_.get()}) i->Start();
   for (Informer* i : {classes_.get(), groups_.get(), volcano_groups_.get(), nodes_.get(), pods_.get()})
     if (!i->WaitSynced(60)) return Status::Error(fmt::format("{}: could not list it within 60 s", i->path()));
+  if (!dra_->WaitSynced(60)) return Status::Error("resource.k8s.io/v1: could not list it within 60 s");
   if (Status st = StartService(); !st.ok()) return st;
   if (!options_.mig_config_map.empty()) {
     MigRepartitionOptions mo;
@@ -167,6 +171,7 @@ void K8sScheduler::Stop() {
   if (lease_thread_.joinable()) lease_thread_.join();
   for (auto* i : {&pods_, &nodes_, &groups_, &volcano_groups_, &classes_})
     if (*i) (*i)->Stop();
+  if (dra_) dra_->Stop();
   if (service_) service_->Stop();
 }
 
@@ -191,7 +196,7 @@ void K8sScheduler::Wake() {
 
 void K8sScheduler::OnPod(WatchEvent e, const json& pod) {
   const JobKey key = JobKeyOf(pod);
-  if (PodIsOurs(pod, options_.scheduler_name)) {
+  if (PodIsOurs(pod, options_.scheduler_name) && !PodUsesDra(pod)) {  // DRA pods: SyncDra
     std::lock_guard<std::mutex> l(pods_mu_);
     auto& m = pods_by_key_[key.str()];
     if (e == WatchEvent::kDeleted) m.erase(Meta(pod, "name"));
@@ -237,6 +242,7 @@ void K8sScheduler::Reconcile() {
   SyncNodes();
   SyncJobs();
   WriteReasons();
+  SyncDra();
 }
 
 }  // namespace tessera

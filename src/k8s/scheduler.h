@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/api_client.h"
+#include "k8s/dra_sync.h"
 #include "k8s/informer.h"
 #include "k8s/k8s_backend.h"
 #include "k8s/lease.h"
@@ -32,6 +33,9 @@
 #include "service/service.h"
 
 namespace tessera {
+
+struct DraWorld;
+struct DraPodPlan;
 
 struct SchedulerOptions {
   std::string scheduler_name = "tessera";
@@ -74,6 +78,17 @@ class K8sScheduler {
   void SyncJobs();
   void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
   void WriteReasons();
+  // Pods with ResourceClaims (scheduler_dra.cc): allocated, reserved and bound outside the Service.
+  void SyncDra();
+  void DraPod(const nlohmann::json& pod, const DraWorld& world, std::map<std::string, nlohmann::json>* claims,
+              int64_t now_ms);
+  void DraGang(const std::vector<nlohmann::json>& pods, const DraWorld& world,
+               std::map<std::string, nlohmann::json>* claims, int64_t now_ms);
+  void DraRefuse(const nlohmann::json& pod, const std::string& reason, const std::string& message,
+                 int64_t now_ms);
+  bool DraWrite(const nlohmann::json& pod, const DraPodPlan& plan,
+                std::map<std::string, nlohmann::json>* claims, int64_t now_ms);
+  std::vector<std::string> DraNodes() const;
   void SetReason(const nlohmann::json& pod, const std::string& reason, const std::string& message);
   std::vector<nlohmann::json> PodsOf(const JobKey& key) const;
   std::optional<JobKey> KeyOfSlot(JobSlot slot) const;
@@ -86,6 +101,9 @@ class K8sScheduler {
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_;
   std::unique_ptr<K8sBackend> backend_;
+  std::unique_ptr<DraSync> dra_;
+  // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
+  std::map<std::string, int64_t> dra_bound_, dra_refused_since_;
   std::unique_ptr<MigRepartitioner> mig_;  // loop thread only
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Service> service_;

@@ -55,7 +55,7 @@ TEST(MigConfig, EveryLayoutIsPlaceableAndEveryProfileOffered) {
 // The loop reads a node's nvidia.com/mig.config by name: every config name maps back to its own counts.
 TEST(MigConfig, EveryNameReadsBackAsItsLayout) {
   const GpuKind& kind = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
-  const auto configs = MigConfigsFor(kind);
+  const auto configs = MigConfigsFor(kind);  // held: a range-for over *temporary would dangle
   ASSERT_TRUE(configs.ok());
   for (const MigConfig& c : *configs) {
     auto layout = NamedMigLayout(kind, c.name);
