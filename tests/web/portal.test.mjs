@@ -89,7 +89,10 @@ before(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   const db = path.join(dir, 'tessera.db');
-  const extra = (process.env.TESSERA_SERVE_ARGS || '--demo --speed 60').split(' ').filter(Boolean);
+  // Every browser context and this test's own client share 127.0.0.1, so the per-address connection cap
+  // (a defence against one client holding every connection) is raised for this run.
+  const extra = (process.env.TESSERA_SERVE_ARGS || '--demo --speed 60 --max-connections-per-address 4096')
+    .split(' ').filter(Boolean);
   server = spawn(binary, ['serve', '--db', db, '--listen', `127.0.0.1:${port}`, ...extra],
     { cwd: dir, stdio: ['ignore', fs.openSync(path.join(dir, 'serve.log'), 'a'), fs.openSync(path.join(dir, 'serve.log'), 'a')] });
   let exited = null;
