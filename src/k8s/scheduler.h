@@ -76,6 +76,7 @@ class K8sScheduler {
   void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec, bool want_cordon);
   void AddNode(const std::string& name, const nlohmann::json& spec, bool want_cordon);
   void SyncJobs();
+  bool Orphaned(const std::string& key, const std::map<std::string, std::vector<nlohmann::json>>& by_key);
   void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
   void WriteReasons();
   // Pods with ResourceClaims (scheduler_dra.cc): allocated, reserved and bound outside the Service.
@@ -97,7 +98,7 @@ class K8sScheduler {
 
   SchedulerOptions options_;
   ApiClient api_;
-  Caller admin_{"tessera-k8s", "", Role::kAdmin};
+  Caller admin_{"tessera-k8s", "", Role::kAdmin, ""};
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_;
   std::unique_ptr<K8sBackend> backend_;
@@ -117,6 +118,7 @@ class K8sScheduler {
   std::map<std::string, std::map<std::string, nlohmann::json>> pods_by_key_;  // JobKey::str() -> name -> pod
   // Loop thread only.
   std::map<std::string, int64_t> job_of_key_;                       // JobKey::str() -> active job id
+  std::map<std::string, double> unwaited_since_;  // JobKey::str() -> steady seconds since a pending job's pods were all bound
   std::map<std::string, std::pair<std::string, std::string>> said_;  // pod uid -> (reason, message) written
   std::set<std::string> teams_;
 };

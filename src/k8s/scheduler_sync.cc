@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 
 #include "k8s/cluster_view.h"
@@ -109,15 +110,13 @@ void K8sScheduler::SyncJobs() {
       it = job_of_key_.erase(it);
       continue;
     }
-    auto pods = by_key.find(it->first);
-    const bool any_waiting = pods != by_key.end() && std::any_of(pods->second.begin(), pods->second.end(),
-                                                                 [](const json& p) { return PodWaiting(p); });
-    if (job->job->state == JobState::kPending && !any_waiting) {
+    if (job->job->state == JobState::kPending && Orphaned(it->first, by_key)) {
       (void)service_->Cancel(admin_, it->second);
       Log(fmt::format("job {} ({}) cancelled: no pod of it waits", it->second, it->first));
       it = job_of_key_.erase(it);
       continue;
     }
+    if (job->job->state != JobState::kPending) unwaited_since_.erase(it->first);
     ++it;
   }
   // New jobs, highest priority first (a gang is submitted before the pods that would split its leaf).
@@ -139,6 +138,30 @@ void K8sScheduler::SyncJobs() {
   }
 }
 
+// A pending job is orphaned once no pod of it waits: at once when its pods are gone or ending; when some
+// are bound, only after kBoundGraceS of that (the job's published state lags its own bindings by a cycle,
+// so a just-bound job still reads pending; pods bound by someone else stay bound).
+bool K8sScheduler::Orphaned(const std::string& key, const std::map<std::string, std::vector<json>>& by_key) {
+  constexpr double kBoundGraceS = 5.0;
+  auto pods = by_key.find(key);
+  bool waiting = false, bound = false;
+  if (pods != by_key.end())
+    for (const json& p : pods->second) {
+      waiting |= PodWaiting(p);
+      bound |= !PodNode(p).empty() && !PodTerminal(p);
+    }
+  if (waiting) {
+    unwaited_since_.erase(key);
+    return false;
+  }
+  if (!bound) return unwaited_since_.erase(key), true;
+  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  auto [since, fresh] = unwaited_since_.emplace(key, now);
+  if (now - since->second < kBoundGraceS) return false;
+  unwaited_since_.erase(since);
+  return true;
+}
+
 std::string K8sScheduler::PriorityClassOf(const json& pod) const {
   const json* spec = Field(pod, "spec");
   const json* pc = spec != nullptr ? Field(*spec, "priorityClassName") : nullptr;
@@ -150,18 +173,27 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
   std::vector<json> waiting;
   for (const json& p : pods)
     if (PodWaiting(p)) waiting.push_back(p);
-  size_t tasks = 1;
-  if (key.kind == "podgroup") {
-    tasks = waiting.size();
-    for (Informer* g : {groups_.get(), volcano_groups_.get()}) {
-      const auto groups = g->Objects();
-      auto it = groups.find(key.ns + "/" + key.name);
-      if (it != groups.end() && MinMemberOf(it->second) > 0) tasks = MinMemberOf(it->second);
-    }
-  }
   auto refuse = [&](const std::vector<json>& who, const std::string& reason, const std::string& message) {
     for (const json& p : who) SetReason(p, reason, message);
   };
+  size_t tasks = 1;
+  if (key.kind == "podgroup") {
+    // A gang's size is its PodGroup's minMember; until the PodGroup is seen (its informer may lag the pods'),
+    // the pods wait: a gang submitted with the members that happen to be there would split it.
+    bool found = false;
+    for (Informer* g : {groups_.get(), volcano_groups_.get()}) {
+      const auto groups = g->Objects();
+      auto it = groups.find(key.ns + "/" + key.name);
+      if (it == groups.end()) continue;
+      found = true;
+      tasks = MinMemberOf(it->second) > 0 ? static_cast<size_t>(MinMemberOf(it->second)) : waiting.size();
+    }
+    if (!found)
+      return refuse(waiting, "PodGroupNotFound",
+                    fmt::format("tessera: PodGroup {}/{} does not exist (scheduling.x-k8s.io/v1alpha1 or "
+                                "scheduling.volcano.sh/v1beta1); the pods wait for it",
+                                key.ns, key.name));
+  }
   if (waiting.size() < tasks)
     return refuse(waiting, "GangIncomplete", fmt::format("tessera: PodGroup {} has {} of its {} members (minMember) "
                                                          "waiting; it is placed once all are there",

@@ -143,6 +143,30 @@ TEST_F(SchedulerE2e, PlacesGangsMigPodsAndRefusesWithReasons) {
   EXPECT_TRUE(said) << huge->dump();
 }
 
+// Pods of a gang seen before their PodGroup wait for it (PodGroupNotFound) rather than forming a gang of the
+// members that happen to be there; once the PodGroup exists the gang is placed whole.
+TEST_F(SchedulerE2e, GangPodsWaitForTheirPodGroup) {
+  Start();
+  for (int i = 0; i < 2; ++i) api_.Create("pods", GpuPod("late-" + std::to_string(i), "nvidia.com/gpu", 8, "late"));
+  auto reason = [&](const std::string& name) -> std::string {
+    auto p = Pod(name);
+    for (const json& c : p ? (*p)["status"].value("conditions", json::array()) : json::array())
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") return c.value("reason", "");
+    return "";
+  };
+  ASSERT_TRUE(Eventually([&] { return reason("late-0") == "PodGroupNotFound" && reason("late-1") == "PodGroupNotFound"; }))
+      << reason("late-0");
+  api_.Create("pods", GpuPod("late-2", "nvidia.com/gpu", 8, "late"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(NodeOf(Pod("late-" + std::to_string(i))).empty()) << i;
+  api_.Create("podgroups", PodGroup("late", 3));
+  ASSERT_TRUE(Eventually([&] {
+    for (int i = 0; i < 3; ++i)
+      if (NodeOf(Pod("late-" + std::to_string(i))).empty()) return false;
+    return true;
+  }));
+}
+
 TEST_F(SchedulerE2e, AFailedBindingUnwindsTheGang) {
   api_.FailBindingOf("pair-1");
   Start();
@@ -177,7 +201,7 @@ TEST_F(SchedulerE2e, StopsThroughEvictionAndWaitsForTheGracePeriod) {
     return true;
   }));
   const std::string node = NodeOf(Pod("low-0"));
-  const Caller admin{"e2e", "", Role::kAdmin};
+  const Caller admin{"e2e", "", Role::kAdmin, ""};
   bool more = false;
   int64_t id = -1;
   for (const JobView& v : scheduler_->service().List(admin, "", "", "", 0, 1000, &more))
