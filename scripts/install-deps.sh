@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git python3
       nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
-      libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3 libcpp-httplib-dev libcurl4-openssl-dev libgoogle-perftools-dev libssl-dev openssl libjs-chart.js
+      libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3 libcpp-httplib-dev libcurl4-openssl-dev libgoogle-perftools-dev libssl-dev openssl libjs-chart.js python3-kubernetes
       clang libclang-rt-14-dev)
 # The web portal: built with node and npm (a newer node already installed is kept); browser tests drive
 # Debian's chromium through playwright-core.

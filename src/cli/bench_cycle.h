@@ -4,4 +4,6 @@
 namespace tessera::cli {
 // `tessera bench cycle` (scheduling-cycle speed); defined in bench_cycle.cc.
 void RegisterBenchCycle(CLI::App& bench, int* exit_code);
+// `tessera bench dra` (DRA claims after MIG churn); defined in bench_dra.cc.
+void RegisterBenchDra(CLI::App& bench, int* exit_code);
 }  // namespace tessera::cli

@@ -1,11 +1,20 @@
 // `tessera k8s ...`: Tessera on Kubernetes (docs/kubernetes.md). `k8s extender` answers kube-scheduler's
 // extender calls (src/k8s/extender.h).
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
+
+#include <ctime>
+#include <thread>
 
 #include "cli/commands.h"
 #include "k8s/extender.h"
 #include "k8s/mig_config.h"
+#include "k8s/scheduler.h"
 #include "model/catalog.h"
+#include "server/http_server.h"
 
 namespace tessera::cli {
 namespace {
@@ -42,6 +51,68 @@ int RunMigConfig(const std::string& gpu) {
   return 0;
 }
 
+struct SchedulerArgs {
+  std::string kubeconfig, listen;
+  SchedulerOptions options;
+};
+
+void LogLine(const std::string& line) {
+  const time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  fmt::print(stderr, "{:02}:{:02}:{:02} tessera k8s scheduler: {}\n", tm.tm_hour, tm.tm_min, tm.tm_sec, line);
+}
+
+// Serves the API and portal of the scheduler's service on --listen; returns null without it.
+std::unique_ptr<ApiServer> ServeApi(Service& svc, const std::string& listen, std::thread* http, int* rc) {
+  if (listen.empty()) return nullptr;
+  const size_t colon = listen.rfind(':');
+  ServerOptions so;
+  so.host = colon == std::string::npos ? "127.0.0.1" : listen.substr(0, colon);
+  so.port = colon == std::string::npos ? 0 : std::atoi(listen.c_str() + colon + 1);
+  auto server = std::make_unique<ApiServer>(&svc, so);
+  if (Status st = server->Bind(); !st.ok()) return fmt::print(stderr, "--listen: {}\n", st.message()), *rc = 1, nullptr;
+  *http = std::thread([s = server.get()] { s->Serve(); });
+  LogLine(fmt::format("API and portal on http://{}:{}", so.host, server->port()));
+  return server;
+}
+
+int RunScheduler(SchedulerArgs a) {
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  auto kube = a.kubeconfig.empty() ? InClusterConfig() : LoadKubeconfig(a.kubeconfig);
+  if (!kube.ok()) return fmt::print(stderr, "{}\n", kube.error()), 2;
+  a.options.log = LogLine;
+  auto sched = K8sScheduler::Start(std::move(kube).value(), a.options);
+  if (!sched.ok()) return fmt::print(stderr, "tessera k8s scheduler: {}\n", sched.error()), 1;
+  Service& svc = (*sched)->service();
+  if (auto admin = svc.BootstrapAdmin(); admin.ok() && !admin->empty()) {
+    const std::string path = a.options.db + ".admin-token";
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const std::string line = *admin + "\n";
+    const bool ok = fd >= 0 && write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    if (fd >= 0) close(fd);
+    LogLine(ok ? "created user admin; its token is in " + path + " (mode 0600)" : "cannot write " + path);
+  }
+  int rc = 0;
+  std::thread http;
+  auto server = ServeApi(svc, a.listen, &http, &rc);
+  if (rc != 0) return rc;
+  const timespec second{1, 0};
+  while (!(*sched)->lost_leadership()) {
+    if (sigtimedwait(&sigs, nullptr, &second) > 0) break;
+  }
+  LogLine((*sched)->lost_leadership() ? "leadership lost; exiting" : "signal; shutting down");
+  if (server) server->Stop();
+  if (http.joinable()) http.join();
+  (*sched)->Stop();
+  return (*sched)->lost_leadership() ? 1 : 0;
+}
+
 }  // namespace
 
 void RegisterK8s(CLI::App& app, int* exit_code) {
@@ -54,6 +125,19 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
   ext->add_option("--leaf-label", a->leaf_label, "node label naming the leaf switch")->capture_default_str();
   ext->add_option("--spine-label", a->spine_label, "node label naming the spine switch");
   ext->callback([a, exit_code] { *exit_code = RunExtender(*a); });
+  auto s = std::make_shared<SchedulerArgs>();
+  CLI::App* sc = k8s->add_subcommand("scheduler", "Schedule pods with schedulerName tessera: `tessera serve` on Kubernetes");
+  sc->add_option("--kubeconfig", s->kubeconfig, "kubeconfig file (default: the in-cluster service account)");
+  sc->add_option("--scheduler-name", s->options.scheduler_name, "spec.schedulerName of the pods to place")->capture_default_str();
+  sc->add_option("--leaf-label", s->options.leaf_label, "node label naming the leaf switch")->capture_default_str();
+  sc->add_option("--spine-label", s->options.spine_label, "node label naming the spine switch");
+  sc->add_option("--lease-namespace", s->options.lease_namespace, "namespace of the leader-election Lease (default: the kubeconfig's)");
+  sc->add_option("--mig-config-map", s->options.mig_config_map,
+                 "NAMESPACE/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml, from `tessera k8s "
+                 "mig-config`): repartition MIG nodes to its configs when waiting pods need it");
+  sc->add_option("--db", s->options.db, "SQLite store (created if missing)")->capture_default_str();
+  sc->add_option("--listen", s->listen, "HOST:PORT: serve Tessera's API and portal there");
+  sc->callback([s, exit_code] { *exit_code = RunScheduler(*s); });
   auto gpu = std::make_shared<std::string>();
   CLI::App* mig = k8s->add_subcommand("mig-config", "Print the mig-parted config of every MIG layout Tessera may ask for");
   mig->add_option("--gpu", *gpu, "GPU kind (e.g. a100-80gb)")->required();

@@ -133,8 +133,8 @@ int ServeReplay(const ServeArgs& a) {
   return 0;
 }
 
-// The service's configuration: the cluster (the demo's unless --cluster), price books and tenancy.
-Result<ServiceConfig> ServeConfig(const ServeArgs& a) {
+// The service's configuration from --cluster (or the demo cluster), --prices and --tenancy.
+Result<ServiceConfig> LoadServiceConfig(const ServeArgs& a) {
   ServiceConfig cfg;
   cfg.catalog = &Catalog::Default();
   std::string cluster_text = DemoClusterYaml(), cluster_source = "demo cluster";
@@ -151,51 +151,18 @@ Result<ServiceConfig> ServeConfig(const ServeArgs& a) {
   auto books = ServeBooks(a.prices);
   if (!books.ok()) return books.status();
   cfg.price_books = std::move(books).value();
-  if (!a.tenancy.empty()) {
-    auto t = ReadFile(a.tenancy);
-    if (!t.ok()) return t.status();
-    auto ten = ParseTenancyYaml(*t, a.tenancy, *cfg.catalog);
-    if (!ten.ok()) return ten.status();
-    cfg.tenancy = std::move(ten).value();
-  }
+  if (a.tenancy.empty()) return cfg;
+  auto t = ReadFile(a.tenancy);
+  if (!t.ok()) return t.status();
+  auto ten = ParseTenancyYaml(*t, a.tenancy, *cfg.catalog);
+  if (!ten.ok()) return ten.status();
+  cfg.tenancy = std::move(ten).value();
   return cfg;
 }
 
-int Serve(const ServeArgs& a) {
-  // SIGTERM/SIGINT are taken by sigwait below; block them before any thread starts.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
-  const int port = PortOf(a.listen);
-  if (port < 0) {
-    fmt::print(stderr, "--listen: '{}' is not HOST:PORT\n", a.listen);
-    return 2;
-  }
-  if (!a.replay.empty()) return ServeReplay(a);
-  const size_t colon = a.listen.rfind(':');
-  auto built = ServeConfig(a);
-  if (!built.ok()) return fmt::print(stderr, "{}\n", built.error()), 1;
-  ServiceConfig cfg = std::move(built).value();
-  auto store = OpenSqliteStore(a.db);
-  if (!store.ok()) return fmt::print(stderr, "{}\n", store.error()), 1;
-  ScaledClock clock(static_cast<double>(std::time(nullptr)), a.speed);
-  SimulatedBackend backend(&clock, a.backend_latency_s, a.backend_failures, static_cast<uint64_t>(std::time(nullptr)));
-  auto service = Service::Start(std::move(cfg), std::move(store).value(), &clock, &backend);
-  if (!service.ok()) return fmt::print(stderr, "{}\n", service.error()), 1;
-  Service& svc = **service;
-  auto admin = svc.BootstrapAdmin();
-  if (!admin.ok()) return fmt::print(stderr, "{}\n", admin.error()), 1;
-  const std::string token_file = a.admin_token_file.empty() ? a.db + ".admin-token" : a.admin_token_file;
-  if (!admin->empty()) {
-    if (Status st = WriteSecret(token_file, *admin); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
-    fmt::print("created user admin; its token is in {} (mode 0600)\n", token_file);
-  }
+ServerOptions ServerOptionsOf(const ServeArgs& a, int port) {
   ServerOptions so;
-  so.host = a.listen.substr(0, colon);
+  so.host = a.listen.substr(0, a.listen.rfind(':'));
   so.port = port;
   so.tls_cert = a.tls_cert;
   so.tls_key = a.tls_key;
@@ -204,25 +171,38 @@ int Serve(const ServeArgs& a) {
   so.limits.max_per_address = a.max_connections_per_address;
   so.rate_limit_per_min = a.rate_limit;
   so.sign_in_failures_per_min = a.sign_in_limit;
-  ApiServer server(&svc, so);
-  if (Status st = server.Bind(); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
-  const std::string url = fmt::format("{}://{}:{}", a.tls_cert.empty() ? "http" : "https", so.host, server.port());
-  std::unique_ptr<DemoStream> stream;
-  if (a.demo) {
-    auto users = SetUpDemo(svc);
-    if (!users.ok()) return fmt::print(stderr, "{}\n", users.error()), 1;
-    fmt::print("Tessera demo: {} GPUs ({}), simulated clock x{}\n", svc.cluster().TotalGpus(), svc.cluster().name, a.speed);
-    fmt::print("  API:     {}/api/v1   (metrics: {}/metrics)\n", url, url);
-    fmt::print("  portal:  {}/   (sign in with a token below)\n", url);
-    fmt::print("  admin token: in {}\n", token_file);
-    for (const DemoUser& u : users.value())
-      fmt::print("  {:<18} {:<10} {:<10} {}\n", u.name, u.team, u.role, u.token.empty() ? "(token shown at first start)" : u.token);
-    fmt::print("  try:     TESSERA_SERVER={} TESSERA_TOKEN=$(cat {}) tessera job list\n", url, token_file);
-    fmt::print("           curl -H \"Authorization: Bearer $(cat {})\" {}/api/v1/queue\n", token_file, url);
-    stream = std::make_unique<DemoStream>(&svc, static_cast<uint64_t>(std::time(nullptr)));
-  }
-  fmt::print("tessera serve: listening on {} (database {})\n", url, a.db);
-  std::fflush(stdout);
+  return so;
+}
+
+// Creates the bootstrap admin on the first start and writes its token (mode 0600); the token file's path.
+Result<std::string> BootstrapAdmin(const ServeArgs& a, Service& svc) {
+  auto admin = svc.BootstrapAdmin();
+  if (!admin.ok()) return admin.status();
+  const std::string token_file = a.admin_token_file.empty() ? a.db + ".admin-token" : a.admin_token_file;
+  if (admin->empty()) return token_file;
+  if (Status st = WriteSecret(token_file, *admin); !st.ok()) return st;
+  fmt::print("created user admin; its token is in {} (mode 0600)\n", token_file);
+  return token_file;
+}
+
+// Sets up the demo's teams and users, prints how to use them, and starts its job stream.
+Result<std::unique_ptr<DemoStream>> StartDemo(const ServeArgs& a, Service& svc, const std::string& url,
+                                              const std::string& token_file) {
+  auto users = SetUpDemo(svc);
+  if (!users.ok()) return users.status();
+  fmt::print("Tessera demo: {} GPUs ({}), simulated clock x{}\n", svc.cluster().TotalGpus(), svc.cluster().name, a.speed);
+  fmt::print("  API:     {}/api/v1   (metrics: {}/metrics)\n", url, url);
+  fmt::print("  portal:  {}/   (sign in with a token below)\n", url);
+  fmt::print("  admin token: in {}\n", token_file);
+  for (const DemoUser& u : users.value())
+    fmt::print("  {:<18} {:<10} {:<10} {}\n", u.name, u.team, u.role, u.token.empty() ? "(token shown at first start)" : u.token);
+  fmt::print("  try:     TESSERA_SERVER={} TESSERA_TOKEN=$(cat {}) tessera job list\n", url, token_file);
+  fmt::print("           curl -H \"Authorization: Bearer $(cat {})\" {}/api/v1/queue\n", token_file, url);
+  return std::make_unique<DemoStream>(&svc, static_cast<uint64_t>(std::time(nullptr)));
+}
+
+// Serves until SIGTERM or SIGINT (blocked in `sigs`), then stops in order: HTTP, the demo, the service.
+int ServeUntilSignal(ApiServer& server, DemoStream* stream, Service& svc, const sigset_t& sigs) {
   std::thread http([&] { server.Serve(); });
   int sig = 0;
   sigwait(&sigs, &sig);
@@ -233,6 +213,43 @@ int Serve(const ServeArgs& a) {
   svc.Stop();
   std::fflush(stdout);
   return 0;
+}
+
+int Serve(const ServeArgs& a) {
+  // SIGTERM/SIGINT are taken by sigwait; block them before any thread starts.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  const int port = PortOf(a.listen);
+  if (port < 0) return fmt::print(stderr, "--listen: '{}' is not HOST:PORT\n", a.listen), 2;
+  if (!a.replay.empty()) return ServeReplay(a);
+  auto cfg = LoadServiceConfig(a);
+  if (!cfg.ok()) return fmt::print(stderr, "{}\n", cfg.error()), 1;
+  auto store = OpenSqliteStore(a.db);
+  if (!store.ok()) return fmt::print(stderr, "{}\n", store.error()), 1;
+  ScaledClock clock(static_cast<double>(std::time(nullptr)), a.speed);
+  SimulatedBackend backend(&clock, a.backend_latency_s, a.backend_failures, static_cast<uint64_t>(std::time(nullptr)));
+  auto service = Service::Start(std::move(cfg).value(), std::move(store).value(), &clock, &backend);
+  if (!service.ok()) return fmt::print(stderr, "{}\n", service.error()), 1;
+  Service& svc = **service;
+  auto token_file = BootstrapAdmin(a, svc);
+  if (!token_file.ok()) return fmt::print(stderr, "{}\n", token_file.error()), 1;
+  ApiServer server(&svc, ServerOptionsOf(a, port));
+  if (Status st = server.Bind(); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
+  const std::string host = a.listen.substr(0, a.listen.rfind(':'));
+  const std::string url = fmt::format("{}://{}:{}", a.tls_cert.empty() ? "http" : "https", host, server.port());
+  std::unique_ptr<DemoStream> stream;
+  if (a.demo) {
+    auto started = StartDemo(a, svc, url, *token_file);
+    if (!started.ok()) return fmt::print(stderr, "{}\n", started.error()), 1;
+    stream = std::move(started).value();
+  }
+  fmt::print("tessera serve: listening on {} (database {})\n", url, a.db);
+  std::fflush(stdout);
+  return ServeUntilSignal(server, stream.get(), svc, sigs);
 }
 
 }  // namespace

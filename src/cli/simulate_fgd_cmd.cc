@@ -103,157 +103,124 @@ void WritePlacementRow(std::ostream& out, const std::string& policy, uint64_t se
                      d.placed ? cluster.nodes[d.node].name : std::string(), gpus);
 }
 
-int Run(const FgdOptions& o) {
+// What one run of the harness needs, read and checked before anything runs.
+struct FgdInputs {
+  std::vector<uint64_t> seeds;
+  std::vector<std::string> policies;
+  Cluster cluster;
+  OpenbPods pods;
+};
+
+Result<FgdInputs> LoadInputs(const FgdOptions& o, const Catalog& catalog) {
+  FgdInputs in;
   Result<std::vector<uint64_t>> seeds = ParseSeeds(o.seeds);
-  if (!seeds.ok()) {
-    std::cerr << "error: " << seeds.error() << "\n";
-    return 2;
-  }
-  const std::vector<std::string> policies = SplitCommas(o.policies);
-  if (policies.empty()) {
-    std::cerr << "error: --policy: no policy named\n";
-    return 2;
-  }
-  const Catalog& catalog = Catalog::Default();
+  if (!seeds.ok()) return seeds.status();
+  in.seeds = *seeds;
+  in.policies = SplitCommas(o.policies);
+  if (in.policies.empty()) return Status::Error("--policy: no policy named");
   Result<std::string> node_text = ReadFile(o.nodes);
-  if (!node_text.ok()) {
-    std::cerr << "error: " << node_text.error() << "\n";
-    return 2;
-  }
+  if (!node_text.ok()) return node_text.status();
   Result<Cluster> cluster = ParseOpenbNodes(*node_text, o.nodes, catalog);
-  if (!cluster.ok()) {
-    std::cerr << "error: " << cluster.error() << "\n";
-    return 2;
-  }
+  if (!cluster.ok()) return cluster.status();
+  in.cluster = std::move(*cluster);
   Result<std::string> pod_text = ReadFile(o.pods);
-  if (!pod_text.ok()) {
-    std::cerr << "error: " << pod_text.error() << "\n";
-    return 2;
-  }
+  if (!pod_text.ok()) return pod_text.status();
   Result<OpenbPods> pods = ParseOpenbPods(*pod_text, o.pods, catalog);
-  if (!pods.ok()) {
-    std::cerr << "error: " << pods.error() << "\n";
-    return 2;
-  }
-  const TaskShapeDistribution dist = TaskShapeDistribution::FromRequests(pods->requests);
-  for (const std::string& p : policies) {
-    if (Result<std::unique_ptr<Policy>> made = MakePolicy(p); !made.ok()) {
-      std::cerr << "error: --policy: " << made.error() << "\n";
-      return 2;
-    }
-  }
+  if (!pods.ok()) return pods.status();
+  in.pods = std::move(*pods);
+  for (const std::string& p : in.policies)
+    if (Result<std::unique_ptr<Policy>> made = MakePolicy(p); !made.ok()) return Status::Error("--policy: " + made.error());
+  return in;
+}
 
-  // Opened before the runs so that an unwritable path fails fast.
-  std::ofstream out;
-  if (!o.curves.empty()) {
-    out.open(o.curves);
-    if (!out) {
-      std::cerr << "error: cannot write " << o.curves << "\n";
-      return 2;
-    }
-  }
-  std::ofstream placements_out;
-  if (!o.placements.empty()) {
-    placements_out.open(o.placements);
-    if (!placements_out) {
-      std::cerr << "error: cannot write " << o.placements << "\n";
-      return 2;
-    }
-  }
+// Opens `path` for writing unless it is empty (opened before the runs so that an unwritable path fails fast).
+Status OpenOutput(const std::string& path, std::ofstream* out) {
+  if (path.empty()) return Status::Ok();
+  out->open(path);
+  return *out ? Status::Ok() : Status::Error("cannot write " + path);
+}
 
-  struct Job {
-    size_t policy = 0;
-    uint64_t seed = 0;
-    Result<FgdRunResult> result = Status::Error("not run");
-    double seconds = 0;
-  };
-  std::vector<Job> jobs;
-  for (size_t p = 0; p < policies.size(); ++p)
-    for (uint64_t s : *seeds) jobs.push_back(Job{p, s});
+struct FgdJob {
+  size_t policy = 0;
+  uint64_t seed = 0;
+  Result<FgdRunResult> result = Status::Error("not run");
+  double seconds = 0;
+};
+
+// Every (policy, seed) run on `threads` threads; the first failed run's error.
+Status RunJobs(const FgdOptions& o, const FgdInputs& in, const TaskShapeDistribution& dist, int threads,
+               std::vector<FgdJob>* jobs) {
+  for (size_t p = 0; p < in.policies.size(); ++p)
+    for (uint64_t s : in.seeds) jobs->push_back(FgdJob{p, s});
   FgdHarnessOptions hopt;
   hopt.inflation = o.inflation;
   hopt.record_curve = !o.curves.empty();
   hopt.record_placements = !o.placements.empty();
-  const auto t_all = std::chrono::steady_clock::now();
-  const int nthreads = std::max(1, std::min<int>(o.threads, static_cast<int>(jobs.size())));
-  ParallelFor(jobs.size(), nthreads, [&](size_t j) {
+  ParallelFor(jobs->size(), threads, [&](size_t j) {
+    FgdJob& job = (*jobs)[j];
     const auto t0 = std::chrono::steady_clock::now();
-    jobs[j].result = RunFgdHarness(*cluster, catalog, pods->requests, dist, policies[jobs[j].policy], jobs[j].seed, hopt);
-    jobs[j].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    job.result = RunFgdHarness(in.cluster, Catalog::Default(), in.pods.requests, dist, in.policies[job.policy],
+                               job.seed, hopt);
+    job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   });
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
-  for (const Job& j : jobs) {
-    if (!j.result.ok()) {
-      std::cerr << fmt::format("error: {} seed {}: {}\n", policies[j.policy], j.seed, j.result.error());
-      return 2;
-    }
-  }
+  for (const FgdJob& j : *jobs)
+    if (!j.result.ok()) return Status::Error(fmt::format("{} seed {}: {}", in.policies[j.policy], j.seed, j.result.error()));
+  return Status::Ok();
+}
 
-  if (!o.curves.empty()) {
-    out << "policy,seed,pod_index,arrived_pct,allocated_pct,frag_pct_of_capacity,frag_pct_of_idle\n";
-    for (const Job& j : jobs)
-      for (size_t k = 0; k < j.result->curve.size(); ++k) {
-        const CurvePoint& c = j.result->curve[k];
-        if (o.binned && k + 1 < j.result->curve.size() &&
-            std::floor(j.result->curve[k + 1].arrived_pct) == std::floor(c.arrived_pct))
-          continue;
-        out << fmt::format("{},{},{},{:.4f},{:.4f},{:.4f},{:.4f}\n", policies[j.policy], j.seed, c.pod_index,
-                           c.arrived_pct, c.allocated_pct, c.frag_pct_of_capacity, c.frag_pct_of_idle);
-      }
-    out.close();
-    if (!out) {
-      std::cerr << "error: writing " << o.curves << " failed\n";
-      return 2;
+Status WriteCurves(const FgdOptions& o, const FgdInputs& in, const std::vector<FgdJob>& jobs, std::ofstream& out) {
+  out << "policy,seed,pod_index,arrived_pct,allocated_pct,frag_pct_of_capacity,frag_pct_of_idle\n";
+  for (const FgdJob& j : jobs)
+    for (size_t k = 0; k < j.result->curve.size(); ++k) {
+      const CurvePoint& c = j.result->curve[k];
+      if (o.binned && k + 1 < j.result->curve.size() &&
+          std::floor(j.result->curve[k + 1].arrived_pct) == std::floor(c.arrived_pct))
+        continue;
+      out << fmt::format("{},{},{},{:.4f},{:.4f},{:.4f},{:.4f}\n", in.policies[j.policy], j.seed, c.pod_index,
+                         c.arrived_pct, c.allocated_pct, c.frag_pct_of_capacity, c.frag_pct_of_idle);
     }
-  }
+  out.close();
+  return out ? Status::Ok() : Status::Error("writing " + o.curves + " failed");
+}
 
-  if (!o.placements.empty()) {
-    placements_out << "policy,seed,pod_index,pod_row,status,node,gpus\n";
-    for (const Job& j : jobs)
-      for (const PodDecision& d : j.result->decisions) WritePlacementRow(placements_out, policies[j.policy], j.seed, d, *cluster);
-    placements_out.close();
-    if (!placements_out) {
-      std::cerr << "error: writing " << o.placements << " failed\n";
-      return 2;
-    }
-  }
+Status WritePlacements(const FgdOptions& o, const FgdInputs& in, const std::vector<FgdJob>& jobs,
+                       std::ofstream& out) {
+  out << "policy,seed,pod_index,pod_row,status,node,gpus\n";
+  for (const FgdJob& j : jobs)
+    for (const PodDecision& d : j.result->decisions) WritePlacementRow(out, in.policies[j.policy], j.seed, d, in.cluster);
+  out.close();
+  return out ? Status::Ok() : Status::Error("writing " + o.placements + " failed");
+}
 
-  nlohmann::json results = nlohmann::json::array();
-  for (size_t p = 0; p < policies.size(); ++p) {
-    std::vector<double> unalloc, frag, idle;
-    double secs = 0, max_secs = 0;
-    int64_t placed = 0, failed = 0, n = 0;
-    for (const Job& j : jobs) {
-      if (j.policy != p) continue;
-      unalloc.push_back(j.result->unallocated_gpu_pct_at_100);
-      frag.push_back(j.result->fragmentation_pct_at_100);
-      idle.push_back(j.result->frag_pct_of_idle_at_100);
-      secs += j.seconds;
-      max_secs = std::max(max_secs, j.seconds);
-      placed += j.result->placed;
-      failed += j.result->failed;
-      n += j.result->pods;
-    }
-    results.push_back({{"policy", policies[p]},
-                       {"unallocated_gpu_pct_at_100", Spread(unalloc)},
-                       {"fragmentation_pct_at_100", Spread(frag)},
-                       {"fragmentation_pct_of_idle_at_100", Spread(idle)},
-                       {"pods_per_run_mean", Round4(static_cast<double>(n) / unalloc.size())},
-                       {"failed_per_run_mean", Round4(static_cast<double>(failed) / unalloc.size())},
-                       {"seconds", Round4(secs)},
-                       {"seconds_per_run_max", Round4(max_secs)}});
+// One policy's figures over its seeds.
+nlohmann::json PolicyResult(const std::string& policy, size_t p, const std::vector<FgdJob>& jobs) {
+  std::vector<double> unalloc, frag, idle;
+  double secs = 0, max_secs = 0;
+  int64_t failed = 0, n = 0;
+  for (const FgdJob& j : jobs) {
+    if (j.policy != p) continue;
+    unalloc.push_back(j.result->unallocated_gpu_pct_at_100);
+    frag.push_back(j.result->fragmentation_pct_at_100);
+    idle.push_back(j.result->frag_pct_of_idle_at_100);
+    secs += j.seconds;
+    max_secs = std::max(max_secs, j.seconds);
+    failed += j.result->failed;
+    n += j.result->pods;
   }
-  nlohmann::json seeds_json = *seeds;
-  nlohmann::json doc = {{"nodes", o.nodes},      {"pods", o.pods},     {"seeds", seeds_json},
-                        {"inflation", o.inflation}, {"typical_shapes", dist.shapes.size()},
-                        {"threads", nthreads},   {"wall_seconds", Round4(wall)}, {"results", results}};
-  if (o.quiet) return 0;
-  if (o.json) {
-    std::cout << doc.dump(2) << "\n";
-    return 0;
-  }
+  return {{"policy", policy},
+          {"unallocated_gpu_pct_at_100", Spread(unalloc)},
+          {"fragmentation_pct_at_100", Spread(frag)},
+          {"fragmentation_pct_of_idle_at_100", Spread(idle)},
+          {"pods_per_run_mean", Round4(static_cast<double>(n) / unalloc.size())},
+          {"failed_per_run_mean", Round4(static_cast<double>(failed) / unalloc.size())},
+          {"seconds", Round4(secs)},
+          {"seconds_per_run_max", Round4(max_secs)}};
+}
+
+void PrintTable(const FgdOptions& o, const FgdInputs& in, size_t shapes, const nlohmann::json& results,
+                double wall, int threads) {
   std::cout << fmt::format("FGD harness: {} nodes, {} pods, {} typical shapes, seeds {}, inflation {}\n",
-                           cluster->nodes.size(), pods->requests.size(), dist.shapes.size(), o.seeds, o.inflation);
+                           in.cluster.nodes.size(), in.pods.requests.size(), shapes, o.seeds, o.inflation);
   std::cout << fmt::format("{:<14} {:>22} {:>22} {:>9}\n", "policy", "unallocated@100 med", "[min, max]", "seconds");
   for (const auto& r : results) {
     const auto& u = r["unallocated_gpu_pct_at_100"];
@@ -262,8 +229,45 @@ int Run(const FgdOptions& o) {
                              fmt::format("[{:.2f}, {:.2f}]", u["min"].get<double>(), u["max"].get<double>()),
                              r["seconds"].get<double>());
   }
-  std::cout << fmt::format("wall {:.2f}s on {} threads\n", wall, nthreads);
-  return 0;
+  std::cout << fmt::format("wall {:.2f}s on {} threads\n", wall, threads);
+}
+
+// Runs the harness and writes its outputs; the error of the first step that fails.
+Status RunAndReport(const FgdOptions& o) {
+  Result<FgdInputs> in = LoadInputs(o, Catalog::Default());
+  if (!in.ok()) return in.status();
+  const TaskShapeDistribution dist = TaskShapeDistribution::FromRequests(in->pods.requests);
+  std::ofstream curves, placements;
+  if (Status st = OpenOutput(o.curves, &curves); !st.ok()) return st;
+  if (Status st = OpenOutput(o.placements, &placements); !st.ok()) return st;
+  std::vector<FgdJob> jobs;
+  const auto t_all = std::chrono::steady_clock::now();
+  const size_t runs = in->policies.size() * in->seeds.size();
+  const int threads = std::max(1, std::min<int>(o.threads, static_cast<int>(runs)));
+  if (Status st = RunJobs(o, *in, dist, threads, &jobs); !st.ok()) return st;
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+  if (Status st = o.curves.empty() ? Status::Ok() : WriteCurves(o, *in, jobs, curves); !st.ok()) return st;
+  if (Status st = o.placements.empty() ? Status::Ok() : WritePlacements(o, *in, jobs, placements); !st.ok())
+    return st;
+  nlohmann::json results = nlohmann::json::array();
+  for (size_t p = 0; p < in->policies.size(); ++p) results.push_back(PolicyResult(in->policies[p], p, jobs));
+  if (o.quiet) return Status::Ok();
+  if (!o.json) {
+    PrintTable(o, *in, dist.shapes.size(), results, wall, threads);
+    return Status::Ok();
+  }
+  nlohmann::json doc = {{"nodes", o.nodes},        {"pods", o.pods},          {"seeds", in->seeds},
+                        {"inflation", o.inflation}, {"typical_shapes", dist.shapes.size()},
+                        {"threads", threads},       {"wall_seconds", Round4(wall)}, {"results", results}};
+  std::cout << doc.dump(2) << "\n";
+  return Status::Ok();
+}
+
+int Run(const FgdOptions& o) {
+  const Status st = RunAndReport(o);
+  if (st.ok()) return 0;
+  std::cerr << "error: " << st.message() << "\n";
+  return 2;
 }
 
 }  // namespace

@@ -118,95 +118,83 @@ Status UsePriceBook(const std::string& path, Scenario* sc) {
   return Status::Ok();
 }
 
-void DoRun(const RunArgs& a, int* exit_code) {
-  auto sc = Prepare(a.scenario, a.seeds, a.threads);
-  if (!sc.ok()) {
-    std::cerr << "error: " << sc.error() << "\n";
-    *exit_code = 2;
-    return;
-  }
-  // Multi-tenant scenarios (issue 4, sim/multi_tenant.h) have their own runner and metrics (JSON only).
-  if (sc->IsMultiTenant()) {
-    if (!a.cycle.empty() || !a.price_book.empty() || !a.csv.empty()) {
-      std::cerr << "error: " << a.scenario
-                << ": --cycle, --price-book and --csv do not apply to a multi-tenant scenario (teams_workload)\n";
-      *exit_code = 2;
-      return;
-    }
-    std::vector<std::string> decisions;
-    sc->sim.record_decisions = !a.decisions.empty();
-    auto doc = RunMultiTenantScenario(*sc, a.policies.empty() ? sc->policies : SplitList(a.policies),
-                                      Catalog::Default(), &decisions);
-    if (!doc.ok()) {
-      std::cerr << "error: " << doc.error() << "\n";
-      *exit_code = 1;
-      return;
-    }
-    if (Status st = a.decisions.empty() ? Status::Ok() : WriteDecisions(a.decisions, decisions); !st.ok()) {
-      std::cerr << "error: " << st.message() << "\n";
-      *exit_code = 1;
-      return;
-    }
-    std::cout << doc->dump(2) << "\n";
-    return;
-  }
-  if (!a.price_book.empty()) {
-    Status st = UsePriceBook(a.price_book, &*sc);
-    if (!st.ok()) {
-      std::cerr << "error: " << st.message() << "\n";
-      *exit_code = 2;
-      return;
-    }
-  }
-  if (!a.cycle.empty()) {
-    if (a.cycle != "full" && a.cycle != "greedy") {
-      std::cerr << "error: --cycle: expected full or greedy, got '" << a.cycle << "'\n";
-      *exit_code = 2;
-      return;
-    }
-    sc->full_cycle = a.cycle == "full";
-    sc->asymmetric_cycle = false;  // one cycle for every policy
-  }
+// Prints `error: message` and returns `code`.
+int Fail(int code, const std::string& message) {
+  std::cerr << "error: " << message << "\n";
+  return code;
+}
+
+// Multi-tenant scenarios (issue 4, sim/multi_tenant.h) have their own runner and metrics (JSON only).
+int RunMultiTenant(const RunArgs& a, Scenario* sc) {
+  if (!a.cycle.empty() || !a.price_book.empty() || !a.csv.empty())
+    return Fail(2, a.scenario +
+                       ": --cycle, --price-book and --csv do not apply to a multi-tenant scenario (teams_workload)");
+  std::vector<std::string> decisions;
+  sc->sim.record_decisions = !a.decisions.empty();
+  auto doc = RunMultiTenantScenario(*sc, a.policies.empty() ? sc->policies : SplitList(a.policies),
+                                    Catalog::Default(), &decisions);
+  if (!doc.ok()) return Fail(1, doc.error());
+  if (Status st = a.decisions.empty() ? Status::Ok() : WriteDecisions(a.decisions, decisions); !st.ok())
+    return Fail(1, st.message());
+  std::cout << doc->dump(2) << "\n";
+  return 0;
+}
+
+// --price-book and --cycle applied to the scenario.
+Status ApplyRunFlags(const RunArgs& a, Scenario* sc) {
+  if (!a.price_book.empty())
+    if (Status st = UsePriceBook(a.price_book, sc); !st.ok()) return st;
+  if (a.cycle.empty()) return Status::Ok();
+  if (a.cycle != "full" && a.cycle != "greedy")
+    return Status::Error("--cycle: expected full or greedy, got '" + a.cycle + "'");
+  sc->full_cycle = a.cycle == "full";
+  sc->asymmetric_cycle = false;  // one cycle for every policy
+  return Status::Ok();
+}
+
+// The run's JSON document; every price of the run comes from one dated book: it says which.
+nlohmann::json RunDocument(const ScenarioOutcome& out, const Scenario& sc) {
+  nlohmann::json doc = OutcomeJson(out, sc.is_sweep);
+  if (!sc.tiers) return doc;
+  const std::string price_date = sc.tiers->book.price_date();
+  doc["price_date"] = price_date;
+  doc["price_book"] = sc.tiers->book.title();
+  if (doc.contains("results"))
+    for (auto& r : doc["results"]) r["price_date"] = price_date;
+  return doc;
+}
+
+int RunScenarioCommand(const RunArgs& a, Scenario* sc) {
+  if (Status st = ApplyRunFlags(a, sc); !st.ok()) return Fail(2, st.message());
   std::vector<std::string> policies = a.policies.empty() ? sc->policies : SplitList(a.policies);
   sc->sim.record_decisions = !a.decisions.empty();
   auto out = RunScenario(*sc, policies, Catalog::Default());
-  if (!out.ok()) {
-    std::cerr << "error: " << out.error() << "\n";
-    *exit_code = 1;
-    return;
-  }
+  if (!out.ok()) return Fail(1, out.error());
   if (!a.decisions.empty() && !out->variants.empty() && !out->variants[0].runs.empty() &&
-      !out->variants[0].runs[0].empty()) {
-    if (Status st = WriteDecisions(a.decisions, out->variants[0].runs[0][0].decisions); !st.ok()) {
-      std::cerr << "error: " << st.message() << "\n";
-      *exit_code = 1;
-      return;
-    }
-  }
-  nlohmann::json doc = OutcomeJson(*out, sc->is_sweep);
-  const std::string price_date = sc->tiers ? sc->tiers->book.price_date() : "";
-  if (sc->tiers) {
-    // Every price of the run comes from one dated book: say which.
-    doc["price_date"] = price_date;
-    doc["price_book"] = sc->tiers->book.title();
-    if (doc.contains("results"))
-      for (auto& r : doc["results"]) r["price_date"] = price_date;
-  }
+      !out->variants[0].runs[0].empty())
+    if (Status st = WriteDecisions(a.decisions, out->variants[0].runs[0][0].decisions); !st.ok())
+      return Fail(1, st.message());
   if (!a.csv.empty()) {
     std::ofstream f(a.csv);
     f << OutcomeCsv(*out);
-    if (!f) {
-      std::cerr << "error: cannot write " << a.csv << "\n";
-      *exit_code = 1;
-      return;
-    }
+    if (!f) return Fail(1, "cannot write " + a.csv);
   }
   if (a.json) {
-    std::cout << doc.dump(2) << "\n";
-    return;
+    std::cout << RunDocument(*out, *sc).dump(2) << "\n";
+    return 0;
   }
   std::cout << TextSummary(*out, sc->is_sweep);
-  if (sc->tiers) std::cout << CostTable(*out, price_date);
+  if (sc->tiers) std::cout << CostTable(*out, sc->tiers->book.price_date());
+  return 0;
+}
+
+void DoRun(const RunArgs& a, int* exit_code) {
+  auto sc = Prepare(a.scenario, a.seeds, a.threads);
+  if (!sc.ok()) {
+    *exit_code = Fail(2, sc.error());
+    return;
+  }
+  *exit_code = sc->IsMultiTenant() ? RunMultiTenant(a, &*sc) : RunScenarioCommand(a, &*sc);
 }
 
 // `simulate bound`: the upper bound on gpu_utilization of each (variant, seed) job stream (sim/bound.h).

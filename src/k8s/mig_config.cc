@@ -21,7 +21,9 @@ std::string NameOf(const GpuKind& kind, const MigCounts& counts) {
   std::vector<std::pair<int, std::string>> parts;
   for (const auto& [profile, n] : counts) {
     const int p = kind.FindProfile(profile);
-    parts.push_back({-kind.profiles[p].memory_slices * 100 - kind.profiles[p].compute_slices, fmt::format("{}x{}", n, profile)});
+    std::string label = profile;  // mig-parted writes "+me" as ".me" in names (label values have no "+")
+    if (const size_t plus = label.find('+'); plus != std::string::npos) label[plus] = '.';
+    parts.push_back({-kind.profiles[p].memory_slices * 100 - kind.profiles[p].compute_slices, fmt::format("{}x{}", n, label)});
   }
   std::sort(parts.begin(), parts.end());
   std::string name = "tessera";

@@ -23,11 +23,26 @@ bool NodeEligible(const NodeState& ns, const Request& r) {
          ns.free_cpu_milli >= r.cpu_milli && ns.free_memory_mib >= r.host_memory_mib;
 }
 
+// The largest non-media profile (memory, then compute slices) whose memory and compute do not exceed the
+// need, or -1.
+int LargestContainedProfile(const GpuKind& kind, int64_t memory_mib, int64_t milli) {
+  int best = -1;
+  for (int p = 0; p < static_cast<int>(kind.profiles.size()); ++p) {
+    const MigProfile& m = kind.profiles[p];
+    if (m.media || m.usable_mib > memory_mib || kind.ProfileComputeMilli(p) > milli) continue;
+    if (best < 0 || std::tie(m.memory_slices, m.compute_slices) >
+                        std::tie(kind.profiles[best].memory_slices, kind.profiles[best].compute_slices))
+      best = p;
+  }
+  return best;
+}
+
 // Per-kind MIG profile choice for one request, computed lazily.
 struct ProfileChoice {
   std::array<int16_t, 64> profile;
   std::array<uint32_t, 64> covering;  // profiles (non-media) that cover the need
   std::array<bool, 64> done{};
+  bool exact = false;  // only the smallest covering profile (PolicyTraits::exact_mig_profiles)
   int Get(const Catalog& cat, KindId k, const Request& r, uint32_t* cover) {
     if (k < 0 || k >= 64) return -1;
     if (!done[k]) {
@@ -40,6 +55,10 @@ struct ProfileChoice {
         if (!kind.profiles[p].media && kind.profiles[p].usable_mib >= r.gpu_memory_mib &&
             kind.ProfileComputeMilli(p) >= r.gpu_milli)
           covering[k] |= 1u << p;
+      if (exact) {  // the need is a named profile's, at most its largest across kinds: that profile here
+        profile[k] = static_cast<int16_t>(kind.mig_capable ? LargestContainedProfile(kind, r.gpu_memory_mib, r.gpu_milli) : -1);
+        covering[k] = profile[k] >= 0 ? 1u << profile[k] : 0;
+      }
     }
     *cover = covering[k];
     return profile[k];
@@ -127,6 +146,9 @@ SubGpuChoice BestMig(const ClusterState& s, NodeId n, const Request& r, int p, u
       g2.mig_profile = m.profile;
       g2.mig_start = m.start;
       g2.milli = kind.ProfileComputeMilli(m.profile);
+      // An exact-profile need may be another kind's (a little larger): what this instance holds. Otherwise
+      // only covering instances get here and this changes nothing.
+      g2.memory_mib = std::min<int64_t>(g2.memory_mib, kind.profiles[m.profile].usable_mib);
       if (m.profile == p) consider(kIdleExact, -gs.tasks, g2);
       else consider(kIdleLarger, kind.profiles[m.profile].memory_slices * 16 - gs.tasks, g2);
     }
@@ -406,6 +428,7 @@ struct EnginePolicy::SliceSearch {
 
 PlaceResult EnginePolicy::PlaceSlice(const ClusterState& s, const Request& r) const {
   SliceSearch q;
+  q.pc.exact = traits_.exact_mig_profiles;
   if (scorer_) scorer_->Begin(s, r);
   q.shares_only = !(traits_.mig_aware && r.allow_mig && AnyMigKindAllowed(s.catalog(), r));
   SliceFastPath(s, r, &q);

@@ -46,6 +46,10 @@ struct PolicyTraits {
   // Several inference replicas may share one MIG instance (docs/sharing.md): join a shared instance with
   // room, else open one where the replica's demand makes a shared instance cheaper per replica than a slice.
   bool share_instances = false;
+  // A sub-GPU task's need is a named profile's (the largest across GPU kinds): it takes an instance of
+  // that profile only (on each kind the largest profile the need contains), never a larger idle one
+  // (Kubernetes: a pod asking nvidia.com/mig-2g.20gb can only run on that resource).
+  bool exact_mig_profiles = false;
   // Find candidate nodes for a slice from the state's node bitsets instead of visiting every node; the
   // choices are the same (tests compare both ways).
   bool node_index = true;

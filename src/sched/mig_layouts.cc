@@ -27,6 +27,32 @@ std::vector<MigInstance> PlaceProfiles(const GpuKind& kind, std::vector<int> pro
   return chosen;
 }
 
+namespace {
+
+// "<n>x<profile>-<n>x<profile>..." (the names `tessera k8s mig-config` gives, profiles as in the catalog,
+// "+me" written ".me") -> profile indices.
+Result<std::vector<int>> TesseraConfigProfiles(const GpuKind& kind, std::string_view rest) {
+  std::vector<int> want;
+  while (!rest.empty()) {
+    const size_t dash = rest.find('-');
+    const std::string_view part = rest.substr(0, dash);
+    rest = dash == std::string_view::npos ? std::string_view() : rest.substr(dash + 1);
+    const size_t x = part.find('x');
+    int n = 0;
+    for (char c : part.substr(0, x)) n = c >= '0' && c <= '9' && n < 100 ? n * 10 + (c - '0') : -1000;
+    if (x == std::string_view::npos || x == 0 || n <= 0) return Status::Error(fmt::format("'{}' is not <n>x<profile>", part));
+    std::string prof(part.substr(x + 1));
+    if (prof.size() > 3 && prof.substr(prof.size() - 3) == ".me") prof = prof.substr(0, prof.size() - 3) + "+me";
+    const int idx = kind.FindProfile(prof);
+    if (idx < 0) return Status::Error(fmt::format("GPU kind '{}' has no MIG profile '{}'", kind.id, prof));
+    want.insert(want.end(), n, idx);
+  }
+  if (want.empty()) return Status::Error("no profiles");
+  return want;
+}
+
+}  // namespace
+
 Result<std::vector<MigInstance>> NamedMigLayout(const GpuKind& kind, std::string_view name) {
   if (!kind.mig_capable) return Status::Error(fmt::format("GPU kind '{}' is not MIG-capable", kind.id));
   if (name == "all-disabled" || name == "all-enabled") return std::vector<MigInstance>{};
@@ -60,9 +86,13 @@ Result<std::vector<MigInstance>> NamedMigLayout(const GpuKind& kind, std::string
       if (kind.profiles[idx].AllowedStart(s) && CanAddInstance(kind, placed, m)) placed.push_back(m);
     }
     return placed;
+  } else if (name.substr(0, 8) == "tessera-") {
+    auto counts = TesseraConfigProfiles(kind, name.substr(8));
+    if (!counts.ok()) return Status::Error(fmt::format("MIG config '{}': {}", name, counts.error()));
+    want = std::move(counts).value();
   } else {
-    return Status::Error(fmt::format("unknown MIG config '{}' (use all-disabled, all-enabled, all-balanced or "
-                                     "all-<profile>)", name));
+    return Status::Error(fmt::format("unknown MIG config '{}' (use all-disabled, all-enabled, all-balanced, "
+                                     "all-<profile> or tessera-<n>x<profile>-...)", name));
   }
   auto placed = PlaceProfiles(kind, want);
   if (placed.empty()) return Status::Error(fmt::format("config '{}' does not fit '{}'", name, kind.id));

@@ -15,7 +15,8 @@ namespace tessera {
 std::vector<MigInstance> PlaceProfiles(const GpuKind& kind, std::vector<int> profiles);
 
 // "all-disabled"/"all-enabled" (no instances), "all-balanced" (per hardware-facts.md 2.1), "all-<profile>"
-// (max count of that profile). Error for unknown names or profiles.
+// (max count of that profile), "tessera-<n>x<profile>-..." (the profile counts, as `tessera k8s mig-config`
+// names its configs; "+me" written ".me"). Error for unknown names or profiles.
 Result<std::vector<MigInstance>> NamedMigLayout(const GpuKind& kind, std::string_view name);
 
 // Number of (non-media profile, start) pairs that could still be created on a GPU whose instances cover

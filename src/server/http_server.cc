@@ -8,6 +8,7 @@
 
 #include "base/thread_priority.h"
 #include "cost/focus.h"
+#include "server/jobs_api.h"
 #include "server/json_views.h"
 #include "server/metrics.h"
 #include "server/nodes_api.h"
@@ -395,29 +396,13 @@ void ApiServer::Routes() {
     if (!r.ok()) return SendError(res, r.error());
     SendJson(res, created ? 201 : 200, JobJson(r.value(), *s));
   }));
-  h.Get("/api/v1/jobs", authed([s](const Caller& c, Req req, Res res) {
-    int limit = 0;
-    int64_t after = 0;
-    if (!ReadPageSize(req, &limit, res)) return;
-    if (req.has_param("page_token") && !req.get_param_value("page_token").empty() &&
-        !ParseJobId(req.get_param_value("page_token"), &after))
-      return SendError(res, Invalid("page_token", "page_token: not a token this service gave"));
-    const std::string state = req.get_param_value("state");
-    JobState st;
-    if (!state.empty() && !ParseJobState(state, &st))
-      return SendError(res, Invalid("state", "state: one of Pending, Running, Succeeded, Failed, Cancelled"));
-    bool more = false;
-    auto jobs = s->List(c, state, req.get_param_value("team"), req.get_param_value("project"), after, limit, &more);
-    nlohmann::json arr = nlohmann::json::array();
-    for (const JobView& v : jobs) arr.push_back(JobJson(v, *s));
-    SendJson(res, 200, {{"jobs", arr}, {"next_page_token", more && !jobs.empty() ? std::to_string(jobs.back().job->id) : ""}});
-  }));
+  RegisterJobListRoute(h, s, authed);
   h.Get(R"(/api/v1/jobs/([^/:]+))", authed([s](const Caller& c, Req req, Res res) {
     int64_t id;
     if (!ParseJobId(req.matches[1], &id)) return SendError(res, {ErrorCode::kNotFound, "", "no job " + std::string(req.matches[1])});
     auto r = s->Get(c, id);
     if (!r.ok()) return SendError(res, r.error());
-    SendJson(res, 200, JobJson(r.value(), *s));
+    SendJson(res, 200, JobDetailJson(r.value(), *s));
   }));
   h.Post(R"(/api/v1/jobs/([^/:]+):cancel)", authed([s](const Caller& c, Req req, Res res) {
     int64_t id;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "cost/focus.h"
@@ -44,7 +45,56 @@ std::string ToLower(std::string s) {
   return s;
 }
 
+// The estimate's range and why it last changed; null when there is none.
+nlohmann::json EstimateJson(const PendingInfo& p) {
+  if (p.estimated_start < 0) return nullptr;
+  nlohmann::json o = {{"earliest", TimeJson(p.estimate_earliest)},
+                      {"likely", TimeJson(p.estimated_start)},
+                      {"latest", TimeJson(p.estimate_latest)},
+                      {"made_at", TimeJson(p.estimated_at)}};
+  o["changed_because"] = p.estimate_change.empty() ? nlohmann::json() : nlohmann::json(p.estimate_change);
+  return o;
+}
+
+// GPU-hours held so far (whole-GPU equivalents; to the hundredth), from its placements and run time.
+double GpuHours(const JobRecord& j, int64_t now) {
+  if (j.started_at < 0) return 0;
+  const int64_t end = j.finished_at >= 0 ? j.finished_at : (j.state == JobState::kRunning ? now : j.started_at);
+  int64_t milli = 0;
+  for (const TaskPlacement& t : j.placements)
+    for (const GpuGrant& g : t.gpus) milli += g.milli;
+  const int64_t centi = (milli * std::max<int64_t>(0, end - j.started_at) + 18000) / 36000;  // GPU-hours x 100
+  return static_cast<double>(centi) / 100;
+}
+
+// Why the placement differs from the request, when it does (MIG profile of the instances it holds).
+std::string PlacementNote(const JobRecord& j, const Service& s) {
+  if (j.mig_profile.empty() || j.placements.empty()) return "";
+  auto snap = s.snapshot();
+  const Cluster& cl = snap->cluster->cluster();
+  for (const TaskPlacement& t : j.placements) {
+    if (t.node < 0 || t.node >= static_cast<NodeId>(cl.nodes.size())) continue;
+    const GpuKind& kind = s.catalog().kind(cl.nodes[t.node].kind);
+    for (const GpuGrant& g : t.gpus) {
+      if (g.mig_profile < 0 || kind.profiles[g.mig_profile].name == j.mig_profile) continue;
+      return fmt::format("asked for a {} instance; placed in a shared {} instance ({:.2f} GPU of its compute): no "
+                         "idle {} instance was free",
+                         j.mig_profile, kind.profiles[g.mig_profile].name, g.milli / 1000.0, j.mig_profile);
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+nlohmann::json JobDetailJson(const JobView& v, const Service& s) {
+  nlohmann::json o = JobJson(v, s);
+  o["spec"] = nlohmann::json::parse(v.job->spec_json, nullptr, false);
+  if (o["spec"].is_discarded()) o["spec"] = nullptr;
+  const std::string note = PlacementNote(*v.job, s);
+  o["placement_note"] = note.empty() ? nlohmann::json() : nlohmann::json(note);
+  return o;
+}
 
 nlohmann::json JobJson(const JobView& v, const Service& s) {
   const JobRecord& j = *v.job;
@@ -68,6 +118,8 @@ nlohmann::json JobJson(const JobView& v, const Service& s) {
   o["team_position"] = pending ? nlohmann::json(v.pending->team_position) : nlohmann::json();
   o["reason"] = ReasonJson(v.pending, j.state);
   o["estimated_start"] = pending ? TimeJson(v.pending->estimated_start) : nlohmann::json();
+  o["estimate"] = pending ? EstimateJson(*v.pending) : nlohmann::json();
+  o["gpu_hours"] = GpuHours(j, s.Now());
   o["placements"] = PlacementsJson(j.placements, s);
   o["message"] = j.message;
   // Where its run is on the backend: starting (holds its GPUs; a MIG reconfiguration or the launch is in
@@ -105,7 +157,8 @@ nlohmann::json TeamJson(const TeamView& t) {
           {"allowed_priority_classes", t.allowed_classes},
           {"version", t.version},
           {"allocated_gpus", Gpus(t.allocated_milli)},
-          {"fair_share_gpus", Gpus(t.fair_share_milli)}};
+          {"fair_share_gpus", Gpus(t.fair_share_milli)},
+          {"pending_gpus", Gpus(t.pending_milli)}};
 }
 
 nlohmann::json AuditJson(const AuditRow& a) {

@@ -10,6 +10,9 @@ namespace tessera {
 // ISO 8601 UTC of a service time, or null for -1.
 nlohmann::json TimeJson(int64_t t);
 nlohmann::json JobJson(const JobView& v, const Service& s);
+// One job's page: JobJson plus the body it was submitted with (`spec`) and why its placement differs
+// from what it asked for (`placement_note`, null when it does not).
+nlohmann::json JobDetailJson(const JobView& v, const Service& s);
 nlohmann::json QueueEntryJson(const QueueEntry& e, const Service& s);
 nlohmann::json TeamJson(const TeamView& t);
 nlohmann::json UserJson(const UserView& u);

@@ -24,35 +24,34 @@ void Head(std::string* out, const char* name, const char* type, const char* help
   *out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
-}  // namespace
-
-std::string MetricsText(const Service& s) {
-  std::string o;
-  auto snap = s.snapshot();
-  const Counters& c = s.counters();
-  // Pending jobs per team and reason (from the last cycle's plan).
+// Pending jobs per team and reason (from the last cycle's plan), running jobs per team, nodes per state.
+void JobAndNodeGauges(const Service& s, const Snapshot& snap, std::string* o) {
   std::map<std::pair<std::string, std::string>, int64_t> pending;
-  for (const QueueEntry& e : snap->queue) ++pending[{e.job->team, std::string(e.info.code)}];
-  Head(&o, "tessera_pending_jobs", "gauge", "Jobs waiting, per team and reason code, after the last cycle.");
+  for (const QueueEntry& e : snap.queue) ++pending[{e.job->team, std::string(e.info.code)}];
+  Head(o, "tessera_pending_jobs", "gauge", "Jobs waiting, per team and reason code, after the last cycle.");
   for (const auto& [k, n] : pending)
-    o += fmt::format("tessera_pending_jobs{{team=\"{}\",reason=\"{}\"}} {}\n", Esc(k.first), Esc(k.second), n);
-  Head(&o, "tessera_running_jobs", "gauge", "Jobs running, per team.");
-  const auto counts = s.JobCountsByTeam();
-  for (const auto& [team, pr] : counts) o += fmt::format("tessera_running_jobs{{team=\"{}\"}} {}\n", Esc(team), pr.second);
-  Head(&o, "tessera_nodes", "gauge", "Nodes of the cluster, per state (ready, cordoned, draining, drained, unhealthy).");
+    *o += fmt::format("tessera_pending_jobs{{team=\"{}\",reason=\"{}\"}} {}\n", Esc(k.first), Esc(k.second), n);
+  Head(o, "tessera_running_jobs", "gauge", "Jobs running, per team.");
+  for (const auto& [team, pr] : s.JobCountsByTeam())
+    *o += fmt::format("tessera_running_jobs{{team=\"{}\"}} {}\n", Esc(team), pr.second);
+  Head(o, "tessera_nodes", "gauge", "Nodes of the cluster, per state (ready, cordoned, draining, drained, unhealthy).");
   std::map<std::string, int64_t> by_state = {{"ready", 0}, {"cordoned", 0}, {"draining", 0}, {"drained", 0}, {"unhealthy", 0}};
   for (const std::string& st : s.NodeStates())
     if (st != "removed") ++by_state[st];
-  for (const auto& [st, n] : by_state) o += fmt::format("tessera_nodes{{state=\"{}\"}} {}\n", st, n);
-  Head(&o, "tessera_cycle_duration_seconds", "histogram", "Duration of one scheduling cycle.");
+  for (const auto& [st, n] : by_state) *o += fmt::format("tessera_nodes{{state=\"{}\"}} {}\n", st, n);
+}
+
+// The cycle-duration histogram and the event counters.
+void CycleAndCounters(const Counters& c, std::string* o) {
+  Head(o, "tessera_cycle_duration_seconds", "histogram", "Duration of one scheduling cycle.");
   uint64_t cum = 0;
   for (int b = 0; b <= Counters::kNumBuckets; ++b) {
     cum += c.cycle_bucket[b].load();
     const std::string le = b < Counters::kNumBuckets ? fmt::format("{}", Counters::kCycleBuckets[b]) : "+Inf";
-    o += fmt::format("tessera_cycle_duration_seconds_bucket{{le=\"{}\"}} {}\n", le, cum);
+    *o += fmt::format("tessera_cycle_duration_seconds_bucket{{le=\"{}\"}} {}\n", le, cum);
   }
-  o += fmt::format("tessera_cycle_duration_seconds_sum {:.6f}\n", c.cycle_sum_us.load() / 1e6);
-  o += fmt::format("tessera_cycle_duration_seconds_count {}\n", cum);
+  *o += fmt::format("tessera_cycle_duration_seconds_sum {:.6f}\n", c.cycle_sum_us.load() / 1e6);
+  *o += fmt::format("tessera_cycle_duration_seconds_count {}\n", cum);
   const std::pair<const char*, const char*> simple[] = {
       {"tessera_placements_total", "Jobs placed (bound to GPUs)."},
       {"tessera_preemptions_total", "Running jobs preempted."},
@@ -64,26 +63,30 @@ std::string MetricsText(const Service& s) {
   const uint64_t values[] = {c.placements.load(), c.preemptions.load(), c.mig_repartitions.load(),
                              c.submissions.load(), c.finished.load(), c.failed.load(), c.cancelled.load()};
   for (size_t i = 0; i < std::size(simple); ++i) {
-    Head(&o, simple[i].first, "counter", simple[i].second);
-    o += fmt::format("{} {}\n", simple[i].first, values[i]);
+    Head(o, simple[i].first, "counter", simple[i].second);
+    *o += fmt::format("{} {}\n", simple[i].first, values[i]);
   }
-  // Teams: allocation against guarantee.
-  Head(&o, "tessera_team_allocated_gpus", "gauge", "GPUs (in GPU units) a team holds after the last cycle.");
-  std::string g, f;
-  for (size_t q = 0; q < snap->queues.size() && q < snap->queue_names.size(); ++q)
-    o += fmt::format("tessera_team_allocated_gpus{{team=\"{}\"}} {}\n", Esc(snap->queue_names[q]),
-                     snap->queues[q].allocated_milli / 1000.0);
-  Head(&o, "tessera_team_fair_share_gpus", "gauge", "GPUs a team deserves in the last cycle (guarantee plus share of idle).");
-  for (size_t q = 0; q < snap->queues.size() && q < snap->queue_names.size(); ++q)
-    o += fmt::format("tessera_team_fair_share_gpus{{team=\"{}\"}} {}\n", Esc(snap->queue_names[q]),
-                     snap->queues[q].fair_share_milli / 1000.0);
-  Head(&o, "tessera_team_guaranteed_gpus", "gauge", "GPUs guaranteed to a team.");
+}
+
+// Teams: allocation and fair share after the last cycle, against guarantee.
+void TeamGauges(const Service& s, const Snapshot& snap, std::string* o) {
+  Head(o, "tessera_team_allocated_gpus", "gauge", "GPUs (in GPU units) a team holds after the last cycle.");
+  for (size_t q = 0; q < snap.queues.size() && q < snap.queue_names.size(); ++q)
+    *o += fmt::format("tessera_team_allocated_gpus{{team=\"{}\"}} {}\n", Esc(snap.queue_names[q]),
+                      snap.queues[q].allocated_milli / 1000.0);
+  Head(o, "tessera_team_fair_share_gpus", "gauge", "GPUs a team deserves in the last cycle (guarantee plus share of idle).");
+  for (size_t q = 0; q < snap.queues.size() && q < snap.queue_names.size(); ++q)
+    *o += fmt::format("tessera_team_fair_share_gpus{{team=\"{}\"}} {}\n", Esc(snap.queue_names[q]),
+                      snap.queues[q].fair_share_milli / 1000.0);
+  Head(o, "tessera_team_guaranteed_gpus", "gauge", "GPUs guaranteed to a team.");
   Caller admin{"", "", Role::kAdmin};
   for (const TeamView& t : s.Teams(admin))
-    o += fmt::format("tessera_team_guaranteed_gpus{{team=\"{}\"}} {}\n", Esc(t.name), t.guaranteed_milli / 1000.0);
-  // GPUs (DCGM exporter names): utilisation in percent of the allocated share (the simulated executor keeps
-  // what it holds busy), allocation per GPU, MIG instances by profile.
-  const ClusterState& cs = *snap->cluster;
+    *o += fmt::format("tessera_team_guaranteed_gpus{{team=\"{}\"}} {}\n", Esc(t.name), t.guaranteed_milli / 1000.0);
+}
+
+// GPUs (DCGM exporter names): utilisation in percent of the allocated share (the simulated backend keeps
+// what it holds busy), allocation per GPU, MIG instances by profile.
+void GpuGauges(const ClusterState& cs, std::string* o) {
   const Cluster& cl = cs.cluster();  // the live cluster: nodes come and go
   std::string util, alloc, mig;
   for (NodeId n = 0; n < cs.num_nodes(); ++n) {
@@ -95,27 +98,34 @@ std::string MetricsText(const Service& s) {
       const GpuKind& kind = cs.kind_of_gpu(gid);
       const std::string labels = fmt::format("gpu=\"{}\",device=\"nvidia{}\",model_name=\"{}\",hostname=\"{}\"", i, i,
                                              Esc(kind.id), Esc(cl.nodes[n].name));
-      int64_t held = 0;
-      if (gs.mig_enabled) {
-        for (int k = 0; k < gs.n_instances; ++k) {
-          const MigSlot& m = gs.instances[k];
-          if (m.busy) held += kind.ProfileComputeMilli(m.profile);
-          mig += fmt::format("DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{},GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{}\"}} {}\n", labels,
-                             Esc(kind.profiles[m.profile].name), static_cast<int>(m.start), m.busy ? 1 : 0);
-        }
-      } else {
-        held = kMilliPerGpu - gs.free_milli;
+      int64_t held = gs.mig_enabled ? 0 : kMilliPerGpu - gs.free_milli;
+      for (int k = 0; gs.mig_enabled && k < gs.n_instances; ++k) {
+        const MigSlot& m = gs.instances[k];
+        if (m.busy) held += kind.ProfileComputeMilli(m.profile);
+        mig += fmt::format("DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{},GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{}\"}} {}\n", labels,
+                           Esc(kind.profiles[m.profile].name), static_cast<int>(m.start), m.busy ? 1 : 0);
       }
       util += fmt::format("DCGM_FI_DEV_GPU_UTIL{{{}}} {}\n", labels, held / 10.0);
       alloc += fmt::format("tessera_gpu_allocated_ratio{{{}}} {}\n", labels, held / 1000.0);
     }
   }
-  Head(&o, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilisation in percent (simulated: the allocated share).");
-  o += util;
-  Head(&o, "tessera_gpu_allocated_ratio", "gauge", "Share of the GPU held by jobs (0 to 1).");
-  o += alloc;
-  Head(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "MIG instance activity (simulated: 1 while a job holds it).");
-  o += mig;
+  Head(o, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilisation in percent (simulated: the allocated share).");
+  *o += util;
+  Head(o, "tessera_gpu_allocated_ratio", "gauge", "Share of the GPU held by jobs (0 to 1).");
+  *o += alloc;
+  Head(o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "MIG instance activity (simulated: 1 while a job holds it).");
+  *o += mig;
+}
+
+}  // namespace
+
+std::string MetricsText(const Service& s) {
+  std::string o;
+  auto snap = s.snapshot();
+  JobAndNodeGauges(s, *snap, &o);
+  CycleAndCounters(s.counters(), &o);
+  TeamGauges(s, *snap, &o);
+  GpuGauges(*snap->cluster, &o);
   return o;
 }
 

@@ -129,10 +129,14 @@ void PortalApi::RegisterAdmin(
     const std::function<httplib::Server::Handler(
         std::function<void(const Caller&, const httplib::Request&, httplib::Response&)>)>& authed) {
   Service* s = service_;
-  auto token_route = [s](bool revoke) {
-    return [s, revoke](const Caller& c, const httplib::Request& req, httplib::Response& res) {
+  auto token_route = [this, s](bool revoke) {
+    return [this, s, revoke](const Caller& c, const httplib::Request& req, httplib::Response& res) {
       auto r = s->ReplaceToken(c, req.matches[1], revoke);
       if (!r.ok()) return SendApiError(res, r.error());
+      // Replacing your own token from the portal keeps this session (on the new token): the page shows the
+      // new token instead of signing out. Other sessions on the old token end (the token check refuses it).
+      if (!revoke && r.value().name == c.user && RequestCredentialOf(req).source == Credential::Source::kSession)
+        sessions_.Rebind(CookieValue(req.get_header_value("Cookie"), kSessionCookie), r.value().token);
       res.set_header("Cache-Control", "no-store");
       res.set_content(UserJson(r.value()).dump(), "application/json");
     };

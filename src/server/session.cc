@@ -55,6 +55,14 @@ bool SessionStore::End(std::string_view id) {
   return sessions_.erase(std::string(id)) > 0;
 }
 
+bool SessionStore::Rebind(std::string_view id, std::string bearer_token) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(std::string(id));
+  if (it == sessions_.end()) return false;
+  it->second.bearer_token = std::move(bearer_token);
+  return true;
+}
+
 size_t SessionStore::Size() const {
   std::lock_guard lock(mu_);
   return sessions_.size();

@@ -48,6 +48,9 @@ class SessionStore {
   std::optional<Session> Find(std::string_view id);
   // Ends the session; false when there was none.
   bool End(std::string_view id);
+  // The session `id` now stands for `bearer_token` (its user replaced their own token through it, so it
+  // carries on with the new one). False when there is no such session.
+  bool Rebind(std::string_view id, std::string bearer_token);
   size_t Size() const;
 
  private:

@@ -467,6 +467,20 @@ std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const {
   return jobs_[id - 1].replicas;
 }
 
+JobPtr Service::JobOfSlot(JobSlot slot) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slot < 0 || slot >= static_cast<JobSlot>(job_of_slot_.size())) return nullptr;
+  const int64_t id = job_of_slot_[slot];
+  if (id < 1 || id > static_cast<int64_t>(jobs_.size())) return nullptr;
+  return jobs_[id - 1].current;
+}
+
+std::string Service::NodeName(NodeId n) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const ClusterState& state = loop_->state();
+  return n >= 0 && n < state.num_nodes() ? state.cluster().nodes[n].name : std::string();
+}
+
 std::vector<std::string> Service::TakeDecisionLines() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;
@@ -486,6 +500,7 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   else snap->cluster = old->cluster;
   state_changed_ = false;
   for (const QueueConfig& q : config_.tenancy.queues) snap->queue_names.push_back(q.name);
+  QueueSignaturesLocked(snap.get());
   if (plan == nullptr) {
     if (old) snap->queues = old->queues;
     return snap;
@@ -510,15 +525,23 @@ std::shared_ptr<const ClusterState> Service::RecycledClusterLocked() {
 
 void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<JobPtr>& jobs) {
   if (plan != nullptr) {
+    const std::shared_ptr<const Snapshot> old = snapshot();
     std::unordered_map<int64_t, JobPtr> by_id;
+    std::unordered_map<int64_t, int64_t> needed;  // GPU thousandths short of the queue limit
     for (size_t i = 0; i < plan->pending.size(); ++i) {
       const PendingStatus& p = plan->pending[i];
       const JobPtr& j = jobs[i];
       if (!j || j->state != JobState::kPending) continue;
       auto [it, fresh] = snap->pending.try_emplace(j->id);
       if (!fresh && it->second.pool_position <= p.pool_position) continue;
-      it->second = PendingInfo{p.team_position, p.pool_position, p.code, p.message, p.estimated_start_s};
+      PendingInfo& info = it->second = PendingInfo{};
+      info.team_position = p.team_position;
+      info.pool_position = p.pool_position;
+      info.code = p.code;
+      info.message = p.message;
+      info.estimated_start = p.estimated_start_s;
       by_id[j->id] = j;
+      needed[j->id] = p.still_needed;
     }
     std::vector<std::pair<int, int64_t>> order;  // (pool position of the job's first replica, job)
     order.reserve(snap->pending.size());
@@ -532,6 +555,7 @@ void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, c
       const JobPtr& j = by_id[id];
       info.pool_position = ++pos;  // positions count jobs, not replicas
       info.team_position = ++team_pos[j->queue];
+      StabiliseEstimate(*j, needed[id], *snap, old.get(), &info);
       snap->queue.push_back({j, info});
     }
   }

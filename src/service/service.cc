@@ -145,28 +145,28 @@ int Service::EnsureQueue(const std::string& team, const TeamRow* row) {
 // Restores teams and users, MIG layouts, the queues' decayed usage, then the loop's table from the stored
 // jobs: pending ones in the queue in id order, running ones on the grants (and MIG instances) they held,
 // which the backend adopts.
-Status Service::Restore(const StoredState& s) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ClusterState& state = loop_->state();
+// Teams of the configuration and the store (the store wins), and the users with their token hashes.
+void Service::RestoreIdentityLocked(const StoredState& s) {
   for (const QueueConfig& q : config_.tenancy.queues)
-    if (q.parent.empty() && !teams_.count(q.name)) {
-      TeamRow r{q.name, q.guaranteed_milli, q.limit_milli, q.over_quota_weight, 0};
-      teams_[q.name] = r;
-    }
+    if (q.parent.empty() && !teams_.count(q.name))
+      teams_[q.name] = TeamRow{q.name, q.guaranteed_milli, q.limit_milli, q.over_quota_weight, 0};
   for (const TeamRow& t : s.teams) {
     teams_[t.name] = t;
     EnsureQueue(t.name, &t);
   }
-  {
-    std::unique_lock<std::shared_mutex> users(users_mu_);
-    for (const UserRow& u : s.users) {
-      Role role = Role::kViewer;
-      ParseRole(u.role, &role);
-      users_by_hash_[u.token_hash] = {u, role};
-      hash_by_user_[u.name] = u.token_hash;
-      next_user_id_ = std::max(next_user_id_, u.id + 1);
-    }
+  std::unique_lock<std::shared_mutex> users(users_mu_);
+  for (const UserRow& u : s.users) {
+    Role role = Role::kViewer;
+    ParseRole(u.role, &role);
+    users_by_hash_[u.token_hash] = {u, role};
+    hash_by_user_[u.name] = u.token_hash;
+    next_user_id_ = std::max(next_user_id_, u.id + 1);
   }
+}
+
+// Stored MIG layouts ("profile@start,..." per GPU; "" = MIG off); a row that no longer parses is skipped.
+void Service::RestoreLayoutsLocked(const StoredState& s) {
+  ClusterState& state = loop_->state();
   const Cluster& cl = config_.cluster;
   std::map<std::string, NodeId> node_by_name;
   for (NodeId n = 0; n < static_cast<NodeId>(cl.nodes.size()); ++n) node_by_name[cl.nodes[n].name] = n;
@@ -176,8 +176,7 @@ Status Service::Restore(const StoredState& s) {
     const GpuId g = state.node(it->second).first_gpu + l.gpu_index;
     std::vector<MigInstance> layout;
     bool ok = true;
-    size_t pos = 0;
-    while (ok && pos < l.layout.size()) {
+    for (size_t pos = 0; ok && pos < l.layout.size();) {
       size_t end = l.layout.find(',', pos);
       if (end == std::string::npos) end = l.layout.size();
       auto inst = ParseMigInstance(state.kind_of_gpu(g), l.layout.substr(pos, end - pos));
@@ -192,6 +191,10 @@ Status Service::Restore(const StoredState& s) {
       (void)state.Relayout(g, layout);
     }
   }
+}
+
+// The clock (never before the stored time), the ledger's start (written on the first start) and usage.
+Status Service::RestoreMetaLocked(const StoredState& s) {
   for (const auto& kv : s.meta) {
     if (kv.first == "ledger_start") ledger_start_ = std::stoll(kv.second);
     if (kv.first == "clock_s") {
@@ -208,46 +211,58 @@ Status Service::Restore(const StoredState& s) {
   }
   usage_ = s.usage;
   for (const IdempotencyRow& k : s.keys) idem_[{k.user, k.key}] = {k.body_hash, k.job_id, true};
-  for (const JobRow& row : s.jobs) {
-    auto spec = ParseJobSpec(nlohmann::json::parse(row.spec_json, nullptr, false));
-    if (!spec.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, spec.error().message));
-    auto j = std::make_shared<JobRecord>();
-    j->id = row.id;
-    int queue = 0;
-    std::string pc;
-    auto req = BuildRequest(spec.value(), row.team, row.id, &queue, &pc);
-    if (!req.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, req.error().message));
-    j->request = req.value();
-    j->replicas = spec->workload.cls == WorkloadClass::kTraining ? 1 : spec->workload.replicas;
-    j->queue = queue;
-    j->user = row.user;
-    j->team = row.team;
-    j->project = row.project;
-    j->name = row.name;
-    j->cls = spec->workload.cls;
-    j->mig_profile = spec->mig_profile;
-    j->duration_s = spec->workload.duration_s;
-    j->checkpointable = spec->workload.checkpointable;
-    j->spec_json = row.spec_json;
-    j->priority_class = row.priority_class;
-    if (const PriorityClass* p = config_.tenancy.FindClass(row.priority_class)) j->request.priority = p->value;
-    if (!ParseJobState(row.state, &j->state)) return Status::Error(fmt::format("stored job {}: state '{}'", row.id, row.state));
-    j->submitted_at = row.submitted_at;
-    j->started_at = row.started_at;
-    j->finished_at = row.finished_at;
-    j->placements = row.placements;
-    j->message = row.message;
-    j->version = 1;
-    if (static_cast<int64_t>(jobs_.size()) < row.id) jobs_.resize(row.id);
-    next_job_id_ = std::max(next_job_id_, row.id + 1);
-    jobs_[row.id - 1] = {j, j, {}};
-    if (j->state == JobState::kPending) AddToLoopLocked(*j, /*queued=*/true);
-    if (j->state == JobState::kRunning) {
-      AddToLoopLocked(*j, /*queued=*/false);
-      if (Status st = ResumeLocked(*j); !st.ok())
-        return Status::Error(fmt::format("stored job {}: its placement no longer applies: {}", row.id, st.message()));
-    }
-  }
+  return Status::Ok();
+}
+
+// One stored job back in the table (and in the loop when pending or running).
+Status Service::RestoreJobLocked(const JobRow& row) {
+  auto spec = ParseJobSpec(nlohmann::json::parse(row.spec_json, nullptr, false));
+  if (!spec.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, spec.error().message));
+  auto j = std::make_shared<JobRecord>();
+  j->id = row.id;
+  int queue = 0;
+  std::string pc;
+  auto req = BuildRequest(spec.value(), row.team, row.id, &queue, &pc);
+  if (!req.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, req.error().message));
+  j->request = req.value();
+  j->replicas = spec->workload.cls == WorkloadClass::kTraining ? 1 : spec->workload.replicas;
+  j->queue = queue;
+  j->user = row.user;
+  j->team = row.team;
+  j->project = row.project;
+  j->name = row.name;
+  j->cls = spec->workload.cls;
+  j->mig_profile = spec->mig_profile;
+  j->duration_s = spec->workload.duration_s;
+  j->checkpointable = spec->workload.checkpointable;
+  j->spec_json = row.spec_json;
+  j->priority_class = row.priority_class;
+  if (const PriorityClass* p = config_.tenancy.FindClass(row.priority_class)) j->request.priority = p->value;
+  if (!ParseJobState(row.state, &j->state)) return Status::Error(fmt::format("stored job {}: state '{}'", row.id, row.state));
+  j->submitted_at = row.submitted_at;
+  j->started_at = row.started_at;
+  j->finished_at = row.finished_at;
+  j->placements = row.placements;
+  j->message = row.message;
+  j->version = 1;
+  if (static_cast<int64_t>(jobs_.size()) < row.id) jobs_.resize(row.id);
+  next_job_id_ = std::max(next_job_id_, row.id + 1);
+  jobs_[row.id - 1] = {j, j, {}};
+  if (j->state == JobState::kPending) AddToLoopLocked(*j, /*queued=*/true);
+  if (j->state != JobState::kRunning) return Status::Ok();
+  AddToLoopLocked(*j, /*queued=*/false);
+  if (Status st = ResumeLocked(*j); !st.ok())
+    return Status::Error(fmt::format("stored job {}: its placement no longer applies: {}", row.id, st.message()));
+  return Status::Ok();
+}
+
+Status Service::Restore(const StoredState& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RestoreIdentityLocked(s);
+  RestoreLayoutsLocked(s);
+  if (Status st = RestoreMetaLocked(s); !st.ok()) return st;
+  for (const JobRow& row : s.jobs)
+    if (Status st = RestoreJobLocked(row); !st.ok()) return st;
   return Status::Ok();
 }
 
@@ -345,6 +360,7 @@ std::vector<TeamView> Service::Teams(const Caller& c) const {
     if (q >= 0 && q < static_cast<int>(snap->queues.size())) {
       v.allocated_milli = snap->queues[q].allocated_milli;
       v.fair_share_milli = snap->queues[q].fair_share_milli;
+      v.pending_milli = std::max<int64_t>(0, snap->queues[q].demand_milli - snap->queues[q].allocated_milli);
     }
     out.push_back(v);
   }

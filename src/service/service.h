@@ -106,7 +106,15 @@ struct PendingInfo {
   int team_position = 0, pool_position = 0;
   std::string_view code;  // a string literal (PendingStatus::code)
   SharedText message;     // shared with the plan's status
+  // The start estimate (service seconds; -1 = none, e.g. held by a limit it can never meet): `likely` from
+  // the cycle's what-if replay (jobs end as declared), `earliest`/`latest` if the work it waits for ends a
+  // quarter sooner / half again later than declared. Kept from cycle to cycle while nothing changed in the
+  // job's queue (see estimates.cc); `estimate_change` says why it last changed (empty: first estimate).
   int64_t estimated_start = -1;
+  int64_t estimate_earliest = -1, estimate_latest = -1;
+  int64_t estimated_at = -1;           // the cycle time the estimate was made at
+  std::string_view estimate_change;    // a string literal
+  uint64_t queue_signature = 0;        // of the job's queue when estimated
 };
 
 struct JobView {
@@ -121,6 +129,7 @@ struct TeamView {
   std::vector<std::string> allowed_classes;  // the priority classes its jobs may use
   uint64_t version = 1;                      // +1 on every change (ETag)
   int64_t allocated_milli = 0, fair_share_milli = 0, pending_jobs = 0, running_jobs = 0;
+  int64_t pending_milli = 0;  // GPUs its pending jobs ask for (the last cycle's demand less its allocation)
 };
 
 // A team's quota and policy as the audit log records them (JSON text).
@@ -147,7 +156,39 @@ struct Snapshot {
   std::unordered_map<int64_t, PendingInfo> pending;  // by job id
   std::vector<std::string> queue_names;              // per queue index
   std::vector<QueueStatus> queues;
+  // Per queue index: a hash of what decides its jobs' starts (its unfinished jobs' ids and versions, the
+  // live nodes); and its running jobs' expected ends as (end time, GPU thousandths), for limit waits.
+  std::vector<uint64_t> queue_signature;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> queue_ends;
 };
+
+// The live nodes' part of a snapshot's signatures (estimates.cc).
+uint64_t NodesSignature(const Snapshot& s);
+// The start estimate of pending job `j` in `info`, fresh from the cycle (`still_needed`: GPU thousandths
+// it is short of its queue's limit), bounded by its queue's limit and kept from `old` (the previous
+// snapshot, may be null) while nothing changed for its queue (estimates.cc).
+void StabiliseEstimate(const JobRecord& j, int64_t still_needed, const Snapshot& snap, const Snapshot* old,
+                       PendingInfo* info);
+
+// A page of the jobs list (Service::ListJobs).
+enum class JobSort : uint8_t { kId, kSubmitted, kStarted, kEnded };
+struct JobQuery {
+  std::vector<JobState> states;  // empty: any
+  std::string team, project;
+  std::string search;            // case-insensitive substring of name, project or user, or the exact id
+  JobSort sort = JobSort::kId;   // kId ascending; the others newest first (jobs without the time last)
+  // Resume after this row: its sort key and id (from the previous page's last row).
+  int64_t after_key = 0, after_id = 0;
+  bool has_after = false;
+  int limit = 100;
+};
+struct JobPage {
+  std::vector<JobView> jobs;
+  bool more = false;
+  int64_t total = 0;  // rows matching the filters (all pages)
+};
+// The sort key of a job for `sort` (-1 when it has no such time).
+int64_t JobSortKey(const JobRecord& j, JobSort sort);
 
 struct Counters {
   std::atomic<uint64_t> cycles{0}, placements{0}, preemptions{0}, mig_repartitions{0}, submissions{0},
@@ -270,6 +311,8 @@ class Service {
   // further jobs match.
   std::vector<JobView> List(const Caller& c, const std::string& state, const std::string& team,
                             const std::string& project, int64_t after_id, int limit, bool* more) const;
+  // One page of the visible jobs matching `q`, in its order (jobs_list.cc).
+  JobPage ListJobs(const Caller& c, const JobQuery& q) const;
   std::vector<QueueEntry> Queue(const Caller& c) const;
   Outcome<std::vector<UsageRow>> Usage(const Caller& c, const UsageQuery& q) const;
   // FOCUS CSV of the usage (an admin: all; others: their team's records).
@@ -312,6 +355,10 @@ class Service {
   std::vector<std::string> TakeDecisionLines();
   // The control loop's jobs (slots) of a job: one per replica, or the gang; empty for an unknown job.
   std::vector<JobSlot> LoopSlotsOf(int64_t id) const;
+  // The job a slot of the control loop's table belongs to (its current version), or null; and a node's
+  // name by id (empty for an unknown id). Backends that name jobs and nodes outside Tessera use them.
+  JobPtr JobOfSlot(JobSlot slot) const;
+  std::string NodeName(NodeId n) const;
 
  private:
   struct Slot {
@@ -331,6 +378,10 @@ class Service {
 
   Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend);
   Status Restore(const StoredState& s);
+  void RestoreIdentityLocked(const StoredState& s);
+  void RestoreLayoutsLocked(const StoredState& s);
+  Status RestoreMetaLocked(const StoredState& s);
+  Status RestoreJobLocked(const JobRow& row);
   // Nodes (nodes.cc). The cluster from the store's nodes into config->cluster (kept when the store has none).
   static Status LoadStoredCluster(const StoredState& s, ServiceConfig* config);
   // After Restore: seeds an empty store with the configured nodes, else applies the stored node states.
@@ -445,6 +496,8 @@ class Service {
   // allocation (copied when it changed) and the current version of each pending job of the plan; Finish,
   // without the lock, orders the queue and publishes.
   void PublishLocked(const Plan* plan, int64_t now);
+  // Each queue's signature and running jobs' expected ends into `snap` (estimates.cc).
+  void QueueSignaturesLocked(Snapshot* snap) const;
   std::shared_ptr<Snapshot> BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<JobPtr>* jobs);
   void FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<JobPtr>& jobs);
   Plan DecideInBackground(const CycleInput& in) const;

@@ -79,6 +79,11 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
           break;
         }
     }
+    if (fraction == 1.0 && v.value().pending) {  // as asked: the headline estimate, the same for both
+      o.estimated_start = v.value().pending->estimated_start;
+      o.code = std::string(v.value().pending->code);
+      o.message = v.value().pending->message.str();
+    }
     out.push_back(std::move(o));
   }
   std::lock_guard<std::mutex> lock(whatif_mu_);

@@ -52,5 +52,22 @@ TEST(MigConfig, EveryLayoutIsPlaceableAndEveryProfileOffered) {
   EXPECT_FALSE(MigConfigsFor(Catalog::Default().kind(Catalog::Default().Find("l40s-48gb"))).ok());
 }
 
+// The loop reads a node's nvidia.com/mig.config by name: every config name maps back to its own counts.
+TEST(MigConfig, EveryNameReadsBackAsItsLayout) {
+  const GpuKind& kind = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
+  const auto configs = MigConfigsFor(kind);  // held: a range-for over *temporary would dangle
+  ASSERT_TRUE(configs.ok());
+  for (const MigConfig& c : *configs) {
+    auto layout = NamedMigLayout(kind, c.name);
+    ASSERT_TRUE(layout.ok()) << c.name << ": " << layout.error();
+    MigCounts counts;
+    for (const MigInstance& i : *layout) ++counts[kind.profiles[i.profile].name];
+    EXPECT_EQ(counts, c.counts) << c.name;
+  }
+  EXPECT_FALSE(NamedMigLayout(kind, "tessera-3x9g.99gb").ok());
+  EXPECT_FALSE(NamedMigLayout(kind, "tessera-x3g.40gb").ok());
+  EXPECT_FALSE(NamedMigLayout(kind, "tessera-").ok());
+}
+
 }  // namespace
 }  // namespace tessera

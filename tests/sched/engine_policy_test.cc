@@ -304,6 +304,29 @@ TEST_F(TesseraTest, RepartitionsIdleInstancesWhenNeeded) {
   EXPECT_TRUE(s->CheckInvariants().ok());
 }
 
+// Kubernetes' traits: no repartitioning, and a slice takes only its own profile: an idle larger instance
+// (what the default Tessera policy would take) does not count.
+TEST_F(TesseraTest, ExactMigProfilesTakeNoLargerInstance) {
+  Cluster c = MakeCluster(1, 1, "a100-80gb");
+  c.nodes[0].mig_enabled = true;
+  c.nodes[0].mig_config = "all-3g.40gb";
+  auto s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok());
+  const GpuKind& k = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
+  const Request two_g = Slice(k.profiles[k.FindProfile("2g.20gb")].usable_mib, k.ProfileComputeMilli(k.FindProfile("2g.20gb")));
+  PolicyTraits traits = TesseraTraits();
+  traits.repartition = false;
+  EXPECT_TRUE(EnginePolicy(traits).Place(*s, two_g).ok) << "a 3g.40gb instance covers a 2g.20gb need";
+  traits.exact_mig_profiles = true;
+  const PlaceResult exact = EnginePolicy(traits).Place(*s, two_g);
+  EXPECT_FALSE(exact.ok);
+  EXPECT_FALSE(exact.reason.empty());
+  const Request three_g = Slice(k.profiles[k.FindProfile("3g.40gb")].usable_mib, k.ProfileComputeMilli(k.FindProfile("3g.40gb")));
+  const PlaceResult own = EnginePolicy(traits).Place(*s, three_g);
+  ASSERT_TRUE(own.ok) << own.reason;
+  EXPECT_EQ(k.profiles[own.tasks[0].gpus[0].mig_profile].name, "3g.40gb");
+}
+
 // Drain times: a job that would push back a node's drain goes where it does not, so nodes empty early for
 // gangs; with no times (or a job that ends first everywhere) placement is the plain best fit.
 TEST_F(TesseraTest, DrainTimesKeepNodeLifetimesAligned) {

@@ -1,6 +1,7 @@
 // The portal's server side on a real service: SQLite file, scheduling cycles, ApiServer over real HTTP.
 #include "server/portal_api.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -226,6 +227,135 @@ TEST_F(PortalApiTest, WhatIfFindsAnEarlierStartWithHalfTheGpus) {
   const std::string other = MakeUser("jo", "nlp", "member");
   EXPECT_EQ(Client().Get("/api/v1/jobs/" + big + "/whatif", Bearer(other))->status, 404);
   EXPECT_EQ(Client().Get("/api/v1/jobs/" + filler + "/whatif", Bearer(lead))->status, 400);
+}
+
+TEST_F(PortalApiTest, TheJobsListKeepsEndedJobsWithStateSortSearchAndCursor) {
+  const std::string lead = MakeUser("kit", "vision", "team-lead");
+  auto post = [&](const std::string& name) {
+    auto r = Client().Post("/api/v1/jobs", Bearer(lead),
+                           nlohmann::json{{"name", name}, {"workers", 1}, {"gpus_per_worker", 1}, {"duration_s", 36000},
+                                          {"project", name == "needle" ? "hay" : "p"}}.dump(),
+                           "application/json");
+    EXPECT_EQ(r->status, 201) << r->body;
+    return Json(r)["id"].get<std::string>();
+  };
+  const std::string gone = post("gone"), kept = post("kept"), needle = post("needle");
+  ASSERT_EQ(Client().Post("/api/v1/jobs/" + gone + ":cancel", Bearer(lead), "", "application/json")->status, 200);
+  auto ids = [&](const std::string& query) {
+    std::vector<std::string> out;
+    const nlohmann::json page = Json(Client().Get("/api/v1/jobs?" + query, Bearer(lead)));  // outlives the loop
+    for (const auto& j : page["jobs"]) out.push_back(j["id"]);
+    return out;
+  };
+  EXPECT_EQ(ids("state=Cancelled"), std::vector<std::string>{gone});
+  EXPECT_EQ(ids("state=cancelled,pending,running&sort=submitted").size(), 3u);
+  EXPECT_EQ(ids("state=active&sort=id"), (std::vector<std::string>{kept, needle}));
+  EXPECT_EQ(ids("state=all&search=NEED"), std::vector<std::string>{needle});
+  EXPECT_EQ(ids("search=hay"), std::vector<std::string>{needle});
+  auto cancelled = Json(Client().Get("/api/v1/jobs/" + gone, Bearer(lead)));
+  EXPECT_FALSE(cancelled["finished_at"].is_null());
+  EXPECT_TRUE(cancelled["spec"].is_object());
+  EXPECT_EQ(cancelled["spec"]["name"], "gone");
+  // Newest first, one row a page: the cursor walks every job once.
+  std::vector<std::string> walked;
+  std::string token;
+  for (int i = 0; i < 5; ++i) {
+    auto page = Json(Client().Get("/api/v1/jobs?sort=submitted&page_size=1&page_token=" + token, Bearer(lead)));
+    EXPECT_EQ(page["total"], 3);
+    for (const auto& j : page["jobs"]) walked.push_back(j["id"]);
+    token = page["next_page_token"];
+    if (token.empty()) break;
+  }
+  std::vector<std::string> sorted = walked;
+  std::sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) { return std::stoll(a) > std::stoll(b); });
+  EXPECT_EQ(walked, sorted);
+  EXPECT_EQ(walked.size(), 3u);
+  EXPECT_EQ(Client().Get("/api/v1/jobs?sort=size", Bearer(lead))->status, 400);
+  EXPECT_EQ(Client().Get("/api/v1/jobs?state=Lost", Bearer(lead))->status, 400);
+  EXPECT_EQ(Client().Get("/api/v1/jobs?sort=ended&page_token=12", Bearer(lead))->status, 400);
+}
+
+TEST_F(PortalApiTest, APollWithTheListsVersionGets304WhileNothingChanged) {
+  const std::string lead = MakeUser("lu", "vision", "team-lead");
+  Client().Post("/api/v1/jobs", Bearer(lead), R"({"name":"v","workers":1,"gpus_per_worker":1,"duration_s":36000})",
+                "application/json");
+  std::string version;
+  for (int i = 0; i < 100; ++i) {  // until the job runs and the list settles
+    service_->RunCycleNow();
+    auto a = Json(Client().Get("/api/v1/jobs?state=Cancelled", Bearer(lead)));
+    version = a["version"];
+    if (!version.empty()) break;
+  }
+  ASSERT_FALSE(version.empty());
+  auto same = Client().Get("/api/v1/jobs?state=Cancelled&since=" + version, Bearer(lead));
+  EXPECT_EQ(same->status, 304);
+  EXPECT_TRUE(same->body.empty());
+  // A change in the page's rows gives a new version and the full page.
+  auto all = Json(Client().Get("/api/v1/jobs?state=all", Bearer(lead)));
+  const std::string id = all["jobs"][0]["id"];
+  ASSERT_EQ(Client().Post("/api/v1/jobs/" + id + ":cancel", Bearer(lead), "", "application/json")->status, 200);
+  auto changed = Client().Get("/api/v1/jobs?state=Cancelled&since=" + version, Bearer(lead));
+  ASSERT_EQ(changed->status, 200);
+  EXPECT_NE(Json(changed)["version"], version);
+  EXPECT_EQ(Json(changed)["jobs"].size(), 1u);
+}
+
+TEST_F(PortalApiTest, RotatingYourOwnTokenInThePortalKeepsTheSession) {
+  const std::string lead = MakeUser("max", "vision", "team-lead");
+  auto [cookie, csrf] = SignIn(lead);
+  auto r = Client().Post("/api/v1/users/max/token", {{"Cookie", cookie}, {"X-CSRF-Token", csrf}}, "", "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string fresh = Json(r)["token"];
+  EXPECT_NE(fresh, lead);
+  EXPECT_EQ(Client().Get("/api/v1/session", {{"Cookie", cookie}})->status, 200);
+  EXPECT_EQ(Client().Get("/api/v1/jobs", {{"Cookie", cookie}})->status, 200);
+  EXPECT_EQ(Client().Get("/api/v1/jobs", Bearer(lead))->status, 401);
+  EXPECT_EQ(Client().Get("/api/v1/jobs", Bearer(fresh))->status, 200);
+  // Rotating someone else's token leaves the rotating session on its own token.
+  MakeUser("ned", "vision", "member");
+  ASSERT_EQ(Client().Post("/api/v1/users/ned/token", {{"Cookie", cookie}, {"X-CSRF-Token", csrf}}, "", "application/json")->status, 200);
+  EXPECT_EQ(Json(Client().Get("/api/v1/session", {{"Cookie", cookie}}))["user"], "max");
+}
+
+TEST_F(PortalApiTest, AnEstimateStaysPutWhileNothingChangesInItsQueue) {
+  ASSERT_EQ(Client().Post("/api/v1/teams", Bearer(admin_), R"({"name":"one","guaranteed_gpus":8,"limit_gpus":8})",
+                          "application/json")->status, 201);
+  auto u = Client().Post("/api/v1/users", Bearer(admin_), R"({"name":"oz","team":"one","role":"team-lead"})",
+                         "application/json");
+  const std::string lead = Json(u)["token"];
+  const std::string other = MakeUser("pia", "nlp", "team-lead");
+  auto post = [&](const std::string& token, const std::string& body) {
+    auto r = Client().Post("/api/v1/jobs", Bearer(token), body, "application/json");
+    EXPECT_EQ(r->status, 201) << r->body;
+    return Json(r)["id"].get<std::string>();
+  };
+  const std::string holder = post(lead, R"({"name":"hold","workers":1,"gpus_per_worker":8,"duration_s":36000})");
+  nlohmann::json h;
+  for (int i = 0; i < 100 && (h = Json(Client().Get("/api/v1/jobs/" + holder, Bearer(lead))))["state"] != "Running"; ++i)
+    service_->RunCycleNow();
+  ASSERT_EQ(h["state"], "Running");
+  const std::string behind = post(lead, R"({"name":"behind","workers":1,"gpus_per_worker":8,"duration_s":600})");
+  auto estimate = [&] {
+    service_->RunCycleNow();
+    return Json(Client().Get("/api/v1/jobs/" + behind, Bearer(lead)));
+  };
+  nlohmann::json first = estimate();
+  ASSERT_FALSE(first["estimate"].is_null()) << first.dump();
+  // It waits on its team's limit: it starts when the holder ends, whatever is free elsewhere.
+  EXPECT_EQ(*ParseIsoUtc(first["estimated_start"].get<std::string>()),
+            *ParseIsoUtc(h["started_at"].get<std::string>()) + 36000);
+  EXPECT_LE(*ParseIsoUtc(first["estimate"]["earliest"].get<std::string>()), *ParseIsoUtc(first["estimated_start"].get<std::string>()));
+  EXPECT_GE(*ParseIsoUtc(first["estimate"]["latest"].get<std::string>()), *ParseIsoUtc(first["estimated_start"].get<std::string>()));
+  // Work of another team comes and goes; the clock moves: the estimate does not.
+  for (int i = 0; i < 5; ++i) {
+    post(other, R"({"name":"x","workers":1,"gpus_per_worker":4,"duration_s":60})");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    nlohmann::json again = estimate();
+    EXPECT_EQ(again["estimate"], first["estimate"]);
+  }
+  // The what-if's "as asked" row is the headline.
+  auto w = Json(Client().Get("/api/v1/jobs/" + behind + "/whatif", Bearer(lead)));
+  EXPECT_EQ(w["options"][0]["estimated_start"], first["estimated_start"]);
 }
 
 }  // namespace

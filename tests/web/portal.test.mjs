@@ -89,7 +89,10 @@ before(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   const db = path.join(dir, 'tessera.db');
-  const extra = (process.env.TESSERA_SERVE_ARGS || '--demo --speed 60').split(' ').filter(Boolean);
+  // Every browser context and this test's own client share 127.0.0.1, so the per-address connection cap
+  // (a defence against one client holding every connection) is raised for this run.
+  const extra = (process.env.TESSERA_SERVE_ARGS || '--demo --speed 60 --max-connections-per-address 4096')
+    .split(' ').filter(Boolean);
   server = spawn(binary, ['serve', '--db', db, '--listen', `127.0.0.1:${port}`, ...extra],
     { cwd: dir, stdio: ['ignore', fs.openSync(path.join(dir, 'serve.log'), 'a'), fs.openSync(path.join(dir, 'serve.log'), 'a')] });
   let exited = null;
@@ -106,7 +109,8 @@ before(async () => {
     const r = await api('POST', '/api/v1/teams', adminToken, { name: team, guaranteed_gpus: guaranteed, limit_gpus: 64 });
     assert.equal(r.status, 201, `create team ${team}: ${r.text}`);
   }
-  for (const [name, team, role] of [['web-lead', 'web-a', 'team-lead'], ['web-other', 'web-b', 'member']]) {
+  for (const [name, team, role] of [['web-lead', 'web-a', 'team-lead'], ['web-other', 'web-b', 'member'],
+    ['web-rotator', 'web-a', 'team-lead'], ['web-member', 'web-a', 'member']]) {
     const r = await api('POST', '/api/v1/users', adminToken, { name, team, role });
     assert.equal(r.status, 201, `create user ${name}: ${r.text}`);
     users[name] = r.json.token;
@@ -195,11 +199,15 @@ test('change the priority class of the job from the jobs page', async t => {
   await withPage(t, async page => {
     await signIn(page, users['web-lead']);
     const row = page.locator(`[data-job-id="${formJob.id}"]`);
-    await row.getByRole('button', { name: `Change priority class of ${formJob.name} (now training)` }).click();
-    await row.getByLabel(`Priority class of ${formJob.name}`).selectOption('training-high');
+    await row.getByLabel(`Priority for ${formJob.name}`).selectOption('training-high');
     await waitFor(async () => (await api('GET', `/api/v1/jobs/${formJob.id}`, users['web-lead'])).json.priority_class === 'training-high',
       'the priority change', 10000);
-    await row.getByRole('button', { name: `Change priority class of ${formJob.name} (now training-high)` }).waitFor({ timeout: 10000 });
+    // The result is announced, naming the job, and stays until dismissed.
+    const status = page.getByTestId('announce');
+    await waitFor(async () => (await status.innerText()).includes(`Priority of ${formJob.name}`), 'the announcement', 5000);
+    assert.equal(await status.getAttribute('role'), 'status');
+    await status.getByRole('button', { name: 'Dismiss message' }).click();
+    assert.equal((await status.innerText()).trim(), '');
   });
 });
 
@@ -246,7 +254,12 @@ test('cancel the job from the jobs page', async t => {
     await signIn(page, users['web-lead']);
     const row = page.locator(`[data-job-id="${formJob.id}"]`);
     await row.getByRole('button', { name: `Cancel ${formJob.name}` }).click();
+    // "Keep" takes the confirmation back; then cancel for real.
+    await row.getByRole('button', { name: `Keep ${formJob.name}` }).click();
+    assert.equal(await row.getByRole('button', { name: `Confirm cancel of ${formJob.name}` }).count(), 0);
+    await row.getByRole('button', { name: `Cancel ${formJob.name}` }).click();
     await row.getByRole('button', { name: `Confirm cancel of ${formJob.name}` }).click();
+    await page.getByTestId('announce').filter({ hasText: `Cancelled ${formJob.name}` }).waitFor({ timeout: 5000 });
     await waitFor(async () => (await api('GET', `/api/v1/jobs/${formJob.id}`, users['web-lead'])).json.state === 'Cancelled',
       'the job to be cancelled', 10000);
     await row.waitFor({ state: 'detached', timeout: 10000 });
@@ -326,6 +339,97 @@ test('the cluster page marks cordoned and drained nodes', async t => {
   } finally {
     for (const n of [cordoned, drained]) await api('POST', `/api/v1/nodes/${n}:uncordon`, adminToken, {});
   }
+});
+
+test('history: the state filter lists a cancelled job, which can be resubmitted', async t => {
+  const made = await api('POST', '/api/v1/jobs', users['web-lead'], { name: 'web-history', class: 'training', workers: 1,
+    gpus_per_worker: 1, project: 'web', duration_s: 600 });
+  assert.equal(made.status, 201, made.text);
+  assert.equal((await api('POST', `/api/v1/jobs/${made.json.id}:cancel`, users['web-lead'])).status, 200);
+  await withPage(t, async page => {
+    await signIn(page, users['web-lead']);
+    const row = page.locator(`[data-testid="jobs"] [data-job-id="${made.json.id}"]`);
+    await page.waitForTimeout(500);
+    assert.equal(await row.count(), 0, 'a cancelled job is listed under Active');
+    await page.getByLabel('State', { exact: true }).selectOption({ label: 'Cancelled' });
+    await page.getByLabel('Search', { exact: true }).fill('web-history');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await row.waitFor({ timeout: 10000 });
+    assert.match(await row.innerText(), /Cancelled/);
+    await row.getByRole('button', { name: 'Resubmit web-history', exact: true }).click();
+    const said = page.getByTestId('announce').filter({ hasText: /Resubmitted web-history as job \d+/ });
+    await said.waitFor({ timeout: 5000 });
+    const id = (await said.innerText()).match(/as job (\d+)/)[1];
+    const again = await api('GET', `/api/v1/jobs/${id}`, users['web-lead']);
+    assert.equal(again.json.name, 'web-history');
+    assert.notEqual(again.json.state, 'Cancelled');
+  });
+});
+
+test('a start estimate held by the team limit shows a <time> that stays put across polls', async t => {
+  const team = await api('POST', '/api/v1/teams', adminToken, { name: 'web-one', guaranteed_gpus: 1, limit_gpus: 1 });
+  assert.equal(team.status, 201, team.text);
+  const hold = await api('POST', '/api/v1/jobs', adminToken, { name: 'web-hold', team: 'web-one', class: 'training', workers: 1,
+    gpus_per_worker: 1, duration_s: 86400, priority_class: 'training-high' });
+  await waitFor(async () => (await api('GET', `/api/v1/jobs/${hold.json.id}`, adminToken)).json.state === 'Running', 'the holder to run', 60000, 500);
+  const behind = await api('POST', '/api/v1/jobs', adminToken, { name: 'web-behind', team: 'web-one', class: 'training', workers: 1,
+    gpus_per_worker: 1, duration_s: 600 });
+  await withPage(t, async page => {
+    await signIn(page, adminToken);
+    await page.getByLabel('Search', { exact: true }).fill('web-behind');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    const cell = page.locator(`[data-job-id="${behind.json.id}"] [data-testid="estimated-start"] time`);
+    await cell.waitFor({ timeout: 15000 });
+    const seen = new Set();
+    for (let i = 0; i < 4; i++) { seen.add(await cell.getAttribute('datetime')); await page.waitForTimeout(2200); }
+    assert.equal(seen.size, 1, `the estimate moved: ${[...seen].join(', ')}`);
+    const h = (await api('GET', `/api/v1/jobs/${hold.json.id}`, adminToken)).json;
+    // Its team's limit is taken by the holder: it cannot start before the holder's declared end.
+    assert.ok(Date.parse([...seen][0]) >= Date.parse(h.started_at) + 86400 * 1000, `estimate ${[...seen][0]} before the holder ends`);
+  });
+});
+
+test('a member sees no Admin link; a lead rotating their own token sees it until dismissed', async t => {
+  await withPage(t, async page => {
+    await signIn(page, users['web-member']);
+    assert.equal(await page.getByRole('link', { name: 'Admin', exact: true }).count(), 0);
+    assert.match(await page.title(), /^Jobs/);
+    await signOut(page);
+    await signIn(page, users['web-rotator']);
+    await page.getByRole('link', { name: 'Admin', exact: true }).click();
+    assert.match(await page.title(), /^Admin/);
+    await page.getByRole('button', { name: 'New token for web-rotator' }).click();
+    const token = page.getByTestId('new-token');
+    await token.waitFor({ timeout: 5000 });
+    const fresh = (await token.innerText()).trim();
+    assert.notEqual(fresh, users['web-rotator']);
+    await page.waitForTimeout(2500);
+    assert.equal((await token.innerText()).trim(), fresh, 'the new token left the screen');
+    assert.equal(await page.getByLabel('Token', { exact: true }).count(), 0, 'signed out');
+    assert.equal((await api('GET', '/api/v1/jobs?page_size=1', fresh)).status, 200);
+    await page.getByRole('button', { name: 'Dismiss message' }).click();
+    assert.equal(await token.count(), 0);
+    users['web-rotator'] = fresh;
+  });
+});
+
+test('at 390 px wide no page scrolls sideways', async t => {
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const page = await phone.newPage();
+  try {
+    await page.goto(url + '/');
+    await page.getByLabel('Token', { exact: true }).fill(users['web-lead']);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByTestId('jobs').locator('[data-job-id]').first().waitFor({ timeout: 10000 });
+    const widths = {};
+    for (const p of ['jobs', `jobs/${formJob ? formJob.id : 1}`, 'team', 'cluster', 'chargeback']) {
+      await page.goto(`${url}/#/${p}`);
+      await page.locator('main h1').first().waitFor({ timeout: 10000 });
+      await page.waitForTimeout(1000);
+      widths[p] = await page.evaluate(() => document.documentElement.scrollWidth);
+    }
+    assert.ok(Object.values(widths).every(w => w <= 390), `wider than 390 px: ${JSON.stringify(widths)}`);
+  } finally { await phone.close(); }
 });
 
 test('signing out ends the session', async t => {

@@ -48,11 +48,29 @@ try {
     await page.waitForTimeout(3500);
     await shot(name, true);
   }
+  // History: ended jobs through the state filter; then the jobs page on a 390 px phone.
+  await page.getByRole('link', { name: 'Jobs', exact: true }).click();
+  await page.getByLabel('State', { exact: true }).selectOption({ label: 'All' });
+  await page.waitForTimeout(2500);
+  await shot('history');
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
+  const p2 = await phone.newPage();
+  await p2.goto(url + '/');
+  await p2.getByLabel('Token', { exact: true }).fill(lead);
+  await p2.getByRole('button', { name: 'Sign in' }).click();
+  await p2.getByTestId('jobs').locator('[data-job-id]').first().waitFor();
+  await p2.waitForTimeout(2500);
+  await p2.screenshot({ path: path.join(out, 'phone.png') });
+  await phone.close();
   await page.getByRole('button', { name: 'Sign out' }).click();
   await signIn(admin);
   await page.getByRole('link', { name: 'Admin', exact: true }).click();
   await page.waitForTimeout(2500);
-  await shot('admin', true);
+  await shot('admin');
+  // A new token, shown once until dismissed (here the admin's own: the session carries on with it).
+  await page.getByRole('button', { name: 'New token for admin' }).click();
+  await page.getByTestId('new-token').waitFor();
+  await shot('token');
 } finally {
   await browser.close();
 }

@@ -38,6 +38,9 @@ export function serviceNow() {
   return clock.now + ((Date.now() - clock.wall) / 1000) * clock.speed;
 }
 
+// What api() returns for 304 Not Modified (a poll with `since` whose answer did not change).
+export const NOT_MODIFIED = Object.freeze({ notModified: true });
+
 export async function api(method, path, body) {
   const headers = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -50,6 +53,7 @@ export async function api(method, path, body) {
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
   if (r.status === 401 && !path.startsWith('/api/v1/session')) onSignedOut();
+  if (r.status === 304) return NOT_MODIFIED;
   if (!r.ok) throw new ApiError(r.status, json, text);
   noteServiceTime(json);
   return json;

@@ -8,9 +8,13 @@ import { Team } from './pages/team.jsx';
 import { Cluster } from './pages/cluster.jsx';
 import { Chargeback } from './pages/chargeback.jsx';
 import { Admin } from './pages/admin.jsx';
+import { Announcer } from './announce.jsx';
 import './style.css';
 
 const NAV = [['jobs', 'Jobs'], ['team', 'Team'], ['cluster', 'Cluster'], ['chargeback', 'Chargeback'], ['admin', 'Admin']];
+// Links a role can use: Admin (users, tokens and quotas) is for admins and team leads only.
+export function navFor(me) { return NAV.filter(([id]) => id !== 'admin' || me.role === 'admin' || me.role === 'team-lead'); }
+const TITLES = { jobs: 'Jobs', team: 'Team', cluster: 'Cluster', chargeback: 'Chargeback', admin: 'Admin' };
 
 function parseRoute() {
   const parts = (location.hash.replace(/^#\/?/, '') || 'jobs').split('/').map(decodeURIComponent);
@@ -31,7 +35,9 @@ function Shell({ me, onSignOut }) {
   const route = useRoute();
   const main = useRef(null);
   useEffect(() => {
-    // Moves focus to the new page's heading so that screen readers announce the page.
+    // A title per page; focus moves to the new page's heading so that screen readers announce the page.
+    const name = route.page === 'jobs' && route.arg ? `Job ${route.arg}` : TITLES[route.page] || 'Not found';
+    document.title = `${name} · Tessera`;
     const h = main.current && main.current.querySelector('h1');
     if (h && document.activeElement && document.activeElement.tagName === 'A') h.focus();
   }, [route.page, route.arg]);
@@ -51,16 +57,17 @@ function Shell({ me, onSignOut }) {
         <span class="brand" aria-hidden="true">Tessera</span>
         <nav aria-label="Main">
           <ul>
-            {NAV.map(([id, label]) => (
+            {navFor(me).map(([id, label]) => (
               <li key={id}><a href={`#/${id}`} aria-current={route.page === id ? 'page' : undefined}>{label}</a></li>
             ))}
           </ul>
         </nav>
         <span class="who">
-          <span>{me.user}{me.team ? ` · ${me.team}` : ''} · {me.role}</span>
+          <span class="who-name">{me.user}{me.team ? ` · ${me.team}` : ''} · {me.role}</span>
           <button type="button" class="link" onClick={onSignOut}>Sign out</button>
         </span>
       </header>
+      <Announcer />
       <main id="main" ref={main} tabIndex={-1}>{page}</main>
     </>
   );

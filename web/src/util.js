@@ -83,3 +83,29 @@ export function fmtNumber(x, digits = 1) {
   if (x === null || x === undefined || !isFinite(x)) return '—';
   return Number(x).toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
+
+// An absolute service time as "HH:MM UTC" (with the date when not the service's today).
+export function clockTime(t) {
+  if (!isTime(t)) return '—';
+  const d = new Date(sec(t) * 1000).toISOString();
+  const today = new Date(serviceNow() * 1000).toISOString().slice(0, 10);
+  return `${d.slice(0, 10) === today ? '' : `${d.slice(0, 10)} `}${d.slice(11, 16)} UTC`;
+}
+// A relative phrase for a service time: "in 2 h", "5 min ago".
+export function relative(t) {
+  if (!isTime(t)) return '';
+  const d = sec(t) - serviceNow();
+  if (Math.abs(d) < 60) return d >= 0 ? 'within a minute' : 'just now';
+  return d > 0 ? `in ${duration(d)}` : `${duration(-d)} ago`;
+}
+// GPUs to one decimal with the unit ("2 GPUs", "0.3 GPU").
+export function gpuText(g) {
+  if (g === null || g === undefined || !isFinite(g)) return '—';
+  const s = Number.isInteger(g) ? String(g) : g.toFixed(1);
+  return `${s} GPU${g === 1 || g < 1 ? '' : 's'}`;
+}
+// Money with its currency and two decimals.
+export function usd(x) {
+  if (x === null || x === undefined || !isFinite(x)) return '—';
+  return `$${Number(x).toLocaleString('en', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+}

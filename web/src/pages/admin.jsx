@@ -1,8 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, listOf } from '../api.js';
-import { usePoll, gpuField, ago } from '../util.js';
+import { usePoll, gpuField, gpuText } from '../util.js';
+import { announce } from '../announce.jsx';
 
-const ROLES = ['member', 'team-lead', 'viewer', 'admin'];
+// Lowest first: the role select starts at the role with the fewest rights.
+const ROLES = ['viewer', 'member', 'team-lead', 'admin'];
 
 // A small form whose fields post as one JSON body; shows the server's message next to the field it names.
 function ApiForm({ title, fields, submitLabel, onSubmit }) {
@@ -34,10 +36,7 @@ function ApiForm({ title, fields, submitLabel, onSubmit }) {
       ))}
       <button type="submit">{submitLabel}</button>
       {err._ && <p class="error" role="alert">{err._}</p>}
-      {result && result.token && (
-        <p role="status" class="token-once">New token (shown once): <output><code>{result.token}</code></output></p>
-      )}
-      {result && !result.token && <p role="status">Done.</p>}
+      {result && <p class="sub">Done.</p>}
     </form>
   );
 }
@@ -63,9 +62,9 @@ function Teams({ me, reloadKey }) {
         <tbody>
           {(data || []).map(t => (
             <tr key={t.name}>
-              <td>{t.name}</td><td class="num">{gpuField(t, 'guaranteed') ?? '—'}</td>
-              <td class="num">{(gpuField(t, 'limit') ?? -1) < 0 ? 'none' : gpuField(t, 'limit')}</td>
-              <td class="num">{gpuField(t, 'allocated') ?? '—'}</td>
+              <td>{t.name}</td><td class="num">{gpuText(gpuField(t, 'guaranteed'))}</td>
+              <td class="num">{(gpuField(t, 'limit') ?? -1) < 0 ? 'no limit' : gpuText(gpuField(t, 'limit'))}</td>
+              <td class="num">{gpuText(gpuField(t, 'allocated'))}</td>
               <td>{me.role === 'admin' && (edit && edit.name === t.name ? (
                 <form class="row-actions" onSubmit={save}>
                   <label for="q-g">Guaranteed</label><input id="q-g" type="number" min="0" value={edit.g} onInput={e => setEdit({ ...edit, g: e.currentTarget.value })} />
@@ -86,21 +85,20 @@ function Teams({ me, reloadKey }) {
 // Users and their tokens: a user has one API token; "New token" replaces it (shown once), "Revoke" ends it.
 function Users({ me, reloadKey }) {
   const { data, error, reload } = usePoll(async () => listOf(await api('GET', '/api/v1/users'), 'users'), [reloadKey], 0);
-  const [msg, setMsg] = useState(null);
   const [confirm, setConfirm] = useState('');
   const act = async (u, revoke) => {
     setConfirm('');
     try {
       const r = await api(revoke ? 'DELETE' : 'POST', `/api/v1/users/${encodeURIComponent(u.name)}/token`);
-      setMsg(revoke ? { text: `Revoked the token of ${u.name}.` } : { text: `New token for ${u.name} (shown once):`, token: r.token });
+      if (revoke) announce(`Revoked the token of ${u.name}.`);
+      else announce(`New token for ${u.name}${u.name === me.user ? ' (your own; this session carries on with it)' : ''}, shown once — copy it now:`, { token: r.token });
       reload();
-    } catch (x) { setMsg({ text: x.message, error: true }); }
+    } catch (x) { announce(`Could not change the token of ${u.name}: ${x.message}`, { error: true }); }
   };
   return (
     <>
       <h2>Users and tokens</h2>
       {error && <p class="error" role="alert">Could not list users: {error.message}</p>}
-      <div role="status">{msg && <p class={msg.error ? 'error' : 'token-once'}>{msg.text} {msg.token && <output><code>{msg.token}</code></output>}</p>}</div>
       <table class="compact">
         <thead><tr><th scope="col">User</th><th scope="col">Team</th><th scope="col">Role</th><th scope="col">Token</th><th scope="col">Actions</th></tr></thead>
         <tbody>{(data || []).map(u => (
@@ -169,8 +167,8 @@ export function Admin({ me }) {
       <Users me={me} reloadKey={k} />
       <ApiForm title="Create a user" submitLabel="Create user"
         fields={[{ name: 'name', label: 'User name' }, { name: 'team', label: 'Team', value: me.team || '' },
-          { name: 'role', label: 'Role', options: me.role === 'admin' ? ROLES : ROLES.filter(r => r !== 'admin') }]}
-        onSubmit={async v => { const r = await api('POST', '/api/v1/users', { name: v.name, team: v.team, role: v.role }); bump(); return r; }} />
+          { name: 'role', label: 'Role', value: 'viewer', options: me.role === 'admin' ? ROLES : ROLES.filter(r => r !== 'admin') }]}
+        onSubmit={async v => { const r = await api('POST', '/api/v1/users', { name: v.name, team: v.team, role: v.role }); bump(); announce(`Created user ${r.name} (${r.role}); their token, shown once:`, { token: r.token }); return { ...r, token: undefined }; }} />
       {me.role === 'admin' && <Audit reloadKey={k} />}
     </section>
   );

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, listOf, serviceNow } from '../api.js';
-import { usePoll, fmtNumber } from '../util.js';
+import { usePoll, fmtNumber, usd } from '../util.js';
 
 const PERIODS = [[3600, 'Last hour'], [6 * 3600, 'Last 6 hours'], [86400, 'Last 24 hours'], [7 * 86400, 'Last 7 days'], [0, 'Since the ledger began']];
 const TIER_COLOURS = ['#2563eb', '#f59e0b', '#16a34a', '#db2777', '#7c3aed', '#0891b2'];
@@ -28,7 +28,7 @@ function Bars({ rows, groupBy, metric }) {
   }
   const total = g => Object.values(g).reduce((a, b) => a + b, 0);
   const max = Math.max(1e-9, ...[...groups.values()].map(total));
-  const unit = metric === 'cost' ? '' : ' GPU-h';
+  const unit = metric === 'cost' ? ' USD' : ' GPU-h';
   return (
     <figure class="hbars" role="img" aria-label={`${metric === 'cost' ? 'Cost' : 'GPU-hours'} per ${groupBy}, by tier: ` +
       [...groups.entries()].map(([k, g]) => `${k} ${fmtNumber(total(g), 1)}${unit}`).join('; ')}>
@@ -80,20 +80,20 @@ export function Chargeback({ me }) {
           <caption class="sr-only">Usage by {groupBy} and tier</caption>
           <thead><tr><th scope="col">{groupBy === 'job' ? 'Job' : groupBy === 'project' ? 'Project' : 'Team'}</th>
             {groupBy !== 'team' && <th scope="col">Team</th>}<th scope="col">Tier</th><th scope="col">Kind</th>
-            <th scope="col" class="num">GPU-hours</th><th scope="col" class="num">Cost</th></tr></thead>
+            <th scope="col" class="num">GPU-hours</th><th scope="col" class="num">Cost (USD)</th></tr></thead>
           <tbody>
             {rows.map((r, i) => (
               <tr key={i} class={isIdle(r) ? 'idle' : ''}>
                 <td>{isIdle(r) ? 'idle' : (r[groupBy] || '—')}</td>
                 {groupBy !== 'team' && <td>{r.team || '—'}</td>}
                 <td>{r.tier || '—'}</td><td>{isIdle(r) ? 'idle' : 'allocated'}</td>
-                <td class="num">{fmtNumber(r.gpu_hours, 2)}</td><td class="num">{fmtNumber(r.cost, 2)}</td>
+                <td class="num">{fmtNumber(r.gpu_hours, 2)} GPU-h</td><td class="num">{usd(r.cost)}</td>
               </tr>
             ))}
             {data && rows.length === 0 && <tr><td colSpan={6}>No usage in this period.</td></tr>}
           </tbody>
           <tfoot><tr><th scope="row">Total</th>{groupBy !== 'team' && <td />}<td /><td />
-            <td class="num">{fmtNumber(sum('gpu_hours'), 2)}</td><td class="num">{fmtNumber(sum('cost'), 2)}</td></tr></tfoot>
+            <td class="num">{fmtNumber(sum('gpu_hours'), 2)} GPU-h</td><td class="num">{usd(sum('cost'))}</td></tr></tfoot>
         </table>
       </div>
     </section>

@@ -93,8 +93,9 @@ function Gpu({ g, node }) {
           {Array.from({ length: g.slices }, (_, s) => <span key={s} class="slice" style={{ gridColumn: `${s + 1}` }} />)}
           {g.instances.map((x, k) => (
             <span key={k} class={`inst${x.allocated ? '' : ' free'}`} data-testid="mig-instance" data-profile={x.profile} data-start={x.start}
+              title={`${x.profile} at slice ${x.start}: ${x.allocated ? `${x.team || 'in use'}${x.job ? ` (${x.job})` : ''}` : 'free'}`}
               style={{ gridColumn: `${x.start + 1} / span ${x.size}`, background: x.allocated ? (x.team ? teamColour(x.team) : 'var(--other)') : undefined }}>
-              <span class="inst-label">{x.profile}</span>
+              <span class="inst-label">{String(x.profile).split('.')[0]}</span>
             </span>
           ))}
         </div>
@@ -102,6 +103,23 @@ function Gpu({ g, node }) {
         <div class="fill" style={{ width: `${Math.min(100, g.allocated_milli / 10)}%`, background: g.teams[0] ? teamColour(g.teams[0]) : 'var(--other)' }} />
       )}
     </div>
+  );
+}
+
+// The colour of each team drawn in the grid, and what grey and the light boxes mean ("busy" vs "allocated").
+function TeamLegend({ cl }) {
+  const teams = new Set();
+  for (const n of cl.nodes) for (const g of n.gpus) {
+    for (const t of g.teams || []) teams.add(t);
+    for (const x of g.instances || []) if (x.team) teams.add(x.team);
+  }
+  return (
+    <ul class="legend team-legend" aria-label="Colours of the GPU grid">
+      {[...teams].sort().map(t => <li key={t}><span class="swatch" style={{ background: teamColour(t) }} aria-hidden="true" />{t}</li>)}
+      <li><span class="swatch" style={{ background: 'var(--other)' }} aria-hidden="true" />allocated to a team you may not see</li>
+      <li><span class="swatch" style={{ background: 'var(--free)', border: '1px solid #cbd5e1' }} aria-hidden="true" />idle</li>
+      <li>Allocated: held by a job; busy: a GPU with at least one task on it.</li>
+    </ul>
   );
 }
 
@@ -188,6 +206,7 @@ export function Cluster() {
       {cl ? <FreeByShape cl={cl} /> : <p role="status">Loading…</p>}
       <h2>GPUs</h2>
       <p class="legend">Each box is a GPU; MIG GPUs show their instances at their slice positions (hatched: idle slices; outlined: free instances); colours are teams. Nodes taking no new work are marked cordoned, draining (its jobs being stopped) or drained (empty).</p>
+      {cl && <TeamLegend cl={cl} />}
       <div class="gpu-grid" data-testid="gpu-grid">
         {cl && cl.nodes.map(n => (
           <div class={`node${n.state !== 'ready' ? ` node-${n.state}` : ''}`} key={n.name} role="group" data-testid="node" data-state={n.state}

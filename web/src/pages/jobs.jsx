@@ -1,193 +1,245 @@
 import { memo } from 'preact/compat';
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, allPages, listOf } from '../api.js';
-import { usePoll, ago, until, gpus as fmtGpus, reasonText } from '../util.js';
-import { canChange, gpuCount, positionOf, tasksOf, tasksRunning, PRIORITY_CLASSES } from '../jobmodel.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, NOT_MODIFIED } from '../api.js';
+import { announce } from '../announce.jsx';
+import { clockTime, relative, gpuText, reasonText, isTime } from '../util.js';
+import { canChange, isActive, positionOf, tasksOf, tasksRunning, PRIORITY_CLASSES } from '../jobmodel.js';
 import { SubmitForm } from './submit.jsx';
 
-async function loadJobs() {
-  const [running, pending, queue] = await Promise.all([
-    allPages('/api/v1/jobs?state=Running&page_size=1000', 'jobs'),
-    allPages('/api/v1/jobs?state=Pending&page_size=1000', 'jobs'),
-    api('GET', '/api/v1/queue').catch(() => null),
-    api('GET', '/api/v1/session').catch(() => null), // keeps the service clock estimate current
-  ]);
-  const q = new Map(listOf(queue, 'jobs').map(e => [String(e.id), e]));
-  return { running, pending, queue: q };
+// The state filter: label, the API's `state` value.
+export const STATES = [['Active', 'active'], ['Pending', 'Pending'], ['Running', 'Running'], ['Finished', 'Succeeded'],
+  ['Failed', 'Failed'], ['Cancelled', 'Cancelled'], ['All', 'all']];
+const SORTS = [['submitted', 'Submitted (newest first)'], ['started', 'Started (newest first)'], ['ended', 'Ended (newest first)']];
+const PAGE_SIZE = 25;
+
+// A time as <time datetime> with the relative part in brackets.
+export function When({ t }) {
+  if (!isTime(t)) return <span>—</span>;
+  return <><time datetime={t}>{clockTime(t)}</time> <span class="sub">({relative(t)})</span></>;
 }
 
-// Merges a pending job with its queue entry (position, reason, estimated start from the last cycle).
-function pendingInfo(job, q) {
-  const e = q.get(String(job.id)) || {};
-  return {
-    pos: positionOf(e.pool_position !== undefined || e.team_position !== undefined ? e : job),
-    reason: reasonText(e.reason || job.reason) || e.message || '',
-    code: (e.reason && e.reason.code) || (job.reason && job.reason.code) || '',
-    estimated: e.estimated_start ?? job.estimated_start,
-  };
-}
-
-// The priority class of a job the caller may change. In the table (`compact`) it is a button that turns
-// into a select when used, so that a page of 1,000 jobs does not build 1,000 selects.
-function PriorityControl({ job, act, compact }) {
-  const [open, setOpen] = useState(!compact);
-  const select = useRef(null);
-  useEffect(() => { if (open && compact && select.current) select.current.focus(); }, [open]);
-  const classes = PRIORITY_CLASSES.includes(job.priority_class) ? PRIORITY_CLASSES : [job.priority_class, ...PRIORITY_CLASSES];
-  const id = `prio-${job.id}`;
-  if (!open) {
+// The estimate cell of a pending job: its likely start, or why it cannot start.
+export function Estimate({ job }) {
+  const e = job.estimate;
+  if (e && e.likely) {
     return (
-      <button type="button" class="secondary small" aria-label={`Change priority class of ${job.name} (now ${job.priority_class})`}
-        onClick={() => setOpen(true)}>{job.priority_class} ▾</button>
+      <span data-testid="estimated-start" title={`earliest ${clockTime(e.earliest)}, latest ${clockTime(e.latest)}`}>
+        <When t={e.likely} />
+      </span>
     );
   }
+  const r = job.reason || {};
+  const why = r.code === 'ExceedsQueueLimit' || r.code === 'TeamQuotaExhausted' || r.code === 'BorrowLimit'
+    ? `cannot start under the current limits: ${reasonText(r)}` : (job.reason ? 'no estimate yet' : 'after the next cycle');
+  return <span data-testid="estimated-start">{why}</span>;
+}
+
+// Resubmits a job as it was submitted (its `spec`), announcing the new job.
+export async function resubmit(job) {
+  try {
+    const full = job.spec ? job : await api('GET', `/api/v1/jobs/${encodeURIComponent(job.id)}`);
+    const made = await api('POST', '/api/v1/jobs', full.spec);
+    announce(`Resubmitted ${job.name} as job ${made.id}.`, { href: `#/jobs/${encodeURIComponent(made.id)}`, linkText: `Open job ${made.id}` });
+    return made;
+  } catch (e) {
+    announce(`Could not resubmit ${job.name} (job ${job.id}): ${e.message}`, { error: true });
+    return null;
+  }
+}
+
+export function PrioritySelect({ job, onChanged }) {
+  const id = `prio-${job.id}`;
+  const classes = PRIORITY_CLASSES.includes(job.priority_class) ? PRIORITY_CLASSES : [job.priority_class, ...PRIORITY_CLASSES];
+  const change = async e => {
+    const to = e.currentTarget.value;
+    try {
+      await api('PATCH', `/api/v1/jobs/${encodeURIComponent(job.id)}`, { priority_class: to });
+      announce(`Priority of ${job.name} (job ${job.id}) changed from ${job.priority_class} to ${to}.`);
+      onChanged && onChanged();
+    } catch (x) { announce(`Could not change the priority of ${job.name} (job ${job.id}): ${x.message}`, { error: true }); }
+  };
   return (
     <>
-      <label class={compact ? 'sr-only' : ''} for={id}>Priority class{compact ? ` of ${job.name}` : ''}</label>
-      <select id={id} ref={select} value={job.priority_class}
-        onKeyDown={e => { if (compact && e.key === 'Escape') setOpen(false); }}
-        onChange={async e => { await act('PATCH', `/api/v1/jobs/${encodeURIComponent(job.id)}`, { priority_class: e.currentTarget.value }); if (compact) setOpen(false); }}>
+      <label class="sr-only" for={id}>Priority for {job.name}</label>
+      <select id={id} value={job.priority_class} onChange={change}>
         {classes.map(c => <option key={c} value={c}>{c}</option>)}
       </select>
     </>
   );
 }
 
-export function JobActions({ me, job, onChanged, compact, only }) {
+export function CancelButton({ job, onChanged }) {
   const [confirm, setConfirm] = useState(false);
-  const [error, setError] = useState('');
-  if (!canChange(me, job) || !(job.state === 'Pending' || job.state === 'Running')) return null;
-  const act = async (method, path, body) => {
-    setError('');
-    try { await api(method, path, body); onChanged && onChanged(); } catch (e) { setError(e.message); }
+  const go = async () => {
+    setConfirm(false);
+    try {
+      await api('POST', `/api/v1/jobs/${encodeURIComponent(job.id)}:cancel`);
+      announce(`Cancelled ${job.name} (job ${job.id}).`);
+      onChanged && onChanged();
+    } catch (x) { announce(`Could not cancel ${job.name} (job ${job.id}): ${x.message}`, { error: true }); }
   };
-  const id = encodeURIComponent(job.id);
-  const prio = <PriorityControl job={job} act={act} compact={compact} />;
-  const err = error && <span class="error" role="alert">{error}</span>;
-  if (only === 'priority') return <div class="row-actions">{prio}{err}</div>;
+  if (!confirm) return <button type="button" class="secondary small" aria-label={`Cancel ${job.name}`} onClick={() => setConfirm(true)}>Cancel</button>;
   return (
-    <div class="row-actions">
-      {only !== 'cancel' && prio}
-      {confirm
-        ? <button type="button" class="danger" aria-label={`Confirm cancel of ${job.name}`}
-            onClick={() => { setConfirm(false); act('POST', `/api/v1/jobs/${id}:cancel`); }}>Confirm cancel</button>
-        : <button type="button" class="secondary" aria-label={`Cancel ${job.name}`} onClick={() => setConfirm(true)}>Cancel</button>}
-      {err}
+    <span class="row-actions">
+      <button type="button" class="danger small" aria-label={`Confirm cancel of ${job.name}`} onClick={go}>Confirm cancel</button>
+      <button type="button" class="secondary small" aria-label={`Keep ${job.name}`} onClick={() => setConfirm(false)}>Keep</button>
+    </span>
+  );
+}
+
+// Where it runs or why it waits, in a few words.
+function whereOrWhy(job) {
+  if (job.state === 'Pending') return reasonText(job.reason) || 'Waiting for the next scheduling cycle.';
+  const nodes = [...new Set((job.placements || []).map(x => x.node))];
+  const where = nodes.length <= 2 ? nodes.join(', ') : `${nodes.slice(0, 2).join(', ')} and ${nodes.length - 2} more`;
+  if (job.state === 'Running') return where ? `on ${where}` : 'starting';
+  return [where && `ran on ${where}`, job.message].filter(Boolean).join('; ');
+}
+
+export function asked(job) {
+  if (job.mig_profile) return `${job.tasks || 1} × ${job.mig_profile}`;
+  return gpuText(job.gpus);
+}
+
+function JobRowInner({ job, me, reload, onEdit }) {
+  const mine = canChange(me, job);
+  const active = isActive(job);
+  const pos = job.state === 'Pending' ? positionOf(job) : null;
+  const n = tasksOf(job);
+  return (
+    <tr data-job-id={job.id} class={`st-${job.state.toLowerCase()}`}>
+      <td data-label="Job"><a href={`#/jobs/${encodeURIComponent(job.id)}`}>{job.name}</a>
+        <div class="sub">job {job.id}{job.project ? ` · ${job.project}` : ''}{job.user ? ` · ${job.user}` : ''}</div></td>
+      <td data-label="Team">{job.team}</td>
+      <td data-label="State"><span class={`state ${job.state.toLowerCase()}`}>{job.state === 'Running' && n > 1 ? `Running ${tasksRunning(job)}/${n}` : job.state}</span></td>
+      <td data-label="Asked" class="num">{asked(job)}</td>
+      <td data-label="Submitted"><When t={job.submitted_at} /></td>
+      {job.state === 'Pending' ? <>
+        <td data-label="Position" data-testid="queue-position">{pos && pos.pool !== null ? <>team {pos.team} · pool {pos.pool}</> : 'next cycle'}</td>
+        <td data-label="Why it waits" data-testid="reason" class="reason">{whereOrWhy(job)}</td>
+        <td data-label="Estimated start"><Estimate job={job} /></td>
+      </> : <>
+        <td data-label="Position">—</td>
+        <td data-label="Where" class="reason">{whereOrWhy(job)}</td>
+        <td data-label={job.finished_at ? 'Ended' : 'Started'}>{job.finished_at ? <When t={job.finished_at} /> : <When t={job.started_at} />}</td>
+      </>}
+      <td data-label="GPU-hours" class="num nowrap">{(job.gpu_hours ?? 0).toFixed(2)} GPU-h</td>
+      <td data-label="Priority">{mine && active ? <PrioritySelect job={job} onChanged={reload} /> : job.priority_class}</td>
+      <td data-label="Actions"><div class="row-actions">
+        {mine && active && <CancelButton job={job} onChanged={reload} />}
+        {!active && me.role !== 'viewer' && <>
+          <button type="button" class="secondary small" aria-label={`Resubmit ${job.name}`} onClick={async () => { if (await resubmit(job)) reload(); }}>Resubmit</button>
+          <button type="button" class="secondary small" aria-label={`Resubmit ${job.name} with changes`} onClick={() => onEdit(job)}>Resubmit with changes</button>
+        </>}
+      </div></td>
+    </tr>
+  );
+}
+const JobRow = memo(JobRowInner, (a, b) => a.job === b.job && a.me === b.me);
+
+// Polls one page of the list; a poll sends `since` and gets 304 (nothing) while the page is unchanged.
+function useJobsPage(query, cursor) {
+  const [state, setState] = useState({ page: null, error: null, updated: null });
+  const version = useRef('');
+  const gen = useRef(0);
+  const load = async () => {
+    const g = gen.current;
+    const q = new URLSearchParams({ state: query.state, sort: query.sort, page_size: String(PAGE_SIZE) });
+    if (query.search) q.set('search', query.search);
+    if (cursor) q.set('page_token', cursor);
+    if (version.current) q.set('since', version.current);
+    try {
+      const r = await api('GET', `/api/v1/jobs?${q}`);
+      if (g !== gen.current) return;
+      if (r === NOT_MODIFIED) setState(s => ({ ...s, error: null, updated: new Date() }));
+      else { version.current = r.version || ''; setState({ page: r, error: null, updated: new Date() }); }
+    } catch (error) {
+      if (g === gen.current) setState(s => ({ ...s, error }));
+    }
+  };
+  useEffect(() => {
+    gen.current++;
+    version.current = '';
+    setState(s => ({ ...s, page: null }));
+    load();
+    const id = setInterval(() => { if (!document.hidden) load(); }, 2000);
+    const clock = setInterval(() => { if (!document.hidden) api('GET', '/api/v1/session').catch(() => {}); }, 30000);
+    return () => { clearInterval(id); clearInterval(clock); gen.current++; };
+  }, [query.state, query.sort, query.search, cursor]);
+  return { ...state, reload: () => { version.current = ''; load(); } };
+}
+
+function Toolbar({ query, setQuery, total }) {
+  const [text, setText] = useState(query.search);
+  return (
+    <div class="toolbar">
+      <div class="field-inline">
+        <label for="job-state">State</label>
+        <select id="job-state" value={query.state} onChange={e => setQuery({ ...query, state: e.currentTarget.value })}>
+          {STATES.map(([label, v]) => <option key={v} value={v}>{label}</option>)}
+        </select>
+      </div>
+      <div class="field-inline">
+        <label for="job-sort">Sort by</label>
+        <select id="job-sort" value={query.sort} onChange={e => setQuery({ ...query, sort: e.currentTarget.value })}>
+          {SORTS.map(([v, label]) => <option key={v} value={v}>{label}</option>)}
+        </select>
+      </div>
+      <form role="search" class="field-inline" onSubmit={e => { e.preventDefault(); setQuery({ ...query, search: text.trim() }); }}>
+        <label for="job-search">Search</label>
+        <input id="job-search" type="search" value={text} placeholder="name, project or user" onInput={e => setText(e.currentTarget.value)} />
+        <button type="submit" class="secondary">Search</button>
+      </form>
+      <span class="sub">{total === null ? '' : `${total} job${total === 1 ? '' : 's'}`}</span>
     </div>
   );
 }
 
-// The text a row shows; a row re-renders only when this changes (polls bring fresh objects every 2 s).
-function rowView(job, info) {
-  const n = tasksOf(job);
-  const g = gpuCount(job);
-  return {
-    state: job.state === 'Running' && n > 1 ? `Running ${tasksRunning(job)}/${n}` : job.state,
-    gpus: g === null ? (job.mig_profile || '—') : `${fmtGpus(g * 1000)}${job.mig_profile ? ` (${job.mig_profile})` : ''}`,
-    age: ago(job.submitted_at),
-    pending: !!info,
-    team_pos: info && info.pos ? info.pos.team : null,
-    pool_pos: info && info.pos ? info.pos.pool : null,
-    reason: info ? info.reason || 'Waiting for the next scheduling cycle.' : placementSummary(job),
-    code: info ? info.code : '',
-    when: info ? until(info.estimated) : `${ago(job.started_at).replace(' ago', '')} running`,
-    key: `${job.id}|${job.name}|${job.project}|${job.team}|${job.user}|${job.state}|${job.priority_class}`,
-  };
-}
-
-function JobRowInner({ job, v, me, reload }) {
-  return (
-    <tr data-job-id={job.id} class={`st-${job.state.toLowerCase()}`}>
-      <td><a href={`#/jobs/${encodeURIComponent(job.id)}`}>{job.name}</a><div class="sub">{job.id}{job.project ? ` · ${job.project}` : ''}</div></td>
-      <td>{job.team}</td>
-      <td><span class={`state ${job.state.toLowerCase()}`}>{v.state}</span></td>
-      <td class="num">{v.gpus}</td>
-      <td>{v.age}</td>
-      {v.pending ? (
-        <>
-          <td data-testid="queue-position" class="num nowrap">
-            {v.pool_pos !== null
-              ? <>{v.team_pos !== null && <span>team {v.team_pos}</span>}<span class="sub"> · pool {v.pool_pos}</span></>
-              : 'next cycle'}
-          </td>
-          <td data-testid="reason" class="reason">{v.reason}{v.code && <span class="code"> ({v.code})</span>}</td>
-        </>
-      ) : (
-        <>
-          <td class="num">—</td>
-          <td class="sub">{v.reason}</td>
-        </>
-      )}
-      <td>{v.when}</td>
-      <td>{canChange(me, job) ? <JobActions me={me} job={job} onChanged={reload} compact only="priority" /> : job.priority_class}</td>
-      <td><JobActions me={me} job={job} onChanged={reload} compact only="cancel" /></td>
-    </tr>
-  );
-}
-
-const sameView = (a, b) => a.me === b.me && a.reload === b.reload &&
-  Object.keys(a.v).every(k => a.v[k] === b.v[k]);
-const JobRow = memo(JobRowInner, sameView);
-
-function placementSummary(job) {
-  const p = job.placements || [];
-  if (!p.length) return '';
-  const nodes = [...new Set(p.map(x => x.node))];
-  return nodes.length <= 3 ? nodes.join(', ') : `${nodes.slice(0, 3).join(', ')} and ${nodes.length - 3} more`;
-}
-
 export function Jobs({ me }) {
   const [showForm, setShowForm] = useState(false);
-  const [notice, setNotice] = useState('');
-  const [filter, setFilter] = useState('');
-  const { data, error, reload } = usePoll(loadJobs, [], 2000);
-  const rows = useMemo(() => {
-    if (!data) return [];
-    const f = filter.trim().toLowerCase();
-    const keep = j => !f || `${j.name} ${j.id} ${j.team} ${j.project || ''}`.toLowerCase().includes(f);
-    const pend = data.pending.filter(keep).map(j => ({ job: j, info: pendingInfo(j, data.queue) }));
-    pend.sort((a, b) => (a.info.pos?.pool ?? 1e12) - (b.info.pos?.pool ?? 1e12) || String(a.job.id).localeCompare(String(b.job.id)));
-    return [...pend, ...data.running.filter(keep).map(j => ({ job: j, info: null }))];
-  }, [data, filter]);
-  const nPending = data ? data.pending.length : 0;
-  const nRunning = data ? data.running.length : 0;
+  const [template, setTemplate] = useState(null);
+  const [query, setQueryState] = useState({ state: 'active', sort: 'submitted', search: '' });
+  const [cursors, setCursors] = useState(['']); // page tokens of the pages seen; the last is shown
+  const setQuery = q => { setQueryState(q); setCursors(['']); };
+  const { page, error, updated, reload } = useJobsPage(query, cursors[cursors.length - 1]);
+  const jobs = page ? page.jobs : [];
+  const edit = job => { setTemplate(job); setShowForm(true); };
   return (
     <section aria-labelledby="jobs-title">
       <div class="page-head">
         <h1 id="jobs-title" tabIndex={-1}>Jobs</h1>
-        <button type="button" aria-expanded={showForm} aria-controls="new-job" onClick={() => setShowForm(!showForm)}>New job</button>
+        {me.role !== 'viewer' && <button type="button" aria-expanded={showForm} aria-controls="new-job" onClick={() => { setTemplate(null); setShowForm(!showForm); }}>New job</button>}
       </div>
       {showForm && (
         <div id="new-job">
-          <SubmitForm onClose={() => setShowForm(false)}
-            onSubmitted={job => { setShowForm(false); setNotice(`Submitted ${job.name || ''} as job ${job.id}.`); reload(); }} />
+          <SubmitForm key={template ? template.id : 'new'} template={template} onClose={() => setShowForm(false)}
+            onSubmitted={job => { setShowForm(false); announce(`Submitted ${job.name || 'the job'} as job ${job.id}.`, { href: `#/jobs/${encodeURIComponent(job.id)}`, linkText: `Open job ${job.id}` }); reload(); }} />
         </div>
       )}
-      <p role="status" class="notice">{notice}</p>
-      <div class="toolbar">
-        <p>{me.role === 'admin' ? 'All teams' : `Team ${me.team}`}: {nRunning} running, {nPending} pending. Updated every 2 s.</p>
-        <label for="job-filter">Filter</label>
-        <input id="job-filter" type="search" value={filter} onInput={e => setFilter(e.currentTarget.value)} placeholder="name, id, team, project" />
-      </div>
-      {error && <p class="error" role="alert">Could not load jobs: {error.message}</p>}
+      <Toolbar query={query} setQuery={setQuery} total={page ? page.total : null} />
+      <p class="sub" aria-live="off">{me.role === 'admin' ? 'All teams' : `Team ${me.team}`}. {updated ? `Updated ${updated.toLocaleTimeString('en-GB')}` : 'Loading…'}; refreshed every 2 s.</p>
+      {error && <p class="error offline" role="alert">Offline: the server does not answer ({error.message}). Showing what it last sent.</p>}
       <div class="table-wrap">
         <table data-testid="jobs" class="jobs">
-          <caption class="sr-only">Running and pending jobs; pending jobs in queue order</caption>
+          <caption class="sr-only">Jobs ({STATES.find(s => s[1] === query.state)[0]}), newest first</caption>
           <colgroup>
-            <col style={{ width: '14%' }} /><col style={{ width: '7%' }} /><col style={{ width: '8%' }} /><col style={{ width: '5%' }} />
-            <col style={{ width: '8%' }} /><col style={{ width: '9%' }} /><col style={{ width: '21%' }} /><col style={{ width: '8%' }} />
-            <col style={{ width: '11%' }} /><col style={{ width: '9%' }} />
+            {[10, 6, 8, 6, 9, 7, 17, 9, 7, 9, 12].map((w, i) => <col key={i} style={{ width: `${w}%` }} />)}
           </colgroup>
           <thead>
-            <tr><th scope="col">Job</th><th scope="col">Team</th><th scope="col">State</th><th scope="col">GPUs</th>
-              <th scope="col">Age</th><th scope="col">Position</th><th scope="col">Reason / placement</th>
-              <th scope="col">Estimated start</th><th scope="col">Priority class</th><th scope="col">Actions</th></tr>
+            <tr><th scope="col">Job</th><th scope="col">Team</th><th scope="col">State</th><th scope="col" class="num">Asked</th>
+              <th scope="col">Submitted</th><th scope="col">Position</th><th scope="col">Why it waits / where</th>
+              <th scope="col">Estimated start / ran</th><th scope="col" class="num">GPU-hours</th><th scope="col">Priority</th><th scope="col">Actions</th></tr>
           </thead>
           <tbody>
-            {rows.map(r => <JobRow key={r.job.id} job={r.job} v={rowView(r.job, r.info)} me={me} reload={reload} />)}
-            {data && rows.length === 0 && <tr><td colSpan={10} class="empty">No running or pending jobs.</td></tr>}
+            {jobs.map(j => <JobRow key={j.id} job={j} me={me} reload={reload} onEdit={edit} />)}
+            {page && jobs.length === 0 && <tr><td colSpan={11} class="empty">No jobs match.</td></tr>}
           </tbody>
         </table>
+      </div>
+      <div class="pager">
+        {cursors.length > 1 && <button type="button" class="secondary" onClick={() => setCursors(cursors.slice(0, -1))}>Previous page</button>}
+        {page && page.next_page_token && <button type="button" class="secondary" onClick={() => setCursors([...cursors, page.next_page_token])}>Next page</button>}
+        <span class="sub">Page {cursors.length}</span>
       </div>
     </section>
   );

@@ -43,8 +43,20 @@ function Field({ id, label, api: apiField, errors, hint, children }) {
   );
 }
 
-export function SubmitForm({ onSubmitted, onClose }) {
-  const [v, setV] = useState(EMPTY);
+// The form's values from a job's submitted body (`spec`), to resubmit it with changes.
+export function fromSpec(job) {
+  const spec = (job && job.spec) || {};
+  const str = x => (x === undefined || x === null ? '' : String(x));
+  return {
+    ...EMPTY, name: str(spec.name || job.name), class: spec.class || job.class || 'training',
+    workers: str(spec.workers ?? spec.replicas), gpus_per_worker: str(spec.gpus_per_worker), mig_profile: spec.mig_profile || '',
+    gpu_fraction: str(spec.gpu_fraction), memory_gib: str(spec.memory_gib), priority_class: spec.priority_class || job.priority_class || 'training',
+    project: str(spec.project ?? job.project), checkpoint_interval_s: str(spec.checkpoint_interval_s), duration_s: str(spec.duration_s),
+  };
+}
+
+export function SubmitForm({ onSubmitted, onClose, template }) {
+  const [v, setV] = useState(template ? fromSpec(template) : EMPTY);
   const [yaml, setYaml] = useState('');
   const [errors, setErrors] = useState({});
   const [general, setGeneral] = useState('');
@@ -82,6 +94,7 @@ export function SubmitForm({ onSubmitted, onClose }) {
       }
     } else {
       body = toWorkload(v);
+      if (template && template.spec && template.spec.team) body.team = template.spec.team;
     }
     setBusy(true);
     try {
@@ -103,7 +116,7 @@ export function SubmitForm({ onSubmitted, onClose }) {
   const training = v.class === 'training';
   return (
     <form ref={formRef} class="submit-job" data-testid="submit-job" onSubmit={submit} novalidate aria-labelledby="submit-title">
-      <h2 id="submit-title">New job</h2>
+      <h2 id="submit-title">{template ? `Resubmit ${template.name} with changes` : 'New job'}</h2>
       <div class="grid">
         <Field id="f-name" label="Name" api="name" errors={errors}>
           {a => <input {...a} type="text" required value={v.name} onInput={set('name')} autocomplete="off" />}

@@ -55,6 +55,8 @@ export function Team({ me }) {
       <h2 id={`team-${t.name}`}><span class="swatch" style={{ background: teamColour(t.name) }} aria-hidden="true" />{t.name}</h2>
       <QuotaBar label="All GPU kinds" n={n} scale={scale} />
       {byKind(t).map(([kind, kn]) => <QuotaBar key={kind} label={kind} n={kn} scale={scale} />)}
+      <p>Allocated {fmtNumber(n.allocated, 1)} GPUs; guarantee {fmtNumber(n.guaranteed, 1)} GPUs; fair share {n.fair === null ? '—' : `${fmtNumber(n.fair, 1)} GPUs`};
+        pending demand {typeof t.pending_gpus === 'number' ? `${fmtNumber(t.pending_gpus, 1)} GPUs` : '—'}.</p>
       <p>Usage against fair share: {n.fair ? `${fmtNumber((100 * n.allocated) / n.fair, 0)} %` : '—'}
         {typeof t.running_jobs === 'number' ? ` · ${t.running_jobs} running, ${t.pending_jobs ?? 0} pending` : ''}</p>
     </article>
@@ -66,7 +68,8 @@ export function Team({ me }) {
         <span class="mark guarantee" /> guarantee <span class="mark fair" /> fair share <span class="mark limit" /> limit</p>
       {mine.map(block)}
       <h2>Who borrows from whom</h2>
-      {borrowers.length === 0 ? <p>No team is above its guarantee.</p> : (
+      {me.role !== 'admin' && others.length === 0 && <p>Only your team's figures are shown to you; other teams' use is not visible here.</p>}
+      {borrowers.length === 0 ? <p>{me.role === 'admin' || others.length > 0 ? 'No team is above its guarantee.' : `${me.team} is not above its guarantee.`}</p> : (
         <ul>
           {borrowers.map(({ t, n }) => (
             <li key={t.name}>{t.name} borrows {fmtNumber(n.borrowed, 1)} GPUs

@@ -1,0 +1,69 @@
+#include "k8s/events.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+
+#include "k8s/objects.h"
+
+namespace tessera {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string Str(const json& o, std::string_view key) {
+  const json* v = Field(o, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
+// A name unique to this process: the object's name, then a hex suffix (as client-go's recorder does).
+std::string EventName(const std::string& object_name) {
+  static std::atomic<uint64_t> seq{0};
+  const auto ns = std::chrono::system_clock::now().time_since_epoch().count();
+  return fmt::format("{}.{:x}", object_name, static_cast<uint64_t>(ns) + seq.fetch_add(1));
+}
+
+}  // namespace
+
+std::string Rfc3339Now() {
+  const time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec);
+}
+
+json EventFor(const json& object, const std::string& type, const std::string& reason, const std::string& message,
+              const std::string& component, const std::string& now) {
+  const json* meta = Field(object, "metadata");
+  const json empty = json::object();
+  const json& m = meta != nullptr && meta->is_object() ? *meta : empty;
+  const std::string kind = Str(object, "kind").empty() ? "Pod" : Str(object, "kind");
+  const std::string ns = Str(m, "namespace");
+  json regarding = {{"apiVersion", "v1"}, {"kind", kind}, {"name", Str(m, "name")}};
+  if (!ns.empty()) regarding["namespace"] = ns;
+  if (!Str(m, "uid").empty()) regarding["uid"] = Str(m, "uid");
+  return {{"apiVersion", "v1"},
+          {"kind", "Event"},
+          {"metadata", {{"name", EventName(Str(m, "name"))}, {"namespace", ns.empty() ? "default" : ns}}},
+          {"involvedObject", regarding},
+          {"reason", reason},
+          {"message", message.size() > 1024 ? message.substr(0, 1024) : message},
+          {"type", type},
+          {"source", {{"component", component}}},
+          {"reportingComponent", component},
+          {"firstTimestamp", now},
+          {"lastTimestamp", now},
+          {"count", 1}};
+}
+
+ApiResponse PostEvent(const ApiClient& api, const json& object, const std::string& type, const std::string& reason,
+                      const std::string& message, const std::string& component) {
+  const json e = EventFor(object, type, reason, message, component, Rfc3339Now());
+  return api.Post(fmt::format("/api/v1/namespaces/{}/events", e["metadata"]["namespace"].get<std::string>()), e);
+}
+
+}  // namespace tessera

@@ -1,0 +1,93 @@
+#include "k8s/pod_jobs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "k8s/cluster_view.h"
+
+namespace tessera {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string MetaString(const json& o, const char* map, std::string_view key) {
+  const json* meta = Field(o, "metadata");
+  const json* m = meta != nullptr ? Field(*meta, map) : nullptr;
+  if (m == nullptr || !m->is_object()) return "";
+  auto it = m->find(std::string(key));
+  return it != m->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string Meta(const json& o, const char* key) {
+  const json* meta = Field(o, "metadata");
+  const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
+}  // namespace
+
+bool PodIsOurs(const json& pod, const std::string& scheduler_name) {
+  const json* spec = Field(pod, "spec");
+  const json* s = spec != nullptr ? Field(*spec, "schedulerName") : nullptr;
+  return s != nullptr && s->is_string() && s->get<std::string>() == scheduler_name;
+}
+
+bool PodWaiting(const json& pod) {
+  const json* meta = Field(pod, "metadata");
+  if (meta != nullptr && Field(*meta, "deletionTimestamp") != nullptr) return false;
+  return PodNode(pod).empty() && !PodTerminal(pod);
+}
+
+JobKey JobKeyOf(const json& pod) {
+  const std::string ns = Meta(pod, "namespace");
+  std::string group = MetaString(pod, "labels", kCoschedulingLabel);
+  if (group.empty()) group = MetaString(pod, "annotations", kVolcanoGroupAnnotation);
+  if (!group.empty()) return {"podgroup", ns, group};
+  return {"pod", ns, Meta(pod, "name")};
+}
+
+int MinMemberOf(const json& pod_group) {
+  const json* spec = Field(pod_group, "spec");
+  const json* m = spec != nullptr ? Field(*spec, "minMember") : nullptr;
+  return m != nullptr && m->is_number_integer() && m->get<int64_t>() > 0 && m->get<int64_t>() <= 4096
+             ? static_cast<int>(m->get<int64_t>())
+             : -1;
+}
+
+Result<json> JobSpecFor(const JobKey& key, const std::vector<PodDemand>& members, int tasks,
+                        const std::string& priority_class) {
+  if (members.empty()) return Status::Error("no pods");
+  PodDemand top = members.front();
+  for (const PodDemand& d : members) {
+    if (d.gpus != top.gpus || d.mig != top.mig)
+      return Status::Error(fmt::format("the members of {} ask for different GPUs ({} asks for {} nvidia.com/gpu, {} "
+                                       "for {}): a Tessera gang has the same GPUs per member",
+                                       key.name, top.name, top.gpus, d.name, d.gpus));
+    top.cpu_milli = std::max(top.cpu_milli, d.cpu_milli);
+    top.memory_bytes = std::max(top.memory_bytes, d.memory_bytes);
+  }
+  if (!top.AnyGpu()) return Status::Error("asks for no GPU (nvidia.com/gpu or nvidia.com/mig-*): Tessera places GPU pods");
+  if (top.gpus > 0 && !top.mig.empty()) return Status::Error("asks for whole GPUs and MIG slices at once");
+  if (top.mig.size() > 1 || (!top.mig.empty() && top.mig.begin()->second != 1))
+    return Status::Error("asks for more than one MIG slice: Tessera places one MIG instance per pod");
+  if (!top.mig.empty() && tasks > 1) return Status::Error("a gang of MIG pods: a Tessera gang needs whole GPUs");
+  json spec = {{"name", key.name},
+               {"team", key.ns},
+               {"project", key.kind},
+               {"priority_class", priority_class},
+               {"cpu", top.cpu_milli / 1000.0},
+               {"host_memory_gib", static_cast<double>(top.memory_bytes) / (1 << 30)}};
+  if (!top.mig.empty()) {
+    spec["class"] = "inference";
+    spec["mig_profile"] = top.mig.begin()->first;
+  } else {
+    spec["class"] = "training";
+    spec["workers"] = tasks;
+    spec["gpus_per_worker"] = top.gpus;
+  }
+  return spec;
+}
+
+}  // namespace tessera

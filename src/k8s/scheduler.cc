@@ -1,0 +1,248 @@
+#include "k8s/scheduler.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+#include "k8s/cluster_view.h"
+#include "k8s/dra_binder.h"
+#include "sched/engine_policy.h"
+#include "service/workload_json.h"
+#include "store/store.h"
+
+namespace tessera {
+
+using json = nlohmann::json;
+
+namespace {
+
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Meta(const json& o, const char* key) {
+  const json* meta = Field(o, "metadata");
+  const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
+// The priority classes the loop knows: Tessera's defaults, every Kubernetes PriorityClass (by name and
+// value; PreemptLowerPriority may preempt lower priorities of any team), and "kubernetes-default" (0).
+std::vector<PriorityClass> ClassesOf(const std::map<std::string, json>& k8s_classes) {
+  std::vector<PriorityClass> out = DefaultPriorityClasses();
+  auto put = [&](PriorityClass pc) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const PriorityClass& p) { return p.name == pc.name; });
+    if (it != out.end()) *it = pc;
+    else out.push_back(pc);
+  };
+  put({"kubernetes-default", 0, true, true, false});
+  for (const auto& [name, pc] : k8s_classes) {
+    const json* v = Field(pc, "value");
+    if (v == nullptr || !v->is_number_integer()) continue;
+    const json* policy = Field(pc, "preemptionPolicy");
+    const bool preempts = policy == nullptr || !policy->is_string() || *policy != "Never";
+    put({name, v->get<int>(), true, true, preempts});
+  }
+  return out;
+}
+
+}  // namespace
+
+K8sScheduler::K8sScheduler(KubeConfig kube, SchedulerOptions options)
+    : options_(std::move(options)), api_(std::move(kube)) {}
+
+K8sScheduler::~K8sScheduler() { Stop(); }
+
+void K8sScheduler::Log(const std::string& s) const {
+  if (options_.log) options_.log(s);
+}
+
+Result<std::unique_ptr<K8sScheduler>> K8sScheduler::Start(KubeConfig kube, SchedulerOptions options) {
+  std::unique_ptr<K8sScheduler> s(new K8sScheduler(std::move(kube), std::move(options)));
+  if (Status st = s->Init(); !st.ok()) return st;
+  return s;
+}
+
+Status K8sScheduler::Init() {
+  if (const std::string& cm = options_.mig_config_map; !cm.empty()) {
+    const size_t slash = cm.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == cm.size() || cm.find('/', slash + 1) != std::string::npos)
+      return Status::Error(fmt::format("--mig-config-map: expected NAMESPACE/NAME, got '{}'", cm));
+  }
+  LeaseOptions lo;
+  lo.ns = options_.lease_namespace.empty() ? api_.config().ns : options_.lease_namespace;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  lo.identity = options_.identity.empty() ? fmt::format("{}_{}", host, getpid()) : options_.identity;
+  elector_ = std::make_unique<LeaderElector>(&api_, lo);
+  Log(fmt::format("waiting for the Lease {}/{} as {}", lo.ns, lo.name, lo.identity));
+  while (!elector_->TryAcquireOrRenew(NowUs())) {
+    if (stop_.load()) return Status::Error("stopped before becoming the leader");
+    std::this_thread::sleep_for(std::chrono::seconds(lo.renew_s));
+  }
+  Log("leader: holding the Lease " + lo.ns + "/" + lo.name);
+  lease_thread_ = std::thread([this] { LeaseLoop(); });
+  auto log = [this](const std::string& s) { Log(s); };
+  auto wake = [this](WatchEvent, const json&) { Wake(); };
+  classes_ = std::make_unique<Informer>(&api_, "/apis/scheduling.k8s.io/v1/priorityclasses", wake, log);
+  groups_ = std::make_unique<Informer>(&api_, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", wake, log);
+  volcano_groups_ = std::make_unique<Informer>(&api_, "/apis/scheduling.volcano.sh/v1beta1/podgroups", wake, log);
+  nodes_ = std::make_unique<Informer>(&api_, "/api/v1/nodes", wake, log);
+  dra_ = std::make_unique<DraSync>(&api_, [this] { Wake(); }, log);
+  dra_->Start();
+  pods_ = std::make_unique<Informer>(&api_, "/api/v1/pods", [this](WatchEvent e, const json& p) { OnPod(e, p); }, log);
+  for (Informer* i : {classes_.get(), groups_.get(), volcano_groups_.get(), nodes_.get(), pods_.get()}) i->Start();
+  for (Informer* i : {classes_.get(), groups_.get(), volcano_groups_.get(), nodes_.get(), pods_.get()})
+    if (!i->WaitSynced(60)) return Status::Error(fmt::format("{}: could not list it within 60 s", i->path()));
+  if (!dra_->WaitSynced(60)) return Status::Error("resource.k8s.io/v1: could not list it within 60 s");
+  if (Status st = StartService(); !st.ok()) return st;
+  if (!options_.mig_config_map.empty()) {
+    MigRepartitionOptions mo;
+    mo.config_map = options_.mig_config_map;
+    mo.scheduler_name = options_.scheduler_name;
+    mig_ = std::make_unique<MigRepartitioner>(&api_, mo, log);
+  }
+  loop_thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+Status K8sScheduler::StartService() {
+  std::vector<const json*> foreign;
+  const auto pods = pods_->Objects();
+  for (const auto& [k, p] : pods)
+    if (!PodIsOurs(p, options_.scheduler_name)) foreign.push_back(&p);
+  const auto used = UsageByNode(foreign);
+  std::vector<json> specs;
+  for (const auto& [name, node] : nodes_->Objects()) {
+    auto model = ReadNodeModel(node, Catalog::Default(), options_.leaf_label, options_.spine_label);
+    auto spec = model.ok() ? NodeSpecFor(*model, used.count(name) ? used.at(name) : NodeUse{}, Catalog::Default())
+                           : Result<json>(model.status());
+    if (spec.ok()) specs.push_back(*spec);
+    else Log(spec.error());
+  }
+  ServiceConfig cfg;
+  cfg.catalog = &Catalog::Default();
+  std::vector<std::string> skipped;
+  cfg.cluster = ClusterFromSpecs(specs, *cfg.catalog, &skipped);
+  for (const std::string& s : skipped) Log(s);
+  cfg.tenancy.priority_classes = ClassesOf(classes_->Objects());
+  // Tessera's policy without the loop's per-GPU repartitioning: a MIG GPU's instances are what the GPU
+  // Operator made (mig_repartitioner.h changes them, node by node), a MIG-enabled GPU is never taken whole
+  // (its nvidia.com/gpu is not offered), and a MIG pod gets exactly the profile it asks for.
+  PolicyTraits traits = TesseraTraits();
+  traits.repartition = false;
+  traits.exact_mig_profiles = true;  // a pod's nvidia.com/mig-<profile> is that resource, not a larger one
+  const PolicyOptions po;
+  cfg.policy = std::make_shared<EnginePolicy>(traits, MakeTesseraScorer(po.typical, po.tie_seed), po.sharing);
+  cfg.setup.mig_instance_delay_s = 0;  // the GPU Operator's MIG manager owns repartitioning (not done yet)
+  cfg.setup.mig_mode_delay_s = 0;
+  cfg.log = [this](const std::string& s) { Log(s); };
+  auto store = OpenSqliteStore(options_.db);
+  if (!store.ok()) return store.status();
+  clock_ = std::make_unique<ScaledClock>(static_cast<double>(std::time(nullptr)), 1.0);
+  K8sBackendHooks hooks;
+  hooks.key_of = [this](JobSlot s) { return KeyOfSlot(s); };
+  hooks.node_name = [this](NodeId n) { return service_ ? service_->NodeName(n) : std::string(); };
+  hooks.pods = [this](const JobKey& k) { return PodsOf(k); };
+  hooks.log = [this](const std::string& s) { Log(s); };
+  backend_ = std::make_unique<K8sBackend>(&api_, hooks);
+  auto svc = Service::Start(std::move(cfg), std::move(store).value(), clock_.get(), backend_.get());
+  if (!svc.ok()) return svc.status();
+  service_ = std::move(svc).value();
+  bool more = false;
+  for (const JobView& v : service_->List(admin_, "", "", "", 0, 1 << 30, &more))
+    if (!Terminal(v.job->state) && (v.job->project == "pod" || v.job->project == "podgroup"))
+      job_of_key_[JobKey{v.job->project, v.job->team, v.job->name}.str()] = v.job->id;
+  for (const TeamView& t : service_->Teams(admin_)) teams_.insert(t.name);
+  Log(fmt::format("scheduling for '{}' on {} nodes ({} GPUs)", options_.scheduler_name,
+                  service_->cluster().nodes.size(), service_->cluster().TotalGpus()));
+  backend_->PodsChanged();  // adopted runs find their pods
+  return Status::Ok();
+}
+
+void K8sScheduler::Stop() {
+  stop_ = true;
+  Wake();
+  if (loop_thread_.joinable()) loop_thread_.join();
+  if (lease_thread_.joinable()) lease_thread_.join();
+  for (auto* i : {&pods_, &nodes_, &groups_, &volcano_groups_, &classes_})
+    if (*i) (*i)->Stop();
+  if (dra_) dra_->Stop();
+  if (service_) service_->Stop();
+}
+
+void K8sScheduler::LeaseLoop() {
+  while (!stop_.load()) {
+    std::this_thread::sleep_for(std::chrono::seconds(elector_->options().renew_s));
+    if (!elector_->TryAcquireOrRenew(NowUs())) {
+      Log("lost the Lease: stopping (another replica takes over)");
+      lost_ = true;
+      return;
+    }
+  }
+}
+
+void K8sScheduler::Wake() {
+  {
+    std::lock_guard<std::mutex> l(wake_mu_);
+    wake_ = true;
+  }
+  wake_cv_.notify_all();
+}
+
+void K8sScheduler::OnPod(WatchEvent e, const json& pod) {
+  const JobKey key = JobKeyOf(pod);
+  if (PodIsOurs(pod, options_.scheduler_name) && !PodUsesDra(pod)) {  // DRA pods: SyncDra
+    std::lock_guard<std::mutex> l(pods_mu_);
+    auto& m = pods_by_key_[key.str()];
+    if (e == WatchEvent::kDeleted) m.erase(Meta(pod, "name"));
+    else m[Meta(pod, "name")] = pod;
+    if (m.empty()) pods_by_key_.erase(key.str());
+  }
+  if (backend_ && service_) backend_->PodsChanged();
+  Wake();
+}
+
+std::vector<json> K8sScheduler::PodsOf(const JobKey& key) const {
+  std::lock_guard<std::mutex> l(pods_mu_);
+  std::vector<json> out;
+  auto it = pods_by_key_.find(key.str());
+  if (it != pods_by_key_.end())
+    for (const auto& [name, p] : it->second) out.push_back(p);
+  return out;
+}
+
+std::optional<JobKey> K8sScheduler::KeyOfSlot(JobSlot slot) const {
+  if (!service_) return std::nullopt;
+  JobPtr j = service_->JobOfSlot(slot);
+  if (!j || (j->project != "pod" && j->project != "podgroup")) return std::nullopt;
+  return JobKey{j->project, j->team, j->name};
+}
+
+void K8sScheduler::Loop() {
+  while (!stop_.load()) {
+    Reconcile();
+    std::unique_lock<std::mutex> l(wake_mu_);
+    wake_cv_.wait_for(l, std::chrono::seconds(1), [this] { return wake_ || stop_.load(); });
+    wake_ = false;
+    l.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a burst of changes makes one pass
+  }
+}
+
+void K8sScheduler::Reconcile() {
+  if (mig_) {
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    mig_->Step(nodes_->Objects(), pods_->Objects(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
+  }
+  SyncNodes();
+  SyncJobs();
+  WriteReasons();
+  SyncDra();
+}
+
+}  // namespace tessera

@@ -1,0 +1,126 @@
+#pragma once
+// The Kubernetes scheduler: `tessera serve` with the Kubernetes backend. It becomes the leader (a Lease),
+// lists and watches nodes, pods, PriorityClasses and PodGroups (coscheduling and Volcano; a group that is
+// not served is not used), starts the one Service (store, loop, API) over the cluster those nodes make,
+// and keeps the two in step: nodes that arrive, cordon or go change the Service's cluster through its
+// nodes API; pods with our schedulerName become jobs (a PodGroup is one gang job of its pods, minMember
+// tasks); the backend (k8s_backend.h) binds what the loop places; pending reasons go back to the pods as a
+// PodScheduled=False condition. Pods of other schedulers count as used capacity. With a MIG manager
+// ConfigMap, MIG nodes are repartitioned through the GPU Operator for pods no layout holds
+// (mig_repartitioner.h); a node being repartitioned stays cordoned, and once its new layout is advertised
+// it is read again (removed from the Service's cluster and added with its new MIG config).
+//
+// Thread safety: Start and Stop from one thread; the rest runs on the scheduler's threads.
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s/api_client.h"
+#include "k8s/dra_sync.h"
+#include "k8s/informer.h"
+#include "k8s/k8s_backend.h"
+#include "k8s/lease.h"
+#include "k8s/mig_repartitioner.h"
+#include "k8s/pod_jobs.h"
+#include "service/service.h"
+
+namespace tessera {
+
+struct DraWorld;
+struct DraPodPlan;
+
+struct SchedulerOptions {
+  std::string scheduler_name = "tessera";
+  std::string leaf_label = "tessera.io/leaf";
+  std::string spine_label;
+  std::string lease_namespace;  // empty = the kubeconfig's namespace
+  std::string db = "tessera.db";
+  std::string identity;         // the Lease holder identity (hostname_pid when empty)
+  // NS/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml): MIG nodes are repartitioned to
+  // its configs when waiting pods need it (mig_repartitioner.h); empty = no repartitioning.
+  std::string mig_config_map;
+  std::function<void(const std::string&)> log;
+};
+
+class K8sScheduler {
+ public:
+  // Waits to be the leader, syncs the caches and starts the Service; errors when the store or the API
+  // cannot be used.
+  static Result<std::unique_ptr<K8sScheduler>> Start(KubeConfig kube, SchedulerOptions options);
+  ~K8sScheduler();
+  void Stop();
+  Service& service() { return *service_; }
+  // Leadership was lost (the process should end, as kube-scheduler does, and a new leader take over).
+  bool lost_leadership() const { return lost_.load(); }
+
+ private:
+  K8sScheduler(KubeConfig kube, SchedulerOptions options);
+  Status Init();
+  Status StartService();
+  void LeaseLoop();
+  void Loop();
+  void Wake();
+  void OnPod(WatchEvent e, const nlohmann::json& pod);
+  // One pass: nodes, teams, jobs from pods, reasons back to pods.
+  void Reconcile();
+  void SyncNodes();
+  // A node of the cluster whose spec (its MIG config) or cordon changed; `spec` from NodeSpecFor.
+  void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec, bool want_cordon);
+  void AddNode(const std::string& name, const nlohmann::json& spec, bool want_cordon);
+  void SyncJobs();
+  bool Orphaned(const std::string& key, const std::map<std::string, std::vector<nlohmann::json>>& by_key);
+  void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
+  void WriteReasons();
+  // Pods with ResourceClaims (scheduler_dra.cc): allocated, reserved and bound outside the Service.
+  void SyncDra();
+  void DraPod(const nlohmann::json& pod, const DraWorld& world, std::map<std::string, nlohmann::json>* claims,
+              int64_t now_ms);
+  void DraGang(const std::vector<nlohmann::json>& pods, const DraWorld& world,
+               std::map<std::string, nlohmann::json>* claims, int64_t now_ms);
+  void DraRefuse(const nlohmann::json& pod, const std::string& reason, const std::string& message,
+                 int64_t now_ms);
+  bool DraWrite(const nlohmann::json& pod, const DraPodPlan& plan,
+                std::map<std::string, nlohmann::json>* claims, int64_t now_ms);
+  std::vector<std::string> DraNodes() const;
+  void SetReason(const nlohmann::json& pod, const std::string& reason, const std::string& message);
+  std::vector<nlohmann::json> PodsOf(const JobKey& key) const;
+  std::optional<JobKey> KeyOfSlot(JobSlot slot) const;
+  std::string PriorityClassOf(const nlohmann::json& pod) const;
+  void Log(const std::string& s) const;
+
+  SchedulerOptions options_;
+  ApiClient api_;
+  Caller admin_{"tessera-k8s", "", Role::kAdmin, ""};
+  std::unique_ptr<LeaderElector> elector_;
+  std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_;
+  std::unique_ptr<K8sBackend> backend_;
+  std::unique_ptr<DraSync> dra_;
+  // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
+  std::map<std::string, int64_t> dra_bound_, dra_refused_since_;
+  std::unique_ptr<MigRepartitioner> mig_;  // loop thread only
+  std::unique_ptr<Clock> clock_;
+  std::unique_ptr<Service> service_;
+  std::atomic<bool> stop_{false}, lost_{false};
+  std::thread lease_thread_, loop_thread_;
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool wake_ = false;
+
+  mutable std::mutex pods_mu_;
+  std::map<std::string, std::map<std::string, nlohmann::json>> pods_by_key_;  // JobKey::str() -> name -> pod
+  // Loop thread only.
+  std::map<std::string, int64_t> job_of_key_;                       // JobKey::str() -> active job id
+  std::map<std::string, double> unwaited_since_;  // JobKey::str() -> steady seconds since a pending job's pods were all bound
+  std::map<std::string, std::pair<std::string, std::string>> said_;  // pod uid -> (reason, message) written
+  std::set<std::string> teams_;
+};
+
+}  // namespace tessera

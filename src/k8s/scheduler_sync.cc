@@ -1,0 +1,267 @@
+// The scheduler's passes (scheduler.h): nodes into the Service's cluster, pods into jobs, reasons back.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+#include "k8s/cluster_view.h"
+#include "k8s/events.h"
+#include "k8s/scheduler.h"
+#include "service/workload_json.h"
+
+namespace tessera {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string Meta(const json& o, const char* key) {
+  const json* meta = Field(o, "metadata");
+  const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
+// The MIG config a node spec of the cluster YAML names ("" = MIG off).
+std::string SpecMigConfig(const json& spec) {
+  const json* mig = Field(spec, "mig");
+  const json* config = mig != nullptr ? Field(*mig, "config") : nullptr;
+  const std::string c = config != nullptr && config->is_string() ? config->get<std::string>() : "";
+  return c == "all-disabled" ? "" : c;
+}
+
+std::string Label(const json& node, const char* key) {
+  const json* meta = Field(node, "metadata");
+  const json* labels = meta != nullptr ? Field(*meta, "labels") : nullptr;
+  const json* v = labels != nullptr ? Field(*labels, key) : nullptr;
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
+int PodPriority(const json& pod) {
+  const json* spec = Field(pod, "spec");
+  const json* p = spec != nullptr ? Field(*spec, "priority") : nullptr;
+  return p != nullptr && p->is_number_integer() ? p->get<int>() : 0;
+}
+
+}  // namespace
+
+void K8sScheduler::SyncNodes() {
+  auto views = service_->ListNodes(admin_);
+  if (!views.ok()) return;
+  std::map<std::string, NodeView> known;
+  for (NodeView& v : views.value()) known[v.name] = std::move(v);
+  std::vector<const json*> foreign;
+  const auto pods = pods_->Objects();
+  for (const auto& [k, p] : pods)
+    if (!PodIsOurs(p, options_.scheduler_name)) foreign.push_back(&p);
+  const std::map<std::string, NodeUse> used = UsageByNode(foreign);
+  const auto nodes = nodes_->Objects();
+  for (const auto& [name, node] : nodes) {
+    auto model = ReadNodeModel(node, Catalog::Default(), options_.leaf_label, options_.spine_label);
+    if (!model.ok()) continue;
+    auto spec = NodeSpecFor(*model, used.count(name) ? used.at(name) : NodeUse{}, Catalog::Default());
+    const bool want_cordon = model->unschedulable || !model->ready || (mig_ && mig_->Holds(name));
+    auto it = known.find(name);
+    if (it == known.end() && spec.ok()) AddNode(name, *spec, want_cordon);
+    else if (it != known.end()) SyncNode(it->second, node, spec.ok() ? *spec : it->second.spec, want_cordon);
+  }
+  for (const auto& [name, v] : known)
+    if (!nodes.count(name)) {
+      if (v.state == "ready") (void)service_->CordonNode(admin_, name);
+      auto removed = service_->RemoveNode(admin_, name);
+      if (removed.ok()) Log("node " + name + " removed");
+    }
+}
+
+void K8sScheduler::AddNode(const std::string& name, const json& spec, bool want_cordon) {
+  auto added = service_->AddNode(admin_, spec.dump());
+  Log(added.ok() ? "node " + name + " added" : "node " + name + " not added: " + added.error().message);
+  if (added.ok() && want_cordon) (void)service_->CordonNode(admin_, name);
+}
+
+void K8sScheduler::SyncNode(const NodeView& view, const json& node, const json& spec, bool want_cordon) {
+  const std::string& name = view.name;
+  // A new MIG layout (applied and advertised: the repartitioner no longer holds the node) is a new node of
+  // the cluster: removed once nothing runs there, added with its new config.
+  if (SpecMigConfig(spec) != SpecMigConfig(view.spec) && !(mig_ && mig_->Holds(name)) &&
+      Label(node, "nvidia.com/mig.config.state") == "success") {
+    if (view.state == "ready") (void)service_->CordonNode(admin_, name);
+    auto removed = service_->RemoveNode(admin_, name);
+    if (!removed.ok()) return Log(fmt::format("node {}: MIG config now {}, not yet re-read: {}", name,
+                                              SpecMigConfig(spec), removed.error().message));
+    Log(fmt::format("node {}: MIG config now '{}'", name, SpecMigConfig(spec)));
+    return AddNode(name, spec, want_cordon);
+  }
+  if (want_cordon && view.state == "ready") (void)service_->CordonNode(admin_, name);
+  if (!want_cordon && view.state == "cordoned") (void)service_->UncordonNode(admin_, name);
+}
+
+void K8sScheduler::SyncJobs() {
+  std::map<std::string, std::vector<json>> by_key;
+  {
+    std::lock_guard<std::mutex> l(pods_mu_);
+    for (const auto& [key, m] : pods_by_key_)
+      for (const auto& [name, p] : m) by_key[key].push_back(p);
+  }
+  // Active jobs: drop the finished, cancel the pending ones whose pods are gone or placed elsewhere.
+  for (auto it = job_of_key_.begin(); it != job_of_key_.end();) {
+    auto job = service_->Get(admin_, it->second);
+    if (!job.ok() || Terminal(job->job->state)) {
+      it = job_of_key_.erase(it);
+      continue;
+    }
+    if (job->job->state == JobState::kPending && Orphaned(it->first, by_key)) {
+      (void)service_->Cancel(admin_, it->second);
+      Log(fmt::format("job {} ({}) cancelled: no pod of it waits", it->second, it->first));
+      it = job_of_key_.erase(it);
+      continue;
+    }
+    if (job->job->state != JobState::kPending) unwaited_since_.erase(it->first);
+    ++it;
+  }
+  // New jobs, highest priority first (a gang is submitted before the pods that would split its leaf).
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& [key, pods] : by_key) {
+    if (job_of_key_.count(key)) continue;
+    int prio = INT32_MIN;
+    bool waiting = false;
+    for (const json& p : pods) {
+      waiting |= PodWaiting(p);
+      prio = std::max(prio, PodPriority(p));
+    }
+    if (waiting) order.push_back({-prio, key});
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [neg, key] : order) {
+    const json& first = by_key[key].front();
+    SubmitJob(JobKeyOf(first), by_key[key]);
+  }
+}
+
+// A pending job is orphaned once no pod of it waits: at once when its pods are gone or ending; when some
+// are bound, only after kBoundGraceS of that (the job's published state lags its own bindings by a cycle,
+// so a just-bound job still reads pending; pods bound by someone else stay bound).
+bool K8sScheduler::Orphaned(const std::string& key, const std::map<std::string, std::vector<json>>& by_key) {
+  constexpr double kBoundGraceS = 5.0;
+  auto pods = by_key.find(key);
+  bool waiting = false, bound = false;
+  if (pods != by_key.end())
+    for (const json& p : pods->second) {
+      waiting |= PodWaiting(p);
+      bound |= !PodNode(p).empty() && !PodTerminal(p);
+    }
+  if (waiting) {
+    unwaited_since_.erase(key);
+    return false;
+  }
+  if (!bound) return unwaited_since_.erase(key), true;
+  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  auto [since, fresh] = unwaited_since_.emplace(key, now);
+  if (now - since->second < kBoundGraceS) return false;
+  unwaited_since_.erase(since);
+  return true;
+}
+
+std::string K8sScheduler::PriorityClassOf(const json& pod) const {
+  const json* spec = Field(pod, "spec");
+  const json* pc = spec != nullptr ? Field(*spec, "priorityClassName") : nullptr;
+  if (pc != nullptr && pc->is_string() && classes_->Objects().count(pc->get<std::string>())) return pc->get<std::string>();
+  return "kubernetes-default";
+}
+
+void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
+  std::vector<json> waiting;
+  for (const json& p : pods)
+    if (PodWaiting(p)) waiting.push_back(p);
+  auto refuse = [&](const std::vector<json>& who, const std::string& reason, const std::string& message) {
+    for (const json& p : who) SetReason(p, reason, message);
+  };
+  size_t tasks = 1;
+  if (key.kind == "podgroup") {
+    // A gang's size is its PodGroup's minMember; until the PodGroup is seen (its informer may lag the pods'),
+    // the pods wait: a gang submitted with the members that happen to be there would split it.
+    bool found = false;
+    for (Informer* g : {groups_.get(), volcano_groups_.get()}) {
+      const auto groups = g->Objects();
+      auto it = groups.find(key.ns + "/" + key.name);
+      if (it == groups.end()) continue;
+      found = true;
+      tasks = MinMemberOf(it->second) > 0 ? static_cast<size_t>(MinMemberOf(it->second)) : waiting.size();
+    }
+    if (!found)
+      return refuse(waiting, "PodGroupNotFound",
+                    fmt::format("tessera: PodGroup {}/{} does not exist (scheduling.x-k8s.io/v1alpha1 or "
+                                "scheduling.volcano.sh/v1beta1); the pods wait for it",
+                                key.ns, key.name));
+  }
+  if (waiting.size() < tasks)
+    return refuse(waiting, "GangIncomplete", fmt::format("tessera: PodGroup {} has {} of its {} members (minMember) "
+                                                         "waiting; it is placed once all are there",
+                                                         key.name, waiting.size(), tasks));
+  std::vector<PodDemand> demands;
+  for (size_t i = 0; i < tasks; ++i) {
+    auto d = ReadPodDemand(waiting[i]);
+    if (!d.ok()) return refuse({waiting[i]}, "InvalidPod", "tessera: " + d.error());
+    demands.push_back(*d);
+  }
+  auto spec = JobSpecFor(key, demands, static_cast<int>(tasks), PriorityClassOf(waiting[0]));
+  if (!spec.ok()) return refuse(waiting, "Unsupported", fmt::format("tessera: {} {}", key.name, spec.error()));
+  auto parsed = ParseJobSpec(*spec);
+  if (!parsed.ok()) return refuse(waiting, "InvalidArgument", "tessera: " + parsed.error().message);
+  if (!teams_.count(key.ns)) {
+    TeamRow row;
+    row.name = key.ns;
+    auto t = service_->CreateTeam(admin_, row);
+    if (t.ok() || t.error().code == ErrorCode::kAlreadyExists) teams_.insert(key.ns);
+  }
+  auto job = service_->Submit(admin_, parsed.value(), "");
+  if (!job.ok())
+    return refuse(waiting, ErrorCodeName(job.error().code), "tessera: " + job.error().message);
+  job_of_key_[key.str()] = job->job->id;
+  Log(fmt::format("job {}: {} ({} task(s))", job->job->id, key.str(), tasks));
+}
+
+void K8sScheduler::WriteReasons() {
+  auto snap = service_->snapshot();
+  if (!snap) return;
+  for (const auto& [key, id] : job_of_key_) {
+    auto it = snap->pending.find(id);
+    if (it == snap->pending.end() || it->second.code.empty()) continue;
+    const std::string message = fmt::format("tessera: {}", it->second.message.str());
+    std::vector<json> pods;
+    {
+      std::lock_guard<std::mutex> l(pods_mu_);
+      auto p = pods_by_key_.find(key);
+      if (p == pods_by_key_.end()) continue;
+      for (const auto& [name, pod] : p->second)
+        if (PodWaiting(pod)) pods.push_back(pod);
+    }
+    for (const json& p : pods) SetReason(p, std::string(it->second.code), message);
+  }
+}
+
+void K8sScheduler::SetReason(const json& pod, const std::string& reason, const std::string& message) {
+  const std::string uid = Meta(pod, "uid");
+  const std::string msg = message.size() > 1000 ? message.substr(0, 1000) : message;
+  auto said = said_.find(uid);
+  if (said != said_.end() && said->second == std::make_pair(reason, msg)) return;
+  const json patch = {{"status",
+                       {{"conditions",
+                         {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", reason}, {"message", msg},
+                           {"lastProbeTime", nullptr}, {"lastTransitionTime", Rfc3339Now()}}}}}}};
+  const ApiResponse r = api_.Patch(fmt::format("/api/v1/namespaces/{}/pods/{}/status", Meta(pod, "namespace"),
+                                               Meta(pod, "name")),
+                                   patch, "application/strategic-merge-patch+json");
+  if (r.ok()) {
+    said_[uid] = {reason, msg};
+    // kubectl describe shows it under Events, as kube-scheduler's FailedScheduling.
+    const ApiResponse e = PostEvent(api_, pod, "Warning", "FailedScheduling", fmt::format("{}: {}", reason, msg), "tessera");
+    if (!e.ok()) Log(fmt::format("pod {}/{}: writing the Event failed ({} {})", Meta(pod, "namespace"), Meta(pod, "name"),
+                                 e.status, e.error));
+  } else {
+    Log(fmt::format("pod {}/{}: writing the reason failed ({} {})", Meta(pod, "namespace"), Meta(pod, "name"),
+                       r.status, r.error));
+  }
+}
+
+}  // namespace tessera

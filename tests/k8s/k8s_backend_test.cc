@@ -1,0 +1,44 @@
+// The Kubernetes backend's rules without a server: which pods a launch binds, when a run is over.
+#include "k8s/k8s_backend.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera {
+namespace {
+
+using json = nlohmann::json;
+
+json Pod(const std::string& name, const std::string& uid, const std::string& node = "",
+         const std::string& phase = "Pending") {
+  json p = {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", uid}}},
+            {"spec", {{"schedulerName", "tessera"}}},
+            {"status", {{"phase", phase}}}};
+  if (!node.empty()) p["spec"]["nodeName"] = node;
+  return p;
+}
+
+TEST(K8sBackend, BindsOnlyWaitingMembersAndNeedsAll) {
+  const std::vector<json> pods = {Pod("g-0", "a"), Pod("g-1", "b", "n1"), Pod("g-2", "c")};
+  auto two = MembersToBind(pods, 2);
+  ASSERT_TRUE(two.ok()) << two.error();
+  EXPECT_EQ((*two)[0].name, "g-0");
+  EXPECT_EQ((*two)[1].name, "g-2");
+  EXPECT_EQ((*two)[1].uid, "c");
+  auto three = MembersToBind(pods, 3);
+  ASSERT_FALSE(three.ok());
+  EXPECT_NE(three.error().find("2 of 3"), std::string::npos) << three.error();
+}
+
+TEST(K8sBackend, ARunIsOverWhenEveryPodIsDoneOrGone) {
+  const std::vector<PodRef> run = {{"ml", "g-0", "a"}, {"ml", "g-1", "b"}};
+  bool failed = false;
+  EXPECT_FALSE(RunOver(run, {Pod("g-0", "a", "n1", "Running"), Pod("g-1", "b", "n1", "Succeeded")}, &failed));
+  EXPECT_TRUE(RunOver(run, {Pod("g-0", "a", "n1", "Succeeded"), Pod("g-1", "b", "n1", "Succeeded")}, &failed));
+  EXPECT_FALSE(failed);
+  // g-1 was deleted and recreated (another UID): the run's pod is gone.
+  EXPECT_TRUE(RunOver(run, {Pod("g-0", "a", "n1", "Failed"), Pod("g-1", "x")}, &failed));
+  EXPECT_TRUE(failed);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,236 @@
+// `tessera k8s scheduler` end to end against the in-process fake API server (fake_apiserver.h): the real
+// scheduler (Lease, informers, Service, loop, Kubernetes backend) places a gang on one leaf, a MIG pod on
+// the MIG node, refuses a 9-GPU pod with a PodScheduled=False reason, and unwinds a gang whose second
+// binding fails (the bound member is deleted; once a controller recreates it the gang is placed whole).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "k8s/fake_apiserver.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/scheduler.h"
+
+namespace tessera {
+namespace {
+
+using json = nlohmann::json;
+using testing::FakeApiServer;
+
+json GpuNode(const std::string& name, const std::string& leaf, const std::string& mig_config, json devices) {
+  json alloc = {{"cpu", "255500m"}, {"memory", "2112998564Ki"}, {"pods", "110"}};
+  alloc.update(devices);
+  return {{"metadata",
+           {{"name", name},
+            {"labels",
+             {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}, {"nvidia.com/gpu.count", "8"},
+              {"nvidia.com/mig.capable", "true"}, {"nvidia.com/mig.strategy", "mixed"},
+              {"nvidia.com/mig.config", mig_config}, {"nvidia.com/mig.config.state", "success"},
+              {"tessera.io/leaf", leaf}}}}},
+          {"spec", json::object()},
+          {"status",
+           {{"allocatable", alloc}, {"capacity", alloc}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+}
+
+json GpuPod(const std::string& name, const std::string& resource, int count, const std::string& group = "",
+           const std::string& priority_class = "tessera-serving") {
+  json pod = {{"metadata", {{"name", name}, {"namespace", "ml"}, {"labels", json::object()}}},
+              {"spec",
+               {{"schedulerName", "tessera"},
+                {"priorityClassName", priority_class},
+                {"containers",
+                 {{{"name", "main"},
+                   {"image", "trainer"},
+                   {"resources",
+                    {{"requests", {{resource, std::to_string(count)}, {"cpu", "4"}, {"memory", "16Gi"}}},
+                     {"limits", {{resource, std::to_string(count)}}}}}}}}}}};
+  if (!group.empty()) pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = group;
+  return pod;
+}
+
+json PodGroup(const std::string& name, int min_member) {
+  return {{"metadata", {{"name", name}, {"namespace", "ml"}}}, {"spec", {{"minMember", min_member}}}};
+}
+
+std::string NodeOf(const std::optional<json>& pod) {
+  return pod && (*pod)["spec"].contains("nodeName") ? (*pod)["spec"]["nodeName"].get<std::string>() : "";
+}
+
+class SchedulerE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tessera-k8s-e2e-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    api_.Create("priorityclasses", {{"metadata", {{"name", "tessera-serving"}}}, {"value", 500}});
+    api_.Create("priorityclasses", {{"metadata", {{"name", "low"}}}, {"value", 0}});
+    api_.Create("priorityclasses", {{"metadata", {{"name", "critical"}}}, {"value", 1000}});
+    for (int i = 0; i < 6; ++i)
+      api_.Create("nodes", GpuNode("n" + std::to_string(i), i < 3 ? "leaf-a" : "leaf-b", "all-disabled",
+                                   {{"nvidia.com/gpu", "8"}}));
+    api_.Create("nodes", GpuNode("m0", "leaf-c", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", "56"}}));
+  }
+  void TearDown() override {
+    for (const std::string& o : api_.Overcommits()) ADD_FAILURE() << "overcommitted: " << o;
+    if (scheduler_) scheduler_->Stop();
+    scheduler_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Start() {
+    const std::string kubeconfig = (dir_ / "kubeconfig").string();
+    api_.WriteKubeconfig(kubeconfig);
+    auto kube = LoadKubeconfig(kubeconfig, "");
+    ASSERT_TRUE(kube.ok()) << kube.error();
+    SchedulerOptions o;
+    o.db = (dir_ / "tessera.db").string();
+    o.identity = "e2e";
+    if (std::getenv("TESSERA_TEST_LOG") != nullptr)  // the scheduler's log on stderr, to follow a failure
+      o.log = [](const std::string& line) { std::fprintf(stderr, "scheduler: %s\n", line.c_str()); };
+    auto s = K8sScheduler::Start(*kube, o);
+    ASSERT_TRUE(s.ok()) << s.error();
+    scheduler_ = std::move(s).value();
+  }
+  // Waits up to 60 s for `done`.
+  bool Eventually(const std::function<bool()>& done) {
+    for (int i = 0; i < 600; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return done();
+  }
+  std::optional<json> Pod(const std::string& name) { return api_.Get("pods", "ml", name); }
+
+  FakeApiServer api_;
+  std::filesystem::path dir_;
+  std::unique_ptr<K8sScheduler> scheduler_;
+};
+
+TEST_F(SchedulerE2e, PlacesGangsMigPodsAndRefusesWithReasons) {
+  Start();
+  api_.Create("podgroups", PodGroup("train", 4));
+  for (int i = 0; i < 4; ++i) api_.Create("pods", GpuPod("train-" + std::to_string(i), "nvidia.com/gpu", 4, "train"));
+  api_.Create("pods", GpuPod("embed", "nvidia.com/mig-1g.10gb", 1));
+  api_.Create("pods", GpuPod("huge", "nvidia.com/gpu", 9));
+  auto reason = [&]() -> std::string {
+    auto p = Pod("huge");
+    for (const json& c : p ? (*p)["status"].value("conditions", json::array()) : json::array())
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") return c.value("reason", "");
+    return "";
+  };
+  ASSERT_TRUE(Eventually([&] {
+    bool all = !NodeOf(Pod("embed")).empty() && !reason().empty();
+    for (int i = 0; i < 4; ++i) all = all && !NodeOf(Pod("train-" + std::to_string(i))).empty();
+    return all;
+  })) << "embed on '" << NodeOf(Pod("embed")) << "', huge's reason '" << reason() << "'";
+  EXPECT_EQ(NodeOf(Pod("embed")), "m0");
+  std::set<char> leaves;  // n0-n2 are leaf-a, n3-n5 leaf-b
+  for (int i = 0; i < 4; ++i) {
+    const std::string node = NodeOf(Pod("train-" + std::to_string(i)));
+    ASSERT_EQ(node.size(), 2u);
+    EXPECT_EQ(node[0], 'n') << node;
+    leaves.insert(node[1] < '3' ? 'a' : 'b');
+  }
+  EXPECT_EQ(leaves.size(), 1u) << "the gang spans leaves";
+  EXPECT_TRUE(NodeOf(Pod("huge")).empty());
+  // The reason's sentence is Tessera's.
+  auto huge = Pod("huge");
+  bool said = false;
+  for (const json& c : (*huge)["status"]["conditions"])
+    if (c.value("type", "") == "PodScheduled") said = c.value("message", "").rfind("tessera: ", 0) == 0;
+  EXPECT_TRUE(said) << huge->dump();
+}
+
+// Pods of a gang seen before their PodGroup wait for it (PodGroupNotFound) rather than forming a gang of the
+// members that happen to be there; once the PodGroup exists the gang is placed whole.
+TEST_F(SchedulerE2e, GangPodsWaitForTheirPodGroup) {
+  Start();
+  for (int i = 0; i < 2; ++i) api_.Create("pods", GpuPod("late-" + std::to_string(i), "nvidia.com/gpu", 8, "late"));
+  auto reason = [&](const std::string& name) -> std::string {
+    auto p = Pod(name);
+    for (const json& c : p ? (*p)["status"].value("conditions", json::array()) : json::array())
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") return c.value("reason", "");
+    return "";
+  };
+  ASSERT_TRUE(Eventually([&] { return reason("late-0") == "PodGroupNotFound" && reason("late-1") == "PodGroupNotFound"; }))
+      << reason("late-0");
+  api_.Create("pods", GpuPod("late-2", "nvidia.com/gpu", 8, "late"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(NodeOf(Pod("late-" + std::to_string(i))).empty()) << i;
+  api_.Create("podgroups", PodGroup("late", 3));
+  ASSERT_TRUE(Eventually([&] {
+    for (int i = 0; i < 3; ++i)
+      if (NodeOf(Pod("late-" + std::to_string(i))).empty()) return false;
+    return true;
+  }));
+}
+
+TEST_F(SchedulerE2e, AFailedBindingUnwindsTheGang) {
+  api_.FailBindingOf("pair-1");
+  Start();
+  api_.Create("podgroups", PodGroup("pair", 2));
+  json first = GpuPod("pair-0", "nvidia.com/gpu", 8, "pair");
+  api_.Create("pods", first);
+  api_.Create("pods", GpuPod("pair-1", "nvidia.com/gpu", 8, "pair"));
+  // pair-0 is bound first, pair-1's binding fails: pair-0 is deleted (its controller would recreate it).
+  ASSERT_TRUE(Eventually([&] { return !Pod("pair-0").has_value(); }));
+  EXPECT_TRUE(NodeOf(Pod("pair-1")).empty());
+  bool deleted = false;
+  for (const auto& r : api_.Requests())
+    deleted |= r.method == "DELETE" && r.path == "/api/v1/namespaces/ml/pods/pair-0" && r.status == 200;
+  EXPECT_TRUE(deleted);
+  // Recreated, the gang is placed whole (the injected failure was once).
+  api_.Create("pods", first);
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("pair-0")).empty() && !NodeOf(Pod("pair-1")).empty(); }));
+}
+
+// A stopped run's pods are evicted (Eviction API); a pod placed on the capacity they free is bound only once
+// they are gone, after their terminationGracePeriodSeconds (no overcommit: TearDown checks every binding).
+TEST_F(SchedulerE2e, StopsThroughEvictionAndWaitsForTheGracePeriod) {
+  Start();
+  for (int i = 0; i < 6; ++i) {
+    json low = GpuPod("low-" + std::to_string(i), "nvidia.com/gpu", 8, "", "low");
+    low["spec"]["terminationGracePeriodSeconds"] = 2;
+    api_.Create("pods", low);
+  }
+  ASSERT_TRUE(Eventually([&] {
+    for (int i = 0; i < 6; ++i)
+      if (NodeOf(Pod("low-" + std::to_string(i))).empty()) return false;
+    return true;
+  }));
+  const std::string node = NodeOf(Pod("low-0"));
+  const Caller admin{"e2e", "", Role::kAdmin, ""};
+  bool more = false;
+  int64_t id = -1;
+  for (const JobView& v : scheduler_->service().List(admin, "", "", "", 0, 1000, &more))
+    if (v.job->name == "low-0") id = v.job->id;
+  ASSERT_GE(id, 0);
+  ASSERT_TRUE(scheduler_->service().Cancel(admin, id).ok());
+  api_.Create("pods", GpuPod("next", "nvidia.com/gpu", 8, "", "critical"));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("next")).empty(); })) << Pod("next")->dump();
+  EXPECT_EQ(NodeOf(Pod("next")), node);
+  EXPECT_FALSE(Pod("low-0").has_value());
+  int evicted = 0;
+  for (const auto& r : api_.Requests()) evicted += r.method == "POST" && r.path == "/api/v1/namespaces/ml/pods/low-0/eviction";
+  EXPECT_EQ(evicted, 1);
+}
+
+// Cut watches and a compaction (410 Gone: the informers relist) lose nothing: pods made meanwhile are placed.
+TEST_F(SchedulerE2e, CutWatchesAndGoneRelist) {
+  api_.set_bookmark_ms(200);
+  Start();
+  api_.CutWatches();
+  api_.Create("pods", GpuPod("after-cut", "nvidia.com/gpu", 1));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("after-cut")).empty(); }));
+  api_.Compact();
+  api_.Create("pods", GpuPod("after-gone", "nvidia.com/gpu", 1));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("after-gone")).empty(); }));
+  int lists = 0;
+  for (const auto& r : api_.Requests()) lists += r.method == "GET" && r.path == "/api/v1/pods";
+  EXPECT_GE(lists, 2) << "the pods were not listed again after 410 Gone";
+}
+
+}  // namespace
+}  // namespace tessera
