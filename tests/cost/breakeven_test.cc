@@ -89,7 +89,7 @@ TEST(BreakEven, CommittedCapacityBreaksEvenNoLaterAtLowUtilisation) {
   BreakEvenResult r = ExampleResult();
   const BreakEvenRow& full = Row(r, "AWS Capacity Block", 1.0);
   const BreakEvenRow& half = Row(r, "AWS Capacity Block", 0.5);
-  EXPECT_EQ(full.rent_paid, half.rent_paid);  // paid whether used
+  EXPECT_NEAR(full.rent_paid, half.rent_paid, 1e-9 * full.rent_paid);  // paid whether used
   // Power follows utilisation: half as busy saves (busy - idle) / 2 of the draw.
   EXPECT_NEAR(full.opex - half.opex, (8 - 2.5) * 0.5 * 730 * 0.08 * 1.3, 1e-9);
   EXPECT_LT(half.months, full.months);
@@ -112,7 +112,9 @@ TEST(BreakEven, DiscountingDelaysAndResaleAdvancesTheBreakEven) {
     if (a.rows[i].never) continue;
     EXPECT_GT(b.rows[i].months, a.rows[i].months);
     EXPECT_LT(c.rows[i].months, a.rows[i].months);
-    EXPECT_NEAR(c.rows[i].months, a.rows[i].months * 0.9, 1e-9);
+    // Undiscounted with a constant rent, the months are K / margin: a tenth less capex, a tenth sooner. Under a
+    // price path the margin changes over time, so only the order holds.
+    if (a.rows[i].rent_paid_last == a.rows[i].rent_paid) EXPECT_NEAR(c.rows[i].months, a.rows[i].months * 0.9, 1e-9);
   }
 }
 
