@@ -58,6 +58,8 @@ struct ProfileChoice {
       if (exact) {  // the need is a named profile's, at most its largest across kinds: that profile here
         profile[k] = static_cast<int16_t>(kind.mig_capable ? LargestContainedProfile(kind, r.gpu_memory_mib, r.gpu_milli) : -1);
         covering[k] = profile[k] >= 0 ? 1u << profile[k] : 0;
+      } else if (r.cls == WorkloadClass::kTraining) {  // training never takes a larger slice than it needs
+        covering[k] = profile[k] >= 0 ? 1u << profile[k] : 0;
       }
     }
     *cover = covering[k];

@@ -77,6 +77,12 @@ std::string PlacementNote(const JobRecord& j, const Service& s) {
     const GpuKind& kind = s.catalog().kind(cl.nodes[t.node].kind);
     for (const GpuGrant& g : t.gpus) {
       if (g.mig_profile < 0 || kind.profiles[g.mig_profile].name == j.mig_profile) continue;
+      if (g.milli >= kind.ProfileComputeMilli(g.mig_profile))
+        return fmt::format("asked for a {} instance; placed in a whole {} instance: {}", j.mig_profile,
+                           kind.profiles[g.mig_profile].name,
+                           j.cls == WorkloadClass::kTraining
+                               ? fmt::format("the smallest {} instance that holds its need", kind.id)
+                               : fmt::format("no idle {} instance was free", j.mig_profile));
       return fmt::format("asked for a {} instance; placed in a shared {} instance ({:.2f} GPU of its compute): no "
                          "idle {} instance was free",
                          j.mig_profile, kind.profiles[g.mig_profile].name, g.milli / 1000.0, j.mig_profile);

@@ -327,6 +327,35 @@ TEST_F(TesseraTest, ExactMigProfilesTakeNoLargerInstance) {
   EXPECT_EQ(k.profiles[own.tasks[0].gpus[0].mig_profile].name, "3g.40gb");
 }
 
+// A training slice takes the smallest profile that holds its need, never a larger idle instance (an
+// inference replica may); with repartitioning the larger idle instance is remade into that profile.
+TEST_F(TesseraTest, TrainingSliceTakesNoLargerInstance) {
+  Cluster c = MakeCluster(1, 1, "a100-80gb");
+  c.nodes[0].mig_enabled = true;
+  c.nodes[0].mig_config = "all-7g.80gb";
+  auto s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok());
+  const GpuKind& k = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
+  const int p3 = k.FindProfile("3g.40gb");
+  Request train = Slice(k.profiles[p3].usable_mib, k.ProfileComputeMilli(p3));
+  train.cls = WorkloadClass::kTraining;
+  train.allow_share = false;
+  Request serve = train;
+  serve.cls = WorkloadClass::kInference;
+  PolicyTraits traits = TesseraTraits();
+  traits.repartition = false;
+  const PlaceResult in_7g = EnginePolicy(traits).Place(*s, serve);
+  ASSERT_TRUE(in_7g.ok) << in_7g.reason;
+  EXPECT_EQ(k.profiles[in_7g.tasks[0].gpus[0].mig_profile].name, "7g.80gb");
+  const PlaceResult refused = EnginePolicy(traits).Place(*s, train);
+  EXPECT_FALSE(refused.ok);
+  EXPECT_FALSE(refused.reason.empty());
+  const PlaceResult remade = EnginePolicy(TesseraTraits()).Place(*s, train);
+  ASSERT_TRUE(remade.ok) << remade.reason;
+  EXPECT_EQ(k.profiles[remade.tasks[0].gpus[0].mig_profile].name, "3g.40gb");
+  EXPECT_NE(remade.tasks[0].gpus[0].destroy_mask, 0);
+}
+
 // Drain times: a job that would push back a node's drain goes where it does not, so nodes empty early for
 // gangs; with no times (or a job that ends first everywhere) placement is the plain best fit.
 TEST_F(TesseraTest, DrainTimesKeepNodeLifetimesAligned) {
