@@ -263,50 +263,29 @@ Result<std::vector<PriceBook>> LoadBooks(const ReportArgs& args) {
   return books;
 }
 
-int RunReport(const ReportArgs& args) {
-  auto fail = [](const std::string& m) {
-    std::cerr << "error: " << m << "\n";
-    return 2;
-  };
-  Result<std::vector<PriceBook>> books = LoadBooks(args);
-  if (!books.ok()) return fail(books.error());
+// The cost options of the flags (and the first book's date as the default epoch).
+Result<CostOptions> ReportOptions(const ReportArgs& args, const std::vector<PriceBook>& books) {
   CostOptions opt;
   opt.enforce_validity = true;
   Result<IdlePolicy> policy = ParseIdlePolicy(args.idle_policy);
-  if (!policy.ok()) return fail("--idle-policy: " + policy.error());
+  if (!policy.ok()) return Status::Error("--idle-policy: " + policy.error());
   opt.idle_policy = *policy;
   Result<ChargeBasis> basis = ParseChargeBasis(args.charge_basis);
-  if (!basis.ok()) return fail("--charge-basis: " + basis.error());
+  if (!basis.ok()) return Status::Error("--charge-basis: " + basis.error());
   opt.charge_basis = *basis;
   const std::string epoch_text =
       !args.epoch.empty() ? args.epoch
-                          : (books->front().price_date().empty() ? "2025-01-01" : books->front().price_date()) + "T00:00:00Z";
+                          : (books.front().price_date().empty() ? "2025-01-01" : books.front().price_date()) + "T00:00:00Z";
   Result<int64_t> epoch = ParseIsoUtc(epoch_text);
-  if (!epoch.ok()) return fail("--epoch: " + epoch.error());
+  if (!epoch.ok()) return Status::Error("--epoch: " + epoch.error());
   opt.epoch_unix_s = *epoch;
   opt.billing_account_id = args.billing_account;
   opt.billing_account_name = args.billing_account_name;
-  Result<std::string> text = ReadFile(args.ledger);
-  if (!text.ok()) return fail(text.error());
-  Result<Ledger> ledger = ParseLedgerYaml(*text, args.ledger);
-  if (!ledger.ok()) return fail(ledger.error());
-  CostModel model(std::move(books).value(), opt);
-  Result<CostReport> rep = model.Evaluate(*ledger);
-  if (!rep.ok()) return fail(rep.error());
-  if (!args.focus.empty()) {
-    Result<std::string> csv = model.FocusCsv(*ledger);
-    if (!csv.ok()) return fail(csv.error());
-    std::ofstream out(args.focus, std::ios::binary);
-    out << *csv;
-    if (!out) return fail("cannot write " + args.focus);
-  }
-  if (args.json) {
-    nlohmann::json j = ToJson(*rep);
-    j["price_date"] = model.book().price_date();
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  const CostReport& r = *rep;
+  return opt;
+}
+
+// The report as text: totals, then lines by team, project, kind and tier, team x pool and pools.
+void PrintReport(const CostModel& model, const CostReport& r) {
   std::cout << fmt::format("price date             {} ({})\n", model.book().price_date(), model.book().title());
   for (size_t b = 1; b < model.books().size(); ++b)
     std::cout << fmt::format("also priced from       {} ({})\n", model.books()[b].price_date(), model.books()[b].title());
@@ -342,6 +321,38 @@ int RunReport(const ReportArgs& args) {
                              p.idle_milli_gpu_s / 3.6e6, p.idle_usd, p.idle_unshared_usd,
                              p.elastic ? "  (elastic)" : "");
   }
+}
+
+int RunReport(const ReportArgs& args) {
+  auto fail = [](const std::string& m) {
+    std::cerr << "error: " << m << "\n";
+    return 2;
+  };
+  Result<std::vector<PriceBook>> books = LoadBooks(args);
+  if (!books.ok()) return fail(books.error());
+  Result<CostOptions> opt = ReportOptions(args, *books);
+  if (!opt.ok()) return fail(opt.error());
+  Result<std::string> text = ReadFile(args.ledger);
+  if (!text.ok()) return fail(text.error());
+  Result<Ledger> ledger = ParseLedgerYaml(*text, args.ledger);
+  if (!ledger.ok()) return fail(ledger.error());
+  CostModel model(std::move(books).value(), *opt);
+  Result<CostReport> rep = model.Evaluate(*ledger);
+  if (!rep.ok()) return fail(rep.error());
+  if (!args.focus.empty()) {
+    Result<std::string> csv = model.FocusCsv(*ledger);
+    if (!csv.ok()) return fail(csv.error());
+    std::ofstream out(args.focus, std::ios::binary);
+    out << *csv;
+    if (!out) return fail("cannot write " + args.focus);
+  }
+  if (args.json) {
+    nlohmann::json j = ToJson(*rep);
+    j["price_date"] = model.book().price_date();
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  PrintReport(model, *rep);
   return 0;
 }
 

@@ -620,6 +620,76 @@ int64_t ClusterState::AllocatedMilli() const {
   return total;
 }
 
+// A GPU not in MIG mode: no instances, its share capacity in range and agreeing with its tasks.
+Status ClusterState::CheckShareGpu(GpuId g) const {
+  const GpuState& gs = gpus_[g];
+  const GpuKind& kind = catalog_->kind(gs.kind);
+  if (gs.n_instances || gs.used_mask || gs.busy_mask)
+    return Status::Error(fmt::format("GPU {}: instances on a GPU not in MIG mode", g));
+  if (gs.free_milli < 0 || gs.free_milli > kMilliPerGpu)
+    return Status::Error(fmt::format("GPU {}: free_milli {} out of range", g, gs.free_milli));
+  if (gs.free_memory_mib < 0 || gs.free_memory_mib > kind.memory_mib)
+    return Status::Error(fmt::format("GPU {}: free memory {} out of range", g, gs.free_memory_mib));
+  if ((gs.free_milli == kMilliPerGpu) != (gs.tasks == 0))
+    return Status::Error(fmt::format("GPU {}: free_milli {} disagrees with {} tasks", g, gs.free_milli, gs.tasks));
+  return Status::Ok();
+}
+
+// A GPU in MIG mode: a valid layout whose masks, busy slots and task count agree with its instances; its
+// shared instances counted into `shared` and `bound`.
+Status ClusterState::CheckMigGpu(GpuId g, int* shared, SharedBound* bound) const {
+  const GpuState& gs = gpus_[g];
+  const GpuKind& kind = catalog_->kind(gs.kind);
+  if (gs.free_milli != 0 || gs.free_memory_mib != 0)
+    return Status::Error(fmt::format("GPU {}: MIG GPU with share capacity", g));
+  std::vector<MigInstance> layout;
+  uint8_t mask = 0, busy = 0;
+  int busy_count = 0;
+  for (int i = 0; i < gs.n_instances; ++i) {
+    layout.push_back({gs.instances[i].profile, gs.instances[i].start});
+    mask |= kind.profiles[gs.instances[i].profile].MaskAt(gs.instances[i].start);
+    const MigSlot& m = gs.instances[i];
+    if (Status st = CheckSlot(kind, m); !st.ok()) return Status::Error(fmt::format("GPU {}: {}", g, st.message()));
+    if (m.busy) {
+      busy |= static_cast<uint8_t>(1u << m.start);
+      busy_count += std::max<int>(1, m.sharers);
+    }
+    if (m.Shared()) {
+      ++*shared;
+      bound->Add(kind, m);
+    }
+  }
+  if (Status st = CheckMigLayout(kind, layout); !st.ok())
+    return Status::Error(fmt::format("GPU {}: invalid layout: {}", g, st.message()));
+  const uint8_t held = holds_.empty() ? 0 : holds_[g].slices;
+  if ((mask & held) || (mask | held) != gs.used_mask)
+    return Status::Error(fmt::format("GPU {}: used_mask out of date", g));
+  if (busy != gs.busy_mask) return Status::Error(fmt::format("GPU {}: busy_mask out of date", g));
+  if (busy_count + (gpu_cordoned(g) ? 1 : 0) != gs.tasks)
+    return Status::Error(fmt::format("GPU {}: task count out of date", g));
+  return Status::Ok();
+}
+
+// The per-leaf and per-profile node indexes agree with the nodes.
+Status ClusterState::CheckIndexes() const {
+  for (NodeId n = 0; n < num_nodes(); ++n) {
+    const NodeState& ns = nodes_[n];
+    if (static_cast<bool>((shared_nodes_[n >> 6] >> (n & 63)) & 1u) != (ns.shared_slots > 0))
+      return Status::Error(fmt::format("node {}: shared-instance index out of date", n));
+    if (static_cast<bool>((free_whole_nodes_[n >> 6] >> (n & 63)) & 1u) != (ns.free_whole > 0))
+      return Status::Error(fmt::format("node {}: free-GPU index out of date", n));
+    if (ns.kind < 0 || !catalog_->kind(ns.kind).mig_capable) continue;
+    for (int p = 0; p < static_cast<int>(catalog_->kind(ns.kind).profiles.size()) && p < 32; ++p) {
+      const bool idle = (idle_nodes_[ns.kind * 32 + p][n >> 6] >> (n & 63)) & 1u;
+      const bool create = (create_nodes_[ns.kind * 32 + p][n >> 6] >> (n & 63)) & 1u;
+      if (idle != static_cast<bool>((ns.idle_profile_mask >> p) & 1u) ||
+          create != static_cast<bool>((ns.creatable_profile_mask >> p) & 1u))
+        return Status::Error(fmt::format("node {}: MIG profile index out of date", n));
+    }
+  }
+  return Status::Ok();
+}
+
 Status ClusterState::CheckInvariants() const {
   std::vector<int> leaf_free(num_leaves_, 0);
   for (NodeId n = 0; n < num_nodes(); ++n) {
@@ -628,45 +698,11 @@ Status ClusterState::CheckInvariants() const {
     SharedBound bound;
     for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
       const GpuState& gs = gpus_[g];
-      const GpuKind& kind = catalog_->kind(gs.kind);
       if (!gs.mig_enabled) {
-        if (gs.n_instances || gs.used_mask || gs.busy_mask)
-          return Status::Error(fmt::format("GPU {}: instances on a GPU not in MIG mode", g));
-        if (gs.free_milli < 0 || gs.free_milli > kMilliPerGpu)
-          return Status::Error(fmt::format("GPU {}: free_milli {} out of range", g, gs.free_milli));
-        if (gs.free_memory_mib < 0 || gs.free_memory_mib > kind.memory_mib)
-          return Status::Error(fmt::format("GPU {}: free memory {} out of range", g, gs.free_memory_mib));
-        if ((gs.free_milli == kMilliPerGpu) != (gs.tasks == 0))
-          return Status::Error(fmt::format("GPU {}: free_milli {} disagrees with {} tasks", g, gs.free_milli, gs.tasks));
+        if (Status st = CheckShareGpu(g); !st.ok()) return st;
         milli += gs.free_milli;
       } else {
-        if (gs.free_milli != 0 || gs.free_memory_mib != 0)
-          return Status::Error(fmt::format("GPU {}: MIG GPU with share capacity", g));
-        std::vector<MigInstance> layout;
-        uint8_t mask = 0, busy = 0;
-        int busy_count = 0;
-        for (int i = 0; i < gs.n_instances; ++i) {
-          layout.push_back({gs.instances[i].profile, gs.instances[i].start});
-          mask |= kind.profiles[gs.instances[i].profile].MaskAt(gs.instances[i].start);
-          const MigSlot& m = gs.instances[i];
-          if (Status st = CheckSlot(kind, m); !st.ok()) return Status::Error(fmt::format("GPU {}: {}", g, st.message()));
-          if (m.busy) {
-            busy |= static_cast<uint8_t>(1u << m.start);
-            busy_count += std::max<int>(1, m.sharers);
-          }
-          if (m.Shared()) {
-            ++shared;
-            bound.Add(kind, m);
-          }
-        }
-        if (Status st = CheckMigLayout(kind, layout); !st.ok())
-          return Status::Error(fmt::format("GPU {}: invalid layout: {}", g, st.message()));
-        const uint8_t held = holds_.empty() ? 0 : holds_[g].slices;
-        if ((mask & held) || (mask | held) != gs.used_mask)
-          return Status::Error(fmt::format("GPU {}: used_mask out of date", g));
-        if (busy != gs.busy_mask) return Status::Error(fmt::format("GPU {}: busy_mask out of date", g));
-        if (busy_count + (gpu_cordoned(g) ? 1 : 0) != gs.tasks)
-          return Status::Error(fmt::format("GPU {}: task count out of date", g));
+        if (Status st = CheckMigGpu(g, &shared, &bound); !st.ok()) return st;
         ++mig;
       }
       if (Status st = CheckHold(g); !st.ok()) return st;
@@ -685,22 +721,7 @@ Status ClusterState::CheckInvariants() const {
     leaf_free[ns.leaf] += free_whole;
   }
   if (leaf_free != leaf_free_whole_) return Status::Error("leaf free-GPU counters out of date");
-  for (NodeId n = 0; n < num_nodes(); ++n) {
-    const NodeState& ns = nodes_[n];
-    if (static_cast<bool>((shared_nodes_[n >> 6] >> (n & 63)) & 1u) != (ns.shared_slots > 0))
-      return Status::Error(fmt::format("node {}: shared-instance index out of date", n));
-    if (static_cast<bool>((free_whole_nodes_[n >> 6] >> (n & 63)) & 1u) != (ns.free_whole > 0))
-      return Status::Error(fmt::format("node {}: free-GPU index out of date", n));
-    if (ns.kind < 0 || !catalog_->kind(ns.kind).mig_capable) continue;
-    for (int p = 0; p < static_cast<int>(catalog_->kind(ns.kind).profiles.size()) && p < 32; ++p) {
-      const bool idle = (idle_nodes_[ns.kind * 32 + p][n >> 6] >> (n & 63)) & 1u;
-      const bool create = (create_nodes_[ns.kind * 32 + p][n >> 6] >> (n & 63)) & 1u;
-      if (idle != static_cast<bool>((ns.idle_profile_mask >> p) & 1u) ||
-          create != static_cast<bool>((ns.creatable_profile_mask >> p) & 1u))
-        return Status::Error(fmt::format("node {}: MIG profile index out of date", n));
-    }
-  }
-  return Status::Ok();
+  return CheckIndexes();
 }
 
 // --- Nodes that come and go ---

@@ -219,6 +219,9 @@ class ClusterState {
   void HoldHost(NodeId n);
   int PhantomTasks(GpuId g) const;
   Status CheckHold(GpuId g) const;
+  Status CheckShareGpu(GpuId g) const;
+  Status CheckMigGpu(GpuId g, int* shared, SharedBound* bound) const;
+  Status CheckIndexes() const;
   Status Cordoned(GpuId g) const;
   void Touch(NodeId n) { ++nodes_[n].version; }
 

@@ -689,127 +689,84 @@ std::vector<GpuGrant> PickGpus(const ClusterState& s, NodeId n, int count, bool 
 
 }  // namespace
 
-PlaceResult EnginePolicy::PlaceWhole(const ClusterState& s, const Request& r) const {
-  const int g = r.GpusPerTask();
-  const int T = r.tasks;
-  const bool memory_aware = true;
-  std::vector<NodeCap> caps(s.num_nodes());
-  std::vector<int> leaf_tasks(s.num_leaves(), 0), spine_tasks(s.num_spines(), 0);
-  int total_tasks = 0, max_node_tasks = 0;
-  bool any_kind = false;
+// What a pass over the nodes found for a whole-GPU request: per node capacity, tasks per leaf and spine,
+// and the best node that holds every task.
+struct WholeScan {
+  std::vector<NodeCap> caps;
+  std::vector<int> leaf_tasks, spine_tasks;
+  int total_tasks = 0;
+  bool any_kind = false;  // some allowed node has the GPUs and memory at all
   NodeId best_single = kNone;
-  NodeKey best_single_key{INT_MAX, 0, 0, 0, 0};
-  const bool single = T == 1;
-  const bool scored = single && scorer_ != nullptr;
-  if (scored) scorer_->Begin(s, r);
-  const std::vector<uint8_t>& avail_index = traits_.repartition ? s.convertible_index() : s.free_whole_index();
-  for (NodeId n = 0; n < s.num_nodes(); ++n) {
-    // Fast reject for single tasks from the dense index: not enough whole GPUs here.
-    if (single && any_kind && avail_index[n] < g) continue;
-    const NodeState& ns = s.node(n);
-    if (!any_kind && ns.gpu_count >= g && r.KindAllowed(ns.kind) && r.TierAllowed(ns.tier) &&
-        s.catalog().kind(ns.kind).memory_mib >= r.gpu_memory_mib)
-      any_kind = true;
-    NodeCap c = CapOf(s, ns, r, traits_.repartition, memory_aware);
-    caps[n] = c;
-    if (c.tasks <= 0) continue;
-    total_tasks += c.tasks;
-    max_node_tasks = std::max(max_node_tasks, c.tasks);
-    leaf_tasks[ns.leaf] += c.tasks;
-    spine_tasks[ns.spine] += c.tasks;
-    if (c.tasks >= T) {
-      const int need = T * g;
-      const int uses_mig = std::max(0, need - ns.free_whole);  // idle MIG GPUs to switch off
-      const int sep = Separate() ? ClassConflict(ns, r) : 0;
-      // A scorer ranks nodes that need no MIG GPU switched off (its view of a node is its free GPUs).
-      const bool by_score = scored && uses_mig == 0;
-      NodeKey key{uses_mig, sep, single ? DrainExtension(s, n, r) : 0,
-                  by_score ? ScoreKey(s, n, r) : c.avail - need, by_score ? scorer_->Rank(s, n) : n};
-      if (key < best_single_key) {
-        best_single_key = key;
-        best_single = n;
-      }
+};
+
+namespace {
+
+PlaceResult WholeNoFit(const WholeScan& w, const Request& r) {
+  const int g = r.GpusPerTask(), T = r.tasks;
+  if (!w.any_kind)
+    return PlaceResult::NoFit(NoFitCode::kRequestExceedsCluster,
+                              fmt::format("needs {} GPUs per task with {} MiB each; no allowed node has that", g,
+                                          r.gpu_memory_mib));
+  if (w.total_tasks >= T) {
+    const int best_leaf = *std::max_element(w.leaf_tasks.begin(), w.leaf_tasks.end());
+    return PlaceResult::NoFit(NoFitCode::kTopologyUnsatisfiable,
+                              fmt::format("needs {} GPUs under one leaf; the largest free block is {}", T * g,
+                                          best_leaf * g));
+  }
+  return PlaceResult::NoFit(NoFitCode::kResources,
+                            fmt::format("needs {} tasks x {} GPUs; {} such task{} fit in the whole cluster now", T, g,
+                                        w.total_tasks, w.total_tasks == 1 ? "" : "s"));
+}
+
+// `picks` (node, tasks) as the placement: each node's tasks get their GPUs from PickGpus.
+PlaceResult FinishWhole(const ClusterState& s, const Request& r, bool repartition,
+                        const std::vector<std::pair<NodeId, int>>& picks, Span span, const std::string& where) {
+  const int g = r.GpusPerTask();
+  PlaceResult res;
+  res.ok = true;
+  res.span = span;
+  for (auto [n, k] : picks) {
+    std::vector<GpuGrant> gpus = PickGpus(s, n, k * g, repartition, r.gpu_memory_mib);
+    TESSERA_CHECK(static_cast<int>(gpus.size()) == k * g, "node capacity disagrees with its GPUs");
+    for (int t = 0; t < k; ++t) {
+      TaskPlacement tp;
+      tp.node = n;
+      tp.gpus.assign(gpus.begin() + t * g, gpus.begin() + (t + 1) * g);
+      res.tasks.push_back(std::move(tp));
     }
   }
-  auto no_fit_reason = [&]() -> PlaceResult {
-    if (!any_kind)
-      return PlaceResult::NoFit(NoFitCode::kRequestExceedsCluster,
-                                fmt::format("needs {} GPUs per task with {} MiB each; no allowed node has that", g,
-                                            r.gpu_memory_mib));
-    if (total_tasks >= T) {
-      int best_leaf = *std::max_element(leaf_tasks.begin(), leaf_tasks.end());
-      return PlaceResult::NoFit(NoFitCode::kTopologyUnsatisfiable,
-                                fmt::format("needs {} GPUs under one leaf; the largest free block is {}", T * g,
-                                            best_leaf * g));
-    }
-    return PlaceResult::NoFit(NoFitCode::kResources,
-                              fmt::format("needs {} tasks x {} GPUs; {} such tasks fit in the whole cluster now", T, g,
-                                          total_tasks));
-  };
-  auto finish = [&](const std::vector<std::pair<NodeId, int>>& picks, Span span, const std::string& where) {
-    PlaceResult res;
-    res.ok = true;
-    res.span = span;
-    for (auto [n, k] : picks) {
-      std::vector<GpuGrant> gpus = PickGpus(s, n, k * g, traits_.repartition, r.gpu_memory_mib);
-      TESSERA_CHECK(static_cast<int>(gpus.size()) == k * g, "node capacity disagrees with its GPUs");
-      for (int t = 0; t < k; ++t) {
-        TaskPlacement tp;
-        tp.node = n;
-        tp.gpus.assign(gpus.begin() + t * g, gpus.begin() + (t + 1) * g);
-        res.tasks.push_back(std::move(tp));
-      }
-    }
-    res.reason = fmt::format("{} x {} GPUs on {} node{} ({})", T, g, picks.size(), picks.size() == 1 ? "" : "s", where);
-    return res;
-  };
-  if (best_single != kNone && (traits_.topology || T == 1)) {
-    return finish({{best_single, T}}, T * g == 1 ? Span::kOneGpu : Span::kOneNode, NodeName(s, best_single));
-  }
-  if (total_tasks < T) return no_fit_reason();
-  // Fill a set of nodes: most tasks per node first (fewest nodes), node order on ties.
-  auto fill = [&](auto in_domain) {
-    std::vector<std::pair<int, NodeId>> cand;
-    for (NodeId n = 0; n < s.num_nodes(); ++n)
-      if (caps[n].tasks > 0 && in_domain(n)) cand.push_back({-caps[n].tasks, n});
-    std::sort(cand.begin(), cand.end());
-    std::vector<std::pair<NodeId, int>> picks;
-    int left = T;
-    for (auto [neg, n] : cand) {
-      if (left == 0) break;
-      int k = std::min(-neg, left);
-      picks.push_back({n, k});
-      left -= k;
-    }
-    return picks;
-  };
-  if (traits_.topology) {
-    // One leaf: best fit (the leaf with the fewest fitting tasks that still holds the gang).
-    int best_leaf = -1;
-    for (int l = 0; l < s.num_leaves(); ++l)
-      if (leaf_tasks[l] >= T && (best_leaf < 0 || leaf_tasks[l] < leaf_tasks[best_leaf])) best_leaf = l;
-    if (best_leaf >= 0)
-      return finish(fill([&](NodeId n) { return s.node(n).leaf == best_leaf; }), Span::kOneLeaf,
-                    s.cluster().leaf_names[best_leaf]);
-    if (r.require_same_leaf) return no_fit_reason();
-    int best_spine = -1;
-    for (int sp = 0; sp < s.num_spines(); ++sp)
-      if (spine_tasks[sp] >= T && (best_spine < 0 || spine_tasks[sp] < spine_tasks[best_spine])) best_spine = sp;
-    if (best_spine >= 0)
-      return finish(fill([&](NodeId n) { return s.node(n).spine == best_spine; }), Span::kOneSpine,
-                    s.cluster().spine_names[best_spine]);
-    return finish(fill([](NodeId) { return true; }), Span::kCrossSpine, "across spine groups");
-  }
-  // Best fit without topology: fewest free GPUs first.
+  res.reason = fmt::format("{} x {} GPUs on {} node{} ({})", r.tasks, g, picks.size(), picks.size() == 1 ? "" : "s", where);
+  return res;
+}
+
+// The nodes of a domain, most tasks per node first (fewest nodes), node order on ties, until `tasks` fit.
+template <typename InDomain>
+std::vector<std::pair<NodeId, int>> FillDomain(const ClusterState& s, const WholeScan& w, int tasks, InDomain in_domain) {
   std::vector<std::pair<int, NodeId>> cand;
   for (NodeId n = 0; n < s.num_nodes(); ++n)
-    if (caps[n].tasks > 0) cand.push_back({caps[n].avail, n});
+    if (w.caps[n].tasks > 0 && in_domain(n)) cand.push_back({-w.caps[n].tasks, n});
   std::sort(cand.begin(), cand.end());
   std::vector<std::pair<NodeId, int>> picks;
-  int left = T;
+  for (auto [neg, n] : cand) {
+    if (tasks == 0) break;
+    const int k = std::min(-neg, tasks);
+    picks.push_back({n, k});
+    tasks -= k;
+  }
+  return picks;
+}
+
+// Without topology: fewest free GPUs first; the span is whatever the picks happen to share.
+PlaceResult BestFitWhole(const ClusterState& s, const Request& r, bool repartition, const WholeScan& w) {
+  std::vector<std::pair<int, NodeId>> cand;
+  for (NodeId n = 0; n < s.num_nodes(); ++n)
+    if (w.caps[n].tasks > 0) cand.push_back({w.caps[n].avail, n});
+  std::sort(cand.begin(), cand.end());
+  std::vector<std::pair<NodeId, int>> picks;
+  int left = r.tasks;
   for (auto [avail, n] : cand) {
     if (left == 0) break;
-    int k = std::min(caps[n].tasks, left);
+    const int k = std::min(w.caps[n].tasks, left);
     picks.push_back({n, k});
     left -= k;
   }
@@ -822,13 +779,86 @@ PlaceResult EnginePolicy::PlaceWhole(const ClusterState& s, const Request& r) co
     }
     span = one_leaf ? Span::kOneLeaf : one_spine ? Span::kOneSpine : Span::kCrossSpine;
   }
-  return finish(picks, span, "best fit");
+  return FinishWhole(s, r, repartition, picks, span, "best fit");
 }
 
-PlaceResult EnginePolicy::PlaceSpread(const ClusterState& s, const Request& r) const {
-  // kube-scheduler with the device plugin: each task (pod) is scored alone, NodeResourcesFit LeastAllocated
-  // over CPU and memory (GPUs are an opaque extended resource that only filters), ties to the lowest index.
-  // All tasks of a gang must fit (coscheduling), else nothing is placed.
+// With topology: one leaf by best fit (the fewest fitting tasks that still hold the gang), else one spine
+// group (unless the request needs one leaf), else across spine groups.
+PlaceResult TopologyWhole(const ClusterState& s, const Request& r, bool repartition, const WholeScan& w) {
+  const int T = r.tasks;
+  int best_leaf = -1;
+  for (int l = 0; l < s.num_leaves(); ++l)
+    if (w.leaf_tasks[l] >= T && (best_leaf < 0 || w.leaf_tasks[l] < w.leaf_tasks[best_leaf])) best_leaf = l;
+  if (best_leaf >= 0)
+    return FinishWhole(s, r, repartition, FillDomain(s, w, T, [&](NodeId n) { return s.node(n).leaf == best_leaf; }),
+                       Span::kOneLeaf, s.cluster().leaf_names[best_leaf]);
+  if (r.require_same_leaf) return WholeNoFit(w, r);
+  int best_spine = -1;
+  for (int sp = 0; sp < s.num_spines(); ++sp)
+    if (w.spine_tasks[sp] >= T && (best_spine < 0 || w.spine_tasks[sp] < w.spine_tasks[best_spine])) best_spine = sp;
+  if (best_spine >= 0)
+    return FinishWhole(s, r, repartition, FillDomain(s, w, T, [&](NodeId n) { return s.node(n).spine == best_spine; }),
+                       Span::kOneSpine, s.cluster().spine_names[best_spine]);
+  return FinishWhole(s, r, repartition, FillDomain(s, w, T, [](NodeId) { return true; }), Span::kCrossSpine,
+                     "across spine groups");
+}
+
+}  // namespace
+
+void EnginePolicy::ScanWhole(const ClusterState& s, const Request& r, WholeScan* w) const {
+  const int g = r.GpusPerTask();
+  const int T = r.tasks;
+  w->caps.assign(s.num_nodes(), NodeCap{});
+  w->leaf_tasks.assign(s.num_leaves(), 0);
+  w->spine_tasks.assign(s.num_spines(), 0);
+  NodeKey best_single_key{INT_MAX, 0, 0, 0, 0};
+  const bool single = T == 1;
+  const bool scored = single && scorer_ != nullptr;
+  if (scored) scorer_->Begin(s, r);
+  const std::vector<uint8_t>& avail_index = traits_.repartition ? s.convertible_index() : s.free_whole_index();
+  for (NodeId n = 0; n < s.num_nodes(); ++n) {
+    // Fast reject for single tasks from the dense index: not enough whole GPUs here.
+    if (single && w->any_kind && avail_index[n] < g) continue;
+    const NodeState& ns = s.node(n);
+    if (!w->any_kind && ns.gpu_count >= g && r.KindAllowed(ns.kind) && r.TierAllowed(ns.tier) &&
+        s.catalog().kind(ns.kind).memory_mib >= r.gpu_memory_mib)
+      w->any_kind = true;
+    const NodeCap c = CapOf(s, ns, r, traits_.repartition, /*memory_aware=*/true);
+    w->caps[n] = c;
+    if (c.tasks <= 0) continue;
+    w->total_tasks += c.tasks;
+    w->leaf_tasks[ns.leaf] += c.tasks;
+    w->spine_tasks[ns.spine] += c.tasks;
+    if (c.tasks < T) continue;
+    const int need = T * g;
+    const int uses_mig = std::max(0, need - ns.free_whole);  // idle MIG GPUs to switch off
+    const int sep = Separate() ? ClassConflict(ns, r) : 0;
+    // A scorer ranks nodes that need no MIG GPU switched off (its view of a node is its free GPUs).
+    const bool by_score = scored && uses_mig == 0;
+    const NodeKey key{uses_mig, sep, single ? DrainExtension(s, n, r) : 0,
+                      by_score ? ScoreKey(s, n, r) : c.avail - need, by_score ? scorer_->Rank(s, n) : n};
+    if (key < best_single_key) {
+      best_single_key = key;
+      w->best_single = n;
+    }
+  }
+}
+
+PlaceResult EnginePolicy::PlaceWhole(const ClusterState& s, const Request& r) const {
+  WholeScan w;
+  ScanWhole(s, r, &w);
+  if (w.best_single != kNone && (traits_.topology || r.tasks == 1))
+    return FinishWhole(s, r, traits_.repartition, {{w.best_single, r.tasks}},
+                       r.tasks * r.GpusPerTask() == 1 ? Span::kOneGpu : Span::kOneNode, NodeName(s, w.best_single));
+  if (w.total_tasks < r.tasks) return WholeNoFit(w, r);
+  return traits_.topology ? TopologyWhole(s, r, traits_.repartition, w) : BestFitWhole(s, r, traits_.repartition, w);
+}
+
+namespace {
+
+// kube-scheduler's choice for each task alone: the least-allocated node (NodeResourcesFit LeastAllocated over
+// CPU and memory; GPUs only filter), ties to the lowest index. One entry (node, 1) per task, or a no-fit.
+Result<std::vector<std::pair<NodeId, int>>> SpreadPicks(const ClusterState& s, const Request& r) {
   const int g = r.GpusPerTask();
   struct Used {
     NodeId n;
@@ -862,10 +892,9 @@ PlaceResult EnginePolicy::PlaceSpread(const ClusterState& s, const Request& r) c
       int total_free = 0;
       for (NodeId n = 0; n < s.num_nodes(); ++n)
         if (r.KindAllowed(s.node(n).kind) && r.TierAllowed(s.node(n).tier)) total_free += s.node(n).free_whole;
-      return PlaceResult::NoFit(NoFitCode::kResources,
-                                fmt::format("needs {} tasks x {} whole GPUs; {} whole GPUs free in allowed nodes, "
-                                            "{} of the tasks placed before one did not fit",
-                                            r.tasks, g, total_free, t));
+      return Status::Error(fmt::format("needs {} tasks x {} whole GPUs; {} whole GPUs free in allowed nodes, "
+                                       "{} of the tasks placed before one did not fit",
+                                       r.tasks, g, total_free, t));
     }
     bool found = false;
     for (Used& u : used)
@@ -876,6 +905,18 @@ PlaceResult EnginePolicy::PlaceSpread(const ClusterState& s, const Request& r) c
     if (!found) used.push_back({best, g});
     picks.push_back({best, 1});
   }
+  return picks;
+}
+
+}  // namespace
+
+PlaceResult EnginePolicy::PlaceSpread(const ClusterState& s, const Request& r) const {
+  // kube-scheduler with the device plugin: each task (pod) is scored alone; all tasks of a gang must fit
+  // (coscheduling), else nothing is placed.
+  const int g = r.GpusPerTask();
+  auto chosen = SpreadPicks(s, r);
+  if (!chosen.ok()) return PlaceResult::NoFit(NoFitCode::kResources, chosen.error());
+  const std::vector<std::pair<NodeId, int>>& picks = *chosen;
   PlaceResult res;
   res.ok = true;
   // Grants: per node, take the lowest-index free GPUs.

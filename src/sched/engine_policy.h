@@ -55,6 +55,8 @@ struct PolicyTraits {
   bool node_index = true;
 };
 
+struct WholeScan;  // engine_policy.cc: what a pass over the nodes found for a whole-GPU request
+
 class EnginePolicy : public Policy {
  public:
   explicit EnginePolicy(PolicyTraits traits, std::unique_ptr<NodeScorer> scorer = nullptr,
@@ -96,6 +98,7 @@ class EnginePolicy : public Policy {
   static constexpr int kRoomMilli = 20;
   PlaceResult SharedResult(const ClusterState& s, const Request& r, GpuGrant grant, std::string_view what) const;
   PlaceResult PlaceWhole(const ClusterState& s, const Request& r) const;
+  void ScanWhole(const ClusterState& s, const Request& r, WholeScan* w) const;
   PlaceResult PlaceSpread(const ClusterState& s, const Request& r) const;
   PlaceResult PlaceCpuOnly(const ClusterState& s, const Request& r) const;
   // Minus the scorer's score of node n (a key: lower wins); the largest int64 when the scorer rejects it.

@@ -120,6 +120,136 @@ bool ReadTime(const httplib::Request& req, const char* name, int64_t* out, httpl
   return true;
 }
 
+using Authed = std::function<httplib::Server::Handler(AuthedHandler)>;
+
+// Handlers per resource; `authed` wraps a handler that needs a caller (ApiServer::Routes' authentication).
+void RegisterTeamRoutes(httplib::Server& h, Service* s, const Authed& authed) {
+  using Req = const httplib::Request&;
+  using Res = httplib::Response&;
+  h.Post("/api/v1/teams", authed([s](const Caller& c, Req req, Res res) {
+    auto b = ParseBody(req, res, false);
+    if (!b) return;
+    for (const auto& [k, v] : b->items())
+      if (k != "name" && k != "guaranteed_gpus" && k != "limit_gpus" && k != "over_quota_weight")
+        return SendError(res, Invalid(k, fmt::format("unknown field '{}'", k)));
+    TeamRow t;
+    if (!b->contains("name") || !(*b)["name"].is_string()) return SendError(res, Invalid("name", "field 'name': required string"));
+    t.name = (*b)["name"].get<std::string>();
+    if (!ReadGpus(*b, "guaranteed_gpus", &t.guaranteed_milli, res) || !ReadGpus(*b, "limit_gpus", &t.limit_milli, res)) return;
+    t.guaranteed_milli = std::max<int64_t>(0, t.guaranteed_milli);
+    if (b->contains("over_quota_weight")) {
+      if (!(*b)["over_quota_weight"].is_number_integer())
+        return SendError(res, Invalid("over_quota_weight", "field 'over_quota_weight': expected an integer"));
+      t.over_quota_weight = (*b)["over_quota_weight"].get<int>();
+    }
+    auto r = s->CreateTeam(c, t);
+    if (!r.ok()) return SendError(res, r.error());
+    SendJson(res, 201, TeamJson(r.value()));
+  }));
+  h.Get("/api/v1/teams", authed([s](const Caller& c, Req, Res res) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const TeamView& t : s->Teams(c)) arr.push_back(TeamJson(t));
+    SendJson(res, 200, {{"teams", arr}});
+  }));
+
+}
+
+void RegisterUserRoutes(httplib::Server& h, Service* s, const Authed& authed) {
+  using Req = const httplib::Request&;
+  using Res = httplib::Response&;
+  h.Post("/api/v1/users", authed([s](const Caller& c, Req req, Res res) {
+    auto b = ParseBody(req, res, false);
+    if (!b) return;
+    for (const auto& [k, v] : b->items()) {
+      if (k != "name" && k != "team" && k != "role") return SendError(res, Invalid(k, fmt::format("unknown field '{}'", k)));
+      if (!v.is_string()) return SendError(res, Invalid(k, fmt::format("field '{}': expected a string", k)));
+    }
+    auto str = [&](const char* k) { return b->contains(k) ? (*b)[k].get<std::string>() : std::string(); };
+    auto r = s->CreateUser(c, str("name"), str("team"), b->contains("role") ? str("role") : "member");
+    if (!r.ok()) return SendError(res, r.error());
+    SendJson(res, 201, UserJson(r.value()));
+  }));
+  h.Get("/api/v1/users", authed([s](const Caller& c, Req, Res res) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const UserView& u : s->Users(c)) arr.push_back(UserJson(u));
+    SendJson(res, 200, {{"users", arr}});
+  }));
+
+}
+
+void RegisterJobRoutes(httplib::Server& h, Service* s, const Authed& authed) {
+  using Req = const httplib::Request&;
+  using Res = httplib::Response&;
+  h.Post("/api/v1/jobs", authed([s](const Caller& c, Req req, Res res) {
+    if (c.role == Role::kViewer) return SendError(res, {ErrorCode::kPermissionDenied, "", "a viewer cannot submit jobs"});
+    auto b = ParseBody(req, res, false);
+    if (!b) return;
+    auto spec = ParseJobSpec(*b);
+    if (!spec.ok()) return SendError(res, spec.error());
+    const std::string key = req.get_header_value("Idempotency-Key");
+    if (key.size() > 255) return SendError(res, Invalid("Idempotency-Key", "Idempotency-Key: at most 255 characters"));
+    bool created = false;
+    auto r = s->Submit(c, spec.value(), key, &created);
+    if (!r.ok()) return SendError(res, r.error());
+    SendJson(res, created ? 201 : 200, JobJson(r.value(), *s));
+  }));
+  RegisterJobListRoute(h, s, authed);
+  h.Get(R"(/api/v1/jobs/([^/:]+))", authed([s](const Caller& c, Req req, Res res) {
+    int64_t id;
+    if (!ParseJobId(req.matches[1], &id)) return SendError(res, {ErrorCode::kNotFound, "", "no job " + std::string(req.matches[1])});
+    auto r = s->Get(c, id);
+    if (!r.ok()) return SendError(res, r.error());
+    SendJson(res, 200, JobDetailJson(r.value(), *s));
+  }));
+  h.Post(R"(/api/v1/jobs/([^/:]+):cancel)", authed([s](const Caller& c, Req req, Res res) {
+    int64_t id;
+    if (!ParseJobId(req.matches[1], &id)) return SendError(res, {ErrorCode::kNotFound, "", "no job " + std::string(req.matches[1])});
+    auto r = s->Cancel(c, id);
+    if (!r.ok()) return SendError(res, r.error());
+    SendJson(res, 200, JobJson(r.value(), *s));
+  }));
+  h.Patch(R"(/api/v1/jobs/([^/:]+))", authed([s](const Caller& c, Req req, Res res) {
+    int64_t id;
+    if (!ParseJobId(req.matches[1], &id)) return SendError(res, {ErrorCode::kNotFound, "", "no job " + std::string(req.matches[1])});
+    auto b = ParseBody(req, res, false);
+    if (!b) return;
+    for (const auto& [k, v] : b->items())
+      if (k != "priority_class") return SendError(res, Invalid(k, fmt::format("field '{}': only priority_class can change", k)));
+    if (!b->contains("priority_class") || !(*b)["priority_class"].is_string())
+      return SendError(res, Invalid("priority_class", "field 'priority_class': required string"));
+    auto r = s->SetPriority(c, id, (*b)["priority_class"].get<std::string>());
+    if (!r.ok()) return SendError(res, r.error());
+    SendJson(res, 200, JobJson(r.value(), *s));
+  }));
+}
+
+void RegisterReportRoutes(httplib::Server& h, Service* s, const Authed& authed) {
+  using Req = const httplib::Request&;
+  using Res = httplib::Response&;
+  h.Get("/api/v1/queue", authed([s](const Caller& c, Req, Res res) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const QueueEntry& e : s->Queue(c)) arr.push_back(QueueEntryJson(e, *s));
+    SendJson(res, 200, {{"jobs", arr}});
+  }));
+  h.Get("/api/v1/cluster", authed([s](const Caller&, Req, Res res) { SendJson(res, 200, ClusterJson(*s->snapshot(), *s)); }));
+  h.Get("/api/v1/usage", authed([s](const Caller& c, Req req, Res res) {
+    UsageQuery q;
+    if (!ReadTime(req, "from", &q.from, res) || !ReadTime(req, "to", &q.to, res)) return;
+    if (req.has_param("group_by")) q.group_by = req.get_param_value("group_by");
+    const std::string format = req.has_param("format") ? req.get_param_value("format") : "json";
+    if (format == "focus") {
+      auto csv = s->UsageFocusCsv(c, q);
+      if (!csv.ok()) return SendError(res, csv.error());
+      return res.set_content(csv.value(), "text/csv");
+    }
+    if (format != "json" && format != "csv") return SendError(res, Invalid("format", "format: one of json, csv, focus"));
+    auto rows = s->Usage(c, q);
+    if (!rows.ok()) return SendError(res, rows.error());
+    if (format == "csv") return res.set_content(UsageCsv(rows.value()), "text/csv");
+    SendJson(res, 200, UsageJson(rows.value(), q.from, q.to, q.group_by));
+  }));
+}
+
 }  // namespace
 
 ApiServer::ApiServer(Service* service, ServerOptions options)
@@ -339,114 +469,11 @@ void ApiServer::Routes() {
     res.set_content(MetricsText(*s) + ServerMetrics(), "text/plain; version=0.0.4; charset=utf-8");
   });
 
-  h.Post("/api/v1/teams", authed([s](const Caller& c, Req req, Res res) {
-    auto b = ParseBody(req, res, false);
-    if (!b) return;
-    for (const auto& [k, v] : b->items())
-      if (k != "name" && k != "guaranteed_gpus" && k != "limit_gpus" && k != "over_quota_weight")
-        return SendError(res, Invalid(k, fmt::format("unknown field '{}'", k)));
-    TeamRow t;
-    if (!b->contains("name") || !(*b)["name"].is_string()) return SendError(res, Invalid("name", "field 'name': required string"));
-    t.name = (*b)["name"].get<std::string>();
-    if (!ReadGpus(*b, "guaranteed_gpus", &t.guaranteed_milli, res) || !ReadGpus(*b, "limit_gpus", &t.limit_milli, res)) return;
-    t.guaranteed_milli = std::max<int64_t>(0, t.guaranteed_milli);
-    if (b->contains("over_quota_weight")) {
-      if (!(*b)["over_quota_weight"].is_number_integer())
-        return SendError(res, Invalid("over_quota_weight", "field 'over_quota_weight': expected an integer"));
-      t.over_quota_weight = (*b)["over_quota_weight"].get<int>();
-    }
-    auto r = s->CreateTeam(c, t);
-    if (!r.ok()) return SendError(res, r.error());
-    SendJson(res, 201, TeamJson(r.value()));
-  }));
-  h.Get("/api/v1/teams", authed([s](const Caller& c, Req, Res res) {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const TeamView& t : s->Teams(c)) arr.push_back(TeamJson(t));
-    SendJson(res, 200, {{"teams", arr}});
-  }));
-
-  h.Post("/api/v1/users", authed([s](const Caller& c, Req req, Res res) {
-    auto b = ParseBody(req, res, false);
-    if (!b) return;
-    for (const auto& [k, v] : b->items()) {
-      if (k != "name" && k != "team" && k != "role") return SendError(res, Invalid(k, fmt::format("unknown field '{}'", k)));
-      if (!v.is_string()) return SendError(res, Invalid(k, fmt::format("field '{}': expected a string", k)));
-    }
-    auto str = [&](const char* k) { return b->contains(k) ? (*b)[k].get<std::string>() : std::string(); };
-    auto r = s->CreateUser(c, str("name"), str("team"), b->contains("role") ? str("role") : "member");
-    if (!r.ok()) return SendError(res, r.error());
-    SendJson(res, 201, UserJson(r.value()));
-  }));
-  h.Get("/api/v1/users", authed([s](const Caller& c, Req, Res res) {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const UserView& u : s->Users(c)) arr.push_back(UserJson(u));
-    SendJson(res, 200, {{"users", arr}});
-  }));
-
-  h.Post("/api/v1/jobs", authed([s](const Caller& c, Req req, Res res) {
-    if (c.role == Role::kViewer) return SendError(res, {ErrorCode::kPermissionDenied, "", "a viewer cannot submit jobs"});
-    auto b = ParseBody(req, res, false);
-    if (!b) return;
-    auto spec = ParseJobSpec(*b);
-    if (!spec.ok()) return SendError(res, spec.error());
-    const std::string key = req.get_header_value("Idempotency-Key");
-    if (key.size() > 255) return SendError(res, Invalid("Idempotency-Key", "Idempotency-Key: at most 255 characters"));
-    bool created = false;
-    auto r = s->Submit(c, spec.value(), key, &created);
-    if (!r.ok()) return SendError(res, r.error());
-    SendJson(res, created ? 201 : 200, JobJson(r.value(), *s));
-  }));
-  RegisterJobListRoute(h, s, authed);
-  h.Get(R"(/api/v1/jobs/([^/:]+))", authed([s](const Caller& c, Req req, Res res) {
-    int64_t id;
-    if (!ParseJobId(req.matches[1], &id)) return SendError(res, {ErrorCode::kNotFound, "", "no job " + std::string(req.matches[1])});
-    auto r = s->Get(c, id);
-    if (!r.ok()) return SendError(res, r.error());
-    SendJson(res, 200, JobDetailJson(r.value(), *s));
-  }));
-  h.Post(R"(/api/v1/jobs/([^/:]+):cancel)", authed([s](const Caller& c, Req req, Res res) {
-    int64_t id;
-    if (!ParseJobId(req.matches[1], &id)) return SendError(res, {ErrorCode::kNotFound, "", "no job " + std::string(req.matches[1])});
-    auto r = s->Cancel(c, id);
-    if (!r.ok()) return SendError(res, r.error());
-    SendJson(res, 200, JobJson(r.value(), *s));
-  }));
-  h.Patch(R"(/api/v1/jobs/([^/:]+))", authed([s](const Caller& c, Req req, Res res) {
-    int64_t id;
-    if (!ParseJobId(req.matches[1], &id)) return SendError(res, {ErrorCode::kNotFound, "", "no job " + std::string(req.matches[1])});
-    auto b = ParseBody(req, res, false);
-    if (!b) return;
-    for (const auto& [k, v] : b->items())
-      if (k != "priority_class") return SendError(res, Invalid(k, fmt::format("field '{}': only priority_class can change", k)));
-    if (!b->contains("priority_class") || !(*b)["priority_class"].is_string())
-      return SendError(res, Invalid("priority_class", "field 'priority_class': required string"));
-    auto r = s->SetPriority(c, id, (*b)["priority_class"].get<std::string>());
-    if (!r.ok()) return SendError(res, r.error());
-    SendJson(res, 200, JobJson(r.value(), *s));
-  }));
-  h.Get("/api/v1/queue", authed([s](const Caller& c, Req, Res res) {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const QueueEntry& e : s->Queue(c)) arr.push_back(QueueEntryJson(e, *s));
-    SendJson(res, 200, {{"jobs", arr}});
-  }));
+  RegisterTeamRoutes(h, s, authed);
+  RegisterUserRoutes(h, s, authed);
+  RegisterJobRoutes(h, s, authed);
+  RegisterReportRoutes(h, s, authed);
   AuditRoute(authed);
-  h.Get("/api/v1/cluster", authed([s](const Caller&, Req, Res res) { SendJson(res, 200, ClusterJson(*s->snapshot(), *s)); }));
-  h.Get("/api/v1/usage", authed([s](const Caller& c, Req req, Res res) {
-    UsageQuery q;
-    if (!ReadTime(req, "from", &q.from, res) || !ReadTime(req, "to", &q.to, res)) return;
-    if (req.has_param("group_by")) q.group_by = req.get_param_value("group_by");
-    const std::string format = req.has_param("format") ? req.get_param_value("format") : "json";
-    if (format == "focus") {
-      auto csv = s->UsageFocusCsv(c, q);
-      if (!csv.ok()) return SendError(res, csv.error());
-      return res.set_content(csv.value(), "text/csv");
-    }
-    if (format != "json" && format != "csv") return SendError(res, Invalid("format", "format: one of json, csv, focus"));
-    auto rows = s->Usage(c, q);
-    if (!rows.ok()) return SendError(res, rows.error());
-    if (format == "csv") return res.set_content(UsageCsv(rows.value()), "text/csv");
-    SendJson(res, 200, UsageJson(rows.value(), q.from, q.to, q.group_by));
-  }));
 }
 
 }  // namespace tessera

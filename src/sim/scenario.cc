@@ -233,7 +233,8 @@ Result<Scenario> LoadScenario(const std::string& path, const Catalog& catalog) {
 namespace {
 
 // The run settings of a scenario: seeds, threads, policies, horizon, failures, MIG delays, fabric.
-Status ReadRunSettings(FieldReader& top, Scenario* s) {
+// `seeds`: a list, or a count from `first_seed`.
+Status ReadSeeds(FieldReader& top, Scenario* s) {
   if (top.Child("seeds").IsSequence()) {
     const YAML::Node list = top.Child("seeds");
     if (list.size() < 1 || list.size() > 1000) top.Fail("seeds", "expected 1 to 1000 seeds");
@@ -250,10 +251,11 @@ Status ReadRunSettings(FieldReader& top, Scenario* s) {
     top.Int("first_seed", &first_seed, false, 0, int64_t{1} << 62);
     for (int i = 0; i < nseeds; ++i) s->seeds.push_back(static_cast<uint64_t>(first_seed + i));
   }
-  top.Int("threads", &s->threads, false, 1, 256);
-  s->policies = {"tessera", "static-mig", "k8s-default"};
-  if (Status st = ReadPolicyVariants(top, &s->policy_variants); !st.ok()) return st;
-  ReadPolicies(top, "policies", s->policy_variants, &s->policies);
+  return Status::Ok();
+}
+
+// `cycle`, `asymmetric_cycle` and `gang_backfill`, which must agree.
+void ReadCycleSettings(FieldReader& top, Scenario* s) {
   std::string cycle = "full";
   top.Choice("cycle", &cycle, false, {"full", "greedy"});
   s->full_cycle = cycle == "full";
@@ -266,17 +268,9 @@ Status ReadRunSettings(FieldReader& top, Scenario* s) {
     top.Fail("asymmetric_cycle", "needs 'gang_backfill: [policy, ...]' (the policies with the full cycle)");
   if (top.ok() && s->asymmetric_cycle && top.Has("cycle"))
     top.Fail("cycle", "is for every policy; an asymmetric run names its full-cycle policies in 'gang_backfill'");
-  if (top.Has("time_limit_factor")) {
-    std::vector<double> f;
-    top.DoubleList("time_limit_factor", &f, true, 1, 1000);
-    if (top.ok() && (f.size() != 2 || f[1] < f[0]))
-      top.Fail("time_limit_factor", "expected [min, max] with 1 <= min <= max");
-    if (top.ok()) {
-      s->sim.time_limit_factor_min = f[0];
-      s->sim.time_limit_factor_max = f[1];
-    }
-  }
-  if (Status st = ReadQueueWeights(top, &s->sim.queue_weights); !st.ok()) return st;
+}
+
+void ReadHorizon(FieldReader& top, Scenario* s) {
   double horizon_h = 0, warmup_h = 0, sample_h = 1;
   top.Double("horizon_h", &horizon_h, false, 0, 1e5);
   top.Double("warmup_h", &warmup_h, false, 0, 1e5);
@@ -285,7 +279,10 @@ Status ReadRunSettings(FieldReader& top, Scenario* s) {
   s->sim.horizon_s = static_cast<int64_t>(horizon_h * 3600);
   s->sim.warmup_s = static_cast<int64_t>(warmup_h * 3600);
   s->sim.sample_every_s = std::max<int64_t>(60, static_cast<int64_t>(sample_h * 3600));
-  if (!top.ok()) return top.status();
+}
+
+// The optional sections `failures`, `mig`, `static_mig` and `sharing`.
+Status ReadSimSections(FieldReader& top, Scenario* s) {
   FieldReader f(top.Child("failures"), top.source(), "failures", /*absent_ok=*/true);
   f.Double("gpu_mtbf_h", &s->sim.gpu_mtbf_h, false, 0, 1e9);
   if (Status st = f.Finish(); !st.ok()) return st;
@@ -307,6 +304,10 @@ Status ReadRunSettings(FieldReader& top, Scenario* s) {
   sh.Double("standard_slo", &so.standard_slo, false, 1, 1000);
   sh.Int("context_mib", &so.context_mib, false, 0, int64_t{1} << 20);
   if (Status st = sh.Finish(); !st.ok()) return st;
+  return Status::Ok();
+}
+
+Status ReadFabric(FieldReader& top, Scenario* s) {
   FieldReader fr(top.Child("fabric"), top.source(), "fabric", true);
   FabricParams& p = s->sim.fabric;
   fr.Double("nvswitch_busbw_gbs", &p.nvswitch_busbw_gbs, false, 1e-3, 1e6);
@@ -325,6 +326,30 @@ Status ReadRunSettings(FieldReader& top, Scenario* s) {
   fr.Double("cross_spine_oversubscription", &p.cross_spine_oversubscription, false, 1e-3, 1e6);
   fr.Double("overlap", &p.overlap, false, 0, 1);
   return fr.Finish();
+}
+
+Status ReadRunSettings(FieldReader& top, Scenario* s) {
+  if (Status st = ReadSeeds(top, s); !st.ok()) return st;
+  top.Int("threads", &s->threads, false, 1, 256);
+  s->policies = {"tessera", "static-mig", "k8s-default"};
+  if (Status st = ReadPolicyVariants(top, &s->policy_variants); !st.ok()) return st;
+  ReadPolicies(top, "policies", s->policy_variants, &s->policies);
+  ReadCycleSettings(top, s);
+  if (top.Has("time_limit_factor")) {
+    std::vector<double> f;
+    top.DoubleList("time_limit_factor", &f, true, 1, 1000);
+    if (top.ok() && (f.size() != 2 || f[1] < f[0]))
+      top.Fail("time_limit_factor", "expected [min, max] with 1 <= min <= max");
+    if (top.ok()) {
+      s->sim.time_limit_factor_min = f[0];
+      s->sim.time_limit_factor_max = f[1];
+    }
+  }
+  if (Status st = ReadQueueWeights(top, &s->sim.queue_weights); !st.ok()) return st;
+  ReadHorizon(top, s);
+  if (!top.ok()) return top.status();
+  if (Status st = ReadSimSections(top, s); !st.ok()) return st;
+  return ReadFabric(top, s);
 }
 
 Status ReadArrivals(FieldReader& top, ArrivalConfig* a) {

@@ -56,6 +56,7 @@ TEST(PriceBook, OwnedPriceIsCapitalRecoveryPlusOpex) {
   EXPECT_NEAR(owned->usd_per_gpu_hour, 1.842, 0.001);
 }
 
+// The compiled-in book is the shipped file (CMake embeds it; a stale build would differ).
 TEST(PriceBook, ShippedExampleEqualsTheDefaults) {
   const std::string text = Slurp(std::string(TESSERA_SOURCE_DIR) + "/examples/cost/prices.yaml");
   EXPECT_EQ(text, std::string(PriceBook::DefaultYaml()));
