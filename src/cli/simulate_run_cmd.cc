@@ -145,9 +145,9 @@ Status ApplyRunFlags(const RunArgs& a, Scenario* sc) {
   if (!a.price_book.empty())
     if (Status st = UsePriceBook(a.price_book, sc); !st.ok()) return st;
   if (a.cycle.empty()) return Status::Ok();
-  if (a.cycle != "full" && a.cycle != "greedy")
-    return Status::Error("--cycle: expected full or greedy, got '" + a.cycle + "'");
-  sc->full_cycle = a.cycle == "full";
+  if (a.cycle != "backfill" && a.cycle != "greedy" && a.cycle != "full")
+    return Status::Error("--cycle: expected backfill or greedy, got '" + a.cycle + "'");
+  sc->gang_backfill = a.cycle != "greedy";  // `full`: the older name of backfill
   sc->asymmetric_cycle = false;  // one cycle for every policy
   return Status::Ok();
 }
@@ -358,7 +358,8 @@ void RegisterSimulateRun(CLI::App& simulate, int* exit_code) {
                   "price book YAML replacing the scenario's (tiers scenarios), e.g. examples/cost/prices-2025.yaml");
   run->add_flag("--json", run_args->json, "print JSON");
   run->add_option("--cycle", run_args->cycle,
-                  "full or greedy: the cycle every policy gets, replacing the scenario's (docs/simulator.md)");
+                  "backfill (gang reservations, backfill, time limits) or greedy (first fit in queue order): the "
+                  "cycle every policy gets, replacing the scenario's (docs/simulator.md)");
   run->add_option("--csv", run_args->csv, "also write one CSV row per run to this file");
   run->add_option("--decisions", run_args->decisions,
                   "write the first run's decisions (first variant, policy and seed) as JSON lines to this file");

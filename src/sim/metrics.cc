@@ -185,7 +185,7 @@ json PolicySummary(const std::vector<RunResult>& runs) {
 json CycleJson(const CycleSpec& c) {
   json o = {{"gang_backfill", c.gang_backfill}, {"gang_reservations", c.gang_reservations},
             {"time_limit_factor", {c.time_limit_factor_min, c.time_limit_factor_max}}};
-  o["name"] = c.gang_backfill ? "full" : "greedy";
+  o["name"] = c.gang_backfill ? "backfill" : "greedy";
   return o;
 }
 

@@ -218,7 +218,7 @@ json TableJson(const ScenarioOutcome& o, const VariantOutcome& v) {
                 {"oom", s["oom_events"]["mean"]}, {"mig_rep", s["mig_repartitions"]["mean"]},
                 {"mix_dev", s["mix_deviation"]["max"]}, {"train_tput", s["effective_training_throughput"]}};
     if (!v.bounds.empty()) row["to_bound"] = SpreadOf(DistanceToBound(v, runs)).mean;
-    if (p < o.cycles.size()) row["cycle"] = o.cycles[p].gang_backfill ? "full" : "greedy";
+    if (p < o.cycles.size()) row["cycle"] = o.cycles[p].gang_backfill ? "backfill" : "greedy";
     json waits = json::object();
     for (const std::string c : t["classes"]) {
       const std::vector<double> d = ClassDelays(runs, c);
@@ -439,7 +439,7 @@ std::string TextSummary(const ScenarioOutcome& o, bool is_sweep) {
   std::string out = fmt::format("scenario {} ({} GPUs, {} seeds, {:.1f} s)\n", o.name, o.gpus, o.seeds.size(), o.wall_s);
   const bool same = SameCycle(o);
   if (!o.cycles.empty())
-    out += same ? fmt::format("  every policy on the same cycle: {}\n", o.cycles.front().gang_backfill ? "full (gang "
+    out += same ? fmt::format("  every policy on the same cycle: {}\n", o.cycles.front().gang_backfill ? "backfill (gang "
                                                                      "reservations, backfill, time limits)" : "greedy")
                 : "  ASYMMETRIC run: policies on different cycles (column cycle)\n";
   for (const VariantOutcome& v : o.variants) {

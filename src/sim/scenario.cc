@@ -256,14 +256,15 @@ Status ReadSeeds(FieldReader& top, Scenario* s) {
 
 // `cycle`, `asymmetric_cycle` and `gang_backfill`, which must agree.
 void ReadCycleSettings(FieldReader& top, Scenario* s) {
-  std::string cycle = "full";
-  top.Choice("cycle", &cycle, false, {"full", "greedy"});
-  s->full_cycle = cycle == "full";
+  // `backfill` (gang reservations, backfill, time limits) or `greedy`; `full` is the older name of backfill.
+  std::string cycle = "backfill";
+  top.Choice("cycle", &cycle, false, {"backfill", "greedy", "full"});
+  s->gang_backfill = cycle != "greedy";
   top.Bool("asymmetric_cycle", &s->asymmetric_cycle, false);
   ReadPolicies(top, "gang_backfill", s->policy_variants, &s->gang_backfill_policies);
   if (top.ok() && top.Has("gang_backfill") && !s->asymmetric_cycle)
     top.Fail("gang_backfill", "gives only the listed policies the full cycle: set 'asymmetric_cycle: true' to ask "
-                              "for that, or 'cycle: full|greedy' for every policy");
+                              "for that, or 'cycle: backfill|greedy' for every policy");
   if (top.ok() && s->asymmetric_cycle && !top.Has("gang_backfill"))
     top.Fail("asymmetric_cycle", "needs 'gang_backfill: [policy, ...]' (the policies with the full cycle)");
   if (top.ok() && s->asymmetric_cycle && top.Has("cycle"))
@@ -604,7 +605,7 @@ CycleSpec CycleFor(const Scenario& s, std::string_view policy) {
   CycleSpec c;
   c.gang_backfill = s.asymmetric_cycle ? std::find(s.gang_backfill_policies.begin(), s.gang_backfill_policies.end(),
                                                    policy) != s.gang_backfill_policies.end()
-                                       : s.full_cycle;
+                                       : s.gang_backfill;
   c.gang_reservations = c.gang_backfill ? s.sim.gang_reservations : 0;
   c.time_limit_factor_min = s.sim.time_limit_factor_min;
   c.time_limit_factor_max = s.sim.time_limit_factor_max;

@@ -74,7 +74,7 @@ struct Scenario {
   bool is_sweep = false;
   // The cycle every policy gets (`cycle: full | greedy`): full = gang reservations, backfill and time limits
   // (SimOptions::gang_backfill); greedy = first fit in queue order, as kube-scheduler does.
-  bool full_cycle = true;
+  bool gang_backfill = true;
   // An asymmetric run (`asymmetric_cycle: true` with `gang_backfill: [...]`): only these policies get the
   // full cycle, the others the greedy one; results say so in their "cycle".
   bool asymmetric_cycle = false;

@@ -321,7 +321,7 @@ TEST_F(FgdCliTest, RunCarriesTheBoundAndTheCycle) {
     EXPECT_EQ(res["cycle"]["name"], "greedy");
   r = Tessera("simulate run --cycle fast --scenario " + Path("s.yaml"), true);
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("--cycle: expected full or greedy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--cycle: expected backfill or greedy"), std::string::npos) << r.out;
   r = Tessera("simulate bound --scenario " + Path("nope.yaml"), true);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("nope.yaml"), std::string::npos) << r.out;

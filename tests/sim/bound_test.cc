@@ -210,7 +210,7 @@ TEST(BoundTest, NoPolicyExceedsTheBound) {
                              "{inference_share: 0.2, traffic: busy, training_gpus: {1: 0.5, 8: 0.5}}"};
   int checked = 0, below_one = 0;
   for (const char* w : workloads)
-    for (const char* cycle : {"full", "greedy"}) {
+    for (const char* cycle : {"backfill", "greedy"}) {
       const std::string text = fmt::format(
           "name: b\ncluster: c.yaml\nseeds: [1, 2]\nthreads: 2\nhorizon_h: 24\nwarmup_h: 4\n"
           "arrivals: {{process: backlog, depth: 16}}\ncycle: {}\nworkload: {}\n",

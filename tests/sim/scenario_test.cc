@@ -223,11 +223,18 @@ TEST(ScenarioTest, GangBackfillKeepsTheServedMix) {
       "workload: {inference_share: 0.5, traffic: mixed, training_gpus: {1: 0.5, 8: 0.5}, max_sub_gpu_mib: 40192}\n"
       "sharing: {standard_slo: 1}\n";
   auto greedy = Parse(std::string(kBase) + w + "cycle: greedy\n");
-  auto backfill = Parse(std::string(kBase) + w);  // the default: every policy on the full cycle
+  auto backfill = Parse(std::string(kBase) + w);  // the default: every policy on the backfill cycle
   ASSERT_TRUE(greedy.ok()) << greedy.error();
   ASSERT_TRUE(backfill.ok()) << backfill.error();
   EXPECT_TRUE(CycleFor(*backfill, "tessera").gang_backfill);
   EXPECT_FALSE(CycleFor(*greedy, "tessera").gang_backfill);
+  // `cycle: backfill` names what it switches; `full`, its older name, still reads the same.
+  for (const char* name : {"backfill", "full"}) {
+    auto named = Parse(std::string(kBase) + w + "cycle: " + name + "\n");
+    ASSERT_TRUE(named.ok()) << named.error();
+    EXPECT_TRUE(CycleFor(*named, "tessera").gang_backfill) << name;
+  }
+  EXPECT_FALSE(Parse(std::string(kBase) + w + "cycle: fast\n").ok());
   auto g = RunScenario(*greedy, {"tessera"}, Catalog::Default());
   auto b = RunScenario(*backfill, {"tessera"}, Catalog::Default());
   ASSERT_TRUE(g.ok() && b.ok());

@@ -54,7 +54,7 @@ Result<Scenario> Parse(const std::string& tiers, int inference = 4, double train
   const std::string text = "name: t\ncluster: c.yaml\ntrace: " + trace +
                            "\nseeds: 1\nthreads: 1\npolicies: [tessera]\nhorizon_h: 0\ntiers:\n" + tiers;
   auto s = ParseScenario(text, "s.yaml", dir, Catalog::Default());
-  if (s.ok()) s->full_cycle = false;  // the greedy cycle, as spot-training.yaml (the figures below assume it)
+  if (s.ok()) s->gang_backfill = false;  // the greedy cycle, as spot-training.yaml (the figures below assume it)
   return s;
 }
 
