@@ -55,7 +55,7 @@ TEST(ScenarioTest, BadInputNamesFileLineAndField) {
       {b + "workload: {}\ngang_backfill: [magic]\n", "s.yaml:10: gang_backfill: unknown policy 'magic'"},
       {b + "workload: {}\ngang_backfill: [tessera]\n", "s.yaml:10: gang_backfill: gives only the listed policies"},
       {b + "workload: {}\nasymmetric_cycle: true\n", "s.yaml:10: asymmetric_cycle: needs 'gang_backfill"},
-      {b + "workload: {}\ncycle: fast\n", "s.yaml:10: cycle: expected one of full, greedy"},
+      {b + "workload: {}\ncycle: fast\n", "s.yaml:10: cycle: expected one of backfill, greedy"},
       {b + "workload: {}\npolicy_variants: {tessera: {policy: bestfit}}\n", "s.yaml:10: policy_variants: 'tessera' is a registered"},
       {b + "workload: {}\npolicy_variants: {v: {policy: magic}}\n", "s.yaml:10: policy_variants.v.policy: unknown policy 'magic'"},
       {b + "workload: {}\npolicy_variants: {v: {policy: tessera, off: [speed]}}\n",
