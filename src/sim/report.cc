@@ -470,7 +470,7 @@ std::string TextSummary(const ScenarioOutcome& o, bool is_sweep) {
         const std::vector<double> d = ClassDelays(runs, c);
         waits += fmt::format(" {:>15}", d.empty() ? "-" : Wait(Percentile(d, 0.5)) + "/" + Wait(Percentile(d, 0.99)));
       }
-      const std::string cyc = same || p >= o.cycles.size() ? "" : o.cycles[p].gang_backfill ? "  full" : "  greedy";
+      const std::string cyc = same || p >= o.cycles.size() ? "" : o.cycles[p].gang_backfill ? "  backfill" : "  greedy";
       const std::string name = runs.front().policy + (p == best_static ? "*" : "");
       out += fmt::format("  {:<12} {:>6.3f} [{:.3f},{:.3f}] {:>8}   {:>6.3f} [{:.3f},{:.3f}]{} {:>9.1f} {:>5.1f} {:>7.0f} "
                          "{:>7.3f}{}\n",
