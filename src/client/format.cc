@@ -218,10 +218,12 @@ std::string WhatIfTable(const nlohmann::json& whatif) {
   for (const Json& o : Array(whatif, "options")) {
     const Json reason = o.contains("reason") && o["reason"].is_object() ? o["reason"] : Json::object();
     const double f = o.contains("fraction") && o["fraction"].is_number() ? o["fraction"].get<double>() : 0;
-    rows.push_back({fmt::format("{:g}", f), Text(o, "gpus"), Text(o, "estimated_start"),
+    const bool any_kind = o.contains("change") && o["change"] == "any_gpu_kind";
+    rows.push_back({any_kind ? "any GPU kind" : fmt::format("{:g} of the GPUs", f), Text(o, "gpus"),
+                    Text(o, "estimated_start"),
                     reason.empty() ? "starts" : Text(reason, "code") + ": " + Text(reason, "message")});
   }
-  return Table({"FRACTION", "GPUS", "START", "REASON"}, rows);
+  return Table({"IF IT ASKED FOR", "GPUS", "START", "REASON"}, rows);
 }
 
 std::string ClusterTable(const nlohmann::json& cluster) {

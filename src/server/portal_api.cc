@@ -149,6 +149,7 @@ void PortalApi::RegisterAdmin(
     nlohmann::json options = nlohmann::json::array();
     for (const WhatIfOption& o : r.value()) {
       nlohmann::json j = {{"fraction", o.fraction}, {"gpus", o.gpus}, {"estimated_start", TimeJson(o.estimated_start)}};
+      j["change"] = o.change.empty() ? nlohmann::json() : nlohmann::json(o.change);
       j["reason"] = o.code.empty() ? nlohmann::json() : nlohmann::json{{"code", o.code}, {"message", o.message}};
       options.push_back(std::move(j));
     }

@@ -238,6 +238,7 @@ struct NodeView {
 // One answer of a what-if: the earliest start had the job asked for `fraction` of its GPUs.
 struct WhatIfOption {
   double fraction = 1;
+  std::string change;             // "" = `fraction` of its GPUs; "any_gpu_kind" = any GPU kind, as many GPUs
   int64_t gpus = 0;               // GPUs it would ask for
   int64_t estimated_start = -1;   // service time; -1 = the cycle gives no estimate
   std::string code, message;      // why it would still wait (empty when it would start)

@@ -1,5 +1,6 @@
-// What-if for a pending job: its earliest start had it asked for a half or a quarter of its GPUs, from
-// the scheduling cycle run on a copy of the current state (nothing is applied).
+// What-if for a pending job: its earliest start had it asked for a half or a quarter of its GPUs, or (when it
+// names GPU kinds) any GPU kind, from the scheduling cycle run on a copy of the current state (nothing is
+// applied).
 #include <cmath>
 #include <set>
 
@@ -25,6 +26,33 @@ bool Shrink(Request* r, double fraction) {
   if (g == r->gpus_per_task) return false;
   r->gpus_per_task = g;
   return true;
+}
+
+// The earliest start of the job's replicas (`slots`) asking for `asked`, from one cycle on a copy of `in`;
+// when the cycle does not place them, its estimate and reason.
+void TrialStart(const CycleInput& in, const std::set<JobId>& slots, const Request& asked, int64_t now,
+                const Policy& policy, WhatIfOption* o) {
+  CycleInput trial = in;
+  for (PendingJob& p : trial.pending)
+    if (slots.count(p.request.id)) {
+      const JobId engine_id = p.request.id;
+      const int64_t end = p.request.expected_end_s;
+      p.request = asked;
+      p.request.id = engine_id;
+      p.request.expected_end_s = end;
+    }
+  const Plan plan = RunCycle(trial, policy);
+  o->estimated_start = -1;
+  for (const Action& a : plan.actions)
+    if (a.kind == ActionKind::kBind && slots.count(a.job)) o->estimated_start = std::max(now, a.start_s);
+  if (o->estimated_start >= 0) return;
+  for (const PendingStatus& p : plan.pending)
+    if (slots.count(p.job)) {
+      o->estimated_start = p.estimated_start_s;
+      o->code = p.code;
+      o->message = p.message;
+      return;
+    }
 }
 
 }  // namespace
@@ -57,33 +85,21 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
     if (!Shrink(&shrunk, fraction)) continue;
     o.gpus = shrunk.TotalGpus() * job.replicas;
     if (!out.empty() && out.back().gpus == o.gpus) continue;  // e.g. a quarter of 2 workers is still 1
-    CycleInput trial = in;
-    for (PendingJob& p : trial.pending)
-      if (slots.count(p.request.id)) {
-        const JobId engine_id = p.request.id;
-        const int64_t end = p.request.expected_end_s;
-        p.request = shrunk;
-        p.request.id = engine_id;
-        p.request.expected_end_s = end;
-      }
-    const Plan plan = RunCycle(trial, *policy_);
-    o.estimated_start = -1;
-    for (const Action& a : plan.actions)
-      if (a.kind == ActionKind::kBind && slots.count(a.job)) o.estimated_start = std::max(now, a.start_s);
-    if (o.estimated_start < 0) {
-      for (const PendingStatus& p : plan.pending)
-        if (slots.count(p.job)) {
-          o.estimated_start = p.estimated_start_s;
-          o.code = p.code;
-          o.message = p.message;
-          break;
-        }
-    }
+    TrialStart(in, slots, shrunk, now, *policy_, &o);
     if (fraction == 1.0 && v.value().pending) {  // as asked: the headline estimate, the same for both
       o.estimated_start = v.value().pending->estimated_start;
       o.code = std::string(v.value().pending->code);
       o.message = v.value().pending->message.str();
     }
+    out.push_back(std::move(o));
+  }
+  if (job.request.kind_mask != 0) {  // limited to some GPU kinds: what any kind would give
+    WhatIfOption o;
+    o.change = "any_gpu_kind";
+    Request any = job.request;
+    any.kind_mask = 0;
+    o.gpus = any.TotalGpus() * job.replicas;
+    TrialStart(in, slots, any, now, *policy_, &o);
     out.push_back(std::move(o));
   }
   std::lock_guard<std::mutex> lock(whatif_mu_);

@@ -236,7 +236,7 @@ TEST_F(ClientCliTest, WhatIfClusterAndFocusExport) {
   EXPECT_EQ(w["options"][0]["gpus"], 16);
   EXPECT_LT(w["options"][1]["gpus"].get<int>(), 16);
   r = Cli("job whatif " + id);
-  EXPECT_EQ(r.out.rfind("FRACTION", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind("IF IT ASKED FOR", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("16"), std::string::npos) << r.out;
 
   r = Cli("cluster");

@@ -81,15 +81,36 @@ export function shrunkSpec(spec, fraction) {
   return out;
 }
 
-// Applies a what-if option: submits the job again with fewer GPUs, then cancels this one (a pending job's
-// size cannot change in place).
+// The job's submitted body as a what-if option changes it: fewer GPUs, or (change any_gpu_kind) no GPU kinds
+// named; null when the option asks for nothing different.
+export function optionSpec(spec, o) {
+  if (!spec) return null;
+  if (o.change === 'any_gpu_kind') {
+    if (!spec.gpu_kinds) return null;
+    const { gpu_kinds, ...rest } = spec;
+    return rest;
+  }
+  return o.fraction < 1 ? shrunkSpec(spec, o.fraction) : null;
+}
+
+function optionLabel(o) {
+  if (o.change === 'any_gpu_kind') return 'any GPU kind';
+  return o.fraction === 1 ? 'as asked' : o.fraction === 0.5 ? 'half' : o.fraction === 0.25 ? 'a quarter' : `${o.fraction}×`;
+}
+
+function optionWhat(o) {
+  return o.change === 'any_gpu_kind' ? `${o.gpus} GPUs of any kind` : `${o.gpus} GPUs`;
+}
+
+// Applies a what-if option: submits the job again as the option asks, then cancels this one (a pending job's
+// size and kinds cannot change in place).
 async function applyOption(job, o) {
-  const spec = job.spec && shrunkSpec(job.spec, o.fraction);
+  const spec = optionSpec(job.spec, o);
   if (!spec) return;
   try {
     const made = await api('POST', '/api/v1/jobs', spec);
     await api('POST', `/api/v1/jobs/${encodeURIComponent(job.id)}:cancel`);
-    announce(`Submitted ${job.name} with ${o.gpus} GPUs as job ${made.id} and cancelled job ${job.id}.`,
+    announce(`Submitted ${job.name} with ${optionWhat(o)} as job ${made.id} and cancelled job ${job.id}.`,
       { href: `#/jobs/${encodeURIComponent(made.id)}`, linkText: `Open job ${made.id}` });
   } catch (e) { announce(`Could not apply the what-if to ${job.name} (job ${job.id}): ${e.message}`, { error: true }); }
 }
@@ -101,21 +122,23 @@ function WhatIf({ job, whatif, canApply }) {
   if (!whatif) return <p>The server gives no what-if for this job.</p>;
   return (
     <table class="compact">
-      <caption class="sr-only">Earliest start with fewer GPUs</caption>
+      <caption class="sr-only">Earliest start with fewer GPUs or any GPU kind</caption>
       <thead><tr><th scope="col">If it asked for</th><th scope="col">GPUs</th><th scope="col">Earliest start</th><th scope="col">Why</th><th scope="col">Apply</th></tr></thead>
       <tbody>
-        {opts.map(o => (
-          <tr key={o.fraction}>
-            <td>{o.fraction === 1 ? 'as asked' : o.fraction === 0.5 ? 'half' : o.fraction === 0.25 ? 'a quarter' : `${o.fraction}×`}</td>
+        {opts.map(o => {
+          const key = o.change ?? o.fraction;
+          return (
+          <tr key={key}>
+            <td>{optionLabel(o)}</td>
             <td class="num">{o.gpus ?? '—'}</td>
             <td>{o.estimated_start ? <When t={o.estimated_start} /> : 'no estimate'}</td>
             <td>{reasonText(o.reason)}</td>
-            <td>{o.fraction < 1 && canApply && job.spec && shrunkSpec(job.spec, o.fraction) && (confirm === o.fraction
-              ? <span class="row-actions"><button type="button" class="small" onClick={() => { setConfirm(null); applyOption(job, o); }}>Confirm: resubmit with {o.gpus} GPUs, cancel this job</button>
+            <td>{canApply && optionSpec(job.spec, o) && (confirm === key
+              ? <span class="row-actions"><button type="button" class="small" onClick={() => { setConfirm(null); applyOption(job, o); }}>Confirm: resubmit with {optionWhat(o)}, cancel this job</button>
                   <button type="button" class="secondary small" onClick={() => setConfirm(null)}>Keep as is</button></span>
-              : <button type="button" class="secondary small" aria-label={`Apply: ask for ${o.gpus} GPUs`} onClick={() => setConfirm(o.fraction)}>Apply</button>)}</td>
-          </tr>
-        ))}
+              : <button type="button" class="secondary small" aria-label={`Apply: ask for ${optionWhat(o)}`} onClick={() => setConfirm(key)}>Apply</button>)}</td>
+          </tr>);
+        })}
       </tbody>
     </table>
   );
@@ -193,7 +216,7 @@ export function JobPage({ id, me }) {
       <Waits job={job} tl={tl} />
       <h2>Placement</h2>
       <Placement job={job} />
-      <h2>What if it asked for fewer GPUs?</h2>
+      <h2>What if it asked for fewer GPUs or any GPU kind?</h2>
       <WhatIf job={job} whatif={whatif} canApply={canChange(me, job)} />
     </section>
   );
