@@ -451,9 +451,14 @@ namespace {
 // A job that names GPU kinds and waits for them is told what any kind would give: the what-if's
 // any_gpu_kind option starts it now on the other kind, while as asked it still waits.
 TEST_F(ServiceTest, WhatIfSaysWhatAnyGpuKindWouldGive) {
-  const int64_t id = SubmitOk(member_, Spec({{"name", "a100-pair"}, {"class", "training"}, {"workers", 2},
-                                             {"gpus_per_worker", 8}, {"memory_gib", 40}, {"project", "p"},
-                                             {"duration_s", 600}, {"gpu_kinds", {"a100-80gb"}}}));
+  auto a100 = [&](const std::string& name) {
+    return Spec({{"name", name}, {"class", "training"}, {"workers", 1}, {"gpus_per_worker", 8}, {"memory_gib", 40},
+                 {"project", "p"}, {"duration_s", 3600}, {"gpu_kinds", {"a100-80gb"}}});
+  };
+  const int64_t first = SubmitOk(member_, a100("a100-first"));
+  for (int i = 0; i < 3; ++i) svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, first)->job->state, JobState::kRunning);  // the one A100 node, MIG switched off
+  const int64_t id = SubmitOk(member_, a100("a100-second"));
   svc_->RunCycleNow();
   ASSERT_EQ(svc_->Get(admin_, id)->job->state, JobState::kPending);
   auto w = svc_->WhatIf(lead_, id);
@@ -462,12 +467,12 @@ TEST_F(ServiceTest, WhatIfSaysWhatAnyGpuKindWouldGive) {
   for (const WhatIfOption& o : w.value())
     if (o.change == "any_gpu_kind") any = &o;
   ASSERT_NE(any, nullptr);
-  EXPECT_EQ(any->gpus, 16);
+  EXPECT_EQ(any->gpus, 8);
   EXPECT_TRUE(any->code.empty()) << any->message;  // two H100 nodes are free
   EXPECT_EQ(any->estimated_start, static_cast<int64_t>(clock_.now_));
-  EXPECT_FALSE(w.value().front().code.empty());  // as asked: one A100 node cannot hold 2 x 8
+  EXPECT_FALSE(w.value().front().code.empty());  // as asked: it waits for the busy A100 node
   // A job that names no kind gets no such option.
-  const int64_t free_kind = SubmitOk(member_, Spec({{"name", "any"}, {"class", "training"}, {"workers", 4},
+  const int64_t free_kind = SubmitOk(member_, Spec({{"name", "any"}, {"class", "training"}, {"workers", 3},
                                                     {"gpus_per_worker", 8}, {"project", "p"}, {"duration_s", 600}}));
   svc_->RunCycleNow();
   auto w2 = svc_->WhatIf(lead_, free_kind);
