@@ -30,6 +30,10 @@ const Res kResources[] = {
     {"coordination.k8s.io", "v1", "leases", "Lease", true, ""},
     {"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false, "pc"},
     {"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", true, "pg"},
+    {"resource.k8s.io", "v1", "deviceclasses", "DeviceClass", false, ""},
+    {"resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false, ""},
+    {"resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", true, ""},
+    {"resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", true, ""},
 };
 
 const Res* FindRes(const std::string& group, const std::string& version, const std::string& plural) {
@@ -266,6 +270,7 @@ FakeApiServer::Answer FakeApiServer::Object(const std::string& method, const std
     RecordLocked(resource, "MODIFIED", *o);
     return {200, *o};
   }
+  if (method == "PUT" && in.is_object()) return PutLocked(resource, o, sub, in);
   if (method == "DELETE") {
     const std::string uid = in.is_object() && in.contains("preconditions") ? in["preconditions"].value("uid", "") : "";
     if (!uid.empty() && uid != Str(*o, "metadata", "uid"))
@@ -276,6 +281,32 @@ FakeApiServer::Answer FakeApiServer::Object(const std::string& method, const std
     return {200, StatusOf(200, "", "deleted")};
   }
   return {405, StatusOf(405, "MethodNotAllowed", method + " is not supported here")};
+}
+
+// An update (PUT) as the API server makes it: the body's resourceVersion must be the object's (409
+// otherwise); the status subresource changes only the status, the object itself everything but the status.
+FakeApiServer::Answer FakeApiServer::PutLocked(const std::string& resource, json* o, const std::string& sub,
+                                               const json& in) {
+  const std::string rv = Str(in, "metadata", "resourceVersion");
+  if (!rv.empty() && rv != Str(*o, "metadata", "resourceVersion"))
+    return {409, StatusOf(409, "Conflict", fmt::format("Operation cannot be fulfilled on {} \"{}\": the object has "
+                                                       "been modified; please apply your changes to the latest "
+                                                       "version and try again", resource, Str(*o, "metadata", "name")))};
+  if (sub == "status") {
+    (*o)["status"] = in.value("status", json::object());
+  } else if (sub.empty()) {
+    const json status = o->value("status", json());
+    const json uid = (*o)["metadata"]["uid"];
+    *o = in;
+    (*o)["metadata"]["uid"] = uid;
+    if (!status.is_null()) (*o)["status"] = status;
+    else o->erase("status");
+  } else {
+    return {404, StatusOf(404, "NotFound", "no subresource " + sub)};
+  }
+  (*o)["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  RecordLocked(resource, "MODIFIED", *o);
+  return {200, *o};
 }
 
 FakeApiServer::Answer FakeApiServer::Bind(const std::string& ns, const std::string& name, const json& binding) {

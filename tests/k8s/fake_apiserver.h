@@ -91,6 +91,7 @@ class FakeApiServer {
                     const std::string& body);
   Answer Object(const std::string& method, const std::string& resource, const std::string& ns, const std::string& name,
                 const std::string& sub, const std::string& body);
+  Answer PutLocked(const std::string& resource, nlohmann::json* o, const std::string& sub, const nlohmann::json& in);
   Answer Bind(const std::string& ns, const std::string& name, const nlohmann::json& binding);
   Answer Evict(const std::string& ns, const std::string& name);
   Answer PutLease(const std::string& ns, const std::string& name, nlohmann::json lease);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "k8s/dra_nvidia.h"
 #include "k8s/fake_apiserver.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/scheduler.h"
@@ -230,6 +231,62 @@ TEST_F(SchedulerE2e, CutWatchesAndGoneRelist) {
   int lists = 0;
   for (const auto& r : api_.Requests()) lists += r.method == "GET" && r.path == "/api/v1/pods";
   EXPECT_GE(lists, 2) << "the pods were not listed again after 410 Gone";
+}
+
+// DRA end to end: a node whose 8 A100s the NVIDIA DRA driver announces as DynamicMIG ResourceSlices; a pod
+// whose ResourceClaim asks for a 3g.40gb slice is bound there after its claim is allocated (a device of that
+// node, reserved for the pod, Tessera's finalizer); a claim for 9 GPUs gets a reason and no node.
+TEST_F(SchedulerE2e, DraClaimIsAllocatedReservedAndThePodBound) {
+  json d0 = GpuNode("d0", "leaf-d", "all-disabled", json::object());
+  d0["metadata"]["labels"].erase("nvidia.com/mig.config");
+  d0["metadata"]["labels"].erase("nvidia.com/mig.config.state");
+  api_.Create("nodes", d0);
+  for (const json& dc : NvidiaDeviceClasses()) api_.Create("deviceclasses", dc);
+  const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
+  for (const json& slice : NvidiaDynamicMigSlices(a100, "d0", NvidiaSliceOptions{})) api_.Create("resourceslices", slice);
+  auto claim = [&](const std::string& name, const json& exactly) {
+    api_.Create("resourceclaims", {{"metadata", {{"name", name}, {"namespace", "ml"}}},
+                                   {"spec", {{"devices", {{"requests", {{{"name", "r"}, {"exactly", exactly}}}}}}}}});
+  };
+  auto pod = [&](const std::string& name, const std::string& claim_name) {
+    json p = {{"metadata", {{"name", name}, {"namespace", "ml"}}},
+              {"spec",
+               {{"schedulerName", "tessera"},
+                {"resourceClaims", {{{"name", "dev"}, {"resourceClaimName", claim_name}}}},
+                {"containers",
+                 {{{"name", "main"},
+                   {"image", "server"},
+                   {"resources", {{"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}, {"claims", {{{"name", "dev"}}}}}}}}}}}};
+    api_.Create("pods", p);
+  };
+  claim("slice", {{"deviceClassName", "mig.nvidia.com"},
+                  {"selectors", {{{"cel", {{"expression", "device.attributes[\"gpu.nvidia.com\"].profile == \"3g.40gb\""}}}}}}});
+  claim("nine", {{"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "ExactCount"}, {"count", 9}});
+  pod("serve", "slice");
+  pod("wide", "nine");
+  Start();
+  ASSERT_TRUE(Eventually([&] { return NodeOf(Pod("serve")) == "d0"; })) << Pod("serve")->dump();
+  const json c = *api_.Get("resourceclaims", "ml", "slice");
+  ASSERT_TRUE(c.contains("status") && c["status"].contains("allocation")) << c.dump();
+  const json& results = c["status"]["allocation"]["devices"]["results"];
+  ASSERT_EQ(results.size(), 1u) << c.dump();
+  EXPECT_EQ(results[0]["driver"], "gpu.nvidia.com");
+  EXPECT_EQ(results[0]["request"], "r");
+  EXPECT_NE(results[0]["device"].get<std::string>().find("3g40gb"), std::string::npos) << results.dump();
+  const std::string uid = (*Pod("serve"))["metadata"]["uid"];
+  bool reserved = false;
+  for (const json& r : c["status"].value("reservedFor", json::array())) reserved |= r.value("uid", "") == uid;
+  EXPECT_TRUE(reserved) << c.dump();
+  EXPECT_FALSE(c["metadata"].value("finalizers", json::array()).empty()) << c.dump();
+  // The 9-GPU claim: a reason on its pod, no node, no allocation.
+  ASSERT_TRUE(Eventually([&] {
+    auto p = Pod("wide");
+    for (const json& cond : (*p)["status"].value("conditions", json::array()))
+      if (cond.value("type", "") == "PodScheduled" && cond.value("status", "") == "False") return true;
+    return false;
+  })) << Pod("wide")->dump();
+  EXPECT_TRUE(NodeOf(Pod("wide")).empty());
+  EXPECT_FALSE((*api_.Get("resourceclaims", "ml", "nine")).value("status", json::object()).contains("allocation"));
 }
 
 }  // namespace
