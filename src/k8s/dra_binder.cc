@@ -17,11 +17,6 @@ std::string Str(const json& o, const char* key) {
   return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
 
-std::string Meta(const json& o, const char* key) {
-  const json* meta = Field(o, "metadata");
-  return meta != nullptr ? Str(*meta, key) : "";
-}
-
 const json* PodClaimList(const json& pod) {
   const json* spec = Field(pod, "spec");
   const json* rc = spec != nullptr ? Field(*spec, "resourceClaims") : nullptr;

@@ -16,12 +16,6 @@ namespace {
 
 constexpr const char* kDraApi = "/apis/resource.k8s.io/v1/";
 
-std::string Meta(const json& o, const char* key) {
-  const json* meta = Field(o, "metadata");
-  const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 // -1: a older than b, 0: same, 1: newer; nullopt when either is not a number.
 std::optional<int> CompareVersions(const std::string& a, const std::string& b) {
   uint64_t x = 0, y = 0;

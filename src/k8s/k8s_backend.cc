@@ -15,12 +15,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string MetaOf(const json& pod, const char* key) {
-  const json* meta = Field(pod, "metadata");
-  const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 std::string PodPath(const PodRef& p) { return fmt::format("/api/v1/namespaces/{}/pods/{}", p.ns, p.name); }
 
 }  // namespace
@@ -29,7 +23,7 @@ Result<std::vector<PodRef>> MembersToBind(const std::vector<json>& pods, size_t 
   std::vector<PodRef> out;
   for (const json& p : pods)
     if (PodWaiting(p) && out.size() < tasks)
-      out.push_back({MetaOf(p, "namespace"), MetaOf(p, "name"), MetaOf(p, "uid")});
+      out.push_back({Meta(p, "namespace"), Meta(p, "name"), Meta(p, "uid")});
   if (out.size() < tasks)
     return Status::Error(fmt::format("{} of {} members wait to be placed", out.size(), tasks));
   return out;
@@ -39,7 +33,7 @@ bool RunOver(const std::vector<PodRef>& run, const std::vector<json>& now, bool*
   *failed = false;
   for (const PodRef& r : run) {
     for (const json& p : now) {
-      if (MetaOf(p, "name") != r.name || MetaOf(p, "uid") != r.uid) continue;
+      if (Meta(p, "name") != r.name || Meta(p, "uid") != r.uid) continue;
       if (!PodTerminal(p)) return false;
       const json* st = Field(p, "status");
       if (st != nullptr && Field(*st, "phase") != nullptr && (*st)["phase"] == "Failed") *failed = true;
@@ -163,7 +157,7 @@ bool K8sBackend::EvictedStillOn(const std::set<std::string>& nodes) const {
     if (!key) continue;
     for (const json& p : hooks_.pods(*key))
       for (const PodRef& r : refs)
-        if (MetaOf(p, "uid") == r.uid && !PodTerminal(p) && nodes.count(PodNode(p))) return true;
+        if (Meta(p, "uid") == r.uid && !PodTerminal(p) && nodes.count(PodNode(p))) return true;
   }
   return false;
 }
@@ -267,7 +261,7 @@ void K8sBackend::PodsChanged() {
     if (r.adopted) {  // after a restart: the run's pods are the job's bound ones
       std::vector<PodRef> refs;
       for (const json& p : pods)
-        if (!PodNode(p).empty()) refs.push_back({MetaOf(p, "namespace"), MetaOf(p, "name"), MetaOf(p, "uid")});
+        if (!PodNode(p).empty()) refs.push_back({Meta(p, "namespace"), Meta(p, "name"), Meta(p, "uid")});
       std::lock_guard<std::mutex> l(mu_);
       auto it = runs_.find(slot);
       if (it != runs_.end() && it->second.run == r.run) it->second.adopted = false, it->second.pods = refs;

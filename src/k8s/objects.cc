@@ -82,6 +82,12 @@ const json* Field(const json& object, std::string_view key) {
   return nullptr;
 }
 
+std::string Meta(const json& object, std::string_view key) {
+  const json* meta = Field(object, "metadata");
+  const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
 Result<PodDemand> ReadPodDemand(const json& pod) {
   if (!pod.is_object()) return Status::Error("pod: not an object");
   PodDemand d;

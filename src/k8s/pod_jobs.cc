@@ -20,12 +20,6 @@ std::string MetaString(const json& o, const char* map, std::string_view key) {
   return it != m->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-std::string Meta(const json& o, const char* key) {
-  const json* meta = Field(o, "metadata");
-  const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 }  // namespace
 
 bool PodIsOurs(const json& pod, const std::string& scheduler_name) {

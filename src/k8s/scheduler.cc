@@ -24,12 +24,6 @@ int64_t NowUs() {
       .count();
 }
 
-std::string Meta(const json& o, const char* key) {
-  const json* meta = Field(o, "metadata");
-  const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 // The priority classes the loop knows: Tessera's defaults, every Kubernetes PriorityClass (by name and
 // value; PreemptLowerPriority may preempt lower priorities of any team), and "kubernetes-default" (0).
 std::vector<PriorityClass> ClassesOf(const std::map<std::string, json>& k8s_classes) {

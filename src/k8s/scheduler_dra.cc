@@ -16,12 +16,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string Meta(const json& o, const char* key) {
-  const json* meta = Field(o, "metadata");
-  const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

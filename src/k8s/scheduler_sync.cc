@@ -16,12 +16,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string Meta(const json& o, const char* key) {
-  const json* meta = Field(o, "metadata");
-  const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 // The MIG config a node spec of the cluster YAML names ("" = MIG off).
 std::string SpecMigConfig(const json& spec) {
   const json* mig = Field(spec, "mig");
