@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/process.h"
 #include "k8s/extender.h"
 #include "k8s/mig_config.h"
 #include "k8s/scheduler.h"
@@ -78,12 +79,7 @@ std::unique_ptr<ApiServer> ServeApi(Service& svc, const std::string& listen, std
 }
 
 int RunScheduler(SchedulerArgs a) {
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t sigs = BlockShutdownSignals();
   auto kube = a.kubeconfig.empty() ? InClusterConfig() : LoadKubeconfig(a.kubeconfig);
   if (!kube.ok()) return fmt::print(stderr, "{}\n", kube.error()), 2;
   a.options.log = LogLine;
@@ -92,11 +88,8 @@ int RunScheduler(SchedulerArgs a) {
   Service& svc = (*sched)->service();
   if (auto admin = svc.BootstrapAdmin(); admin.ok() && !admin->empty()) {
     const std::string path = a.options.db + ".admin-token";
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const std::string line = *admin + "\n";
-    const bool ok = fd >= 0 && write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-    if (fd >= 0) close(fd);
-    LogLine(ok ? "created user admin; its token is in " + path + " (mode 0600)" : "cannot write " + path);
+    const Status st = WriteSecret(path, *admin);
+    LogLine(st.ok() ? "created user admin; its token is in " + path + " (mode 0600)" : st.message());
   }
   int rc = 0;
   std::thread http;

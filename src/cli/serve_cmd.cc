@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/process.h"
 #include "cli/embedded_demo.h"
 #include "cost/pricebook.h"
 #include "base/file.h"
@@ -61,16 +62,6 @@ Result<std::vector<PriceBook>> ServeBooks(const std::vector<std::string>& files)
     books.push_back(std::move(book).value());
   }
   return books;
-}
-
-Status WriteSecret(const std::string& path, const std::string& text) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return Status::Error(fmt::format("{}: cannot write the admin token", path));
-  fchmod(fd, 0600);
-  const std::string line = text + "\n";
-  const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
-  close(fd);
-  return ok ? Status::Ok() : Status::Error(fmt::format("{}: cannot write the admin token", path));
 }
 
 // HOST:PORT -> port, or -1.
@@ -216,13 +207,7 @@ int ServeUntilSignal(ApiServer& server, DemoStream* stream, Service& svc, const 
 }
 
 int Serve(const ServeArgs& a) {
-  // SIGTERM/SIGINT are taken by sigwait; block them before any thread starts.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t sigs = BlockShutdownSignals();  // taken by sigwait; blocked before any thread starts
   const int port = PortOf(a.listen);
   if (port < 0) return fmt::print(stderr, "--listen: '{}' is not HOST:PORT\n", a.listen), 2;
   if (!a.replay.empty()) return ServeReplay(a);
