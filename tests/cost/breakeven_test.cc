@@ -12,16 +12,12 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "test_util.h"
 
 namespace tessera {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
 
 const std::string kExample = std::string(TESSERA_SOURCE_DIR) + "/examples/cost/breakeven-h100.yaml";
 

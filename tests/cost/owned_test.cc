@@ -9,16 +9,12 @@
 
 #include "cost/breakeven.h"
 #include "cost/pricebook.h"
+#include "test_util.h"
 
 namespace tessera {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
 
 OwnedCost Server() {
   OwnedCost o;

@@ -7,16 +7,12 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include "test_util.h"
 
 namespace tessera {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
 
 TEST(PriceBook, DefaultsCarryHardwareFactsFigures) {
   const PriceBook& book = PriceBook::Default();

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cost/pricebook.h"
+#include "manual_clock.h"
 #include "service/service.h"
 #include "service/simulated_backend.h"
 #include "service/tokens.h"
@@ -20,13 +21,7 @@
 namespace tessera {
 namespace {
 
-class ManualClock final : public Clock {
- public:
-  double Now() const override { return now_; }
-  double WallSecondsUntil(double t) const override { return t > now_ ? 3600 : 0; }
-  void NotBefore(double t) override { now_ = std::max(now_, t); }
-  double now_ = 1.7e9;
-};
+using testing::ManualClock;
 
 constexpr const char* kCluster = R"(name: t
 defaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: s, tier: reserved}
