@@ -276,12 +276,13 @@ std::string WhyNot(const DraModel& model, int node, const NodeMatch& nm, const s
 // One line per distinct reason with the nodes it applies to.
 std::string Summarize(const std::vector<std::pair<std::string, std::string>>& node_reasons, size_t n_nodes) {
   std::vector<std::pair<std::string, std::vector<std::string>>> groups;
-  for (const auto& [node, why] : node_reasons) {
+  for (const auto& nr : node_reasons) {  // not a structured binding: clang 14 cannot capture one
+    const std::string& why = nr.second;
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == why; });
     if (it == groups.end())
-      groups.push_back({why, {node}});
+      groups.push_back({why, {nr.first}});
     else
-      it->second.push_back(node);
+      it->second.push_back(nr.first);
   }
   std::string out = fmt::format("0/{} nodes can allocate the pod's claims", n_nodes);
   for (const auto& [why, nodes] : groups) {
