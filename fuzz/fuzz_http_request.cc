@@ -20,8 +20,8 @@
 #include "model/catalog.h"
 #include "model/cluster.h"
 #include "server/http_server.h"
-#include "service/executor.h"
 #include "service/service.h"
+#include "service/simulated_backend.h"
 #include "store/store.h"
 
 namespace {
@@ -30,7 +30,7 @@ using namespace tessera;
 
 struct World {
   std::unique_ptr<ScaledClock> clock;
-  std::unique_ptr<SimulatedExecutor> executor;
+  std::unique_ptr<SimulatedBackend> backend;
   std::unique_ptr<Service> service;
   std::unique_ptr<ApiServer> server;
   std::thread serving;
@@ -55,8 +55,8 @@ World* Start() {
   auto store = OpenSqliteStore(dir + "/f.db");
   if (!store.ok()) std::abort();
   w->clock = std::make_unique<ScaledClock>(1.7e9, 1);
-  w->executor = std::make_unique<SimulatedExecutor>(0, 1);
-  auto svc = Service::Start(std::move(cfg), std::move(store).value(), w->clock.get(), w->executor.get());
+  w->backend = std::make_unique<SimulatedBackend>(w->clock.get(), 0.0, 0.0, 1);
+  auto svc = Service::Start(std::move(cfg), std::move(store).value(), w->clock.get(), w->backend.get());
   if (!svc.ok()) std::abort();
   w->service = std::move(svc).value();
   w->admin = *w->service->BootstrapAdmin();
