@@ -180,7 +180,8 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
       auto it = groups.find(key.ns + "/" + key.name);
       if (it == groups.end()) continue;
       found = true;
-      tasks = MinMemberOf(it->second) > 0 ? static_cast<size_t>(MinMemberOf(it->second)) : waiting.size();
+      const int min_member = MinMemberOf(it->second);
+      tasks = min_member > 0 ? static_cast<size_t>(min_member) : waiting.size();
     }
     if (!found)
       return refuse(waiting, "PodGroupNotFound",

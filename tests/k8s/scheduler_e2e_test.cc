@@ -103,6 +103,13 @@ class SchedulerE2e : public ::testing::Test {
     return done();
   }
   std::optional<json> Pod(const std::string& name) { return api_.Get("pods", "ml", name); }
+  // The reason of the pod's PodScheduled=False condition ("" while it has none).
+  std::string Unscheduled(const std::string& name) {
+    auto p = Pod(name);
+    for (const json& c : p ? (*p)["status"].value("conditions", json::array()) : json::array())
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") return c.value("reason", "");
+    return "";
+  }
 
   FakeApiServer api_;
   std::filesystem::path dir_;
@@ -115,12 +122,7 @@ TEST_F(SchedulerE2e, PlacesGangsMigPodsAndRefusesWithReasons) {
   for (int i = 0; i < 4; ++i) api_.Create("pods", GpuPod("train-" + std::to_string(i), "nvidia.com/gpu", 4, "train"));
   api_.Create("pods", GpuPod("embed", "nvidia.com/mig-1g.10gb", 1));
   api_.Create("pods", GpuPod("huge", "nvidia.com/gpu", 9));
-  auto reason = [&]() -> std::string {
-    auto p = Pod("huge");
-    for (const json& c : p ? (*p)["status"].value("conditions", json::array()) : json::array())
-      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") return c.value("reason", "");
-    return "";
-  };
+  auto reason = [&] { return Unscheduled("huge"); };
   ASSERT_TRUE(Eventually([&] {
     bool all = !NodeOf(Pod("embed")).empty() && !reason().empty();
     for (int i = 0; i < 4; ++i) all = all && !NodeOf(Pod("train-" + std::to_string(i))).empty();
@@ -149,12 +151,7 @@ TEST_F(SchedulerE2e, PlacesGangsMigPodsAndRefusesWithReasons) {
 TEST_F(SchedulerE2e, GangPodsWaitForTheirPodGroup) {
   Start();
   for (int i = 0; i < 2; ++i) api_.Create("pods", GpuPod("late-" + std::to_string(i), "nvidia.com/gpu", 8, "late"));
-  auto reason = [&](const std::string& name) -> std::string {
-    auto p = Pod(name);
-    for (const json& c : p ? (*p)["status"].value("conditions", json::array()) : json::array())
-      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") return c.value("reason", "");
-    return "";
-  };
+  auto reason = [&](const std::string& name) { return Unscheduled(name); };
   ASSERT_TRUE(Eventually([&] { return reason("late-0") == "PodGroupNotFound" && reason("late-1") == "PodGroupNotFound"; }))
       << reason("late-0");
   api_.Create("pods", GpuPod("late-2", "nvidia.com/gpu", 8, "late"));
@@ -279,12 +276,7 @@ TEST_F(SchedulerE2e, DraClaimIsAllocatedReservedAndThePodBound) {
   EXPECT_TRUE(reserved) << c.dump();
   EXPECT_FALSE(c["metadata"].value("finalizers", json::array()).empty()) << c.dump();
   // The 9-GPU claim: a reason on its pod, no node, no allocation.
-  ASSERT_TRUE(Eventually([&] {
-    auto p = Pod("wide");
-    for (const json& cond : (*p)["status"].value("conditions", json::array()))
-      if (cond.value("type", "") == "PodScheduled" && cond.value("status", "") == "False") return true;
-    return false;
-  })) << Pod("wide")->dump();
+  ASSERT_TRUE(Eventually([&] { return !Unscheduled("wide").empty(); })) << Pod("wide")->dump();
   EXPECT_TRUE(NodeOf(Pod("wide")).empty());
   EXPECT_FALSE((*api_.Get("resourceclaims", "ml", "nine")).value("status", json::object()).contains("allocation"));
 }

@@ -304,16 +304,28 @@ TEST_F(TesseraTest, RepartitionsIdleInstancesWhenNeeded) {
   EXPECT_TRUE(s->CheckInvariants().ok());
 }
 
+// One A100-80GB node of one GPU in MIG mode with `config` (e.g. "all-3g.40gb").
+Result<ClusterState> OneA100(const std::string& config) {
+  Cluster c = MakeCluster(1, 1, "a100-80gb");
+  c.nodes[0].mig_enabled = true;
+  c.nodes[0].mig_config = config;
+  return ClusterState::Build(c, Catalog::Default());
+}
+
+// An inference slice that needs exactly A100-80GB profile `name` (its memory and compute).
+Request A100Slice(const std::string& name) {
+  const GpuKind& k = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
+  const int p = k.FindProfile(name);
+  return Slice(k.profiles[p].usable_mib, k.ProfileComputeMilli(p));
+}
+
 // Kubernetes' traits: no repartitioning, and a slice takes only its own profile: an idle larger instance
 // (what the default Tessera policy would take) does not count.
 TEST_F(TesseraTest, ExactMigProfilesTakeNoLargerInstance) {
-  Cluster c = MakeCluster(1, 1, "a100-80gb");
-  c.nodes[0].mig_enabled = true;
-  c.nodes[0].mig_config = "all-3g.40gb";
-  auto s = ClusterState::Build(c, Catalog::Default());
+  auto s = OneA100("all-3g.40gb");
   ASSERT_TRUE(s.ok());
   const GpuKind& k = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
-  const Request two_g = Slice(k.profiles[k.FindProfile("2g.20gb")].usable_mib, k.ProfileComputeMilli(k.FindProfile("2g.20gb")));
+  const Request two_g = A100Slice("2g.20gb");
   PolicyTraits traits = TesseraTraits();
   traits.repartition = false;
   EXPECT_TRUE(EnginePolicy(traits).Place(*s, two_g).ok) << "a 3g.40gb instance covers a 2g.20gb need";
@@ -321,7 +333,7 @@ TEST_F(TesseraTest, ExactMigProfilesTakeNoLargerInstance) {
   const PlaceResult exact = EnginePolicy(traits).Place(*s, two_g);
   EXPECT_FALSE(exact.ok);
   EXPECT_FALSE(exact.reason.empty());
-  const Request three_g = Slice(k.profiles[k.FindProfile("3g.40gb")].usable_mib, k.ProfileComputeMilli(k.FindProfile("3g.40gb")));
+  const Request three_g = A100Slice("3g.40gb");
   const PlaceResult own = EnginePolicy(traits).Place(*s, three_g);
   ASSERT_TRUE(own.ok) << own.reason;
   EXPECT_EQ(k.profiles[own.tasks[0].gpus[0].mig_profile].name, "3g.40gb");
@@ -330,14 +342,10 @@ TEST_F(TesseraTest, ExactMigProfilesTakeNoLargerInstance) {
 // A training slice takes the smallest profile that holds its need, never a larger idle instance (an
 // inference replica may); with repartitioning the larger idle instance is remade into that profile.
 TEST_F(TesseraTest, TrainingSliceTakesNoLargerInstance) {
-  Cluster c = MakeCluster(1, 1, "a100-80gb");
-  c.nodes[0].mig_enabled = true;
-  c.nodes[0].mig_config = "all-7g.80gb";
-  auto s = ClusterState::Build(c, Catalog::Default());
+  auto s = OneA100("all-7g.80gb");
   ASSERT_TRUE(s.ok());
   const GpuKind& k = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
-  const int p3 = k.FindProfile("3g.40gb");
-  Request train = Slice(k.profiles[p3].usable_mib, k.ProfileComputeMilli(p3));
+  Request train = A100Slice("3g.40gb");
   train.cls = WorkloadClass::kTraining;
   train.allow_share = false;
   Request serve = train;
