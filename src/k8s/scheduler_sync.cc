@@ -101,6 +101,7 @@ void K8sScheduler::SyncJobs() {
   for (auto it = job_of_key_.begin(); it != job_of_key_.end();) {
     auto job = service_->Get(admin_, it->second);
     if (!job.ok() || Terminal(job->job->state)) {
+      unwaited_since_.erase(it->first);
       it = job_of_key_.erase(it);
       continue;
     }
@@ -148,7 +149,10 @@ bool K8sScheduler::Orphaned(const std::string& key, const std::map<std::string, 
     unwaited_since_.erase(key);
     return false;
   }
-  if (!bound) return unwaited_since_.erase(key), true;
+  if (!bound) {
+    unwaited_since_.erase(key);
+    return true;
+  }
   const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   auto [since, fresh] = unwaited_since_.emplace(key, now);
   if (now - since->second < kBoundGraceS) return false;

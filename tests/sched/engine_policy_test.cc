@@ -304,12 +304,13 @@ TEST_F(TesseraTest, RepartitionsIdleInstancesWhenNeeded) {
   EXPECT_TRUE(s->CheckInvariants().ok());
 }
 
-// One A100-80GB node of one GPU in MIG mode with `config` (e.g. "all-3g.40gb").
-Result<ClusterState> OneA100(const std::string& config) {
+// One A100-80GB node of one GPU in MIG mode with `config` (e.g. "all-3g.40gb"). The caller keeps it: a
+// ClusterState refers to its cluster.
+Cluster OneA100(const std::string& config) {
   Cluster c = MakeCluster(1, 1, "a100-80gb");
   c.nodes[0].mig_enabled = true;
   c.nodes[0].mig_config = config;
-  return ClusterState::Build(c, Catalog::Default());
+  return c;
 }
 
 // An inference slice that needs exactly A100-80GB profile `name` (its memory and compute).
@@ -322,7 +323,8 @@ Request A100Slice(const std::string& name) {
 // Kubernetes' traits: no repartitioning, and a slice takes only its own profile: an idle larger instance
 // (what the default Tessera policy would take) does not count.
 TEST_F(TesseraTest, ExactMigProfilesTakeNoLargerInstance) {
-  auto s = OneA100("all-3g.40gb");
+  const Cluster c = OneA100("all-3g.40gb");
+  auto s = ClusterState::Build(c, Catalog::Default());
   ASSERT_TRUE(s.ok());
   const GpuKind& k = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
   const Request two_g = A100Slice("2g.20gb");
@@ -342,7 +344,8 @@ TEST_F(TesseraTest, ExactMigProfilesTakeNoLargerInstance) {
 // A training slice takes the smallest profile that holds its need, never a larger idle instance (an
 // inference replica may); with repartitioning the larger idle instance is remade into that profile.
 TEST_F(TesseraTest, TrainingSliceTakesNoLargerInstance) {
-  auto s = OneA100("all-7g.80gb");
+  const Cluster c = OneA100("all-7g.80gb");
+  auto s = ClusterState::Build(c, Catalog::Default());
   ASSERT_TRUE(s.ok());
   const GpuKind& k = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
   Request train = A100Slice("3g.40gb");
