@@ -210,6 +210,9 @@ class CycleRun {
   void OrderVictimsByNode(const Request& r, std::vector<VictimCand>* cands) const;
   void ReleaseRunning(int i);
   void ReapplyRunning(int i);
+  // Whether running job `i` holds a task on a cordoned node or GPU. Such a job is never a victim: the cordon
+  // takes what it would free, and a released job could not be applied back onto the held capacity.
+  bool OnCordon(int i) const;
   // Releases candidates in order until the job fits (*res); false (and everything re-applied) if it never does.
   bool ReleaseVictims(int j, int64_t units, int64_t quota_need, const std::vector<VictimCand>& cands,
                       std::vector<VictimCand>* released, int64_t* freed_own, PlaceResult* res);

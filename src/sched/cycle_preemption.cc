@@ -64,7 +64,7 @@ void CycleRun::RestoreHeadroom() {
   for (size_t i = 0; i < in_.running.size(); ++i) {
     const RunningJob& v = in_.running[i];
     const int vq = v.queue >= 0 && v.queue < nq_ ? v.queue : 0;
-    if (preempted_[i] || v.tasks.empty() || !Borrowing(vq)) continue;
+    if (preempted_[i] || v.tasks.empty() || !Borrowing(vq) || OnCordon(static_cast<int>(i))) continue;
     if (MayPreempt(pre, v, true, in_.now_s, o_) == PreemptKind::kNone) continue;
     cands.push_back({static_cast<int>(i), {true, v.priority, LostWorkGpuSeconds(v, run_units_[i], in_.now_s),
                                            static_cast<int>(v.tasks.size()), v.id}});
@@ -136,7 +136,7 @@ std::vector<CycleRun::VictimCand> CycleRun::PreemptionCandidates(int j, int64_t 
   Preemptor pre{p.request.priority, q, alloc_[q] + units <= guar_[q]};
   std::vector<VictimCand> cands;
   for (size_t i = 0; i < in_.running.size(); ++i) {
-    if (preempted_[i]) continue;
+    if (preempted_[i] || OnCordon(static_cast<int>(i))) continue;
     const RunningJob& v = in_.running[i];
     const int vq = v.queue >= 0 && v.queue < nq_ ? v.queue : 0;
     if (quota_need > 0 && vq != q) continue;  // quota-blocked: only the queue's own lower priorities help
@@ -212,6 +212,15 @@ void CycleRun::OrderVictimsByNode(const Request& r, std::vector<VictimCand>* can
 void CycleRun::ReleaseRunning(int i) {
   const RunningJob& v = in_.running[i];
   work_.Release(v.tasks, v.cpu_milli, v.host_memory_mib, v.cls != WorkloadClass::kTraining);
+}
+
+bool CycleRun::OnCordon(int i) const {
+  for (const TaskPlacement& t : in_.running[i].tasks) {
+    if (work_.node_cordoned(t.node)) return true;
+    for (const GpuGrant& gr : t.gpus)
+      if (work_.gpu_cordoned(gr.gpu)) return true;
+  }
+  return false;
 }
 
 void CycleRun::ReapplyRunning(int i) {

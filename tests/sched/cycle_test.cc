@@ -385,6 +385,37 @@ TEST(Cycle, ProductionInferencePreemptsLowerPriorityWithCheckpoint) {
 }
 
 
+// A job on a cordoned node frees nothing a pending job could use: the cordon takes what it releases. Such a
+// job is never a victim, and trying victims elsewhere leaves it running where it was (releasing it and
+// applying it back would find its capacity taken by the cordon).
+TEST(Cycle, JobsOnCordonedNodesAreNoVictims) {
+  World w(2, 2);
+  int a = w.AddQueue("a", 16);
+  w.options_.min_runtime_s = 0;
+  w.Submit(Whole(1, 8, kBest), a);
+  w.Submit(Whole(2, 8, kBest), a);
+  w.Cycle();
+  ASSERT_TRUE(w.Running(1) && w.Running(2));
+  const NodeId cordoned = w.running_[0].tasks[0].node;
+  const JobId on_cordoned = w.running_[0].id;
+  ASSERT_TRUE(w.state_.CordonNode(cordoned).ok());
+  w.Advance(600);
+  w.Submit(Whole(3, 8, kProd, 2), a);  // a gang of two whole nodes: one node is cordoned, so it cannot fit
+  w.Cycle();
+  EXPECT_TRUE(w.preemptions_.empty());
+  EXPECT_TRUE(w.Running(on_cordoned));
+  EXPECT_FALSE(w.Running(3));
+  ASSERT_TRUE(w.state_.CheckInvariants().ok()) << w.state_.CheckInvariants().message();
+  // Once another node frees capacity, the victims are chosen off the cordoned node only.
+  w.state_.UncordonNode(cordoned);
+  ASSERT_TRUE(w.state_.CordonNode(cordoned).ok());
+  w.Submit(Whole(4, 8, kProd), a);
+  w.Cycle();
+  EXPECT_TRUE(w.Running(4));
+  EXPECT_TRUE(w.Running(on_cordoned));
+  ASSERT_TRUE(w.state_.CheckInvariants().ok()) << w.state_.CheckInvariants().message();
+}
+
 // A blocked job that found no victim does not hide the victims a later job of the same kind has once the
 // cycle changed who borrows: X (an aged gang, first) finds none while v is within its guarantee; V's bind
 // makes v borrow; Y (same queue and priority as X) may then preempt v's best-effort job.
@@ -920,6 +951,38 @@ TEST(CycleProperties, RandomWorkloadsWithBackfillAndHeadroom) {
   // The workloads exercise headroom restoration (backfill into reservations is rare here: reserved gangs
   // hold few free GPUs; Cycle.ShortJobsBackfillIntoAReservation covers it).
   EXPECT_GT(headroom, 0);
+}
+
+// Nodes cordoned and uncordoned while jobs of every priority come and go: the cycle never picks a victim
+// on a cordoned node, and every plan applies to the live state (World::Apply checks the invariants).
+TEST(CycleProperties, CordonsWhileJobsRun) {
+  for (uint64_t seed : {11u, 12u, 13u, 14u}) {
+    World w(4, 2);
+    const int q = w.AddQueue("a", 16);
+    w.options_.min_runtime_s = 0;
+    w.options_.production_headroom_milli = 2000;
+    std::mt19937_64 rng(seed);
+    for (JobId id = 1; id <= 300; ++id) {
+      const int prio = rng() % 4 == 0 ? kProd : (rng() % 2 ? kTrain : kBest);
+      w.Submit(Whole(id, 1 << (rng() % 4), prio, rng() % 8 == 0 ? 2 : 1), q, 20 + static_cast<int64_t>(rng() % 200));
+      if (rng() % 5 == 0) {
+        const NodeId n = static_cast<NodeId>(rng() % 4);
+        ASSERT_TRUE((w.state_.node_cordoned(n) ? w.state_.UncordonNode(n) : w.state_.CordonNode(n)).ok());
+      }
+      CycleInput in = w.Input();
+      Plan p = RunCycle(in, *w.policy_);
+      for (const Action& a : p.actions) {
+        if (a.kind != ActionKind::kPreempt) continue;
+        for (const RunningJob& r : in.running)
+          if (r.id == a.job)
+            for (const TaskPlacement& t : r.tasks)
+              EXPECT_FALSE(w.state_.node_cordoned(t.node)) << "seed " << seed << ": victim " << a.job;
+      }
+      w.Apply(p);
+      if (HasFatalFailure()) return;
+      w.Advance(10);
+    }
+  }
 }
 
 TEST(Tenancy, ParsesTreeClassesAndOptions) {
