@@ -79,9 +79,21 @@ export function reasonText(r) {
   return r.message || r.code || '';
 }
 
+// toLocaleString with options builds an Intl.NumberFormat on every call (tens of microseconds, which add up
+// over the cluster page's hundreds of GPUs on every poll): one formatter per digit count, kept.
+const formats = new Map();
+function numberFormat(digits) {
+  let f = formats.get(digits);
+  if (!f) {
+    f = new Intl.NumberFormat('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+    formats.set(digits, f);
+  }
+  return f;
+}
+
 export function fmtNumber(x, digits = 1) {
   if (x === null || x === undefined || !isFinite(x)) return '—';
-  return Number(x).toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  return numberFormat(digits).format(Number(x));
 }
 
 // An absolute service time as "HH:MM UTC" (with the date when not the service's today).
@@ -107,5 +119,5 @@ export function gpuText(g) {
 // Money with its currency and two decimals.
 export function usd(x) {
   if (x === null || x === undefined || !isFinite(x)) return '—';
-  return `$${Number(x).toLocaleString('en', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+  return `$${numberFormat(2).format(Number(x))}`;
 }
