@@ -1,7 +1,43 @@
 import { useEffect, useRef, useState, useCallback } from 'preact/hooks';
 import { serviceNow } from './api.js';
 
-// Runs `load` now and every `ms` while the page is visible; `deps` restart it.
+// `next` with each part that equals the same part of `prev` (plain JSON values, compared deeply) replaced by
+// `prev`'s own object, so that an unchanged part of a poll's answer keeps its identity and the memoised
+// components that draw it skip the refresh. Array items are matched by `id` or `name` when they have one
+// (a list that gains an item at the top keeps its other items), else by position.
+export function keepEqual(prev, next) {
+  if (prev === next || prev === null || next === null || typeof prev !== 'object' || typeof next !== 'object') return next;
+  if (Array.isArray(prev) !== Array.isArray(next)) return next;
+  if (Array.isArray(next)) {
+    const byKey = new Map();
+    for (const x of prev) { const k = itemKey(x); if (k !== undefined) byKey.set(k, x); }
+    let same = prev.length === next.length;
+    const out = next.map((x, i) => {
+      const k = itemKey(x);
+      const kept = keepEqual(k !== undefined && byKey.has(k) ? byKey.get(k) : prev[i], x);
+      if (kept !== prev[i]) same = false;
+      return kept;
+    });
+    return same ? prev : out;
+  }
+  if (Object.getPrototypeOf(prev) !== Object.prototype || Object.getPrototypeOf(next) !== Object.prototype) return next;
+  const keys = Object.keys(next);
+  let same = keys.length === Object.keys(prev).length;
+  const out = {};
+  for (const k of keys) {
+    out[k] = keepEqual(prev[k], next[k]);
+    if (out[k] !== prev[k] || !(k in prev)) same = false;
+  }
+  return same ? prev : out;
+}
+function itemKey(x) {
+  if (!x || typeof x !== 'object' || Array.isArray(x)) return undefined;
+  const k = x.id ?? x.name;
+  return typeof k === 'string' || typeof k === 'number' ? `${typeof k}:${k}` : undefined;
+}
+
+// Runs `load` now and every `ms` while the page is visible; `deps` restart it. Each answer keeps the objects
+// of the previous one that it equals (keepEqual).
 export function usePoll(load, deps, ms = 2000) {
   const [state, setState] = useState({ data: null, error: null, loading: true });
   const gen = useRef(0);
@@ -9,7 +45,7 @@ export function usePoll(load, deps, ms = 2000) {
     const g = gen.current;
     try {
       const data = await load();
-      if (g === gen.current) setState({ data, error: null, loading: false });
+      if (g === gen.current) setState(s => ({ data: keepEqual(s.data, data), error: null, loading: false }));
     } catch (error) {
       if (g === gen.current) setState(s => ({ data: s.data, error, loading: false }));
     }

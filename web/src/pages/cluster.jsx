@@ -1,3 +1,4 @@
+import { memo } from 'preact/compat';
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { api, allPages, listOf, serviceNow } from '../api.js';
 import { usePoll, teamColour, fmtNumber, sec } from '../util.js';
@@ -82,12 +83,13 @@ function utilisationPoint(cl) {
   return { total, alloc, used };
 }
 
-function Gpu({ g, node }) {
+// Drawn again only when its GPU changed: a poll's unchanged GPUs and nodes keep their objects (keepEqual).
+const Gpu = memo(({ g, nodeName }) => {
   const label = g.mig
     ? `GPU ${g.index}, ${g.kind}, MIG: ${g.instances.map(x => `${x.profile} at ${x.start}${x.allocated ? ` (${x.team || 'in use'}${x.job ? `: ${x.job}` : ''})` : ' (free)'}`).join(', ') || 'no instances'}`
     : `GPU ${g.index}, ${g.kind}, ${g.allocated_milli ? `${fmtNumber(g.allocated_milli / 10, 0)} % allocated${g.teams.length ? ` to ${g.teams.join(', ')}` : ''}` : 'idle'}`;
   return (
-    <div class={`gpu${g.mig ? ' mig' : ''}`} data-testid="gpu" data-node={node.name} data-index={g.index} role="img" aria-label={label} title={label}>
+    <div class={`gpu${g.mig ? ' mig' : ''}`} data-testid="gpu" data-node={nodeName} data-index={g.index} role="img" aria-label={label} title={label}>
       {g.mig ? (
         <div class="slices" style={{ '--slices': g.slices }}>
           {Array.from({ length: g.slices }, (_, s) => <span key={s} class="slice" style={{ gridColumn: `${s + 1}` }} />)}
@@ -104,12 +106,21 @@ function Gpu({ g, node }) {
       )}
     </div>
   );
-}
+});
+
+const Node = memo(({ n }) => (
+  <div class={`node${n.state !== 'ready' ? ` node-${n.state}` : ''}`} role="group" data-testid="node" data-state={n.state}
+    aria-label={`Node ${n.name}, ${n.kind}${n.tier ? `, tier ${n.tier}` : ''}${n.state !== 'ready' ? `, ${n.state}` : ''}`}>
+    <div class="node-head"><span>{n.name}</span> <span class="sub">{n.kind}{n.tier ? ` · ${n.tier}` : ''}</span>
+      {n.state !== 'ready' && <span class={`node-state ${n.state}`} data-testid="node-state">{n.state}</span>}</div>
+    <div class="gpus">{n.gpus.map(g => <Gpu key={g.index} g={g} nodeName={n.name} />)}</div>
+  </div>
+));
 
 // The colour of each team drawn in the grid, and what grey and the light boxes mean ("busy" vs "allocated").
-function TeamLegend({ cl }) {
+const TeamLegend = memo(({ nodes }) => {
   const teams = new Set();
-  for (const n of cl.nodes) for (const g of n.gpus) {
+  for (const n of nodes) for (const g of n.gpus) {
     for (const t of g.teams || []) teams.add(t);
     for (const x of g.instances || []) if (x.team) teams.add(x.team);
   }
@@ -121,12 +132,12 @@ function TeamLegend({ cl }) {
       <li>Allocated: held by a job; busy: a GPU with at least one task on it.</li>
     </ul>
   );
-}
+});
 
-function FreeByShape({ cl }) {
+const FreeByShape = memo(({ nodes }) => {
   const wholeFree = new Map();
   const migFree = new Map();
-  for (const n of cl.nodes) {
+  for (const n of nodes) {
     const free = n.gpus.filter(g => !g.mig && !g.allocated_milli).length;
     const key = `${n.kind}: ${free}`;
     wholeFree.set(key, (wholeFree.get(key) || 0) + 1);
@@ -151,7 +162,7 @@ function FreeByShape({ cl }) {
       </table>
     </div>
   );
-}
+});
 
 async function loadHistory(range) {
   const to = Math.floor(serviceNow());
@@ -169,23 +180,24 @@ export function Cluster() {
   }, [], 3000);
   const hist = usePoll(() => loadHistory(range).catch(() => null), [range], 10000);
   const cl = data;
+  const now = useMemo(() => (cl ? utilisationPoint(cl) : null), [cl && cl.nodes]);
   if (cl) {
-    const p = utilisationPoint(cl);
     const t = serviceNow();
     const last = local.current[local.current.length - 1];
-    if (!last || t > last.t) local.current.push({ t, ...p });
+    if (!last || t > last.t) local.current.push({ t, ...now });
     if (local.current.length > 5000) local.current.shift();
   }
+  // With the server's history the chart changes with that history only, not with every poll of the cluster.
+  const fromHistory = !!(hist.data && hist.data.length);
   const chartData = useMemo(() => {
     const from = serviceNow() - range;
-    const pts = hist.data && hist.data.length
+    const pts = fromHistory
       ? hist.data.map(p => ({ t: sec(p.t ?? p.at), total: p.total_gpus || 1, alloc: p.allocated_gpus, used: p.busy_gpus ?? p.used_gpus ?? null }))
       : local.current;
     const sel = pts.filter(p => p.t >= from);
     return [sel.map(p => p.t), sel.map(p => (100 * p.alloc) / (p.total || 1)), sel.map(p => (p.used === null ? null : (100 * p.used) / (p.total || 1)))];
-  }, [hist.data, range, cl]);
+  }, [hist.data, range, fromHistory ? null : cl]);
   if (error && !cl) return <section><h1 tabIndex={-1}>Cluster</h1><p class="error" role="alert">{error.message}</p></section>;
-  const now = cl ? utilisationPoint(cl) : null;
   return (
     <section aria-labelledby="cluster-title">
       <h1 id="cluster-title" tabIndex={-1}>Cluster</h1>
@@ -197,25 +209,18 @@ export function Cluster() {
         <select id="range" value={range} onChange={e => setRange(Number(e.currentTarget.value))}>
           {RANGES.map(([s, l]) => <option key={s} value={s}>{l}</option>)}
         </select>
-        {!(hist.data && hist.data.length) && <small>From this page's samples (the server kept no history for the range).</small>}
+        {!fromHistory && <small>From this page's samples (the server kept no history for the range).</small>}
       </div>
       <TimeChart testid="utilisation-chart" data={chartData} yLabel="% of GPUs"
         label={`Allocation and utilisation over the last ${RANGES.find(r => r[0] === range)[1]}`}
         series={[{ label: 'allocated %', colour: '#2563eb', fill: 'rgba(37,99,235,0.12)' }, { label: 'busy GPUs %', colour: '#16a34a' }]} />
       <h2>Free capacity by shape</h2>
-      {cl ? <FreeByShape cl={cl} /> : <p role="status">Loading…</p>}
+      {cl ? <FreeByShape nodes={cl.nodes} /> : <p role="status">Loading…</p>}
       <h2>GPUs</h2>
       <p class="legend">Each box is a GPU; MIG GPUs show their instances at their slice positions (hatched: idle slices; outlined: free instances); colours are teams. Nodes taking no new work are marked cordoned, draining (its jobs being stopped) or drained (empty).</p>
-      {cl && <TeamLegend cl={cl} />}
+      {cl && <TeamLegend nodes={cl.nodes} />}
       <div class="gpu-grid" data-testid="gpu-grid">
-        {cl && cl.nodes.map(n => (
-          <div class={`node${n.state !== 'ready' ? ` node-${n.state}` : ''}`} key={n.name} role="group" data-testid="node" data-state={n.state}
-            aria-label={`Node ${n.name}, ${n.kind}${n.tier ? `, tier ${n.tier}` : ''}${n.state !== 'ready' ? `, ${n.state}` : ''}`}>
-            <div class="node-head"><span>{n.name}</span> <span class="sub">{n.kind}{n.tier ? ` · ${n.tier}` : ''}</span>
-              {n.state !== 'ready' && <span class={`node-state ${n.state}`} data-testid="node-state">{n.state}</span>}</div>
-            <div class="gpus">{n.gpus.map(g => <Gpu key={g.index} g={g} node={n} />)}</div>
-          </div>
-        ))}
+        {cl && cl.nodes.map(n => <Node key={n.name} n={n} />)}
       </div>
     </section>
   );
