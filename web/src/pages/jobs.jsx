@@ -2,7 +2,7 @@ import { memo } from 'preact/compat';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, NOT_MODIFIED } from '../api.js';
 import { announce } from '../announce.jsx';
-import { clockTime, relative, gpuText, reasonText, isTime } from '../util.js';
+import { clockTime, relative, gpuText, reasonText, isTime, keepEqual } from '../util.js';
 import { canChange, isActive, positionOf, tasksOf, tasksRunning, PRIORITY_CLASSES } from '../jobmodel.js';
 import { SubmitForm } from './submit.jsx';
 
@@ -137,7 +137,8 @@ function JobRowInner({ job, me, reload, onEdit }) {
 }
 const JobRow = memo(JobRowInner, (a, b) => a.job === b.job && a.me === b.me);
 
-// Polls one page of the list; a poll sends `since` and gets 304 (nothing) while the page is unchanged.
+// Polls one page of the list; a poll sends `since` and gets 304 (nothing) while the page is unchanged. A changed page
+// keeps the job objects it shares with the previous one (keepEqual), so that only the rows of changed jobs redraw.
 function useJobsPage(query, cursor) {
   const [state, setState] = useState({ page: null, error: null, updated: null });
   const version = useRef('');
@@ -152,7 +153,7 @@ function useJobsPage(query, cursor) {
       const r = await api('GET', `/api/v1/jobs?${q}`);
       if (g !== gen.current) return;
       if (r === NOT_MODIFIED) setState(s => ({ ...s, error: null, updated: new Date() }));
-      else { version.current = r.version || ''; setState({ page: r, error: null, updated: new Date() }); }
+      else { version.current = r.version || ''; setState(s => ({ page: keepEqual(s.page, r), error: null, updated: new Date() })); }
     } catch (error) {
       if (g === gen.current) setState(s => ({ ...s, error }));
     }
