@@ -37,7 +37,11 @@ nlohmann::json PlacementsJson(const std::vector<TaskPlacement>& tasks, const Ser
 nlohmann::json ReasonJson(const std::optional<PendingInfo>& p, JobState state) {
   if (state != JobState::kPending) return nullptr;
   if (!p) return nullptr;  // no cycle has seen the job yet
-  return {{"code", p->code}, {"message", p->message}};
+  nlohmann::json o = {{"code", p->code}, {"message", p->message}};
+  if (p->reservation)  // it would fit but for a gang's reservation: which gang, from when
+    o["reservation"] = {{"job", std::to_string(p->reservation->id)}, {"name", p->reservation->name},
+                        {"starts_at", TimeJson(p->reservation_start)}};
+  return o;
 }
 
 std::string ToLower(std::string s) {

@@ -150,6 +150,7 @@ void PortalApi::RegisterAdmin(
     for (const WhatIfOption& o : r.value()) {
       nlohmann::json j = {{"fraction", o.fraction}, {"gpus", o.gpus}, {"estimated_start", TimeJson(o.estimated_start)}};
       j["change"] = o.change.empty() ? nlohmann::json() : nlohmann::json(o.change);
+      if (!o.mig_profile.empty()) j["mig_profile"] = o.mig_profile;
       j["reason"] = o.code.empty() ? nlohmann::json() : nlohmann::json{{"code", o.code}, {"message", o.message}};
       options.push_back(std::move(j));
     }
