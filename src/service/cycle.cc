@@ -501,6 +501,8 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   if (state_changed_ || !old) snap->cluster = RecycledClusterLocked();
   else snap->cluster = old->cluster;
   state_changed_ = false;
+  snap->node_states.reserve(loop_->state().num_nodes());
+  for (NodeId n = 0; n < loop_->state().num_nodes(); ++n) snap->node_states.push_back(NodeStateLocked(n));
   for (const QueueConfig& q : config_.tenancy.queues) snap->queue_names.push_back(q.name);
   QueueSignaturesLocked(snap.get());
   if (plan == nullptr) {
@@ -545,8 +547,12 @@ void NameReservation(const JobPtr& gang, int64_t start, PendingInfo* info) {
 }  // namespace
 
 void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<PendingRef>& jobs) {
+  const std::shared_ptr<const Snapshot> old = snapshot();
+  if (old && old->summary && old->cluster == snap->cluster && old->node_states == snap->node_states)
+    snap->summary = old->summary;
+  else
+    snap->summary = SummariseCluster(*snap->cluster, snap->node_states);
   if (plan != nullptr) {
-    const std::shared_ptr<const Snapshot> old = snapshot();
     std::unordered_map<int64_t, JobPtr> by_id;
     std::unordered_map<int64_t, int64_t> needed;  // GPU thousandths short of the queue limit
     for (size_t i = 0; i < plan->pending.size(); ++i) {

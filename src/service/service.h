@@ -47,6 +47,7 @@
 #include "sched/tenancy.h"
 #include "service/api_error.h"
 #include "service/clock.h"
+#include "service/cluster_summary.h"
 #include "service/outbox.h"
 #include "service/workload_json.h"
 #include "store/store.h"
@@ -155,6 +156,8 @@ struct Snapshot {
   int64_t at = 0;
   uint64_t cycle = 0;
   std::shared_ptr<const ClusterState> cluster;       // allocation after the cycle
+  std::vector<std::string> node_states;              // per node index (ready, cordoned, draining, ...)
+  std::shared_ptr<const ClusterSummary> summary;     // of `cluster` and `node_states`: what the API shows
   std::vector<QueueEntry> queue;                     // pending jobs in pool order
   std::unordered_map<int64_t, PendingInfo> pending;  // by job id
   std::vector<std::string> queue_names;              // per queue index

@@ -207,6 +207,9 @@ export function JobPage({ id, me }) {
         {job.state === 'Pending' && <>
           <dt>Position</dt><dd>{pos && pos.pool !== null ? `${pos.team !== null ? `team ${pos.team}, ` : ''}pool ${pos.pool}` : 'next cycle'}</dd>
           <dt>Why it waits</dt><dd data-testid="reason">{reasonText(job.reason) || 'Waiting for the next scheduling cycle.'}</dd>
+          {job.reason && job.reason.reservation && <><dt>Reserved for</dt><dd data-testid="reservation">
+            <a href={`#/jobs/${encodeURIComponent(job.reason.reservation.job)}`}>job {job.reason.reservation.job} ({job.reason.reservation.name})</a>
+            {job.reason.reservation.starts_at && <> from <When t={job.reason.reservation.starts_at} /></>}</dd></>}
           <dt>Estimated start</dt><dd><Estimate job={job} />{e && e.likely && <span class="sub"> (range {clockTime(e.earliest)} – {clockTime(e.latest)})</span>}</dd>
           {e && e.changed_because && <><dt>Estimate changed</dt><dd data-testid="estimate-change">{e.changed_because}</dd></>}
         </>}
