@@ -218,8 +218,12 @@ std::string WhatIfTable(const nlohmann::json& whatif) {
   for (const Json& o : Array(whatif, "options")) {
     const Json reason = o.contains("reason") && o["reason"].is_object() ? o["reason"] : Json::object();
     const double f = o.contains("fraction") && o["fraction"].is_number() ? o["fraction"].get<double>() : 0;
-    const bool any_kind = o.contains("change") && o["change"] == "any_gpu_kind";
-    rows.push_back({any_kind ? "any GPU kind" : fmt::format("{:g} of the GPUs", f), Text(o, "gpus"),
+    const std::string change = o.contains("change") && o["change"].is_string() ? o["change"].get<std::string>() : "";
+    std::string what = fmt::format("{:g} of the GPUs", f);
+    if (change == "any_gpu_kind") what = "any GPU kind";
+    if (change == "mig_profile") what = "MIG profile " + Text(o, "mig_profile");
+    if (change == "spot") what = "checkpointable (spot allowed)";
+    rows.push_back({what, Text(o, "gpus"),
                     Text(o, "estimated_start"),
                     reason.empty() ? "starts" : Text(reason, "code") + ": " + Text(reason, "message")});
   }

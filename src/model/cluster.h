@@ -17,6 +17,16 @@ namespace tessera {
 
 enum class Tier : uint8_t { kReserved, kOnDemand, kSpot, kOwned };
 const char* TierName(Tier t);
+inline constexpr uint8_t TierBit(Tier t) { return static_cast<uint8_t>(1u << static_cast<int>(t)); }
+// Guaranteed capacity: every tier but spot (which the provider may reclaim at short notice).
+inline constexpr uint8_t kGuaranteedTiers =
+    TierBit(Tier::kReserved) | TierBit(Tier::kOnDemand) | TierBit(Tier::kOwned);
+// The tiers a job may run on (a Request::tier_mask; 0 = any): spot only for checkpointable training, whose
+// reclaim costs no more than the work since its last checkpoint; inference and other training run on
+// guaranteed capacity only.
+inline constexpr uint8_t AllowedTiers(bool training, bool checkpointable) {
+  return training && checkpointable ? 0 : kGuaranteedTiers;
+}
 Result<Tier> ParseTier(std::string_view s);
 
 struct Node {

@@ -601,22 +601,27 @@ Status ClusterState::Relayout(GpuId g, const std::vector<MigInstance>& layout) {
   return Status::Ok();
 }
 
+int64_t ClusterState::AllocatedMilliOf(GpuId g) const {
+  const GpuState& gs = gpus_[g];
+  const CordonHold* h = holds_.empty() ? nullptr : &holds_[g];
+  if (!gs.mig_enabled) return kMilliPerGpu - gs.free_milli - (h ? h->milli : 0);
+  const GpuKind& kind = catalog_->kind(gs.kind);
+  int64_t total = 0;
+  for (int i = 0; i < gs.n_instances; ++i)
+    if (gs.instances[i].busy && !InstanceHeldByCordon(g, gs.instances[i].start))
+      total += kind.ProfileComputeMilli(gs.instances[i].profile);
+  return total;
+}
+
+int ClusterState::TasksOf(GpuId g) const { return gpus_[g].tasks - PhantomTasks(g); }
+
+bool ClusterState::InstanceHeldByCordon(GpuId g, int start) const {
+  return !holds_.empty() && ((holds_[g].instances >> start) & 1u);
+}
+
 int64_t ClusterState::AllocatedMilli() const {
   int64_t total = 0;
-  for (GpuId id = 0; id < num_gpus(); ++id) {
-    const GpuState& g = gpus_[id];
-    const CordonHold* h = holds_.empty() ? nullptr : &holds_[id];
-    if (!g.mig_enabled) {
-      total += kMilliPerGpu - g.free_milli - (h ? h->milli : 0);
-      continue;
-    }
-    const GpuKind& kind = catalog_->kind(g.kind);
-    for (int i = 0; i < g.n_instances; ++i)
-      if (g.instances[i].busy && !(h && ((h->instances >> g.instances[i].start) & 1u))) {
-        int idx = g.instances[i].profile;
-        total += kind.ProfileComputeMilli(idx);
-      }
-  }
+  for (GpuId id = 0; id < num_gpus(); ++id) total += AllocatedMilliOf(id);
   return total;
 }
 

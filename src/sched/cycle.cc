@@ -270,6 +270,8 @@ std::vector<int> CycleRun::AssignPositions(const std::vector<int>& order) {
     if (!phantoms_.empty() && st.category == WaitCategory::kCapacity && st.still_needed <= phantom_units_) {
       st.category = WaitCategory::kWaiting;
       st.code = "Priority";
+      st.reservation_job = phantoms_.front().job;
+      st.reservation_start_s = phantoms_.front().start_s;
       st.message = "waits behind a reserved gang; " + st.message.str();
     }
   }

@@ -187,6 +187,10 @@ struct PendingStatus {
   int64_t waiting_s = 0;  // since eligible
   int64_t estimated_start_s = -1;  // absolute time from the what-if run; -1 = not estimated / unknown
   int queue = 0;
+  // When it waits behind a gang's reservation (it would fit but for the held capacity): that gang (-1 = none)
+  // and when the reservation starts.
+  JobId reservation_job = -1;
+  int64_t reservation_start_s = -1;
 };
 
 // Per queue, after the cycle (units as QueueConfig).

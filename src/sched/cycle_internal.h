@@ -118,6 +118,7 @@ class CycleRun {
     }
   };
   struct Phantom {
+    JobId job = 0;        // the reserved gang
     int64_t start_s = 0;  // when the reserved gang is expected to start
     int64_t end_s = 0;    // and to end
     std::vector<TaskPlacement> claim;  // the reservation's placement: later reservations plan around it

@@ -42,6 +42,7 @@ bool CycleRun::TryReserve(int j) {
   for (const TaskPlacement& tp : res.tasks)
     for (const GpuGrant& g : tp.gpus) work_.CloseSharing(g.gpu);
   if (!held) ph.tasks.clear();
+  ph.job = p.request.id;
   ph.start_s = t;
   ph.end_s = t + (p.expected_duration_s > 0 ? p.expected_duration_s : o_.default_runtime_s);
   ph.claim = res.tasks;

@@ -37,7 +37,11 @@ nlohmann::json PlacementsJson(const std::vector<TaskPlacement>& tasks, const Ser
 nlohmann::json ReasonJson(const std::optional<PendingInfo>& p, JobState state) {
   if (state != JobState::kPending) return nullptr;
   if (!p) return nullptr;  // no cycle has seen the job yet
-  return {{"code", p->code}, {"message", p->message}};
+  nlohmann::json o = {{"code", p->code}, {"message", p->message}};
+  if (p->reservation)  // it would fit but for a gang's reservation: which gang, from when
+    o["reservation"] = {{"job", std::to_string(p->reservation->id)}, {"name", p->reservation->name},
+                        {"starts_at", TimeJson(p->reservation_start)}};
+  return o;
 }
 
 std::string ToLower(std::string s) {
@@ -182,67 +186,40 @@ nlohmann::json UserJson(const UserView& u) {
   return o;
 }
 
-nlohmann::json ClusterJson(const Snapshot& snap, const Service& s) {
-  const ClusterState& cs = *snap.cluster;
-  const Cluster& cl = cs.cluster();
-  const std::vector<std::string> states = s.NodeStates();
+nlohmann::json ClusterJson(const Snapshot& snap) {
+  const ClusterSummary& cs = *snap.summary;
   nlohmann::json nodes = nlohmann::json::array();
-  int64_t total_gpus = 0, total_alloc = 0;
-  int busy_gpus = 0;
-  for (NodeId n = 0; n < cs.num_nodes(); ++n) {
-    if (cs.node_removed(n)) continue;
-    const NodeState& ns = cs.node(n);
-    const Node& node = cl.nodes[n];
+  for (const NodeSummary& n : cs.nodes) {
     nlohmann::json gpus = nlohmann::json::array();
-    int64_t node_alloc = 0;
-    for (int i = 0; i < ns.gpu_count; ++i) {
-      const GpuId g = ns.first_gpu + i;
-      const GpuState& gs = cs.gpu(g);
-      const GpuKind& kind = cs.kind_of_gpu(g);
-      int64_t alloc = 0;
+    for (const GpuSummary& g : n.gpus) {
       nlohmann::json layout = nlohmann::json::array();
-      if (gs.mig_enabled) {
-        for (int k = 0; k < gs.n_instances; ++k) {
-          const MigSlot& m = gs.instances[k];
-          layout.push_back({{"profile", kind.profiles[m.profile].name}, {"start", m.start}, {"busy", m.busy}});
-          if (m.busy) alloc += kind.ProfileComputeMilli(m.profile);
-        }
-      } else {
-        alloc = kMilliPerGpu - gs.free_milli;
-      }
-      node_alloc += alloc;
-      busy_gpus += gs.tasks > 0;
-      gpus.push_back({{"index", i},
-                      {"mig_enabled", gs.mig_enabled},
-                      {"mig_layout", layout},
-                      {"tasks", gs.tasks},
-                      {"allocated_milli", alloc},
-                      {"utilisation", static_cast<double>(alloc) / kMilliPerGpu}});
+      for (const InstanceSummary& m : g.instances)
+        layout.push_back({{"profile", m.profile}, {"start", m.start}, {"busy", m.busy}});
+      gpus.push_back({{"index", g.index},
+                      {"mig_enabled", g.mig_enabled},
+                      {"mig_layout", std::move(layout)},
+                      {"tasks", g.tasks},
+                      {"allocated_milli", g.allocated_milli},
+                      {"utilisation", static_cast<double>(g.allocated_milli) / kMilliPerGpu}});
     }
-    total_gpus += ns.gpu_count;
-    total_alloc += node_alloc;
-    const std::string state = n < static_cast<NodeId>(states.size()) ? states[n]
-                              : cs.node_cordoned(n)                      ? "cordoned"
-                                                                         : "ready";
-    nodes.push_back({{"name", node.name},
-                     {"state", state},
-                     {"gpu_kind", node.kind == kNone ? "" : s.catalog().kind(node.kind).id},
-                     {"leaf", cl.leaf_names.empty() ? "" : cl.leaf_names[node.leaf]},
-                     {"tier", TierName(node.tier)},
-                     {"gpu_count", ns.gpu_count},
-                     {"allocated_gpus", static_cast<double>(node_alloc) / kMilliPerGpu},
+    nodes.push_back({{"name", n.name},
+                     {"state", n.state},
+                     {"gpu_kind", n.gpu_kind},
+                     {"leaf", n.leaf},
+                     {"tier", TierName(n.tier)},
+                     {"gpu_count", static_cast<int>(n.gpus.size())},
+                     {"allocated_gpus", static_cast<double>(n.allocated_milli) / kMilliPerGpu},
                      {"gpus", std::move(gpus)}});
   }
-  const int64_t live_nodes = static_cast<int64_t>(nodes.size());
-  return {{"name", cl.name},
+  return {{"name", cs.name},
           {"at", TimeJson(snap.at)},
           {"nodes", std::move(nodes)},
           {"totals",
-           {{"nodes", live_nodes},
-            {"gpus", total_gpus},
-            {"busy_gpus", busy_gpus},
-            {"allocated_gpus", static_cast<double>(total_alloc) / kMilliPerGpu},
-            {"utilisation", total_gpus ? static_cast<double>(total_alloc) / (kMilliPerGpu * total_gpus) : 0.0}}}};
+           {{"nodes", static_cast<int64_t>(cs.nodes.size())},
+            {"gpus", cs.gpus},
+            {"busy_gpus", cs.busy_gpus},
+            {"allocated_gpus", static_cast<double>(cs.allocated_milli) / kMilliPerGpu},
+            {"utilisation", cs.utilisation()}}}};
 }
 
 nlohmann::json NodeJson(const NodeView& v) {

@@ -20,7 +20,7 @@ nlohmann::json UserJson(const UserView& u);
 nlohmann::json AuditJson(const AuditRow& a);
 
 // The snapshot's live nodes (removed ones left out), each with its state (Service::NodeStates).
-nlohmann::json ClusterJson(const Snapshot& snap, const Service& s);
+nlohmann::json ClusterJson(const Snapshot& snap);
 // A node of the nodes API: its spec as in the cluster YAML, its state and the tasks running there.
 nlohmann::json NodeJson(const NodeView& v);
 nlohmann::json ErrorJson(const ApiError& e);

@@ -36,8 +36,7 @@ void JobAndNodeGauges(const Service& s, const Snapshot& snap, std::string* o) {
     *o += fmt::format("tessera_running_jobs{{team=\"{}\"}} {}\n", Esc(team), pr.second);
   Head(o, "tessera_nodes", "gauge", "Nodes of the cluster, per state (ready, cordoned, draining, drained, unhealthy).");
   std::map<std::string, int64_t> by_state = {{"ready", 0}, {"cordoned", 0}, {"draining", 0}, {"drained", 0}, {"unhealthy", 0}};
-  for (const std::string& st : s.NodeStates())
-    if (st != "removed") ++by_state[st];
+  for (const NodeSummary& n : snap.summary->nodes) ++by_state[n.state];
   for (const auto& [st, n] : by_state) *o += fmt::format("tessera_nodes{{state=\"{}\"}} {}\n", st, n);
 }
 
@@ -86,27 +85,17 @@ void TeamGauges(const Service& s, const Snapshot& snap, std::string* o) {
 
 // GPUs (DCGM exporter names): utilisation in percent of the allocated share (the simulated backend keeps
 // what it holds busy), allocation per GPU, MIG instances by profile.
-void GpuGauges(const ClusterState& cs, std::string* o) {
-  const Cluster& cl = cs.cluster();  // the live cluster: nodes come and go
+void GpuGauges(const ClusterSummary& cs, std::string* o) {
   std::string util, alloc, mig;
-  for (NodeId n = 0; n < cs.num_nodes(); ++n) {
-    if (cs.node_removed(n)) continue;
-    const NodeState& ns = cs.node(n);
-    for (int i = 0; i < ns.gpu_count; ++i) {
-      const GpuId gid = ns.first_gpu + i;
-      const GpuState& gs = cs.gpu(gid);
-      const GpuKind& kind = cs.kind_of_gpu(gid);
-      const std::string labels = fmt::format("gpu=\"{}\",device=\"nvidia{}\",model_name=\"{}\",hostname=\"{}\"", i, i,
-                                             Esc(kind.id), Esc(cl.nodes[n].name));
-      int64_t held = gs.mig_enabled ? 0 : kMilliPerGpu - gs.free_milli;
-      for (int k = 0; gs.mig_enabled && k < gs.n_instances; ++k) {
-        const MigSlot& m = gs.instances[k];
-        if (m.busy) held += kind.ProfileComputeMilli(m.profile);
+  for (const NodeSummary& n : cs.nodes) {
+    for (const GpuSummary& g : n.gpus) {
+      const std::string labels = fmt::format("gpu=\"{}\",device=\"nvidia{}\",model_name=\"{}\",hostname=\"{}\"", g.index,
+                                             g.index, Esc(n.gpu_kind), Esc(n.name));
+      for (const InstanceSummary& m : g.instances)
         mig += fmt::format("DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{},GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{}\"}} {}\n", labels,
-                           Esc(kind.profiles[m.profile].name), static_cast<int>(m.start), m.busy ? 1 : 0);
-      }
-      util += fmt::format("DCGM_FI_DEV_GPU_UTIL{{{}}} {}\n", labels, held / 10.0);
-      alloc += fmt::format("tessera_gpu_allocated_ratio{{{}}} {}\n", labels, held / 1000.0);
+                           Esc(m.profile), m.start, m.busy ? 1 : 0);
+      util += fmt::format("DCGM_FI_DEV_GPU_UTIL{{{}}} {}\n", labels, g.allocated_milli / 10.0);
+      alloc += fmt::format("tessera_gpu_allocated_ratio{{{}}} {}\n", labels, g.allocated_milli / 1000.0);
     }
   }
   Head(o, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilisation in percent (simulated: the allocated share).");
@@ -125,7 +114,7 @@ std::string MetricsText(const Service& s) {
   JobAndNodeGauges(s, *snap, &o);
   CycleAndCounters(s.counters(), &o);
   TeamGauges(s, *snap, &o);
-  GpuGauges(*snap->cluster, &o);
+  GpuGauges(*snap->summary, &o);
   return o;
 }
 

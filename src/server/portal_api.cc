@@ -150,6 +150,7 @@ void PortalApi::RegisterAdmin(
     for (const WhatIfOption& o : r.value()) {
       nlohmann::json j = {{"fraction", o.fraction}, {"gpus", o.gpus}, {"estimated_start", TimeJson(o.estimated_start)}};
       j["change"] = o.change.empty() ? nlohmann::json() : nlohmann::json(o.change);
+      if (!o.mig_profile.empty()) j["mig_profile"] = o.mig_profile;
       j["reason"] = o.code.empty() ? nlohmann::json() : nlohmann::json{{"code", o.code}, {"message", o.message}};
       options.push_back(std::move(j));
     }
@@ -176,25 +177,12 @@ void PortalApi::RegisterAdmin(
 
 void PortalApi::Sample() {
   auto snap = service_->snapshot();
-  if (!snap || !snap->cluster) return;
-  const ClusterState& cs = *snap->cluster;
+  if (!snap || !snap->summary) return;
   UtilisationSample s;
   s.t = snap->at;
-  for (NodeId n = 0; n < cs.num_nodes(); ++n) {
-    const NodeState& ns = cs.node(n);
-    for (int i = 0; i < ns.gpu_count; ++i) {
-      const GpuState& g = cs.gpu(ns.first_gpu + i);
-      const GpuKind& kind = cs.kind_of_gpu(ns.first_gpu + i);
-      s.total_gpus += 1;
-      s.busy_gpus += g.tasks > 0;
-      if (g.mig_enabled) {
-        for (int k = 0; k < g.n_instances; ++k)
-          if (g.instances[k].busy) s.allocated_milli += kind.ProfileComputeMilli(g.instances[k].profile);
-      } else {
-        s.allocated_milli += kMilliPerGpu - g.free_milli;
-      }
-    }
-  }
+  s.total_gpus = snap->summary->gpus;
+  s.busy_gpus = snap->summary->busy_gpus;
+  s.allocated_milli = snap->summary->allocated_milli;
   history_.Record(s);
 }
 

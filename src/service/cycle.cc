@@ -11,6 +11,7 @@
 
 #include "base/thread_priority.h"
 #include "control/decisions.h"
+#include "cost/focus.h"
 #include "cost/pricebook.h"
 #include "service/service.h"
 
@@ -383,7 +384,7 @@ int Service::CycleAt(int64_t now) {
   }
   Plan plan = DecideInBackground(in);
   std::shared_ptr<Snapshot> snap;
-  std::vector<JobPtr> snap_jobs;
+  std::vector<PendingRef> snap_jobs;
   int binds = 0;
   // A large plan is applied in slices, the lock released between them, so that requests wait for one
   // slice at most; a slice ends only where no job has actions left further on (a job starts whole).
@@ -491,7 +492,8 @@ std::vector<std::string> Service::TakeDecisionLines() {
   return out;
 }
 
-std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<JobPtr>* jobs) {
+std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t now,
+                                                       std::vector<PendingRef>* jobs) {
   auto snap = std::make_shared<Snapshot>();
   snap->at = now;
   snap->cycle = cycle_seq_;
@@ -499,6 +501,8 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   if (state_changed_ || !old) snap->cluster = RecycledClusterLocked();
   else snap->cluster = old->cluster;
   state_changed_ = false;
+  snap->node_states.reserve(loop_->state().num_nodes());
+  for (NodeId n = 0; n < loop_->state().num_nodes(); ++n) snap->node_states.push_back(NodeStateLocked(n));
   for (const QueueConfig& q : config_.tenancy.queues) snap->queue_names.push_back(q.name);
   QueueSignaturesLocked(snap.get());
   if (plan == nullptr) {
@@ -507,7 +511,11 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   }
   snap->queues = plan->queues;
   jobs->reserve(plan->pending.size());
-  for (const PendingStatus& p : plan->pending) jobs->push_back(Lookup(job_of_slot_[p.job], false));
+  for (const PendingStatus& p : plan->pending) {
+    const bool reserved = p.reservation_job >= 0 && p.reservation_job < static_cast<JobId>(job_of_slot_.size());
+    jobs->push_back({Lookup(job_of_slot_[p.job], false),
+                     reserved ? Lookup(job_of_slot_[p.reservation_job], false) : nullptr});
+  }
   return snap;
 }
 
@@ -523,14 +531,33 @@ std::shared_ptr<const ClusterState> Service::RecycledClusterLocked() {
   return c;
 }
 
-void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<JobPtr>& jobs) {
+namespace {
+
+// The cycle's "waits behind a reserved gang" names the gang: its job id, name and the reservation's start.
+void NameReservation(const JobPtr& gang, int64_t start, PendingInfo* info) {
+  constexpr std::string_view kPrefix = "waits behind a reserved gang";
+  info->reservation = gang;
+  info->reservation_start = start;
+  const std::string& m = info->message.str();
+  if (m.rfind(kPrefix, 0) != 0) return;
+  info->message = fmt::format("waits behind the reservation of job {} ({}, {} GPUs from {}){}", gang->id, gang->name,
+                              TotalGpus(*gang), FormatIsoUtc(start), m.substr(kPrefix.size()));
+}
+
+}  // namespace
+
+void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<PendingRef>& jobs) {
+  const std::shared_ptr<const Snapshot> old = snapshot();
+  if (old && old->summary && old->cluster == snap->cluster && old->node_states == snap->node_states)
+    snap->summary = old->summary;
+  else
+    snap->summary = SummariseCluster(*snap->cluster, snap->node_states);
   if (plan != nullptr) {
-    const std::shared_ptr<const Snapshot> old = snapshot();
     std::unordered_map<int64_t, JobPtr> by_id;
     std::unordered_map<int64_t, int64_t> needed;  // GPU thousandths short of the queue limit
     for (size_t i = 0; i < plan->pending.size(); ++i) {
       const PendingStatus& p = plan->pending[i];
-      const JobPtr& j = jobs[i];
+      const JobPtr& j = jobs[i].job;
       if (!j || j->state != JobState::kPending) continue;
       auto [it, fresh] = snap->pending.try_emplace(j->id);
       if (!fresh && it->second.pool_position <= p.pool_position) continue;
@@ -540,6 +567,7 @@ void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, c
       info.code = p.code;
       info.message = p.message;
       info.estimated_start = p.estimated_start_s;
+      if (jobs[i].reservation) NameReservation(jobs[i].reservation, p.reservation_start_s, &info);
       by_id[j->id] = j;
       needed[j->id] = p.still_needed;
     }
@@ -564,7 +592,7 @@ void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, c
 }
 
 void Service::PublishLocked(const Plan* plan, int64_t now) {
-  std::vector<JobPtr> jobs;
+  std::vector<PendingRef> jobs;
   FinishSnapshot(BeginSnapshotLocked(plan, now, &jobs), plan, jobs);
 }
 

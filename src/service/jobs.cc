@@ -47,6 +47,7 @@ Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& t
   const int replicas = w.cls == WorkloadClass::kTraining ? 1 : w.replicas;  // independent one-task requests
   r.id = id;
   r.priority = pc->value;
+  r.tier_mask = AllowedTiers(w.cls == WorkloadClass::kTraining, w.checkpointable);
   // What the cluster offers, over the kinds the job allows.
   int max_gpus = 0, total_gpus = 0;
   int64_t max_memory = 0;

@@ -47,6 +47,7 @@
 #include "sched/tenancy.h"
 #include "service/api_error.h"
 #include "service/clock.h"
+#include "service/cluster_summary.h"
 #include "service/outbox.h"
 #include "service/workload_json.h"
 #include "store/store.h"
@@ -115,6 +116,9 @@ struct PendingInfo {
   int64_t estimated_at = -1;           // the cycle time the estimate was made at
   std::string_view estimate_change;    // a string literal
   uint64_t queue_signature = 0;        // of the job's queue when estimated
+  // It would fit but for the capacity held for a gang's reservation: that gang, and when it is to start.
+  JobPtr reservation;
+  int64_t reservation_start = -1;
 };
 
 struct JobView {
@@ -152,6 +156,8 @@ struct Snapshot {
   int64_t at = 0;
   uint64_t cycle = 0;
   std::shared_ptr<const ClusterState> cluster;       // allocation after the cycle
+  std::vector<std::string> node_states;              // per node index (ready, cordoned, draining, ...)
+  std::shared_ptr<const ClusterSummary> summary;     // of `cluster` and `node_states`: what the API shows
   std::vector<QueueEntry> queue;                     // pending jobs in pool order
   std::unordered_map<int64_t, PendingInfo> pending;  // by job id
   std::vector<std::string> queue_names;              // per queue index
@@ -238,7 +244,10 @@ struct NodeView {
 // One answer of a what-if: the earliest start had the job asked for `fraction` of its GPUs.
 struct WhatIfOption {
   double fraction = 1;
-  std::string change;             // "" = `fraction` of its GPUs; "any_gpu_kind" = any GPU kind, as many GPUs
+  // "" = `fraction` of its GPUs; "any_gpu_kind" = any GPU kind, as many GPUs; "mig_profile" = another MIG
+  // profile (`mig_profile`); "spot" = checkpointable, so that spot capacity may take it too.
+  std::string change;
+  std::string mig_profile;        // the profile of a "mig_profile" option
   int64_t gpus = 0;               // GPUs it would ask for
   int64_t estimated_start = -1;   // service time; -1 = the cycle gives no estimate
   std::string code, message;      // why it would still wait (empty when it would start)
@@ -408,6 +417,8 @@ class Service {
   int EnsureQueue(const std::string& team, const TeamRow* row);
   bool CanSee(const Caller& c, const JobRecord& j) const;
   bool CanChange(const Caller& c, const JobRecord& j) const;
+  // The what-if's requests for what else the job could ask (another MIG profile, spot), from its spec.
+  std::vector<std::pair<WhatIfOption, Request>> AlternativesLocked(const JobRecord& job) const;
   Outcome<Request> BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
                                 std::string* priority_class) const;
   std::vector<UsageRecord> UsageOf(const JobRecord& j, int64_t end_s) const;
@@ -499,8 +510,12 @@ class Service {
   void PublishLocked(const Plan* plan, int64_t now);
   // Each queue's signature and running jobs' expected ends into `snap` (estimates.cc).
   void QueueSignaturesLocked(Snapshot* snap) const;
-  std::shared_ptr<Snapshot> BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<JobPtr>* jobs);
-  void FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<JobPtr>& jobs);
+  // A pending status's job and the gang whose reservation it waits behind (null: none), read under mu_.
+  struct PendingRef {
+    JobPtr job, reservation;
+  };
+  std::shared_ptr<Snapshot> BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<PendingRef>* jobs);
+  void FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<PendingRef>& jobs);
   Plan DecideInBackground(const CycleInput& in) const;
   // Where a plan is cut into slices applied one lock hold each: ascending action indexes from 0 to its size
   // (at least one slice, possibly empty).

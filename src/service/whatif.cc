@@ -1,12 +1,15 @@
-// What-if for a pending job: its earliest start had it asked for a half or a quarter of its GPUs, or (when it
-// names GPU kinds) any GPU kind, from the scheduling cycle run on a copy of the current state (nothing is
-// applied).
+// What-if for a pending job: its earliest start had it asked for a half or a quarter of its GPUs, (when it
+// names GPU kinds) any GPU kind, another MIG profile (the soonest, when sooner than as asked), or (training
+// that is not checkpointable, where the cluster has spot capacity) to be checkpointable, so that spot
+// capacity may take it; each from the scheduling cycle run on a copy of the current state (nothing is applied).
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "service/service.h"
+#include "service/workload_json.h"
 
 namespace tessera {
 namespace {
@@ -55,7 +58,46 @@ void TrialStart(const CycleInput& in, const std::set<JobId>& slots, const Reques
     }
 }
 
+// Whether option `o` would start the job sooner than `as_asked` (-1: no estimate, i.e. never sooner).
+bool Sooner(const WhatIfOption& o, int64_t as_asked) {
+  return o.estimated_start >= 0 && (as_asked < 0 || o.estimated_start < as_asked);
+}
+
 }  // namespace
+
+std::vector<std::pair<WhatIfOption, Request>> Service::AlternativesLocked(const JobRecord& job) const {
+  std::vector<std::pair<WhatIfOption, Request>> out;
+  Outcome<JobSpec> spec = ParseJobSpec(nlohmann::json::parse(job.spec_json, nullptr, false));
+  if (!spec.ok()) return out;
+  auto add = [&](const JobSpec& changed, WhatIfOption o) {
+    int queue = 0;
+    std::string pc;
+    Outcome<Request> r = BuildRequest(changed, job.team, job.request.id, &queue, &pc);
+    if (!r.ok()) return;  // e.g. its memory is above what the profile holds
+    o.gpus = r.value().TotalGpus() * job.replicas;
+    out.push_back({std::move(o), std::move(r).value()});
+  };
+  if (!job.mig_profile.empty()) {  // every other profile a GPU of the cluster offers
+    std::set<std::string> names;
+    for (KindId k = 0; k < static_cast<KindId>(kind_stats_.size()); ++k)
+      if (kind_stats_[k].total_gpus > 0)
+        for (const MigProfile& p : config_.catalog->kind(k).profiles)
+          if (p.name != job.mig_profile && p.name.find('+') == std::string::npos) names.insert(p.name);
+    for (const std::string& name : names) {
+      JobSpec changed = spec.value();
+      changed.mig_profile = name;
+      add(changed, WhatIfOption{1, "mig_profile", name});
+    }
+  }
+  bool spot = false;
+  for (const Node& n : loop_->state().cluster().nodes) spot |= n.tier == Tier::kSpot && n.gpu_count > 0;
+  if (spot && job.cls == WorkloadClass::kTraining && !spec.value().workload.checkpointable) {
+    JobSpec changed = spec.value();
+    changed.workload.checkpointable = true;
+    add(changed, WhatIfOption{1, "spot"});
+  }
+  return out;
+}
 
 Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) {
   auto v = Get(c, id);
@@ -72,10 +114,12 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
   CycleInput in;
   std::unique_ptr<ClusterState> working;
   std::set<JobId> slots;  // the job's replicas in the loop's table
+  std::vector<std::pair<WhatIfOption, Request>> alternatives;
   {
     std::lock_guard<std::mutex> lock(mu_);
     BuildInputLocked(now, &working, &in);
     slots.insert(jobs_[id - 1].replicas.begin(), jobs_[id - 1].replicas.end());
+    alternatives = AlternativesLocked(job);
   }
   std::vector<WhatIfOption> out;
   for (double fraction : {1.0, 0.5, 0.25}) {
@@ -102,6 +146,17 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
     TrialStart(in, slots, any, now, *policy_, &o);
     out.push_back(std::move(o));
   }
+  const int64_t as_asked = out.empty() ? -1 : out.front().estimated_start;
+  std::optional<WhatIfOption> best_profile;  // the soonest other MIG profile, when sooner than as asked
+  for (auto& [o, r] : alternatives) {
+    TrialStart(in, slots, r, now, *policy_, &o);
+    if (o.change == "spot") {
+      out.push_back(std::move(o));
+    } else if (Sooner(o, as_asked) && (!best_profile || o.estimated_start < best_profile->estimated_start)) {
+      best_profile = std::move(o);
+    }
+  }
+  if (best_profile) out.push_back(std::move(*best_profile));
   std::lock_guard<std::mutex> lock(whatif_mu_);
   if (whatif_cache_.size() > 1000) whatif_cache_.clear();
   whatif_cache_[id] = {cycle, out};

@@ -16,7 +16,6 @@
 
 namespace tessera {
 
-inline constexpr uint8_t TierBit(Tier t) { return static_cast<uint8_t>(1u << static_cast<int>(t)); }
 inline constexpr uint8_t kStableTiers = TierBit(Tier::kReserved) | TierBit(Tier::kOwned);
 
 enum class RouteClass : uint8_t { kLatencySensitive, kCheckpointable, kOther };

@@ -127,7 +127,8 @@ TEST_F(HardeningTest, EmptyPostNeedsNoContentLengthAndTokensAreNotCached) {
 }
 
 TEST_F(HardeningTest, SlowClientsAreCutAtTheDeadlineAndCappedPerAddress) {
-  ServeProcess s(dir_, {"--request-deadline", "3", "--max-connections-per-address", "3"});
+  // A deadline long enough that a loaded machine still sees the cap while the three are held.
+  ServeProcess s(dir_, {"--request-deadline", "5", "--max-connections-per-address", "3"});
   ASSERT_TRUE(s.Start());
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<Conn>> slow;
@@ -148,10 +149,10 @@ TEST_F(HardeningTest, SlowClientsAreCutAtTheDeadlineAndCappedPerAddress) {
   EXPECT_TRUE(refused);
   for (auto& c : slow) {
     std::string a;
-    EXPECT_TRUE(c->ReadToClose(6, &a));
+    EXPECT_TRUE(c->ReadToClose(8, &a));
     EXPECT_TRUE(a.empty() || StatusOf(a) == 408 || StatusOf(a) == 400) << a.substr(0, 100);
   }
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 6);  // deadline 3 s
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 9);  // deadline 5 s
   slow.clear();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto h = s.Get("/healthz", "");

@@ -50,12 +50,12 @@ class ServiceTest : public ::testing::Test {
   void Open() {
     ServiceConfig cfg;
     cfg.catalog = &Catalog::Default();
-    auto cl = LoadClusterYaml(kCluster, "test", Catalog::Default());
+    auto cl = LoadClusterYaml(cluster_yaml_, "test", Catalog::Default());
     ASSERT_TRUE(cl.ok()) << cl.error();
     cfg.cluster = *cl;
     cfg.background_cycles = false;
     cfg.price_books = books_;
-    auto store = OpenSqliteStore((dir_ / "t.db").string());
+    auto store = OpenSqliteStore((dir_ / db_name_).string());
     ASSERT_TRUE(store.ok());
     auto s = Service::Start(std::move(cfg), std::move(store).value(), &clock_, backend_.get());
     ASSERT_TRUE(s.ok()) << s.error();
@@ -76,7 +76,19 @@ class ServiceTest : public ::testing::Test {
     return r.ok() ? r->job->id : -1;
   }
 
+  // A service on another cluster, with a fresh store, the same teams and the admin.
+  void OpenOn(const std::string& cluster_yaml) {
+    svc_.reset();
+    cluster_yaml_ = cluster_yaml;
+    db_name_ = "other.db";
+    Open();
+    ASSERT_TRUE(svc_->BootstrapAdmin().ok());
+    ASSERT_TRUE(svc_->CreateTeam(admin_, TeamRow{"vision", 8000, -1, 1, 0}).ok());
+    ASSERT_TRUE(svc_->CreateTeam(admin_, TeamRow{"search", 8000, -1, 1, 0}).ok());
+  }
+
   std::filesystem::path dir_;
+  std::string cluster_yaml_ = kCluster, db_name_ = "t.db";
   std::vector<PriceBook> books_;  // empty: the service's default
   ManualClock clock_;
   std::unique_ptr<SimulatedBackend> backend_ = std::make_unique<SimulatedBackend>(&clock_);
@@ -473,6 +485,110 @@ TEST_F(ServiceTest, WhatIfSaysWhatAnyGpuKindWouldGive) {
   auto w2 = svc_->WhatIf(lead_, free_kind);
   ASSERT_TRUE(w2.ok()) << w2.error().message;
   for (const WhatIfOption& o : w2.value()) EXPECT_TRUE(o.change.empty());
+}
+
+// A MIG job whose profile only busy GPUs offer is told which other profile would start it now: the only
+// A100 GPU has its seven 1g.10gb instances busy, the H200 offers no 1g.10gb but an idle 1g.18gb.
+TEST_F(ServiceTest, WhatIfNamesAnotherMigProfileThatStartsSooner) {
+  OpenOn(R"(name: t
+defaults: {gpus: 1, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: s, leaf: leaf-0, tier: reserved}
+nodes:
+  - {name: a100, gpu: a100-80gb, mig: {enabled: true, config: all-1g.10gb}}
+  - {name: h200, gpu: h200-141gb, mig: {enabled: true, config: all-balanced}}
+)");
+  auto slice = [&](const std::string& name) {
+    return Spec({{"name", name}, {"class", "training"}, {"mig_profile", "1g.10gb"}, {"memory_gib", 8},
+                 {"project", "p"}, {"duration_s", 36000}});
+  };
+  for (int i = 0; i < 7; ++i) SubmitOk(member_, slice("fill-" + std::to_string(i)));
+  svc_->RunCycleNow();
+  const int64_t id = SubmitOk(member_, slice("waits"));
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, id)->job->state, JobState::kPending);
+  auto w = svc_->WhatIf(lead_, id);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  const WhatIfOption* other = nullptr;
+  for (const WhatIfOption& o : w.value())
+    if (o.change == "mig_profile") other = &o;
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->mig_profile, "1g.18gb");
+  EXPECT_EQ(other->estimated_start, static_cast<int64_t>(clock_.now_));
+  EXPECT_TRUE(other->code.empty()) << other->message;
+  EXPECT_NE(w.value().front().estimated_start, static_cast<int64_t>(clock_.now_));  // as asked it waits
+}
+
+// Spot capacity takes only checkpointable training: a training job that is not checkpointable waits for
+// the busy reserved node although the spot node is idle, and its what-if says that as a checkpointable
+// job it would start now; a checkpointable one starts on spot.
+TEST_F(ServiceTest, SpotTakesOnlyCheckpointableTraining) {
+  OpenOn(R"(name: t
+defaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: s, leaf: leaf-0}
+nodes:
+  - {name: reserved, tier: reserved}
+  - {name: spot, tier: spot}
+)");
+  auto job = [&](const std::string& name, const std::string& cls, bool checkpointable) {
+    nlohmann::json j = {{"name", name}, {"class", cls}, {"memory_gib", 40}, {"project", "p"}, {"duration_s", 3600},
+                        {"checkpointable", checkpointable}};
+    if (cls == "training") j["gpus_per_worker"] = 8;
+    else j["replicas"] = 1;
+    return Spec(j);
+  };
+  const int64_t first = SubmitOk(member_, job("first", "training", false));
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, first)->job->state, JobState::kRunning);
+  EXPECT_EQ(svc_->Get(admin_, first)->job->placements.front().node, 0) << "not on spot";
+  const int64_t second = SubmitOk(member_, job("second", "training", false));
+  const int64_t serve = SubmitOk(member_, job("serve", "inference", false));
+  svc_->RunCycleNow();
+  EXPECT_EQ(svc_->Get(admin_, second)->job->state, JobState::kPending);
+  EXPECT_EQ(svc_->Get(admin_, serve)->job->state, JobState::kPending) << "inference never runs on spot";
+  auto w = svc_->WhatIf(lead_, second);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  const WhatIfOption* spot = nullptr;
+  for (const WhatIfOption& o : w.value())
+    if (o.change == "spot") spot = &o;
+  ASSERT_NE(spot, nullptr);
+  EXPECT_EQ(spot->gpus, 8);
+  EXPECT_EQ(spot->estimated_start, static_cast<int64_t>(clock_.now_));
+  auto ws = svc_->WhatIf(lead_, serve);
+  ASSERT_TRUE(ws.ok());
+  for (const WhatIfOption& o : ws.value()) EXPECT_NE(o.change, "spot") << "inference is not offered spot";
+  const int64_t ckpt = SubmitOk(member_, job("ckpt", "training", true));
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, ckpt)->job->state, JobState::kRunning);
+  EXPECT_EQ(svc_->Get(admin_, ckpt)->job->placements.front().node, 1) << "on spot";
+}
+
+// A job that would fit but for the GPUs held for a gang's reservation is told which gang it waits behind:
+// the reason names the gang's job, and the reason's `reservation` carries its id, name and start.
+TEST_F(ServiceTest, AJobBehindAReservationNamesTheGang) {
+  const int64_t running = SubmitOk(member_, Training("running", 8, 3600));
+  const int64_t half = SubmitOk(member_, Training("half", 4, 3600));
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, running)->job->state, JobState::kRunning);
+  ASSERT_EQ(svc_->Get(admin_, half)->job->state, JobState::kRunning);
+  clock_.now_ += 10;
+  Service::TeamChange more;  // the gang's team is within its guarantee: its head gang gets a reservation
+  more.guaranteed_milli = 16000;
+  ASSERT_TRUE(svc_->UpdateTeam(admin_, "search", more).ok());
+  const int64_t gang = SubmitOk(search_lead_, Spec({{"name", "gang"}, {"class", "training"}, {"workers", 2},
+                                               {"gpus_per_worker", 8}, {"memory_gib", 40}, {"project", "p"},
+                                               {"duration_s", 3600}, {"gpu_kinds", {"h100-80gb"}}}));
+  clock_.now_ += 10;
+  const int64_t behind = SubmitOk(member_, Training("behind", 4, 7200));  // too long to backfill
+  svc_->RunCycleNow();
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, gang)->job->state, JobState::kPending);
+  auto v = svc_->Get(admin_, behind);
+  ASSERT_EQ(v->job->state, JobState::kPending);
+  ASSERT_TRUE(v->pending.has_value());
+  ASSERT_NE(v->pending->reservation, nullptr) << v->pending->message.str();
+  EXPECT_EQ(v->pending->reservation->id, gang);
+  EXPECT_GT(v->pending->reservation_start, static_cast<int64_t>(clock_.now_));
+  EXPECT_NE(v->pending->message.str().find(fmt::format("reservation of job {} (gang, 16 GPUs from ", gang)),
+            std::string::npos)
+      << v->pending->message.str();
 }
 
 }  // namespace

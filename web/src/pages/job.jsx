@@ -90,16 +90,23 @@ export function optionSpec(spec, o) {
     const { gpu_kinds, ...rest } = spec;
     return rest;
   }
+  if (o.change === 'mig_profile') return o.mig_profile && o.mig_profile !== spec.mig_profile ? { ...spec, mig_profile: o.mig_profile } : null;
+  if (o.change === 'spot') return spec.checkpointable ? null : { ...spec, checkpointable: true };
   return o.fraction < 1 ? shrunkSpec(spec, o.fraction) : null;
 }
 
 function optionLabel(o) {
   if (o.change === 'any_gpu_kind') return 'any GPU kind';
+  if (o.change === 'mig_profile') return `MIG profile ${o.mig_profile}`;
+  if (o.change === 'spot') return 'checkpointable, on spot too';
   return o.fraction === 1 ? 'as asked' : o.fraction === 0.5 ? 'half' : o.fraction === 0.25 ? 'a quarter' : `${o.fraction}×`;
 }
 
 function optionWhat(o) {
-  return o.change === 'any_gpu_kind' ? `${o.gpus} GPUs of any kind` : `${o.gpus} GPUs`;
+  if (o.change === 'any_gpu_kind') return `${o.gpus} GPUs of any kind`;
+  if (o.change === 'mig_profile') return `a ${o.mig_profile} MIG slice`;
+  if (o.change === 'spot') return `${o.gpus} GPUs as a checkpointable job (spot allowed)`;
+  return `${o.gpus} GPUs`;
 }
 
 // Applies a what-if option: submits the job again as the option asks, then cancels this one (a pending job's
@@ -122,11 +129,11 @@ function WhatIf({ job, whatif, canApply }) {
   if (!whatif) return <p>The server gives no what-if for this job.</p>;
   return (
     <table class="compact">
-      <caption class="sr-only">Earliest start with fewer GPUs or any GPU kind</caption>
+      <caption class="sr-only">Earliest start with fewer GPUs, any GPU kind, another MIG profile or spot capacity</caption>
       <thead><tr><th scope="col">If it asked for</th><th scope="col">GPUs</th><th scope="col">Earliest start</th><th scope="col">Why</th><th scope="col">Apply</th></tr></thead>
       <tbody>
         {opts.map(o => {
-          const key = o.change ?? o.fraction;
+          const key = o.change ? `${o.change}:${o.mig_profile ?? ''}` : o.fraction;
           return (
           <tr key={key}>
             <td>{optionLabel(o)}</td>
@@ -200,6 +207,9 @@ export function JobPage({ id, me }) {
         {job.state === 'Pending' && <>
           <dt>Position</dt><dd>{pos && pos.pool !== null ? `${pos.team !== null ? `team ${pos.team}, ` : ''}pool ${pos.pool}` : 'next cycle'}</dd>
           <dt>Why it waits</dt><dd data-testid="reason">{reasonText(job.reason) || 'Waiting for the next scheduling cycle.'}</dd>
+          {job.reason && job.reason.reservation && <><dt>Reserved for</dt><dd data-testid="reservation">
+            <a href={`#/jobs/${encodeURIComponent(job.reason.reservation.job)}`}>job {job.reason.reservation.job} ({job.reason.reservation.name})</a>
+            {job.reason.reservation.starts_at && <> from <When t={job.reason.reservation.starts_at} /></>}</dd></>}
           <dt>Estimated start</dt><dd><Estimate job={job} />{e && e.likely && <span class="sub"> (range {clockTime(e.earliest)} – {clockTime(e.latest)})</span>}</dd>
           {e && e.changed_because && <><dt>Estimate changed</dt><dd data-testid="estimate-change">{e.changed_because}</dd></>}
         </>}
@@ -216,7 +226,7 @@ export function JobPage({ id, me }) {
       <Waits job={job} tl={tl} />
       <h2>Placement</h2>
       <Placement job={job} />
-      <h2>What if it asked for fewer GPUs or any GPU kind?</h2>
+      <h2>What would start it sooner?</h2>
       <WhatIf job={job} whatif={whatif} canApply={canChange(me, job)} />
     </section>
   );
