@@ -19,7 +19,7 @@ const char* JobPhaseName(JobPhase p) {
 
 JobSlot JobTable::Add(ControlJob job) {
   const JobSlot slot = size();
-  job.request.id = slot;
+  job.request.id = EngineId(slot);
   jobs_.push_back(std::move(job));
   return slot;
 }

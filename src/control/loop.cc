@@ -12,7 +12,7 @@ namespace {
 Applied AppliedFor(const Action& a) {
   Applied r;
   r.kind = a.kind;
-  r.job = static_cast<JobSlot>(a.job);
+  r.job = SlotOf(a.job);
   return r;
 }
 
@@ -122,7 +122,7 @@ std::vector<Applied> ControlLoop::Apply(const Plan& plan, int64_t now, const Obs
   std::vector<JobSlot> bound;
   for (const Action& a : plan.actions) {
     Applied r = AppliedFor(a);
-    if (!jobs_.valid(static_cast<JobSlot>(a.job)) || a.job != r.job) {
+    if (!jobs_.valid(r.job)) {
       r.conflict = true;
     } else {
       switch (a.kind) {

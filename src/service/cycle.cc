@@ -347,13 +347,14 @@ std::vector<size_t> Service::SliceCuts(const Plan& plan) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < plan.actions.size(); ++i) {
-      const JobId slot = plan.actions[i].job;
-      if (slot >= 0 && slot < static_cast<JobId>(job_of_slot_.size())) last[job_of_slot_[slot]] = i;
+      const JobSlot s = SlotOf(plan.actions[i].job);
+      if (s >= 0 && s < static_cast<JobSlot>(job_of_slot_.size())) last[job_of_slot_[s]] = i;
     }
     size_t reach = 0;  // the furthest action of a job seen in this slice
     for (size_t i = 0; i < plan.actions.size(); ++i) {
-      const JobId slot = plan.actions[i].job;
-      if (slot >= 0 && slot < static_cast<JobId>(job_of_slot_.size())) reach = std::max(reach, last[job_of_slot_[slot]]);
+      const JobSlot s = SlotOf(plan.actions[i].job);
+      if (s >= 0 && s < static_cast<JobSlot>(job_of_slot_.size()))
+        reach = std::max(reach, last[job_of_slot_[s]]);
       if (i + 1 - cuts.back() >= kSlice && reach <= i) cuts.push_back(i + 1);
     }
   }
@@ -507,7 +508,7 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   }
   snap->queues = plan->queues;
   jobs->reserve(plan->pending.size());
-  for (const PendingStatus& p : plan->pending) jobs->push_back(Lookup(job_of_slot_[p.job], false));
+  for (const PendingStatus& p : plan->pending) jobs->push_back(Lookup(job_of_slot_[SlotOf(p.job)], false));
   return snap;
 }
 
