@@ -47,9 +47,9 @@ class JobTable {
   // Adds a job in kFuture; returns its slot (and sets request.id to its EngineId).
   JobSlot Add(ControlJob job);
   int32_t size() const { return static_cast<int32_t>(jobs_.size()); }
-  bool valid(JobSlot j) const { return j >= 0 && j < size(); }
-  ControlJob& operator[](JobSlot j) { return jobs_[j]; }
-  const ControlJob& operator[](JobSlot j) const { return jobs_[j]; }
+  bool valid(JobSlot j) const { return j.value() >= 0 && j.value() < size(); }
+  ControlJob& operator[](JobSlot j) { return jobs_[j.value()]; }
+  const ControlJob& operator[](JobSlot j) const { return jobs_[j.value()]; }
 
   // Pending jobs in queue order (submit time, then arrival order).
   const std::vector<JobSlot>& pending() const { return pending_; }
