@@ -34,7 +34,7 @@
 namespace tessera {
 
 struct LaunchSpec {
-  JobSlot slot = -1;
+  JobSlot slot = kNoSlot;
   uint32_t run = 0;                  // the job's epoch at launch
   std::vector<TaskPlacement> tasks;  // its grants (dense ids of the driver's ClusterState)
   double work_s = -1;                // ideal seconds of work left (-1 = runs until stopped)
@@ -61,7 +61,7 @@ const char* BackendEventName(BackendEventKind k);
 
 struct BackendEvent {
   BackendEventKind kind = BackendEventKind::kEnded;
-  JobSlot slot = -1;
+  JobSlot slot = kNoSlot;
   uint32_t run = 0;
   int64_t at = 0;
   GpuId gpu = kNone;  // kReconfigureFailed
@@ -70,7 +70,7 @@ struct BackendEvent {
 
 // A run the backend knows of (for adoption after a driver restart).
 struct BackendRun {
-  JobSlot slot = -1;
+  JobSlot slot = kNoSlot;
   uint32_t run = 0;
   int64_t started_at = 0;
 };

@@ -15,7 +15,7 @@ std::string MigLayoutText(const ClusterState& s, GpuId g) {
   return out;
 }
 
-std::string DecisionLine(const Decision& d, const ClusterState& state, const NameOf& job_name,
+std::string DecisionLine(const Decision& d, const ClusterState& state, const SlotNameOf& job_name,
                          const NameOf& node_name) {
   nlohmann::ordered_json o;
   o["t"] = d.t;

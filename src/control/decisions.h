@@ -15,13 +15,14 @@
 namespace tessera {
 
 using NameOf = std::function<std::string(int64_t)>;
+using SlotNameOf = std::function<std::string(JobSlot)>;
 
 // A GPU's MIG layout as "PROFILE@START,..." in instance order ("" when MIG is off): what a backend's
 // Reconfigure and the store's layout rows carry.
 std::string MigLayoutText(const ClusterState& state, GpuId gpu);
 
 // One line (without the newline). `job_name` maps the decision's group slot, `node_name` a NodeId.
-std::string DecisionLine(const Decision& d, const ClusterState& state, const NameOf& job_name,
+std::string DecisionLine(const Decision& d, const ClusterState& state, const SlotNameOf& job_name,
                          const NameOf& node_name);
 
 }  // namespace tessera

@@ -46,13 +46,14 @@ void Driver::SetGroup(const std::vector<JobSlot>& members) {
   const int32_t g = static_cast<int32_t>(groups_.size());
   groups_.push_back(members);
   for (JobSlot m : members) {
-    if (m >= static_cast<JobSlot>(group_of_.size())) group_of_.resize(m + 1, -1);
-    group_of_[m] = g;
+    if (m.value() >= static_cast<int32_t>(group_of_.size())) group_of_.resize(m.value() + 1, -1);
+    group_of_[m.value()] = g;
   }
 }
 
 std::vector<JobSlot> Driver::GroupOf(JobSlot j) const {
-  if (j >= 0 && j < static_cast<JobSlot>(group_of_.size()) && group_of_[j] >= 0) return groups_[group_of_[j]];
+  const int32_t i = j.value();
+  if (i >= 0 && i < static_cast<int32_t>(group_of_.size()) && group_of_[i] >= 0) return groups_[group_of_[i]];
   return {j};
 }
 
@@ -169,11 +170,19 @@ void Driver::OnBound(const Applied& a, int64_t now) {
 
 // A member is due: the group launches once every member is bound and due.
 void Driver::Ready(JobSlot j, int64_t now) {
-  if (j >= static_cast<JobSlot>(ready_.size())) ready_.resize(loop_->jobs().size(), 0);
-  ready_[j] = 1;
+  if (j.value() >= static_cast<int32_t>(ready_.size())) ready_.resize(loop_->jobs().size(), 0);
+  ready_[j.value()] = 1;
   for (JobSlot m : GroupOf(j))
-    if (m >= static_cast<JobSlot>(ready_.size()) || !ready_[m] || loop_->jobs()[m].phase != JobPhase::kBound) return;
+    if (!IsReady(m) || loop_->jobs()[m].phase != JobPhase::kBound) return;
   Launch(j, now);
+}
+
+bool Driver::IsReady(JobSlot j) const {
+  return j.value() < static_cast<int32_t>(ready_.size()) && ready_[j.value()];
+}
+
+void Driver::ClearReady(JobSlot j) {
+  if (j.value() < static_cast<int32_t>(ready_.size())) ready_[j.value()] = 0;
 }
 
 void Driver::Launch(JobSlot j, int64_t now) {
@@ -181,7 +190,7 @@ void Driver::Launch(JobSlot j, int64_t now) {
   std::vector<TaskPlacement> all;
   bool refused = false;
   for (JobSlot m : members) {
-    ready_[m] = 0;
+    ClearReady(m);
     ControlJob& cj = loop_->jobs()[m];
     const LaunchAck ack = backend_->Launch({m, cj.epoch, cj.tasks, cj.remaining_work_s}, now);
     if (ack.failed) {
@@ -213,7 +222,7 @@ void Driver::OnPreempted(const Applied& a, int64_t now) {
   backend_->Stop(a.job, run, a.released ? 0 : options_.stop_grace_s, "preempted", now);
   Record(now, a.job, DecisionKind::kPreempt);
   if (a.released) {
-    if (a.job < static_cast<JobSlot>(ready_.size())) ready_[a.job] = 0;
+    ClearReady(a.job);
     listener_->OnReleased(*a.released, now, ReleaseCause::kPreempted, a.lost_since_s);
   } else {
     PushTimer(a.vacate_s, TimerKind::kVacate, a.job);
@@ -228,13 +237,13 @@ void Driver::PreemptRestOfGroup(JobSlot j, int64_t now) {
     const uint32_t run = cj.epoch;
     const int64_t lost = loop_->Interrupt(m);
     backend_->Stop(m, run, 0, "preempted with its job", now);
-    if (m < static_cast<JobSlot>(ready_.size())) ready_[m] = 0;
+    ClearReady(m);
     listener_->OnReleased(loop_->Requeue(m, now), now, ReleaseCause::kPreempted, lost);
   }
 }
 
 void Driver::Requeued(JobSlot j, int64_t now, ReleaseCause cause) {
-  if (j < static_cast<JobSlot>(ready_.size())) ready_[j] = 0;
+  ClearReady(j);
   listener_->OnReleased(loop_->Requeue(j, now), now, cause, -1);
 }
 
@@ -276,7 +285,7 @@ bool Driver::OnBackend(const BackendEvent& e, int64_t now) {
     case BackendEventKind::kLaunchFailed: {
       if (e.kind == BackendEventKind::kInterrupted ? phase != JobPhase::kRunning : !holding) return false;
       const int64_t lost = loop_->Interrupt(j);
-      if (j < static_cast<JobSlot>(ready_.size())) ready_[j] = 0;
+      ClearReady(j);
       const ReleaseCause cause =
           e.kind == BackendEventKind::kInterrupted ? ReleaseCause::kInterrupted : ReleaseCause::kLaunchFailed;
       listener_->OnReleased(loop_->Requeue(j, now), now, cause, lost);
@@ -294,7 +303,7 @@ void Driver::Cancel(JobSlot j, int64_t now, std::string_view reason) {
     const bool holding = cj.phase == JobPhase::kBound || cj.phase == JobPhase::kRunning ||
                          cj.phase == JobPhase::kTerminating;
     const uint32_t run = cj.epoch;
-    if (m < static_cast<JobSlot>(ready_.size())) ready_[m] = 0;
+    ClearReady(m);
     const Released r = loop_->Withdraw(m, now);
     if (!holding) continue;
     backend_->Stop(m, run, options_.stop_grace_s, reason, now);

@@ -57,7 +57,7 @@ const char* DecisionKindName(DecisionKind k);
 // One decision of the loop, for the record (group = the group's first member).
 struct Decision {
   int64_t t = 0;
-  JobSlot group = -1;
+  JobSlot group = kNoSlot;
   DecisionKind kind = DecisionKind::kStart;
   std::vector<TaskPlacement> tasks;  // kStart: every member's grants, in member order (without MIG flags)
 };
@@ -138,7 +138,7 @@ class Driver {
   struct Timer {
     int64_t at = 0;
     TimerKind kind = TimerKind::kStart;
-    JobSlot job = -1;
+    JobSlot job = kNoSlot;
     uint32_t epoch = 0;
     uint64_t seq = 0;
     bool operator>(const Timer& o) const;
@@ -149,6 +149,8 @@ class Driver {
   void OnPreempted(const Applied& a, int64_t now);
   void PreemptRestOfGroup(JobSlot j, int64_t now);
   void Ready(JobSlot j, int64_t now);
+  bool IsReady(JobSlot j) const;
+  void ClearReady(JobSlot j);
   void Launch(JobSlot j, int64_t now);
   bool OnBackend(const BackendEvent& e, int64_t now);
   bool OnBackendReport(const BackendEvent& e);

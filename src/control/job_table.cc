@@ -18,15 +18,16 @@ const char* JobPhaseName(JobPhase p) {
 }
 
 JobSlot JobTable::Add(ControlJob job) {
-  const JobSlot slot = size();
-  job.request.id = slot;
+  const JobSlot slot(size());
+  job.request.id = EngineId(slot);
   jobs_.push_back(std::move(job));
   return slot;
 }
 
 void JobTable::InsertPendingBySubmit(JobSlot j) {
-  const int64_t submit = jobs_[j].submit_s;
-  auto pos = std::find_if(pending_.begin(), pending_.end(), [&](JobSlot p) { return jobs_[p].submit_s > submit; });
+  const int64_t submit = (*this)[j].submit_s;
+  auto pos =
+      std::find_if(pending_.begin(), pending_.end(), [&](JobSlot p) { return (*this)[p].submit_s > submit; });
   pending_.insert(pos, j);
 }
 

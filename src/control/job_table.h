@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "control/job_slot.h"
 #include "sched/placement.h"
 #include "sched/request.h"
 
@@ -20,11 +21,8 @@ namespace tessera {
 enum class JobPhase : uint8_t { kFuture, kPending, kBound, kRunning, kTerminating, kDone, kFailed };
 const char* JobPhaseName(JobPhase p);
 
-// Dense index of a job in its table; Request::id equals it.
-using JobSlot = int32_t;
-
 struct ControlJob {
-  Request request;                // request.id == the job's slot
+  Request request;                // request.id == EngineId(the job's slot)
   int queue = 0;                  // index into the loop's queues
   bool preemptible = true;        // its priority class allows preemption
   bool checkpointable = false;
@@ -46,12 +44,12 @@ struct ControlJob {
 
 class JobTable {
  public:
-  // Adds a job in kFuture; returns its slot (and sets request.id to it).
+  // Adds a job in kFuture; returns its slot (and sets request.id to its EngineId).
   JobSlot Add(ControlJob job);
   int32_t size() const { return static_cast<int32_t>(jobs_.size()); }
-  bool valid(JobSlot j) const { return j >= 0 && j < size(); }
-  ControlJob& operator[](JobSlot j) { return jobs_[j]; }
-  const ControlJob& operator[](JobSlot j) const { return jobs_[j]; }
+  bool valid(JobSlot j) const { return j.value() >= 0 && j.value() < size(); }
+  ControlJob& operator[](JobSlot j) { return jobs_[j.value()]; }
+  const ControlJob& operator[](JobSlot j) const { return jobs_[j.value()]; }
 
   // Pending jobs in queue order (submit time, then arrival order).
   const std::vector<JobSlot>& pending() const { return pending_; }

@@ -12,7 +12,7 @@ namespace {
 Applied AppliedFor(const Action& a) {
   Applied r;
   r.kind = a.kind;
-  r.job = static_cast<JobSlot>(a.job);
+  r.job = SlotOf(a.job);
   return r;
 }
 
@@ -122,7 +122,7 @@ std::vector<Applied> ControlLoop::Apply(const Plan& plan, int64_t now, const Obs
   std::vector<JobSlot> bound;
   for (const Action& a : plan.actions) {
     Applied r = AppliedFor(a);
-    if (!jobs_.valid(static_cast<JobSlot>(a.job)) || a.job != r.job) {
+    if (!jobs_.valid(r.job)) {
       r.conflict = true;
     } else {
       switch (a.kind) {
@@ -218,11 +218,12 @@ Status ControlLoop::Resume(JobSlot j, const std::vector<TaskPlacement>& tasks, i
                            double efficiency) {
   ControlJob& job = jobs_[j];
   if (job.phase != JobPhase::kFuture && job.phase != JobPhase::kPending)
-    return Status::Error(fmt::format("job {} is {}, not waiting", j, JobPhaseName(job.phase)));
+    return Status::Error(fmt::format("job {} is {}, not waiting", j.value(), JobPhaseName(job.phase)));
   for (const TaskPlacement& t : tasks)
     for (const GpuGrant& g : t.gpus)
       if (t.node < 0 || t.node >= state_.num_nodes() || g.gpu < 0 || g.gpu >= state_.num_gpus())
-        return Status::Error(fmt::format("job {}: grant of GPU {} on node {} is not in the cluster", j, g.gpu, t.node));
+        return Status::Error(fmt::format("job {}: grant of GPU {} on node {} is not in the cluster",
+                                         j.value(), g.gpu, t.node));
   EnsureInstances(tasks);
   if (Status st = state_.CanApply(tasks, job.request.cpu_milli, job.request.host_memory_mib); !st.ok()) return st;
   if (job.phase == JobPhase::kPending) jobs_.ErasePending({j});
@@ -235,7 +236,7 @@ Status ControlLoop::Resume(JobSlot j, const std::vector<TaskPlacement>& tasks, i
 Released ControlLoop::Withdraw(JobSlot j, int64_t now) {
   ControlJob& job = jobs_[j];
   Released r;
-  r.job = -1;
+  r.job = kNoSlot;
   if (job.phase == JobPhase::kPending) jobs_.ErasePending({j});
   else if (job.phase == JobPhase::kBound || job.phase == JobPhase::kRunning || job.phase == JobPhase::kTerminating)
     r = ReleaseHold(j, now);

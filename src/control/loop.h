@@ -42,7 +42,7 @@ struct LoopOptions {
 
 // A hold that ended (completion, failure, preemption): what the job gave back.
 struct Released {
-  JobSlot job = -1;
+  JobSlot job = kNoSlot;
   JobPhase from = JobPhase::kBound;  // the phase it left
   int64_t start_s = -1;              // its run's start (meaningful when from == kRunning)
   int64_t last_checkpoint_s = -1;
@@ -53,7 +53,7 @@ struct Released {
 // One action of a plan, as applied (reported in plan order, while applying).
 struct Applied {
   ActionKind kind = ActionKind::kBind;
-  JobSlot job = -1;
+  JobSlot job = kNoSlot;
   bool conflict = false;        // not applicable (unknown job, wrong phase, grants no longer fit)
   bool done = false;            // it changed something (a checkpoint of a job not running does nothing)
   // kBind: when the job may take its capacity (after the victims' grace period), and its grants that switch

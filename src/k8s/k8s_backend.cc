@@ -218,7 +218,7 @@ void K8sBackend::DoStop(JobSlot slot, uint32_t run, int64_t grace_s, int64_t now
 
 void K8sBackend::Reconfigure(GpuId gpu, const std::string& layout, int64_t now) {
   Log(fmt::format("MIG repartitioning (GPU {} to '{}') through the GPU Operator is not supported yet", gpu, layout));
-  Emit({BackendEventKind::kReconfigureFailed, -1, 0, now, gpu,
+  Emit({BackendEventKind::kReconfigureFailed, kNoSlot, 0, now, gpu,
         "MIG repartitioning through the GPU Operator is not supported yet"});
 }
 

@@ -132,7 +132,7 @@ void Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* worki
 
 std::vector<int64_t> Service::RunningLocked() const {
   std::vector<int64_t> out;
-  for (JobSlot s : loop_->jobs().holding()) out.push_back(job_of_slot_[s]);
+  for (JobSlot s : loop_->jobs().holding()) out.push_back(IdOfSlotLocked(s));
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -188,11 +188,11 @@ void Service::OnBoundLocked(const Applied& a, int64_t now) {
     for (const TaskPlacement& t : act->tasks)
       for (const GpuGrant& g : t.gpus)
         if (g.mig_profile >= 0 || g.enable_mig || g.disable_mig || g.destroy_mask) fx_->relayout.insert(g.gpu);
-  if (a.kind == ActionKind::kPreempt && act != nullptr) reason_[job_of_slot_[a.job]] = act->reason;
+  if (a.kind == ActionKind::kPreempt && act != nullptr) reason_[IdOfSlotLocked(a.job)] = act->reason;
   if (a.kind == ActionKind::kPreempt) counters_.preemptions.fetch_add(1, std::memory_order_relaxed);
   if (a.kind != ActionKind::kBind) return;
   counters_.mig_repartitions.fetch_add(a.mig_mode_gpus + a.mig_instance_gpus, std::memory_order_relaxed);
-  const int64_t id = job_of_slot_[a.job];
+  const int64_t id = IdOfSlotLocked(a.job);
   if (act != nullptr) reason_[id] = act->reason;
   const std::vector<JobSlot>& replicas = jobs_[id - 1].replicas;
   for (JobSlot s : replicas) {
@@ -216,7 +216,7 @@ void Service::OnBoundLocked(const Applied& a, int64_t now) {
 }
 
 void Service::OnStartedLocked(JobSlot s, int64_t now, bool in_flight) {
-  const int64_t id = job_of_slot_[s];
+  const int64_t id = IdOfSlotLocked(s);
   for (JobSlot r : jobs_[id - 1].replicas)
     if (loop_->jobs()[r].phase != JobPhase::kRunning) return;
   JobPtr j = CurrentLocked(id);
@@ -228,8 +228,8 @@ void Service::OnStartedLocked(JobSlot s, int64_t now, bool in_flight) {
 }
 
 void Service::OnBackendEventLocked(const BackendEvent& e) {
-  if (e.slot < 0 || e.slot >= static_cast<JobSlot>(job_of_slot_.size())) return;
-  JobPtr j = CurrentLocked(job_of_slot_[e.slot]);
+  if (!HasSlotLocked(e.slot)) return;
+  JobPtr j = CurrentLocked(IdOfSlotLocked(e.slot));
   if (!j) return;
   const bool started = e.kind == BackendEventKind::kStarted && j->state == JobState::kRunning && j->starting;
   const bool stopped = e.kind == BackendEventKind::kStopped && j->stopping;
@@ -245,7 +245,7 @@ void Service::OnBackendEventLocked(const BackendEvent& e) {
 }
 
 void Service::OnReleasedLocked(const Released& r, int64_t now, ReleaseCause cause) {
-  const int64_t id = job_of_slot_[r.job];
+  const int64_t id = IdOfSlotLocked(r.job);
   JobPtr j = CurrentLocked(id);
   if (!j) return;
   switch (cause) {
@@ -348,13 +348,13 @@ std::vector<size_t> Service::SliceCuts(const Plan& plan) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < plan.actions.size(); ++i) {
-      const JobId slot = plan.actions[i].job;
-      if (slot >= 0 && slot < static_cast<JobId>(job_of_slot_.size())) last[job_of_slot_[slot]] = i;
+      const JobSlot s = SlotOf(plan.actions[i].job);
+      if (HasSlotLocked(s)) last[IdOfSlotLocked(s)] = i;
     }
     size_t reach = 0;  // the furthest action of a job seen in this slice
     for (size_t i = 0; i < plan.actions.size(); ++i) {
-      const JobId slot = plan.actions[i].job;
-      if (slot >= 0 && slot < static_cast<JobId>(job_of_slot_.size())) reach = std::max(reach, last[job_of_slot_[slot]]);
+      const JobSlot s = SlotOf(plan.actions[i].job);
+      if (HasSlotLocked(s)) reach = std::max(reach, last[IdOfSlotLocked(s)]);
       if (i + 1 - cuts.back() >= kSlice && reach <= i) cuts.push_back(i + 1);
     }
   }
@@ -470,8 +470,8 @@ std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const {
 
 JobPtr Service::JobOfSlot(JobSlot slot) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (slot < 0 || slot >= static_cast<JobSlot>(job_of_slot_.size())) return nullptr;
-  const int64_t id = job_of_slot_[slot];
+  if (!HasSlotLocked(slot)) return nullptr;
+  const int64_t id = IdOfSlotLocked(slot);
   if (id < 1 || id > static_cast<int64_t>(jobs_.size())) return nullptr;
   return jobs_[id - 1].current;
 }
@@ -487,7 +487,7 @@ std::vector<std::string> Service::TakeDecisionLines() {
   std::vector<std::string> out;
   for (const Decision& d : driver_->TakeDecisions())
     out.push_back(DecisionLine(
-        d, loop_->state(), [&](int64_t slot) { return jobs_[job_of_slot_[slot] - 1].current->name; },
+        d, loop_->state(), [&](JobSlot slot) { return jobs_[IdOfSlotLocked(slot) - 1].current->name; },
         [&](int64_t n) { return loop_->state().cluster().nodes[n].name; }));
   return out;
 }
@@ -512,9 +512,9 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   snap->queues = plan->queues;
   jobs->reserve(plan->pending.size());
   for (const PendingStatus& p : plan->pending) {
-    const bool reserved = p.reservation_job >= 0 && p.reservation_job < static_cast<JobId>(job_of_slot_.size());
-    jobs->push_back({Lookup(job_of_slot_[p.job], false),
-                     reserved ? Lookup(job_of_slot_[p.reservation_job], false) : nullptr});
+    const JobSlot gang = p.reservation_job >= 0 ? SlotOf(p.reservation_job) : kNoSlot;
+    jobs->push_back({Lookup(IdOfSlotLocked(SlotOf(p.job)), false),
+                     HasSlotLocked(gang) ? Lookup(IdOfSlotLocked(gang), false) : nullptr});
   }
   return snap;
 }

@@ -205,8 +205,8 @@ void Service::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<
     const ControlJob& cj = loop_->jobs()[s];
     if (!std::any_of(cj.tasks.begin(), cj.tasks.end(), [n](const TaskPlacement& t) { return t.node == n; })) continue;
     Action a;
-    a.job = s;
-    a.for_job = s;  // >= 0: the capacity is taken now (no grace period held)
+    a.job = EngineId(s);
+    a.for_job = EngineId(s);  // >= 0: the capacity is taken now (no grace period held)
     a.reason = reason;
     if (cj.checkpointable && cj.phase == JobPhase::kRunning) {
       a.kind = ActionKind::kCheckpoint;

@@ -89,7 +89,10 @@ Status Replay::Setup(const Catalog& catalog) {
   physics.failure_seed = seed_;
   auto backend = SimulatedCluster::Make(
       sc.cluster, catalog,
-      [this](JobSlot s) { return s >= 0 && s < static_cast<JobSlot>(by_slot_.size()) ? by_slot_[s] : nullptr; },
+      [this](JobSlot s) {
+        const int32_t i = s.value();
+        return i >= 0 && i < static_cast<int32_t>(by_slot_.size()) ? by_slot_[i] : nullptr;
+      },
       physics);
   if (!backend.ok()) return backend.status();
   backend_ = std::move(backend).value();
@@ -145,8 +148,8 @@ Status Replay::Submit(const TraceJob& j) {
   auto v = service_->Submit(Caller{"admin", "", Role::kAdmin}, spec.value(), "replay-" + std::to_string(j.id));
   if (!v.ok()) return Status::Error(fmt::format("replay: job {}: {}", j.id, v.error().message));
   for (JobSlot s : service_->LoopSlotsOf(v->job->id)) {
-    if (s >= static_cast<JobSlot>(by_slot_.size())) by_slot_.resize(s + 1, nullptr);
-    by_slot_[s] = &j;
+    if (s.value() >= static_cast<int32_t>(by_slot_.size())) by_slot_.resize(s.value() + 1, nullptr);
+    by_slot_[s.value()] = &j;
   }
   return Status::Ok();
 }

@@ -279,7 +279,7 @@ Status Service::ResumeLocked(const JobRecord& j) {
   for (JobSlot r : replicas) {  // the simulated backend kept it running; a real one finds it
     const ControlJob& cj = loop_->jobs()[r];
     if (!backend_->Adopt({r, cj.epoch, cj.tasks, cj.remaining_work_s}, j.started_at, now))
-      return Status::Error(fmt::format("the backend does not know job {} (replica {})", j.id, r));
+      return Status::Error(fmt::format("the backend does not know job {} (replica {})", j.id, r.value()));
   }
   return Status::Ok();
 }
@@ -425,7 +425,7 @@ std::map<std::string, std::pair<int64_t, int64_t>> Service::JobCountsByTeam() co
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [name, t] : teams_) out[name];
   std::set<int64_t> pending;
-  for (JobSlot s : loop_->jobs().pending()) pending.insert(job_of_slot_[s]);
+  for (JobSlot s : loop_->jobs().pending()) pending.insert(IdOfSlotLocked(s));
   for (int64_t id : pending) ++out[jobs_[id - 1].current->team].first;
   for (int64_t id : RunningLocked()) ++out[jobs_[id - 1].current->team].second;
   return out;

@@ -491,6 +491,11 @@ class Service {
   };
   // The job's latest version including those of the current effects.
   JobPtr CurrentLocked(int64_t id) const;
+  // Whether the service added `slot` to the loop's table; the id of the job it belongs to (REQUIRES: added).
+  bool HasSlotLocked(JobSlot slot) const {
+    return slot.value() >= 0 && slot.value() < static_cast<int32_t>(job_of_slot_.size());
+  }
+  int64_t IdOfSlotLocked(JobSlot slot) const { return job_of_slot_[slot.value()]; }
   void ChangedLocked(JobPtr next);
   // Writes the effects (and the clock and usage meta when `meta`).
   void FlushLocked(Fx* fx, int64_t now, bool meta);
@@ -555,7 +560,7 @@ class Service {
   mutable std::mutex mu_;
   std::vector<Slot> jobs_;                 // index id - 1
   std::unique_ptr<ControlLoop> loop_;      // job table, allocation and decayed usage of the current versions
-  std::vector<int64_t> job_of_slot_;       // the loop's job slot -> job id
+  std::vector<int64_t> job_of_slot_;       // by the loop's job slot: the job id
   std::map<std::string, TeamRow> teams_;
   // Written with mu_ and users_mu_ (exclusive) held, so read under either: Authenticate takes users_mu_
   // shared and never waits for mu_, which the cycle and the store's writer hold.

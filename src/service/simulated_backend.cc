@@ -78,11 +78,13 @@ void SimulatedBackend::Reconfigure(GpuId gpu, const std::string& layout, int64_t
   std::lock_guard<std::mutex> lock(mu_);
   const bool fail = failure_probability_ > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < failure_probability_;
   if (latency_s_ <= 0) {
-    if (fail) inbox_.push_back({BackendEventKind::kReconfigureFailed, -1, 0, now, gpu, "injected failure"});
+    if (fail)
+      inbox_.push_back({BackendEventKind::kReconfigureFailed, kNoSlot, 0, now, gpu, "injected failure"});
     return;
   }
-  calls_.push_back({WallNow() + latency_s_, fail ? BackendEventKind::kReconfigureFailed : BackendEventKind::kCheckpointed,
-                    -1, 0, -1, fail ? gpu : kNone});
+  calls_.push_back({WallNow() + latency_s_,
+                    fail ? BackendEventKind::kReconfigureFailed : BackendEventKind::kCheckpointed, kNoSlot, 0,
+                    -1, fail ? gpu : kNone});
   cv_.notify_all();
 }
 
@@ -123,7 +125,8 @@ void SimulatedBackend::Complete(const Call& c) {
     const int64_t end = RunEnd(now, c.work_s, 1.0);
     if (end >= 0) ends_.emplace(end, std::make_pair(c.slot, c.run));
   }
-  if (c.done == BackendEventKind::kCheckpointed && c.slot < 0) return;  // a reconfiguration that worked
+  if (c.done == BackendEventKind::kCheckpointed && c.slot == kNoSlot)
+    return;  // a reconfiguration that worked
   inbox_.push_back({c.done, c.slot, c.run, now, c.gpu, c.done == BackendEventKind::kReconfigureFailed ? "injected failure" : ""});
 }
 

@@ -50,7 +50,7 @@ class SimulatedBackend final : public Backend {
   struct Call {
     double due_wall = 0;
     BackendEventKind done = BackendEventKind::kStarted;  // what the call reports when it completes
-    JobSlot slot = -1;
+    JobSlot slot = kNoSlot;
     uint32_t run = 0;
     double work_s = -1;
     GpuId gpu = kNone;

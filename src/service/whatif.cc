@@ -31,13 +31,13 @@ bool Shrink(Request* r, double fraction) {
   return true;
 }
 
-// The earliest start of the job's replicas (`slots`) asking for `asked`, from one cycle on a copy of `in`;
-// when the cycle does not place them, its estimate and reason.
-void TrialStart(const CycleInput& in, const std::set<JobId>& slots, const Request& asked, int64_t now,
+// The earliest start of the job's replicas (`engine_ids`: their request ids in `in`) asking for `asked`,
+// from one cycle on a copy of `in`; when the cycle does not place them, its estimate and reason.
+void TrialStart(const CycleInput& in, const std::set<JobId>& engine_ids, const Request& asked, int64_t now,
                 const Policy& policy, WhatIfOption* o) {
   CycleInput trial = in;
   for (PendingJob& p : trial.pending)
-    if (slots.count(p.request.id)) {
+    if (engine_ids.count(p.request.id)) {
       const JobId engine_id = p.request.id;
       const int64_t end = p.request.expected_end_s;
       p.request = asked;
@@ -47,10 +47,10 @@ void TrialStart(const CycleInput& in, const std::set<JobId>& slots, const Reques
   const Plan plan = RunCycle(trial, policy);
   o->estimated_start = -1;
   for (const Action& a : plan.actions)
-    if (a.kind == ActionKind::kBind && slots.count(a.job)) o->estimated_start = std::max(now, a.start_s);
+    if (a.kind == ActionKind::kBind && engine_ids.count(a.job)) o->estimated_start = std::max(now, a.start_s);
   if (o->estimated_start >= 0) return;
   for (const PendingStatus& p : plan.pending)
-    if (slots.count(p.job)) {
+    if (engine_ids.count(p.job)) {
       o->estimated_start = p.estimated_start_s;
       o->code = p.code;
       o->message = p.message;
@@ -113,12 +113,12 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
   const int64_t now = Now();
   CycleInput in;
   std::unique_ptr<ClusterState> working;
-  std::set<JobId> slots;  // the job's replicas in the loop's table
+  std::set<JobId> engine_ids;  // the job's replicas, as the cycle names them
   std::vector<std::pair<WhatIfOption, Request>> alternatives;
   {
     std::lock_guard<std::mutex> lock(mu_);
     BuildInputLocked(now, &working, &in);
-    slots.insert(jobs_[id - 1].replicas.begin(), jobs_[id - 1].replicas.end());
+    for (JobSlot s : jobs_[id - 1].replicas) engine_ids.insert(EngineId(s));
     alternatives = AlternativesLocked(job);
   }
   std::vector<WhatIfOption> out;
@@ -129,7 +129,7 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
     if (!Shrink(&shrunk, fraction)) continue;
     o.gpus = shrunk.TotalGpus() * job.replicas;
     if (!out.empty() && out.back().gpus == o.gpus) continue;  // e.g. a quarter of 2 workers is still 1
-    TrialStart(in, slots, shrunk, now, *policy_, &o);
+    TrialStart(in, engine_ids, shrunk, now, *policy_, &o);
     if (fraction == 1.0 && v.value().pending) {  // as asked: the headline estimate, the same for both
       o.estimated_start = v.value().pending->estimated_start;
       o.code = std::string(v.value().pending->code);
@@ -143,13 +143,13 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
     Request any = job.request;
     any.kind_mask = 0;
     o.gpus = any.TotalGpus() * job.replicas;
-    TrialStart(in, slots, any, now, *policy_, &o);
+    TrialStart(in, engine_ids, any, now, *policy_, &o);
     out.push_back(std::move(o));
   }
   const int64_t as_asked = out.empty() ? -1 : out.front().estimated_start;
   std::optional<WhatIfOption> best_profile;  // the soonest other MIG profile, when sooner than as asked
   for (auto& [o, r] : alternatives) {
-    TrialStart(in, slots, r, now, *policy_, &o);
+    TrialStart(in, engine_ids, r, now, *policy_, &o);
     if (o.change == "spot") {
       out.push_back(std::move(o));
     } else if (Sooner(o, as_asked) && (!best_profile || o.estimated_start < best_profile->estimated_start)) {

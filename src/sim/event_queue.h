@@ -7,6 +7,8 @@
 #include <queue>
 #include <vector>
 
+#include "control/job_slot.h"
+
 namespace tessera {
 
 // The injected clock of a simulation (monotonic, set only by the event loop).
@@ -27,7 +29,7 @@ enum class EventType : uint8_t { kCompletion = 0, kFailure = 1, kStart = 2, kArr
 struct Event {
   int64_t time_s = 0;
   EventType type = EventType::kArrival;
-  int32_t job = -1;     // index into the simulator's job table
+  JobSlot job;          // the job's slot in the loop's table
   uint32_t epoch = 0;   // the job's epoch when scheduled; stale events (job preempted since) are dropped
   uint64_t seq = 0;     // insertion order (set by EventQueue::Push)
 };

@@ -80,7 +80,7 @@ LaunchAck SimulatedCluster::Launch(const LaunchSpec& spec, int64_t now) {
   int gpus = 0;
   for (const TaskPlacement& t : spec.tasks) gpus += static_cast<int>(t.gpus.size());
   if (opt_.gpu_mtbf_h > 0 && gpus > 0) {  // failure injection: exponential time to this run's first failure
-    const double u = HashUniform(static_cast<uint64_t>(spec.slot), spec.run, opt_.failure_seed);
+    const double u = HashUniform(static_cast<uint64_t>(spec.slot.value()), spec.run, opt_.failure_seed);
     const double dt = -std::log1p(-u) * opt_.gpu_mtbf_h * 3600.0 / gpus;
     const int64_t at = now + std::max<int64_t>(1, static_cast<int64_t>(dt));
     if (end_s < 0 || at < end_s) events_.Push({at, EventType::kFailure, spec.slot, spec.run, 0});

@@ -29,6 +29,10 @@ double HashUniform(uint64_t a, uint64_t b, uint64_t seed) {
   return UnitInterval(SplitMix64Mix(a * 0xd1b54a32d192ed03ULL + b * 0x8cb92ba72f3d8dd7ULL + kSplitMix64Gamma * (seed + 1)));
 }
 
+// The simulator adds the trace to the loop's table in order: the job at trace index `i` has slot i, which
+// also indexes SimRun's jobs_ and its result's job_records.
+JobSlot SlotOfTraceJob(size_t i) { return JobSlot(static_cast<int32_t>(i)); }
+
 // What the simulator keeps per job beyond the control loop's table: the trace entry and the metric
 // contributions of its current hold (milli), added at bind/start and removed at release.
 struct SimJob {
@@ -202,7 +206,8 @@ Status SimRun::InitJobs(ClusterState state) {
   physics.gpu_mtbf_h = opt_.gpu_mtbf_h;
   physics.failure_seed = opt_.failure_seed;
   physics.hook = hook_;
-  auto made = SimulatedCluster::Make(cluster_, catalog_, [this](JobSlot j) { return jobs_[j].spec; }, physics);
+  auto made = SimulatedCluster::Make(
+      cluster_, catalog_, [this](JobSlot j) { return jobs_[j.value()].spec; }, physics);
   if (!made.ok()) return Status::Error("simulate: " + made.error());
   physics_ = std::move(made).value();
   loop_.emplace(std::move(state), queues, MakeLoopOptions(setup));
@@ -223,8 +228,8 @@ Status SimRun::InitJobs(ClusterState state) {
     j.checkpointable = trace_[i].checkpointable;
     j.submit_s = trace_[i].submit_s;
     j.remaining_work_s = trace_[i].duration_s < 0 ? -1 : static_cast<double>(trace_[i].duration_s);
-    j.time_limit_factor = LimitFactor(static_cast<JobSlot>(i));
-    loop().Add(std::move(j));  // the engine's id is the job table index
+    j.time_limit_factor = LimitFactor(SlotOfTraceJob(i));
+    loop().Add(std::move(j));  // its slot is SlotOfTraceJob(i)
   }
   InitQueueRecords();
   team_acc_.resize(team_names_.size());
@@ -259,7 +264,7 @@ bool SimRun::AncestorsWithin(int q, int64_t units) const {
 // Per-job time-limit factor (SimOptions::time_limit_factor_*): a fixed hash of the job and the seed.
 double SimRun::LimitFactor(JobSlot j) const {
   if (opt_.time_limit_factor_max <= opt_.time_limit_factor_min) return opt_.time_limit_factor_min;
-  const double u = HashUniform(static_cast<uint64_t>(j), 0, opt_.time_limit_seed);
+  const double u = HashUniform(static_cast<uint64_t>(j.value()), 0, opt_.time_limit_seed);
   return opt_.time_limit_factor_min + u * (opt_.time_limit_factor_max - opt_.time_limit_factor_min);
 }
 
@@ -305,7 +310,7 @@ void SimRun::AddContrib(SimJob& j, double alloc, double used, double effg, int s
 void SimRun::ReleaseMetrics(const Released& r, int64_t now, bool completed) {
   if (hook_)
     hook_->OnRelease(r.job, now, completed, r.from == JobPhase::kRunning ? r.start_s : -1, r.last_checkpoint_s);
-  SimJob& j = jobs_[r.job];
+  SimJob& j = jobs_[r.job.value()];
   AddContrib(j, j.alloc_milli, j.used_milli, j.eff_gpus, -1);
   j.alloc_milli = j.used_milli = j.eff_gpus = 0;
   LeaveUnits(r.job);
@@ -314,7 +319,7 @@ void SimRun::ReleaseMetrics(const Released& r, int64_t now, bool completed) {
 // A started job joins the sharing units of its grants (shared MIG instances, shares of whole GPUs); every
 // member's slowdown is recomputed from the unit's summed demand (only a join can raise it).
 void SimRun::JoinUnits(JobSlot idx) {
-  SimJob& j = jobs_[idx];
+  SimJob& j = jobs_[idx.value()];
   for (const TaskPlacement& t : job(idx).tasks)
     for (const GpuGrant& g : t.gpus) {
       const bool mig_share = g.shared && g.mig_profile >= 0;
@@ -326,9 +331,9 @@ void SimRun::JoinUnits(JobSlot idx) {
       members.push_back(idx);
       j.units.push_back(key);
       int summed = 0;
-      for (JobSlot m : members) summed += std::max(0, jobs_[m].spec->compute_milli);
+      for (JobSlot m : members) summed += std::max(0, jobs_[m.value()].spec->compute_milli);
       for (JobSlot m : members) {
-        SimJob& mj = jobs_[m];
+        SimJob& mj = jobs_[m.value()];
         const double s = P99Slowdown(opt_.sharing, std::max(0, mj.spec->compute_milli), summed, capacity,
                                      static_cast<int>(members.size()));
         mj.max_slowdown = std::max(mj.max_slowdown, s);
@@ -337,7 +342,7 @@ void SimRun::JoinUnits(JobSlot idx) {
 }
 
 void SimRun::LeaveUnits(JobSlot idx) {
-  SimJob& j = jobs_[idx];
+  SimJob& j = jobs_[idx.value()];
   for (const auto& key : j.units) {
     auto it = units_.find(key);
     if (it == units_.end()) continue;
@@ -353,11 +358,11 @@ void SimRun::LeaveUnits(JobSlot idx) {
 void SimRun::OnLeftHold(JobSlot j, const std::vector<TaskPlacement>& tasks) {
   if (!Tenancy()) return;
   queue_alloc_[job(j).queue] -= UnitsOf(state(), tasks, opt_.tenancy->cycle.slice_units);
-  queue_waiting_[job(j).queue] += res_.job_records[j].gpu_milli;
+  queue_waiting_[job(j).queue] += res_.job_records[j.value()].gpu_milli;
 }
 
 void SimRun::OnStarted(JobSlot idx, int64_t now, double efficiency, bool) {
-  SimJob& j = jobs_[idx];
+  SimJob& j = jobs_[idx.value()];
   if (now >= w0_ && now < w1_) j.slo_counted = true;
   JoinUnits(idx);
   double used = 0;
@@ -375,12 +380,12 @@ void SimRun::OnStarted(JobSlot idx, int64_t now, double efficiency, bool) {
 }
 
 void SimRun::MarkArrival(JobSlot idx, int64_t now) {
-  SimJob& j = jobs_[idx];
+  SimJob& j = jobs_[idx.value()];
   loop().Submit(idx, now);
   j.in_window = now >= w0_ && now < w1_;
   if (Tenancy()) {
     const Request& req = job(idx).request;
-    SimJobRecord& r = res_.job_records[idx];
+    SimJobRecord& r = res_.job_records[idx.value()];
     r.team = j.spec->team;
     r.priority = req.priority;
     r.submit_s = now;
@@ -404,12 +409,12 @@ void SimRun::MarkArrival(JobSlot idx, int64_t now) {
 
 void SimRun::OnBound(const Applied& a, int64_t now) {
   const JobSlot idx = a.job;
-  SimJob& j = jobs_[idx];
+  SimJob& j = jobs_[idx.value()];
   const ControlJob& cj = job(idx);
   const int64_t granted = a.granted_s;
   if (Tenancy()) {
-    if (res_.job_records[idx].first_bind_s < 0) res_.job_records[idx].first_bind_s = granted;
-    queue_waiting_[cj.queue] -= res_.job_records[idx].gpu_milli;
+    if (res_.job_records[idx.value()].first_bind_s < 0) res_.job_records[idx.value()].first_bind_s = granted;
+    queue_waiting_[cj.queue] -= res_.job_records[idx.value()].gpu_milli;
     queue_alloc_[cj.queue] += UnitsOf(state(), cj.tasks, opt_.tenancy->cycle.slice_units);
   }
   if (a.first_bind) {
@@ -440,7 +445,7 @@ void SimRun::OnPreempted(const Applied& a, int64_t now) {
   ++res_.preemptions;
   if (a.released) return;  // the release reports the rest
   // It holds its GPUs, doing no work, until it vacates after the grace period.
-  SimJob& j = jobs_[a.job];
+  SimJob& j = jobs_[a.job.value()];
   AddContrib(j, 0, j.used_milli, j.eff_gpus, -1);
   j.used_milli = j.eff_gpus = 0;
 }
@@ -498,7 +503,7 @@ int SimRun::ReleaseBacklog(int64_t now) {
   int n = 0;
   while (backlog_ && loop().jobs().pending().size() < static_cast<size_t>(std::max(1, opt_.backlog_depth)) &&
          next_arrival_ < order_.size()) {
-    MarkArrival(order_[next_arrival_++], now);
+    MarkArrival(SlotOfTraceJob(order_[next_arrival_++]), now);
     ++n;
   }
   return n;
@@ -507,7 +512,7 @@ int SimRun::ReleaseBacklog(int64_t now) {
 bool SimRun::Arrive(int64_t now) {
   bool any = false;
   while (!backlog_ && next_arrival_ < order_.size() && trace_[order_[next_arrival_]].submit_s == now) {
-    MarkArrival(order_[next_arrival_++], now);
+    MarkArrival(SlotOfTraceJob(order_[next_arrival_++]), now);
     any = true;
   }
   return any;
@@ -529,7 +534,7 @@ bool SimRun::External(int64_t now) {
 
 void SimRun::OnCompleted(const Released& r, int64_t now) {
   const JobSlot idx = r.job;
-  SimJob& j = jobs_[idx];
+  SimJob& j = jobs_[idx.value()];
   if (Tenancy()) queue_alloc_[job(idx).queue] -= UnitsOf(state(), r.tasks, opt_.tenancy->cycle.slice_units);
   ReleaseMetrics(r, now, true);
   ++res_.jobs_completed;
@@ -544,7 +549,7 @@ void SimRun::OnCompleted(const Released& r, int64_t now) {
 // Multi-tenant records: guarantee waits end once the queue's own work covers its guarantee.
 void SimRun::UpdateGuaranteeWaits(int64_t now) {
   for (JobSlot p : loop().jobs().pending()) {
-    SimJobRecord& r = res_.job_records[p];
+    SimJobRecord& r = res_.job_records[p.value()];
     const int q = job(p).queue;
     if (r.within_guarantee && r.first_bind_s < 0 && r.guarantee_met_s < 0 &&
         (queue_alloc_[q] + r.gpu_milli > loop().queues()[q].guaranteed_milli || !AncestorsWithin(q, r.gpu_milli)))
@@ -615,14 +620,16 @@ RunResult SimRun::Finish() {
   SloFigures();
   for (const Decision& d : driver_->decisions())
     res_.decisions.push_back(DecisionLine(
-        d, state(), [&](int64_t j) { return std::to_string(trace_[j].id); },
+        d, state(), [&](JobSlot j) { return std::to_string(trace_[j.value()].id); },
         [&](int64_t n) { return cluster_.nodes[n].name; }));
   const JobTable& jobs = loop().jobs();
   res_.unplaced_jobs = static_cast<int64_t>(jobs.pending().size());
-  for (JobSlot p : jobs.pending()) res_.unplaced_gpu_requests += jobs_[p].spec->GpuRequests();
+  for (JobSlot p : jobs.pending()) res_.unplaced_gpu_requests += jobs_[p.value()].spec->GpuRequests();
   res_.all_completed = jobs.pending().empty() && jobs.holding().empty() && next_arrival_ == order_.size();
-  for (JobSlot j = 0; res_.all_completed && j < jobs.size(); ++j)
-    if (jobs[j].phase == JobPhase::kRunning || jobs[j].phase == JobPhase::kBound) res_.all_completed = false;
+  for (int32_t i = 0; res_.all_completed && i < jobs.size(); ++i) {
+    const JobPhase phase = jobs[JobSlot(i)].phase;
+    if (phase == JobPhase::kRunning || phase == JobPhase::kBound) res_.all_completed = false;
+  }
   return std::move(res_);
 }
 

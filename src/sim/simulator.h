@@ -16,14 +16,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "control/job_slot.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
-#include <memory>
-
 #include "sched/cycle.h"
 #include "sched/policy.h"
 #include "sched/sharing.h"
@@ -38,7 +38,9 @@ struct RunResult;
 
 // --- Capacity-tier hook (issue 5; implemented in sim/spot.h). Optional: SimOptions::hook == nullptr
 // leaves the simulator exactly as before. The hook may block/unblock capacity (absent nodes of elastic
-// pools), ask for checkpoints and preemptions (spot reclaims), and observes every hold for cost. ---
+// pools), ask for checkpoints and preemptions (spot reclaims), and observes every hold for cost. The
+// simulator adds the trace to the loop's table in order, so a job's slot is its index in the trace (and
+// its actions name it by EngineId(slot)). ---
 class SimHook {
  public:
   virtual ~SimHook() = default;
@@ -51,14 +53,15 @@ class SimHook {
   // At an event time, after job events and before the cycle; called again while it returns actions
   // (applied like the cycle's: kCheckpoint, kPreempt). Sets *capacity_changed when capacity changed.
   virtual void OnTime(int64_t now, ClusterState& state, Plan* actions, bool* capacity_changed) {}
-  // After the cycles of an instant, with the pending jobs (indices, queue order).
-  virtual void AfterCycles(int64_t now, ClusterState& state, const std::vector<int32_t>& pending) {}
+  // After the cycles of an instant, with the pending jobs (queue order).
+  virtual void AfterCycles(int64_t now, ClusterState& state, const std::vector<JobSlot>& pending) {}
   // A job bound to `tasks`; returns an extra start delay in seconds (e.g. restart from a checkpoint).
-  virtual int64_t OnBind(int32_t job, const std::vector<TaskPlacement>& tasks, int64_t now) { return 0; }
+  virtual int64_t OnBind(JobSlot job, const std::vector<TaskPlacement>& tasks, int64_t now) { return 0; }
   // A job starts running; returns the factor on its progress rate (periodic checkpoint overhead).
-  virtual double OnRun(int32_t job, int64_t now) { return 1.0; }
+  virtual double OnRun(JobSlot job, int64_t now) { return 1.0; }
   // A job releases its hold (completed or not); start_s -1 = never ran; last_checkpoint_s -1 = none.
-  virtual void OnRelease(int32_t job, int64_t now, bool completed, int64_t start_s, int64_t last_checkpoint_s) {}
+  virtual void OnRelease(JobSlot job, int64_t now, bool completed, int64_t start_s,
+                         int64_t last_checkpoint_s) {}
   // At the end of the run (end_s = last simulated time).
   virtual void End(int64_t end_s, RunResult* result) {}
 };

@@ -306,7 +306,7 @@ class TierHook : public SimHook {
           for (int32_t j : victims) {
             Action a;
             a.kind = ActionKind::kPreempt;
-            a.job = j;
+            a.job = EngineId(JobSlot(j));
             a.reason = fmt::format("spot reclaim of node {}", cluster_.nodes[e.id].name);
             plan->actions.push_back(a);
             track_[j].reclaimed = true;
@@ -326,7 +326,7 @@ class TierHook : public SimHook {
           if (jt.bind_s < 0 || jt.run_epoch != e.epoch || jt.interval_s <= 0) break;
           Action a;
           a.kind = ActionKind::kCheckpoint;
-          a.job = e.id;
+          a.job = EngineId(JobSlot(e.id));
           a.reason = "periodic checkpoint";
           plan->actions.push_back(a);
           ++periodic_checkpoints_;
@@ -337,10 +337,11 @@ class TierHook : public SimHook {
     }
   }
 
-  void AfterCycles(int64_t now, ClusterState& state, const std::vector<int32_t>& pending) override {
+  void AfterCycles(int64_t now, ClusterState& state, const std::vector<JobSlot>& pending) override {
     if (!cfg_->autoscale || pending.empty()) return;
     std::vector<ElasticDemand> demand;
-    for (int32_t idx : pending) {
+    for (JobSlot slot : pending) {
+      const int32_t idx = slot.value();  // its trace index
       const JobTrack& jt = track_[idx];
       if (jt.route == RouteClass::kLatencySensitive && !cfg_->latency_sensitive_on_demand) continue;
       ElasticDemand d;
@@ -366,8 +367,8 @@ class TierHook : public SimHook {
       }
   }
 
-  int64_t OnBind(int32_t job, const std::vector<TaskPlacement>& tasks, int64_t now) override {
-    JobTrack& jt = track_[job];
+  int64_t OnBind(JobSlot slot, const std::vector<TaskPlacement>& tasks, int64_t now) override {
+    JobTrack& jt = track_[slot.value()];
     jt.tasks = tasks;
     jt.bind_s = now;
     jt.reclaimed = false;
@@ -385,7 +386,8 @@ class TierHook : public SimHook {
     return jt.ran_before ? static_cast<int64_t>(std::llround(cfg_->restart_cost_s)) : 0;
   }
 
-  double OnRun(int32_t job, int64_t now) override {
+  double OnRun(JobSlot slot, int64_t now) override {
+    const int32_t job = slot.value();  // its trace index
     JobTrack& jt = track_[job];
     jt.ran_before = true;
     ++jt.run_epoch;
@@ -411,7 +413,8 @@ class TierHook : public SimHook {
     return jt.factor;
   }
 
-  void OnRelease(int32_t job, int64_t now, bool completed, int64_t start_s, int64_t last_ckpt) override {
+  void OnRelease(JobSlot slot, int64_t now, bool completed, int64_t start_s, int64_t last_ckpt) override {
+    const int32_t job = slot.value();  // its trace index
     JobTrack& jt = track_[job];
     if (jt.bind_s < 0) return;
     const TraceJob& spec = jobs_[job];
@@ -549,7 +552,7 @@ class TierHook : public SimHook {
       if (!on) continue;
       Action a;
       a.kind = ActionKind::kCheckpoint;
-      a.job = static_cast<JobId>(j);
+      a.job = EngineId(JobSlot(static_cast<int32_t>(j)));
       a.reason = "spot reclaim notice";
       plan->actions.push_back(a);
       ++notice_checkpoints_;

@@ -19,16 +19,18 @@ namespace {
 class RecordingBackend : public Backend {
  public:
   LaunchAck Launch(const LaunchSpec& spec, int64_t now) override {
-    calls.push_back("launch " + std::to_string(spec.slot) + "@" + std::to_string(now));
+    calls.push_back("launch " + std::to_string(spec.slot.value()) + "@" + std::to_string(now));
     if (refuse.count(spec.slot)) return {true, "refused", 0};
     if (spec.work_s >= 0) pending[now + static_cast<int64_t>(spec.work_s)].push_back({spec.slot, spec.run});
     return {false, "", 1.0};
   }
   void Stop(JobSlot slot, uint32_t run, int64_t grace_s, std::string_view reason, int64_t now) override {
-    calls.push_back("stop " + std::to_string(slot) + " run " + std::to_string(run) + " grace " +
+    calls.push_back("stop " + std::to_string(slot.value()) + " run " + std::to_string(run) + " grace " +
                     std::to_string(grace_s));
   }
-  void Checkpoint(JobSlot slot, uint32_t run, int64_t now) override { calls.push_back("checkpoint " + std::to_string(slot)); }
+  void Checkpoint(JobSlot slot, uint32_t run, int64_t now) override {
+    calls.push_back("checkpoint " + std::to_string(slot.value()));
+  }
   void Reconfigure(GpuId gpu, const std::string& layout, int64_t now) override {
     calls.push_back("reconfigure " + std::to_string(gpu) + " " + layout);
   }
@@ -156,7 +158,7 @@ TEST_F(DriverTest, AMigInstanceCreatedAtBindLaunchesAfterTheInstanceDelay) {
   EXPECT_EQ(loop_->jobs()[a].phase, JobPhase::kRunning);
   ASSERT_EQ(driver_->decisions().size(), 1u);
   const std::string line = DecisionLine(
-      driver_->decisions()[0], loop_->state(), [](int64_t j) { return "job-" + std::to_string(j); },
+      driver_->decisions()[0], loop_->state(), [](JobSlot j) { return "job-" + std::to_string(j.value()); },
       [&](int64_t n) { return cluster_.nodes[n].name; });
   const auto o2 = nlohmann::json::parse(line);
   EXPECT_EQ(o2["t"], 30);
@@ -193,8 +195,8 @@ TEST_F(DriverTest, AGroupHoldsItsGrantsUntilEveryMemberIsBoundThenLaunchesTogeth
 
 TEST_F(DriverTest, ARefusedLaunchFailsTheJobForGood) {
   Make(1, 8);
-  backend_.refuse.insert(0);
   const JobSlot a = Submit(Whole(2, 100, 100), 0);
+  backend_.refuse.insert(a);
   driver_->CycleOnce(0, *policy_);
   EXPECT_EQ(loop_->jobs()[a].phase, JobPhase::kFailed);
   EXPECT_EQ(loop_->state().AllocatedMilli(), 0);
@@ -226,7 +228,7 @@ TEST_F(DriverTest, PreemptingOneMemberTakesTheWholeGroup) {
   Plan p;
   Action a;
   a.kind = ActionKind::kPreempt;
-  a.job = r0;
+  a.job = EngineId(r0);
   a.for_job = -1;
   p.actions.push_back(a);
   driver_->ApplyPlan(p, 10);
@@ -257,7 +259,8 @@ TEST_F(DriverTest, CancelStopsARunningGroupAndWithdrawsAPendingJob) {
 
 TEST_F(DriverTest, AFailedReconfigurationKeepsNewWorkOffTheGpu) {
   Make(1, 2);
-  backend_.injected.push_back({BackendEventKind::kReconfigureFailed, -1, 0, 1, 1, "mig-manager: failed"});
+  backend_.injected.push_back(
+      {BackendEventKind::kReconfigureFailed, kNoSlot, 0, 1, 1, "mig-manager: failed"});
   EXPECT_TRUE(driver_->HandleDue(1));
   EXPECT_TRUE(loop_->state().gpu_cordoned(1));
   const JobSlot a = Submit(Whole(2, 100, 100), 2);  // needs both GPUs: cannot start now

@@ -78,7 +78,7 @@ class LoopTest : public ::testing::Test {
 TEST_F(LoopTest, BindStartCompleteReleases) {
   ControlLoop loop = MakeLoop(8);
   const JobSlot a = loop.Add(Job(4, 100, 500));
-  EXPECT_EQ(loop.jobs()[a].request.id, a);
+  EXPECT_EQ(loop.jobs()[a].request.id, EngineId(a));
   loop.Submit(a, 10);
   ASSERT_EQ(loop.jobs().pending().size(), 1u);
   std::vector<Applied> seen;
@@ -174,10 +174,10 @@ TEST_F(LoopTest, PreemptionKeepsCheckpointedWorkAndRequeuesBySubmitTime) {
   loop.Start(a, 0, 1.0);
   loop.Submit(b, 5);
   Plan ck;
-  ck.actions.push_back(Act(ActionKind::kCheckpoint, a));
+  ck.actions.push_back(Act(ActionKind::kCheckpoint, EngineId(a)));
   EXPECT_TRUE(loop.Apply(ck, 300)[0].done);
   Plan pre;
-  pre.actions.push_back(Act(ActionKind::kPreempt, a, b));
+  pre.actions.push_back(Act(ActionKind::kPreempt, EngineId(a), EngineId(b)));
   auto out = loop.Apply(pre, 400);
   ASSERT_TRUE(out[0].released.has_value());
   EXPECT_EQ(out[0].lost_since_s, 300);  // the work since the checkpoint is lost
@@ -198,7 +198,7 @@ TEST_F(LoopTest, PreemptionWithoutTakerHoldsForTheGracePeriod) {
   loop.Apply(loop.Decide(0, policy()), 0);
   loop.Start(a, 0, 1.0);
   Plan pre;
-  pre.actions.push_back(Act(ActionKind::kPreempt, a, -1));
+  pre.actions.push_back(Act(ActionKind::kPreempt, EngineId(a), -1));
   auto out = loop.Apply(pre, 100);
   EXPECT_FALSE(out[0].released.has_value());
   EXPECT_EQ(out[0].vacate_s, 130);
@@ -232,7 +232,7 @@ TEST_F(LoopTest, InputCarriesExpectedEndsAndDrainTimes) {
   ASSERT_EQ(in.pending.size(), 1u);
   EXPECT_EQ(in.pending[0].expected_duration_s, 300);
   EXPECT_EQ(in.pending[0].request.expected_end_s, 310);
-  EXPECT_EQ(in.pending[0].request.id, b);
+  EXPECT_EQ(in.pending[0].request.id, EngineId(b));
   ASSERT_EQ(in.drain_s.size(), 1u);
   EXPECT_EQ(in.drain_s[0], 200);
   EXPECT_FALSE(in.snapshot->has_drain_times()) << "drain times travel in the input, not on the state";
@@ -322,7 +322,7 @@ TEST_F(LoopTest, WithdrawLeavesTheQueueOrReleasesTheGrants) {
   loop.Apply(loop.Decide(1, policy()), 1);
   ASSERT_EQ(loop.jobs()[a].phase, JobPhase::kBound);
   ASSERT_EQ(loop.jobs().pending(), std::vector<JobSlot>{b});
-  EXPECT_EQ(loop.Withdraw(b, 2).job, -1);
+  EXPECT_EQ(loop.Withdraw(b, 2).job, kNoSlot);
   EXPECT_TRUE(loop.jobs().pending().empty());
   EXPECT_EQ(loop.jobs()[b].phase, JobPhase::kFailed);
   Released r = loop.Withdraw(a, 3);

@@ -11,11 +11,11 @@ class Recording final : public Backend {
  public:
   explicit Recording(bool async) : async_(async) {}
   LaunchAck Launch(const LaunchSpec& spec, int64_t) override {
-    calls.push_back("launch " + std::to_string(spec.slot));
+    calls.push_back("launch " + std::to_string(spec.slot.value()));
     return {false, "", 0.5, false};
   }
   void Stop(JobSlot slot, uint32_t, int64_t, std::string_view reason, int64_t) override {
-    calls.push_back("stop " + std::to_string(slot) + " " + std::string(reason));
+    calls.push_back("stop " + std::to_string(slot.value()) + " " + std::string(reason));
   }
   void Reconfigure(GpuId gpu, const std::string& layout, int64_t) override {
     calls.push_back("reconfigure " + std::to_string(gpu) + " " + layout);
@@ -32,11 +32,11 @@ class Recording final : public Backend {
 TEST(Outbox, QueuesAnAsynchronousBackendsCallsUntilFlush) {
   Recording inner(true);
   OutboxBackend out(&inner);
-  const LaunchAck ack = out.Launch({7, 0, {}, 10}, 0);
+  const LaunchAck ack = out.Launch({JobSlot(7), 0, {}, 10}, 0);
   EXPECT_TRUE(ack.in_flight);
   out.Reconfigure(3, "3g.40gb@4", 0);
   std::string reason = "cancelled by a";
-  out.Stop(7, 0, 30, reason, 1);
+  out.Stop(JobSlot(7), 0, 30, reason, 1);
   reason = "changed";  // the queued call kept its own copy
   EXPECT_TRUE(inner.calls.empty());
   EXPECT_EQ(out.queued(), 3u);
@@ -48,7 +48,7 @@ TEST(Outbox, QueuesAnAsynchronousBackendsCallsUntilFlush) {
 TEST(Outbox, CallsASynchronousBackendAtOnce) {
   Recording inner(false);
   OutboxBackend out(&inner);
-  const LaunchAck ack = out.Launch({2, 0, {}, 10}, 0);
+  const LaunchAck ack = out.Launch({JobSlot(2), 0, {}, 10}, 0);
   EXPECT_FALSE(ack.in_flight);
   EXPECT_EQ(ack.efficiency, 0.5);  // the backend's own answer
   EXPECT_EQ(inner.calls, std::vector<std::string>{"launch 2"});

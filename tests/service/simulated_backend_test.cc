@@ -27,7 +27,7 @@ std::vector<BackendEvent> PollUntil(SimulatedBackend& b, const VirtualClock& clo
 TEST(SimulatedBackend, RunsEndAfterTheirWork) {
   VirtualClock clock(100);
   SimulatedBackend b(&clock);
-  const LaunchAck ack = b.Launch(Spec(3, 50), 100);
+  const LaunchAck ack = b.Launch(Spec(JobSlot(3), 50), 100);
   EXPECT_FALSE(ack.failed);
   EXPECT_FALSE(ack.in_flight);
   EXPECT_EQ(b.NextEventS(), 150);
@@ -35,11 +35,11 @@ TEST(SimulatedBackend, RunsEndAfterTheirWork) {
   const auto ev = b.Poll(150);
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].kind, BackendEventKind::kEnded);
-  EXPECT_EQ(ev[0].slot, 3);
+  EXPECT_EQ(ev[0].slot, JobSlot(3));
   EXPECT_EQ(ev[0].at, 150);
   // A stopped run never ends.
-  b.Launch(Spec(4, 10), 200);
-  b.Stop(4, 0, 0, "cancelled", 205);
+  b.Launch(Spec(JobSlot(4), 10), 200);
+  b.Stop(JobSlot(4), 0, 0, "cancelled", 205);
   EXPECT_TRUE(b.Poll(1000).empty());
 }
 
@@ -49,8 +49,8 @@ TEST(SimulatedBackend, WithLatencyCallsCompleteLaterAndNeverBlockTheCaller) {
   std::atomic<int> wakes{0};
   b.OnEvents([&] { ++wakes; });
   const auto t0 = std::chrono::steady_clock::now();
-  const LaunchAck ack = b.Launch(Spec(1, 30), 0);
-  b.Stop(2, 0, 0, "cancelled", 0);
+  const LaunchAck ack = b.Launch(Spec(JobSlot(1), 30), 0);
+  b.Stop(JobSlot(2), 0, 0, "cancelled", 0);
   // The calls return long before their latency has passed (they only queue the work).
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0.5);
   EXPECT_TRUE(ack.in_flight);
@@ -69,7 +69,7 @@ TEST(SimulatedBackend, WithLatencyCallsCompleteLaterAndNeverBlockTheCaller) {
 TEST(SimulatedBackend, InjectedFailuresRequeueLaunches) {
   VirtualClock clock(0);
   SimulatedBackend b(&clock, 0, /*failure_probability=*/1.0, 7);
-  const LaunchAck ack = b.Launch(Spec(5, 30), 0);
+  const LaunchAck ack = b.Launch(Spec(JobSlot(5), 30), 0);
   EXPECT_FALSE(ack.failed);  // not a failure of the job: the launch did not happen
   const auto ev = b.Poll(0);
   ASSERT_EQ(ev.size(), 1u);
@@ -80,7 +80,7 @@ TEST(SimulatedBackend, InjectedFailuresRequeueLaunches) {
 TEST(SimulatedBackend, AdoptsARunThatStartedBeforeARestart) {
   VirtualClock clock(1000);
   SimulatedBackend b(&clock);
-  EXPECT_TRUE(b.Adopt(Spec(9, 600, 2), /*started_at=*/700, 1000));
+  EXPECT_TRUE(b.Adopt(Spec(JobSlot(9), 600, 2), /*started_at=*/700, 1000));
   ASSERT_EQ(b.Running().size(), 1u);
   EXPECT_EQ(b.Running()[0].run, 2u);
   EXPECT_EQ(b.NextEventS(), 1300);

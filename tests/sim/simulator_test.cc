@@ -169,13 +169,13 @@ TEST(SimulatorTest, InjectedFailuresRequeueAndEveryJobFinishes) {
 
 TEST(EventQueueTest, OrderAtEqualTimes) {
   EventQueue q;
-  q.Push({10, EventType::kArrival, 1, 0, 0});
-  q.Push({10, EventType::kStart, 2, 0, 0});
-  q.Push({5, EventType::kArrival, 3, 0, 0});
-  q.Push({10, EventType::kCompletion, 4, 0, 0});
-  q.Push({10, EventType::kCompletion, 5, 0, 0});
+  q.Push({10, EventType::kArrival, JobSlot(1), 0, 0});
+  q.Push({10, EventType::kStart, JobSlot(2), 0, 0});
+  q.Push({5, EventType::kArrival, JobSlot(3), 0, 0});
+  q.Push({10, EventType::kCompletion, JobSlot(4), 0, 0});
+  q.Push({10, EventType::kCompletion, JobSlot(5), 0, 0});
   std::vector<int> got;
-  while (!q.empty()) got.push_back(q.Pop().job);
+  while (!q.empty()) got.push_back(q.Pop().job.value());
   EXPECT_EQ(got, (std::vector<int>{3, 4, 5, 2, 1}));
 }
 
