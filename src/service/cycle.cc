@@ -104,7 +104,7 @@ std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) con
 }
 
 void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
-  Slot& slot = jobs_[j.id - 1];
+  JobEntry& entry = jobs_[j.id - 1];
   const PriorityClass* pc = config_.tenancy.FindClass(j.priority_class);
   for (int r = 0; r < j.replicas; ++r) {
     ControlJob cj;
@@ -115,10 +115,10 @@ void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
     cj.checkpointable = j.checkpointable;
     const JobSlot s = loop_->Add(std::move(cj));
     if (queued) loop_->Submit(s, j.submitted_at);
-    slot.replicas.push_back(s);
+    entry.replicas.push_back(s);
     job_of_slot_.push_back(j.id);
   }
-  driver_->SetGroup(slot.replicas);  // replicas launch all together
+  driver_->SetGroup(entry.replicas);  // replicas launch all together
 }
 
 void Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in) {

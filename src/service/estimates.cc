@@ -49,7 +49,7 @@ void Service::QueueSignaturesLocked(Snapshot* snap) const {
   const size_t nq = config_.tenancy.queues.size();
   snap->queue_signature.assign(nq + 1, 0);  // the last entry: the live nodes
   snap->queue_ends.assign(nq, {});
-  for (const Slot& s : jobs_) {
+  for (const JobEntry& s : jobs_) {
     const JobPtr& j = s.current;
     if (!j || Terminal(j->state) || j->queue < 0 || static_cast<size_t>(j->queue) >= nq) continue;
     snap->queue_signature[j->queue] = Mix(Mix(snap->queue_signature[j->queue], j->id), j->version);

@@ -148,7 +148,7 @@ void Service::ApplyEffects(const Effects& e, const Status& st) {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < e.next.size(); ++i) {
       const JobPtr& j = e.next[i];
-      Slot& s = jobs_[j->id - 1];
+      JobEntry& s = jobs_[j->id - 1];
       if (st.ok()) {
         if (!s.visible || s.visible->version < j->version) s.visible = j;
         if (e.fresh[i] && s.current == j && j->state == JobState::kPending) {

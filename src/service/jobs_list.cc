@@ -57,7 +57,7 @@ JobPage Service::ListJobs(const Caller& c, const JobQuery& q) const {
   auto snap = snapshot();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const Slot& s : jobs_) {
+    for (const JobEntry& s : jobs_) {
       const JobPtr& j = s.visible;
       if (!j || !CanSee(c, *j) || !Matches(*j, q, needle)) continue;
       ++page.total;
