@@ -218,13 +218,13 @@ std::string WhatIfTable(const nlohmann::json& whatif) {
   for (const Json& o : Array(whatif, "options")) {
     const Json reason = o.contains("reason") && o["reason"].is_object() ? o["reason"] : Json::object();
     const double f = o.contains("fraction") && o["fraction"].is_number() ? o["fraction"].get<double>() : 0;
-    const std::string change = o.contains("change") && o["change"].is_string() ? o["change"].get<std::string>() : "";
+    const std::string change =
+        o.contains("change") && o["change"].is_string() ? o["change"].get<std::string>() : "";
     std::string what = fmt::format("{:g} of the GPUs", f);
     if (change == "any_gpu_kind") what = "any GPU kind";
     if (change == "mig_profile") what = "MIG profile " + Text(o, "mig_profile");
     if (change == "spot") what = "checkpointable (spot allowed)";
-    rows.push_back({what, Text(o, "gpus"),
-                    Text(o, "estimated_start"),
+    rows.push_back({what, Text(o, "gpus"), Text(o, "estimated_start"),
                     reason.empty() ? "starts" : Text(reason, "code") + ": " + Text(reason, "message")});
   }
   return Table({"IF IT ASKED FOR", "GPUS", "START", "REASON"}, rows);

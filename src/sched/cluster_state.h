@@ -205,8 +205,8 @@ class ClusterState {
   }
 
   // What tasks hold, not counting what a cordon holds (capacity kept free of new work is not in use).
-  int64_t AllocatedMilliOf(GpuId g) const;  // compute-equivalent thousandths of GPU `g`
-  int TasksOf(GpuId g) const;               // tasks on GPU `g`
+  int64_t AllocatedMilliOf(GpuId g) const;              // compute-equivalent thousandths of GPU `g`
+  int TasksOf(GpuId g) const;                           // tasks on GPU `g`
   bool InstanceHeldByCordon(GpuId g, int start) const;  // the idle instance at `start` is taken by a cordon
   // Totals.
   int64_t AllocatedMilli() const;  // compute-equivalent thousandths of GPU held by tasks

@@ -231,7 +231,8 @@ void RegisterReportRoutes(httplib::Server& h, Service* s, const Authed& authed) 
     for (const QueueEntry& e : s->Queue(c)) arr.push_back(QueueEntryJson(e, *s));
     SendJson(res, 200, {{"jobs", arr}});
   }));
-  h.Get("/api/v1/cluster", authed([s](const Caller&, Req, Res res) { SendJson(res, 200, ClusterJson(*s->snapshot())); }));
+  h.Get("/api/v1/cluster",
+        authed([s](const Caller&, Req, Res res) { SendJson(res, 200, ClusterJson(*s->snapshot())); }));
   h.Get("/api/v1/usage", authed([s](const Caller& c, Req req, Res res) {
     UsageQuery q;
     if (!ReadTime(req, "from", &q.from, res) || !ReadTime(req, "to", &q.to, res)) return;

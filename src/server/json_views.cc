@@ -39,7 +39,8 @@ nlohmann::json ReasonJson(const std::optional<PendingInfo>& p, JobState state) {
   if (!p) return nullptr;  // no cycle has seen the job yet
   nlohmann::json o = {{"code", p->code}, {"message", p->message}};
   if (p->reservation)  // it would fit but for a gang's reservation: which gang, from when
-    o["reservation"] = {{"job", std::to_string(p->reservation->id)}, {"name", p->reservation->name},
+    o["reservation"] = {{"job", std::to_string(p->reservation->id)},
+                        {"name", p->reservation->name},
                         {"starts_at", TimeJson(p->reservation_start)}};
   return o;
 }

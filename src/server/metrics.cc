@@ -89,11 +89,12 @@ void GpuGauges(const ClusterSummary& cs, std::string* o) {
   std::string util, alloc, mig;
   for (const NodeSummary& n : cs.nodes) {
     for (const GpuSummary& g : n.gpus) {
-      const std::string labels = fmt::format("gpu=\"{}\",device=\"nvidia{}\",model_name=\"{}\",hostname=\"{}\"", g.index,
-                                             g.index, Esc(n.gpu_kind), Esc(n.name));
+      const std::string labels =
+          fmt::format("gpu=\"{}\",device=\"nvidia{}\",model_name=\"{}\",hostname=\"{}\"", g.index, g.index,
+                      Esc(n.gpu_kind), Esc(n.name));
       for (const InstanceSummary& m : g.instances)
-        mig += fmt::format("DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{},GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{}\"}} {}\n", labels,
-                           Esc(m.profile), m.start, m.busy ? 1 : 0);
+        mig += fmt::format("DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{},GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{}\"}} {}\n",
+                           labels, Esc(m.profile), m.start, m.busy ? 1 : 0);
       util += fmt::format("DCGM_FI_DEV_GPU_UTIL{{{}}} {}\n", labels, g.allocated_milli / 10.0);
       alloc += fmt::format("tessera_gpu_allocated_ratio{{{}}} {}\n", labels, g.allocated_milli / 1000.0);
     }

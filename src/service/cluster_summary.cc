@@ -13,7 +13,8 @@ GpuSummary SummariseGpu(const ClusterState& cs, GpuId g, int index) {
   out.allocated_milli = cs.AllocatedMilliOf(g);
   for (int k = 0; gs.mig_enabled && k < gs.n_instances; ++k) {
     const MigSlot& m = gs.instances[k];
-    out.instances.push_back({kind.profiles[m.profile].name, m.start, m.busy && !cs.InstanceHeldByCordon(g, m.start)});
+    out.instances.push_back(
+        {kind.profiles[m.profile].name, m.start, m.busy && !cs.InstanceHeldByCordon(g, m.start)});
   }
   return out;
 }
@@ -33,10 +34,11 @@ std::shared_ptr<const ClusterSummary> SummariseCluster(const ClusterState& cs,
     s.id = n;
     s.name = node.name;
     s.state = n < static_cast<NodeId>(node_states.size()) ? node_states[n]
-              : cs.node_cordoned(n)                        ? "cordoned"
-                                                           : "ready";
+              : cs.node_cordoned(n)                       ? "cordoned"
+                                                          : "ready";
     s.gpu_kind = ns.gpu_count > 0 ? cs.kind_of_gpu(ns.first_gpu).id : "";
-    s.leaf = node.leaf >= 0 && node.leaf < static_cast<int>(cl.leaf_names.size()) ? cl.leaf_names[node.leaf] : "";
+    s.leaf =
+        node.leaf >= 0 && node.leaf < static_cast<int>(cl.leaf_names.size()) ? cl.leaf_names[node.leaf] : "";
     s.tier = node.tier;
     for (int i = 0; i < ns.gpu_count; ++i) {
       s.gpus.push_back(SummariseGpu(cs, ns.first_gpu + i, i));

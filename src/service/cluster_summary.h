@@ -22,8 +22,8 @@ struct InstanceSummary {
 struct GpuSummary {
   int index = 0;  // on its node
   bool mig_enabled = false;
-  int tasks = 0;                 // tasks on it
-  int64_t allocated_milli = 0;   // compute-equivalent thousandths held by tasks
+  int tasks = 0;                           // tasks on it
+  int64_t allocated_milli = 0;             // compute-equivalent thousandths held by tasks
   std::vector<InstanceSummary> instances;  // MIG layout (empty outside MIG mode)
 };
 

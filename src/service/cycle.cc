@@ -540,13 +540,14 @@ void NameReservation(const JobPtr& gang, int64_t start, PendingInfo* info) {
   info->reservation_start = start;
   const std::string& m = info->message.str();
   if (m.rfind(kPrefix, 0) != 0) return;
-  info->message = fmt::format("waits behind the reservation of job {} ({}, {} GPUs from {}){}", gang->id, gang->name,
-                              TotalGpus(*gang), FormatIsoUtc(start), m.substr(kPrefix.size()));
+  info->message = fmt::format("waits behind the reservation of job {} ({}, {} GPUs from {}){}", gang->id,
+                              gang->name, TotalGpus(*gang), FormatIsoUtc(start), m.substr(kPrefix.size()));
 }
 
 }  // namespace
 
-void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<PendingRef>& jobs) {
+void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan,
+                             const std::vector<PendingRef>& jobs) {
   const std::shared_ptr<const Snapshot> old = snapshot();
   if (old && old->summary && old->cluster == snap->cluster && old->node_states == snap->node_states)
     snap->summary = old->summary;

@@ -558,7 +558,7 @@ class Service {
   std::mutex admin_mu_;
   int64_t stored_clock_ = 0;  // the clock position last written (mu_)
   mutable std::mutex mu_;
-  std::vector<JobEntry> jobs_;                // index id - 1
+  std::vector<JobEntry> jobs_;             // index id - 1
   std::unique_ptr<ControlLoop> loop_;      // job table, allocation and decayed usage of the current versions
   std::vector<int64_t> job_of_slot_;       // by the loop's job slot: the job id
   std::map<std::string, TeamRow> teams_;

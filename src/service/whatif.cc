@@ -1,12 +1,13 @@
 // What-if for a pending job: its earliest start had it asked for a half or a quarter of its GPUs, (when it
 // names GPU kinds) any GPU kind, another MIG profile (the soonest, when sooner than as asked), or (training
 // that is not checkpointable, where the cluster has spot capacity) to be checkpointable, so that spot
-// capacity may take it; each from the scheduling cycle run on a copy of the current state (nothing is applied).
+// capacity may take it; each from the scheduling cycle run on a copy of the current state (nothing is
+// applied).
+#include <fmt/format.h>
+
 #include <cmath>
 #include <optional>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "service/service.h"
 #include "service/workload_json.h"

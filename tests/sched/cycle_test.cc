@@ -384,7 +384,6 @@ TEST(Cycle, ProductionInferencePreemptsLowerPriorityWithCheckpoint) {
   EXPECT_EQ(w.options_.termination_grace_s, 30);
 }
 
-
 // A job on a cordoned node frees nothing a pending job could use: the cordon takes what it releases. Such a
 // job is never a victim, and trying victims elsewhere leaves it running where it was (releasing it and
 // applying it back would find its capacity taken by the cordon).
@@ -964,7 +963,8 @@ TEST(CycleProperties, CordonsWhileJobsRun) {
     std::mt19937_64 rng(seed);
     for (JobId id = 1; id <= 300; ++id) {
       const int prio = rng() % 4 == 0 ? kProd : (rng() % 2 ? kTrain : kBest);
-      w.Submit(Whole(id, 1 << (rng() % 4), prio, rng() % 8 == 0 ? 2 : 1), q, 20 + static_cast<int64_t>(rng() % 200));
+      w.Submit(Whole(id, 1 << (rng() % 4), prio, rng() % 8 == 0 ? 2 : 1), q,
+               20 + static_cast<int64_t>(rng() % 200));
       if (rng() % 5 == 0) {
         const NodeId n = static_cast<NodeId>(rng() % 4);
         ASSERT_TRUE((w.state_.node_cordoned(n) ? w.state_.UncordonNode(n) : w.state_.CordonNode(n)).ok());

@@ -92,15 +92,16 @@ TEST_F(NodesApiTest, AddCordonDrainRemoveAndRestart) {
     return j["state"] == "Running" ? j["placements"][0]["node"].get<std::string>() : std::string();
   };
   ASSERT_TRUE(Eventually([&] { return placed_on() == "node-000"; }));
-  // The cluster view counts what jobs hold, not what a cordon holds: the cordoned idle nodes are not allocated,
-  // in the API and in /metrics alike.
+  // The cluster view counts what jobs hold, not what a cordon holds: the cordoned idle nodes are not
+  // allocated, in the API and in /metrics alike.
   ASSERT_TRUE(Eventually([&] {
     const nlohmann::json c = Body(s->Get("/api/v1/cluster", admin));
-    return c["totals"]["allocated_gpus"] == 8.0 && c["totals"]["busy_gpus"] == 8 && c["nodes"][1]["state"] == "cordoned" &&
-           c["nodes"][1]["allocated_gpus"] == 0.0;
+    return c["totals"]["allocated_gpus"] == 8.0 && c["totals"]["busy_gpus"] == 8 &&
+           c["nodes"][1]["state"] == "cordoned" && c["nodes"][1]["allocated_gpus"] == 0.0;
   })) << Body(s->Get("/api/v1/cluster", admin))["totals"].dump();
   const std::string metrics = s->Get("/metrics", "")->body;
-  EXPECT_NE(metrics.find("tessera_gpu_allocated_ratio{gpu=\"0\",device=\"nvidia0\",model_name=\"h100-80gb\",hostname=\"node-001\"} 0\n"),
+  EXPECT_NE(metrics.find("tessera_gpu_allocated_ratio{gpu=\"0\",device=\"nvidia0\",model_name=\"h100-80gb\","
+                         "hostname=\"node-001\"} 0\n"),
             std::string::npos);
   EXPECT_NE(metrics.find("tessera_nodes{state=\"cordoned\"} 2"), std::string::npos);
   auto del = s->Client()->Delete("/api/v1/nodes/node-000", {{"Authorization", "Bearer " + admin}});

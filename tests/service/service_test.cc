@@ -497,8 +497,12 @@ nodes:
   - {name: h200, gpu: h200-141gb, mig: {enabled: true, config: all-balanced}}
 )");
   auto slice = [&](const std::string& name) {
-    return Spec({{"name", name}, {"class", "training"}, {"mig_profile", "1g.10gb"}, {"memory_gib", 8},
-                 {"project", "p"}, {"duration_s", 36000}});
+    return Spec({{"name", name},
+                 {"class", "training"},
+                 {"mig_profile", "1g.10gb"},
+                 {"memory_gib", 8},
+                 {"project", "p"},
+                 {"duration_s", 36000}});
   };
   for (int i = 0; i < 7; ++i) SubmitOk(member_, slice("fill-" + std::to_string(i)));
   svc_->RunCycleNow();
@@ -528,10 +532,12 @@ nodes:
   - {name: spot, tier: spot}
 )");
   auto job = [&](const std::string& name, const std::string& cls, bool checkpointable) {
-    nlohmann::json j = {{"name", name}, {"class", cls}, {"memory_gib", 40}, {"project", "p"}, {"duration_s", 3600},
-                        {"checkpointable", checkpointable}};
-    if (cls == "training") j["gpus_per_worker"] = 8;
-    else j["replicas"] = 1;
+    nlohmann::json j = {{"name", name},   {"class", cls},       {"memory_gib", 40},
+                        {"project", "p"}, {"duration_s", 3600}, {"checkpointable", checkpointable}};
+    if (cls == "training")
+      j["gpus_per_worker"] = 8;
+    else
+      j["replicas"] = 1;
     return Spec(j);
   };
   const int64_t first = SubmitOk(member_, job("first", "training", false));
@@ -572,9 +578,14 @@ TEST_F(ServiceTest, AJobBehindAReservationNamesTheGang) {
   Service::TeamChange more;  // the gang's team is within its guarantee: its head gang gets a reservation
   more.guaranteed_milli = 16000;
   ASSERT_TRUE(svc_->UpdateTeam(admin_, "search", more).ok());
-  const int64_t gang = SubmitOk(search_lead_, Spec({{"name", "gang"}, {"class", "training"}, {"workers", 2},
-                                               {"gpus_per_worker", 8}, {"memory_gib", 40}, {"project", "p"},
-                                               {"duration_s", 3600}, {"gpu_kinds", {"h100-80gb"}}}));
+  const int64_t gang = SubmitOk(search_lead_, Spec({{"name", "gang"},
+                                                    {"class", "training"},
+                                                    {"workers", 2},
+                                                    {"gpus_per_worker", 8},
+                                                    {"memory_gib", 40},
+                                                    {"project", "p"},
+                                                    {"duration_s", 3600},
+                                                    {"gpu_kinds", {"h100-80gb"}}}));
   clock_.now_ += 10;
   const int64_t behind = SubmitOk(member_, Training("behind", 4, 7200));  // too long to backfill
   svc_->RunCycleNow();
