@@ -8,50 +8,19 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { apiCall, chromiumPath, CHROMIUM_ARGS, freePort, waitFor } from './helpers.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const { chromium } = createRequire(path.join(root, 'web/package.json'))('playwright-core');
 const binary = path.resolve(process.env.TESSERA_BINARY || path.join(root, 'build/tessera'));
 const artifacts = process.env.TESSERA_WEB_ARTIFACTS || path.join(root, 'build/web-test-results');
-const chromiumPath = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(p => fs.existsSync(p));
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
 let server, url, dir, browser, context, adminToken;
 const users = {};
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-    s.on('error', reject);
-  });
-}
-
-async function waitFor(fn, what, ms = 20000, every = 200) {
-  const end = Date.now() + ms;
-  let last;
-  while (Date.now() < end) {
-    try { last = await fn(); if (last) return last; } catch (e) { if (e.fatal) throw e; last = e; }
-    await new Promise(r => setTimeout(r, every));
-  }
-  throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
-}
-
-async function api(method, p, token, body) {
-  const r = await fetch(url + p, {
-    method, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch (e) { /* CSV or empty */ }
-  return { status: r.status, json, text };
-}
+const api = (method, p, token, body) => apiCall(url, method, p, token, body);
 
 // Runs a browser step; on failure keeps a full-page screenshot named after the test.
 async function withPage(t, fn) {
