@@ -22,22 +22,41 @@ std::string MetaString(const json& o, const char* map, std::string_view key) {
 
 }  // namespace
 
+std::string ProjectOfKey(const JobKey& key) { return key.kind + "/" + key.ns; }
+
+std::optional<JobKey> KeyOfJob(const std::string& project, const std::string& team, const std::string& name) {
+  const size_t slash = project.find('/');
+  const std::string kind = project.substr(0, slash);
+  if (kind != "pod" && kind != "podgroup") return std::nullopt;
+  if (slash == std::string::npos) return JobKey{kind, team, name};
+  const std::string ns = project.substr(slash + 1);
+  if (ns.empty()) return std::nullopt;
+  return JobKey{kind, ns, name};
+}
+
 bool PodIsOurs(const json& pod, const std::string& scheduler_name) {
   const json* spec = Field(pod, "spec");
   const json* s = spec != nullptr ? Field(*spec, "schedulerName") : nullptr;
   return s != nullptr && s->is_string() && s->get<std::string>() == scheduler_name;
 }
 
+bool PodGated(const json& pod) {
+  const json* spec = Field(pod, "spec");
+  const json* gates = spec != nullptr && spec->is_object() ? Field(*spec, "schedulingGates") : nullptr;
+  return gates != nullptr && gates->is_array() && !gates->empty();
+}
+
 bool PodWaiting(const json& pod) {
   const json* meta = Field(pod, "metadata");
   if (meta != nullptr && Field(*meta, "deletionTimestamp") != nullptr) return false;
-  return PodNode(pod).empty() && !PodTerminal(pod);
+  return PodNode(pod).empty() && !PodTerminal(pod) && !PodGated(pod);
 }
 
 JobKey JobKeyOf(const json& pod) {
   const std::string ns = Meta(pod, "namespace");
   std::string group = MetaString(pod, "labels", kCoschedulingLabel);
   if (group.empty()) group = MetaString(pod, "annotations", kVolcanoGroupAnnotation);
+  if (group.empty()) group = MetaString(pod, "annotations", kKaiGroupAnnotation);
   if (!group.empty()) return {"podgroup", ns, group};
   return {"pod", ns, Meta(pod, "name")};
 }
@@ -69,7 +88,7 @@ Result<json> JobSpecFor(const JobKey& key, const std::vector<PodDemand>& members
   if (!top.mig.empty() && tasks > 1) return Status::Error("a gang of MIG pods: a Tessera gang needs whole GPUs");
   json spec = {{"name", key.name},
                {"team", key.ns},
-               {"project", key.kind},
+               {"project", ProjectOfKey(key)},
                {"priority_class", priority_class},
                {"cpu", top.cpu_milli / 1000.0},
                {"host_memory_gib", static_cast<double>(top.memory_bytes) / (1 << 30)}};

@@ -1,10 +1,12 @@
 #pragma once
 // Which Tessera job each pod of ours belongs to, and that job's spec: a pod in a PodGroup (the
-// coscheduling label scheduling.x-k8s.io/pod-group, or Volcano's annotation scheduling.k8s.io/group-name)
+// coscheduling label scheduling.x-k8s.io/pod-group, Volcano's annotation scheduling.k8s.io/group-name or
+// KAI's annotation pod-group-name)
 // is a member of one gang job (minMember tasks, from the PodGroup when it is known); any other pod is a job
 // of its own. The job's team is the namespace, its priority class the pod's. Pure functions.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,8 @@ namespace tessera {
 
 inline constexpr std::string_view kCoschedulingLabel = "scheduling.x-k8s.io/pod-group";
 inline constexpr std::string_view kVolcanoGroupAnnotation = "scheduling.k8s.io/group-name";
+// KAI-Scheduler's pod-grouper names the pod's PodGroup (scheduling.run.ai/v2alpha2) with this annotation.
+inline constexpr std::string_view kKaiGroupAnnotation = "pod-group-name";
 
 // The job a pod belongs to: "pod/NS/NAME" or "podgroup/NS/GROUP".
 struct JobKey {
@@ -27,9 +31,18 @@ struct JobKey {
   bool operator==(const JobKey& o) const { return str() == o.str(); }
 };
 
+// A job made from pods carries its key in the service's job record: project "KIND/NAMESPACE" (its team is
+// the namespace, or the queue the pods name), name the pod's or PodGroup's. Records written before queues
+// were read have project "KIND" and the namespace as team; both read back. nullopt: not a job from pods.
+std::string ProjectOfKey(const JobKey& key);
+std::optional<JobKey> KeyOfJob(const std::string& project, const std::string& team, const std::string& name);
+
 // Whether the pod names `scheduler_name` in spec.schedulerName.
 bool PodIsOurs(const nlohmann::json& pod, const std::string& scheduler_name);
-// Whether the pod waits to be placed: no node, not done, not being deleted.
+// Whether the pod has scheduling gates (spec.schedulingGates, e.g. Kueue's kueue.x-k8s.io/admission): such a
+// pod is not ready to be placed until every gate is removed.
+bool PodGated(const nlohmann::json& pod);
+// Whether the pod waits to be placed: no node, no scheduling gate, not done, not being deleted.
 bool PodWaiting(const nlohmann::json& pod);
 JobKey JobKeyOf(const nlohmann::json& pod);
 // The PodGroup's spec.minMember (coscheduling and Volcano), or -1 when absent or not a number.

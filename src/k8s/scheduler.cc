@@ -85,12 +85,18 @@ Status K8sScheduler::Init() {
   classes_ = std::make_unique<Informer>(&api_, "/apis/scheduling.k8s.io/v1/priorityclasses", wake, log);
   groups_ = std::make_unique<Informer>(&api_, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", wake, log);
   volcano_groups_ = std::make_unique<Informer>(&api_, "/apis/scheduling.volcano.sh/v1beta1/podgroups", wake, log);
+  kai_groups_ = std::make_unique<Informer>(&api_, "/apis/scheduling.run.ai/v2alpha2/podgroups", wake, log);
+  volcano_queues_ = std::make_unique<Informer>(&api_, "/apis/scheduling.volcano.sh/v1beta1/queues", wake, log);
+  kai_queues_ = std::make_unique<Informer>(&api_, "/apis/scheduling.run.ai/v2/queues", wake, log);
   nodes_ = std::make_unique<Informer>(&api_, "/api/v1/nodes", wake, log);
   dra_ = std::make_unique<DraSync>(&api_, [this] { Wake(); }, log);
   dra_->Start();
   pods_ = std::make_unique<Informer>(&api_, "/api/v1/pods", [this](WatchEvent e, const json& p) { OnPod(e, p); }, log);
-  for (Informer* i : {classes_.get(), groups_.get(), volcano_groups_.get(), nodes_.get(), pods_.get()}) i->Start();
-  for (Informer* i : {classes_.get(), groups_.get(), volcano_groups_.get(), nodes_.get(), pods_.get()})
+  const std::vector<Informer*> informers = {classes_.get(),        groups_.get(),     volcano_groups_.get(),
+                                            kai_groups_.get(),     volcano_queues_.get(), kai_queues_.get(),
+                                            nodes_.get(),          pods_.get()};
+  for (Informer* i : informers) i->Start();
+  for (Informer* i : informers)
     if (!i->WaitSynced(60)) return Status::Error(fmt::format("{}: could not list it within 60 s", i->path()));
   if (!dra_->WaitSynced(60)) return Status::Error("resource.k8s.io/v1: could not list it within 60 s");
   if (Status st = StartService(); !st.ok()) return st;
@@ -149,8 +155,8 @@ Status K8sScheduler::StartService() {
   service_ = std::move(svc).value();
   bool more = false;
   for (const JobView& v : service_->List(admin_, "", "", "", 0, 1 << 30, &more))
-    if (!Terminal(v.job->state) && (v.job->project == "pod" || v.job->project == "podgroup"))
-      job_of_key_[JobKey{v.job->project, v.job->team, v.job->name}.str()] = v.job->id;
+    if (auto key = KeyOfJob(v.job->project, v.job->team, v.job->name); key && !Terminal(v.job->state))
+      job_of_key_[key->str()] = v.job->id;
   for (const TeamView& t : service_->Teams(admin_)) teams_.insert(t.name);
   Log(fmt::format("scheduling for '{}' on {} nodes ({} GPUs)", options_.scheduler_name,
                   service_->cluster().nodes.size(), service_->cluster().TotalGpus()));
@@ -163,7 +169,7 @@ void K8sScheduler::Stop() {
   Wake();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (lease_thread_.joinable()) lease_thread_.join();
-  for (auto* i : {&pods_, &nodes_, &groups_, &volcano_groups_, &classes_})
+  for (auto* i : {&pods_, &nodes_, &groups_, &volcano_groups_, &kai_groups_, &volcano_queues_, &kai_queues_, &classes_})
     if (*i) (*i)->Stop();
   if (dra_) dra_->Stop();
   if (service_) service_->Stop();
@@ -213,8 +219,8 @@ std::vector<json> K8sScheduler::PodsOf(const JobKey& key) const {
 std::optional<JobKey> K8sScheduler::KeyOfSlot(JobSlot slot) const {
   if (!service_) return std::nullopt;
   JobPtr j = service_->JobOfSlot(slot);
-  if (!j || (j->project != "pod" && j->project != "podgroup")) return std::nullopt;
-  return JobKey{j->project, j->team, j->name};
+  if (!j) return std::nullopt;
+  return KeyOfJob(j->project, j->team, j->name);
 }
 
 void K8sScheduler::Loop() {
@@ -234,6 +240,7 @@ void K8sScheduler::Reconcile() {
     mig_->Step(nodes_->Objects(), pods_->Objects(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
   }
   SyncNodes();
+  SyncQueues();
   SyncJobs();
   WriteReasons();
   SyncDra();

@@ -1,7 +1,7 @@
 #pragma once
 // The Kubernetes scheduler: `tessera serve` with the Kubernetes backend. It becomes the leader (a Lease),
-// lists and watches nodes, pods, PriorityClasses and PodGroups (coscheduling and Volcano; a group that is
-// not served is not used), starts the one Service (store, loop, API) over the cluster those nodes make,
+// lists and watches nodes, pods, PriorityClasses, PodGroups (coscheduling, Volcano and KAI) and Queues
+// (Volcano and KAI: a queue is a team with its quota, queues.h); a kind that is not served is not used), starts the one Service (store, loop, API) over the cluster those nodes make,
 // and keeps the two in step: nodes that arrive, cordon or go change the Service's cluster through its
 // nodes API; pods with our schedulerName become jobs (a PodGroup is one gang job of its pods, minMember
 // tasks); the backend (k8s_backend.h) binds what the loop places; pending reasons go back to the pods as a
@@ -30,6 +30,7 @@
 #include "k8s/lease.h"
 #include "k8s/mig_repartitioner.h"
 #include "k8s/pod_jobs.h"
+#include "k8s/queues.h"
 #include "service/service.h"
 
 namespace tessera {
@@ -75,7 +76,14 @@ class K8sScheduler {
   // A node of the cluster whose spec (its MIG config) or cordon changed; `spec` from NodeSpecFor.
   void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec, bool want_cordon);
   void AddNode(const std::string& name, const nlohmann::json& spec, bool want_cordon);
+  // Volcano and KAI Queues as teams: created, and their quota and weight followed (queues.h).
+  void SyncQueues();
   void SyncJobs();
+  // The job's team: the queue its first pod names (through `group` or its own labels), else its namespace;
+  // empty with `why` set when the named queue cannot take it.
+  std::string TeamOf(const JobKey& key, const nlohmann::json& pod, const nlohmann::json* group, std::string* reason,
+                     std::string* why);
+  void EnsureTeam(const std::string& name);
   bool Orphaned(const std::string& key, const std::map<std::string, std::vector<nlohmann::json>>& by_key);
   void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
   void WriteReasons();
@@ -100,7 +108,8 @@ class K8sScheduler {
   ApiClient api_;
   Caller admin_{"tessera-k8s", "", Role::kAdmin, ""};
   std::unique_ptr<LeaderElector> elector_;
-  std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_;
+  std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_, kai_groups_;
+  std::unique_ptr<Informer> volcano_queues_, kai_queues_;
   std::unique_ptr<K8sBackend> backend_;
   std::unique_ptr<DraSync> dra_;
   // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
@@ -121,6 +130,8 @@ class K8sScheduler {
   std::map<std::string, double> unwaited_since_;  // JobKey::str() -> steady seconds since a pending job's pods were all bound
   std::map<std::string, std::pair<std::string, std::string>> said_;  // pod uid -> (reason, message) written
   std::set<std::string> teams_;
+  std::map<std::string, QueueQuota> queues_;          // the queues as last read (name -> quota)
+  std::map<std::string, std::string> queue_errors_;   // queue -> the error last logged for it
 };
 
 }  // namespace tessera

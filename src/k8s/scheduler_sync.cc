@@ -160,6 +160,80 @@ bool K8sScheduler::Orphaned(const std::string& key, const std::map<std::string, 
   return true;
 }
 
+void K8sScheduler::EnsureTeam(const std::string& name) {
+  if (teams_.count(name)) return;
+  TeamRow row;
+  row.name = name;
+  auto t = service_->CreateTeam(admin_, row);
+  if (t.ok() || t.error().code == ErrorCode::kAlreadyExists) teams_.insert(name);
+}
+
+void K8sScheduler::SyncQueues() {
+  std::map<std::string, std::string> errors;
+  queues_ = ReadQueues(volcano_queues_->Objects(), kai_queues_->Objects(), &errors);
+  for (const auto& [name, q] : queues_)
+    if (!QueueNameFitsTeam(name))
+      errors[name] = fmt::format("queue '{}': a Tessera team name is 1-63 of a-z, 0-9, '-', '_'", name);
+  for (const auto& [name, message] : errors) {
+    auto was = queue_errors_.find(name);
+    if (was == queue_errors_.end() || was->second != message) Log("queue " + name + ": " + message);
+  }
+  queue_errors_ = std::move(errors);
+  std::map<std::string, TeamView> teams;
+  for (TeamView& t : service_->Teams(admin_)) teams[t.name] = std::move(t);
+  for (const auto& [name, q] : queues_) {
+    if (queue_errors_.count(name) || !q.leaf) continue;
+    Service::TeamChange change;
+    change.guaranteed_milli = q.guaranteed_milli;
+    change.limit_milli = q.limit_milli;
+    change.over_quota_weight = q.over_quota_weight;
+    auto now = teams.find(name);
+    if (now == teams.end()) {
+      TeamRow row;
+      row.name = name;
+      row.guaranteed_milli = q.guaranteed_milli;
+      row.limit_milli = q.limit_milli;
+      row.over_quota_weight = q.over_quota_weight;
+      auto t = service_->CreateTeam(admin_, row);
+      if (!t.ok() && t.error().code != ErrorCode::kAlreadyExists) Log("queue " + name + ": " + t.error().message);
+      teams_.insert(name);
+      continue;
+    }
+    if (now->second.guaranteed_milli == q.guaranteed_milli && now->second.limit_milli == q.limit_milli &&
+        now->second.over_quota_weight == q.over_quota_weight)
+      continue;
+    auto t = service_->UpdateTeam(admin_, name, change);
+    Log(t.ok() ? fmt::format("queue {}: {} GPUs guaranteed, limit {}, weight {}", name, q.guaranteed_milli / 1000.0,
+                             q.limit_milli < 0 ? std::string("none") : fmt::format("{}", q.limit_milli / 1000.0),
+                             q.over_quota_weight)
+               : "queue " + name + ": " + t.error().message);
+  }
+}
+
+std::string K8sScheduler::TeamOf(const JobKey& key, const json& pod, const json* group, std::string* reason,
+                                 std::string* why) {
+  const std::string queue = QueueOfPod(pod, group);
+  if (queue.empty()) return key.ns;
+  if (auto bad = queue_errors_.find(queue); bad != queue_errors_.end()) {
+    *reason = "InvalidQueue";
+    *why = fmt::format("tessera: queue '{}' cannot be used: {}", queue, bad->second);
+    return "";
+  }
+  auto it = queues_.find(queue);
+  if (it == queues_.end()) {
+    *reason = "QueueNotFound";
+    *why = fmt::format("tessera: queue '{}' does not exist (scheduling.volcano.sh/v1beta1 or scheduling.run.ai/v2 "
+                       "Queue); the pods wait for it", queue);
+    return "";
+  }
+  if (!it->second.leaf) {
+    *reason = "QueueNotLeaf";
+    *why = fmt::format("tessera: queue '{}' is a parent queue; only leaf queues take jobs", queue);
+    return "";
+  }
+  return queue;
+}
+
 std::string K8sScheduler::PriorityClassOf(const json& pod) const {
   const json* spec = Field(pod, "spec");
   const json* pc = spec != nullptr ? Field(*spec, "priorityClassName") : nullptr;
@@ -175,28 +249,31 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
     for (const json& p : who) SetReason(p, reason, message);
   };
   size_t tasks = 1;
+  std::optional<json> group;
   if (key.kind == "podgroup") {
     // A gang's size is its PodGroup's minMember; until the PodGroup is seen (its informer may lag the pods'),
     // the pods wait: a gang submitted with the members that happen to be there would split it.
-    bool found = false;
-    for (Informer* g : {groups_.get(), volcano_groups_.get()}) {
+    for (Informer* g : {groups_.get(), volcano_groups_.get(), kai_groups_.get()}) {
       const auto groups = g->Objects();
       auto it = groups.find(key.ns + "/" + key.name);
       if (it == groups.end()) continue;
-      found = true;
+      group = it->second;
       const int min_member = MinMemberOf(it->second);
       tasks = min_member > 0 ? static_cast<size_t>(min_member) : waiting.size();
     }
-    if (!found)
+    if (!group)
       return refuse(waiting, "PodGroupNotFound",
-                    fmt::format("tessera: PodGroup {}/{} does not exist (scheduling.x-k8s.io/v1alpha1 or "
-                                "scheduling.volcano.sh/v1beta1); the pods wait for it",
+                    fmt::format("tessera: PodGroup {}/{} does not exist (scheduling.x-k8s.io/v1alpha1, "
+                                "scheduling.volcano.sh/v1beta1 or scheduling.run.ai/v2alpha2); the pods wait for it",
                                 key.ns, key.name));
   }
   if (waiting.size() < tasks)
     return refuse(waiting, "GangIncomplete", fmt::format("tessera: PodGroup {} has {} of its {} members (minMember) "
                                                          "waiting; it is placed once all are there",
                                                          key.name, waiting.size(), tasks));
+  std::string reason, why;
+  const std::string team = TeamOf(key, waiting[0], group ? &*group : nullptr, &reason, &why);
+  if (team.empty()) return refuse(waiting, reason, why);
   std::vector<PodDemand> demands;
   for (size_t i = 0; i < tasks; ++i) {
     auto d = ReadPodDemand(waiting[i]);
@@ -205,14 +282,10 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
   }
   auto spec = JobSpecFor(key, demands, static_cast<int>(tasks), PriorityClassOf(waiting[0]));
   if (!spec.ok()) return refuse(waiting, "Unsupported", fmt::format("tessera: {} {}", key.name, spec.error()));
+  (*spec)["team"] = team;
   auto parsed = ParseJobSpec(*spec);
   if (!parsed.ok()) return refuse(waiting, "InvalidArgument", "tessera: " + parsed.error().message);
-  if (!teams_.count(key.ns)) {
-    TeamRow row;
-    row.name = key.ns;
-    auto t = service_->CreateTeam(admin_, row);
-    if (t.ok() || t.error().code == ErrorCode::kAlreadyExists) teams_.insert(key.ns);
-  }
+  EnsureTeam(team);
   auto job = service_->Submit(admin_, parsed.value(), "");
   if (!job.ok())
     return refuse(waiting, ErrorCodeName(job.error().code), "tessera: " + job.error().message);

@@ -160,10 +160,16 @@ void PortalApi::RegisterAdmin(
     nlohmann::json b = nlohmann::json::parse(req.body, nullptr, false);
     if (!b.is_object()) return SendApiError(res, Invalid("", "the request body must be a JSON object"));
     for (const auto& [k, v] : b.items())
-      if (k != "guaranteed_gpus" && k != "limit_gpus" && k != "allowed_priority_classes")
+      if (k != "guaranteed_gpus" && k != "limit_gpus" && k != "over_quota_weight" && k != "allowed_priority_classes")
         return SendApiError(res, Invalid(k, fmt::format("unknown field '{}' (guaranteed_gpus, limit_gpus, "
-                                                        "allowed_priority_classes)", k)));
+                                                        "over_quota_weight, allowed_priority_classes)", k)));
     Service::TeamChange change;
+    if (b.contains("over_quota_weight")) {
+      const nlohmann::json& w = b["over_quota_weight"];
+      if (!w.is_number_integer() || w.get<int64_t>() < 0 || w.get<int64_t>() > 65535)
+        return SendApiError(res, Invalid("over_quota_weight", "field 'over_quota_weight': an integer 0..65535"));
+      change.over_quota_weight = static_cast<int>(w.get<int64_t>());
+    }
     if (!GpusField(b, "guaranteed_gpus", &change.guaranteed_milli, res) ||
         !GpusField(b, "limit_gpus", &change.limit_milli, res) || !ClassesField(b, &change.allowed_classes, res) ||
         !IfMatch(req, &change.if_version, res))

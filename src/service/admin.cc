@@ -21,6 +21,7 @@ double GpusOf(int64_t milli) { return milli < 0 ? -1.0 : static_cast<double>(mil
 std::string TeamAuditJson(const TeamView& t) {
   return nlohmann::json{{"guaranteed_gpus", GpusOf(t.guaranteed_milli)},
                         {"limit_gpus", t.limit_milli < 0 ? nlohmann::json() : nlohmann::json(GpusOf(t.limit_milli))},
+                        {"over_quota_weight", t.over_quota_weight},
                         {"allowed_priority_classes", t.allowed_classes}}
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -131,7 +132,9 @@ Outcome<TeamView> Service::UpdateTeam(const Caller& c, const std::string& name, 
   const TeamView before = TeamViewOf(row);
   if (change.guaranteed_milli) row.guaranteed_milli = *change.guaranteed_milli;
   if (change.limit_milli) row.limit_milli = *change.limit_milli < 0 ? -1 : *change.limit_milli;
+  if (change.over_quota_weight) row.over_quota_weight = *change.over_quota_weight;
   if (change.allowed_classes) row.allowed_classes = *change.allowed_classes;
+  if (row.over_quota_weight < 0) return Invalid("over_quota_weight", "field 'over_quota_weight': must be >= 0");
   if (row.guaranteed_milli < 0) return Invalid("guaranteed_gpus", "field 'guaranteed_gpus': must not be negative");
   if (row.limit_milli >= 0 && row.limit_milli < row.guaranteed_milli)
     return Invalid("limit_gpus", "field 'limit_gpus': must be at least guaranteed_gpus");

@@ -303,6 +303,7 @@ class Service {
   // must be the team's version (else 412). Read, check and write under one lock: no update is lost.
   struct TeamChange {
     std::optional<int64_t> guaranteed_milli, limit_milli;
+    std::optional<int> over_quota_weight;
     std::optional<std::vector<std::string>> allowed_classes;
     std::optional<uint64_t> if_version;
   };

@@ -19,6 +19,8 @@ struct Res {
   const char* kind;
   bool namespaced;
   const char* short_name;
+  const char* key = nullptr;  // the store's name for it (Create, List, ...); the plural when null
+  std::string Key() const { return key != nullptr ? key : plural; }
 };
 
 const Res kResources[] = {
@@ -30,6 +32,8 @@ const Res kResources[] = {
     {"coordination.k8s.io", "v1", "leases", "Lease", true, ""},
     {"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false, "pc"},
     {"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", true, "pg"},
+    {"scheduling.volcano.sh", "v1beta1", "queues", "Queue", false, "q"},
+    {"scheduling.run.ai", "v2", "queues", "Queue", false, "", "kai-queues"},
     {"resource.k8s.io", "v1", "deviceclasses", "DeviceClass", false, ""},
     {"resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false, ""},
     {"resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", true, ""},
@@ -42,9 +46,9 @@ const Res* FindRes(const std::string& group, const std::string& version, const s
   return nullptr;
 }
 
-const Res* ResNamed(const std::string& plural) {
+const Res* ResNamed(const std::string& key) {
   for (const Res& r : kResources)
-    if (r.plural == plural) return &r;
+    if (r.Key() == key) return &r;
   return nullptr;
 }
 
@@ -157,7 +161,7 @@ void FakeApiServer::Routes() {
         std::lock_guard<std::mutex> l(mu_);
         requests_.push_back({"WATCH", req.path, 200});
       }
-      const std::string plural = r->plural;
+      const std::string plural = r->Key();
       res.set_chunked_content_provider("application/json", [this, plural, rv, bookmarks, timeout_s](
                                                                size_t, httplib::DataSink& sink) {
         StreamWatch(plural, rv, bookmarks, timeout_s, [&](const std::string& s) { return sink.write(s.data(), s.size()); });
@@ -197,8 +201,8 @@ FakeApiServer::Answer FakeApiServer::Handle(const std::string& method, const std
   if (r == nullptr) return {404, StatusOf(404, "NotFound", "the server could not find the requested resource")};
   const std::string name = segs.size() > at + 1 ? segs[at + 1] : "";
   const std::string sub = segs.size() > at + 2 ? segs[at + 2] : "";
-  if (name.empty()) return Collection(method, r->plural, ns, body);
-  return Object(method, r->plural, ns, name, sub, body);
+  if (name.empty()) return Collection(method, r->Key(), ns, body);
+  return Object(method, r->Key(), ns, name, sub, body);
 }
 
 FakeApiServer::Answer FakeApiServer::Discovery(const std::vector<std::string>& segs) const {

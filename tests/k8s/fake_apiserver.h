@@ -6,7 +6,7 @@
 //  - list (metadata.resourceVersion of the list) and watch (?watch=1&resourceVersion=RV: the events after
 //    RV, BOOKMARKs when allowWatchBookmarks, an ERROR event with a 410 Status when RV was compacted away;
 //    the stream ends after timeoutSeconds or when CutWatches is called) of nodes, pods, priorityclasses,
-//    coscheduling podgroups (Volcano's group is not served: 404);
+//    coscheduling podgroups, Volcano and KAI Queues (Volcano's and KAI's PodGroups are not served: 404);
 //  - pods: binding (409 when the UID precondition does not match or the pod is already bound; an injected
 //    failure answers 500), eviction (429 while refusals are injected; else the pod is deleted, after its
 //    terminationGracePeriodSeconds with deletionTimestamp set meanwhile), DELETE with
@@ -51,7 +51,8 @@ class FakeApiServer {
   // A kubeconfig (token auth over http) for this server, written to `path`.
   void WriteKubeconfig(const std::string& path, const std::string& ns = "tessera-system") const;
 
-  // `resource`: nodes, pods, events, configmaps, leases, priorityclasses, podgroups. Create sets uid,
+  // `resource`: nodes, pods, events, configmaps, leases, priorityclasses, podgroups, queues (Volcano),
+  // kai-queues (KAI), and the resource.k8s.io kinds. Create sets uid,
   // resourceVersion and creationTimestamp (and spec.priority of a pod from its PriorityClass).
   nlohmann::json Create(const std::string& resource, nlohmann::json obj);
   std::optional<nlohmann::json> Get(const std::string& resource, const std::string& ns, const std::string& name) const;

@@ -31,6 +31,30 @@ TEST(PodJobs, KeysAndWaiting) {
   EXPECT_EQ(JobKeyOf(Pod("solo", {{"nvidia.com/gpu", "1"}})).str(), "pod/ml/solo");
   EXPECT_EQ(MinMemberOf({{"spec", {{"minMember", 4}}}}), 4);
   EXPECT_EQ(MinMemberOf({{"spec", {{"minMember", "4"}}}}), -1);
+  json kai = Pod("k", {{"nvidia.com/gpu", "1"}});
+  kai["metadata"]["annotations"] = {{"pod-group-name", "pg-k"}};
+  EXPECT_EQ(JobKeyOf(kai).str(), "podgroup/ml/pg-k");
+}
+
+TEST(PodJobs, AJobRecordNamesItsKeyWhateverItsTeam) {
+  const JobKey key{"podgroup", "ml", "train"};
+  EXPECT_EQ(ProjectOfKey(key), "podgroup/ml");
+  EXPECT_EQ(KeyOfJob(ProjectOfKey(key), "research-queue", "train"), key);
+  EXPECT_EQ(KeyOfJob("pod", "ml", "solo"), (JobKey{"pod", "ml", "solo"}));  // records of earlier versions
+  EXPECT_FALSE(KeyOfJob("vision", "ml", "x").has_value());
+  EXPECT_FALSE(KeyOfJob("pod/", "ml", "x").has_value());
+}
+
+TEST(PodJobs, AGatedPodDoesNotWaitUntilEveryGateIsRemoved) {
+  json p = Pod("q", {{"nvidia.com/gpu", "1"}});
+  p["spec"]["schedulingGates"] = {{{"name", "kueue.x-k8s.io/admission"}}, {{"name", "example.com/quota"}}};
+  EXPECT_TRUE(PodGated(p));
+  EXPECT_FALSE(PodWaiting(p));
+  p["spec"]["schedulingGates"] = {{{"name", "example.com/quota"}}};
+  EXPECT_FALSE(PodWaiting(p));
+  p["spec"]["schedulingGates"] = json::array();
+  EXPECT_FALSE(PodGated(p));
+  EXPECT_TRUE(PodWaiting(p));
 }
 
 TEST(PodJobs, AGangIsOneTrainingJob) {

@@ -281,5 +281,61 @@ TEST_F(SchedulerE2e, DraClaimIsAllocatedReservedAndThePodBound) {
   EXPECT_FALSE((*api_.Get("resourceclaims", "ml", "nine")).value("status", json::object()).contains("allocation"));
 }
 
+// Volcano and KAI Queues are Tessera teams with their quota: a job in a queue capped at 8 GPUs waits once the
+// queue's 8 GPUs are used (while the cluster has room), a pod naming a queue that does not exist is told so,
+// and a pod with a scheduling gate (Kueue's admission gate) is never bound until the gate is removed.
+TEST_F(SchedulerE2e, QueuesAreTeamsAndGatedPodsWaitForTheirGates) {
+  api_.Create("queues", {{"metadata", {{"name", "research"}}},
+                         {"spec", {{"weight", 2}, {"capability", {{"nvidia.com/gpu", "8"}}}}}});
+  api_.Create("kai-queues", {{"metadata", {{"name", "kai-team"}}},
+                             {"spec", {{"resources", {{"gpu", {{"quota", 4}, {"limit", 16}, {"overQuotaWeight", 3}}}}}}}});
+  Start();
+  auto in_queue = [](json pod, const std::string& queue) {
+    pod["metadata"]["annotations"] = {{"scheduling.volcano.sh/queue-name", queue}};
+    return pod;
+  };
+  api_.Create("pods", in_queue(GpuPod("r-0", "nvidia.com/gpu", 8), "research"));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("r-0")).empty(); })) << [&] {
+    bool more = false;
+    std::string out;
+    for (const JobView& v : scheduler_->service().List(Caller{"admin", "", Role::kAdmin}, "", "", "", 0, 100, &more))
+      out += v.job->name + " " + v.job->team + " " + std::string(JobStateName(v.job->state)) + " " +
+             (v.pending ? v.pending->message.str() : "-") + "\n";
+    return out;
+  }();
+  api_.Create("pods", in_queue(GpuPod("r-1", "nvidia.com/gpu", 1), "research"));
+  api_.Create("pods", in_queue(GpuPod("lost", "nvidia.com/gpu", 1), "nope"));
+  json kai = GpuPod("k-0", "nvidia.com/gpu", 8);
+  kai["metadata"]["labels"]["kai.scheduler/queue"] = "kai-team";
+  api_.Create("pods", kai);
+  json gated = GpuPod("gated", "nvidia.com/gpu", 8);
+  gated["spec"]["schedulingGates"] = {{{"name", "kueue.x-k8s.io/admission"}}};
+  api_.Create("pods", gated);
+  ASSERT_TRUE(Eventually([&] {
+    return Unscheduled("lost") == "QueueNotFound" && !Unscheduled("r-1").empty() && !NodeOf(Pod("k-0")).empty();
+  })) << Unscheduled("lost") << " / " << Unscheduled("r-1");
+  EXPECT_TRUE(NodeOf(Pod("r-1")).empty()) << "the queue's capability is 8 GPUs";
+  Caller admin{"admin", "", Role::kAdmin};
+  std::map<std::string, TeamView> teams;
+  for (const TeamView& t : scheduler_->service().Teams(admin)) teams[t.name] = t;
+  ASSERT_TRUE(teams.count("research") && teams.count("kai-team"));
+  EXPECT_EQ(teams["research"].limit_milli, 8000);
+  EXPECT_EQ(teams["research"].over_quota_weight, 2);
+  EXPECT_EQ(teams["kai-team"].guaranteed_milli, 4000);
+  EXPECT_EQ(teams["kai-team"].limit_milli, 16000);
+  EXPECT_EQ(teams["kai-team"].over_quota_weight, 3);
+  bool more = false;
+  for (const JobView& v : scheduler_->service().List(admin, "", "", "", 0, 1000, &more))
+    if (v.job->name == "r-0" || v.job->name == "k-0") EXPECT_EQ(v.job->team, v.job->name == "r-0" ? "research" : "kai-team");
+  // The gate holds the pod back however long it waits; removed, the pod is placed.
+  EXPECT_TRUE(NodeOf(Pod("gated")).empty());
+  EXPECT_TRUE(Unscheduled("gated").empty()) << "a gated pod is not Tessera's to explain";
+  ASSERT_TRUE(api_.Patch("pods", "ml", "gated", {{"spec", {{"schedulingGates", nullptr}}}}));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("gated")).empty(); }));
+  // A queue's new capability is followed: raised to 16, the waiting pod is placed.
+  ASSERT_TRUE(api_.Patch("queues", "", "research", {{"spec", {{"capability", {{"nvidia.com/gpu", "16"}}}}}}));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("r-1")).empty(); }));
+}
+
 }  // namespace
 }  // namespace tessera

@@ -156,6 +156,13 @@ TEST_F(PortalApiTest, AnAdminChangesQuotasWithinTheRules) {
   ASSERT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(Json(r)["guaranteed_gpus"], 12.0);
   EXPECT_EQ(Json(r)["limit_gpus"], 20.0);
+  auto weight = Client().Patch("/api/v1/teams/vision", Bearer(admin_), R"({"over_quota_weight":3})", "application/json");
+  ASSERT_EQ(weight->status, 200) << weight->body;
+  EXPECT_EQ(Json(weight)["over_quota_weight"], 3);
+  EXPECT_EQ(Json(weight)["guaranteed_gpus"], 12.0);
+  auto bad_weight = Client().Patch("/api/v1/teams/vision", Bearer(admin_), R"({"over_quota_weight":-1})",
+                                   "application/json");
+  EXPECT_EQ(Json(bad_weight)["error"]["field"], "over_quota_weight");
   auto bad = Client().Patch("/api/v1/teams/vision", Bearer(admin_), R"({"limit_gpus":4})", "application/json");
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(Json(bad)["error"]["field"], "limit_gpus");
