@@ -155,7 +155,8 @@ Status K8sScheduler::StartService() {
   service_ = std::move(svc).value();
   bool more = false;
   for (const JobView& v : service_->List(admin_, "", "", "", 0, 1 << 30, &more))
-    if (auto key = KeyOfJob(v.job->project, v.job->team, v.job->name); key && !Terminal(v.job->state))
+    if (auto key = KeyOfJob(v.job->project, v.job->team, v.job->name);
+        key && v.job->user == admin_.user && !Terminal(v.job->state))
       job_of_key_[key->str()] = v.job->id;
   for (const TeamView& t : service_->Teams(admin_)) teams_.insert(t.name);
   Log(fmt::format("scheduling for '{}' on {} nodes ({} GPUs)", options_.scheduler_name,
@@ -220,7 +221,19 @@ std::optional<JobKey> K8sScheduler::KeyOfSlot(JobSlot slot) const {
   if (!service_) return std::nullopt;
   JobPtr j = service_->JobOfSlot(slot);
   if (!j) return std::nullopt;
-  return KeyOfJob(j->project, j->team, j->name);
+  if (j->user == admin_.user) return KeyOfJob(j->project, j->team, j->name);
+  std::vector<JobKey> keys;
+  {
+    std::lock_guard<std::mutex> l(api_mu_);
+    auto it = api_keys_.find(j->id);
+    if (it == api_keys_.end()) return std::nullopt;
+    keys = it->second;
+  }
+  if (keys.size() == 1) return keys[0];
+  const std::vector<JobSlot> slots = service_->LoopSlotsOf(j->id);
+  auto at = std::find(slots.begin(), slots.end(), slot);
+  if (at == slots.end() || static_cast<size_t>(at - slots.begin()) >= keys.size()) return std::nullopt;
+  return keys[at - slots.begin()];
 }
 
 void K8sScheduler::Loop() {
@@ -242,6 +255,7 @@ void K8sScheduler::Reconcile() {
   SyncNodes();
   SyncQueues();
   SyncJobs();
+  SyncApiJobs();
   WriteReasons();
   SyncDra();
 }

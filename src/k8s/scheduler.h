@@ -26,6 +26,7 @@
 #include "k8s/api_client.h"
 #include "k8s/dra_sync.h"
 #include "k8s/informer.h"
+#include "k8s/job_objects.h"
 #include "k8s/k8s_backend.h"
 #include "k8s/lease.h"
 #include "k8s/mig_repartitioner.h"
@@ -84,6 +85,12 @@ class K8sScheduler {
   std::string TeamOf(const JobKey& key, const nlohmann::json& pod, const nlohmann::json* group, std::string* reason,
                      std::string* why);
   void EnsureTeam(const std::string& name);
+  // Jobs from the API with a container become pods (and a PodGroup) in their team's namespace
+  // (job_objects.h): created while the job is active and its pods are missing, deleted when it is cancelled.
+  void SyncApiJobs();
+  void MaterializeApiJob(const JobRecord& job);
+  void ForgetApiJob(int64_t id, bool cancelled);
+  bool EnsureNamespace(const std::string& ns);
   bool Orphaned(const std::string& key, const std::map<std::string, std::vector<nlohmann::json>>& by_key);
   void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
   void WriteReasons();
@@ -132,6 +139,11 @@ class K8sScheduler {
   std::set<std::string> teams_;
   std::map<std::string, QueueQuota> queues_;          // the queues as last read (name -> quota)
   std::map<std::string, std::string> queue_errors_;   // queue -> the error last logged for it
+  std::map<int64_t, JobObjects> api_jobs_;            // active API jobs with a container, by id
+  std::set<std::string> namespaces_;                  // namespaces known to exist
+  std::set<int64_t> without_container_;              // API jobs that run nowhere but in the loop
+  mutable std::mutex api_mu_;                         // guards api_keys_ (the backend's threads read it)
+  std::map<int64_t, std::vector<JobKey>> api_keys_;   // job id -> the key of each of its loop replicas
 };
 
 }  // namespace tessera

@@ -117,7 +117,7 @@ void K8sScheduler::SyncJobs() {
   // New jobs, highest priority first (a gang is submitted before the pods that would split its leaf).
   std::vector<std::pair<int, std::string>> order;
   for (const auto& [key, pods] : by_key) {
-    if (job_of_key_.count(key)) continue;
+    if (job_of_key_.count(key) || JobIdOfPod(pods.front()) >= 0) continue;  // labelled: an API job's
     int prio = INT32_MIN;
     bool waiting = false;
     for (const json& p : pods) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 
 #include "base/text.h"
 #include "model/workload_fields.h"
@@ -66,7 +67,7 @@ const std::map<std::string, FieldType>& Fields() {
       {"memory_gib", FieldType::kNumber},     {"cpu", FieldType::kNumber},
       {"host_memory_gib", FieldType::kNumber}, {"latency_sensitive", FieldType::kBool},
       {"checkpointable", FieldType::kBool},   {"gpu_kinds", FieldType::kStringList},
-      {"memory", FieldType::kObject},
+      {"memory", FieldType::kObject},         {"container", FieldType::kObject},
   };
   return kFields;
 }
@@ -116,6 +117,41 @@ ApiError FromModelError(const std::string& msg) {
   return Invalid(field, text);
 }
 
+std::optional<ApiError> BadString(const std::string& field, const nlohmann::json& v, size_t max_bytes) {
+  if (!v.is_string()) return Invalid(field, fmt::format("field '{}': expected a string", field));
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.size() > max_bytes) return Invalid(field, fmt::format("field '{}': at most {} bytes", field, max_bytes));
+  if (!CleanText(s, true)) return Invalid(field, fmt::format("field '{}': control characters are not allowed", field));
+  return std::nullopt;
+}
+
+// `container`: what a job runs where a cluster runs containers (Kubernetes): image (required), command and
+// args (lists of strings), env (string values).
+std::optional<ApiError> CheckContainer(const nlohmann::json& c) {
+  for (const auto& [k, v] : c.items()) {
+    const std::string f = "container." + k;
+    if (k == "image") {
+      if (auto e = BadString(f, v, 512)) return e;
+      if (v.get_ref<const std::string&>().empty()) return Invalid(f, "field 'container.image': must not be empty");
+    } else if (k == "command" || k == "args") {
+      if (!v.is_array() || v.size() > 256) return Invalid(f, fmt::format("field '{}': a list of at most 256 strings", f));
+      for (const auto& e : v)
+        if (auto bad = BadString(f, e, 4096)) return bad;
+    } else if (k == "env") {
+      if (!v.is_object() || v.size() > 256) return Invalid(f, "field 'container.env': an object of at most 256 strings");
+      for (const auto& [name, value] : v.items()) {
+        if (name.empty() || name.size() > 256 || name.find_first_of("= \t\n") != std::string::npos || !CleanText(name))
+          return Invalid(f, fmt::format("field 'container.env': '{}' is not a variable name", name));
+        if (auto bad = BadString(f + "." + name, value, 32768)) return bad;
+      }
+    } else {
+      return Invalid(f, fmt::format("unknown field '{}' (image, command, args, env)", f));
+    }
+  }
+  if (!c.contains("image")) return Invalid("container.image", "field 'container.image': required");
+  return std::nullopt;
+}
+
 }  // namespace
 
 Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body) {
@@ -136,6 +172,8 @@ Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body) {
       return Invalid(k, fmt::format("field '{}': at most {} bytes (got {})", k, kMaxLabelBytes, v.size()));
     if (!CleanText(v)) return Invalid(k, fmt::format("field '{}': control characters are not allowed", k));
   }
+  if (auto it = body.find("container"); it != body.end())
+    if (auto bad = CheckContainer(*it)) return *bad;
   JobSpec spec;
   if (auto it = body.find("mig_profile"); it != body.end()) {
     spec.mig_profile = it->get<std::string>();
@@ -143,6 +181,7 @@ Outcome<JobSpec> ParseJobSpec(const nlohmann::json& body) {
   }
   JsonFieldReader reader(&body, "request", "workloads[0]");  // the workload file's fields (workload_fields.h)
   reader.Allow("mig_profile");
+  reader.Allow("container");
   auto parsed = ReadWorkloadFields(reader);
   if (!parsed.ok()) return FromModelError(parsed.error());
   spec.body = body;

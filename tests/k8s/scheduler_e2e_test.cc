@@ -2,6 +2,7 @@
 // scheduler (Lease, informers, Service, loop, Kubernetes backend) places a gang on one leaf, a MIG pod on
 // the MIG node, refuses a 9-GPU pod with a PodScheduled=False reason, and unwinds a gang whose second
 // binding fails (the bound member is deleted; once a controller recreates it the gang is placed whole).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include "k8s/fake_apiserver.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/scheduler.h"
+#include "service/workload_json.h"
 
 namespace tessera {
 namespace {
@@ -335,6 +337,54 @@ TEST_F(SchedulerE2e, QueuesAreTeamsAndGatedPodsWaitForTheirGates) {
   // A queue's new capability is followed: raised to 16, the waiting pod is placed.
   ASSERT_TRUE(api_.Patch("queues", "", "research", {{"spec", {{"capability", {{"nvidia.com/gpu", "16"}}}}}}));
   ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("r-1")).empty(); }));
+}
+
+// A job submitted through Tessera's API with a container becomes pods (and a PodGroup for a gang) in its
+// team's namespace; the loop binds them, the job ends when they do, and a cancelled job's pods are deleted.
+TEST_F(SchedulerE2e, ApiJobsBecomePodsAndFollowThem) {
+  Start();
+  Service& svc = scheduler_->service();
+  const Caller admin{"admin", "", Role::kAdmin};
+  TeamRow team;
+  team.name = "vision";
+  ASSERT_TRUE(svc.CreateTeam(admin, team).ok());
+  const Caller lead{"ana", "vision", Role::kTeamLead};
+  auto submit = [&](json body) {
+    auto spec = ParseJobSpec(body);
+    EXPECT_TRUE(spec.ok()) << spec.error().message;
+    auto job = svc.Submit(lead, spec.value(), "");
+    EXPECT_TRUE(job.ok()) << job.error().message;
+    return job.ok() ? job->job->id : int64_t{-1};
+  };
+  auto state = [&](int64_t id) { return svc.Get(admin, id)->job->state; };
+  auto pod = [&](const std::string& name) { return api_.Get("pods", "vision", name); };
+  const json container = {{"image", "trainer:1"}, {"command", {"python", "train.py"}}};
+  const int64_t a = submit({{"name", "a"}, {"class", "training"}, {"workers", 2}, {"gpus_per_worker", 8},
+                            {"container", container}});
+  const std::string a0 = fmt::format("tessera-{}-0", a), a1 = fmt::format("tessera-{}-1", a);
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(pod(a0)).empty() && !NodeOf(pod(a1)).empty(); }));
+  EXPECT_TRUE(api_.Get("namespaces", "", "vision").has_value());
+  EXPECT_TRUE(api_.Get("podgroups", "vision", fmt::format("tessera-{}", a)).has_value());
+  EXPECT_EQ((*pod(a0))["spec"]["containers"][0]["image"], "trainer:1");
+  EXPECT_EQ(state(a), JobState::kRunning);
+  // A job that waits for the whole cluster: its pods exist, unbound; cancelled, they go.
+  const int64_t b = submit({{"name", "b"}, {"class", "training"}, {"workers", 6}, {"gpus_per_worker", 8},
+                            {"container", container}});
+  const std::string b0 = fmt::format("tessera-{}-0", b);
+  ASSERT_TRUE(Eventually([&] { return pod(b0).has_value(); }));
+  EXPECT_TRUE(NodeOf(pod(b0)).empty());
+  ASSERT_TRUE(svc.Cancel(lead, b).ok());
+  ASSERT_TRUE(Eventually([&] { return !pod(b0).has_value(); }));
+  // What Kubernetes cannot run (a fraction of a GPU without a MIG profile) is cancelled, never half-made.
+  const int64_t f = submit({{"name", "f"}, {"gpu_fraction", 0.25}, {"container", container}});
+  ASSERT_TRUE(Eventually([&] { return state(f) == JobState::kCancelled; }));
+  EXPECT_FALSE(pod(fmt::format("tessera-{}-0", f)).has_value());
+  // The job ends when its pods do.
+  for (const std::string& name : {a0, a1}) ASSERT_TRUE(api_.Patch("pods", "vision", name, {{"status", {{"phase", "Succeeded"}}}}));
+  ASSERT_TRUE(Eventually([&] { return state(a) == JobState::kSucceeded; })) << JobStateName(state(a));
+  // No pod of the API's jobs became a job of its own.
+  bool more = false;
+  for (const JobView& v : svc.List(admin, "", "", "", 0, 1000, &more)) EXPECT_NE(v.job->project, "pod/vision");
 }
 
 }  // namespace

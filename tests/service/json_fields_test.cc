@@ -179,5 +179,40 @@ TEST(JsonFieldReader, JobSpecKeepsTheBodyAndNamesTheField) {
   EXPECT_NE(unknown.error().message.find("unknown field"), std::string::npos) << unknown.error().message;
 }
 
+TEST(JobSpec, AContainerIsCheckedFieldByField) {
+  auto ok = ParseJobSpec({{"name", "t"},
+                          {"class", "training"},
+                          {"container",
+                           {{"image", "registry.example/trainer:1.2"},
+                            {"command", {"python", "train.py"}},
+                            {"args", {"--epochs=3"}},
+                            {"env", {{"WANDB_MODE", "offline"}}}}}});
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->body["container"]["image"], "registry.example/trainer:1.2");
+  struct Bad {
+    nlohmann::json container;
+    std::string field;
+  };
+  const std::vector<Bad> bad = {
+      {{{"command", {"x"}}}, "container.image"},
+      {{{"image", ""}}, "container.image"},
+      {{{"image", 7}}, "container.image"},
+      {{{"image", "a\x1b[31m"}}, "container.image"},
+      {{{"image", "a"}, {"command", "python"}}, "container.command"},
+      {{{"image", "a"}, {"args", {1}}}, "container.args"},
+      {{{"image", "a"}, {"env", {{"A=B", "x"}}}}, "container.env"},
+      {{{"image", "a"}, {"env", {{"A", 1}}}}, "container.env.A"},
+      {{{"image", "a"}, {"ports", {80}}}, "container.ports"},
+  };
+  for (const Bad& b : bad) {
+    auto r = ParseJobSpec({{"name", "t"}, {"container", b.container}});
+    ASSERT_FALSE(r.ok()) << b.container.dump();
+    EXPECT_EQ(r.error().field, b.field) << b.container.dump() << ": " << r.error().message;
+  }
+  auto not_object = ParseJobSpec({{"name", "t"}, {"container", "trainer"}});
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_EQ(not_object.error().field, "container");
+}
+
 }  // namespace
 }  // namespace tessera

@@ -154,6 +154,8 @@ test('submit through the form: field errors, then a pending job with position an
     await form.getByLabel('GPUs per worker', { exact: true }).fill('8');
     await form.getByLabel('Project', { exact: true }).fill('web');
     await form.getByLabel('Duration (s)', { exact: true }).fill('36000');
+    await form.getByLabel('Container image', { exact: true }).fill('registry.example/trainer:1');
+    await form.getByLabel('Command', { exact: true }).fill('python  train.py --epochs=3');
     await form.getByRole('button', { name: 'Submit', exact: true }).click();
     const row = page.getByTestId('jobs').locator('[data-job-id]', { hasText: 'web-form-job' });
     await row.first().waitFor({ timeout: 10000 });
@@ -166,6 +168,7 @@ test('submit through the form: field errors, then a pending job with position an
     assert.equal(j.status, 200);
     assert.equal(j.json.state, 'Pending');
     assert.equal(j.json.project, 'web');
+    assert.deepEqual(j.json.spec.container, { image: 'registry.example/trainer:1', command: ['python', 'train.py', '--epochs=3'] });
   });
 });
 

@@ -8,7 +8,7 @@ const PRECISIONS = ['bf16', 'fp16', 'fp8', 'int8', 'int4', 'fp32'];
 const EMPTY = {
   name: '', class: 'training', workers: '', gpus_per_worker: '', mig_profile: '', gpu_fraction: '',
   memory_gib: '', params_billion: '', precision: 'bf16', priority_class: 'training', project: '',
-  checkpoint_interval_s: '', duration_s: '',
+  checkpoint_interval_s: '', duration_s: '', image: '', command: '',
 };
 
 // The form's values as one workload entry of the job API (empty fields left to the server's defaults).
@@ -26,6 +26,11 @@ export function toWorkload(v) {
   if (v.project.trim()) w.project = v.project.trim();
   if (v.checkpoint_interval_s !== '') w.checkpoint_interval_s = int(v.checkpoint_interval_s);
   if (v.duration_s !== '') w.duration_s = int(v.duration_s);
+  if (v.image.trim()) {
+    w.container = { image: v.image.trim() };
+    const command = v.command.trim();
+    if (command) w.container.command = command.split(/\s+/);
+  }
   return w;
 }
 
@@ -52,6 +57,7 @@ export function fromSpec(job) {
     workers: str(spec.workers ?? spec.replicas), gpus_per_worker: str(spec.gpus_per_worker), mig_profile: spec.mig_profile || '',
     gpu_fraction: str(spec.gpu_fraction), memory_gib: str(spec.memory_gib), priority_class: spec.priority_class || job.priority_class || 'training',
     project: str(spec.project ?? job.project), checkpoint_interval_s: str(spec.checkpoint_interval_s), duration_s: str(spec.duration_s),
+    image: str(spec.container && spec.container.image), command: ((spec.container && spec.container.command) || []).join(' '),
   };
 }
 
@@ -76,7 +82,8 @@ export function SubmitForm({ onSubmitted, onClose, template }) {
   useEffect(() => { const f = formRef.current && formRef.current.querySelector('#f-name'); if (f) f.focus(); }, []);
   const set = k => e => setV({ ...v, [k]: e.currentTarget.value });
   const inputs = ['name', 'workers', 'replicas', 'gpus_per_worker', 'mig_profile', 'gpu_fraction', 'memory_gib',
-    'memory', 'priority_class', 'project', 'checkpoint_interval_s', 'duration_s', 'class'];
+    'memory', 'priority_class', 'project', 'checkpoint_interval_s', 'duration_s', 'class', 'container.image',
+    'container.command'];
 
   const submit = async e => {
     e.preventDefault();
@@ -176,6 +183,13 @@ export function SubmitForm({ onSubmitted, onClose, template }) {
         </Field>
         <Field id="f-dur" label="Duration (s)" api="duration_s" errors={errors} hint="Run time on the simulated executor; empty = until cancelled">
           {a => <input {...a} type="number" min="0" value={v.duration_s} onInput={set('duration_s')} />}
+        </Field>
+        <Field id="f-image" label="Container image" api="container.image" errors={errors}
+          hint="On a Kubernetes cluster: the job's pods run it; empty = no container">
+          {a => <input {...a} type="text" value={v.image} onInput={set('image')} autocomplete="off" spellcheck={false} />}
+        </Field>
+        <Field id="f-command" label="Command" api="container.command" errors={errors} hint="Words separated by spaces; empty = the image's own">
+          {a => <input {...a} type="text" value={v.command} onInput={set('command')} autocomplete="off" spellcheck={false} />}
         </Field>
       </div>
       <details>

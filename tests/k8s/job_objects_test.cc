@@ -1,0 +1,101 @@
+// Jobs from the API with a container: the pods (and the gang's PodGroup) they become.
+#include "k8s/job_objects.h"
+
+#include <gtest/gtest.h>
+
+#include "k8s/pod_jobs.h"
+#include "service/service.h"
+
+namespace tessera {
+namespace {
+
+using json = nlohmann::json;
+
+JobRecord Job(int64_t id, json body, WorkloadClass cls, int replicas = 1, const std::string& mig = "") {
+  JobRecord j;
+  j.id = id;
+  j.user = "ana";
+  j.team = "vision";
+  j.project = "detector";
+  j.name = body.value("name", "j");
+  j.priority_class = "training";
+  j.cls = cls;
+  j.replicas = replicas;
+  j.mig_profile = mig;
+  j.spec_json = body.dump();
+  return j;
+}
+
+TEST(JobObjects, ATrainingGangIsAPodGroupAndOnePodPerWorker) {
+  const json body = {
+      {"name", "train"},
+      {"class", "training"},
+      {"workers", 2},
+      {"gpus_per_worker", 8},
+      {"cpu", 16},
+      {"host_memory_gib", 64},
+      {"container", {{"image", "trainer:1"}, {"command", {"python", "t.py"}}, {"env", {{"A", "1"}}}}}};
+  auto o = ObjectsForJob(Job(7, body, WorkloadClass::kTraining), "tessera", "training");
+  ASSERT_TRUE(o.ok()) << o.error();
+  EXPECT_EQ(o->ns, "vision");
+  ASSERT_TRUE(o->pod_group.has_value());
+  EXPECT_EQ((*o->pod_group)["metadata"]["name"], "tessera-7");
+  EXPECT_EQ((*o->pod_group)["spec"]["minMember"], 2);
+  ASSERT_EQ(o->pods.size(), 2u);
+  ASSERT_EQ(o->keys.size(), 1u);
+  EXPECT_EQ(o->keys[0], (JobKey{"podgroup", "vision", "tessera-7"}));
+  for (int i = 0; i < 2; ++i) {
+    const json& p = o->pods[i];
+    EXPECT_EQ(p["metadata"]["name"], "tessera-7-" + std::to_string(i));
+    EXPECT_EQ(JobKeyOf(p), o->keys[0]) << "the pods are the PodGroup's members";
+    EXPECT_EQ(JobIdOfPod(p), 7);
+    EXPECT_EQ(p["spec"]["schedulerName"], "tessera");
+    EXPECT_EQ(p["spec"]["priorityClassName"], "training");
+    EXPECT_EQ(p["spec"]["restartPolicy"], "Never");
+    const json& c = p["spec"]["containers"][0];
+    EXPECT_EQ(c["image"], "trainer:1");
+    EXPECT_EQ(c["command"], json({"python", "t.py"}));
+    EXPECT_EQ(c["env"], json::parse(R"([{"name":"A","value":"1"}])"));
+    EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "8");
+    EXPECT_EQ(c["resources"]["requests"]["nvidia.com/gpu"], "8");
+    EXPECT_EQ(c["resources"]["requests"]["cpu"], "16000m");
+    EXPECT_EQ(c["resources"]["requests"]["memory"], "65536Mi");
+  }
+}
+
+TEST(JobObjects, InferenceReplicasAreOnePodEachWithTheirMigSlice) {
+  const json body = {{"name", "embed"},
+                     {"mig_profile", "1g.10gb"},
+                     {"gpu_fraction", 0.1},
+                     {"replicas", 3},
+                     {"container", {{"image", "server:2"}}}};
+  auto o = ObjectsForJob(Job(9, body, WorkloadClass::kInference, 3, "1g.10gb"), "tessera", "");
+  ASSERT_TRUE(o.ok()) << o.error();
+  EXPECT_FALSE(o->pod_group.has_value());
+  ASSERT_EQ(o->pods.size(), 3u);
+  ASSERT_EQ(o->keys.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    const json& p = o->pods[r];
+    EXPECT_EQ(JobKeyOf(p), o->keys[r]);
+    EXPECT_EQ(o->keys[r], (JobKey{"pod", "vision", "tessera-9-" + std::to_string(r)}));
+    EXPECT_FALSE(p["spec"].contains("priorityClassName"));
+    EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"], json({{"nvidia.com/mig-1g.10gb", "1"}}));
+  }
+}
+
+TEST(JobObjects, WhatKubernetesCannotRunIsAnError) {
+  const json fractional = {{"name", "f"}, {"gpu_fraction", 0.25}, {"container", {{"image", "x"}}}};
+  auto o = ObjectsForJob(Job(1, fractional, WorkloadClass::kInference), "tessera", "");
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.error().find("MIG profile"), std::string::npos) << o.error();
+  EXPECT_FALSE(ObjectsForJob(Job(2, {{"name", "n"}}, WorkloadClass::kTraining), "tessera", "").ok());
+  JobRecord broken = Job(3, {{"name", "b"}}, WorkloadClass::kTraining);
+  broken.spec_json = "{";
+  EXPECT_FALSE(ObjectsForJob(broken, "tessera", "").ok());
+  EXPECT_FALSE(HasContainer(broken));
+  EXPECT_EQ(JobIdOfPod({{"metadata", {{"labels", {{"tessera.io/job-id", "12x"}}}}}}), -1);
+  EXPECT_EQ(JobIdOfPod({{"metadata", {{"name", "p"}}}}), -1);
+}
+
+}  // namespace
+}  // namespace tessera
