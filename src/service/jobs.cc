@@ -179,7 +179,7 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   const std::string body = spec.body.dump();
   const std::string hash = idempotency_key.empty() ? std::string() : Sha256Hex(body);
   std::unique_lock<std::mutex> lock(mu_);  // once per submission: request threads queue here
-  if (!teams_.count(team)) return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
+  if (!identity_->HasTeam(team)) return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
   const auto key = std::make_pair(c.user, idempotency_key);
   if (!idempotency_key.empty()) {
     auto it = idem_.find(key);
@@ -207,7 +207,7 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   std::string pc;
   auto req = BuildRequest(spec, team, id, &queue, &pc);
   if (!req.ok()) return req.error();
-  if (auto e = ClassPolicyLocked(c, team, pc)) return *e;
+  if (auto e = identity_->ClassPolicy(c, team, pc)) return *e;
   ++next_job_id_;
   auto j = std::make_shared<JobRecord>();
   j->id = id;
@@ -326,7 +326,7 @@ Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::st
     if (pc == nullptr)
       return Invalid("priority_class", fmt::format("field 'priority_class': unknown priority class '{}'", priority_class));
     if (Terminal(j.state)) return Invalid("priority_class", fmt::format("job {} has finished", id));
-    if (auto e = ClassPolicyLocked(c, j.team, pc->name)) return *e;
+    if (auto e = identity_->ClassPolicy(c, j.team, pc->name)) return *e;
     const auto cls = [](const std::string& n) { return nlohmann::json{{"priority_class", n}}.dump(); };
     b->audit.push_back(AuditOf(c, "job.priority", fmt::format("job:{}", id), cls(j.priority_class), cls(pc->name),
                                j.priority_class != pc->name));

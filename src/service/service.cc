@@ -10,25 +10,6 @@
 
 namespace tessera {
 
-const char* RoleName(Role r) {
-  switch (r) {
-    case Role::kAdmin: return "admin";
-    case Role::kTeamLead: return "team-lead";
-    case Role::kMember: return "member";
-    case Role::kViewer: return "viewer";
-  }
-  return "viewer";
-}
-
-bool ParseRole(std::string_view s, Role* out) {
-  for (Role r : {Role::kAdmin, Role::kTeamLead, Role::kMember, Role::kViewer})
-    if (s == RoleName(r)) {
-      *out = r;
-      return true;
-    }
-  return false;
-}
-
 const char* JobStateName(JobState s) {
   switch (s) {
     case JobState::kPending: return "Pending";
@@ -52,6 +33,15 @@ bool ParseJobState(std::string_view s, JobState* out) {
 
 Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend)
     : config_(std::move(config)), store_(std::move(store)), clock_(clock), backend_(backend) {
+  identity_ = std::make_unique<Identity>(
+      store_.get(), &config_.tenancy, [this] { return Now(); },
+      [this](const TeamRow& row) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          EnsureQueue(row.name, &row);
+        }
+        Notify();  // the next cycle sees the new quota
+      });
   kind_stats_.resize(config_.catalog->size());
   if (config_.price_books.empty()) config_.price_books.push_back(PriceBook::Default());
   for (const Node& n : config_.cluster.nodes) {
@@ -145,25 +135,6 @@ int Service::EnsureQueue(const std::string& team, const TeamRow* row) {
 // Restores teams and users, MIG layouts, the queues' decayed usage, then the loop's table from the stored
 // jobs: pending ones in the queue in id order, running ones on the grants (and MIG instances) they held,
 // which the backend adopts.
-// Teams of the configuration and the store (the store wins), and the users with their token hashes.
-void Service::RestoreIdentityLocked(const StoredState& s) {
-  for (const QueueConfig& q : config_.tenancy.queues)
-    if (q.parent.empty() && !teams_.count(q.name))
-      teams_[q.name] = TeamRow{q.name, q.guaranteed_milli, q.limit_milli, q.over_quota_weight, 0};
-  for (const TeamRow& t : s.teams) {
-    teams_[t.name] = t;
-    EnsureQueue(t.name, &t);
-  }
-  std::unique_lock<std::shared_mutex> users(users_mu_);
-  for (const UserRow& u : s.users) {
-    Role role = Role::kViewer;
-    ParseRole(u.role, &role);
-    users_by_hash_[u.token_hash] = {u, role};
-    hash_by_user_[u.name] = u.token_hash;
-    next_user_id_ = std::max(next_user_id_, u.id + 1);
-  }
-}
-
 // Stored MIG layouts ("profile@start,..." per GPU; "" = MIG off); a row that no longer parses is skipped.
 void Service::RestoreLayoutsLocked(const StoredState& s) {
   ClusterState& state = loop_->state();
@@ -258,7 +229,7 @@ Status Service::RestoreJobLocked(const JobRow& row) {
 
 Status Service::Restore(const StoredState& s) {
   std::lock_guard<std::mutex> lock(mu_);
-  RestoreIdentityLocked(s);
+  for (const TeamRow& t : identity_->Restore(s)) EnsureQueue(t.name, &t);  // a stored quota wins
   RestoreLayoutsLocked(s);
   if (Status st = RestoreMetaLocked(s); !st.ok()) return st;
   for (const JobRow& row : s.jobs)
@@ -284,137 +255,6 @@ Status Service::ResumeLocked(const JobRecord& j) {
   return Status::Ok();
 }
 
-Result<std::string> Service::BootstrapAdmin() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!users_by_hash_.empty()) return std::string();
-  }
-  auto token = NewToken();
-  if (!token.ok()) return token.status();
-  UserRow row{0, "admin", "", RoleName(Role::kAdmin), Sha256Hex(*token), Now()};
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    row.id = next_user_id_++;
-  }
-  WriteBatch b;
-  b.users.push_back(row);
-  if (Status st = store_->WriteAndWait(std::move(b)); !st.ok()) return st;
-  std::lock_guard<std::mutex> lock(mu_);
-  std::unique_lock<std::shared_mutex> users(users_mu_);
-  users_by_hash_[row.token_hash] = {row, Role::kAdmin};
-  hash_by_user_[row.name] = row.token_hash;
-  return *token;
-}
-
-std::optional<Caller> Service::Authenticate(std::string_view token) const {
-  if (token.empty() || token.size() > 256) return std::nullopt;
-  const std::string h = Sha256Hex(token);
-  std::shared_lock<std::shared_mutex> lock(users_mu_);
-  auto it = users_by_hash_.find(h);
-  if (it == users_by_hash_.end() || !ConstantTimeEqual(it->second.row.token_hash, h)) return std::nullopt;
-  return Caller{it->second.row.name, it->second.row.team, it->second.role};
-}
-
-Outcome<TeamView> Service::CreateTeam(const Caller& c, const TeamRow& team) {
-  if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin creates teams"};
-  if (team.name.empty() || team.name.size() > 63 ||
-      team.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos)
-    return Invalid("name", "field 'name': 1-63 characters of a-z, 0-9, '-' and '_'");
-  if (team.guaranteed_milli < 0) return Invalid("guaranteed_gpus", "field 'guaranteed_gpus': must not be negative");
-  if (team.limit_milli >= 0 && team.limit_milli < team.guaranteed_milli)
-    return Invalid("limit_gpus", "field 'limit_gpus': must be at least guaranteed_gpus");
-  if (team.over_quota_weight < 0) return Invalid("over_quota_weight", "field 'over_quota_weight': must be >= 0");
-  TeamRow row = team;
-  row.created_at = Now();
-  row.version = 1;
-  if (row.allowed_classes)
-    for (const std::string& pc : *row.allowed_classes)
-      if (!config_.tenancy.FindClass(pc))
-        return Invalid("allowed_priority_classes", fmt::format("field 'allowed_priority_classes': unknown class '{}'", pc));
-  std::lock_guard<std::mutex> admin(admin_mu_);  // the check and the write are one step: a second create is 409
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (teams_.count(row.name))
-      return ApiError{ErrorCode::kAlreadyExists, "name", fmt::format("team '{}' exists", row.name)};
-  }
-  WriteBatch b;
-  b.teams.push_back(row);
-  const TeamView view = TeamViewOf(row);
-  b.audit.push_back(AuditOf(c, "team.create", "team:" + row.name, "", TeamAuditJson(view), true));
-  if (Status st = store_->WriteAndWait(std::move(b)); !st.ok())
-    return ApiError{ErrorCode::kInternal, "", st.message()};
-  std::lock_guard<std::mutex> lock(mu_);
-  teams_[row.name] = row;
-  EnsureQueue(row.name, &row);
-  return view;
-}
-
-std::vector<TeamView> Service::Teams(const Caller& c) const {
-  auto snap = snapshot();
-  std::vector<TeamView> out;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [name, t] : teams_) {
-    if (c.role != Role::kAdmin && c.team != name) continue;
-    TeamView v = TeamViewOf(t);
-    const int q = config_.tenancy.FindQueue(name);
-    if (q >= 0 && q < static_cast<int>(snap->queues.size())) {
-      v.allocated_milli = snap->queues[q].allocated_milli;
-      v.fair_share_milli = snap->queues[q].fair_share_milli;
-      v.pending_milli = std::max<int64_t>(0, snap->queues[q].demand_milli - snap->queues[q].allocated_milli);
-    }
-    out.push_back(v);
-  }
-  return out;
-}
-
-Outcome<UserView> Service::CreateUser(const Caller& c, const std::string& name, const std::string& team,
-                                      const std::string& role_name) {
-  Role role;
-  if (!ParseRole(role_name, &role)) return Invalid("role", "field 'role': one of admin, team-lead, member, viewer");
-  if (c.role != Role::kAdmin && c.role != Role::kTeamLead)
-    return ApiError{ErrorCode::kPermissionDenied, "", "only an admin or a team lead creates users"};
-  if (c.role == Role::kTeamLead && (team != c.team || role == Role::kAdmin))
-    return ApiError{ErrorCode::kPermissionDenied, "team", "a team lead creates users of its own team only"};
-  if (name.empty() || name.size() > 63 ||
-      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos)
-    return Invalid("name", "field 'name': 1-63 characters of a-z, 0-9, '-', '_' and '.'");
-  auto token = NewToken();
-  if (!token.ok()) return ApiError{ErrorCode::kInternal, "", token.error()};
-  UserRow row{0, name, team, RoleName(role), Sha256Hex(*token), Now()};
-  std::lock_guard<std::mutex> admin(admin_mu_);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (role != Role::kAdmin && !teams_.count(team))
-      return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
-    if (hash_by_user_.count(name)) return ApiError{ErrorCode::kAlreadyExists, "name", "user '" + name + "' exists"};
-    row.id = next_user_id_++;
-    hash_by_user_[name] = row.token_hash;  // reserves the name
-  }
-  WriteBatch b;
-  b.users.push_back(row);
-  b.audit.push_back(AuditOf(c, "user.create", "user:" + name, "",
-                            nlohmann::json{{"team", team}, {"role", RoleName(role)}}.dump(), true));
-  Status st = store_->WriteAndWait(std::move(b));
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!st.ok()) {
-    hash_by_user_.erase(name);
-    return ApiError{ErrorCode::kInternal, "", st.message()};
-  }
-  std::unique_lock<std::shared_mutex> users(users_mu_);
-  users_by_hash_[row.token_hash] = {row, role};
-  return UserView{name, team, role, *token};
-}
-
-std::vector<UserView> Service::Users(const Caller& c) const {
-  std::vector<UserView> out;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [hash, u] : users_by_hash_)
-    if (c.role == Role::kAdmin || (c.role == Role::kTeamLead && u.row.team == c.team))
-      out.push_back({u.row.name, u.row.team, u.role, "", u.row.token_hash.find(':') == std::string::npos});
-  std::sort(out.begin(), out.end(), [](const UserView& a, const UserView& b) { return a.name < b.name; });
-  return out;
-}
-
 std::shared_ptr<const Snapshot> Service::snapshot() const {
   std::lock_guard<std::mutex> lock(snap_mu_);
   return snapshot_;
@@ -422,8 +262,8 @@ std::shared_ptr<const Snapshot> Service::snapshot() const {
 
 std::map<std::string, std::pair<int64_t, int64_t>> Service::JobCountsByTeam() const {
   std::map<std::string, std::pair<int64_t, int64_t>> out;
+  for (const TeamView& t : identity_->Teams(Caller{"", "", Role::kAdmin})) out[t.name];
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [name, t] : teams_) out[name];
   std::set<int64_t> pending;
   for (JobSlot s : loop_->jobs().pending()) pending.insert(IdOfSlotLocked(s));
   for (int64_t id : pending) ++out[jobs_[id - 1].current->team].first;

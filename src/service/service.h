@@ -2,8 +2,9 @@
 // Service: the running control plane, a driver of the control-loop core (control/loop.h) as the simulator
 // is. The core holds what decides: the job table (each job's replicas, phases and grants), the cluster's
 // allocation and each queue's decayed usage; it builds the cycle's input and applies its Plan. The service
-// owns the rest: teams, users, the versions of each job as the API shows them, the Store (every change is
-// durable before it is acknowledged) and the Backend (where jobs run). It runs the cycle on a timer and on
+// owns the rest: the versions of each job as the API shows them, the Store (every change is durable before
+// it is acknowledged) and the Backend (where jobs run); teams, users and tokens are its Identity's
+// (identity.h). It runs the cycle on a timer and on
 // events (submit, cancel, priority change, a job's end) and answers queries.
 //
 // Consistency:
@@ -48,25 +49,12 @@
 #include "service/api_error.h"
 #include "service/clock.h"
 #include "service/cluster_summary.h"
+#include "service/identity.h"
 #include "service/outbox.h"
 #include "service/workload_json.h"
 #include "store/store.h"
 
 namespace tessera {
-
-enum class Role : uint8_t { kAdmin, kTeamLead, kMember, kViewer };
-const char* RoleName(Role r);
-bool ParseRole(std::string_view s, Role* out);
-
-struct Caller {
-  std::string user;
-  std::string team;  // empty for an admin
-  Role role = Role::kViewer;
-  std::string source;  // the client's address, for the audit log ("" = inside the process)
-};
-
-// The priority class only some teams may use (an admin allows it per team); new teams may use every other.
-inline constexpr std::string_view kRestrictedClass = "production-inference";
 
 enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };
 const char* JobStateName(JobState s);
@@ -124,26 +112,6 @@ struct PendingInfo {
 struct JobView {
   JobPtr job;
   std::optional<PendingInfo> pending;  // absent until a cycle saw the job
-};
-
-struct TeamView {
-  std::string name;
-  int64_t guaranteed_milli = 0, limit_milli = -1;
-  int over_quota_weight = 1;
-  std::vector<std::string> allowed_classes;  // the priority classes its jobs may use
-  uint64_t version = 1;                      // +1 on every change (ETag)
-  int64_t allocated_milli = 0, fair_share_milli = 0, pending_jobs = 0, running_jobs = 0;
-  int64_t pending_milli = 0;  // GPUs its pending jobs ask for (the last cycle's demand less its allocation)
-};
-
-// A team's quota and policy as the audit log records them (JSON text).
-std::string TeamAuditJson(const TeamView& t);
-
-struct UserView {
-  std::string name, team;
-  Role role = Role::kViewer;
-  std::string token;  // only in the answer that created the user or replaced its token
-  bool token_active = true;  // false once the token was revoked
 };
 
 struct QueueEntry {
@@ -299,14 +267,8 @@ class Service {
   // GPUs (fewer gang members, else fewer GPUs per worker), each from a cycle run on a copy of the state.
   // Computed at most once per job and cycle. (whatif.cc)
   Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
-  // A change of a team: each field given replaces the stored one; `if_version` (from If-Match), when set,
-  // must be the team's version (else 412). Read, check and write under one lock: no update is lost.
-  struct TeamChange {
-    std::optional<int64_t> guaranteed_milli, limit_milli;
-    std::optional<int> over_quota_weight;
-    std::optional<std::vector<std::string>> allowed_classes;
-    std::optional<uint64_t> if_version;
-  };
+  // A change of a team (identity.h: each field given replaces the stored one; If-Match; no update lost).
+  using TeamChange = tessera::TeamChange;
   Outcome<TeamView> UpdateTeam(const Caller& c, const std::string& name, const TeamChange& change);
   // The audit log (admin only), by id; `more` is set when further entries match. (admin.cc)
   Outcome<std::vector<AuditRow>> Audit(const Caller& c, const AuditQuery& q, bool* more) const;
@@ -382,14 +344,9 @@ class Service {
     int64_t job_id = 0;
     bool durable = false;
   };
-  struct UserEntry {
-    UserRow row;
-    Role role = Role::kViewer;
-  };
 
   Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend);
   Status Restore(const StoredState& s);
-  void RestoreIdentityLocked(const StoredState& s);
   void RestoreLayoutsLocked(const StoredState& s);
   Status RestoreMetaLocked(const StoredState& s);
   Status RestoreJobLocked(const JobRow& row);
@@ -458,11 +415,10 @@ class Service {
   void RestoreUsageLocked(const std::string& meta);
   // Running jobs (by id, ascending): the ones whose replicas hold capacity in the loop.
   std::vector<int64_t> RunningLocked() const;
-  // 403 naming the class when team `team` may not use priority class `pc` (admins may use any).
-  std::optional<ApiError> ClassPolicyLocked(const Caller& c, const std::string& team, const std::string& pc) const;
-  TeamView TeamViewOf(const TeamRow& t) const;
   AuditRow AuditOf(const Caller& c, std::string action, std::string target, std::string before, std::string after,
-                   bool changed) const;
+                   bool changed) const {
+    return identity_->AuditOf(c, std::move(action), std::move(target), std::move(before), std::move(after), changed);
+  }
   // Stores the service clock with `b` when `at` is past what is stored (so that after a crash every new
   // timestamp is later than every acknowledged one). Under mu_.
   void KeepClockLocked(int64_t at, WriteBatch* b);
@@ -554,25 +510,18 @@ class Service {
   std::atomic<bool> ready_{false};
   std::atomic<uint64_t> versions_{1};  // job versions, increasing over all jobs
 
-  // Serialises the read-check-write of team, user and token changes (each holds it over its store write):
-  // concurrent rotations, revocations and quota changes cannot interleave.
-  std::mutex admin_mu_;
+  // Teams, users, tokens and the audit entries' shape (identity.h): its own locks, never held with mu_
+  // taken after them except by its team_changed hook.
+  std::unique_ptr<Identity> identity_;
   int64_t stored_clock_ = 0;  // the clock position last written (mu_)
   mutable std::mutex mu_;
   std::vector<JobEntry> jobs_;             // index id - 1
   std::unique_ptr<ControlLoop> loop_;      // job table, allocation and decayed usage of the current versions
   std::vector<int64_t> job_of_slot_;       // by the loop's job slot: the job id
-  std::map<std::string, TeamRow> teams_;
-  // Written with mu_ and users_mu_ (exclusive) held, so read under either: Authenticate takes users_mu_
-  // shared and never waits for mu_, which the cycle and the store's writer hold.
-  mutable std::shared_mutex users_mu_;
-  std::unordered_map<std::string, UserEntry> users_by_hash_;
-  std::map<std::string, std::string> hash_by_user_;
   std::map<std::pair<std::string, std::string>, IdemEntry> idem_;
   std::vector<UsageRecord> usage_;         // durable usage records
   int64_t ledger_start_ = 0;
   int64_t next_job_id_ = 1;
-  int64_t next_user_id_ = 1;
   bool state_changed_ = true;              // allocation changed since the last published snapshot
   uint64_t cycle_seq_ = 0;
   std::shared_ptr<const Snapshot> snapshot_;
