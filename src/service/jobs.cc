@@ -159,7 +159,7 @@ void Service::ApplyEffects(const Effects& e, const Status& st) {
         s.current = nullptr;
       }
     }
-    if (st.ok()) usage_.insert(usage_.end(), e.usage.begin(), e.usage.end());
+    if (st.ok()) chargeback_->Add(e.usage);  // under mu_: a usage query counts each run once
   }
   if (added) Notify();
 }

@@ -33,6 +33,7 @@ bool ParseJobState(std::string_view s, JobState* out) {
 
 Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend)
     : config_(std::move(config)), store_(std::move(store)), clock_(clock), backend_(backend) {
+  chargeback_ = std::make_unique<Chargeback>(config_.catalog, &config_.price_books);
   identity_ = std::make_unique<Identity>(
       store_.get(), &config_.tenancy, [this] { return Now(); },
       [this](const TeamRow& row) {
@@ -166,21 +167,22 @@ void Service::RestoreLayoutsLocked(const StoredState& s) {
 
 // The clock (never before the stored time), the ledger's start (written on the first start) and usage.
 Status Service::RestoreMetaLocked(const StoredState& s) {
+  int64_t ledger_start = 0;
   for (const auto& kv : s.meta) {
-    if (kv.first == "ledger_start") ledger_start_ = std::stoll(kv.second);
+    if (kv.first == "ledger_start") ledger_start = std::stoll(kv.second);
     if (kv.first == "clock_s") {
       clock_->NotBefore(std::stod(kv.second));
       stored_clock_ = static_cast<int64_t>(std::stod(kv.second));
     }
   }
   if (auto it = s.meta.find("queue_usage"); it != s.meta.end()) RestoreUsageLocked(it->second);
-  if (ledger_start_ == 0) {
-    ledger_start_ = Now();
+  if (ledger_start == 0) {
+    ledger_start = Now();
     WriteBatch b;
-    b.meta["ledger_start"] = std::to_string(ledger_start_);
+    b.meta["ledger_start"] = std::to_string(ledger_start);
     if (Status st = store_->WriteAndWait(std::move(b)); !st.ok()) return st;
   }
-  usage_ = s.usage;
+  chargeback_->Restore(s.usage, ledger_start);
   for (const IdempotencyRow& k : s.keys) idem_[{k.user, k.key}] = {k.body_hash, k.job_id, true};
   return Status::Ok();
 }

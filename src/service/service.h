@@ -48,6 +48,7 @@
 #include "sched/tenancy.h"
 #include "service/api_error.h"
 #include "service/clock.h"
+#include "service/chargeback.h"
 #include "service/cluster_summary.h"
 #include "service/identity.h"
 #include "service/outbox.h"
@@ -221,24 +222,6 @@ struct WhatIfOption {
   std::string code, message;      // why it would still wait (empty when it would start)
 };
 
-struct UsageQuery {
-  int64_t from = -1, to = -1;      // service time; -1 = start of the ledger / now
-  std::string group_by = "team";   // team, project, job
-};
-
-// The usage of a query's interval as a cost ledger (records clipped to it, the cluster's capacity over it).
-struct UsageLedgerOf {
-  Ledger ledger;
-  CostOptions options;
-};
-
-struct UsageRow {
-  std::string team, project, job, tier;
-  bool idle = false;
-  double gpu_hours = 0, cost = 0, idle_share_cost = 0;
-  std::string price_book_date;  // price_date of the book its usage was priced with (rows split by book)
-};
-
 class Service {
  public:
   // Rebuilds state from `store`, starts the cycle thread. `clock` and `executor` must outlive the service.
@@ -380,7 +363,7 @@ class Service {
   Outcome<Request> BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
                                 std::string* priority_class) const;
   std::vector<UsageRecord> UsageOf(const JobRecord& j, int64_t end_s) const;
-  // Every team's durable usage plus the running jobs' so far, over the query's interval (usage.cc).
+  // Every team's durable usage plus the running jobs' so far, over the query's interval (chargeback.cc).
   Outcome<UsageLedgerOf> UsageLedger(const UsageQuery& q) const;
   // What a commit makes visible: job versions (fresh = first version of a job), usage records.
   struct Effects {
@@ -513,14 +496,13 @@ class Service {
   // Teams, users, tokens and the audit entries' shape (identity.h): its own locks, never held with mu_
   // taken after them except by its team_changed hook.
   std::unique_ptr<Identity> identity_;
+  std::unique_ptr<Chargeback> chargeback_;  // durable usage records and the usage queries (chargeback.h)
   int64_t stored_clock_ = 0;  // the clock position last written (mu_)
   mutable std::mutex mu_;
   std::vector<JobEntry> jobs_;             // index id - 1
   std::unique_ptr<ControlLoop> loop_;      // job table, allocation and decayed usage of the current versions
   std::vector<int64_t> job_of_slot_;       // by the loop's job slot: the job id
   std::map<std::pair<std::string, std::string>, IdemEntry> idem_;
-  std::vector<UsageRecord> usage_;         // durable usage records
-  int64_t ledger_start_ = 0;
   int64_t next_job_id_ = 1;
   bool state_changed_ = true;              // allocation changed since the last published snapshot
   uint64_t cycle_seq_ = 0;

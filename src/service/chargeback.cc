@@ -1,4 +1,7 @@
-// Usage: the cost layer's ledger of what each job held, priced, grouped by team, project or job and tier.
+// Chargeback (chargeback.h): the cost layer's ledger of what each job held, priced, grouped by team,
+// project or job and tier; the service's usage calls, which add the running jobs' usage so far.
+#include "service/chargeback.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,9 +48,9 @@ std::vector<int64_t> BookCuts(const std::vector<PriceBook>& books, int64_t from,
 
 // Usage clipped to [from, to) and every node's capacity since the ledger's start, idle shared proportionally;
 // each piece priced with the book valid at its time (records and capacity split where a book's window ends).
-Result<UsageLedgerOf> BuildLedger(const std::vector<UsageRecord>& usage, const Cluster& cluster, const Catalog& cat,
-                                  const std::vector<PriceBook>& books, int64_t ledger_start, int64_t from,
-                                  int64_t to) {
+Result<UsageLedgerOf> BuildLedger(const std::vector<UsageRecord>& usage, const Cluster& cluster,
+                                  const Catalog& cat, const std::vector<PriceBook>& books,
+                                  int64_t ledger_start, int64_t from, int64_t to) {
   UsageLedgerOf b;
   b.options.idle_policy = IdlePolicy::kProportional;
   b.options.epoch_unix_s = 0;
@@ -82,23 +85,48 @@ Result<UsageLedgerOf> BuildLedger(const std::vector<UsageRecord>& usage, const C
 
 }  // namespace
 
+void Chargeback::Restore(std::vector<UsageRecord> usage, int64_t ledger_start) {
+  std::lock_guard<std::mutex> lock(mu_);
+  usage_ = std::move(usage);
+  ledger_start_ = ledger_start;
+}
+
+void Chargeback::Add(const std::vector<UsageRecord>& usage) {
+  std::lock_guard<std::mutex> lock(mu_);
+  usage_.insert(usage_.end(), usage.begin(), usage.end());
+}
+
+std::vector<UsageRecord> Chargeback::Records(int64_t* ledger_start) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  *ledger_start = ledger_start_;
+  return usage_;
+}
+
+Outcome<UsageLedgerOf> Chargeback::Ledger(const UsageQuery& q, const std::vector<UsageRecord>& usage,
+                                          int64_t ledger_start, const Cluster& cluster, int64_t now) const {
+  const int64_t from = q.from < 0 ? ledger_start : q.from, to = q.to < 0 ? now : q.to;
+  if (to < from) return Invalid("to", "to: must not be before from");
+  auto built = BuildLedger(usage, cluster, *catalog_, *books_, ledger_start, from, to);
+  if (!built.ok()) return ApiError{ErrorCode::kInternal, "", built.error()};
+  return std::move(built).value();
+}
+
+// The durable records and the running jobs' usage so far are read together under the service lock (a run
+// that ends adds its records under the same lock, so a query counts each run once); the ledger is built
+// and priced after it is released.
 Outcome<UsageLedgerOf> Service::UsageLedger(const UsageQuery& q) const {
   std::vector<UsageRecord> usage;
-  int64_t start, now = Now();
+  int64_t start = 0;
+  const int64_t now = Now();
   Cluster cluster;  // the live one (nodes added through the API included)
   {
     std::lock_guard<std::mutex> lock(mu_);
     cluster = loop_->state().cluster();
-    usage = usage_;
-    start = ledger_start_;
+    usage = chargeback_->Records(&start);
     for (int64_t id : RunningLocked())
       for (UsageRecord& u : UsageOf(*jobs_[id - 1].current, now)) usage.push_back(std::move(u));
   }
-  const int64_t from = q.from < 0 ? start : q.from, to = q.to < 0 ? now : q.to;
-  if (to < from) return Invalid("to", "to: must not be before from");
-  auto built = BuildLedger(usage, cluster, *config_.catalog, config_.price_books, start, from, to);
-  if (!built.ok()) return ApiError{ErrorCode::kInternal, "", built.error()};
-  return std::move(built).value();
+  return chargeback_->Ledger(q, usage, start, cluster, now);
 }
 
 Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery& q) const {
@@ -106,12 +134,23 @@ Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery&
     return Invalid("group_by", "group_by: one of team, project, job");
   auto built = UsageLedger(q);
   if (!built.ok()) return built.error();
-  CostModel model(config_.price_books, built->options);
-  auto report = model.Evaluate(built->ledger);
+  return chargeback_->Rows(c, q, built.value());
+}
+
+Outcome<std::string> Service::UsageFocusCsv(const Caller& c, const UsageQuery& q) const {
+  auto built = UsageLedger(q);
+  if (!built.ok()) return built.error();
+  return chargeback_->FocusCsv(c, built.value());
+}
+
+Outcome<std::vector<UsageRow>> Chargeback::Rows(const Caller& c, const UsageQuery& q,
+                                                const UsageLedgerOf& built) const {
+  CostModel model(*books_, built.options);
+  auto report = model.Evaluate(built.ledger);
   if (!report.ok()) return ApiError{ErrorCode::kInternal, "", report.error()};
   auto date = [&](size_t book) { return model.books()[book].price_date(); };
   std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, UsageRow> rows;
-  const auto& recs = built->ledger.usage();
+  const auto& recs = built.ledger.usage();
   for (size_t i = 0; i < recs.size(); ++i) {
     const UsageRecord& u = recs[i];
     const RecordCharge& ch = report->records[i];
@@ -133,8 +172,8 @@ Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery&
   if (c.role == Role::kAdmin) {
     for (const PoolLine& p : report->pools)
       if (p.idle_milli_gpu_s > 0)
-        out.push_back({"", "", "", TierName(p.tier), true, static_cast<double>(p.idle_milli_gpu_s) / 3.6e6, p.idle_usd, 0,
-                       date(p.book)});
+        out.push_back({"", "", "", TierName(p.tier), true, static_cast<double>(p.idle_milli_gpu_s) / 3.6e6,
+                       p.idle_usd, 0, date(p.book)});
     return out;
   }
   // A team's idle: per tier, the part of each pool's idle the proportional policy charged it (capacity that
@@ -142,7 +181,8 @@ Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery&
   std::map<std::string, UsageRow> idle;
   for (const TeamPoolLine& tp : report->by_team_pool) {
     if (tp.team != c.team || tp.idle_cost_usd <= 0) continue;
-    auto p = std::find_if(report->pools.begin(), report->pools.end(), [&](const PoolLine& l) { return l.pool == tp.pool; });
+    auto p = std::find_if(report->pools.begin(), report->pools.end(),
+                          [&](const PoolLine& l) { return l.pool == tp.pool; });
     if (p == report->pools.end() || p->idle_usd <= 0) continue;
     UsageRow& r = idle[TierName(p->tier)];
     r = {c.team, "", "", TierName(p->tier), true, r.gpu_hours, r.cost, r.idle_share_cost, date(p->book)};
@@ -156,11 +196,9 @@ Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery&
 
 // Every team's records go into the ledger, so that capacity another team held is not idle in a team's view;
 // a non-admin then gets its team's rows, with the share of idle the proportional policy gives it.
-Outcome<std::string> Service::UsageFocusCsv(const Caller& c, const UsageQuery& q) const {
-  auto built = UsageLedger(q);
-  if (!built.ok()) return built.error();
-  CostModel model(config_.price_books, built->options);
-  auto csv = model.FocusCsv(built->ledger, c.role == Role::kAdmin ? std::string() : c.team);
+Outcome<std::string> Chargeback::FocusCsv(const Caller& c, const UsageLedgerOf& built) const {
+  CostModel model(*books_, built.options);
+  auto csv = model.FocusCsv(built.ledger, c.role == Role::kAdmin ? std::string() : c.team);
   if (!csv.ok()) return ApiError{ErrorCode::kInternal, "", csv.error()};
   return *csv;
 }

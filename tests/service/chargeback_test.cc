@@ -1,0 +1,82 @@
+// The chargeback room on its own: durable records and the running jobs' usage priced over an interval with
+// every node's capacity; an admin sees each team and the idle capacity, a team its rows and its share of
+// idle.
+#include "service/chargeback.h"
+
+#include <gtest/gtest.h>
+
+#include "cost/pricebook.h"
+#include "model/catalog.h"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kCluster = R"(name: c
+defaults: {gpus: 2, cpu: 64, memory_gib: 256, interconnect: nvswitch, spine: s, leaf: leaf-0, tier: on-demand}
+nodes:
+  - {name: n0, gpu: h100-80gb, price_per_gpu_hour: 2.0}
+)";
+
+UsageRecord Held(const std::string& team, int64_t start, int64_t end) {
+  UsageRecord u;
+  u.team = team;
+  u.project = "p";
+  u.job_id = 1;
+  u.gpu_kind = "h100-80gb";
+  u.tier = Tier::kOnDemand;
+  u.node = "n0";
+  u.start_s = start;
+  u.end_s = end;
+  return u;
+}
+
+TEST(ChargebackTest, TeamsPayWhatTheyHeldAndShareIdleInProportion) {
+  auto cluster = LoadClusterYaml(kCluster, "test", Catalog::Default());
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  const std::vector<PriceBook> books = {PriceBook::Default()};
+  Chargeback cb(&Catalog::Default(), &books);
+  cb.Restore({Held("a", 0, 3600)}, 0);
+  cb.Add({Held("b", 0, 1800)});
+  int64_t start = -1;
+  std::vector<UsageRecord> usage = cb.Records(&start);
+  EXPECT_EQ(start, 0);
+  ASSERT_EQ(usage.size(), 2u);
+  usage.push_back(Held("b", 1800, 3600));  // a running job's usage so far
+  auto built = cb.Ledger(UsageQuery{}, usage, start, *cluster, 3600);
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  // Two GPUs for an hour at $2: $4 of capacity; a and b each held one GPU-hour, nothing was idle.
+  auto admin = cb.Rows(Caller{"admin", "", Role::kAdmin}, UsageQuery{}, built.value());
+  ASSERT_TRUE(admin.ok());
+  double total = 0;
+  for (const UsageRow& r : admin.value()) {
+    EXPECT_FALSE(r.idle) << r.team;
+    EXPECT_DOUBLE_EQ(r.gpu_hours, 1.0) << r.team;
+    total += r.cost;
+  }
+  EXPECT_NEAR(total, 4.0, 1e-9);
+  // Over two hours, the second is idle: shared in proportion to use (half each).
+  auto two = cb.Ledger(UsageQuery{}, usage, start, *cluster, 7200);
+  ASSERT_TRUE(two.ok());
+  auto team_a = cb.Rows(Caller{"ana", "a", Role::kMember}, UsageQuery{}, two.value());
+  ASSERT_TRUE(team_a.ok());
+  double a_cost = 0, a_idle = 0;
+  for (const UsageRow& r : team_a.value()) {
+    EXPECT_EQ(r.team, "a");
+    a_cost += r.cost;
+    if (r.idle) a_idle += r.cost;
+  }
+  EXPECT_NEAR(a_idle, 2.0, 1e-9);
+  EXPECT_NEAR(a_cost, 4.0, 1e-9);
+  UsageQuery backwards;
+  backwards.from = 100;
+  backwards.to = 50;
+  auto bad = cb.Ledger(backwards, usage, start, *cluster, 3600);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().field, "to");
+  auto csv = cb.FocusCsv(Caller{"ana", "a", Role::kMember}, built.value());
+  ASSERT_TRUE(csv.ok());
+  EXPECT_EQ(csv.value().find(",b,"), std::string::npos) << "a team's CSV holds only its own rows";
+}
+
+}  // namespace
+}  // namespace tessera
