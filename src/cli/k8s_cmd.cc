@@ -128,6 +128,10 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
   sc->add_option("--mig-config-map", s->options.mig_config_map,
                  "NAMESPACE/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml, from `tessera k8s "
                  "mig-config`): repartition MIG nodes to its configs when waiting pods need it");
+  sc->add_option("--min-runtime", s->options.min_runtime_s,
+                 "seconds a pod's job runs before a higher priority may preempt it (anti-thrashing)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{30} * 86400));
   sc->add_option("--db", s->options.db, "SQLite store (created if missing)")->capture_default_str();
   sc->add_option("--listen", s->listen, "HOST:PORT: serve Tessera's API and portal there");
   sc->callback([s, exit_code] { *exit_code = RunScheduler(*s); });

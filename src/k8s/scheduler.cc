@@ -88,13 +88,14 @@ Status K8sScheduler::Init() {
   kai_groups_ = std::make_unique<Informer>(&api_, "/apis/scheduling.run.ai/v2alpha2/podgroups", wake, log);
   volcano_queues_ = std::make_unique<Informer>(&api_, "/apis/scheduling.volcano.sh/v1beta1/queues", wake, log);
   kai_queues_ = std::make_unique<Informer>(&api_, "/apis/scheduling.run.ai/v2/queues", wake, log);
+  budgets_ = std::make_unique<Informer>(&api_, "/apis/policy/v1/poddisruptionbudgets", wake, log);
   nodes_ = std::make_unique<Informer>(&api_, "/api/v1/nodes", wake, log);
   dra_ = std::make_unique<DraSync>(&api_, [this] { Wake(); }, log);
   dra_->Start();
   pods_ = std::make_unique<Informer>(&api_, "/api/v1/pods", [this](WatchEvent e, const json& p) { OnPod(e, p); }, log);
   const std::vector<Informer*> informers = {classes_.get(),        groups_.get(),     volcano_groups_.get(),
                                             kai_groups_.get(),     volcano_queues_.get(), kai_queues_.get(),
-                                            nodes_.get(),          pods_.get()};
+                                            budgets_.get(),        nodes_.get(),          pods_.get()};
   for (Informer* i : informers) i->Start();
   for (Informer* i : informers)
     if (!i->WaitSynced(60)) return Status::Error(fmt::format("{}: could not list it within 60 s", i->path()));
@@ -130,6 +131,7 @@ Status K8sScheduler::StartService() {
   cfg.cluster = ClusterFromSpecs(specs, *cfg.catalog, &skipped);
   for (const std::string& s : skipped) Log(s);
   cfg.tenancy.priority_classes = ClassesOf(classes_->Objects());
+  cfg.tenancy.options.min_runtime_s = options_.min_runtime_s;
   // Tessera's policy without the loop's per-GPU repartitioning: a MIG GPU's instances are what the GPU
   // Operator made (mig_repartitioner.h changes them, node by node), a MIG-enabled GPU is never taken whole
   // (its nvidia.com/gpu is not offered), and a MIG pod gets exactly the profile it asks for.
@@ -170,7 +172,7 @@ void K8sScheduler::Stop() {
   Wake();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (lease_thread_.joinable()) lease_thread_.join();
-  for (auto* i : {&pods_, &nodes_, &groups_, &volcano_groups_, &kai_groups_, &volcano_queues_, &kai_queues_, &classes_})
+  for (auto* i : {&pods_, &nodes_, &groups_, &volcano_groups_, &kai_groups_, &volcano_queues_, &kai_queues_, &budgets_, &classes_})
     if (*i) (*i)->Stop();
   if (dra_) dra_->Stop();
   if (service_) service_->Stop();
@@ -256,6 +258,7 @@ void K8sScheduler::Reconcile() {
   SyncQueues();
   SyncJobs();
   SyncApiJobs();
+  SyncBudgets();
   WriteReasons();
   SyncDra();
 }

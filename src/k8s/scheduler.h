@@ -1,7 +1,8 @@
 #pragma once
 // The Kubernetes scheduler: `tessera serve` with the Kubernetes backend. It becomes the leader (a Lease),
-// lists and watches nodes, pods, PriorityClasses, PodGroups (coscheduling, Volcano and KAI) and Queues
-// (Volcano and KAI: a queue is a team with its quota, queues.h); a kind that is not served is not used), starts the one Service (store, loop, API) over the cluster those nodes make,
+// lists and watches nodes, pods, PriorityClasses, PodDisruptionBudgets (a job whose pods a budget protects
+// now is no victim, budgets.h), PodGroups (coscheduling, Volcano and KAI) and Queues (Volcano and KAI: a
+// queue is a team with its quota, queues.h); a kind that is not served is not used), starts the one Service (store, loop, API) over the cluster those nodes make,
 // and keeps the two in step: nodes that arrive, cordon or go change the Service's cluster through its
 // nodes API; pods with our schedulerName become jobs (a PodGroup is one gang job of its pods, minMember
 // tasks); the backend (k8s_backend.h) binds what the loop places; pending reasons go back to the pods as a
@@ -24,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/api_client.h"
+#include "k8s/budgets.h"
 #include "k8s/dra_sync.h"
 #include "k8s/informer.h"
 #include "k8s/job_objects.h"
@@ -49,6 +51,7 @@ struct SchedulerOptions {
   // NS/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml): MIG nodes are repartitioned to
   // its configs when waiting pods need it (mig_repartitioner.h); empty = no repartitioning.
   std::string mig_config_map;
+  int64_t min_runtime_s = 300;  // a job younger than this is not preempted (CycleOptions::min_runtime_s)
   std::function<void(const std::string&)> log;
 };
 
@@ -88,6 +91,8 @@ class K8sScheduler {
   // Jobs from the API with a container become pods (and a PodGroup) in their team's namespace
   // (job_objects.h): created while the job is active and its pods are missing, deleted when it is cancelled.
   void SyncApiJobs();
+  // Running jobs with a pod that a PodDisruptionBudget protects now (budgets.h): no cycle evicts them.
+  void SyncBudgets();
   void MaterializeApiJob(const JobRecord& job);
   void ForgetApiJob(int64_t id, bool cancelled);
   bool EnsureNamespace(const std::string& ns);
@@ -116,7 +121,7 @@ class K8sScheduler {
   Caller admin_{"tessera-k8s", "", Role::kAdmin, ""};
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_, kai_groups_;
-  std::unique_ptr<Informer> volcano_queues_, kai_queues_;
+  std::unique_ptr<Informer> volcano_queues_, kai_queues_, budgets_;
   std::unique_ptr<K8sBackend> backend_;
   std::unique_ptr<DraSync> dra_;
   // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
@@ -142,6 +147,7 @@ class K8sScheduler {
   std::map<int64_t, JobObjects> api_jobs_;            // active API jobs with a container, by id
   std::set<std::string> namespaces_;                  // namespaces known to exist
   std::set<int64_t> without_container_;              // API jobs that run nowhere but in the loop
+  std::set<int64_t> eviction_blocked_;               // as last given to the Service
   mutable std::mutex api_mu_;                         // guards api_keys_ (the backend's threads read it)
   std::map<int64_t, std::vector<JobKey>> api_keys_;   // job id -> the key of each of its loop replicas
 };

@@ -234,6 +234,27 @@ std::string K8sScheduler::TeamOf(const JobKey& key, const json& pod, const json*
   return queue;
 }
 
+void K8sScheduler::SyncBudgets() {
+  const auto budgets = budgets_->Objects();
+  std::set<int64_t> blocked;
+  if (!budgets.empty()) {
+    std::map<std::string, int64_t> jobs = job_of_key_;
+    for (const auto& [id, objects] : api_jobs_)
+      for (const JobKey& k : objects.keys) jobs[k.str()] = id;
+    std::lock_guard<std::mutex> l(pods_mu_);
+    for (const auto& [key, id] : jobs) {
+      auto pods = pods_by_key_.find(key);
+      if (pods == pods_by_key_.end()) continue;
+      for (const auto& [name, pod] : pods->second)
+        if (!PodNode(pod).empty() && !PodTerminal(pod) && !BlockingBudgets(budgets, pod).empty()) blocked.insert(id);
+    }
+  }
+  if (blocked == eviction_blocked_) return;
+  eviction_blocked_ = blocked;
+  service_->SetEvictionBlocked(std::move(blocked));
+  Log(fmt::format("{} running job(s) protected by PodDisruptionBudgets: no victims", eviction_blocked_.size()));
+}
+
 std::string K8sScheduler::PriorityClassOf(const json& pod) const {
   const json* spec = Field(pod, "spec");
   const json* pc = spec != nullptr ? Field(*spec, "priorityClassName") : nullptr;

@@ -123,11 +123,21 @@ void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
 
 void Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in) {
   loop_->BuildInput(now, in);
+  if (!eviction_blocked_.empty())
+    for (RunningJob& r : in->running) {
+      const JobSlot slot = SlotOf(r.id);
+      if (HasSlotLocked(slot) && eviction_blocked_.count(IdOfSlotLocked(slot))) r.preemptible = false;
+    }
   // Assigning into a kept state reuses its memory: a fresh copy of a large cluster costs milliseconds of
   // page faults, all of them under the lock that requests wait for.
   if (*working) **working = loop_->state();
   else *working = std::make_unique<ClusterState>(loop_->state());
   in->snapshot = working->get();
+}
+
+void Service::SetEvictionBlocked(std::set<int64_t> ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  eviction_blocked_ = std::move(ids);
 }
 
 std::vector<int64_t> Service::RunningLocked() const {

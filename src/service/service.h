@@ -315,6 +315,9 @@ class Service {
   // name by id (empty for an unknown id). Backends that name jobs and nodes outside Tessera use them.
   JobPtr JobOfSlot(JobSlot slot) const;
   std::string NodeName(NodeId n) const;
+  // Running jobs that cannot be evicted now (a backend's disruption budgets refuse it): the cycles after
+  // this call choose no victim among them. Replaces the previous set; unknown ids are ignored.
+  void SetEvictionBlocked(std::set<int64_t> ids);
 
  private:
   struct JobEntry {  // a job by its id: its versions and its replicas in the loop
@@ -489,6 +492,7 @@ class Service {
   std::unique_ptr<Driver> driver_;        // the driver rules over loop_ (under mu_)
   Fx* fx_ = nullptr;                       // the effects the driver's reports go to (under mu_)
   std::map<int64_t, std::string> reason_;  // job -> the reason of its last bind or preemption
+  std::set<int64_t> eviction_blocked_;     // jobs no cycle may preempt now (SetEvictionBlocked)
   Counters counters_;
   std::atomic<bool> ready_{false};
   std::atomic<uint64_t> versions_{1};  // job versions, increasing over all jobs

@@ -31,6 +31,7 @@ const Res kResources[] = {
     {"", "v1", "namespaces", "Namespace", false, "ns"},
     {"coordination.k8s.io", "v1", "leases", "Lease", true, ""},
     {"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false, "pc"},
+    {"policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, "pdb"},
     {"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", true, "pg"},
     {"scheduling.volcano.sh", "v1beta1", "queues", "Queue", false, "q"},
     {"scheduling.run.ai", "v2", "queues", "Queue", false, "", "kai-queues"},

@@ -6,7 +6,7 @@
 //  - list (metadata.resourceVersion of the list) and watch (?watch=1&resourceVersion=RV: the events after
 //    RV, BOOKMARKs when allowWatchBookmarks, an ERROR event with a 410 Status when RV was compacted away;
 //    the stream ends after timeoutSeconds or when CutWatches is called) of nodes, pods, priorityclasses,
-//    coscheduling podgroups, Volcano and KAI Queues (Volcano's and KAI's PodGroups are not served: 404);
+//    poddisruptionbudgets (their status as the test writes it), coscheduling podgroups, Volcano and KAI Queues (Volcano's and KAI's PodGroups are not served: 404);
 //  - pods: binding (409 when the UID precondition does not match or the pod is already bound; an injected
 //    failure answers 500), eviction (429 while refusals are injected; else the pod is deleted, after its
 //    terminationGracePeriodSeconds with deletionTimestamp set meanwhile), DELETE with

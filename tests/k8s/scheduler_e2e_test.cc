@@ -90,6 +90,7 @@ class SchedulerE2e : public ::testing::Test {
     SchedulerOptions o;
     o.db = (dir_ / "tessera.db").string();
     o.identity = "e2e";
+    o.min_runtime_s = min_runtime_s_;
     if (std::getenv("TESSERA_TEST_LOG") != nullptr)  // the scheduler's log on stderr, to follow a failure
       o.log = [](const std::string& line) { std::fprintf(stderr, "scheduler: %s\n", line.c_str()); };
     auto s = K8sScheduler::Start(*kube, o);
@@ -114,6 +115,7 @@ class SchedulerE2e : public ::testing::Test {
   }
 
   FakeApiServer api_;
+  int64_t min_runtime_s_ = 300;
   std::filesystem::path dir_;
   std::unique_ptr<K8sScheduler> scheduler_;
 };
@@ -385,6 +387,36 @@ TEST_F(SchedulerE2e, ApiJobsBecomePodsAndFollowThem) {
   // No pod of the API's jobs became a job of its own.
   bool more = false;
   for (const JobView& v : svc.List(admin, "", "", "", 0, 1000, &more)) EXPECT_NE(v.job->project, "pod/vision");
+}
+
+// A PodDisruptionBudget that allows no disruption now protects its pods' jobs: a critical pod that needs a
+// whole node preempts the one low-priority job no budget protects, never the protected ones.
+TEST_F(SchedulerE2e, PodsABudgetProtectsAreNoVictims) {
+  api_.Create("poddisruptionbudgets",
+              {{"metadata", {{"name", "keep"}, {"namespace", "ml"}}},
+               {"spec", {{"minAvailable", 5}, {"selector", {{"matchLabels", {{"app", "keep"}}}}}}},
+               {"status", {{"disruptionsAllowed", 0}, {"currentHealthy", 5}, {"desiredHealthy", 5}}}});
+  min_runtime_s_ = 0;  // young jobs may be preempted
+  Start();
+  for (int i = 0; i < 6; ++i) {
+    json low = GpuPod("low-" + std::to_string(i), "nvidia.com/gpu", 8, "", "low");
+    low["spec"]["terminationGracePeriodSeconds"] = 0;
+    if (i != 3) low["metadata"]["labels"]["app"] = "keep";
+    api_.Create("pods", low);
+  }
+  ASSERT_TRUE(Eventually([&] {
+    for (int i = 0; i < 6; ++i)
+      if (NodeOf(Pod("low-" + std::to_string(i))).empty()) return false;
+    return true;
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the budget read after the bindings
+  api_.Create("pods", GpuPod("urgent", "nvidia.com/gpu", 8, "", "critical"));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("urgent")).empty(); })) << Unscheduled("urgent");
+  EXPECT_FALSE(Pod("low-3").has_value()) << "the unprotected job is the victim";
+  for (int i : {0, 1, 2, 4, 5}) EXPECT_FALSE(NodeOf(Pod("low-" + std::to_string(i))).empty()) << i;
+  for (const auto& r : api_.Requests())
+    if (r.method == "POST" && r.path.find("/eviction") != std::string::npos)
+      EXPECT_NE(r.path.find("/pods/low-3/"), std::string::npos) << r.path;
 }
 
 }  // namespace

@@ -602,5 +602,37 @@ TEST_F(ServiceTest, AJobBehindAReservationNamesTheGang) {
       << v->pending->message.str();
 }
 
+// A running job that cannot be evicted now (a disruption budget refuses it) is never chosen as a victim;
+// once it can be, it is.
+TEST_F(ServiceTest, JobsWhoseEvictionIsBlockedAreNoVictims) {
+  auto with_class = [&](const std::string& name, const std::string& pc) {
+    nlohmann::json body = Training(name, 8, 36000).body;
+    body["priority_class"] = pc;
+    return Spec(body);
+  };
+  const int64_t a = SubmitOk(member_, with_class("a", "best-effort"));
+  const int64_t b = SubmitOk(member_, with_class("b", "best-effort"));
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, a)->job->state, JobState::kRunning);
+  ASSERT_EQ(svc_->Get(admin_, b)->job->state, JobState::kRunning);
+  svc_->SetEvictionBlocked({a, b});
+  const int64_t u = SubmitOk(member_, with_class("urgent", "training-high"));
+  auto cycles = [&] {
+    for (int i = 0; i < 6; ++i) {
+      svc_->RunCycleNow();
+      clock_.now_ += 60;
+    }
+  };
+  cycles();
+  EXPECT_EQ(svc_->Get(admin_, a)->job->state, JobState::kRunning);
+  EXPECT_EQ(svc_->Get(admin_, b)->job->state, JobState::kRunning);
+  EXPECT_EQ(svc_->Get(admin_, u)->job->state, JobState::kPending);
+  svc_->SetEvictionBlocked({a});
+  cycles();
+  EXPECT_EQ(svc_->Get(admin_, a)->job->state, JobState::kRunning);
+  EXPECT_NE(svc_->Get(admin_, b)->job->state, JobState::kRunning);
+  EXPECT_EQ(svc_->Get(admin_, u)->job->state, JobState::kRunning);
+}
+
 }  // namespace
 }  // namespace tessera
