@@ -179,6 +179,7 @@ void K8sScheduler::SyncQueues() {
     if (was == queue_errors_.end() || was->second != message) Log("queue " + name + ": " + message);
   }
   queue_errors_ = std::move(errors);
+  if (queues_.empty()) return;  // no Queue kind served, or none listed
   std::map<std::string, TeamView> teams;
   for (TeamView& t : service_->Teams(admin_)) teams[t.name] = std::move(t);
   for (const auto& [name, q] : queues_) {
