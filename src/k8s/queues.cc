@@ -49,11 +49,14 @@ Result<int64_t> KaiGpus(const json* gpu, std::string_view key, int64_t absent) {
   return static_cast<int64_t>(std::llround(d * 1000));
 }
 
-Status CheckNamed(const json& queue, std::string_view kind) {
+// The quota a Queue object starts as: its name and source, nothing guaranteed, no cap, weight 1.
+Result<QueueQuota> NamedQueue(const json& queue, std::string_view kind, std::string source) {
   if (!queue.is_object()) return Status::Error(fmt::format("{} Queue: not an object", kind));
-  if (Meta(queue, "name").empty())
-    return Status::Error(fmt::format("{} Queue: field 'metadata.name' missing", kind));
-  return Status::Ok();
+  QueueQuota q;
+  q.name = Meta(queue, "name");
+  if (q.name.empty()) return Status::Error(fmt::format("{} Queue: field 'metadata.name' missing", kind));
+  q.source = std::move(source);
+  return q;
 }
 
 Status CheckCap(const QueueQuota& q, std::string_view field) {
@@ -66,10 +69,9 @@ Status CheckCap(const QueueQuota& q, std::string_view field) {
 }  // namespace
 
 Result<QueueQuota> ReadVolcanoQueue(const json& queue) {
-  if (Status st = CheckNamed(queue, "Volcano"); !st.ok()) return st;
-  QueueQuota q;
-  q.name = Meta(queue, "name");
-  q.source = "volcano";
+  auto named = NamedQueue(queue, "Volcano", "volcano");
+  if (!named.ok()) return named;
+  QueueQuota q = std::move(named).value();
   const json* spec = Field(queue, "spec");
   if (spec == nullptr || !spec->is_object()) return q;
   const json* guarantee = Field(*spec, "guarantee");
@@ -93,10 +95,9 @@ Result<QueueQuota> ReadVolcanoQueue(const json& queue) {
 }
 
 Result<QueueQuota> ReadKaiQueue(const json& queue) {
-  if (Status st = CheckNamed(queue, "KAI"); !st.ok()) return st;
-  QueueQuota q;
-  q.name = Meta(queue, "name");
-  q.source = "kai";
+  auto named = NamedQueue(queue, "KAI", "kai");
+  if (!named.ok()) return named;
+  QueueQuota q = std::move(named).value();
   const json* spec = Field(queue, "spec");
   const json* res = spec != nullptr && spec->is_object() ? Field(*spec, "resources") : nullptr;
   const json* gpu = res != nullptr && res->is_object() ? Field(*res, "gpu") : nullptr;
