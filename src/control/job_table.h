@@ -70,4 +70,11 @@ class JobTable {
   std::set<JobSlot> holding_;
 };
 
+// The factor on a job's remaining work that gives the time limit the cycle plans with: time_limit_s /
+// duration_s (both positive), else 1. Every driver computes it so, to the same double.
+inline double TimeLimitFactor(int64_t duration_s, int64_t time_limit_s) {
+  return duration_s > 0 && time_limit_s > 0 ? static_cast<double>(time_limit_s) / static_cast<double>(duration_s)
+                                            : 1.0;
+}
+
 }  // namespace tessera

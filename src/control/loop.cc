@@ -61,10 +61,12 @@ void ControlLoop::AddRunning(const ControlJob& j, int64_t now, CycleInput& in, s
   r.expected_end_s = -1;
   if (options_.expected_ends && j.remaining_work_s >= 0) {
     const int64_t from = std::max(j.bind_s, j.start_s);
-    const double f = j.time_limit_factor;
-    r.expected_end_s = from + static_cast<int64_t>(std::ceil(j.remaining_work_s * f));
-    if (options_.running_end_at_progress && j.phase == JobPhase::kRunning && j.end_s >= 0)
-      r.expected_end_s = from + static_cast<int64_t>(std::ceil((j.end_s - from) * f));
+    const bool progress = options_.running_end_at_progress && j.phase == JobPhase::kRunning && j.end_s >= 0;
+    const double run_s = progress ? static_cast<double>(j.end_s - from) : j.remaining_work_s;
+    r.expected_end_s = from + static_cast<int64_t>(std::ceil(run_s * j.time_limit_factor * LimitScale()));
+    // Past its estimate: expected to end any moment (planning on it keeps reservations close, so gangs are
+    // not starved by estimates that run late).
+    if (r.expected_end_s <= now) r.expected_end_s = now + 1;
   }
   if (drain)  // drain times: the placement hint that keeps nodes' lifetimes aligned
     for (const TaskPlacement& t : j.tasks)
@@ -98,11 +100,12 @@ void ControlLoop::BuildInput(int64_t now, CycleInput* out) {
   else in.historical_usage.assign(queues_.size(), 0.0);
   in.pending.clear();
   in.pending.reserve(jobs_.pending().size());
+  const double scale = LimitScale();
   for (JobSlot p : jobs_.pending()) {
     const ControlJob& j = jobs_[p];
     in.pending.push_back(PendingJob{j.request, j.queue, j.submit_s, j.submit_s, false});
     if (options_.expected_ends) {
-      const int64_t d = static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_work_s) * j.time_limit_factor));
+      const int64_t d = static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_work_s) * j.time_limit_factor * scale));
       in.pending.back().expected_duration_s = d;
       if (j.remaining_work_s >= 0) in.pending.back().request.expected_end_s = now + d;
     }
@@ -313,6 +316,10 @@ Released ControlLoop::ReleaseHold(JobSlot j, int64_t now) {
 }
 
 Released ControlLoop::Complete(JobSlot j, int64_t now) {
+  if (options_.expected_ends && jobs_[j].remaining_work_s >= 0 && jobs_[j].time_limit_factor > 0) {
+    limit_sum_ += -std::log(jobs_[j].time_limit_factor);
+    ++limit_n_;
+  }
   Released r = ReleaseHold(j, now);
   jobs_[j].phase = JobPhase::kDone;
   return r;

@@ -10,6 +10,7 @@
 // A driver's loop:  Submit arrivals -> Decide(now) -> Apply(plan, now, observer) -> for each bind, when the
 // job really runs, Start(job, now, efficiency) -> Complete / Fail / Interrupt + Requeue as runs end.
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -89,6 +90,14 @@ class ControlLoop {
   const std::vector<QueueConfig>& queues() const { return queues_; }
   const LoopOptions& options() const { return options_; }
   const QueueUsage& usage() const { return usage_; }
+  // Time limits learned online: the mean, over jobs completed so far, of ideal run time / time limit (each
+  // job's 1 / time_limit_factor), once kLearnAfter have completed (1 before). The cycle plans with each job's
+  // limit times this: users who over-estimate by a factor are read at the factor the cluster has observed.
+  // The geometric mean (the typical ratio, which a few extreme over-estimates do not drag down).
+  double LimitScale() const {
+    return limit_n_ >= kLearnAfter ? std::exp(limit_sum_ / static_cast<double>(limit_n_)) : 1.0;
+  }
+  static constexpr int64_t kLearnAfter = 20;
 
   // A queue added, or a queue's configuration changed, while the driver runs (e.g. a team created through an
   // API). AddQueue returns its index.
@@ -154,6 +163,8 @@ class ControlLoop {
   LoopOptions options_;
   JobTable jobs_;
   QueueUsage usage_;
+  double limit_sum_ = 0;  // sum over completed jobs of log(1 / time_limit_factor)
+  int64_t limit_n_ = 0;
 };
 
 }  // namespace tessera

@@ -62,6 +62,9 @@ struct Workload {
   std::vector<std::string> gpu_kinds;  // allowed kinds (ids or aliases); empty = any
   int64_t checkpoint_interval_s = 0;
   int64_t duration_s = 0;
+  // The user's time limit: what the scheduler plans reservations and backfill with (an estimate, as in Slurm);
+  // 0 = the duration itself.
+  int64_t time_limit_s = 0;
   bool latency_sensitive = false;
   bool checkpointable = false;
 };

@@ -111,6 +111,7 @@ Result<Workload> ReadWorkloadFields(R& r) {
   r.StringList("gpu_kinds", &w.gpu_kinds, false);
   r.Int("checkpoint_interval_s", &w.checkpoint_interval_s, false, 0, kMaxWorkloadSeconds);
   r.Int("duration_s", &w.duration_s, false, 0, kMaxWorkloadSeconds);
+  r.Int("time_limit_s", &w.time_limit_s, false, 0, kMaxWorkloadSeconds);
   r.Bool("latency_sensitive", &w.latency_sensitive);
   r.Bool("checkpointable", &w.checkpointable);
   if (r.ok() && w.gpus_per_worker == 0 && w.workers > 1)

@@ -160,6 +160,7 @@ Status ApplyPlainGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) 
   g.free_milli = static_cast<int16_t>(g.free_milli - grant.milli);
   g.free_memory_mib -= grant.memory_mib;
   ++g.tasks;
+  if (grant.latency_sensitive) ++g.share_sensitive;
   return Status::Ok();
 }
 
@@ -488,6 +489,7 @@ void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_
       } else {
         g.free_milli = static_cast<int16_t>(g.free_milli + gr.milli);
         g.free_memory_mib += gr.memory_mib;
+        if (gr.latency_sensitive) --g.share_sensitive;
         TESSERA_CHECK(g.free_milli <= kMilliPerGpu, fmt::format("GPU {}: share released twice", gr.gpu));
       }
       --g.tasks;
@@ -635,6 +637,8 @@ Status ClusterState::CheckShareGpu(GpuId g) const {
     return Status::Error(fmt::format("GPU {}: free_milli {} out of range", g, gs.free_milli));
   if (gs.free_memory_mib < 0 || gs.free_memory_mib > kind.memory_mib)
     return Status::Error(fmt::format("GPU {}: free memory {} out of range", g, gs.free_memory_mib));
+  if (gs.share_sensitive < 0 || gs.share_sensitive > gs.tasks)
+    return Status::Error(fmt::format("GPU {}: {} latency-sensitive shares of {} tasks", g, gs.share_sensitive, gs.tasks));
   if ((gs.free_milli == kMilliPerGpu) != (gs.tasks == 0))
     return Status::Error(fmt::format("GPU {}: free_milli {} disagrees with {} tasks", g, gs.free_milli, gs.tasks));
   return Status::Ok();

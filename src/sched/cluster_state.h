@@ -58,6 +58,7 @@ struct GpuState {
   uint8_t busy_mask = 0;   // start bits of busy instances
   int16_t free_milli = kMilliPerGpu;
   int16_t tasks = 0;       // tasks holding this GPU (shares, instances or whole)
+  int16_t share_sensitive = 0;  // of its fractional shares (non-MIG), the latency-sensitive ones
   int64_t free_memory_mib = 0;
   std::array<MigSlot, 8> instances{};
 

@@ -73,13 +73,19 @@ struct SubGpuChoice {
   int key = INT_MAX;  // lower is better within the node
 };
 
-// Best share of a non-MIG GPU on node n: partly used GPUs first (best fit on milli), then idle ones.
-SubGpuChoice BestShare(const ClusterState& s, NodeId n, const Request& r) {
+// Best share of a non-MIG GPU on node n: partly used GPUs first (best fit on milli), then idle ones. With
+// `admit`, a partly used GPU takes the share only if every sharer stays within its SLO (sharing.h), the
+// GPU's summed demand being its shares' milli.
+SubGpuChoice BestShare(const ClusterState& s, NodeId n, const Request& r, const SharingOptions* admit = nullptr) {
   SubGpuChoice best;
   const NodeState& ns = s.node(n);
   for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
     const GpuState& gs = s.gpu(g);
     if (gs.mig_enabled || gs.free_milli < r.gpu_milli || gs.free_memory_mib < r.gpu_memory_mib) continue;
+    if (admit && gs.tasks > 0 &&
+        !SharerFits(*admit, kMilliPerGpu - gs.free_milli, gs.tasks, gs.share_sensitive, kMilliPerGpu, r.gpu_milli,
+                    r.latency_sensitive))
+      continue;
     int cat = gs.tasks ? kSharePartial : kShareIdle;
     int key = gs.free_milli - r.gpu_milli;
     if (std::tie(cat, key) < std::tie(best.cat, best.key)) {
@@ -89,6 +95,7 @@ SubGpuChoice BestShare(const ClusterState& s, NodeId n, const Request& r) {
       best.grant.gpu = g;
       best.grant.milli = r.gpu_milli;
       best.grant.memory_mib = r.gpu_memory_mib;
+      best.grant.latency_sensitive = r.latency_sensitive;
     }
   }
   return best;
@@ -244,6 +251,19 @@ PolicyTraits TesseraTraits() { return PolicyTraits{"tessera", true, true, true, 
 PolicyTraits K8sDefaultTraits() { return PolicyTraits{"k8s-default", false, false, false, false, true, false, false}; }
 PolicyTraits BestFitTraits() { return PolicyTraits{"bestfit", true, true, true, false, false, false, false}; }
 PolicyTraits StaticMigTraits() { return PolicyTraits{"static-mig", true, false, false, false, true, false, false}; }
+// Fractions of whole GPUs, packed best fit (no MIG): bestfit-share admits a sharer only within every SLO
+// (tessera's test), hami by memory and core percentage alone (HAMi's binpack; its core limit caps each
+// client).
+PolicyTraits BestFitShareTraits() {
+  PolicyTraits t{"bestfit-share", true, false, true, false, false, false, false};
+  t.share_admission = true;
+  return t;
+}
+PolicyTraits HamiTraits() { return PolicyTraits{"hami", true, false, true, false, false, false, false}; }
+// kube-scheduler (LeastAllocated nodes, memory-blind) with the device plugin's replicas of whole GPUs.
+PolicyTraits K8sReplicaTraits(std::string name) {
+  return PolicyTraits{std::move(name), true, false, true, false, true, false, false};
+}
 
 PlaceResult EnginePolicy::Place(const ClusterState& s, const Request& r) const {
   if (r.tasks < 1) return PlaceResult::NoFit(NoFitCode::kInvalid, "a request needs at least one task");
@@ -543,7 +563,7 @@ bool EnginePolicy::SliceNode(const ClusterState& s, const Request& r, NodeId n, 
 // The category of a fractional share of a non-MIG GPU on node n (kNoCat: none), and with a scorer its key.
 int EnginePolicy::ShareCategory(const ClusterState& s, const Request& r, NodeId n, bool shares_only,
                                 int64_t* share_score) const {
-  if (!scorer_) return BestShare(s, n, r).cat;
+  if (!scorer_) return BestShare(s, n, r, Admit()).cat;
   *share_score = ScoreKey(s, n, r);
   if (*share_score == kUnusableKey) return kNoCat;
   if (shares_only) return kSharePartial;
@@ -592,14 +612,15 @@ PlaceResult EnginePolicy::SliceResult(const ClusterState& s, const Request& r, S
     TESSERA_CHECK(choice.grant.gpu != kNone, "the node scorer ranked a node it has no GPU for");
     choice.grant.milli = r.gpu_milli;
     choice.grant.memory_mib = r.gpu_memory_mib;
+    choice.grant.latency_sensitive = r.latency_sensitive;
   } else if (q->cat == kSharePartial || q->cat == kShareIdle) {
-    choice = BestShare(s, n, r);
+    choice = BestShare(s, n, r, Admit());
   } else {
     uint32_t cover = 0;
     const int p = q->pc.Get(s.catalog(), ns.kind, r, &cover);
     choice = BestMig(s, n, r, p, cover, traits_.repartition, traits_.frag_aware, q->cat == kDestroy);
     if (choice.cat > q->cat && traits_.share) {  // defensive: share may be the summary's choice
-      SubGpuChoice sh = BestShare(s, n, r);
+      SubGpuChoice sh = BestShare(s, n, r, Admit());
       if (sh.cat < choice.cat) choice = sh;
     }
   }

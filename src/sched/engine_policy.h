@@ -53,6 +53,9 @@ struct PolicyTraits {
   // Find candidate nodes for a slice from the state's node bitsets instead of visiting every node; the
   // choices are the same (tests compare both ways).
   bool node_index = true;
+  // Fractional shares of non-MIG GPUs admit a sharer only when every sharer's worst slowdown stays within
+  // its SLO (sharing.h SharerFits with the policy's SharingOptions), as shared MIG instances do.
+  bool share_admission = false;
 };
 
 struct WholeScan;  // engine_policy.cc: what a pass over the nodes found for a whole-GPU request
@@ -105,6 +108,7 @@ class EnginePolicy : public Policy {
   int64_t ScoreKey(const ClusterState& s, NodeId n, const Request& r) const;
   // Whether class separation ranks nodes: a policy that separates classes does, unless its node scorer
   // knows the workload's typical tasks (then the score, which counts what they will need, decides).
+  const SharingOptions* Admit() const { return traits_.share_admission ? &sharing_ : nullptr; }
   bool Separate() const { return traits_.separate_classes && !(scorer_ && scorer_->KnowsWorkload()); }
   PolicyTraits traits_;
   std::unique_ptr<NodeScorer> scorer_;  // null: no node score (k8s-default, static-mig)
@@ -115,5 +119,8 @@ PolicyTraits TesseraTraits();
 PolicyTraits K8sDefaultTraits();
 PolicyTraits BestFitTraits();
 PolicyTraits StaticMigTraits();
+PolicyTraits BestFitShareTraits();
+PolicyTraits HamiTraits();
+PolicyTraits K8sReplicaTraits(std::string name);
 
 }  // namespace tessera

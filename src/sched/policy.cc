@@ -6,6 +6,7 @@
 #include "sched/fgd_policy.h"
 #include "sched/harness_policies.h"
 #include "sched/node_scorer.h"
+#include "sched/replica_policy.h"
 
 namespace tessera {
 
@@ -17,6 +18,9 @@ const std::vector<PolicyInfo>& Policies() {
       {"fgd", false, false, false, false},         {"random", false, false, false, false},
       {"dotprod", false, false, false, false},     {"gpuclustering", false, false, false, false},
       {"gpupacking", false, false, false, false},
+      {"k8s-timeslice", true, false, false, true},  {"k8s-mps", true, false, false, true},
+      {"hami", true, false, true, false},           {"bestfit-share", true, false, true, false},
+      {"static-mig-best", true, true, false, true},
   };
   return kPolicies;
 }
@@ -32,7 +36,16 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyOp
   if (name == "tessera") p = std::make_unique<EnginePolicy>(TesseraTraits(), MakeTesseraScorer(o.typical, o.tie_seed), o.sharing);
   else if (name == "k8s-default") p = std::make_unique<EnginePolicy>(K8sDefaultTraits());
   else if (name == "bestfit") p = std::make_unique<EnginePolicy>(BestFitTraits(), MakeBestFitScorer(o.tie_seed));
-  else if (name == "static-mig") p = std::make_unique<EnginePolicy>(StaticMigTraits());
+  else if (name == "static-mig" || name == "static-mig-best") {
+    PolicyTraits t = StaticMigTraits();  // static-mig-best: the same placement on a searched layout
+    t.name = std::string(name);
+    p = std::make_unique<EnginePolicy>(std::move(t));
+  }
+  else if (name == "k8s-timeslice")
+    p = std::make_unique<ReplicaPolicy>("k8s-timeslice", SharingMode::kTimeSlicing, o.sharing.replicas);
+  else if (name == "k8s-mps") p = std::make_unique<ReplicaPolicy>("k8s-mps", SharingMode::kMps, o.sharing.replicas);
+  else if (name == "hami") p = std::make_unique<EnginePolicy>(HamiTraits(), nullptr, o.sharing);
+  else if (name == "bestfit-share") p = std::make_unique<EnginePolicy>(BestFitShareTraits(), nullptr, o.sharing);
   else if (name == "fgd") p = std::make_unique<FgdPolicy>(o.typical, o.tie_seed);
   else if (name == "random") p = std::make_unique<RandomPolicy>(o.tie_seed);
   else if (name == "dotprod") p = std::make_unique<DotProdPolicy>(o.tie_seed);
@@ -44,6 +57,20 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyOp
     return Status::Error(fmt::format("unknown policy '{}' (known: {})", name, known));
   }
   return p;
+}
+
+SharingOptions SharingFor(std::string_view policy, SharingOptions scenario) {
+  if (policy == "k8s-timeslice") {
+    scenario.mode = SharingMode::kTimeSlicing;
+    scenario.per_client_cap = false;
+  } else if (policy == "k8s-mps") {
+    scenario.mode = SharingMode::kMps;
+    scenario.per_client_cap = true;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = 100 / N
+  } else if (policy == "hami") {
+    scenario.mode = SharingMode::kTimeSlicing;  // HAMi-core shares by time, limiting each client's cores
+    scenario.per_client_cap = true;
+  }
+  return scenario;
 }
 
 PlaceResult PlaceAndApply(ClusterState& state, const Policy& policy, const Request& request) {

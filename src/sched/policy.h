@@ -58,6 +58,11 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyOp
 
 // One request placed outside a scheduling cycle (place, bench, demo, the FGD harness): the policy's
 // decision, applied to `state` when it fits. The result says where, or why not.
+// The sharing a policy's replicas run under: the device plugin's or HAMi's for the baselines that stand for
+// them (k8s-timeslice: time-slicing; k8s-mps: MPS with per-client limits; hami: time-sliced with core
+// limits), the scenario's for the others.
+SharingOptions SharingFor(std::string_view policy, SharingOptions scenario);
+
 PlaceResult PlaceAndApply(ClusterState& state, const Policy& policy, const Request& request);
 
 }  // namespace tessera

@@ -17,19 +17,38 @@ Result<SharingMode> ParseSharingMode(std::string_view s) {
 }
 
 namespace {
-// Time-slicing's context-switch factor for `sharers` processes on one unit; 1 under MPS.
-double SwitchFactor(const SharingOptions& o, int sharers) {
-  return o.mode == SharingMode::kTimeSlicing ? 1.0 + o.switch_overhead * std::max(0, sharers - 1) : 1.0;
+double Headroom(const SharingOptions& o, bool sensitive) {
+  return std::max(1.0, sensitive ? o.sensitive_headroom : o.standard_headroom);
+}
+
+// The latency factor of `sharers` processes beyond the queueing term at busy fraction u: f or m (header).
+double ContentionFactor(const SharingOptions& o, int sharers, double u) {
+  const double extra = std::max(0, sharers - 1) * std::clamp(u, 0.0, 1.0);
+  return o.mode == SharingMode::kTimeSlicing ? 1.0 + o.switch_overhead * extra : 1.0 + o.mps_contention * extra;
+}
+
+// An upper bound on the admitted fraction of a unit with `sharers` processes: summed demand (times the
+// headroom) above capacity x this never keeps the worst sharer within `slo`. Contention is at its least
+// (an idle unit), so the bound holds at every load.
+double AdmitFraction(const SharingOptions& o, double slo, bool sensitive) {
+  return (1.0 - 1.0 / slo) / Headroom(o, sensitive);
 }
 }  // namespace
+
+double ThroughputFactor(const SharingOptions& o, int sharers, double u) {
+  if (o.mode != SharingMode::kTimeSlicing || sharers <= 1) return 1.0;
+  return 1.0 / (1.0 + o.switch_throughput_loss * (sharers - 1) * std::clamp(u, 0.0, 1.0));
+}
 
 double P99Slowdown(const SharingOptions& o, int own_milli, int summed_milli, int capacity_milli,
                    int sharers) {
   if (sharers <= 1 || capacity_milli <= 0) return 1.0;
-  if (summed_milli >= capacity_milli) return std::numeric_limits<double>::infinity();
-  const double u = static_cast<double>(summed_milli) / capacity_milli;
+  const double busy = static_cast<double>(summed_milli) / capacity_milli;
+  const double useful = capacity_milli * ThroughputFactor(o, sharers, busy);
+  if (summed_milli >= useful) return std::numeric_limits<double>::infinity();
+  const double u = summed_milli / useful;
   const double ui = static_cast<double>(own_milli) / capacity_milli;
-  return (1.0 - ui) / (1.0 - u) * SwitchFactor(o, sharers);
+  return (1.0 - ui) / (1.0 - u) * ContentionFactor(o, sharers, busy);
 }
 
 double WorstSlowdown(const SharingOptions& o, int summed_milli, int capacity_milli, int sharers) {
@@ -38,17 +57,24 @@ double WorstSlowdown(const SharingOptions& o, int summed_milli, int capacity_mil
 
 bool SharerFits(const SharingOptions& o, int summed_milli, int sharers, int sensitive, int capacity_milli,
                 int milli, bool latency_sensitive) {
-  const double worst = WorstSlowdown(o, summed_milli + milli, capacity_milli, sharers + 1);
-  const double slo = (sensitive > 0 || latency_sensitive) ? o.sensitive_slo : o.standard_slo;
+  const bool tight = sensitive > 0 || latency_sensitive;
+  const double slo = tight ? o.sensitive_slo : o.standard_slo;
+  if (!(slo > 0)) return false;
+  const double admitted = (summed_milli + milli) * Headroom(o, tight);
+  const double worst = WorstSlowdown(o, static_cast<int>(std::ceil(admitted - 1e-9)), capacity_milli, sharers + 1);
   return worst <= slo;
 }
 
 int MaxJoinMilli(const SharingOptions& o, int max_headroom_milli, int min_capacity_milli, int min_sharers,
                  int min_sensitive, bool latency_sensitive) {
-  const double slo = (min_sensitive > 0 || latency_sensitive) ? o.sensitive_slo
-                                                               : std::max(o.standard_slo, o.sensitive_slo);
+  const bool tight = min_sensitive > 0 || latency_sensitive;
+  const double slo = tight ? o.sensitive_slo : std::max(o.standard_slo, o.sensitive_slo);
   if (!(slo > 0)) return -1;
-  const double bound = max_headroom_milli - min_capacity_milli * SwitchFactor(o, min_sharers + 1) / slo;
+  // c fits unit i only if c <= C_i a - D_i = headroom_i - C_i (1 - a), a = AdmitFraction (<= 1, the least
+  // contention): every term is at its best with the set's figures (the smaller headroom too).
+  const double a = tight ? AdmitFraction(o, slo, true)
+                         : std::max(AdmitFraction(o, slo, false), AdmitFraction(o, o.sensitive_slo, true));
+  const double bound = max_headroom_milli - min_capacity_milli * std::max(0.0, 1.0 - a);
   return static_cast<int>(std::floor(std::clamp(bound, -1.0, 1e6))) + 1;
 }
 

@@ -112,6 +112,7 @@ void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
     cj.queue = j.queue;
     cj.preemptible = pc == nullptr || pc->preemptible;
     cj.remaining_work_s = j.duration_s > 0 ? static_cast<double>(j.duration_s) : -1;
+    cj.time_limit_factor = TimeLimitFactor(j.duration_s, j.time_limit_s);
     cj.checkpointable = j.checkpointable;
     const JobSlot s = loop_->Add(std::move(cj));
     if (queued) loop_->Submit(s, j.submitted_at);

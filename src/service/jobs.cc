@@ -220,6 +220,7 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   j->cls = spec.workload.cls;
   j->mig_profile = spec.mig_profile;
   j->duration_s = spec.workload.duration_s;
+  j->time_limit_s = spec.workload.time_limit_s;
   j->checkpointable = spec.workload.checkpointable;
   j->spec_json = body;
   j->request = req.value();

@@ -43,9 +43,6 @@ Result<std::unique_ptr<Replay>> Replay::Prepare(Scenario scenario, const std::st
   if (sc.tiers)
     return Status::Error(scenario_path + ": --replay: capacity tiers (spot, autoscaling) are not modelled by the "
                                          "service yet; replay a scenario without 'tiers'");
-  if (sc.sim.time_limit_factor_min != 1 || sc.sim.time_limit_factor_max != 1)
-    return Status::Error(scenario_path + ": --replay: the service's time limits are the jobs' durations; replay a "
-                                         "scenario without time_limit_factor");
   if (sc.seeds.empty()) return Status::Error(scenario_path + ": --replay: the scenario has no seeds");
   r->seed_ = seed != 0 ? seed : sc.seeds.front();
   r->jobs_ = JobsFor(sc, sc.variants.front(), r->seed_);
@@ -141,6 +138,10 @@ Status Replay::Submit(const TraceJob& j) {
   b["host_memory_gib"] = static_cast<double>(j.host_memory_mib) / 1024.0;
   if (!j.gpu_kinds.empty()) b["gpu_kinds"] = j.gpu_kinds;
   if (j.duration_s > 0) b["duration_s"] = j.duration_s;
+  SimOptions limits = scenario_.sim;  // the user's time limit, as the simulator draws it for this seed
+  limits.time_limit_seed = seed_;
+  const int64_t limit = SimTimeLimit(j, static_cast<size_t>(&j - jobs_.data()), limits);
+  if (limit > 0 && limit != j.duration_s) b["time_limit_s"] = limit;
   b["latency_sensitive"] = j.latency_sensitive;
   b["checkpointable"] = j.checkpointable;
   auto spec = ParseJobSpec(b);

@@ -207,6 +207,7 @@ Status Service::RestoreJobLocked(const JobRow& row) {
   j->cls = spec->workload.cls;
   j->mig_profile = spec->mig_profile;
   j->duration_s = spec->workload.duration_s;
+  j->time_limit_s = spec->workload.time_limit_s;
   j->checkpointable = spec->workload.checkpointable;
   j->spec_json = row.spec_json;
   j->priority_class = row.priority_class;

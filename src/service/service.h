@@ -70,6 +70,7 @@ struct JobRecord {
   WorkloadClass cls = WorkloadClass::kTraining;
   std::string mig_profile;
   int64_t duration_s = 0;
+  int64_t time_limit_s = 0;  // the scheduler's estimate of the run time; 0 = duration_s
   std::string spec_json;
   // What the engine places: a training job is one gang request; an inference job `replicas` one-task
   // requests, each a job of the control loop's table, started all together (placements: one task per

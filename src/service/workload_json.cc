@@ -64,6 +64,7 @@ const std::map<std::string, FieldType>& Fields() {
       {"gpus_per_worker", FieldType::kInteger}, {"gpu_milli", FieldType::kInteger},
       {"memory_mib", FieldType::kInteger},    {"checkpoint_interval_s", FieldType::kInteger},
       {"duration_s", FieldType::kInteger},    {"gpu_fraction", FieldType::kNumber},
+      {"time_limit_s", FieldType::kInteger},
       {"memory_gib", FieldType::kNumber},     {"cpu", FieldType::kNumber},
       {"host_memory_gib", FieldType::kNumber}, {"latency_sensitive", FieldType::kBool},
       {"checkpointable", FieldType::kBool},   {"gpu_kinds", FieldType::kStringList},

@@ -100,6 +100,40 @@ json GroupJson(const std::vector<RunResult>& runs, bool teams) {
   return out;
 }
 
+// Per inference class (production-inference and inference always; others when they ran): the fraction of
+// its replica-hours spent above its SLO slowdown (real demand), null where the class had no replicas.
+json SloJson(const std::vector<RunResult>& runs) {
+  std::set<std::string> classes = {"production-inference", "inference"};
+  for (const RunResult& r : runs)
+    for (const auto& [n, v] : r.slo_replica_s) classes.insert(n);
+  json out = json::object();
+  for (const std::string& n : classes) {
+    std::vector<double> frac, p99;
+    for (const RunResult& r : runs) {
+      auto t = r.slo_replica_s.find(n);
+      if (t == r.slo_replica_s.end() || t->second <= 0) continue;
+      auto v = r.slo_violation_s.find(n);
+      frac.push_back(v == r.slo_violation_s.end() ? 0.0 : v->second / t->second);
+      auto p = r.p99_slowdown.find(n);
+      p99.push_back(p == r.p99_slowdown.end() ? 1.0 : p->second);
+    }
+    if (frac.empty()) out[n] = {{"violation_fraction", nullptr}, {"p99_slowdown", nullptr}};
+    else out[n] = {{"violation_fraction", SpreadJson(frac, 6)}, {"p99_slowdown", SpreadJson(p99, 3)}};
+  }
+  return out;
+}
+
+// Which model of what is not known in advance the run used (docs/simulator.md).
+json UncertaintyJson(const RunResult& r) {
+  json demand = r.demand_sigma > 0
+                    ? json{{"model", "lognormal"}, {"sigma", r.demand_sigma}, {"epoch_s", r.demand_epoch_s}}
+                    : json{{"model", "declared"}};
+  json limits = r.time_limit_factor_max > r.time_limit_factor_min || r.time_limit_factor_min != 1
+                    ? json{{"model", "uniform-factor"}, {"factor", {r.time_limit_factor_min, r.time_limit_factor_max}}}
+                    : json{{"model", "exact"}};
+  return {{"demand", demand}, {"time_limits", limits}, {"sharing_mode", r.sharing_mode}};
+}
+
 }  // namespace
 
 json PolicySummary(const std::vector<RunResult>& runs) {
@@ -135,6 +169,8 @@ json PolicySummary(const std::vector<RunResult>& runs) {
   }
   o["slo_violations"] = slo;
   o["p99_slowdown"] = slowdown;
+  o["slo"] = SloJson(runs);
+  o["uncertainty"] = UncertaintyJson(runs.front());
   o["mig_repartitions"] =
       SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.mig_repartitions); }), 1);
   o["preemptions"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.preemptions); }), 1);

@@ -230,6 +230,7 @@ Result<nlohmann::json> RunMultiTenantScenario(const Scenario& s, const std::vect
       std::vector<TraceJob> jobs = JobsFor(s, s.variants.front(), seed);
       SimOptions opt = s.sim;
       opt.time_limit_seed = seed;
+      opt.demand_seed = seed;
       opt.failure_seed = seed;
       opt.gang_backfill = false;  // reservations and backfill come from the tenancy (`backfill:`)
       opt.tenancy = tenancy;

@@ -301,11 +301,18 @@ Status ReadSimSections(FieldReader& top, Scenario* s) {
   sh.Choice("mode", &mode, false, {"time-slicing", "mps"});
   if (!mode.empty()) so.mode = *ParseSharingMode(mode);
   sh.Double("switch_overhead", &so.switch_overhead, false, 0, 1);
+  sh.Double("switch_throughput_loss", &so.switch_throughput_loss, false, 0, 1);
+  sh.Double("mps_contention", &so.mps_contention, false, 0, 10);
+  sh.Double("sensitive_headroom", &so.sensitive_headroom, false, 1, 10);
+  sh.Double("standard_headroom", &so.standard_headroom, false, 1, 10);
   sh.Double("production_slo", &so.sensitive_slo, false, 1, 1000);
   sh.Double("standard_slo", &so.standard_slo, false, 1, 1000);
   sh.Int("context_mib", &so.context_mib, false, 0, int64_t{1} << 20);
   if (Status st = sh.Finish(); !st.ok()) return st;
-  return Status::Ok();
+  FieldReader d(top.Child("demand"), top.source(), "demand", true);
+  d.Double("sigma", &s->sim.demand_sigma, false, 0, 3);
+  d.Int("epoch_s", &s->sim.demand_epoch_s, false, 1, 86400);
+  return d.Finish();
 }
 
 Status ReadFabric(FieldReader& top, Scenario* s) {
@@ -329,6 +336,8 @@ Status ReadFabric(FieldReader& top, Scenario* s) {
   return fr.Finish();
 }
 
+constexpr double kDefaultTimeLimitFactor[2] = {1.0, 4.0};
+
 Status ReadRunSettings(FieldReader& top, Scenario* s) {
   if (Status st = ReadSeeds(top, s); !st.ok()) return st;
   top.Int("threads", &s->threads, false, 1, 256);
@@ -336,11 +345,16 @@ Status ReadRunSettings(FieldReader& top, Scenario* s) {
   if (Status st = ReadPolicyVariants(top, &s->policy_variants); !st.ok()) return st;
   ReadPolicies(top, "policies", s->policy_variants, &s->policies);
   ReadCycleSettings(top, s);
+  // Users' time limits are estimates (docs/simulator.md "What is not known in advance"): by default each job's
+  // limit is its duration times a factor uniform in [1, 4] (the f-model of Mu'alem and Feitelson, IEEE TPDS
+  // 12(6), 2001, with F = 4 an assumption); [1, 1] makes limits exact; a minimum below 1 under-estimates.
+  s->sim.time_limit_factor_min = kDefaultTimeLimitFactor[0];
+  s->sim.time_limit_factor_max = kDefaultTimeLimitFactor[1];
   if (top.Has("time_limit_factor")) {
     std::vector<double> f;
-    top.DoubleList("time_limit_factor", &f, true, 1, 1000);
+    top.DoubleList("time_limit_factor", &f, true, 0.1, 1000);
     if (top.ok() && (f.size() != 2 || f[1] < f[0]))
-      top.Fail("time_limit_factor", "expected [min, max] with 1 <= min <= max");
+      top.Fail("time_limit_factor", "expected [min, max] with 0.1 <= min <= max");
     if (top.ok()) {
       s->sim.time_limit_factor_min = f[0];
       s->sim.time_limit_factor_max = f[1];
@@ -664,6 +678,8 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
       auto pol = MakeScenarioPolicy(s, policies[p]);
       SimOptions o = s.sim;
       o.time_limit_seed = s.seeds[t.seed];
+      o.demand_seed = s.seeds[t.seed];
+      o.sharing = SharingFor(out.bases[p], o.sharing);
       o.failure_seed = s.seeds[t.seed];
       o.gang_backfill = out.cycles[p].gang_backfill;
       o.record_decisions = s.sim.record_decisions && t.v == 0 && t.seed == 0 && p == 0;  // the first run only

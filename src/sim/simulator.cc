@@ -43,11 +43,39 @@ struct SimJob {
   double eff_gpus = 0;
   int cls_index = 0;
   int team_index = 0;
-  // Sharing (docs/sharing.md): the units (GPU, instance start or -1 for a share of a whole GPU) it shares,
-  // and the worst p99 slowdown the interference model gave it against running alone.
+  // Inference (docs/sharing.md): the units (GPU, instance start or -1 for a whole or shared non-MIG GPU)
+  // its grants use, the compute it would use at full speed (declared demand within its grants) and whether
+  // any of its time inside the window was above its SLO.
   std::vector<std::pair<GpuId, int>> units;
-  double max_slowdown = 1.0;
-  bool slo_counted = false;  // started inside the window: counts in the latency figures
+  double base_used_milli = 0;
+  bool violated = false;
+};
+
+// A unit of compute that inference replicas run on: a MIG instance, a whole GPU or a GPU shared by
+// fractions. Its SLO figures are integrated from `since_s` up to the next change of its members.
+struct Unit {
+  std::vector<JobSlot> members;
+  std::vector<int> caps;  // each member's grant (thousandths), for per-client caps
+  int capacity = 0;       // thousandths of a GPU
+  int64_t since_s = 0;
+};
+
+// Slowdown histogram: bucket b holds slowdowns in (1.02^(b-1), 1.02^b] (bucket 0: exactly 1); the last one
+// is saturation.
+constexpr int kSlowBuckets = 350;
+constexpr double kSaturated = 1000;  // what a saturated unit reports as its slowdown
+
+struct SloAccum {
+  double replica_s = 0, violation_s = 0;
+  std::array<double, kSlowBuckets + 1> hist{};
+  void Add(double slow, double len, bool over) {
+    replica_s += len;
+    if (over) violation_s += len;
+    const int bucket = slow >= kSaturated ? kSlowBuckets
+                                          : std::clamp(static_cast<int>(std::ceil(std::log(slow) / std::log(1.02) - 1e-9)),
+                                                       0, kSlowBuckets - 1);
+    hist[bucket] += len;
+  }
 };
 
 constexpr int kClasses = 4;
@@ -100,7 +128,10 @@ class SimRun final : public DriverListener, public InstantSource {
   void OnCompleted(const Released& r, int64_t now);
   void JoinUnits(JobSlot j);
   void LeaveUnits(JobSlot j);
-  void SloFigures();
+  void CloseUnit(Unit& u, int64_t now);
+  void RescaleUsed(const Unit& u);
+  double DemandFactor(JobSlot j, int64_t epoch) const;
+  void SloFigures(int64_t end);
   bool AncestorsWithin(int q, int64_t units) const;
   void UpdateGuaranteeWaits(int64_t now);
   double LimitFactor(JobSlot j) const;
@@ -128,8 +159,10 @@ class SimRun final : public DriverListener, public InstantSource {
 
   SimClock clock_;
   std::vector<int32_t> order_;  // arrival order: by submit time, then trace position
-  // Sharing units in use: (GPU, instance start or -1) -> the jobs sharing it and its compute capacity.
-  std::map<std::pair<GpuId, int>, std::pair<std::vector<JobSlot>, int>> units_;
+  // Inference units in use: (GPU, instance start or -1) -> the replicas on it.
+  std::map<std::pair<GpuId, int>, Unit> units_;
+  // Per SLO class: replica-seconds, those above the SLO, and the slowdown histogram over replica-seconds.
+  std::map<std::string, SloAccum> slo_acc_;
   size_t next_arrival_ = 0;
 
   // Integrals over [w0_, w1_].
@@ -153,6 +186,11 @@ Status SimRun::Init() {
     if (Status st = hook_->Begin(state); !st.ok()) return Status::Error("simulate: " + st.message());
   }
   res_.policy = std::string(policy_.name());
+  res_.demand_sigma = opt_.demand_sigma;
+  res_.demand_epoch_s = opt_.demand_epoch_s;
+  res_.time_limit_factor_min = opt_.time_limit_factor_min;
+  res_.time_limit_factor_max = opt_.time_limit_factor_max;
+  res_.sharing_mode = SharingModeName(opt_.sharing.mode);
   res_.gpus = state.num_gpus();
   if (res_.gpus == 0) return Status::Error("simulate: the cluster has no GPUs");
   capacity_milli_ = 1000.0 * res_.gpus;
@@ -261,11 +299,10 @@ bool SimRun::AncestorsWithin(int q, int64_t units) const {
   return true;
 }
 
-// Per-job time-limit factor (SimOptions::time_limit_factor_*): a fixed hash of the job and the seed.
+// Per-job time-limit factor: the user's limit (SimTimeLimit) over the job's duration.
 double SimRun::LimitFactor(JobSlot j) const {
-  if (opt_.time_limit_factor_max <= opt_.time_limit_factor_min) return opt_.time_limit_factor_min;
-  const double u = HashUniform(static_cast<uint64_t>(j.value()), 0, opt_.time_limit_seed);
-  return opt_.time_limit_factor_min + u * (opt_.time_limit_factor_max - opt_.time_limit_factor_min);
+  const TraceJob& t = trace_[j.value()];
+  return TimeLimitFactor(t.duration_s, SimTimeLimit(t, static_cast<size_t>(j.value()), opt_));
 }
 
 void SimRun::Advance(int64_t t) {
@@ -316,28 +353,94 @@ void SimRun::ReleaseMetrics(const Released& r, int64_t now, bool completed) {
   LeaveUnits(r.job);
 }
 
-// A started job joins the sharing units of its grants (shared MIG instances, shares of whole GPUs); every
-// member's slowdown is recomputed from the unit's summed demand (only a join can raise it).
+// The real demand's factor for replica j in demand epoch e: lognormal, mean 1, log-sd demand_sigma.
+double SimRun::DemandFactor(JobSlot j, int64_t epoch) const {
+  if (!(opt_.demand_sigma > 0)) return 1.0;
+  const uint64_t id = static_cast<uint64_t>(j.value()), e = static_cast<uint64_t>(epoch);
+  const double u1 = std::max(1e-12, HashUniform(id, 2 * e, opt_.demand_seed ^ 0x5eedULL));
+  const double u2 = HashUniform(id, 2 * e + 1, opt_.demand_seed ^ 0x5eedULL);
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  const double sg = opt_.demand_sigma;
+  return std::exp(sg * z - 0.5 * sg * sg);
+}
+
+// Integrates a unit's SLO figures over [since_s, now) inside the window, epoch by epoch of real demand:
+// each member's slowdown from the members' real demands (sharing.h), its replica-seconds (on the first unit of
+// its grants only) and those above its class's SLO. A replica alone is the reference (slowdown 1).
+void SimRun::CloseUnit(Unit& u, int64_t now) {
+  const int64_t a = std::max(u.since_s, w0_), b = std::min(now, w1_);
+  u.since_s = now;
+  if (b <= a || u.members.empty()) return;
+  const int k = static_cast<int>(u.members.size());
+  struct Member {
+    SloAccum* acc = nullptr;  // null: counted on another unit
+    double declared = 0, slo = 0, cap = 0, real = 0;
+    SimJob* job = nullptr;
+  };
+  std::vector<Member> ms(k);
+  for (int i = 0; i < k; ++i) {
+    SimJob& m = jobs_[u.members[i].value()];
+    auto first = m.units.empty() ? units_.end() : units_.find(m.units.front());
+    const bool counted = first != units_.end() && &first->second == &u;  // a replica counts once
+    const bool prod = m.spec->latency_sensitive;
+    ms[i] = {counted ? &slo_acc_[prod ? "production-inference" : WorkloadClassName(m.spec->cls)] : nullptr,
+             static_cast<double>(std::max(0, m.spec->compute_milli)),
+             prod ? opt_.sharing.sensitive_slo : opt_.sharing.standard_slo, static_cast<double>(u.caps[i]), 0, &m};
+  }
+  if (k == 1) {
+    if (ms[0].acc) ms[0].acc->Add(1.0, static_cast<double>(b - a), false);
+    return;
+  }
+  const int64_t ep = std::max<int64_t>(1, opt_.demand_epoch_s);
+  for (int64_t e = a / ep; e * ep < b; ++e) {
+    const double len = static_cast<double>(std::min(b, (e + 1) * ep) - std::max(a, e * ep));
+    double summed = 0;
+    for (int i = 0; i < k; ++i) summed += ms[i].real = ms[i].declared * DemandFactor(u.members[i], e);
+    for (Member& m : ms) {
+      if (!m.acc) continue;
+      double slow = P99Slowdown(opt_.sharing, static_cast<int>(m.real), static_cast<int>(std::ceil(summed)),
+                                u.capacity, k);
+      if (opt_.sharing.per_client_cap && m.real >= m.cap) slow = kSaturated;
+      const bool over = slow > m.slo + 1e-9;
+      m.acc->Add(slow, len, over);
+      m.job->violated |= over;
+    }
+  }
+}
+
+// Time-slicing's context switches cost the unit useful time: each member's utilisation is its declared use
+// scaled by min(1, useful capacity / summed declared demand), recomputed on every change of the unit.
+void SimRun::RescaleUsed(const Unit& u) {
+  const int k = static_cast<int>(u.members.size());
+  int summed = 0;
+  for (JobSlot m : u.members) summed += std::max(0, jobs_[m.value()].spec->compute_milli);
+  const double useful =
+      u.capacity * ThroughputFactor(opt_.sharing, k, static_cast<double>(summed) / std::max(1, u.capacity));
+  const double scale = summed > useful ? useful / summed : 1.0;
+  for (JobSlot m : u.members) {
+    SimJob& j = jobs_[m.value()];
+    if (j.units.size() != 1 || j.used_milli <= 0) continue;  // multi-GPU replicas never share
+    const double used = j.base_used_milli * scale;
+    AddContrib(j, 0, used - j.used_milli, 0, +1);
+    j.used_milli = used;
+  }
+}
+
+// A started inference replica joins the units of its grants (a MIG instance, shared or not; a whole or
+// shared non-MIG GPU). Each unit's figures so far are closed first.
 void SimRun::JoinUnits(JobSlot idx) {
   SimJob& j = jobs_[idx.value()];
+  if (j.spec->cls == WorkloadClass::kTraining) return;
   for (const TaskPlacement& t : job(idx).tasks)
     for (const GpuGrant& g : t.gpus) {
-      const bool mig_share = g.shared && g.mig_profile >= 0;
-      if (!mig_share && (g.mig_profile >= 0 || g.milli >= kMilliPerGpu)) continue;
-      const std::pair<GpuId, int> key{g.gpu, mig_share ? g.mig_start : -1};
+      const std::pair<GpuId, int> key{g.gpu, g.mig_profile >= 0 ? g.mig_start : -1};
       const GpuKind& kind = state().kind_of_gpu(g.gpu);
-      auto& [members, capacity] = units_[key];
-      capacity = mig_share ? kind.ProfileComputeMilli(g.mig_profile) : kMilliPerGpu;
-      members.push_back(idx);
+      Unit& u = units_[key];
+      CloseUnit(u, now_);
+      u.capacity = g.mig_profile >= 0 ? kind.ProfileComputeMilli(g.mig_profile) : kMilliPerGpu;
+      u.members.push_back(idx);
+      u.caps.push_back(std::min(g.milli, u.capacity));
       j.units.push_back(key);
-      int summed = 0;
-      for (JobSlot m : members) summed += std::max(0, jobs_[m.value()].spec->compute_milli);
-      for (JobSlot m : members) {
-        SimJob& mj = jobs_[m.value()];
-        const double s = P99Slowdown(opt_.sharing, std::max(0, mj.spec->compute_milli), summed, capacity,
-                                     static_cast<int>(members.size()));
-        mj.max_slowdown = std::max(mj.max_slowdown, s);
-      }
     }
 }
 
@@ -346,9 +449,16 @@ void SimRun::LeaveUnits(JobSlot idx) {
   for (const auto& key : j.units) {
     auto it = units_.find(key);
     if (it == units_.end()) continue;
-    auto& members = it->second.first;
-    members.erase(std::remove(members.begin(), members.end(), idx), members.end());
-    if (members.empty()) units_.erase(it);
+    Unit& u = it->second;
+    CloseUnit(u, now_);
+    for (size_t i = 0; i < u.members.size(); ++i)
+      if (u.members[i] == idx) {
+        u.members.erase(u.members.begin() + static_cast<std::ptrdiff_t>(i));
+        u.caps.erase(u.caps.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    if (u.members.empty()) units_.erase(it);
+    else RescaleUsed(u);
   }
   j.units.clear();
 }
@@ -363,20 +473,23 @@ void SimRun::OnLeftHold(JobSlot j, const std::vector<TaskPlacement>& tasks) {
 
 void SimRun::OnStarted(JobSlot idx, int64_t now, double efficiency, bool) {
   SimJob& j = jobs_[idx.value()];
-  if (now >= w0_ && now < w1_) j.slo_counted = true;
   JoinUnits(idx);
   double used = 0;
   int gpus = 0;
   for (const TaskPlacement& t : job(idx).tasks)
     for (const GpuGrant& g : t.gpus) {
-      used += std::min<double>(j.spec->compute_milli, g.milli);
+      // A share of a non-MIG GPU without a per-client limit may use more than its grant (time-slicing);
+      // its unit's useful capacity bounds the sum (RescaleUsed).
+      const bool uncapped = g.mig_profile < 0 && g.milli < kMilliPerGpu && !opt_.sharing.per_client_cap;
+      used += uncapped ? j.spec->compute_milli : std::min<double>(j.spec->compute_milli, g.milli);
       ++gpus;
     }
   used *= efficiency;
   const double effg = j.spec->cls == WorkloadClass::kTraining ? gpus * efficiency : 0;
   AddContrib(j, 0, used, effg, +1);
-  j.used_milli = used;
+  j.used_milli = j.base_used_milli = used;
   j.eff_gpus = effg;
+  for (const auto& key : j.units) RescaleUsed(units_[key]);
 }
 
 void SimRun::MarkArrival(JobSlot idx, int64_t now) {
@@ -579,21 +692,25 @@ void SimRun::Run() {
 }
 
 // Per SLO class (production-inference for latency-sensitive replicas, else the workload class; training
-// never shares): the p99 over replicas started in the window of their worst slowdown, and how many exceeded
-// their class's SLO.
-void SimRun::SloFigures() {
-  std::map<std::string, std::vector<double>> by_class;
-  for (const SimJob& j : jobs_) {
-    if (!j.slo_counted || j.spec->cls == WorkloadClass::kTraining) continue;
-    const std::string name = j.spec->latency_sensitive ? "production-inference" : WorkloadClassName(j.spec->cls);
-    by_class[name].push_back(j.max_slowdown);
-    const double slo = j.spec->latency_sensitive ? opt_.sharing.sensitive_slo : opt_.sharing.standard_slo;
-    res_.slo_violations[name] += j.max_slowdown > slo + 1e-9 ? 1 : 0;
-  }
-  for (auto& [name, v] : by_class) {
-    std::sort(v.begin(), v.end());
-    const size_t rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(v.size())));
-    res_.p99_slowdown[name] = v[rank == 0 ? 0 : rank - 1];
+// never shares): replicas with any time above their SLO, and the p99 slowdown over replica-time.
+void SimRun::SloFigures(int64_t end) {
+  for (auto& [key, u] : units_) CloseUnit(u, end);
+  for (const SimJob& j : jobs_)
+    if (j.violated)
+      ++res_.slo_violations[j.spec->latency_sensitive ? "production-inference" : WorkloadClassName(j.spec->cls)];
+  for (const auto& [name, acc] : slo_acc_) {
+    res_.slo_replica_s[name] = acc.replica_s;
+    res_.slo_violation_s[name] = acc.violation_s;
+    res_.slo_violations.emplace(name, 0);
+    double total = 0, seen = 0;
+    for (double h : acc.hist) total += h;
+    for (int b = 0; b <= kSlowBuckets; ++b) {
+      seen += acc.hist[b];
+      if (seen >= 0.99 * total) {
+        res_.p99_slowdown[name] = b == kSlowBuckets ? kSaturated : std::pow(1.02, b);
+        break;
+      }
+    }
   }
 }
 
@@ -617,7 +734,7 @@ RunResult SimRun::Finish() {
     res_.by_team[team_names_[k]].allocation = team_acc_[k].alloc / denom;
     res_.by_team[team_names_[k]].utilization = team_acc_[k].used / denom;
   }
-  SloFigures();
+  SloFigures(end);
   for (const Decision& d : driver_->decisions())
     res_.decisions.push_back(DecisionLine(
         d, state(), [&](JobSlot j) { return std::to_string(trace_[j.value()].id); },
@@ -634,6 +751,15 @@ RunResult SimRun::Finish() {
 }
 
 }  // namespace
+
+int64_t SimTimeLimit(const TraceJob& job, size_t index, const SimOptions& o) {
+  if (job.duration_s <= 0) return 0;
+  double f = o.time_limit_factor_min;
+  if (o.time_limit_factor_max > o.time_limit_factor_min)
+    f += HashUniform(static_cast<uint64_t>(index), 0, o.time_limit_seed) *
+         (o.time_limit_factor_max - o.time_limit_factor_min);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(job.duration_s) * f - 1e-9)));
+}
 
 Result<RunResult> Simulate(const Cluster& cluster, const Catalog& catalog, const std::vector<TraceJob>& trace,
                            const Policy& policy, const SimOptions& opt) {

@@ -126,9 +126,22 @@ struct SimOptions {
   // Sharing inside instances (docs/sharing.md): the interference model and SLOs the latency figures use
   // (the scenario's `sharing:` section; tessera packs with the same options).
   SharingOptions sharing;
+  // Real demand (docs/simulator.md "What is not known in advance"): an inference replica's compute demand,
+  // constant over epochs of demand_epoch_s, is its declared demand times a lognormal factor of mean 1 and
+  // log-sd demand_sigma, drawn per replica and epoch from demand_seed (0 = exactly the declared demand).
+  // Placement, admission and the utilisation integrals use the declared demand (the factor's mean is 1);
+  // the SLO figures use the real one.
+  double demand_sigma = 0.25;
+  int64_t demand_epoch_s = 300;
+  uint64_t demand_seed = 0;
   // Keep the run's decisions (control/decisions.h) in RunResult::decisions.
   bool record_decisions = false;
 };
+
+// The time limit (whole seconds) a user gave trace job `index` of a run with options `o`: its duration times
+// a factor drawn uniformly in [time_limit_factor_min, time_limit_factor_max] from (index, time_limit_seed),
+// rounded up; 0 for a job that runs forever. The service's replay submits the same limit.
+int64_t SimTimeLimit(const TraceJob& job, size_t index, const SimOptions& o);
 
 // Per job, for multi-tenant metrics (filled when SimOptions::tenancy is set).
 struct SimJobRecord {
@@ -192,10 +205,20 @@ struct RunResult {
   double lost_gpu_s = 0;                  // GPU-seconds of work lost to preemption (since last checkpoint)
   int64_t job_failures = 0;               // injected failures of running jobs (SimOptions::gpu_mtbf_h)
   double failure_lost_gpu_s = 0;          // GPU-seconds of work they lost (since the last checkpoint)
-  // Per SLO class (production-inference, inference, ...; replicas started in the window): how many saw a
-  // p99 slowdown above their SLO while sharing, and the p99 over replicas of their worst slowdown (1 = alone).
+  // Per SLO class (production-inference, inference, ...), from the real demand: how many replicas spent any
+  // time inside the window above their SLO, and the p99 slowdown over replica-time (1 = alone; 1000 =
+  // saturated).
   std::map<std::string, int64_t> slo_violations;
   std::map<std::string, double> p99_slowdown;
+  // Per inference class, from the real demand: replica-seconds run inside the window and those spent above
+  // the class's SLO slowdown (violation fraction = their ratio). A class with no replicas is absent.
+  std::map<std::string, double> slo_replica_s;
+  std::map<std::string, double> slo_violation_s;
+  // What the run assumed (SimOptions): the real-demand model, the time limits' factor and the sharing mode.
+  double demand_sigma = 0;
+  int64_t demand_epoch_s = 0;
+  double time_limit_factor_min = 1, time_limit_factor_max = 1;
+  std::string sharing_mode;
   // With SimOptions::record_decisions: one JSON line per decision (control/decisions.h), job = trace id.
   std::vector<std::string> decisions;
 };

@@ -310,7 +310,8 @@ TEST_F(LoopTest, ResumeTakesRecordedGrantsOnceAndUsageIsRestored) {
   CycleInput in = loop.BuildInput(3700);
   EXPECT_NEAR(in.historical_usage[1], 2500.0 * 3600 + 6000.0 * 3600, 1e-6);
   ASSERT_EQ(in.running.size(), 1u);
-  EXPECT_EQ(in.running[0].expected_end_s, 1000);
+  EXPECT_EQ(in.running[0].expected_end_s, 3701) << "past its end (1000): expected to end any moment";
+  EXPECT_EQ(loop.BuildInput(900).running[0].expected_end_s, 1000);
 }
 
 TEST_F(LoopTest, WithdrawLeavesTheQueueOrReleasesTheGrants) {

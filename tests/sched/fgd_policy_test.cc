@@ -363,7 +363,8 @@ TEST(HarnessPoliciesTest, Factory) {
     EXPECT_TRUE(names.insert(n).second) << n << " registered twice";
   }
   for (const char* n : {"tessera", "k8s-default", "bestfit", "static-mig", "fgd", "random", "dotprod",
-                        "gpuclustering", "gpupacking"})
+                        "gpuclustering", "gpupacking", "k8s-timeslice", "k8s-mps", "hami", "bestfit-share",
+                        "static-mig-best"})
     EXPECT_TRUE(names.count(n)) << n;
   Result<std::unique_ptr<Policy>> unknown = MakePolicy("firstfit");
   ASSERT_FALSE(unknown.ok());

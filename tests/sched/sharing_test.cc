@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
 #include <map>
 #include <random>
 #include <tuple>
@@ -99,16 +101,34 @@ TEST_F(SharingTest, ComputeAboveTheInstanceAndDedicatedMixingAreRefused) {
   EXPECT_TRUE(state_->CheckInvariants().ok());
 }
 
+// The model's terms with contention switched off, so that each can be checked on its own.
+SharingOptions Plain(SharingMode mode) {
+  SharingOptions o;
+  o.mode = mode;
+  o.switch_overhead = o.switch_throughput_loss = o.mps_contention = 0;
+  o.sensitive_headroom = o.standard_headroom = 1;
+  return o;
+}
+
 TEST(InterferenceModel, SlowdownGrowsWithSummedDemandAndSwitching) {
-  SharingOptions mps;
-  mps.mode = SharingMode::kMps;
+  SharingOptions mps = Plain(SharingMode::kMps);
   EXPECT_DOUBLE_EQ(P99Slowdown(mps, 100, 100, 1000, 1), 1.0) << "alone";
   EXPECT_DOUBLE_EQ(P99Slowdown(mps, 100, 500, 1000, 3), 0.9 / 0.5);
   EXPECT_TRUE(std::isinf(P99Slowdown(mps, 100, 1000, 1000, 2)));
-  SharingOptions ts;
-  ts.mode = SharingMode::kTimeSlicing;
+  SharingOptions ts = Plain(SharingMode::kTimeSlicing);
   ts.switch_overhead = 0.1;
-  EXPECT_DOUBLE_EQ(P99Slowdown(ts, 100, 500, 1000, 3), 0.9 / 0.5 * 1.2);
+  // Contention weighs the other sharers by how busy the unit is: (3 - 1) x 0.5.
+  EXPECT_DOUBLE_EQ(P99Slowdown(ts, 100, 500, 1000, 3), 0.9 / 0.5 * 1.1);
+  ts.switch_throughput_loss = 0.25;  // useful time 1 / (1 + 0.25 x 1) = 0.8: u = 0.5 / 0.8
+  EXPECT_DOUBLE_EQ(P99Slowdown(ts, 100, 500, 1000, 3), 0.9 / (1 - 0.5 / 0.8) * 1.1);
+  EXPECT_DOUBLE_EQ(ThroughputFactor(ts, 3, 0.5), 0.8);
+  EXPECT_DOUBLE_EQ(ThroughputFactor(ts, 3, 2.0), 1 / 1.5) << "every sharer busy: (k - 1) x loss";
+  EXPECT_DOUBLE_EQ(ThroughputFactor(mps, 3, 2.0), 1.0);
+  // Headroom: admission counts the summed demand x 1.5 (worst 1 / (1 - 0.75) = 4 at the edge).
+  SharingOptions roomy = mps;
+  roomy.standard_headroom = 1.5;
+  EXPECT_TRUE(SharerFits(roomy, 400, 1, 0, 1000, 100, false));
+  EXPECT_FALSE(SharerFits(roomy, 400, 1, 0, 1000, 101, false));
   // A latency-sensitive sharer tightens the ceiling for every later one.
   EXPECT_TRUE(SharerFits(mps, 400, 1, 0, 1000, 100, false));          // worst 2.0 <= 4
   EXPECT_FALSE(SharerFits(mps, 400, 1, 0, 1000, 200, true));          // worst 2.5 > 2
@@ -124,8 +144,9 @@ TEST(InterferenceModel, SlowdownGrowsWithSummedDemandAndSwitching) {
 TEST(InterferenceModel, MaxJoinMilliBoundsEveryInstanceOfASet) {
   std::mt19937_64 rng(11);
   for (SharingMode mode : {SharingMode::kTimeSlicing, SharingMode::kMps}) {
-    SharingOptions o;
+    SharingOptions o;  // calibrated contention and headroom: the bound is valid, not tight
     o.mode = mode;
+    const SharingOptions plain = Plain(mode);
     for (int trial = 0; trial < 2000; ++trial) {
       struct Unit { int cap, summed, sharers, sensitive; };
       std::vector<Unit> set(1 + rng() % 5);
@@ -143,16 +164,19 @@ TEST(InterferenceModel, MaxJoinMilliBoundsEveryInstanceOfASet) {
         sensitive = std::min(sensitive, u.sensitive);
       }
       const bool ls = rng() % 2;
-      const int bound = MaxJoinMilli(o, headroom, cap, sharers, sensitive, ls);
-      for (const Unit& u : set)
-        for (int c = 1; c <= u.cap - u.summed; ++c)
-          if (SharerFits(o, u.summed, u.sharers, u.sensitive, u.cap, c, ls)) {
-            ASSERT_LE(c, bound) << "trial " << trial;
-          }
-      if (set.size() == 1) {  // one unit: the bound is at most two thousandths above the largest fit
+      for (const SharingOptions* opt : {static_cast<const SharingOptions*>(&o), &plain}) {
+        const int bound = MaxJoinMilli(*opt, headroom, cap, sharers, sensitive, ls);
+        for (const Unit& u : set)
+          for (int c = 1; c <= u.cap - u.summed; ++c)
+            if (SharerFits(*opt, u.summed, u.sharers, u.sensitive, u.cap, c, ls)) {
+              ASSERT_LE(c, bound) << "trial " << trial;
+            }
+      }
+      const int bound = MaxJoinMilli(plain, headroom, cap, sharers, sensitive, ls);
+      if (set.size() == 1) {  // no contention: the bound is at most two thousandths above the largest fit
         int largest = 0;
         for (int c = 1; c <= set[0].cap - set[0].summed; ++c)
-          if (SharerFits(o, set[0].summed, set[0].sharers, set[0].sensitive, set[0].cap, c, ls)) largest = c;
+          if (SharerFits(plain, set[0].summed, set[0].sharers, set[0].sensitive, set[0].cap, c, ls)) largest = c;
         if (largest > 0) {
           EXPECT_LE(bound, largest + 2) << "trial " << trial;
         }
@@ -298,6 +322,100 @@ TEST_P(SharingPropertyTest, SumsAreExactCeilingsHoldAndReleaseRestores) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, SharingPropertyTest, ::testing::Values(1u, 7u, 42u, 2026u));
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// One published point of examples/calibration/interference.csv that the model replays.
+struct Point {
+  std::string mode, metric, replay;
+  int sharers = 0;
+  double value = 0;
+};
+
+// Splits one CSV line (double-quoted fields may hold commas and doubled quotes).
+std::vector<std::string> CsvFields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') out.back() += c, ++i;
+    else if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.emplace_back();
+    else out.back() += c;
+  }
+  return out;
+}
+
+std::vector<Point> ReplayedPoints() {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/calibration/interference.csv");
+  std::vector<Point> out;
+  std::string line;
+  std::vector<std::string> header;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::vector<std::string> f = CsvFields(line);
+    if (header.empty()) {
+      header = f;
+      continue;
+    }
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < header.size() && i < f.size(); ++i) row[header[i]] = f[i];
+    EXPECT_FALSE(row["source"].empty()) << line;
+    if (row["replay"].rfind("no:", 0) == 0) continue;
+    out.push_back({row["mode"], row["metric"], row["replay"], row["sharers"].empty() ? 1 : std::stoi(row["sharers"]),
+                   std::stod(row["value"])});
+  }
+  return out;
+}
+
+// The model's value for a point, as the file's `replay` column reads it.
+double Predict(const Point& p, double loss, double mps) {
+  SharingOptions o;
+  o.switch_throughput_loss = o.switch_overhead = loss;
+  o.mps_contention = mps;
+  const int k = p.sharers;
+  if (p.replay == "isolated") return 1.0;
+  if (p.replay == "saturated") {  // every process busy: time-slicing serialises them
+    o.mode = SharingMode::kTimeSlicing;
+    const double thr = ThroughputFactor(o, k, 1.0);
+    return p.metric == "throughput_ratio" ? thr : p.metric == "per_sharer_throughput" ? thr / k : k / thr;
+  }
+  const double m = 1.0 + mps * (k - 1);  // "busy" MPS clients: contention, no queueing term measured
+  return p.metric == "per_sharer_throughput" ? 1.0 / m : m;
+}
+
+double Misfit(const std::vector<Point>& pts, const std::string& mode, double loss, double mps) {
+  double sum = 0;
+  for (const Point& p : pts)
+    if (p.mode == mode) sum += std::pow(std::log(Predict(p, loss, mps) / p.value), 2);
+  return sum;
+}
+
+// Every published point the model uses is replayed within its tolerance (10 % time-slicing and MIG, 25 %
+// MPS, whose contention depends on the workloads' memory traffic), and the shipped constants are the
+// least-squares fit (in log space) of those points.
+TEST(InterferenceCalibration, ReplaysThePublishedPointsAndTheConstantsAreTheirFit) {
+  const std::vector<Point> pts = ReplayedPoints();
+  ASSERT_GE(pts.size(), 8u);
+  for (const Point& p : pts) {
+    const double model = Predict(p, kSwitchThroughputLoss, kMpsContention);
+    const double tolerance = p.mode == "mps" ? 0.25 : 0.10;
+    EXPECT_NEAR(model / p.value, 1.0, tolerance) << p.mode << " k=" << p.sharers << " " << p.metric << " "
+                                                 << p.value << ": model " << model;
+  }
+  double best_loss = 0, best_mps = 0;
+  for (int i = 0; i <= 300; ++i) {
+    if (Misfit(pts, "time-slicing", i / 1000.0, 0) < Misfit(pts, "time-slicing", best_loss, 0)) best_loss = i / 1000.0;
+    if (Misfit(pts, "mps", 0, i / 1000.0) < Misfit(pts, "mps", 0, best_mps)) best_mps = i / 1000.0;
+  }
+  EXPECT_NEAR(kSwitchThroughputLoss, best_loss, 0.0015);
+  EXPECT_NEAR(kMpsContention, best_mps, 0.0015);
+  EXPECT_DOUBLE_EQ(kSwitchOverhead, kSwitchThroughputLoss);
+}
 
 }  // namespace
 }  // namespace tessera

@@ -92,11 +92,24 @@ TEST(Replay, RefusesWhatTheServiceDoesNotModel) {
                                Catalog::Default());
   ASSERT_FALSE(tiers.ok());
   EXPECT_NE(tiers.error().find("tiers"), std::string::npos) << tiers.error();
-  Scenario limits = Shipped("mixed-inference-training.yaml", 3600);
-  limits.sim.time_limit_factor_max = 2;
-  auto r = Replay::Prepare(std::move(limits), "limits", 0, Catalog::Default());
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().find("time_limit_factor"), std::string::npos) << r.error();
+}
+
+// Users' time limits are estimates (the shipped scenarios draw them, 1-4x the duration): the replay submits
+// each job's limit as time_limit_s, so the service plans with the same limits and learns the same scale.
+TEST(Replay, TimeLimitsAreSubmittedAsTheUsersEstimates) {
+  Scenario sc = Shipped("mixed-inference-training.yaml", 3600);
+  ASSERT_LT(sc.sim.time_limit_factor_min, sc.sim.time_limit_factor_max);
+  SimOptions o = sc.sim;
+  o.time_limit_seed = 1;
+  const std::vector<TraceJob> jobs = JobsFor(sc, sc.variants.front(), 1);
+  int over = 0;
+  for (size_t i = 0; i < jobs.size() && i < 200; ++i) {
+    const int64_t limit = SimTimeLimit(jobs[i], i, o);
+    ASSERT_GE(limit, jobs[i].duration_s);
+    ASSERT_LE(limit, 4 * jobs[i].duration_s + 1);
+    over += limit > jobs[i].duration_s * 2;
+  }
+  EXPECT_GT(over, 20) << "most limits over-estimate";
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ TEST(ScenarioTest, BadInputNamesFileLineAndField) {
        "s.yaml:10: policy_variants.v.static_mig: only for policy static-mig"},
       {b + "workload: {}\npolicy_variants: {v: {policy: static-mig, static_mig: {share: 2}}}\n",
        "s.yaml:10: policy_variants.v.static_mig.share: expected a number in [0, 1]"},
-      {b + "workload: {}\ntime_limit_factor: [0.5, 2]\n", "s.yaml:10: time_limit_factor[0]: expected a number in [1, 1000]"},
+      {b + "workload: {}\ntime_limit_factor: [0.05, 2]\n", "s.yaml:10: time_limit_factor[0]: expected a number in [0.1, 1000]"},
       {b + "workload: {}\ntime_limit_factor: [3, 2]\n", "s.yaml:10: time_limit_factor: expected [min, max]"},
       {"name: x\ncluster: c.yaml\nseeds: 9223372036854775808\nworkload: {}\nhorizon_h: 1\n",
        "s.yaml:3: seeds: expected an integer in [1, 1000]"},
