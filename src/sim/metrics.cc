@@ -170,6 +170,13 @@ json PolicySummary(const std::vector<RunResult>& runs) {
   o["slo_violations"] = slo;
   o["p99_slowdown"] = slowdown;
   o["slo"] = SloJson(runs);
+  if (!runs.front().static_mig_layout.empty()) {
+    json choices = json::array();
+    for (const RunResult& r : runs)
+      choices.push_back({{"seed", r.seed}, {"layout", r.static_mig_layout}, {"share", r.static_mig_share},
+                         {"first_day_utilization", std::round(r.static_mig_first_day * 10000) / 10000}});
+    o["static_mig_best"] = choices;
+  }
   o["uncertainty"] = UncertaintyJson(runs.front());
   o["mig_repartitions"] =
       SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.mig_repartitions); }), 1);

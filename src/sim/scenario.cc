@@ -19,6 +19,7 @@
 #include "sched/tenancy.h"
 #include "sim/cost_baselines.h"
 #include "sim/dlrm.h"
+#include "sim/static_mig_best.h"
 
 namespace tessera {
 namespace {
@@ -686,10 +687,26 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
       std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run
       if (s.tiers) hook = MakeTierHook(s.tiers, clusters[p], catalog, jobs, s.seeds[t.seed]);
       o.hook = hook.get();
-      auto r = Simulate(clusters[p], catalog, jobs, **pol, o);
+      StaticMigChoice choice;
+      if (out.bases[p] == "static-mig-best") {
+        auto c = BestStaticMig(s, catalog, jobs, s.seeds[t.seed]);
+        if (!c.ok()) {
+          errors[i] = c.error();
+          return;
+        }
+        choice = *c;
+      }
+      const Cluster searched = choice.candidates > 0 ? ClusterForPolicy(s.cluster, catalog, "static-mig", choice.setup)
+                                                     : Cluster{};
+      auto r = Simulate(choice.candidates > 0 ? searched : clusters[p], catalog, jobs, **pol, o);
       if (!r.ok()) {
         errors[i] = r.error();
         return;
+      }
+      if (choice.candidates > 0) {
+        r->static_mig_layout = choice.setup.layout;
+        r->static_mig_share = choice.setup.share;
+        r->static_mig_first_day = choice.first_day_utilization;
       }
       r->seed = s.seeds[t.seed];
       r->policy = policies[p];  // a variant's name (static-mig variants share their base's policy object)

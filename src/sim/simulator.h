@@ -219,6 +219,9 @@ struct RunResult {
   int64_t demand_epoch_s = 0;
   double time_limit_factor_min = 1, time_limit_factor_max = 1;
   std::string sharing_mode;
+  // static-mig-best: the layout and share its search chose, and their first-day utilisation.
+  std::string static_mig_layout;
+  double static_mig_share = 0, static_mig_first_day = 0;
   // With SimOptions::record_decisions: one JSON line per decision (control/decisions.h), job = trace id.
   std::vector<std::string> decisions;
 };
