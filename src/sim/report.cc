@@ -177,6 +177,50 @@ std::string WaitNotes(const ScenarioOutcome& o, const VariantOutcome& v, const s
   return out;
 }
 
+// A policy's SLO figure: the largest, over inference classes, of the mean fraction of replica-hours above
+// the class's SLO (0 when no class ran replicas).
+double SloFigure(const std::vector<RunResult>& runs) {
+  std::map<std::string, std::vector<double>> frac;
+  for (const RunResult& r : runs)
+    for (const auto& [c, t] : r.slo_replica_s) {
+      auto v = r.slo_violation_s.find(c);
+      if (t > 0) frac[c].push_back(v == r.slo_violation_s.end() ? 0.0 : v->second / t);
+    }
+  double worst = 0;
+  for (const auto& [c, f] : frac) worst = std::max(worst, SpreadOf(f).mean);
+  return worst;
+}
+
+// The strongest baseline: among the policies other than tessera whose SLO figure is at most tessera's, the
+// one of highest mean utilisation (among all others when none qualifies). SIZE_MAX without tessera or
+// without another policy.
+size_t Strongest(const ScenarioOutcome& o, const VariantOutcome& v, size_t* tessera) {
+  *tessera = SIZE_MAX;
+  for (size_t p = 0; p < v.runs.size() && p < o.policies.size(); ++p)
+    if (o.policies[p] == "tessera" && !v.runs[p].empty()) *tessera = p;
+  if (*tessera == SIZE_MAX) return SIZE_MAX;
+  const double t_slo = SloFigure(v.runs[*tessera]);
+  size_t best = SIZE_MAX, any = SIZE_MAX;
+  for (size_t p = 0; p < v.runs.size(); ++p) {
+    if (p == *tessera || v.runs[p].empty()) continue;
+    if (any == SIZE_MAX || MeanUtil(v.runs[p]) > MeanUtil(v.runs[any])) any = p;
+    if (SloFigure(v.runs[p]) <= t_slo + 1e-12 && (best == SIZE_MAX || MeanUtil(v.runs[p]) > MeanUtil(v.runs[best])))
+      best = p;
+  }
+  return best != SIZE_MAX ? best : any;
+}
+
+std::string StrongestLine(const ScenarioOutcome& o, const VariantOutcome& v) {
+  size_t t = SIZE_MAX;
+  const size_t s = Strongest(o, v, &t);
+  if (s == SIZE_MAX) return "";
+  const double tu = MeanUtil(v.runs[t]), su = MeanUtil(v.runs[s]);
+  return fmt::format("  strongest baseline at equal or fewer SLO violations: {} {:.3f} (SLO {:.2f} %); tessera "
+                     "{:.3f} (SLO {:.2f} %) = {:.2f}x, {:+.3f}\n",
+                     o.policies[s], su, 100 * SloFigure(v.runs[s]), tu, 100 * SloFigure(v.runs[t]),
+                     su > 0 ? tu / su : 0.0, tu - su);
+}
+
 // Among two or more static-mig layouts (static-mig and its variants), the one with the highest utilisation;
 // SIZE_MAX otherwise.
 size_t BestStatic(const ScenarioOutcome& o, const VariantOutcome& v) {
@@ -216,7 +260,8 @@ json TableJson(const ScenarioOutcome& o, const VariantOutcome& v) {
     json s = PolicySummary(runs);
     json row = {{"policy", runs.front().policy}, {"util", s["gpu_utilization"]}, {"alloc", s["gpu_allocation"]},
                 {"oom", s["oom_events"]["mean"]}, {"mig_rep", s["mig_repartitions"]["mean"]},
-                {"mix_dev", s["mix_deviation"]["max"]}, {"train_tput", s["effective_training_throughput"]}};
+                {"mix_dev", s["mix_deviation"]["max"]}, {"train_tput", s["effective_training_throughput"]},
+                {"slo", SloFigure(runs)}};
     if (!v.bounds.empty()) row["to_bound"] = SpreadOf(DistanceToBound(v, runs)).mean;
     if (p < o.cycles.size()) row["cycle"] = o.cycles[p].gang_backfill ? "backfill" : "greedy";
     json waits = json::object();
@@ -231,7 +276,7 @@ json TableJson(const ScenarioOutcome& o, const VariantOutcome& v) {
     t["rows"].push_back(row);
   }
   if (!v.bounds.empty()) t["bound"] = BoundJson(v);
-  t["notes"] = WaitNotes(o, v, t["classes"]);
+  t["notes"] = StrongestLine(o, v) + WaitNotes(o, v, t["classes"]);
   return t;
 }
 
@@ -359,7 +404,8 @@ function table(t, parent) {
   const cls = t.classes;
   let h = '<tr><th class="l">policy</th><th>utilisation</th><th>to bound</th><th>allocation</th>' +
     cls.map(c => '<th>' + c + ' wait p50 / p99</th>').join('') +
-    '<th>train tput</th><th>OOM</th><th>MIG repartitions</th><th>mix deviation (max)</th><th>cycle</th></tr>';
+    '<th>train tput</th><th>OOM</th><th>MIG repartitions</th><th>mix deviation (max)</th>' +
+    '<th>replica-hours above SLO (worst class)</th><th>cycle</th></tr>';
   for (const r of t.rows) {
     const s = style(r.policy);
     h += '<tr><td class="l"><span class="swatch" style="border-color:' + s.color + ';border-top-style:' +
@@ -367,12 +413,13 @@ function table(t, parent) {
       '<td>' + spread(r.util) + '</td><td>' + f3(r.to_bound) + '</td><td>' + spread(r.alloc) + '</td>' +
       cls.map(c => '<td>' + (r.waits_s[c] ? wait(r.waits_s[c][0]) + ' / ' + wait(r.waits_s[c][1]) : '-') + '</td>').join('') +
       '<td>' + Number(r.train_tput).toFixed(1) + '</td><td>' + r.oom + '</td><td>' + Number(r.mig_rep).toFixed(0) +
-      '</td><td>' + f3(r.mix_dev) + '</td><td>' + (r.cycle || '') + '</td></tr>';
+      '</td><td>' + f3(r.mix_dev) + '</td><td>' + (100 * r.slo).toFixed(2) + ' %</td><td>' + (r.cycle || '') +
+      '</td></tr>';
   }
   if (t.bound) {
     const lim = Object.entries(t.bound.limit).map(([k, n]) => k + ' (' + n + ' seeds)').join(', ');
     h += '<tr class="bound"><td class="l"><span class="swatch" style="border-color:#000;border-top-style:dotted"></span>bound</td><td>' +
-      spread(t.bound.gpu_utilization) + '</td><td colspan="' + (cls.length + 7) + '" class="l">limit: ' + lim +
+      spread(t.bound.gpu_utilization) + '</td><td colspan="' + (cls.length + 8) + '" class="l">limit: ' + lim +
       '; offered compute ' + f3(t.bound.offered_compute.mean) + '</td></tr>';
   }
   tab.innerHTML = h;
@@ -448,9 +495,9 @@ std::string TextSummary(const ScenarioOutcome& o, bool is_sweep) {
     const size_t best_static = BestStatic(o, v);
     std::string wait_head;
     for (const std::string& c : classes) wait_head += fmt::format(" {:>15}", c.substr(0, 9) + " p50/p99");
-    out += fmt::format("  {:<12} {:>22} {:>8} {:>22}{} {:>9} {:>5} {:>7} {:>7}{}\n", "policy",
+    out += fmt::format("  {:<15} {:>22} {:>8} {:>22}{} {:>9} {:>5} {:>7} {:>7} {:>7}{}\n", "policy",
                        "utilization mean[min,max]", "to_bound", "allocation mean[min,max]", wait_head, "train_tput",
-                       "oom", "mig_rep", "mix_dev", same ? "" : "  cycle");
+                       "oom", "mig_rep", "mix_dev", "slo%", same ? "" : "  cycle");
     for (size_t p = 0; p < v.runs.size(); ++p) {
       const auto& runs = v.runs[p];
       if (runs.empty()) continue;
@@ -472,12 +519,14 @@ std::string TextSummary(const ScenarioOutcome& o, bool is_sweep) {
       }
       const std::string cyc = same || p >= o.cycles.size() ? "" : o.cycles[p].gang_backfill ? "  backfill" : "  greedy";
       const std::string name = runs.front().policy + (p == best_static ? "*" : "");
-      out += fmt::format("  {:<12} {:>6.3f} [{:.3f},{:.3f}] {:>8}   {:>6.3f} [{:.3f},{:.3f}]{} {:>9.1f} {:>5.1f} {:>7.0f} "
-                         "{:>7.3f}{}\n",
+      out += fmt::format("  {:<15} {:>6.3f} [{:.3f},{:.3f}] {:>8}   {:>6.3f} [{:.3f},{:.3f}]{} {:>9.1f} {:>5.1f} {:>7.0f} "
+                         "{:>7.3f} {:>7.2f}{}\n",
                          name, su.mean, su.min, su.max, gap, sa.mean, sa.min, sa.max, waits,
-                         SpreadOf(t).mean, SpreadOf(oom).mean, SpreadOf(rep).mean, SpreadOf(dev).max, cyc);
+                         SpreadOf(t).mean, SpreadOf(oom).mean, SpreadOf(rep).mean, SpreadOf(dev).max,
+                         100 * SloFigure(runs), cyc);
     }
     out += BoundLine(v);
+    out += StrongestLine(o, v);
     if (best_static != SIZE_MAX) out += "  * the best static-mig layout of this run\n";
     out += WaitNotes(o, v, classes);
   }

@@ -65,3 +65,39 @@ TEST(ReportCurves, DirectoryInsteadOfAFileIsAnError) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+RunResult Result(const std::string& policy, double util, double violation_s) {
+  RunResult r;
+  r.policy = policy;
+  r.gpu_utilization = util;
+  r.slo_replica_s["inference"] = 1000;
+  r.slo_violation_s["inference"] = violation_s;
+  return r;
+}
+
+// The strongest baseline is the best utilisation among the policies with no more SLO violation time than
+// tessera's; one that buys utilisation with violations is not it.
+TEST(ReportHeadline, NamesTheStrongestBaselineAtEqualOrFewerViolations) {
+  ScenarioOutcome o;
+  o.name = "s";
+  o.policies = {"tessera", "hami", "bestfit", "k8s-default"};
+  o.bases = o.policies;
+  o.cycles.assign(4, CycleSpec{});
+  VariantOutcome v;
+  v.runs = {{Result("tessera", 0.70, 30)}, {Result("hami", 0.74, 600)}, {Result("bestfit", 0.66, 0)},
+            {Result("k8s-default", 0.57, 0)}};
+  o.variants = {v};
+  const std::string text = TextSummary(o, false);
+  EXPECT_NE(text.find("strongest baseline at equal or fewer SLO violations: bestfit 0.660 (SLO 0.00 %); tessera "
+                      "0.700 (SLO 3.00 %) = 1.06x, +0.040"),
+            std::string::npos)
+      << text;
+  o.variants[0].runs[1] = {Result("hami", 0.74, 10)};  // now within tessera's violations: it is the strongest
+  EXPECT_NE(TextSummary(o, false).find("baseline at equal or fewer SLO violations: hami 0.740"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
