@@ -107,6 +107,36 @@ TEST_F(LoopTest, BindStartCompleteReleases) {
   EXPECT_TRUE(loop.state().CheckInvariants().ok());
 }
 
+// Users who over-estimate by 4x are read at the ratio the loop has observed once 20 jobs have completed:
+// the pending job's planned duration is its limit times the learned scale (the geometric mean of run time /
+// limit), and a running job past that estimate is expected to end any moment.
+TEST_F(LoopTest, TimeLimitsAreScaledByWhatCompletedJobsShowed) {
+  LoopOptions o;
+  o.expected_ends = true;
+  ControlLoop loop = MakeLoop(8, o);
+  for (int i = 0; i < ControlLoop::kLearnAfter; ++i) {
+    ControlJob j = Job(1, 100, 100);
+    j.time_limit_factor = i % 2 ? 2.0 : 8.0;  // geometric mean of the ratios: 1/4
+    const JobSlot s = loop.Add(std::move(j));
+    loop.Submit(s, 0);
+    EXPECT_DOUBLE_EQ(loop.LimitScale(), 1.0) << "nothing learned before " << ControlLoop::kLearnAfter;
+    loop.Apply(loop.Decide(i * 100, policy()), i * 100);
+    loop.Start(s, i * 100, 1.0);
+    loop.Complete(s, i * 100 + 100);
+  }
+  EXPECT_NEAR(loop.LimitScale(), 0.25, 1e-12);
+  ControlJob next = Job(1, 100, 1000);
+  next.time_limit_factor = 4.0;
+  const JobSlot n = loop.Add(std::move(next));
+  loop.Submit(n, 5000);
+  CycleInput in = loop.BuildInput(5000);
+  ASSERT_EQ(in.pending.size(), 1u);
+  EXPECT_NEAR(in.pending[0].expected_duration_s, 1000, 1) << "4x the run time, read at 1/4 (rounded up)";
+  loop.Apply(loop.Decide(5000, policy()), 5000);
+  loop.Start(n, 5000, 1.0);
+  EXPECT_NEAR(loop.BuildInput(5500).running[0].expected_end_s, 6000, 1);
+}
+
 // An input built into one used before equals a fresh one: running entries reused in place carry nothing of
 // the jobs they held before (fewer running jobs, other grants, an expected end that is now unknown).
 TEST_F(LoopTest, InputBuiltIntoAnEarlierOneEqualsAFreshOne) {

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "control/job_table.h"
 #include "model/workload_fields.h"
 #include "service/workload_json.h"
 
@@ -177,6 +178,21 @@ TEST(JsonFieldReader, JobSpecKeepsTheBodyAndNamesTheField) {
   auto unknown = ParseJobSpec({{"name", "x"}, {"memory", {{"params_billion", 7}, {"colour", "red"}}}});
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("unknown field"), std::string::npos) << unknown.error().message;
+}
+
+// A time limit is the user's estimate beside the duration; the cycle plans with their ratio.
+TEST(JobSpec, ATimeLimitIsTheUsersEstimate) {
+  auto ok = ParseJobSpec({{"name", "t"}, {"duration_s", 1000}, {"time_limit_s", 2500}});
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->workload.time_limit_s, 2500);
+  EXPECT_DOUBLE_EQ(TimeLimitFactor(ok->workload.duration_s, ok->workload.time_limit_s), 2.5);
+  EXPECT_DOUBLE_EQ(TimeLimitFactor(1000, 0), 1.0) << "no limit: the duration";
+  auto bad = ParseJobSpec({{"name", "t"}, {"time_limit_s", -5}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().field, "time_limit_s");
+  auto text = ParseJobSpec({{"name", "t"}, {"time_limit_s", "1h"}});
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.error().field, "time_limit_s");
 }
 
 TEST(JobSpec, AContainerIsCheckedFieldByField) {
