@@ -419,3 +419,78 @@ TEST(InterferenceCalibration, ReplaysThePublishedPointsAndTheConstantsAreTheirFi
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+using testing::MakeCluster;
+using testing::Replica;
+
+// The device plugin's replicas: kube-scheduler places by count (4 per GPU, whatever the demand); under
+// time-slicing a replica whose memory does not fit beside the others gets only what is left (the simulator
+// then OOM-kills it at start); under MPS each replica's memory is a quarter of the GPU.
+TEST(ReplicaPolicies, ReplicasByCountWithTheirModesMemoryRules) {
+  const Catalog& cat = Catalog::Default();
+  const Cluster cluster = MakeCluster(1, 1, "h100-80gb");
+  const int64_t gpu_mib = cat.kind(cat.Find("h100-80gb")).memory_mib;
+  for (const char* name : {"k8s-timeslice", "k8s-mps"}) {
+    auto s = ClusterState::Build(cluster, cat);
+    ASSERT_TRUE(s.ok());
+    auto p = MakePolicy(name);
+    ASSERT_TRUE(p.ok());
+    std::vector<int64_t> granted;
+    for (int i = 0; i < 5; ++i) {
+      PlaceResult r = (*p)->Place(*s, Replica(i + 1, 600, 30 * 1024));  // 0.6 of a GPU, 30 GiB each
+      if (i == 4) {
+        EXPECT_FALSE(r.ok) << name << ": a fifth replica on a GPU of 4";
+        break;
+      }
+      ASSERT_TRUE(r.ok) << name << " " << r.reason;
+      ASSERT_EQ(r.tasks[0].gpus.size(), 1u);
+      EXPECT_EQ(r.tasks[0].gpus[0].milli, kMilliPerGpu / 4) << name << ": one replica, by count";
+      granted.push_back(r.tasks[0].gpus[0].memory_mib);
+      s->Apply(r.tasks, 0, 0, true);
+    }
+    if (std::string(name) == "k8s-timeslice") {
+      EXPECT_EQ(granted[0], 30 * 1024);
+      EXPECT_EQ(granted[1], 30 * 1024);
+      EXPECT_EQ(granted[2], gpu_mib - 60 * 1024) << "the memory left: the third replica will not fit";
+      EXPECT_EQ(granted[3], 0);
+    } else {
+      for (int64_t g : granted) EXPECT_EQ(g, gpu_mib / 4) << "MPS: a quarter of the GPU's memory each";
+    }
+    EXPECT_TRUE(s->CheckInvariants().ok());
+  }
+}
+
+// bestfit-share admits a sharer onto a GPU only within every sharer's SLO; hami packs by memory and core
+// percentage alone.
+TEST(ReplicaPolicies, BestfitShareAdmitsWithinTheSloHamiDoesNot) {
+  const Catalog& cat = Catalog::Default();
+  const Cluster cluster = MakeCluster(1, 1, "h100-80gb");
+  for (const char* name : {"bestfit-share", "hami"}) {
+    auto s = ClusterState::Build(cluster, cat);
+    ASSERT_TRUE(s.ok());
+    PolicyOptions o;
+    o.sharing.sensitive_headroom = o.sharing.standard_headroom = 1;
+    auto p = MakePolicy(name, o);
+    ASSERT_TRUE(p.ok());
+    int placed = 0;
+    for (int i = 0; i < 4; ++i) {
+      PlaceResult r = (*p)->Place(*s, Replica(i + 1, 240, 8 * 1024, true));  // production, SLO 2
+      if (!r.ok) break;
+      EXPECT_EQ(r.tasks[0].gpus[0].milli, 240) << name << ": the exact fraction";
+      s->Apply(r.tasks, 0, 0, true);
+      ++placed;
+    }
+    // Two sharers of 240 (u = 0.48): worst 1 / (1 - 0.48 / thr) x f > 2 with the calibrated contention, so
+    // bestfit-share stops at one; hami takes all four (960 of 1000 milli).
+    if (std::string(name) == "hami") EXPECT_EQ(placed, 4);
+    else EXPECT_EQ(placed, 1) << "worst slowdown with two: " << WorstSlowdown(o.sharing, 480, 1000, 2);
+    EXPECT_EQ(s->gpu(0).share_sensitive, placed);
+    EXPECT_TRUE(s->CheckInvariants().ok());
+  }
+}
+
+}  // namespace
+}  // namespace tessera
