@@ -244,7 +244,7 @@ std::string BoundLine(const VariantOutcome& v) {
   const Spread s = SpreadOf(b);
   std::string lim;
   for (const auto& [k, n] : limits) lim += fmt::format("{}{} ({} seeds)", lim.empty() ? "" : ", ", k, n);
-  return fmt::format("  {:<12} {:>6.3f} [{:.3f},{:.3f}]   upper bound: fractional packing by compute and memory; "
+  return fmt::format("  {:<15} {:>6.3f} [{:.3f},{:.3f}]   upper bound: fractional packing by compute and memory; "
                      "limit: {}\n", "bound", s.mean, s.min, s.max, lim);
 }
 
