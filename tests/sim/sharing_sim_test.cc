@@ -78,6 +78,28 @@ TEST(SharingSimTest, SharedReplicasCountTheirOwnUseAndTheirSlowdown) {
   EXPECT_EQ(j["uncertainty"]["demand"]["model"], "declared");
 }
 
+// A one-GPU run of tessera packing with `pack` (its policy) and measured with the same options, demand exact
+// unless a test changes it.
+struct OneGpuRun {
+  explicit OneGpuRun(const SharingOptions& pack, int64_t horizon_s) {
+    PolicyOptions po;
+    po.sharing = pack;
+    auto made = MakePolicy("tessera", po);
+    EXPECT_TRUE(made.ok());
+    policy = std::move(made).value();
+    o.horizon_s = horizon_s;
+    o.mig_mode_delay_s = o.mig_instance_delay_s = 0;
+    o.sharing = pack;
+    o.demand_sigma = 0;
+  }
+  Result<RunResult> Run(const std::vector<TraceJob>& jobs) const {
+    return Simulate(cluster, Catalog::Default(), jobs, *policy, o);
+  }
+  const Cluster cluster = OneGpu();
+  std::unique_ptr<Policy> policy;
+  SimOptions o;
+};
+
 // Real demand varies around the declared one: the same packing, admitted on declared demand at the edge of
 // its SLO, now spends part of its replica-time above the SLO, and the JSON says which model ran.
 TEST(SharingSimTest, RealDemandAboveTheDeclaredCountsAsViolationTime) {
@@ -85,26 +107,17 @@ TEST(SharingSimTest, RealDemandAboveTheDeclaredCountsAsViolationTime) {
   loose.mode = SharingMode::kMps;
   loose.mps_contention = 0;
   loose.sensitive_headroom = loose.standard_headroom = 1;
-  const Cluster c = OneGpu();
-  PolicyOptions po;
-  po.sharing = loose;
-  auto p = MakePolicy("tessera", po);
-  ASSERT_TRUE(p.ok());
-  SimOptions o;
-  o.horizon_s = 20000;
-  o.mig_mode_delay_s = o.mig_instance_delay_s = 0;
-  o.sharing = loose;
-  o.sharing.standard_slo = 2.0;  // measured against a tighter SLO than the packing's 4
+  OneGpuRun run(loose, 20000);
+  run.o.sharing.standard_slo = 2.0;  // measured against a tighter SLO than the packing's 4
   std::vector<TraceJob> jobs = {Light(0, 100, false), Light(1, 100, false)};
   for (TraceJob& j : jobs) j.duration_s = 10000;
   // Declared: 200 of 454, worst slowdown 1 / (1 - 200/454) = 1.79 <= 2; bursts above 227 break the SLO.
-  o.demand_sigma = 0;
-  auto exact = Simulate(c, Catalog::Default(), jobs, **p, o);
+  auto exact = run.Run(jobs);
   ASSERT_TRUE(exact.ok());
   EXPECT_DOUBLE_EQ(exact->slo_violation_s["inference"], 0);
-  o.demand_sigma = 0.3;
-  o.demand_seed = 7;
-  auto real = Simulate(c, Catalog::Default(), jobs, **p, o);
+  run.o.demand_sigma = 0.3;
+  run.o.demand_seed = 7;
+  auto real = run.Run(jobs);
   ASSERT_TRUE(real.ok());
   const double frac = real->slo_violation_s["inference"] / real->slo_replica_s["inference"];
   EXPECT_GT(frac, 0.05);
@@ -122,19 +135,9 @@ TEST(SharingSimTest, AnSloTighterThanThePackingCountsViolations) {
   SharingOptions loose;
   loose.mode = SharingMode::kMps;
   loose.sensitive_slo = 10;
-  const Cluster c = OneGpu();
-  PolicyOptions po;
-  po.sharing = loose;
-  auto p = MakePolicy("tessera", po);
-  ASSERT_TRUE(p.ok());
-  SimOptions o;
-  o.horizon_s = 2000;
-  o.mig_mode_delay_s = o.mig_instance_delay_s = 0;
-  o.sharing = loose;
-  o.sharing.sensitive_slo = 1.2;
-  o.demand_sigma = 0;
-  auto r = Simulate(c, Catalog::Default(), {Light(0, 100, true), Light(1, 100, true), Light(2, 100, true)},
-                    **p, o);
+  OneGpuRun run(loose, 2000);
+  run.o.sharing.sensitive_slo = 1.2;
+  auto r = run.Run({Light(0, 100, true), Light(1, 100, true), Light(2, 100, true)});
   ASSERT_TRUE(r.ok()) << r.error();
   // 300 of 454 milli: slowdown (1 - 100/454) / (1 - 300/454) = 2.3 > 1.2 for every replica.
   EXPECT_EQ(r->slo_violations["production-inference"], 3);
