@@ -202,8 +202,15 @@ std::vector<TraceJob> RunningAtStart(const GeneratorConfig& c, const MixStats& m
 
 }  // namespace
 
+double LeastGpuFootprint(const TraceJob& j, int64_t largest_gpu_memory_mib) {
+  if (j.gpus_per_task > 0) return j.GpuRequests();
+  const double memory = static_cast<double>(j.memory_mib) / static_cast<double>(std::max<int64_t>(1, largest_gpu_memory_mib));
+  return j.tasks * std::clamp(memory, 1.0 / 64, 1.0);
+}
+
 std::vector<TraceJob> GenerateJobs(const GeneratorConfig& c, const ArrivalConfig& a, int capacity_gpus,
-                                   int64_t horizon_s, uint64_t seed, double backlog_factor) {
+                                   int64_t horizon_s, uint64_t seed, double backlog_factor,
+                                   int64_t largest_gpu_memory_mib) {
   const MixStats mix = ComputeMix(c);
   Rng rng(seed);
   std::vector<TraceJob> jobs;
@@ -225,7 +232,7 @@ std::vector<TraceJob> GenerateJobs(const GeneratorConfig& c, const ArrivalConfig
     j.id = static_cast<int64_t>(jobs.size());
     j.submit_s = poisson ? static_cast<int64_t>(t) : 0;
     // Capped at the horizon: a week-long job holds GPUs for at most the horizon.
-    gpu_seconds += j.GpuRequests() * std::min(static_cast<double>(j.duration_s), static_cast<double>(horizon_s));
+    gpu_seconds += LeastGpuFootprint(j, largest_gpu_memory_mib) * std::min(static_cast<double>(j.duration_s), static_cast<double>(horizon_s));
     jobs.push_back(std::move(j));
   }
   return jobs;

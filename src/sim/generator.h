@@ -117,10 +117,17 @@ struct ArrivalConfig {
   bool warm_start = false;
 };
 
+// The least share of GPUs any policy can hold for `j`: its GPUs if whole; for a sub-GPU job its memory on
+// the largest GPU (`largest_gpu_memory_mib`), at least 1/64 of a GPU per task. (Compute is no bound: time-
+// slicing runs sharers past a GPU's compute; memory is, or the replica is killed.)
+double LeastGpuFootprint(const TraceJob& j, int64_t largest_gpu_memory_mib);
+
 // Generates jobs for a horizon of `horizon_s` on `capacity_gpus` GPUs: poisson until the horizon; backlog
-// until the stream holds `backlog_factor` x capacity x horizon GPU-seconds, each job's duration capped at the
-// horizon (more than any policy can run).
+// until the stream holds `backlog_factor` x capacity x horizon GPU-seconds of least footprints, each job's
+// duration capped at the horizon: more than any policy can run, however densely it packs (a run that still
+// runs dry says so: RunResult::backlog_dry_s).
 std::vector<TraceJob> GenerateJobs(const GeneratorConfig& c, const ArrivalConfig& a, int capacity_gpus,
-                                   int64_t horizon_s, uint64_t seed, double backlog_factor = 1.6);
+                                   int64_t horizon_s, uint64_t seed, double backlog_factor = 1.6,
+                                   int64_t largest_gpu_memory_mib = 80 * 1024);
 
 }  // namespace tessera

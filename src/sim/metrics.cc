@@ -187,6 +187,10 @@ json PolicySummary(const std::vector<RunResult>& runs) {
   o["makespan_h"] = SpreadJson(Collect(runs, [](const RunResult& r) { return r.makespan_s / 3600.0; }), 2);
   o["jobs_completed"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.jobs_completed); }), 1);
   o["unplaced_jobs"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.unplaced_jobs); }), 1);
+  // Runs whose backlog stream ran out before the horizon (their utilisation measures the stream).
+  o["backlog_ran_dry"] = std::count_if(runs.begin(), runs.end(), [](const RunResult& r) {
+    return r.backlog_dry_s >= 0;
+  });
   o["unplaced_gpu_requests"] =
       SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.unplaced_gpu_requests); }), 1);
   const std::vector<double> dev = Collect(runs, MixDeviation);

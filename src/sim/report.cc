@@ -177,6 +177,22 @@ std::string WaitNotes(const ScenarioOutcome& o, const VariantOutcome& v, const s
   return out;
 }
 
+// Runs whose backlog ran out before the horizon, said in words: their utilisation is the stream's length.
+std::string DryNotes(const ScenarioOutcome& o, const VariantOutcome& v) {
+  std::string out;
+  for (size_t p = 0; p < v.runs.size(); ++p) {
+    int dry = 0;
+    int64_t first = INT64_MAX;
+    for (const RunResult& r : v.runs[p])
+      if (r.backlog_dry_s >= 0) ++dry, first = std::min(first, r.backlog_dry_s);
+    if (dry > 0)
+      out += fmt::format("  note: {}'s backlog ran out of jobs on {} of {} seeds (first at hour {:.1f}): its "
+                         "utilisation is bounded by the stream, not the policy (raise `overload`)\n",
+                         o.policies[p], dry, v.runs[p].size(), static_cast<double>(first) / 3600.0);
+  }
+  return out;
+}
+
 // A policy's SLO figure: the largest, over inference classes, of the mean fraction of replica-hours above
 // the class's SLO (0 when no class ran replicas).
 double SloFigure(const std::vector<RunResult>& runs) {
@@ -215,9 +231,13 @@ std::string StrongestLine(const ScenarioOutcome& o, const VariantOutcome& v) {
   const size_t s = Strongest(o, v, &t);
   if (s == SIZE_MAX) return "";
   const double tu = MeanUtil(v.runs[t]), su = MeanUtil(v.runs[s]);
-  return fmt::format("  strongest baseline at equal or fewer SLO violations: {} {:.3f} (SLO {:.2f} %); tessera "
+  // OOM kills are no SLO time (a killed replica serves nothing, and is restarted): said beside the figure.
+  double ooms = 0;
+  for (const RunResult& r : v.runs[s]) ooms += static_cast<double>(r.oom_events) / v.runs[s].size();
+  const std::string oom = ooms > 0 ? fmt::format(", {:.0f} OOM kills per run", ooms) : "";
+  return fmt::format("  strongest baseline at equal or fewer SLO violations: {} {:.3f} (SLO {:.2f} %{}); tessera "
                      "{:.3f} (SLO {:.2f} %) = {:.2f}x, {:+.3f}\n",
-                     o.policies[s], su, 100 * SloFigure(v.runs[s]), tu, 100 * SloFigure(v.runs[t]),
+                     o.policies[s], su, 100 * SloFigure(v.runs[s]), oom, tu, 100 * SloFigure(v.runs[t]),
                      su > 0 ? tu / su : 0.0, tu - su);
 }
 
@@ -276,7 +296,7 @@ json TableJson(const ScenarioOutcome& o, const VariantOutcome& v) {
     t["rows"].push_back(row);
   }
   if (!v.bounds.empty()) t["bound"] = BoundJson(v);
-  t["notes"] = StrongestLine(o, v) + WaitNotes(o, v, t["classes"]);
+  t["notes"] = StrongestLine(o, v) + WaitNotes(o, v, t["classes"]) + DryNotes(o, v);
   return t;
 }
 
@@ -529,6 +549,7 @@ std::string TextSummary(const ScenarioOutcome& o, bool is_sweep) {
     out += StrongestLine(o, v);
     if (best_static != SIZE_MAX) out += "  * the best static-mig layout of this run\n";
     out += WaitNotes(o, v, classes);
+    out += DryNotes(o, v);
   }
   return out;
 }

@@ -541,6 +541,9 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   auto c = LoadClusterYaml(*ctext, s.cluster_path, catalog);
   if (!c.ok()) return c.status();
   s.cluster = std::move(c).value();
+  for (const Node& n : s.cluster.nodes)
+    if (n.kind != kNone && n.gpu_count > 0)
+      s.largest_gpu_memory_mib = std::max(s.largest_gpu_memory_mib, catalog.kind(n.kind).memory_mib);
   if (const YAML::Node tiers = top.Child("tiers"); tiers.IsDefined()) {  // capacity tiers (sim/spot.h)
     auto t = ParseTierConfig(tiers, source, dir, s.cluster);
     if (!t.ok()) return t.status();
@@ -613,7 +616,8 @@ Cluster ClusterForPolicy(const Cluster& cluster, const Catalog& catalog, std::st
 std::vector<TraceJob> JobsFor(const Scenario& s, const ScenarioVariant& v, uint64_t seed) {
   if (s.IsMultiTenant()) return GenerateTeamJobs(s.team_streams, s.sim.horizon_s, seed);
   if (!s.use_generator) return s.trace_jobs;
-  return GenerateJobs(v.generator, s.arrivals, s.cluster.TotalGpus(), s.sim.horizon_s, seed, v.generator.overload);
+  return GenerateJobs(v.generator, s.arrivals, s.cluster.TotalGpus(), s.sim.horizon_s, seed, v.generator.overload,
+                      s.largest_gpu_memory_mib);
 }
 
 CycleSpec CycleFor(const Scenario& s, std::string_view policy) {

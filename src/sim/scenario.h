@@ -69,6 +69,8 @@ struct Scenario {
   // Workload: exactly one of these.
   bool use_generator = false;
   ArrivalConfig arrivals;
+  // The largest GPU memory of the cluster's kinds, at least 80 GiB (a backlog's least footprints).
+  int64_t largest_gpu_memory_mib = 80 * 1024;
   std::vector<ScenarioVariant> variants;  // generator scenarios: one or more (sweep)
   std::vector<TraceJob> trace_jobs;       // trace / dlrm scenarios
   bool is_sweep = false;

@@ -619,6 +619,7 @@ int SimRun::ReleaseBacklog(int64_t now) {
     MarkArrival(SlotOfTraceJob(order_[next_arrival_++]), now);
     ++n;
   }
+  if (backlog_ && next_arrival_ >= order_.size() && res_.backlog_dry_s < 0) res_.backlog_dry_s = now;
   return n;
 }
 

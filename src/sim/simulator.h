@@ -194,6 +194,9 @@ struct RunResult {
   int64_t jobs_completed = 0;
   int64_t jobs_failed = 0;
   int64_t unplaced_jobs = 0;      // pending at the end
+  // Backlog arrivals: when the stream had no job left to release (-1 = never). Before the horizon, the
+  // run's utilisation is set by the stream's length, not by the policy.
+  int64_t backlog_dry_s = -1;
   int64_t unplaced_gpu_requests = 0;
   double makespan_s = 0;          // time of the last completion
   bool all_completed = false;

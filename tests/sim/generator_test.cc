@@ -81,6 +81,35 @@ TEST(GeneratorTest, InferenceShareOfGpuRequests) {
   }
 }
 
+// A backlog holds more than any policy can run however densely it packs: overload x capacity x horizon of
+// least footprints (a sub-GPU replica's memory on the largest GPU, not one GPU), so light replicas lengthen the
+// stream; a larger largest GPU lengthens it further; the stream's prefix does not depend on its length.
+TEST(GeneratorTest, BacklogCountsLeastFootprints) {
+  GeneratorConfig c;
+  c.inference_share = 0.7;
+  c.light_fraction = 1.0;
+  ArrivalConfig a;
+  const int64_t horizon = 7 * 24 * 3600;
+  const auto jobs = GenerateJobs(c, a, 64, horizon, 5, 1.6);
+  double least = 0, whole = 0;
+  for (const TraceJob& j : jobs) {
+    const double held = static_cast<double>(std::min(j.duration_s, horizon));
+    least += LeastGpuFootprint(j, 80 * 1024) * held;
+    whole += j.GpuRequests() * held;
+    if (j.gpus_per_task == 0) {
+      EXPECT_LE(LeastGpuFootprint(j, 80 * 1024), j.tasks * 1.0);
+      EXPECT_GE(LeastGpuFootprint(j, 80 * 1024), j.tasks / 64.0);
+    } else {
+      EXPECT_EQ(LeastGpuFootprint(j, 80 * 1024), j.GpuRequests());
+    }
+  }
+  EXPECT_GE(least, 1.6 * 64 * horizon);
+  EXPECT_GT(whole, 1.25 * least) << "light replicas count their memory, not a whole GPU";
+  const auto larger = GenerateJobs(c, a, 64, horizon, 5, 1.6, 141 * 1024);
+  ASSERT_GT(larger.size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) ASSERT_EQ(larger[i].duration_s, jobs[i].duration_s) << i;
+}
+
 TEST(GeneratorTest, SameSeedSameJobs) {
   GeneratorConfig c;
   ArrivalConfig a;
