@@ -129,6 +129,7 @@ class SimRun final : public DriverListener, public InstantSource {
   void JoinUnits(JobSlot j);
   void LeaveUnits(JobSlot j);
   void CloseUnit(Unit& u, int64_t now);
+  void KilledReplicaTime(JobSlot j, int64_t now);
   void RescaleUsed(const Unit& u);
   double DemandFactor(JobSlot j, int64_t epoch) const;
   void SloFigures(int64_t end);
@@ -408,6 +409,19 @@ void SimRun::CloseUnit(Unit& u, int64_t now) {
   }
 }
 
+// A replica killed at start (OOM) serves none of its requests: the run it was to make, inside the window,
+// counts as replica-time above its SLO.
+void SimRun::KilledReplicaTime(JobSlot j, int64_t now) {
+  SimJob& m = jobs_[j.value()];
+  if (m.spec->cls != WorkloadClass::kInference) return;
+  m.violated = true;
+  const int64_t end = m.spec->duration_s < 0 ? w1_ : now + m.spec->duration_s;
+  const int64_t a = std::max(now, w0_), b = std::min(end, w1_);
+  if (b <= a) return;
+  slo_acc_[m.spec->latency_sensitive ? "production-inference" : WorkloadClassName(m.spec->cls)].Add(
+      kSaturated, static_cast<double>(b - a), true);
+}
+
 // Time-slicing's context switches cost the unit useful time: each member's utilisation is its declared use
 // scaled by min(1, useful capacity / summed declared demand), recomputed on every change of the unit.
 void SimRun::RescaleUsed(const Unit& u) {
@@ -588,6 +602,7 @@ void SimRun::OnReleased(const Released& r, int64_t now, ReleaseCause cause, int6
     case ReleaseCause::kLaunchRefused:
       ++res_.oom_events;
       ++res_.jobs_failed;
+      KilledReplicaTime(r.job, now);
       break;
     case ReleaseCause::kInterrupted: {  // an injected GPU failure: back to the queue
       ++res_.job_failures;
