@@ -56,6 +56,7 @@ enum class BackendEventKind : uint8_t {
   kStopped,            // a Stop completed
   kCheckpointed,       // a checkpoint completed
   kReconfigureFailed,  // a MIG reconfiguration failed: the GPU's layout is unknown
+  kDemand,             // a shared unit's measured demand over an interval (admission learns its headroom)
 };
 const char* BackendEventName(BackendEventKind k);
 
@@ -66,6 +67,10 @@ struct BackendEvent {
   int64_t at = 0;
   GpuId gpu = kNone;  // kReconfigureFailed
   std::string message;
+  // kDemand: the unit's summed real demand / summed declared demand, and whether it holds a latency-sensitive
+  // replica (ControlLoop::ObserveDemand).
+  double demand_ratio = 0;
+  bool sensitive = false;
 };
 
 // A run the backend knows of (for adoption after a driver restart).

@@ -28,6 +28,7 @@ const char* BackendEventName(BackendEventKind k) {
     case BackendEventKind::kStopped: return "stopped";
     case BackendEventKind::kCheckpointed: return "checkpointed";
     case BackendEventKind::kReconfigureFailed: return "reconfigure-failed";
+    case BackendEventKind::kDemand: return "demand";
   }
   return "ended";
 }
@@ -247,9 +248,13 @@ void Driver::Requeued(JobSlot j, int64_t now, ReleaseCause cause) {
   listener_->OnReleased(loop_->Requeue(j, now), now, cause, -1);
 }
 
-// Reports that change no job: a failed MIG reconfiguration leaves the GPU's layout unknown, so the GPU takes
+// Reports that change no job: measured demand goes to the loop's admission headroom; a failed MIG reconfiguration leaves the GPU's layout unknown, so the GPU takes
 // no new work until an operator (or the backend, reading the layout again) uncordons it.
 bool Driver::OnBackendReport(const BackendEvent& e) {
+  if (e.kind == BackendEventKind::kDemand) {  // learned, never a change that wakes a cycle
+    loop_->ObserveDemand(e.demand_ratio, e.sensitive);
+    return false;
+  }
   listener_->OnBackendEvent(e);
   if (e.kind != BackendEventKind::kReconfigureFailed || e.gpu < 0 || e.gpu >= loop_->state().num_gpus()) return false;
   return loop_->state().CordonGpu(e.gpu).ok();

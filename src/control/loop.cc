@@ -24,7 +24,8 @@ ControlLoop::ControlLoop(ClusterState state, std::vector<QueueConfig> queues, Lo
     : state_(std::move(state)),
       queues_(std::move(queues)),
       options_(std::move(options)),
-      usage_(static_cast<int>(queues_.size()), options_.cycle.usage_half_life_s, 0) {}
+      usage_(static_cast<int>(queues_.size()), options_.cycle.usage_half_life_s, 0),
+      demand_(options_.demand_learning) {}
 
 int ControlLoop::AddQueue(QueueConfig q) {
   queues_.push_back(std::move(q));
@@ -90,6 +91,7 @@ CycleInput ControlLoop::BuildInput(int64_t now) {
 
 void ControlLoop::BuildInput(int64_t now, CycleInput* out) {
   CycleInput& in = *out;
+  state_.set_learned_headroom(demand_.Headroom());
   in.snapshot = &state_;
   in.queues = queues_;
   in.now_s = now;

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "control/demand_learner.h"
 #include "control/job_table.h"
 #include "control/usage.h"
 #include "sched/cluster_state.h"
@@ -39,6 +40,9 @@ struct LoopOptions {
   int64_t termination_grace_s = 0;
   // Feed each queue's decayed usage (half-life cycle.usage_half_life_s) to the cycle; false = zeros.
   bool track_usage = false;
+  // Admission headroom learned from the demand drivers observe (ObserveDemand; demand_learner.h), carried to
+  // the policy by the cycle's snapshot.
+  DemandLearning demand_learning;
 };
 
 // A hold that ended (completion, failure, preemption): what the job gave back.
@@ -98,6 +102,11 @@ class ControlLoop {
     return limit_n_ >= kLearnAfter ? std::exp(limit_sum_ / static_cast<double>(limit_n_)) : 1.0;
   }
   static constexpr int64_t kLearnAfter = 20;
+  // A shared unit's summed real demand / summed declared demand over one interval, as the driver measured it
+  // (`sensitive`: the unit holds a latency-sensitive replica). Cycles after it admit sharers with the
+  // headroom learned from these (DemandLearner), once enough were seen.
+  void ObserveDemand(double ratio, bool sensitive) { demand_.Observe(ratio, sensitive); }
+  const DemandLearner& demand() const { return demand_; }
 
   // A queue added, or a queue's configuration changed, while the driver runs (e.g. a team created through an
   // API). AddQueue returns its index.
@@ -163,6 +172,7 @@ class ControlLoop {
   LoopOptions options_;
   JobTable jobs_;
   QueueUsage usage_;
+  DemandLearner demand_;
   double limit_sum_ = 0;  // sum over completed jobs of log(1 / time_limit_factor)
   int64_t limit_n_ = 0;
 };

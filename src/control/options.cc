@@ -23,6 +23,7 @@ LoopOptions MakeLoopOptions(const LoopSetup& s) {
   // backfill test scenario the served mix drifts (deviation 0.21 against greedy's 0.09) and utilisation
   // falls (0.478 against 0.502), because the team of short replicas then outranks waiting gangs.
   lo.track_usage = tenancy;
+  lo.demand_learning = s.demand_learning;
   return lo;
 }
 

@@ -23,6 +23,7 @@ struct LoopSetup {
   int64_t mig_instance_delay_s = 30;
   int64_t mig_mode_delay_s = 60;
   int max_cycles_per_instant = 64;
+  DemandLearning demand_learning;  // the quantiles admission headroom is learned at
 };
 
 LoopOptions MakeLoopOptions(const LoopSetup& s);

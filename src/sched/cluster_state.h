@@ -18,6 +18,7 @@
 #include "model/mig.h"
 #include "model/cluster.h"
 #include "sched/placement.h"
+#include "sched/sharing.h"
 
 namespace tessera {
 
@@ -194,6 +195,11 @@ class ClusterState {
     if (!drain_s_.empty()) drain_s_[n] = std::max(drain_s_[n], end_s);
   }
 
+  // The headroom the control loop learned from observed demand (sharing.h), which admission of sharers uses
+  // in place of the configured one: what the cluster measured, not allocation state.
+  const LearnedHeadroom& learned_headroom() const { return learned_headroom_; }
+  void set_learned_headroom(const LearnedHeadroom& h) { learned_headroom_ = h; }
+
   // Shared instances of a GPU can be closed to new sharers (a placement hint, not allocation state): the
   // cycle closes the GPUs a gang reservation counts on, so that joining sharers cannot keep them busy past
   // the reservation's start. Apply/Release leave it alone.
@@ -266,6 +272,7 @@ class ClusterState {
   int num_spines_ = 0;
   std::vector<int64_t> drain_s_;  // empty = drain times off
   std::vector<uint8_t> sharing_closed_;  // per GPU; empty = none closed
+  LearnedHeadroom learned_headroom_;
 };
 
 }  // namespace tessera

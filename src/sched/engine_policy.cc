@@ -102,6 +102,13 @@ SubGpuChoice BestShare(const ClusterState& s, NodeId n, const Request& r, const 
 }
 
 // Best MIG option on node n for profile p (categories kIdleExact..kEnable), examining GPUs.
+// BestShare with `admit` (may be null: by compute alone) and the headroom the snapshot learned.
+SubGpuChoice AdmittedShare(const ClusterState& s, NodeId n, const Request& r, const SharingOptions* admit) {
+  if (!admit) return BestShare(s, n, r);
+  const SharingOptions o = WithLearned(*admit, s.learned_headroom());
+  return BestShare(s, n, r, &o);
+}
+
 SubGpuChoice BestMig(const ClusterState& s, NodeId n, const Request& r, int p, uint32_t covering, bool repartition,
                      bool frag_aware, bool allow_destroy) {
   SubGpuChoice best;
@@ -299,8 +306,9 @@ PlaceResult EnginePolicy::PlaceSubGpu(const ClusterState& s, const Request& r) c
 
 bool EnginePolicy::HasRoom(const ClusterState& s, const Request& r, const GpuGrant& g) const {
   const GpuKind& kind = s.kind_of_gpu(g.gpu);
-  const int64_t left = kind.profiles[g.mig_profile].usable_mib - r.gpu_memory_mib - sharing_.context_mib;
-  return left >= kRoomMib && SharerFits(sharing_, r.gpu_milli, 1, r.latency_sensitive ? 1 : 0,
+  const SharingOptions o = Sharing(s);
+  const int64_t left = kind.profiles[g.mig_profile].usable_mib - r.gpu_memory_mib - o.context_mib;
+  return left >= kRoomMib && SharerFits(o, r.gpu_milli, 1, r.latency_sensitive ? 1 : 0,
                                         kind.ProfileComputeMilli(g.mig_profile), kRoomMilli, false);
 }
 
@@ -308,21 +316,22 @@ PlaceResult EnginePolicy::JoinShared(const ClusterState& s, const Request& r) co
   std::optional<JoinKey> best;
   GpuGrant grant;
   const std::vector<uint64_t>& with_shared = s.shared_nodes();
+  const SharingOptions o = Sharing(s);
   for (size_t w = 0; w < with_shared.size(); ++w)
     for (uint64_t bits = with_shared[w]; bits; bits &= bits - 1)
-      JoinOnNode(s, r, static_cast<NodeId>(w * 64 + __builtin_ctzll(bits)), &best, &grant);
+      JoinOnNode(s, o, r, static_cast<NodeId>(w * 64 + __builtin_ctzll(bits)), &best, &grant);
   if (!best) return PlaceResult::NoFit(NoFitCode::kMigProfileUnavailable, "no shared instance has room");
   return SharedResult(s, r, grant, "shared");
 }
 
-void EnginePolicy::JoinOnNode(const ClusterState& s, const Request& r, NodeId n, std::optional<JoinKey>* best,
+void EnginePolicy::JoinOnNode(const ClusterState& s, const SharingOptions& o, const Request& r, NodeId n, std::optional<JoinKey>* best,
                               GpuGrant* grant) const {
-  const int64_t need_mib = r.gpu_memory_mib + sharing_.context_mib;
+  const int64_t need_mib = r.gpu_memory_mib + o.context_mib;
   const NodeState& ns = s.node(n);
   if (!NodeEligible(ns, r)) return;
   const SharedBound& b = ns.shared;  // most nodes fail here, without a look at their instances
   if (b.max_left_mib < need_mib ||
-      r.gpu_milli > MaxJoinMilli(sharing_, b.max_headroom_milli, b.min_capacity_milli, b.min_sharers,
+      r.gpu_milli > MaxJoinMilli(o, b.max_headroom_milli, b.min_capacity_milli, b.min_sharers,
                                  b.min_sensitive, r.latency_sensitive))
     return;
   const GpuKind& kind = s.catalog().kind(ns.kind);
@@ -340,7 +349,7 @@ void EnginePolicy::JoinOnNode(const ClusterState& s, const Request& r, NodeId n,
       if (*best && key >= **best) continue;  // cheap tests first: most instances lose on memory or rank
       const int cap = kind.ProfileComputeMilli(m.profile);
       if (m.shared_milli + r.gpu_milli > cap ||
-          !SharerFits(sharing_, m.shared_milli, m.sharers, m.sensitive, cap, r.gpu_milli, r.latency_sensitive))
+          !SharerFits(o, m.shared_milli, m.sharers, m.sensitive, cap, r.gpu_milli, r.latency_sensitive))
         continue;
       *best = key;
       *grant = GpuGrant{};
@@ -357,6 +366,7 @@ PlaceResult EnginePolicy::OpenShared(const ClusterState& s, const Request& r) co
   // beats the slices of the smallest dedicated slice that covers it.
   std::vector<std::tuple<double, KindId, int>> options;  // (slices per replica, kind, profile)
   const uint64_t present = s.gpu_kinds_present();  // a superset: a kind with no node left finds no slice
+  const SharingOptions o = Sharing(s);
   for (KindId k = 0; k < static_cast<KindId>(cat.size()) && k < 64; ++k) {
     const GpuKind& kind = cat.kind(k);
     if (!kind.mig_capable || !r.KindAllowed(k) || !((present >> k) & 1u)) continue;
@@ -367,7 +377,7 @@ PlaceResult EnginePolicy::OpenShared(const ClusterState& s, const Request& r) co
     for (int q = 0; q < static_cast<int>(kind.profiles.size()); ++q) {
       const MigProfile& prof = kind.profiles[q];
       if (prof.media) continue;
-      const int fit = SharersThatFit(sharing_, kind.ProfileComputeMilli(q), prof.usable_mib, r.gpu_milli,
+      const int fit = SharersThatFit(o, kind.ProfileComputeMilli(q), prof.usable_mib, r.gpu_milli,
                                      r.gpu_memory_mib, r.latency_sensitive);
       if (fit < 2) continue;
       const double per = static_cast<double>(prof.memory_slices) / fit;
@@ -563,7 +573,7 @@ bool EnginePolicy::SliceNode(const ClusterState& s, const Request& r, NodeId n, 
 // The category of a fractional share of a non-MIG GPU on node n (kNoCat: none), and with a scorer its key.
 int EnginePolicy::ShareCategory(const ClusterState& s, const Request& r, NodeId n, bool shares_only,
                                 int64_t* share_score) const {
-  if (!scorer_) return BestShare(s, n, r, Admit()).cat;
+  if (!scorer_) return AdmittedShare(s, n, r, Admit()).cat;
   *share_score = ScoreKey(s, n, r);
   if (*share_score == kUnusableKey) return kNoCat;
   if (shares_only) return kSharePartial;
@@ -614,13 +624,13 @@ PlaceResult EnginePolicy::SliceResult(const ClusterState& s, const Request& r, S
     choice.grant.memory_mib = r.gpu_memory_mib;
     choice.grant.latency_sensitive = r.latency_sensitive;
   } else if (q->cat == kSharePartial || q->cat == kShareIdle) {
-    choice = BestShare(s, n, r, Admit());
+    choice = AdmittedShare(s, n, r, Admit());
   } else {
     uint32_t cover = 0;
     const int p = q->pc.Get(s.catalog(), ns.kind, r, &cover);
     choice = BestMig(s, n, r, p, cover, traits_.repartition, traits_.frag_aware, q->cat == kDestroy);
     if (choice.cat > q->cat && traits_.share) {  // defensive: share may be the summary's choice
-      SubGpuChoice sh = BestShare(s, n, r, Admit());
+      SubGpuChoice sh = AdmittedShare(s, n, r, Admit());
       if (sh.cat < choice.cat) choice = sh;
     }
   }

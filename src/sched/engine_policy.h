@@ -91,7 +91,7 @@ class EnginePolicy : public Policy {
   // Lower wins: class conflict, drain extension, memory left in the instance (best fit), node, GPU, start.
   using JoinKey = std::tuple<int, int, int64_t, NodeId, GpuId, int>;
   // Offers node n's shared instances to `r`: keeps the best (lowest key) that fits in best and grant.
-  void JoinOnNode(const ClusterState& s, const Request& r, NodeId n, std::optional<JoinKey>* best,
+  void JoinOnNode(const ClusterState& s, const SharingOptions& o, const Request& r, NodeId n, std::optional<JoinKey>* best,
                   GpuGrant* grant) const;
   PlaceResult OpenShared(const ClusterState& s, const Request& r) const;
   // Whether the instance of dedicated grant `g` would still take a small replica (kRoomMib, kRoomMilli)
@@ -106,9 +106,12 @@ class EnginePolicy : public Policy {
   PlaceResult PlaceCpuOnly(const ClusterState& s, const Request& r) const;
   // Minus the scorer's score of node n (a key: lower wins); the largest int64 when the scorer rejects it.
   int64_t ScoreKey(const ClusterState& s, NodeId n, const Request& r) const;
+  // The sharing options admission uses on `s`: the policy's, with the headroom the snapshot learned.
+  SharingOptions Sharing(const ClusterState& s) const { return WithLearned(sharing_, s.learned_headroom()); }
+  // The SLO admission of shares of non-MIG GPUs (share_admission), else none (by compute alone).
+  const SharingOptions* Admit() const { return traits_.share_admission ? &sharing_ : nullptr; }
   // Whether class separation ranks nodes: a policy that separates classes does, unless its node scorer
   // knows the workload's typical tasks (then the score, which counts what they will need, decides).
-  const SharingOptions* Admit() const { return traits_.share_admission ? &sharing_ : nullptr; }
   bool Separate() const { return traits_.separate_classes && !(scorer_ && scorer_->KnowsWorkload()); }
   PolicyTraits traits_;
   std::unique_ptr<NodeScorer> scorer_;  // null: no node score (k8s-default, static-mig)

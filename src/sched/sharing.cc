@@ -35,6 +35,14 @@ double AdmitFraction(const SharingOptions& o, double slo, bool sensitive) {
 }
 }  // namespace
 
+SharingOptions WithLearned(const SharingOptions& o, const LearnedHeadroom& h) {
+  SharingOptions out = o;
+  if (!o.learn_headroom) return out;
+  if (h.sensitive > 0) out.sensitive_headroom = h.sensitive;
+  if (h.standard > 0) out.standard_headroom = h.standard;
+  return out;
+}
+
 double ThroughputFactor(const SharingOptions& o, int sharers, double u) {
   if (o.mode != SharingMode::kTimeSlicing || sharers <= 1) return 1.0;
   return 1.0 / (1.0 + o.switch_throughput_loss * (sharers - 1) * std::clamp(u, 0.0, 1.0));

@@ -51,6 +51,9 @@ struct SharingOptions {
   // with the simulator's default demand model, docs/sharing.md), the others standard_headroom.
   double sensitive_headroom = 1.4;
   double standard_headroom = 1.1;
+  // Admission uses the headroom the control loop learned from observed demand (LearnedHeadroom, carried by
+  // the snapshot) in place of the two above, once it has learned one; false = always the configured ones.
+  bool learn_headroom = true;
   // MPS with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (or HAMi's core limit): a client cannot use more than its
   // grant; demand above it queues without bound (a violation while it lasts).
   bool per_client_cap = false;
@@ -65,6 +68,17 @@ struct SharingOptions {
   // hardware-facts.md 5.3).
   int64_t context_mib = 0;
 };
+
+// Headroom learned from observed demand (control/demand_learner.h): per class of unit, the ratio of a shared
+// unit's real summed demand to its declared one at the quantile that class's admission aims for; 0 = not
+// learned yet (the configured headroom holds).
+struct LearnedHeadroom {
+  double sensitive = 0;
+  double standard = 0;
+  bool operator==(const LearnedHeadroom&) const = default;
+};
+// `o` with each headroom replaced by the learned one where o.learn_headroom and that one is learned.
+SharingOptions WithLearned(const SharingOptions& o, const LearnedHeadroom& h);
 
 // Slowdown of one sharer (see the model above). own/summed/capacity in thousandths of a GPU.
 double P99Slowdown(const SharingOptions& o, int own_milli, int summed_milli, int capacity_milli, int sharers);

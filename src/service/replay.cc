@@ -76,6 +76,7 @@ Status Replay::Setup(const Catalog& catalog) {
   setup_.mig_instance_delay_s = sc.sim.mig_instance_delay_s;
   setup_.mig_mode_delay_s = sc.sim.mig_mode_delay_s;
   setup_.max_cycles_per_instant = sc.sim.max_cycles_per_instant;
+  setup_.demand_learning = sc.sim.demand_learning;
   auto policy = MakeScenarioPolicy(sc, "tessera");
   if (!policy.ok()) return policy.status();
   policy_ = std::shared_ptr<const Policy>(std::move(policy).value());
@@ -84,6 +85,9 @@ Status Replay::Setup(const Catalog& catalog) {
   if (sc.sim.fabric_oversubscription_from_cluster) physics.fabric.leaf_oversubscription = sc.cluster.spine_oversubscription;
   physics.gpu_mtbf_h = sc.sim.gpu_mtbf_h;
   physics.failure_seed = seed_;
+  physics.demand_sigma = sc.sim.demand_sigma;  // measured demand: the loop learns admission headroom as the simulator's
+  physics.demand_epoch_s = sc.sim.demand_epoch_s;
+  physics.demand_seed = seed_;
   auto backend = SimulatedCluster::Make(
       sc.cluster, catalog,
       [this](JobSlot s) {

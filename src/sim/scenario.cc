@@ -306,6 +306,9 @@ Status ReadSimSections(FieldReader& top, Scenario* s) {
   sh.Double("mps_contention", &so.mps_contention, false, 0, 10);
   sh.Double("sensitive_headroom", &so.sensitive_headroom, false, 1, 10);
   sh.Double("standard_headroom", &so.standard_headroom, false, 1, 10);
+  sh.Bool("learn_headroom", &so.learn_headroom, false);
+  sh.Double("sensitive_headroom_quantile", &s->sim.demand_learning.sensitive_quantile, false, 0.5, 1);
+  sh.Double("standard_headroom_quantile", &s->sim.demand_learning.standard_quantile, false, 0.5, 1);
   sh.Double("production_slo", &so.sensitive_slo, false, 1, 1000);
   sh.Double("standard_slo", &so.standard_slo, false, 1, 1000);
   sh.Int("context_mib", &so.context_mib, false, 0, int64_t{1} << 20);

@@ -6,11 +6,15 @@
 //  - a run progresses at its placement's step-time efficiency (sched/step_time.h; 1 for work without step
 //    inputs) times the tiers hook's factor (periodic checkpoint overhead), and ends when its work is done;
 //  - with failures injected (a GPU mean time between failures), a run is interrupted at an exponential time
-//    (drawn from a hash of the job, its run and the seed) and goes back to the queue.
+//    (drawn from a hash of the job, its run and the seed) and goes back to the queue;
+//  - a replica's real demand is its declared demand times DemandFactor (per demand epoch), and every shared
+//    unit (a shared MIG instance or GPU with two or more replicas) reports its summed real / summed declared
+//    demand per epoch as a kDemand event, the measurement a real cluster's GPU metrics would give.
 // Events are reported synchronously (launches are never in flight). Deterministic.
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <vector>
@@ -27,8 +31,15 @@ namespace tessera {
 
 class SimHook;
 
+// A replica's real demand over demand epoch `epoch` relative to its declared demand: lognormal with mean 1
+// and log-sd `sigma` (0: exactly 1), drawn from a hash of the job's slot, the epoch and `seed`.
+double DemandFactor(JobSlot j, int64_t epoch, double sigma, uint64_t seed);
+
 struct PhysicsOptions {
   FabricParams fabric;   // leaf oversubscription already resolved
+  double demand_sigma = 0;  // real demand (DemandFactor); kDemand events report it
+  int64_t demand_epoch_s = 300;
+  uint64_t demand_seed = 0;
   double gpu_mtbf_h = 0;  // 0 = no injected failures
   uint64_t failure_seed = 0;
   SimHook* hook = nullptr;  // the tiers hook's progress factor (may be null)
@@ -42,7 +53,8 @@ class SimulatedCluster final : public Backend {
                                                         PhysicsOptions options);
 
   LaunchAck Launch(const LaunchSpec& spec, int64_t now) override;
-  void Stop(JobSlot, uint32_t, int64_t, std::string_view, int64_t) override {}  // its events go stale
+  // Its events go stale; it leaves the shared units it was in.
+  void Stop(JobSlot slot, uint32_t run, int64_t, std::string_view, int64_t now) override;
   std::vector<BackendEvent> Poll(int64_t now) override;
   int64_t NextEventS() const override { return events_.empty() ? -1 : events_.top().time_s; }
 
@@ -53,6 +65,16 @@ class SimulatedCluster final : public Backend {
   SimulatedCluster(const Cluster& cluster, ClusterState layout, std::function<const TraceJob*(JobSlot)> spec_of,
                    PhysicsOptions options);
   int64_t GrantMemory(const GpuGrant& g) const;
+  // Demand samples of every epoch that ended by `t` into samples_ (each unit with its members as of the last
+  // change before `t`: an epoch counts the members the unit has when it ends).
+  void SampleUntil(int64_t t);
+  void Leave(JobSlot slot, uint32_t run);
+  struct Member {
+    JobSlot slot = kNoSlot;
+    uint32_t run = 0;
+    double declared = 0;
+    bool sensitive = false;
+  };
 
   const Cluster& cluster_;
   ClusterState layout_;  // static lookups only: kinds, nodes, leaves, spines
@@ -60,6 +82,9 @@ class SimulatedCluster final : public Backend {
   PhysicsOptions opt_;
   EventQueue events_;     // completions and failures of runs
   std::set<JobSlot> oom_;  // jobs that ran out of memory at a start (they fail at every start)
+  std::map<std::pair<GpuId, int>, std::vector<Member>> units_;  // (GPU, MIG start or -1) -> its sharers
+  int64_t sampled_until_ = 0;         // every demand epoch ending by then is sampled
+  std::vector<BackendEvent> samples_;  // kDemand events not yet polled
 };
 
 }  // namespace tessera

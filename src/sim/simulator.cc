@@ -240,10 +240,14 @@ Status SimRun::InitJobs(ClusterState state) {
   setup.mig_instance_delay_s = opt_.mig_instance_delay_s;
   setup.mig_mode_delay_s = opt_.mig_mode_delay_s;
   setup.max_cycles_per_instant = opt_.max_cycles_per_instant;
+  setup.demand_learning = opt_.demand_learning;
   PhysicsOptions physics;
   physics.fabric = fabric_;
   physics.gpu_mtbf_h = opt_.gpu_mtbf_h;
   physics.failure_seed = opt_.failure_seed;
+  physics.demand_sigma = opt_.demand_sigma;
+  physics.demand_epoch_s = opt_.demand_epoch_s;
+  physics.demand_seed = opt_.demand_seed;
   physics.hook = hook_;
   auto made = SimulatedCluster::Make(
       cluster_, catalog_, [this](JobSlot j) { return jobs_[j.value()].spec; }, physics);
@@ -356,13 +360,7 @@ void SimRun::ReleaseMetrics(const Released& r, int64_t now, bool completed) {
 
 // The real demand's factor for replica j in demand epoch e: lognormal, mean 1, log-sd demand_sigma.
 double SimRun::DemandFactor(JobSlot j, int64_t epoch) const {
-  if (!(opt_.demand_sigma > 0)) return 1.0;
-  const uint64_t id = static_cast<uint64_t>(j.value()), e = static_cast<uint64_t>(epoch);
-  const double u1 = std::max(1e-12, HashUniform(id, 2 * e, opt_.demand_seed ^ 0x5eedULL));
-  const double u2 = HashUniform(id, 2 * e + 1, opt_.demand_seed ^ 0x5eedULL);
-  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  const double sg = opt_.demand_sigma;
-  return std::exp(sg * z - 0.5 * sg * sg);
+  return tessera::DemandFactor(j, epoch, opt_.demand_sigma, opt_.demand_seed);  // the physics' (sim_backend.h)
 }
 
 // Integrates a unit's SLO figures over [since_s, now) inside the window, epoch by epoch of real demand:

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "control/demand_learner.h"
 #include "control/job_slot.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
@@ -126,6 +127,8 @@ struct SimOptions {
   // Sharing inside instances (docs/sharing.md): the interference model and SLOs the latency figures use
   // (the scenario's `sharing:` section; tessera packs with the same options).
   SharingOptions sharing;
+  // The quantiles the loop learns admission headroom at from the demand it observes (sharing.learn_headroom).
+  DemandLearning demand_learning;
   // Real demand (docs/simulator.md "What is not known in advance"): an inference replica's compute demand,
   // constant over epochs of demand_epoch_s, is its declared demand times a lognormal factor of mean 1 and
   // log-sd demand_sigma, drawn per replica and epoch from demand_seed (0 = exactly the declared demand).

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <tuple>
 
@@ -489,6 +490,41 @@ TEST(ReplicaPolicies, BestfitShareAdmitsWithinTheSloHamiDoesNot) {
     else EXPECT_EQ(placed, 1) << "worst slowdown with two: " << WorstSlowdown(o.sharing, 480, 1000, 2);
     EXPECT_EQ(s->gpu(0).share_sensitive, placed);
     EXPECT_TRUE(s->CheckInvariants().ok());
+  }
+}
+
+// Admission counts the headroom the snapshot learned (the control loop's DemandLearner) in place of the
+// configured one, unless the policy's options say learn_headroom: false. Steady demand learned at 1.0
+// admits more sharers than a configured 2.0; a learned 2.0 fewer than a configured 1.0.
+TEST(ReplicaPolicies, AdmissionUsesTheLearnedHeadroom) {
+  const Catalog& cat = Catalog::Default();
+  const Cluster cluster = MakeCluster(1, 1, "h100-80gb");
+  auto placed = [&](const char* name, double configured, std::optional<double> learned, bool learn) {
+    auto s = ClusterState::Build(cluster, cat);
+    EXPECT_TRUE(s.ok());
+    if (learned) s->set_learned_headroom(LearnedHeadroom{*learned, *learned});
+    PolicyOptions o;
+    o.sharing.sensitive_headroom = o.sharing.standard_headroom = configured;
+    o.sharing.learn_headroom = learn;
+    auto p = MakePolicy(name, o);
+    EXPECT_TRUE(p.ok());
+    int n = 0;
+    for (int i = 0; i < 16; ++i) {
+      PlaceResult r = (*p)->Place(*s, Replica(i + 1, 60, 2 * 1024));
+      if (!r.ok) break;
+      s->Apply(r.tasks, 0, 0, true);
+      ++n;
+    }
+    EXPECT_TRUE(s->CheckInvariants().ok());
+    return n;
+  };
+  for (const char* name : {"tessera", "bestfit-share"}) {
+    const int at1 = placed(name, 1.0, std::nullopt, true), at2 = placed(name, 2.0, std::nullopt, true);
+    ASSERT_GT(at1, at2) << name << ": more headroom admits fewer sharers";
+    EXPECT_EQ(placed(name, 2.0, 1.0, true), at1) << name;
+    EXPECT_EQ(placed(name, 1.0, 2.0, true), at2) << name;
+    EXPECT_EQ(placed(name, 2.0, 1.0, false), at2) << name << ": the configured headroom holds";
+    EXPECT_EQ(placed(name, 2.0, std::nullopt, true), at2) << name << ": nothing learned yet";
   }
 }
 

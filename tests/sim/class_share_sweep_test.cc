@@ -4,6 +4,7 @@
 // of GPU requests (mix deviation, docs/simulator.md) on every seed. The runs are long enough (15 days, a
 // backlog of 32 jobs) that the window's edges (the jobs waiting when it opens and closes) do not decide the
 // figure, and no run's backlog runs dry (a dry stream would measure the stream, not the policy).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "model/catalog.h"
 #include "sim/metrics.h"
@@ -26,12 +25,13 @@ constexpr double kMaxDeviation = 0.02;
 std::string FleetDir() {
   auto d = std::filesystem::temp_directory_path() / ("tessera-share-sweep-" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
-  std::ofstream(d / "h100-128.yaml") << "name: h100-128\n"
-                                        "defaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
-                                        "nodes:\n  - {name: h, count: 16, gpu: h100-80gb, leaf: leaf-0}\n";
-  std::filesystem::copy_file(std::filesystem::path(TESSERA_SOURCE_DIR) / "examples" / "clusters" /
-                                 "mixed-a100-h100-l40s.yaml",
-                             d / "hetero.yaml", std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(d / "h100-128.yaml")
+      << "name: h100-128\n"
+         "defaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
+         "nodes:\n  - {name: h, count: 16, gpu: h100-80gb, leaf: leaf-0}\n";
+  std::filesystem::copy_file(
+      std::filesystem::path(TESSERA_SOURCE_DIR) / "examples" / "clusters" / "mixed-a100-h100-l40s.yaml",
+      d / "hetero.yaml", std::filesystem::copy_options::overwrite_existing);
   return d.string();
 }
 
