@@ -124,7 +124,7 @@ Outcome<UsageLedgerOf> Service::UsageLedger(const UsageQuery& q) const {
     cluster = loop_->state().cluster();
     usage = chargeback_->Records(&start);
     for (int64_t id : RunningLocked())
-      for (UsageRecord& u : UsageOf(*jobs_[id - 1].current, now)) usage.push_back(std::move(u));
+      for (UsageRecord& u : UsageOf(*book_.Current(id), now)) usage.push_back(std::move(u));
   }
   return chargeback_->Ledger(q, usage, start, cluster, now);
 }

@@ -27,7 +27,6 @@ std::vector<TaskPlacement> WithoutFlags(std::vector<TaskPlacement> tasks) {
   return tasks;
 }
 
-
 }  // namespace
 
 void Service::Notify() {
@@ -53,7 +52,8 @@ void Service::CycleLoop() {
     }
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
-      wake_cv_.wait_for(lock, std::chrono::duration<double>(std::max(wait_s, 0.0)), [&] { return wake_ || stop_; });
+      wake_cv_.wait_for(lock, std::chrono::duration<double>(std::max(wait_s, 0.0)),
+                        [&] { return wake_ || stop_; });
       if (stop_) return;
       wake_ = false;
       wake_posted_ = false;  // under wake_mu_: a notifier that set it sets wake_ before it takes the lock
@@ -104,7 +104,8 @@ std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) con
 }
 
 void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
-  JobEntry& entry = jobs_[j.id - 1];
+  if (static_cast<int64_t>(replicas_.size()) < j.id) replicas_.resize(j.id);
+  std::vector<JobSlot>& replicas = replicas_[j.id - 1];
   const PriorityClass* pc = config_.tenancy.FindClass(j.priority_class);
   for (int r = 0; r < j.replicas; ++r) {
     ControlJob cj;
@@ -116,10 +117,10 @@ void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
     cj.checkpointable = j.checkpointable;
     const JobSlot s = loop_->Add(std::move(cj));
     if (queued) loop_->Submit(s, j.submitted_at);
-    entry.replicas.push_back(s);
+    replicas.push_back(s);
     job_of_slot_.push_back(j.id);
   }
-  driver_->SetGroup(entry.replicas);  // replicas launch all together
+  driver_->SetGroup(replicas);  // replicas launch all together
 }
 
 void Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in) {
@@ -131,8 +132,10 @@ void Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* worki
     }
   // Assigning into a kept state reuses its memory: a fresh copy of a large cluster costs milliseconds of
   // page faults, all of them under the lock that requests wait for.
-  if (*working) **working = loop_->state();
-  else *working = std::make_unique<ClusterState>(loop_->state());
+  if (*working)
+    **working = loop_->state();
+  else
+    *working = std::make_unique<ClusterState>(loop_->state());
   in->snapshot = working->get();
 }
 
@@ -182,7 +185,12 @@ JobPtr Service::CurrentLocked(int64_t id) const {
   if (fx_ != nullptr)
     for (auto it = fx_->changed.rbegin(); it != fx_->changed.rend(); ++it)
       if ((*it)->id == id) return *it;
-  return Lookup(id, false);
+  return book_.Current(id);
+}
+
+const std::vector<JobSlot>& Service::ReplicasLocked(int64_t id) const {
+  static const std::vector<JobSlot> kNone;
+  return id >= 1 && id <= static_cast<int64_t>(replicas_.size()) ? replicas_[id - 1] : kNone;
 }
 
 void Service::ChangedLocked(JobPtr next) { fx_->changed.push_back(std::move(next)); }
@@ -190,7 +198,9 @@ void Service::ChangedLocked(JobPtr next) { fx_->changed.push_back(std::move(next
 // Every applied action: counters, reasons, GPUs to relayout; a job whose replicas all hold their grants
 // runs from now on (starting until launched).
 void Service::OnBoundLocked(const Applied& a, int64_t now) {
-  const Action* act = fx_->plan != nullptr && fx_->index < fx_->plan->actions.size() ? &fx_->plan->actions[fx_->index] : nullptr;
+  const Action* act = fx_->plan != nullptr && fx_->index < fx_->plan->actions.size()
+                          ? &fx_->plan->actions[fx_->index]
+                          : nullptr;
   ++fx_->index;
   if (!a.done || a.conflict) return;
   state_changed_ = true;
@@ -198,14 +208,15 @@ void Service::OnBoundLocked(const Applied& a, int64_t now) {
   if (act != nullptr && mig_change)
     for (const TaskPlacement& t : act->tasks)
       for (const GpuGrant& g : t.gpus)
-        if (g.mig_profile >= 0 || g.enable_mig || g.disable_mig || g.destroy_mask) fx_->relayout.insert(g.gpu);
+        if (g.mig_profile >= 0 || g.enable_mig || g.disable_mig || g.destroy_mask)
+          fx_->relayout.insert(g.gpu);
   if (a.kind == ActionKind::kPreempt && act != nullptr) reason_[IdOfSlotLocked(a.job)] = act->reason;
   if (a.kind == ActionKind::kPreempt) counters_.preemptions.fetch_add(1, std::memory_order_relaxed);
   if (a.kind != ActionKind::kBind) return;
   counters_.mig_repartitions.fetch_add(a.mig_mode_gpus + a.mig_instance_gpus, std::memory_order_relaxed);
   const int64_t id = IdOfSlotLocked(a.job);
   if (act != nullptr) reason_[id] = act->reason;
-  const std::vector<JobSlot>& replicas = jobs_[id - 1].replicas;
+  const std::vector<JobSlot>& replicas = ReplicasLocked(id);
   for (JobSlot s : replicas) {
     const JobPhase p = loop_->jobs()[s].phase;
     if (p != JobPhase::kBound && p != JobPhase::kRunning) return;
@@ -213,7 +224,8 @@ void Service::OnBoundLocked(const Applied& a, int64_t now) {
   JobPtr j = CurrentLocked(id);
   if (!j || j->state != JobState::kPending) return;
   std::vector<TaskPlacement> tasks;
-  for (JobSlot s : replicas) tasks.insert(tasks.end(), loop_->jobs()[s].tasks.begin(), loop_->jobs()[s].tasks.end());
+  for (JobSlot s : replicas)
+    tasks.insert(tasks.end(), loop_->jobs()[s].tasks.begin(), loop_->jobs()[s].tasks.end());
   auto next = std::make_shared<JobRecord>(*j);
   next->version = NextVersion();
   next->state = JobState::kRunning;
@@ -228,7 +240,7 @@ void Service::OnBoundLocked(const Applied& a, int64_t now) {
 
 void Service::OnStartedLocked(JobSlot s, int64_t now, bool in_flight) {
   const int64_t id = IdOfSlotLocked(s);
-  for (JobSlot r : jobs_[id - 1].replicas)
+  for (JobSlot r : ReplicasLocked(id))
     if (loop_->jobs()[r].phase != JobPhase::kRunning) return;
   JobPtr j = CurrentLocked(id);
   if (!j || j->state != JobState::kRunning || !j->starting || in_flight) return;
@@ -246,7 +258,7 @@ void Service::OnBackendEventLocked(const BackendEvent& e) {
   const bool stopped = e.kind == BackendEventKind::kStopped && j->stopping;
   if (!started && !stopped) return;
   if (started)
-    for (JobSlot r : jobs_[j->id - 1].replicas)
+    for (JobSlot r : ReplicasLocked(j->id))
       if (loop_->jobs()[r].phase != JobPhase::kRunning) return;
   auto next = std::make_shared<JobRecord>(*j);
   next->version = NextVersion();
@@ -261,7 +273,7 @@ void Service::OnReleasedLocked(const Released& r, int64_t now, ReleaseCause caus
   if (!j) return;
   switch (cause) {
     case ReleaseCause::kCompleted:
-      for (JobSlot s : jobs_[id - 1].replicas)
+      for (JobSlot s : ReplicasLocked(id))
         if (loop_->jobs()[s].phase != JobPhase::kDone) return;
       if (j->state != JobState::kRunning) return;
       ChangedLocked(FinishLocked(*j, JobState::kSucceeded, now, "completed", &fx_->b));
@@ -279,15 +291,17 @@ void Service::OnReleasedLocked(const Released& r, int64_t now, ReleaseCause caus
     case ReleaseCause::kLaunchFailed: {
       if (j->state != JobState::kRunning) return;
       const std::string why = cause == ReleaseCause::kPreempted ? "preempted: " + reason_[id]
-                              : cause == ReleaseCause::kInterrupted ? "interrupted on the backend; requeued"
-                                                                    : "the backend could not launch it; requeued";
+                              : cause == ReleaseCause::kInterrupted
+                                  ? "interrupted on the backend; requeued"
+                                  : "the backend could not launch it; requeued";
       fx_->b.events.push_back({id, now, cause == ReleaseCause::kPreempted ? "Preempted" : "Requeued",
                                cause == ReleaseCause::kPreempted ? reason_[id] : why});
       ChangedLocked(RequeuedLocked(*j, why, now, &fx_->b));
       return;
     }
     case ReleaseCause::kVacated:
-    case ReleaseCause::kCancelled: return;
+    case ReleaseCause::kCancelled:
+      return;
   }
 }
 
@@ -302,7 +316,8 @@ void Service::FlushLocked(Fx* fx, int64_t now, bool meta) {
     fx->b.meta["clock_s"] = std::to_string(now);
     fx->b.meta["queue_usage"] = UsageMetaLocked();
   }
-  if (!fx->changed.empty() || !fx->b.layouts.empty() || meta) PutLocked(std::move(fx->changed), std::move(fx->b), nullptr);
+  if (!fx->changed.empty() || !fx->b.layouts.empty() || meta)
+    PutLocked(std::move(fx->changed), std::move(fx->b), nullptr);
   fx->changed.clear();
   fx->b = WriteBatch();
 }
@@ -475,16 +490,13 @@ bool Service::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
 
 std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (id < 1 || id > static_cast<int64_t>(jobs_.size())) return {};
-  return jobs_[id - 1].replicas;
+  return ReplicasLocked(id);
 }
 
 JobPtr Service::JobOfSlot(JobSlot slot) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!HasSlotLocked(slot)) return nullptr;
-  const int64_t id = IdOfSlotLocked(slot);
-  if (id < 1 || id > static_cast<int64_t>(jobs_.size())) return nullptr;
-  return jobs_[id - 1].current;
+  return book_.Current(IdOfSlotLocked(slot));
 }
 
 std::string Service::NodeName(NodeId n) const {
@@ -498,7 +510,7 @@ std::vector<std::string> Service::TakeDecisionLines() {
   std::vector<std::string> out;
   for (const Decision& d : driver_->TakeDecisions())
     out.push_back(DecisionLine(
-        d, loop_->state(), [&](JobSlot slot) { return jobs_[IdOfSlotLocked(slot) - 1].current->name; },
+        d, loop_->state(), [&](JobSlot slot) { return book_.Current(IdOfSlotLocked(slot))->name; },
         [&](int64_t n) { return loop_->state().cluster().nodes[n].name; }));
   return out;
 }
@@ -509,8 +521,10 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   snap->at = now;
   snap->cycle = cycle_seq_;
   auto old = snapshot();
-  if (state_changed_ || !old) snap->cluster = RecycledClusterLocked();
-  else snap->cluster = old->cluster;
+  if (state_changed_ || !old)
+    snap->cluster = RecycledClusterLocked();
+  else
+    snap->cluster = old->cluster;
   state_changed_ = false;
   snap->node_states.reserve(loop_->state().num_nodes());
   for (NodeId n = 0; n < loop_->state().num_nodes(); ++n) snap->node_states.push_back(NodeStateLocked(n));
@@ -524,8 +538,8 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   jobs->reserve(plan->pending.size());
   for (const PendingStatus& p : plan->pending) {
     const JobSlot gang = p.reservation_job >= 0 ? SlotOf(p.reservation_job) : kNoSlot;
-    jobs->push_back({Lookup(IdOfSlotLocked(SlotOf(p.job)), false),
-                     HasSlotLocked(gang) ? Lookup(IdOfSlotLocked(gang), false) : nullptr});
+    jobs->push_back({book_.Current(IdOfSlotLocked(SlotOf(p.job))),
+                     HasSlotLocked(gang) ? book_.Current(IdOfSlotLocked(gang)) : nullptr});
   }
   return snap;
 }

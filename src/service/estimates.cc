@@ -49,16 +49,15 @@ void Service::QueueSignaturesLocked(Snapshot* snap) const {
   const size_t nq = config_.tenancy.queues.size();
   snap->queue_signature.assign(nq + 1, 0);  // the last entry: the live nodes
   snap->queue_ends.assign(nq, {});
-  for (const JobEntry& s : jobs_) {
-    const JobPtr& j = s.current;
-    if (!j || Terminal(j->state) || j->queue < 0 || static_cast<size_t>(j->queue) >= nq) continue;
-    snap->queue_signature[j->queue] = Mix(Mix(snap->queue_signature[j->queue], j->id), j->version);
-    if (j->state != JobState::kRunning || j->duration_s <= 0 || j->started_at < 0) continue;
+  book_.ForEachCurrent([&](const JobRecord& j) {
+    if (Terminal(j.state) || j.queue < 0 || static_cast<size_t>(j.queue) >= nq) return;
+    snap->queue_signature[j.queue] = Mix(Mix(snap->queue_signature[j.queue], j.id), j.version);
+    if (j.state != JobState::kRunning || j.duration_s <= 0 || j.started_at < 0) return;
     int64_t milli = 0;
-    for (const TaskPlacement& t : j->placements)
+    for (const TaskPlacement& t : j.placements)
       for (const GpuGrant& g : t.gpus) milli += g.milli;
-    snap->queue_ends[j->queue].push_back({j->started_at + j->duration_s, milli});
-  }
+    snap->queue_ends[j.queue].push_back({j.started_at + j.duration_s, milli});
+  });
   for (auto& e : snap->queue_ends) std::sort(e.begin(), e.end());
   uint64_t nodes = 1;
   const ClusterState& state = loop_->state();

@@ -21,9 +21,20 @@ std::string MemoryField(const JobSpec& spec) {
 }
 
 JobRow ToRow(const JobRecord& j) {
-  return JobRow{j.id,        j.user,         j.team,         j.project,     j.name,
-                WorkloadClassName(j.cls),    j.priority_class, j.spec_json, JobStateName(j.state),
-                j.submitted_at, j.started_at, j.finished_at,  j.placements, j.message};
+  return JobRow{j.id,
+                j.user,
+                j.team,
+                j.project,
+                j.name,
+                WorkloadClassName(j.cls),
+                j.priority_class,
+                j.spec_json,
+                JobStateName(j.state),
+                j.submitted_at,
+                j.started_at,
+                j.finished_at,
+                j.placements,
+                j.message};
 }
 
 }  // namespace
@@ -37,9 +48,11 @@ Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& t
   const PriorityClass* pc = config_.tenancy.FindClass(*priority_class);
   if (pc == nullptr) {
     std::string known;
-    for (const PriorityClass& p : config_.tenancy.priority_classes) known += (known.empty() ? "" : ", ") + p.name;
+    for (const PriorityClass& p : config_.tenancy.priority_classes)
+      known += (known.empty() ? "" : ", ") + p.name;
     return Invalid("priority_class",
-                   fmt::format("field 'priority_class': unknown priority class '{}' (known: {})", *priority_class, known));
+                   fmt::format("field 'priority_class': unknown priority class '{}' (known: {})",
+                               *priority_class, known));
   }
   auto reqs = ToRequests(w, cat, id);
   if (!reqs.ok()) return Invalid("gpu_kinds", reqs.error());
@@ -72,11 +85,13 @@ Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& t
   }
   if (!spec.mig_profile.empty()) {
     if (profile_kinds == 0)
-      return Invalid("mig_profile", fmt::format("field 'mig_profile': no GPU in the cluster offers MIG profile '{}'",
-                                                spec.mig_profile));
+      return Invalid("mig_profile",
+                     fmt::format("field 'mig_profile': no GPU in the cluster offers MIG profile '{}'",
+                                 spec.mig_profile));
     if (r.gpu_memory_mib > profile_mib)
-      return Invalid(MemoryField(spec), fmt::format("memory of {} MiB is above what a {} instance has ({} MiB)",
-                                                    r.gpu_memory_mib, spec.mig_profile, profile_mib));
+      return Invalid(MemoryField(spec),
+                     fmt::format("memory of {} MiB is above what a {} instance has ({} MiB)",
+                                 r.gpu_memory_mib, spec.mig_profile, profile_mib));
     r.kind_mask = profile_kinds;
     r.gpus_per_task = 0;
     r.allow_share = false;
@@ -85,14 +100,17 @@ Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& t
   } else {
     if (total_gpus == 0) return Invalid("gpu_kinds", "no GPU in the cluster is of an allowed kind");
     if (r.gpus_per_task > max_gpus)
-      return Invalid("gpus_per_worker", fmt::format("field 'gpus_per_worker': no node has {} GPUs (the largest has {})",
-                                                    r.gpus_per_task, max_gpus));
+      return Invalid("gpus_per_worker",
+                     fmt::format("field 'gpus_per_worker': no node has {} GPUs (the largest has {})",
+                                 r.gpus_per_task, max_gpus));
     if (r.gpu_memory_mib > max_memory)
-      return Invalid(MemoryField(spec), fmt::format("memory of {} MiB per GPU is above every GPU's ({} MiB at most)",
-                                                    r.gpu_memory_mib, max_memory));
+      return Invalid(MemoryField(spec),
+                     fmt::format("memory of {} MiB per GPU is above every GPU's ({} MiB at most)",
+                                 r.gpu_memory_mib, max_memory));
     if (r.TotalGpus() * replicas > total_gpus)
-      return Invalid(w.cls == WorkloadClass::kTraining ? "workers" : "replicas",
-                     fmt::format("the job asks for {} GPUs; the cluster has {}", r.TotalGpus() * replicas, total_gpus));
+      return Invalid(
+          w.cls == WorkloadClass::kTraining ? "workers" : "replicas",
+          fmt::format("the job asks for {} GPUs; the cluster has {}", r.TotalGpus() * replicas, total_gpus));
   }
   *queue = config_.tenancy.LeafFor(team, w.project);
   if (*queue < 0) *queue = config_.tenancy.FindQueue(team);
@@ -100,33 +118,10 @@ Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& t
   return r;
 }
 
-JobPtr Service::Lookup(int64_t id, bool visible) const {
-  if (id < 1 || id > static_cast<int64_t>(jobs_.size())) return nullptr;
-  return visible ? jobs_[id - 1].visible : jobs_[id - 1].current;
-}
-
-bool Service::CanSee(const Caller& c, const JobRecord& j) const {
-  return c.role == Role::kAdmin || j.team == c.team;
-}
-
-bool Service::CanChange(const Caller& c, const JobRecord& j) const {
-  switch (c.role) {
-    case Role::kAdmin: return true;
-    case Role::kTeamLead: return j.team == c.team;
-    case Role::kMember: return j.team == c.team && j.user == c.user;
-    case Role::kViewer: return false;
-  }
-  return false;
-}
-
 void Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done) {
   Effects e;
-  for (const JobPtr& j : next) {
-    if (static_cast<int64_t>(jobs_.size()) < j->id) jobs_.resize(j->id);
-    e.fresh.push_back(jobs_[j->id - 1].current == nullptr);
-    jobs_[j->id - 1].current = j;
-    batch.jobs.push_back(ToRow(*j));
-  }
+  e.fresh = book_.SetCurrent(next);
+  for (const JobPtr& j : next) batch.jobs.push_back(ToRow(*j));
   e.next = std::move(next);
   e.usage = batch.usage;
   KeepClockLocked(Now(), &batch);
@@ -145,20 +140,15 @@ void Service::KeepClockLocked(int64_t at, WriteBatch* b) {
 void Service::ApplyEffects(const Effects& e, const Status& st) {
   bool added = false;
   {
+    // Under mu_: a job becomes visible in one step with its entry into the loop, so that a change that
+    // finds it visible finds its replicas.
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < e.next.size(); ++i) {
-      const JobPtr& j = e.next[i];
-      JobEntry& s = jobs_[j->id - 1];
-      if (st.ok()) {
-        if (!s.visible || s.visible->version < j->version) s.visible = j;
-        if (e.fresh[i] && s.current == j && j->state == JobState::kPending) {
-          AddToLoopLocked(*j, /*queued=*/true);
-          added = true;
-        }
-      } else if (e.fresh[i] && s.current == j) {
-        s.current = nullptr;
+    const std::vector<bool> first = book_.Commit(e.next, e.fresh, st.ok());
+    for (size_t i = 0; i < e.next.size(); ++i)
+      if (first[i] && e.next[i]->state == JobState::kPending) {
+        AddToLoopLocked(*e.next[i], /*queued=*/true);
+        added = true;
       }
-    }
     if (st.ok()) chargeback_->Add(e.usage);  // under mu_: a usage query counts each run once
   }
   if (added) Notify();
@@ -167,7 +157,8 @@ void Service::ApplyEffects(const Effects& e, const Status& st) {
 Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
                                  bool* created) {
   if (created) *created = false;
-  if (c.role == Role::kViewer) return ApiError{ErrorCode::kPermissionDenied, "", "a viewer cannot submit jobs"};
+  if (c.role == Role::kViewer)
+    return ApiError{ErrorCode::kPermissionDenied, "", "a viewer cannot submit jobs"};
   std::string team = spec.workload.team;
   if (c.role == Role::kAdmin) {
     if (team.empty()) return Invalid("team", "field 'team': an admin names the team of the job");
@@ -180,35 +171,30 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   const std::string hash = idempotency_key.empty() ? std::string() : Sha256Hex(body);
   std::unique_lock<std::mutex> lock(mu_);  // once per submission: request threads queue here
   if (!identity_->HasTeam(team)) return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
-  const auto key = std::make_pair(c.user, idempotency_key);
+  const JobBook::IdemKey key = std::make_pair(c.user, idempotency_key);
   if (!idempotency_key.empty()) {
-    auto it = idem_.find(key);
-    if (it != idem_.end()) {
-      if (it->second.body_hash != hash)
+    // Found and put under mu_ (submissions take it in turn): a key makes one job.
+    if (std::optional<JobBook::IdemEntry> found = book_.FindKey(key)) {
+      if (found->body_hash != hash)
         return ApiError{ErrorCode::kIdempotencyMismatch, "Idempotency-Key",
                         "this Idempotency-Key was used with a different request body"};
-      const int64_t id = it->second.job_id;
       lock.unlock();
       // Another request with this key is in flight: wait until its job is durable (or was refused).
-      for (int i = 0; i < 3000; ++i) {
-        {
-          std::lock_guard<std::mutex> l(mu_);
-          auto e = idem_.find(key);
-          if (e == idem_.end()) return ApiError{ErrorCode::kUnavailable, "", "the first request with this key failed"};
-          if (e->second.durable) break;
-        }
+      for (int i = 0; i < 3000 && !found->durable; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        found = book_.FindKey(key);
+        if (!found) return ApiError{ErrorCode::kUnavailable, "", "the first request with this key failed"};
       }
-      return Get(Caller{"", "", Role::kAdmin}, id);
+      return Get(Caller{"", "", Role::kAdmin}, found->job_id);
     }
   }
-  const int64_t id = next_job_id_;
+  const int64_t id = book_.PeekId();
   int queue = 0;
   std::string pc;
   auto req = BuildRequest(spec, team, id, &queue, &pc);
   if (!req.ok()) return req.error();
   if (auto e = identity_->ClassPolicy(c, team, pc)) return *e;
-  ++next_job_id_;
+  book_.TakeId(id);
   auto j = std::make_shared<JobRecord>();
   j->id = id;
   j->version = NextVersion();
@@ -230,24 +216,21 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   WriteBatch b;
   b.events.push_back({id, j->submitted_at, "Submitted", "by " + c.user});
   b.audit.push_back(AuditOf(c, "job.submit", fmt::format("job:{}", id), "",
-                            nlohmann::json{{"team", team}, {"name", j->name}, {"project", j->project},
-                                           {"priority_class", pc}, {"gpus", TotalGpus(*j)}}
+                            nlohmann::json{{"team", team},
+                                           {"name", j->name},
+                                           {"project", j->project},
+                                           {"priority_class", pc},
+                                           {"gpus", TotalGpus(*j)}}
                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                             true));
   if (!idempotency_key.empty()) {
     b.keys.push_back({c.user, idempotency_key, hash, id});
-    idem_[key] = {hash, id, false};
+    book_.PutKey(key, {hash, id, false});
   }
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
   PutLocked({j}, std::move(b), [this, p, key](const Status& st) {
-    if (!key.second.empty()) {
-      std::lock_guard<std::mutex> l(mu_);
-      if (st.ok())
-        idem_[key].durable = true;
-      else
-        idem_.erase(key);
-    }
+    if (!key.second.empty()) book_.SettleKey(key, st.ok());
     p->set_value(st);
   });
   lock.unlock();
@@ -258,36 +241,25 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   return JobView{j, std::nullopt};
 }
 
-Outcome<JobView> Service::Get(const Caller& c, int64_t id) const {
-  JobPtr j;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    j = Lookup(id, true);
-  }
-  if (!j || !CanSee(c, *j)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
-  JobView v{j, std::nullopt};
-  if (j->state == JobState::kPending) {
-    auto snap = snapshot();
-    auto it = snap->pending.find(id);
-    if (it != snap->pending.end()) v.pending = it->second;
-  }
-  return v;
-}
+// Reads take the JobBook's lock only: a GET never waits for the cycle.
+Outcome<JobView> Service::Get(const Caller& c, int64_t id) const { return book_.Get(c, id, *snapshot()); }
 
 Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change) {
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    JobPtr j = Lookup(id, false);
-    if (!j || !Lookup(id, true) || !CanSee(c, *j)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
-    if (!CanChange(c, *j))
+    JobPtr j = book_.Current(id);
+    if (!j || !book_.Visible(id) || !JobBook::CanSee(c, *j))
+      return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
+    if (!JobBook::CanChange(c, *j))
       return ApiError{ErrorCode::kPermissionDenied, "",
                       fmt::format("{} {} may not {} job {}", RoleName(c.role), c.user, verb, id)};
     WriteBatch b;
     auto next = change(*j, &b);
     if (!next.ok()) return next.error();
-    if (next.value() == nullptr && b.empty()) p->set_value(Status::Ok());
+    if (next.value() == nullptr && b.empty())
+      p->set_value(Status::Ok());
     else if (next.value() == nullptr)  // a no-op that is still recorded (its audit entry)
       store_->Write(std::move(b), [p](const Status& st) { p->set_value(st); });
     else
@@ -311,7 +283,7 @@ Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
     if (!changed) return JobPtr();
     const int64_t now = Now();
     const bool ran = j.state == JobState::kRunning;
-    driver_->Cancel(jobs_[id - 1].replicas.front(), now, "cancelled by " + c.user);
+    driver_->Cancel(ReplicasLocked(id).front(), now, "cancelled by " + c.user);
     auto next = FinishLocked(j, JobState::kCancelled, now, "cancelled by " + c.user, b);
     auto out = std::make_shared<JobRecord>(*next);
     out->stopping = ran && backend_->asynchronous();  // kStopped clears it
@@ -325,61 +297,37 @@ Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::st
   const PriorityClass* pc = config_.tenancy.FindClass(priority_class);
   return ChangeJob(c, id, "change", [&](const JobRecord& j, WriteBatch* b) -> Outcome<JobPtr> {
     if (pc == nullptr)
-      return Invalid("priority_class", fmt::format("field 'priority_class': unknown priority class '{}'", priority_class));
+      return Invalid("priority_class",
+                     fmt::format("field 'priority_class': unknown priority class '{}'", priority_class));
     if (Terminal(j.state)) return Invalid("priority_class", fmt::format("job {} has finished", id));
     if (auto e = identity_->ClassPolicy(c, j.team, pc->name)) return *e;
     const auto cls = [](const std::string& n) { return nlohmann::json{{"priority_class", n}}.dump(); };
-    b->audit.push_back(AuditOf(c, "job.priority", fmt::format("job:{}", id), cls(j.priority_class), cls(pc->name),
-                               j.priority_class != pc->name));
+    b->audit.push_back(AuditOf(c, "job.priority", fmt::format("job:{}", id), cls(j.priority_class),
+                               cls(pc->name), j.priority_class != pc->name));
     auto next = std::make_shared<JobRecord>(j);
     next->version = NextVersion();
     next->priority_class = pc->name;
     next->request.priority = pc->value;
-    for (JobSlot s : jobs_[id - 1].replicas) {  // the loop decides with it from the next cycle
+    for (JobSlot s : ReplicasLocked(id)) {  // the loop decides with it from the next cycle
       loop_->jobs()[s].request.priority = pc->value;
       loop_->jobs()[s].preemptible = pc->preemptible;
     }
-    b->events.push_back({id, Now(), "PriorityChanged", fmt::format("{} -> {} by {}", j.priority_class, pc->name, c.user)});
+    b->events.push_back(
+        {id, Now(), "PriorityChanged", fmt::format("{} -> {} by {}", j.priority_class, pc->name, c.user)});
     return JobPtr(std::move(next));
   });
 }
 
 std::vector<JobView> Service::List(const Caller& c, const std::string& state, const std::string& team,
-                                   const std::string& project, int64_t after_id, int limit, bool* more) const {
-  std::vector<JobView> out;
-  *more = false;
-  auto snap = snapshot();
-  std::lock_guard<std::mutex> lock(mu_);
-  for (int64_t id = std::max<int64_t>(after_id, 0) + 1; id <= static_cast<int64_t>(jobs_.size()); ++id) {
-    const JobPtr& j = jobs_[id - 1].visible;
-    if (!j || !CanSee(c, *j)) continue;
-    if (!state.empty() && state != JobStateName(j->state)) continue;
-    if (!team.empty() && team != j->team) continue;
-    if (!project.empty() && project != j->project) continue;
-    if (static_cast<int>(out.size()) == limit) {
-      *more = true;
-      break;
-    }
-    JobView v{j, std::nullopt};
-    if (j->state == JobState::kPending) {
-      auto it = snap->pending.find(id);
-      if (it != snap->pending.end()) v.pending = it->second;
-    }
-    out.push_back(std::move(v));
-  }
-  return out;
+                                   const std::string& project, int64_t after_id, int limit,
+                                   bool* more) const {
+  return book_.List(c, state, team, project, after_id, limit, more, *snapshot());
 }
 
-std::vector<QueueEntry> Service::Queue(const Caller& c) const {
-  auto snap = snapshot();
-  std::vector<QueueEntry> out;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const QueueEntry& e : snap->queue) {
-    JobPtr j = Lookup(e.job->id, true);
-    if (!j || j->state != JobState::kPending || !CanSee(c, *j)) continue;
-    out.push_back({j, e.info});
-  }
-  return out;
+JobPage Service::ListJobs(const Caller& c, const JobQuery& q) const {
+  return book_.ListJobs(c, q, *snapshot());
 }
+
+std::vector<QueueEntry> Service::Queue(const Caller& c) const { return book_.Queue(c, *snapshot()); }
 
 }  // namespace tessera

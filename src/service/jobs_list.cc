@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "service/service.h"
+#include "service/job_book.h"
 
 namespace tessera {
 namespace {
@@ -50,14 +50,13 @@ int64_t JobSortKey(const JobRecord& j, JobSort sort) {
   return j.id;
 }
 
-JobPage Service::ListJobs(const Caller& c, const JobQuery& q) const {
+JobPage JobBook::ListJobs(const Caller& c, const JobQuery& q, const Snapshot& snap) const {
   JobPage page;
   const std::string needle = Lower(q.search);
   std::vector<std::pair<int64_t, JobPtr>> rows;  // (sort key, job)
-  auto snap = snapshot();
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const JobEntry& s : jobs_) {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    for (const Entry& s : jobs_) {
       const JobPtr& j = s.visible;
       if (!j || !CanSee(c, *j) || !Matches(*j, q, needle)) continue;
       ++page.total;
@@ -75,8 +74,8 @@ JobPage Service::ListJobs(const Caller& c, const JobQuery& q) const {
   for (size_t i = 0; i < n; ++i) {
     JobView v{rows[i].second, std::nullopt};
     if (v.job->state == JobState::kPending) {
-      auto it = snap->pending.find(v.job->id);
-      if (it != snap->pending.end()) v.pending = it->second;
+      auto it = snap.pending.find(v.job->id);
+      if (it != snap.pending.end()) v.pending = it->second;
     }
     page.jobs.push_back(std::move(v));
   }

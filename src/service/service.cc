@@ -10,27 +10,6 @@
 
 namespace tessera {
 
-const char* JobStateName(JobState s) {
-  switch (s) {
-    case JobState::kPending: return "Pending";
-    case JobState::kRunning: return "Running";
-    case JobState::kSucceeded: return "Succeeded";
-    case JobState::kFailed: return "Failed";
-    case JobState::kCancelled: return "Cancelled";
-  }
-  return "Pending";
-}
-
-bool ParseJobState(std::string_view s, JobState* out) {
-  for (JobState j : {JobState::kPending, JobState::kRunning, JobState::kSucceeded, JobState::kFailed,
-                     JobState::kCancelled})
-    if (s == JobStateName(j)) {
-      *out = j;
-      return true;
-    }
-  return false;
-}
-
 Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend)
     : config_(std::move(config)), store_(std::move(store)), clock_(clock), backend_(backend) {
   chargeback_ = std::make_unique<Chargeback>(config_.catalog, &config_.price_books);
@@ -52,8 +31,8 @@ Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* cloc
   }
 }
 
-Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock,
-                                                Backend* backend) {
+Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::unique_ptr<Store> store,
+                                                Clock* clock, Backend* backend) {
   if (config.catalog == nullptr) return Status::Error("service: no GPU catalog");
   if (config.tenancy.priority_classes.empty()) config.tenancy.priority_classes = DefaultPriorityClasses();
   auto loaded = store->Load();
@@ -74,7 +53,8 @@ Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::uniqu
   s->loop_ = std::make_unique<ControlLoop>(std::move(cs).value(), c.tenancy.queues, MakeLoopOptions(c.setup));
   s->listener_ = std::make_unique<Listener>(s.get());
   s->outbox_ = std::make_unique<OutboxBackend>(backend);
-  s->driver_ = std::make_unique<Driver>(s->loop_.get(), s->outbox_.get(), MakeDriverOptions(c.setup), s->listener_.get());
+  s->driver_ = std::make_unique<Driver>(s->loop_.get(), s->outbox_.get(), MakeDriverOptions(c.setup),
+                                        s->listener_.get());
   s->driver_->set_recording(c.record_decisions);
   backend->OnEvents([p = s.get()] { p->Notify(); });
   if (Status st = s->Restore(*loaded); !st.ok()) return st;
@@ -183,7 +163,7 @@ Status Service::RestoreMetaLocked(const StoredState& s) {
     if (Status st = store_->WriteAndWait(std::move(b)); !st.ok()) return st;
   }
   chargeback_->Restore(s.usage, ledger_start);
-  for (const IdempotencyRow& k : s.keys) idem_[{k.user, k.key}] = {k.body_hash, k.job_id, true};
+  for (const IdempotencyRow& k : s.keys) book_.PutKey({k.user, k.key}, {k.body_hash, k.job_id, true});
   return Status::Ok();
 }
 
@@ -212,21 +192,21 @@ Status Service::RestoreJobLocked(const JobRow& row) {
   j->spec_json = row.spec_json;
   j->priority_class = row.priority_class;
   if (const PriorityClass* p = config_.tenancy.FindClass(row.priority_class)) j->request.priority = p->value;
-  if (!ParseJobState(row.state, &j->state)) return Status::Error(fmt::format("stored job {}: state '{}'", row.id, row.state));
+  if (!ParseJobState(row.state, &j->state))
+    return Status::Error(fmt::format("stored job {}: state '{}'", row.id, row.state));
   j->submitted_at = row.submitted_at;
   j->started_at = row.started_at;
   j->finished_at = row.finished_at;
   j->placements = row.placements;
   j->message = row.message;
   j->version = 1;
-  if (static_cast<int64_t>(jobs_.size()) < row.id) jobs_.resize(row.id);
-  next_job_id_ = std::max(next_job_id_, row.id + 1);
-  jobs_[row.id - 1] = {j, j, {}};
+  book_.Restore(j);
   if (j->state == JobState::kPending) AddToLoopLocked(*j, /*queued=*/true);
   if (j->state != JobState::kRunning) return Status::Ok();
   AddToLoopLocked(*j, /*queued=*/false);
   if (Status st = ResumeLocked(*j); !st.ok())
-    return Status::Error(fmt::format("stored job {}: its placement no longer applies: {}", row.id, st.message()));
+    return Status::Error(
+        fmt::format("stored job {}: its placement no longer applies: {}", row.id, st.message()));
   return Status::Ok();
 }
 
@@ -242,12 +222,14 @@ Status Service::Restore(const StoredState& s) {
 
 // A running job's replicas take the grants it held (a gang: all its tasks; replicas: one task each).
 Status Service::ResumeLocked(const JobRecord& j) {
-  const std::vector<JobSlot>& replicas = jobs_[j.id - 1].replicas;
+  const std::vector<JobSlot>& replicas = ReplicasLocked(j.id);
   const int64_t now = Now();
   for (size_t r = 0; r < replicas.size(); ++r) {
     std::vector<TaskPlacement> tasks;
-    if (replicas.size() == 1) tasks = j.placements;
-    else if (r < j.placements.size()) tasks = {j.placements[r]};
+    if (replicas.size() == 1)
+      tasks = j.placements;
+    else if (r < j.placements.size())
+      tasks = {j.placements[r]};
     if (Status st = loop_->Resume(replicas[r], tasks, j.started_at, now, 1.0); !st.ok()) return st;
   }
   for (JobSlot r : replicas) {  // the simulated backend kept it running; a real one finds it
@@ -269,8 +251,8 @@ std::map<std::string, std::pair<int64_t, int64_t>> Service::JobCountsByTeam() co
   std::lock_guard<std::mutex> lock(mu_);
   std::set<int64_t> pending;
   for (JobSlot s : loop_->jobs().pending()) pending.insert(IdOfSlotLocked(s));
-  for (int64_t id : pending) ++out[jobs_[id - 1].current->team].first;
-  for (int64_t id : RunningLocked()) ++out[jobs_[id - 1].current->team].second;
+  for (int64_t id : pending) ++out[book_.Current(id)->team].first;
+  for (int64_t id : RunningLocked()) ++out[book_.Current(id)->team].second;
   return out;
 }
 

@@ -47,96 +47,17 @@
 #include "sched/policy.h"
 #include "sched/tenancy.h"
 #include "service/api_error.h"
-#include "service/clock.h"
 #include "service/chargeback.h"
+#include "service/clock.h"
 #include "service/cluster_summary.h"
 #include "service/identity.h"
+#include "service/job_book.h"
+#include "service/job_record.h"
 #include "service/outbox.h"
 #include "service/workload_json.h"
 #include "store/store.h"
 
 namespace tessera {
-
-enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };
-const char* JobStateName(JobState s);
-bool ParseJobState(std::string_view s, JobState* out);
-inline bool Terminal(JobState s) { return s != JobState::kPending && s != JobState::kRunning; }
-
-// One version of a job as the API shows it (immutable once published; a change makes a new version).
-struct JobRecord {
-  int64_t id = 0;
-  uint64_t version = 0;
-  std::string user, team, project, name, priority_class;
-  WorkloadClass cls = WorkloadClass::kTraining;
-  std::string mig_profile;
-  int64_t duration_s = 0;
-  int64_t time_limit_s = 0;  // the scheduler's estimate of the run time; 0 = duration_s
-  std::string spec_json;
-  // What the engine places: a training job is one gang request; an inference job `replicas` one-task
-  // requests, each a job of the control loop's table, started all together (placements: one task per
-  // replica, in order).
-  Request request;
-  int replicas = 1;
-  int queue = 0;     // leaf queue index
-  JobState state = JobState::kPending;
-  int64_t submitted_at = 0, started_at = -1, finished_at = -1;
-  std::vector<TaskPlacement> placements;  // as recorded when it started (the loop's grants, without MIG flags)
-  std::string message;
-  bool checkpointable = false;
-  // Running, but not yet running on the backend: every replica holds its grants and its launch waits for
-  // a MIG reconfiguration, the victims' grace period, or an asynchronous backend's confirmation.
-  bool starting = false;
-  // Cancelled, and its run's stop has not completed yet on an asynchronous backend.
-  bool stopping = false;
-};
-using JobPtr = std::shared_ptr<const JobRecord>;
-inline int TotalGpus(const JobRecord& j) { return j.request.TotalGpus() * j.replicas; }
-
-// Why a pending job waits, from the last cycle.
-struct PendingInfo {
-  int team_position = 0, pool_position = 0;
-  std::string_view code;  // a string literal (PendingStatus::code)
-  SharedText message;     // shared with the plan's status
-  // The start estimate (service seconds; -1 = none, e.g. held by a limit it can never meet): `likely` from
-  // the cycle's what-if replay (jobs end as declared), `earliest`/`latest` if the work it waits for ends a
-  // quarter sooner / half again later than declared. Kept from cycle to cycle while nothing changed in the
-  // job's queue (see estimates.cc); `estimate_change` says why it last changed (empty: first estimate).
-  int64_t estimated_start = -1;
-  int64_t estimate_earliest = -1, estimate_latest = -1;
-  int64_t estimated_at = -1;           // the cycle time the estimate was made at
-  std::string_view estimate_change;    // a string literal
-  uint64_t queue_signature = 0;        // of the job's queue when estimated
-  // It would fit but for the capacity held for a gang's reservation: that gang, and when it is to start.
-  JobPtr reservation;
-  int64_t reservation_start = -1;
-};
-
-struct JobView {
-  JobPtr job;
-  std::optional<PendingInfo> pending;  // absent until a cycle saw the job
-};
-
-struct QueueEntry {
-  JobPtr job;
-  PendingInfo info;
-};
-
-// Published after each cycle; never changed afterwards.
-struct Snapshot {
-  int64_t at = 0;
-  uint64_t cycle = 0;
-  std::shared_ptr<const ClusterState> cluster;       // allocation after the cycle
-  std::vector<std::string> node_states;              // per node index (ready, cordoned, draining, ...)
-  std::shared_ptr<const ClusterSummary> summary;     // of `cluster` and `node_states`: what the API shows
-  std::vector<QueueEntry> queue;                     // pending jobs in pool order
-  std::unordered_map<int64_t, PendingInfo> pending;  // by job id
-  std::vector<std::string> queue_names;              // per queue index
-  std::vector<QueueStatus> queues;
-  // Per queue index: a hash of what decides its jobs' starts (its unfinished jobs' ids and versions, the
-  // live nodes); and its running jobs' expected ends as (end time, GPU thousandths), for limit waits.
-  std::vector<uint64_t> queue_signature;
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> queue_ends;
-};
 
 // The live nodes' part of a snapshot's signatures (estimates.cc).
 uint64_t NodesSignature(const Snapshot& s);
@@ -145,26 +66,6 @@ uint64_t NodesSignature(const Snapshot& s);
 // snapshot, may be null) while nothing changed for its queue (estimates.cc).
 void StabiliseEstimate(const JobRecord& j, int64_t still_needed, const Snapshot& snap, const Snapshot* old,
                        PendingInfo* info);
-
-// A page of the jobs list (Service::ListJobs).
-enum class JobSort : uint8_t { kId, kSubmitted, kStarted, kEnded };
-struct JobQuery {
-  std::vector<JobState> states;  // empty: any
-  std::string team, project;
-  std::string search;            // case-insensitive substring of name, project or user, or the exact id
-  JobSort sort = JobSort::kId;   // kId ascending; the others newest first (jobs without the time last)
-  // Resume after this row: its sort key and id (from the previous page's last row).
-  int64_t after_key = 0, after_id = 0;
-  bool has_after = false;
-  int limit = 100;
-};
-struct JobPage {
-  std::vector<JobView> jobs;
-  bool more = false;
-  int64_t total = 0;  // rows matching the filters (all pages)
-};
-// The sort key of a job for `sort` (-1 when it has no such time).
-int64_t JobSortKey(const JobRecord& j, JobSort sort);
 
 struct Counters {
   std::atomic<uint64_t> cycles{0}, placements{0}, preemptions{0}, mig_repartitions{0}, submissions{0},
@@ -181,10 +82,10 @@ struct ServiceConfig {
   // (nodes change through the nodes API) and a configuration that differs is ignored (with a log line).
   Cluster cluster;
   const Catalog* catalog = nullptr;
-  TenancyConfig tenancy;           // queues from a tenancy file (teams created through the API are added)
-  double tick_s = 1.0;             // wall seconds between timer cycles
-  double min_cycle_gap_s = 0.1;    // wall seconds between event-driven cycles (at least)
-  bool background_cycles = true;   // false: cycles run only through RunCycleNow (tests)
+  TenancyConfig tenancy;          // queues from a tenancy file (teams created through the API are added)
+  double tick_s = 1.0;            // wall seconds between timer cycles
+  double min_cycle_gap_s = 0.1;   // wall seconds between event-driven cycles (at least)
+  bool background_cycles = true;  // false: cycles run only through RunCycleNow (tests)
   // The cycle's decision (no lock held) runs this much nicer than the process (Linux: per thread), so that
   // requests and the store's writer take the CPU first; 0 = on the cycle thread at its priority.
   int decide_nice = 10;
@@ -206,9 +107,9 @@ struct ServiceConfig {
 // A node as the nodes API shows it.
 struct NodeView {
   std::string name;
-  std::string state;     // ready, cordoned, draining, drained, unhealthy
-  nlohmann::json spec;   // the node as in the cluster YAML (exact integers: cpu_milli, memory_mib)
-  int tasks = 0;         // tasks running there
+  std::string state;    // ready, cordoned, draining, drained, unhealthy
+  nlohmann::json spec;  // the node as in the cluster YAML (exact integers: cpu_milli, memory_mib)
+  int tasks = 0;        // tasks running there
 };
 
 // One answer of a what-if: the earliest start had the job asked for `fraction` of its GPUs.
@@ -217,17 +118,17 @@ struct WhatIfOption {
   // "" = `fraction` of its GPUs; "any_gpu_kind" = any GPU kind, as many GPUs; "mig_profile" = another MIG
   // profile (`mig_profile`); "spot" = checkpointable, so that spot capacity may take it too.
   std::string change;
-  std::string mig_profile;        // the profile of a "mig_profile" option
-  int64_t gpus = 0;               // GPUs it would ask for
-  int64_t estimated_start = -1;   // service time; -1 = the cycle gives no estimate
-  std::string code, message;      // why it would still wait (empty when it would start)
+  std::string mig_profile;       // the profile of a "mig_profile" option
+  int64_t gpus = 0;              // GPUs it would ask for
+  int64_t estimated_start = -1;  // service time; -1 = the cycle gives no estimate
+  std::string code, message;     // why it would still wait (empty when it would start)
 };
 
 class Service {
  public:
   // Rebuilds state from `store`, starts the cycle thread. `clock` and `executor` must outlive the service.
-  static Result<std::unique_ptr<Service>> Start(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock,
-                                                Backend* backend);
+  static Result<std::unique_ptr<Service>> Start(ServiceConfig config, std::unique_ptr<Store> store,
+                                                Clock* clock, Backend* backend);
   ~Service();
   // Stops the cycle thread and closes the store (queued writes commit first).
   void Stop();
@@ -321,17 +222,6 @@ class Service {
   void SetEvictionBlocked(std::set<int64_t> ids);
 
  private:
-  struct JobEntry {  // a job by its id: its versions and its replicas in the loop
-    JobPtr current;  // latest version (may not be durable yet)
-    JobPtr visible;  // latest durable version
-    std::vector<JobSlot> replicas;  // its jobs in the control loop's table, once durable
-  };
-  struct IdemEntry {
-    std::string body_hash;
-    int64_t job_id = 0;
-    bool durable = false;
-  };
-
   Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend);
   Status Restore(const StoredState& s);
   void RestoreLayoutsLocked(const StoredState& s);
@@ -355,13 +245,11 @@ class Service {
   Outcome<NodeView> ChangeNode(const Caller& c, const std::string& name, const std::string& action,
                                const NodeChangeFn& change);
   // Stores node n, the batch and its audit entry (`before`: the node's state before, "" for a new node).
-  Outcome<NodeView> CommitNodeLocked(std::unique_lock<std::mutex>* lock, const Caller& c, const std::string& action,
-                                     const std::string& before, NodeId n, WriteBatch b,
-                                     std::vector<JobPtr> changed);
+  Outcome<NodeView> CommitNodeLocked(std::unique_lock<std::mutex>* lock, const Caller& c,
+                                     const std::string& action, const std::string& before, NodeId n,
+                                     WriteBatch b, std::vector<JobPtr> changed);
   Status ResumeLocked(const JobRecord& j);
   int EnsureQueue(const std::string& team, const TeamRow* row);
-  bool CanSee(const Caller& c, const JobRecord& j) const;
-  bool CanChange(const Caller& c, const JobRecord& j) const;
   // The what-if's requests for what else the job could ask (another MIG profile, spot), from its spec.
   std::vector<std::pair<WhatIfOption, Request>> AlternativesLocked(const JobRecord& job) const;
   Outcome<Request> BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
@@ -381,13 +269,14 @@ class Service {
   // each request's thread made every request of a commit group queue for the service lock at once.)
   void PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
   void ApplyEffects(const Effects& e, const Status& st);
-  JobPtr Lookup(int64_t id, bool visible) const;
   // A change of job `id` by `c` (verb names it in a refusal): 404 unless the job is durable and visible to
   // `c`, 403 without the right; else `change` (under the lock) returns the next version and its writes
   // (none: nothing to change), which is written; returns the job once that is durable and visible.
   using ChangeFn = std::function<Outcome<JobPtr>(const JobRecord&, WriteBatch*)>;
   Outcome<JobView> ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change);
-  uint64_t NextVersion() { return versions_.fetch_add(1) + 1; }
+  uint64_t NextVersion() { return book_.NextVersion(); }
+  // The job's slots in the loop's table (empty until its first version is durable and it is added).
+  const std::vector<JobSlot>& ReplicasLocked(int64_t id) const;
   void CycleLoop();
   void RunOneCycle();
   // Adds the replicas of `j` to the loop's table; `queued`: they enter the queue at the job's submit time.
@@ -402,22 +291,27 @@ class Service {
   void RestoreUsageLocked(const std::string& meta);
   // Running jobs (by id, ascending): the ones whose replicas hold capacity in the loop.
   std::vector<int64_t> RunningLocked() const;
-  AuditRow AuditOf(const Caller& c, std::string action, std::string target, std::string before, std::string after,
-                   bool changed) const {
-    return identity_->AuditOf(c, std::move(action), std::move(target), std::move(before), std::move(after), changed);
+  AuditRow AuditOf(const Caller& c, std::string action, std::string target, std::string before,
+                   std::string after, bool changed) const {
+    return identity_->AuditOf(c, std::move(action), std::move(target), std::move(before), std::move(after),
+                              changed);
   }
   // Stores the service clock with `b` when `at` is past what is stored (so that after a crash every new
   // timestamp is later than every acknowledged one). Under mu_.
   void KeepClockLocked(int64_t at, WriteBatch* b);
-  // The next version of `j` ended in `state` at `at`; the loop releases what it held; adds usage and an event.
-  JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message, WriteBatch* b);
+  // The next version of `j` ended in `state` at `at`; the loop releases what it held; adds usage and an
+  // event.
+  JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message,
+                      WriteBatch* b);
   // What the driver reports (control/driver.h), turned into job versions, events and usage in the current
   // effects (fx_, set by the caller that holds the lock): see cycle.cc.
   class Listener final : public DriverListener {
    public:
     explicit Listener(Service* s) : s_(s) {}
     void OnApplied(const Applied& a, int64_t now) override { s_->OnBoundLocked(a, now); }
-    void OnStarted(JobSlot j, int64_t now, double, bool in_flight) override { s_->OnStartedLocked(j, now, in_flight); }
+    void OnStarted(JobSlot j, int64_t now, double, bool in_flight) override {
+      s_->OnStartedLocked(j, now, in_flight);
+    }
     void OnReleased(const Released& r, int64_t now, ReleaseCause cause, int64_t) override {
       s_->OnReleasedLocked(r, now, cause);
     }
@@ -472,7 +366,7 @@ class Service {
   void Notify();
 
   struct KindStats {
-    int max_gpus = 0;    // GPUs of the largest node of the kind
+    int max_gpus = 0;  // GPUs of the largest node of the kind
     int total_gpus = 0;
   };
 
@@ -490,35 +384,33 @@ class Service {
   std::unique_ptr<OutboxBackend> outbox_;  // the driver's backend: calls queued under mu_, made after it
   std::shared_ptr<const Policy> policy_;
   std::unique_ptr<Listener> listener_;
-  std::unique_ptr<Driver> driver_;        // the driver rules over loop_ (under mu_)
+  std::unique_ptr<Driver> driver_;         // the driver rules over loop_ (under mu_)
   Fx* fx_ = nullptr;                       // the effects the driver's reports go to (under mu_)
   std::map<int64_t, std::string> reason_;  // job -> the reason of its last bind or preemption
   std::set<int64_t> eviction_blocked_;     // jobs no cycle may preempt now (SetEvictionBlocked)
   Counters counters_;
   std::atomic<bool> ready_{false};
-  std::atomic<uint64_t> versions_{1};  // job versions, increasing over all jobs
 
   // Teams, users, tokens and the audit entries' shape (identity.h): its own locks, never held with mu_
   // taken after them except by its team_changed hook.
   std::unique_ptr<Identity> identity_;
   std::unique_ptr<Chargeback> chargeback_;  // durable usage records and the usage queries (chargeback.h)
-  int64_t stored_clock_ = 0;  // the clock position last written (mu_)
+  int64_t stored_clock_ = 0;                // the clock position last written (mu_)
   mutable std::mutex mu_;
-  std::vector<JobEntry> jobs_;             // index id - 1
-  std::unique_ptr<ControlLoop> loop_;      // job table, allocation and decayed usage of the current versions
-  std::vector<int64_t> job_of_slot_;       // by the loop's job slot: the job id
-  std::map<std::pair<std::string, std::string>, IdemEntry> idem_;
-  int64_t next_job_id_ = 1;
-  bool state_changed_ = true;              // allocation changed since the last published snapshot
+  JobBook book_;  // the jobs' versions and the read queries (job_book.h): its own lock, taken after mu_
+  std::vector<std::vector<JobSlot>> replicas_;  // index id - 1: the job's slots in the loop's table
+  std::unique_ptr<ControlLoop> loop_;  // job table, allocation and decayed usage of the current versions
+  std::vector<int64_t> job_of_slot_;   // by the loop's job slot: the job id
+  bool state_changed_ = true;          // allocation changed since the last published snapshot
   uint64_t cycle_seq_ = 0;
   std::shared_ptr<const Snapshot> snapshot_;
   mutable std::mutex snap_mu_;
   // Cluster states kept for reuse by snapshots (a buffer is reused once only this list holds it).
   static constexpr size_t kSpareClusters = 4;
   std::vector<std::shared_ptr<ClusterState>> spare_clusters_;
-  std::mutex cycle_mu_;                           // one cycle at a time (the timer's, or RunCycleNow)
-  std::unique_ptr<ClusterState> cycle_working_;   // the cycle's working allocation, reused
-  CycleInput cycle_in_;                           // the cycle's input, its memory reused
+  std::mutex cycle_mu_;                          // one cycle at a time (the timer's, or RunCycleNow)
+  std::unique_ptr<ClusterState> cycle_working_;  // the cycle's working allocation, reused
+  CycleInput cycle_in_;                          // the cycle's input, its memory reused
 
   std::mutex whatif_mu_;
   std::map<int64_t, std::pair<uint64_t, std::vector<WhatIfOption>>> whatif_cache_;  // job -> (cycle, answer)

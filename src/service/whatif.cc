@@ -119,7 +119,7 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
   {
     std::lock_guard<std::mutex> lock(mu_);
     BuildInputLocked(now, &working, &in);
-    for (JobSlot s : jobs_[id - 1].replicas) engine_ids.insert(EngineId(s));
+    for (JobSlot s : ReplicasLocked(id)) engine_ids.insert(EngineId(s));
     alternatives = AlternativesLocked(job);
   }
   std::vector<WhatIfOption> out;

@@ -1,0 +1,192 @@
+// The jobs room: versions, visibility, idempotency keys and the read queries (the jobs list is in
+// jobs_list.cc).
+#include "service/job_book.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tessera {
+namespace {
+
+// The view of visible job `j` with its PendingInfo from `snap` when pending.
+JobView ViewOf(const JobPtr& j, const Snapshot& snap) {
+  JobView v{j, std::nullopt};
+  if (j->state == JobState::kPending) {
+    auto it = snap.pending.find(j->id);
+    if (it != snap.pending.end()) v.pending = it->second;
+  }
+  return v;
+}
+
+}  // namespace
+
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kPending:
+      return "Pending";
+    case JobState::kRunning:
+      return "Running";
+    case JobState::kSucceeded:
+      return "Succeeded";
+    case JobState::kFailed:
+      return "Failed";
+    case JobState::kCancelled:
+      return "Cancelled";
+  }
+  return "Pending";
+}
+
+bool ParseJobState(std::string_view s, JobState* out) {
+  for (JobState j : {JobState::kPending, JobState::kRunning, JobState::kSucceeded, JobState::kFailed,
+                     JobState::kCancelled})
+    if (s == JobStateName(j)) {
+      *out = j;
+      return true;
+    }
+  return false;
+}
+
+bool JobBook::CanSee(const Caller& c, const JobRecord& j) {
+  return c.role == Role::kAdmin || j.team == c.team;
+}
+
+bool JobBook::CanChange(const Caller& c, const JobRecord& j) {
+  switch (c.role) {
+    case Role::kAdmin:
+      return true;
+    case Role::kTeamLead:
+      return j.team == c.team;
+    case Role::kMember:
+      return j.team == c.team && j.user == c.user;
+    case Role::kViewer:
+      return false;
+  }
+  return false;
+}
+
+int64_t JobBook::PeekId() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return next_id_;
+}
+
+void JobBook::TakeId(int64_t id) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  next_id_ = std::max(next_id_, id + 1);
+}
+
+JobPtr JobBook::LookupLocked(int64_t id, bool visible) const {
+  if (id < 1 || id > static_cast<int64_t>(jobs_.size())) return nullptr;
+  return visible ? jobs_[id - 1].visible : jobs_[id - 1].current;
+}
+
+JobPtr JobBook::Current(int64_t id) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return LookupLocked(id, false);
+}
+
+JobPtr JobBook::Visible(int64_t id) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return LookupLocked(id, true);
+}
+
+void JobBook::ForEachCurrent(const std::function<void(const JobRecord&)>& f) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (const Entry& e : jobs_)
+    if (e.current) f(*e.current);
+}
+
+std::vector<bool> JobBook::SetCurrent(const std::vector<JobPtr>& next) {
+  std::vector<bool> fresh;
+  fresh.reserve(next.size());
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  for (const JobPtr& j : next) {
+    if (static_cast<int64_t>(jobs_.size()) < j->id) jobs_.resize(j->id);
+    fresh.push_back(jobs_[j->id - 1].current == nullptr);
+    jobs_[j->id - 1].current = j;
+  }
+  return fresh;
+}
+
+std::vector<bool> JobBook::Commit(const std::vector<JobPtr>& next, const std::vector<bool>& fresh, bool ok) {
+  std::vector<bool> added(next.size(), false);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  for (size_t i = 0; i < next.size(); ++i) {
+    const JobPtr& j = next[i];
+    Entry& e = jobs_[j->id - 1];
+    if (ok) {
+      if (!e.visible || e.visible->version < j->version) e.visible = j;
+      added[i] = fresh[i] && e.current == j;
+    } else if (fresh[i] && e.current == j) {
+      e.current = nullptr;
+    }
+  }
+  return added;
+}
+
+void JobBook::Restore(JobPtr j) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (static_cast<int64_t>(jobs_.size()) < j->id) jobs_.resize(j->id);
+  next_id_ = std::max(next_id_, j->id + 1);
+  jobs_[j->id - 1] = {j, j};
+}
+
+std::optional<JobBook::IdemEntry> JobBook::FindKey(const IdemKey& key) const {
+  std::lock_guard<std::mutex> lock(idem_mu_);
+  auto it = idem_.find(key);
+  if (it == idem_.end()) return std::nullopt;
+  return it->second;
+}
+
+void JobBook::PutKey(const IdemKey& key, IdemEntry e) {
+  std::lock_guard<std::mutex> lock(idem_mu_);
+  idem_[key] = std::move(e);
+}
+
+void JobBook::SettleKey(const IdemKey& key, bool ok) {
+  std::lock_guard<std::mutex> lock(idem_mu_);
+  if (ok)
+    idem_[key].durable = true;
+  else
+    idem_.erase(key);
+}
+
+Outcome<JobView> JobBook::Get(const Caller& c, int64_t id, const Snapshot& snap) const {
+  JobPtr j = Visible(id);
+  if (!j || !CanSee(c, *j)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
+  return ViewOf(j, snap);
+}
+
+std::vector<JobView> JobBook::List(const Caller& c, const std::string& state, const std::string& team,
+                                   const std::string& project, int64_t after_id, int limit, bool* more,
+                                   const Snapshot& snap) const {
+  std::vector<JobView> out;
+  *more = false;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (int64_t id = std::max<int64_t>(after_id, 0) + 1; id <= static_cast<int64_t>(jobs_.size()); ++id) {
+    const JobPtr& j = jobs_[id - 1].visible;
+    if (!j || !CanSee(c, *j)) continue;
+    if (!state.empty() && state != JobStateName(j->state)) continue;
+    if (!team.empty() && team != j->team) continue;
+    if (!project.empty() && project != j->project) continue;
+    if (static_cast<int>(out.size()) == limit) {
+      *more = true;
+      break;
+    }
+    out.push_back(ViewOf(j, snap));
+  }
+  return out;
+}
+
+std::vector<QueueEntry> JobBook::Queue(const Caller& c, const Snapshot& snap) const {
+  std::vector<QueueEntry> out;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (const QueueEntry& e : snap.queue) {
+    JobPtr j = LookupLocked(e.job->id, true);
+    if (!j || j->state != JobState::kPending || !CanSee(c, *j)) continue;
+    out.push_back({j, e.info});
+  }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,100 @@
+#pragma once
+// JobBook: the jobs room. It owns each job's versions as the API shows them (the latest, which may not be
+// durable yet, and the latest durable one), the job ids and version numbers, the submissions' idempotency
+// keys, the visibility rules and the read queries (a job by id, the lists, the queue as a caller sees it).
+//
+// Contracts:
+//  - A job is visible (by id, in lists and in the queue) only once a version of it is durable: a version is
+//    made current before its write (SetCurrent) and visible after the write committed (Commit).
+//  - Reads take mu_ shared, and nothing holds it across a store write or a cycle: a GET never waits for
+//    the driver.
+//  - Writes (SetCurrent, Commit, Restore, the ids) come from the driver with the driver's lock held. Lock
+//    order: the driver's lock, then mu_; the JobBook calls nothing that takes another lock while holding
+//    mu_. The idempotency keys have their own lock (idem_mu_), never held with mu_.
+//
+// Thread safety: every method may be called from any thread.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "service/identity.h"
+#include "service/job_record.h"
+
+namespace tessera {
+
+class JobBook {
+ public:
+  // Who may see a job (an admin, or its team), and change it (an admin, its team's lead, its own user).
+  static bool CanSee(const Caller& c, const JobRecord& j);
+  static bool CanChange(const Caller& c, const JobRecord& j);
+
+  // A new version number, increasing over all jobs.
+  uint64_t NextVersion() { return versions_.fetch_add(1) + 1; }
+  // The id the next submission gets, and taking it (REQUIRES: the driver's lock, which orders submissions).
+  int64_t PeekId() const;
+  void TakeId(int64_t id);
+
+  // The job's latest version (null: unknown), and its latest durable one (null: not visible).
+  JobPtr Current(int64_t id) const;
+  JobPtr Visible(int64_t id) const;
+  // Calls `f` with every job's latest version, in id order, under the shared lock (`f` takes no lock).
+  void ForEachCurrent(const std::function<void(const JobRecord&)>& f) const;
+
+  // Makes `next` the latest versions; for each, whether it is its job's first version.
+  std::vector<bool> SetCurrent(const std::vector<JobPtr>& next);
+  // After the write of `next` (`fresh` as SetCurrent returned): when `ok`, each becomes visible unless a
+  // later version already is; else a first version still current is forgotten. Returns, per job, whether
+  // it is a first version that became visible and is still the latest.
+  std::vector<bool> Commit(const std::vector<JobPtr>& next, const std::vector<bool>& fresh, bool ok);
+  // A stored job, current and visible (restore).
+  void Restore(JobPtr j);
+
+  // Idempotency keys by (user, key): the body's hash and the job it made, durable once its job is.
+  struct IdemEntry {
+    std::string body_hash;
+    int64_t job_id = 0;
+    bool durable = false;
+  };
+  using IdemKey = std::pair<std::string, std::string>;
+  std::optional<IdemEntry> FindKey(const IdemKey& key) const;
+  void PutKey(const IdemKey& key, IdemEntry e);
+  // After the key's job was written: durable when `ok`, else forgotten (a retry makes a new job).
+  void SettleKey(const IdemKey& key, bool ok);
+
+  // The read queries. Pending jobs carry their PendingInfo from `snap` (the latest published snapshot).
+  // A visible job `c` may see, or 404.
+  Outcome<JobView> Get(const Caller& c, int64_t id, const Snapshot& snap) const;
+  // Visible jobs with id > after_id, in id order, at most `limit`; filters empty = any; `more` is set when
+  // further jobs match.
+  std::vector<JobView> List(const Caller& c, const std::string& state, const std::string& team,
+                            const std::string& project, int64_t after_id, int limit, bool* more,
+                            const Snapshot& snap) const;
+  // One page of the visible jobs matching `q`, in its order (jobs_list.cc).
+  JobPage ListJobs(const Caller& c, const JobQuery& q, const Snapshot& snap) const;
+  // The snapshot's queue with each job's latest visible version, the pending ones `c` may see.
+  std::vector<QueueEntry> Queue(const Caller& c, const Snapshot& snap) const;
+
+ private:
+  struct Entry {
+    JobPtr current;  // latest version (may not be durable yet)
+    JobPtr visible;  // latest durable version
+  };
+  JobPtr LookupLocked(int64_t id, bool visible) const;
+
+  std::atomic<uint64_t> versions_{1};
+  mutable std::shared_mutex mu_;  // jobs_ and next_id_
+  std::vector<Entry> jobs_;       // index id - 1
+  int64_t next_id_ = 1;
+  mutable std::mutex idem_mu_;
+  std::map<IdemKey, IdemEntry> idem_;
+};
+
+}  // namespace tessera
