@@ -1,6 +1,6 @@
 // The service's identity room as the API sees it: each call goes to Identity (identity.h), which owns teams,
 // users, tokens and the audit log; the team list adds each team's figures from the last snapshot.
-#include "service/service.h"
+#include "service/service_driver.h"
 
 namespace tessera {
 
@@ -19,16 +19,8 @@ Outcome<TeamView> Service::UpdateTeam(const Caller& c, const std::string& name, 
 }
 
 std::vector<TeamView> Service::Teams(const Caller& c) const {
-  auto snap = snapshot();
   std::vector<TeamView> out = identity_->Teams(c);
-  std::lock_guard<std::mutex> lock(mu_);  // config_.tenancy's queues grow under it
-  for (TeamView& v : out) {
-    const int q = config_.tenancy.FindQueue(v.name);
-    if (q < 0 || q >= static_cast<int>(snap->queues.size())) continue;
-    v.allocated_milli = snap->queues[q].allocated_milli;
-    v.fair_share_milli = snap->queues[q].fair_share_milli;
-    v.pending_milli = std::max<int64_t>(0, snap->queues[q].demand_milli - snap->queues[q].allocated_milli);
-  }
+  driver_->AddQueueFigures(&out);
   return out;
 }
 

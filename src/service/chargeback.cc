@@ -12,7 +12,7 @@
 #include "cost/cost_model.h"
 #include "cost/focus.h"
 #include "cost/pricebook.h"
-#include "service/service.h"
+#include "service/service_driver.h"
 
 namespace tessera {
 namespace {
@@ -114,7 +114,7 @@ Outcome<UsageLedgerOf> Chargeback::Ledger(const UsageQuery& q, const std::vector
 // The durable records and the running jobs' usage so far are read together under the service lock (a run
 // that ends adds its records under the same lock, so a query counts each run once); the ledger is built
 // and priced after it is released.
-Outcome<UsageLedgerOf> Service::UsageLedger(const UsageQuery& q) const {
+Outcome<UsageLedgerOf> ServiceDriver::UsageLedger(const UsageQuery& q) const {
   std::vector<UsageRecord> usage;
   int64_t start = 0;
   const int64_t now = Now();
@@ -124,7 +124,7 @@ Outcome<UsageLedgerOf> Service::UsageLedger(const UsageQuery& q) const {
     cluster = loop_->state().cluster();
     usage = chargeback_->Records(&start);
     for (int64_t id : RunningLocked())
-      for (UsageRecord& u : UsageOf(*book_.Current(id), now)) usage.push_back(std::move(u));
+      for (UsageRecord& u : UsageOf(*book_->Current(id), now)) usage.push_back(std::move(u));
   }
   return chargeback_->Ledger(q, usage, start, cluster, now);
 }
@@ -132,13 +132,13 @@ Outcome<UsageLedgerOf> Service::UsageLedger(const UsageQuery& q) const {
 Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery& q) const {
   if (q.group_by != "team" && q.group_by != "project" && q.group_by != "job")
     return Invalid("group_by", "group_by: one of team, project, job");
-  auto built = UsageLedger(q);
+  auto built = driver_->UsageLedger(q);
   if (!built.ok()) return built.error();
   return chargeback_->Rows(c, q, built.value());
 }
 
 Outcome<std::string> Service::UsageFocusCsv(const Caller& c, const UsageQuery& q) const {
-  auto built = UsageLedger(q);
+  auto built = driver_->UsageLedger(q);
   if (!built.ok()) return built.error();
   return chargeback_->FocusCsv(c, built.value());
 }

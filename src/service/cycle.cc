@@ -13,7 +13,7 @@
 #include "control/decisions.h"
 #include "cost/focus.h"
 #include "cost/pricebook.h"
-#include "service/service.h"
+#include "service/service_driver.h"
 
 namespace tessera {
 namespace {
@@ -29,7 +29,7 @@ std::vector<TaskPlacement> WithoutFlags(std::vector<TaskPlacement> tasks) {
 
 }  // namespace
 
-void Service::Notify() {
+void ServiceDriver::Notify() {
   // A wake posted and not yet taken covers this one: the cycle reads the job table after taking it. Without
   // this, every submission during a cycle's spacing woke the cycle thread for nothing (thousands a second).
   if (wake_posted_.exchange(true)) return;
@@ -38,13 +38,13 @@ void Service::Notify() {
   wake_cv_.notify_one();
 }
 
-void Service::CycleLoop() {
+void ServiceDriver::CycleLoop() {
   pthread_setname_np(pthread_self(), "tessera-cycle");  // what top -H and perf show
   using Wall = std::chrono::steady_clock;
   double last_cost_s = 0;
   auto last = Wall::now();
   for (;;) {
-    double wait_s = config_.tick_s;
+    double wait_s = config_->tick_s;
     {
       std::lock_guard<std::mutex> lock(mu_);
       const int64_t next = driver_->NextEventS();
@@ -60,7 +60,7 @@ void Service::CycleLoop() {
     }
     // Event-driven cycles are spaced by at least min_cycle_gap_s and four times the last cycle's cost, so
     // that a burst of submissions is batched into few cycles.
-    const double gap = std::min(1.0, std::max(config_.min_cycle_gap_s, 8 * last_cost_s));
+    const double gap = std::min(1.0, std::max(config_->min_cycle_gap_s, 8 * last_cost_s));
     const double since = std::chrono::duration<double>(Wall::now() - last).count();
     if (since < gap) {
       std::unique_lock<std::mutex> lock(wake_mu_);
@@ -73,16 +73,16 @@ void Service::CycleLoop() {
   }
 }
 
-void Service::RunCycleNow() {
+void ServiceDriver::RunCycleNow() {
   RunOneCycle();
   // Batches commit (and their effects apply) in order: once an empty one is done, the cycle's are too.
   (void)store_->WriteAndWait(WriteBatch());
 }
 
-std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) const {
+std::vector<UsageRecord> ServiceDriver::UsageOf(const JobRecord& j, int64_t end_s) const {
   std::vector<UsageRecord> out;
   if (j.started_at < 0 || end_s <= j.started_at) return out;
-  const Catalog& cat = *config_.catalog;
+  const Catalog& cat = *config_->catalog;
   for (const TaskPlacement& t : j.placements) {
     const Node& node = loop_->state().cluster().nodes[t.node];  // the live cluster (nodes are added)
     const GpuKind& kind = cat.kind(node.kind);
@@ -91,7 +91,7 @@ std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) con
       UsageRecord u = GrantUsage(node, kind, g);
       u.team = j.team;
       u.project = j.project;
-      u.queue = config_.tenancy.queues[j.queue].name;
+      u.queue = config_->tenancy.queues[j.queue].name;
       u.job_id = j.id;
       u.start_s = j.started_at;
       u.end_s = end_s;
@@ -103,10 +103,10 @@ std::vector<UsageRecord> Service::UsageOf(const JobRecord& j, int64_t end_s) con
   return out;
 }
 
-void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
+void ServiceDriver::AddToLoopLocked(const JobRecord& j, bool queued) {
   if (static_cast<int64_t>(replicas_.size()) < j.id) replicas_.resize(j.id);
   std::vector<JobSlot>& replicas = replicas_[j.id - 1];
-  const PriorityClass* pc = config_.tenancy.FindClass(j.priority_class);
+  const PriorityClass* pc = config_->tenancy.FindClass(j.priority_class);
   for (int r = 0; r < j.replicas; ++r) {
     ControlJob cj;
     cj.request = j.request;
@@ -123,7 +123,7 @@ void Service::AddToLoopLocked(const JobRecord& j, bool queued) {
   driver_->SetGroup(replicas);  // replicas launch all together
 }
 
-void Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in) {
+void ServiceDriver::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in) {
   loop_->BuildInput(now, in);
   if (!eviction_blocked_.empty())
     for (RunningJob& r : in->running) {
@@ -139,12 +139,12 @@ void Service::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* worki
   in->snapshot = working->get();
 }
 
-void Service::SetEvictionBlocked(std::set<int64_t> ids) {
+void ServiceDriver::SetEvictionBlocked(std::set<int64_t> ids) {
   std::lock_guard<std::mutex> lock(mu_);
   eviction_blocked_ = std::move(ids);
 }
 
-std::vector<int64_t> Service::RunningLocked() const {
+std::vector<int64_t> ServiceDriver::RunningLocked() const {
   std::vector<int64_t> out;
   for (JobSlot s : loop_->jobs().holding()) out.push_back(IdOfSlotLocked(s));
   std::sort(out.begin(), out.end());
@@ -152,8 +152,8 @@ std::vector<int64_t> Service::RunningLocked() const {
   return out;
 }
 
-JobPtr Service::FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message,
-                             WriteBatch* b) {
+JobPtr ServiceDriver::FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message,
+                                   WriteBatch* b) {
   auto next = std::make_shared<JobRecord>(j);
   next->version = NextVersion();
   next->state = state;
@@ -168,7 +168,7 @@ JobPtr Service::FinishLocked(const JobRecord& j, JobState state, int64_t at, con
   return next;
 }
 
-JobPtr Service::RequeuedLocked(const JobRecord& j, const std::string& why, int64_t now, WriteBatch* b) {
+JobPtr ServiceDriver::RequeuedLocked(const JobRecord& j, const std::string& why, int64_t now, WriteBatch* b) {
   for (UsageRecord& u : UsageOf(j, now)) b->usage.push_back(std::move(u));
   auto next = std::make_shared<JobRecord>(j);
   next->version = NextVersion();
@@ -181,23 +181,23 @@ JobPtr Service::RequeuedLocked(const JobRecord& j, const std::string& why, int64
   return next;
 }
 
-JobPtr Service::CurrentLocked(int64_t id) const {
+JobPtr ServiceDriver::CurrentLocked(int64_t id) const {
   if (fx_ != nullptr)
     for (auto it = fx_->changed.rbegin(); it != fx_->changed.rend(); ++it)
       if ((*it)->id == id) return *it;
-  return book_.Current(id);
+  return book_->Current(id);
 }
 
-const std::vector<JobSlot>& Service::ReplicasLocked(int64_t id) const {
+const std::vector<JobSlot>& ServiceDriver::ReplicasLocked(int64_t id) const {
   static const std::vector<JobSlot> kNone;
   return id >= 1 && id <= static_cast<int64_t>(replicas_.size()) ? replicas_[id - 1] : kNone;
 }
 
-void Service::ChangedLocked(JobPtr next) { fx_->changed.push_back(std::move(next)); }
+void ServiceDriver::ChangedLocked(JobPtr next) { fx_->changed.push_back(std::move(next)); }
 
 // Every applied action: counters, reasons, GPUs to relayout; a job whose replicas all hold their grants
 // runs from now on (starting until launched).
-void Service::OnBoundLocked(const Applied& a, int64_t now) {
+void ServiceDriver::OnBoundLocked(const Applied& a, int64_t now) {
   const Action* act = fx_->plan != nullptr && fx_->index < fx_->plan->actions.size()
                           ? &fx_->plan->actions[fx_->index]
                           : nullptr;
@@ -238,7 +238,7 @@ void Service::OnBoundLocked(const Applied& a, int64_t now) {
   counters_.placements.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Service::OnStartedLocked(JobSlot s, int64_t now, bool in_flight) {
+void ServiceDriver::OnStartedLocked(JobSlot s, int64_t now, bool in_flight) {
   const int64_t id = IdOfSlotLocked(s);
   for (JobSlot r : ReplicasLocked(id))
     if (loop_->jobs()[r].phase != JobPhase::kRunning) return;
@@ -250,7 +250,7 @@ void Service::OnStartedLocked(JobSlot s, int64_t now, bool in_flight) {
   ChangedLocked(std::move(next));
 }
 
-void Service::OnBackendEventLocked(const BackendEvent& e) {
+void ServiceDriver::OnBackendEventLocked(const BackendEvent& e) {
   if (!HasSlotLocked(e.slot)) return;
   JobPtr j = CurrentLocked(IdOfSlotLocked(e.slot));
   if (!j) return;
@@ -267,7 +267,7 @@ void Service::OnBackendEventLocked(const BackendEvent& e) {
   ChangedLocked(std::move(next));
 }
 
-void Service::OnReleasedLocked(const Released& r, int64_t now, ReleaseCause cause) {
+void ServiceDriver::OnReleasedLocked(const Released& r, int64_t now, ReleaseCause cause) {
   const int64_t id = IdOfSlotLocked(r.job);
   JobPtr j = CurrentLocked(id);
   if (!j) return;
@@ -305,7 +305,7 @@ void Service::OnReleasedLocked(const Released& r, int64_t now, ReleaseCause caus
   }
 }
 
-void Service::FlushLocked(Fx* fx, int64_t now, bool meta) {
+void ServiceDriver::FlushLocked(Fx* fx, int64_t now, bool meta) {
   const ClusterState& st = loop_->state();
   for (GpuId g : fx->relayout) {
     const NodeId n = st.gpu(g).node;
@@ -322,7 +322,7 @@ void Service::FlushLocked(Fx* fx, int64_t now, bool meta) {
   fx->b = WriteBatch();
 }
 
-bool Service::DueLocked(int64_t now) {
+bool ServiceDriver::DueLocked(int64_t now) {
   Fx fx;
   fx_ = &fx;
   const bool changed = driver_->HandleDue(now);
@@ -331,7 +331,7 @@ bool Service::DueLocked(int64_t now) {
   return changed;
 }
 
-std::string Service::UsageMetaLocked() const {
+std::string ServiceDriver::UsageMetaLocked() const {
   nlohmann::json by_queue = nlohmann::json::object();
   const QueueUsage& u = loop_->usage();
   for (size_t q = 0; q < u.usage().size() && q < loop_->queues().size(); ++q)
@@ -339,7 +339,7 @@ std::string Service::UsageMetaLocked() const {
   return nlohmann::json{{"at", u.last_s()}, {"usage", by_queue}}.dump();
 }
 
-void Service::RestoreUsageLocked(const std::string& meta) {
+void ServiceDriver::RestoreUsageLocked(const std::string& meta) {
   const auto j = nlohmann::json::parse(meta, nullptr, false);
   if (!j.is_object() || !j.contains("at") || !j["at"].is_number_integer() || !j.contains("usage") ||
       !j["usage"].is_object())
@@ -355,19 +355,19 @@ void Service::RestoreUsageLocked(const std::string& meta) {
 // The decision is pure and holds no lock, so it may run at a lower CPU priority than the request threads
 // and the store's writer without delaying them (Linux: nice values are per thread, and threads the engine
 // starts inherit it); the lock-holding parts of the cycle keep the process's priority.
-Plan Service::DecideInBackground(const CycleInput& in) const {
-  if (config_.decide_nice <= 0) return RunCycle(in, *policy_);
+Plan ServiceDriver::DecideInBackground(const CycleInput& in) const {
+  if (config_->decide_nice <= 0) return RunCycle(in, *policy_);
   Plan plan;
   std::thread t([&] {
     pthread_setname_np(pthread_self(), "tessera-decide");
-    LowerThreadPriority(config_.decide_nice);
+    LowerThreadPriority(config_->decide_nice);
     plan = RunCycle(in, *policy_);
   });
   t.join();
   return plan;
 }
 
-std::vector<size_t> Service::SliceCuts(const Plan& plan) const {
+std::vector<size_t> ServiceDriver::SliceCuts(const Plan& plan) const {
   constexpr size_t kSlice = 256;  // actions applied under one hold of the lock (about a millisecond)
   std::vector<size_t> cuts = {0};
   std::unordered_map<int64_t, size_t> last;  // job -> index of its last action
@@ -389,7 +389,7 @@ std::vector<size_t> Service::SliceCuts(const Plan& plan) const {
   return cuts;
 }
 
-void Service::RunOneCycle() {
+void ServiceDriver::RunOneCycle() {
   const int64_t now = Now();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -399,7 +399,7 @@ void Service::RunOneCycle() {
   CycleAt(now);
 }
 
-int Service::CycleAt(int64_t now) {
+int ServiceDriver::CycleAt(int64_t now) {
   const auto t0 = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> one_cycle(cycle_mu_);
   CycleInput& in = cycle_in_;
@@ -447,22 +447,22 @@ int Service::CycleAt(int64_t now) {
   return binds;
 }
 
-int64_t Service::NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const {
+int64_t ServiceDriver::NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const {
   std::lock_guard<std::mutex> lock(mu_);
   return driver_->NextInstant(now, owner_next_s, horizon_s, tick);
 }
 
-size_t Service::WaitingJobs() const {
+size_t ServiceDriver::WaitingJobs() const {
   std::lock_guard<std::mutex> lock(mu_);
   return loop_->jobs().pending().size();
 }
 
 // One instant of the driver rules: the service's own parts (backend events under the lock, cycles) with
 // the caller's arrivals.
-bool Service::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
+bool ServiceDriver::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
   class Source final : public InstantSource {
    public:
-    Source(Service* s, InstantSource* a) : s_(s), a_(a) {}
+    Source(ServiceDriver* s, InstantSource* a) : s_(s), a_(a) {}
     bool Due(Driver&, int64_t now) override {
       bool changed = false;
       {
@@ -480,7 +480,7 @@ bool Service::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
     int Cycle(int64_t now) override { return s_->CycleAt(now); }
 
    private:
-    Service* s_;
+    ServiceDriver* s_;
     InstantSource* a_;
   } source(this, &arrivals);
   const bool changed = driver_->RunInstant(now, tick, source);
@@ -488,35 +488,35 @@ bool Service::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
   return changed;
 }
 
-std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const {
+std::vector<JobSlot> ServiceDriver::LoopSlotsOf(int64_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
   return ReplicasLocked(id);
 }
 
-JobPtr Service::JobOfSlot(JobSlot slot) const {
+JobPtr ServiceDriver::JobOfSlot(JobSlot slot) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!HasSlotLocked(slot)) return nullptr;
-  return book_.Current(IdOfSlotLocked(slot));
+  return book_->Current(IdOfSlotLocked(slot));
 }
 
-std::string Service::NodeName(NodeId n) const {
+std::string ServiceDriver::NodeName(NodeId n) const {
   std::lock_guard<std::mutex> lock(mu_);
   const ClusterState& state = loop_->state();
   return n >= 0 && n < state.num_nodes() ? state.cluster().nodes[n].name : std::string();
 }
 
-std::vector<std::string> Service::TakeDecisionLines() {
+std::vector<std::string> ServiceDriver::TakeDecisionLines() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;
   for (const Decision& d : driver_->TakeDecisions())
     out.push_back(DecisionLine(
-        d, loop_->state(), [&](JobSlot slot) { return book_.Current(IdOfSlotLocked(slot))->name; },
+        d, loop_->state(), [&](JobSlot slot) { return book_->Current(IdOfSlotLocked(slot))->name; },
         [&](int64_t n) { return loop_->state().cluster().nodes[n].name; }));
   return out;
 }
 
-std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t now,
-                                                       std::vector<PendingRef>* jobs) {
+std::shared_ptr<Snapshot> ServiceDriver::BeginSnapshotLocked(const Plan* plan, int64_t now,
+                                                             std::vector<PendingRef>* jobs) {
   auto snap = std::make_shared<Snapshot>();
   snap->at = now;
   snap->cycle = cycle_seq_;
@@ -528,7 +528,7 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   state_changed_ = false;
   snap->node_states.reserve(loop_->state().num_nodes());
   for (NodeId n = 0; n < loop_->state().num_nodes(); ++n) snap->node_states.push_back(NodeStateLocked(n));
-  for (const QueueConfig& q : config_.tenancy.queues) snap->queue_names.push_back(q.name);
+  for (const QueueConfig& q : config_->tenancy.queues) snap->queue_names.push_back(q.name);
   QueueSignaturesLocked(snap.get());
   if (plan == nullptr) {
     if (old) snap->queues = old->queues;
@@ -538,13 +538,13 @@ std::shared_ptr<Snapshot> Service::BeginSnapshotLocked(const Plan* plan, int64_t
   jobs->reserve(plan->pending.size());
   for (const PendingStatus& p : plan->pending) {
     const JobSlot gang = p.reservation_job >= 0 ? SlotOf(p.reservation_job) : kNoSlot;
-    jobs->push_back({book_.Current(IdOfSlotLocked(SlotOf(p.job))),
-                     HasSlotLocked(gang) ? book_.Current(IdOfSlotLocked(gang)) : nullptr});
+    jobs->push_back({book_->Current(IdOfSlotLocked(SlotOf(p.job))),
+                     HasSlotLocked(gang) ? book_->Current(IdOfSlotLocked(gang)) : nullptr});
   }
   return snap;
 }
 
-std::shared_ptr<const ClusterState> Service::RecycledClusterLocked() {
+std::shared_ptr<const ClusterState> ServiceDriver::RecycledClusterLocked() {
   // A buffer no snapshot or reader holds any more is overwritten in place (see BuildInputLocked).
   for (std::shared_ptr<ClusterState>& c : spare_clusters_)
     if (c.use_count() == 1) {
@@ -571,8 +571,8 @@ void NameReservation(const JobPtr& gang, int64_t start, PendingInfo* info) {
 
 }  // namespace
 
-void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan,
-                             const std::vector<PendingRef>& jobs) {
+void ServiceDriver::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan,
+                                   const std::vector<PendingRef>& jobs) {
   const std::shared_ptr<const Snapshot> old = snapshot();
   if (old && old->summary && old->cluster == snap->cluster && old->node_states == snap->node_states)
     snap->summary = old->summary;
@@ -617,7 +617,7 @@ void Service::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan,
   snapshot_ = std::move(snap);
 }
 
-void Service::PublishLocked(const Plan* plan, int64_t now) {
+void ServiceDriver::PublishLocked(const Plan* plan, int64_t now) {
   std::vector<PendingRef> jobs;
   FinishSnapshot(BeginSnapshotLocked(plan, now, &jobs), plan, jobs);
 }

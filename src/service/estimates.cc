@@ -7,7 +7,7 @@
 //    elsewhere in the cluster; when it changes, `estimate_change` says why.
 #include <algorithm>
 
-#include "service/service.h"
+#include "service/service_driver.h"
 
 namespace tessera {
 namespace {
@@ -45,11 +45,11 @@ uint64_t NodesSignature(const Snapshot& s) {
   return s.queue_signature.empty() ? 0 : s.queue_signature.back();
 }
 
-void Service::QueueSignaturesLocked(Snapshot* snap) const {
-  const size_t nq = config_.tenancy.queues.size();
+void ServiceDriver::QueueSignaturesLocked(Snapshot* snap) const {
+  const size_t nq = config_->tenancy.queues.size();
   snap->queue_signature.assign(nq + 1, 0);  // the last entry: the live nodes
   snap->queue_ends.assign(nq, {});
-  book_.ForEachCurrent([&](const JobRecord& j) {
+  book_->ForEachCurrent([&](const JobRecord& j) {
     if (Terminal(j.state) || j.queue < 0 || static_cast<size_t>(j.queue) >= nq) return;
     snap->queue_signature[j.queue] = Mix(Mix(snap->queue_signature[j.queue], j.id), j.version);
     if (j.state != JobState::kRunning || j.duration_s <= 0 || j.started_at < 0) return;

@@ -65,6 +65,18 @@ bool JobBook::CanChange(const Caller& c, const JobRecord& j) {
   return false;
 }
 
+Outcome<std::string> JobBook::SubmitTeam(const Caller& c, const std::string& named) {
+  if (c.role == Role::kViewer)
+    return ApiError{ErrorCode::kPermissionDenied, "", "a viewer cannot submit jobs"};
+  if (c.role == Role::kAdmin) {
+    if (named.empty()) return Invalid("team", "field 'team': an admin names the team of the job");
+    return named;
+  }
+  if (!named.empty() && named != c.team)
+    return ApiError{ErrorCode::kPermissionDenied, "team", "a job can be submitted to the caller's team only"};
+  return c.team;
+}
+
 int64_t JobBook::PeekId() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return next_id_;

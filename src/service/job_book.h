@@ -1,7 +1,8 @@
 #pragma once
 // JobBook: the jobs room. It owns each job's versions as the API shows them (the latest, which may not be
 // durable yet, and the latest durable one), the job ids and version numbers, the submissions' idempotency
-// keys, the visibility rules and the read queries (a job by id, the lists, the queue as a caller sees it).
+// keys, who may submit, see and change a job, and the read queries (a job by id, the lists, the queue as a
+// caller sees it).
 //
 // Contracts:
 //  - A job is visible (by id, in lists and in the queue) only once a version of it is durable: a version is
@@ -35,6 +36,9 @@ class JobBook {
   // Who may see a job (an admin, or its team), and change it (an admin, its team's lead, its own user).
   static bool CanSee(const Caller& c, const JobRecord& j);
   static bool CanChange(const Caller& c, const JobRecord& j);
+  // The team a submission by `c` goes to (`named`: the team its spec names, may be empty), or why `c` may
+  // not submit it (a viewer submits nothing; an admin names the team; others submit to their own team).
+  static Outcome<std::string> SubmitTeam(const Caller& c, const std::string& named);
 
   // A new version number, increasing over all jobs.
   uint64_t NextVersion() { return versions_.fetch_add(1) + 1; }

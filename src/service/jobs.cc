@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "sched/requests.h"
-#include "service/service.h"
+#include "service/service_driver.h"
 #include "service/tokens.h"
 
 namespace tessera {
@@ -40,15 +40,15 @@ JobRow ToRow(const JobRecord& j) {
 }  // namespace
 
 // Checks the spec against the cluster and tenancy and builds the engine request.
-Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
-                                       std::string* priority_class) const {
+Outcome<Request> ServiceDriver::BuildRequest(const JobSpec& spec, const std::string& team, int64_t id,
+                                             int* queue, std::string* priority_class) const {
   const Workload& w = spec.workload;
-  const Catalog& cat = *config_.catalog;
+  const Catalog& cat = *config_->catalog;
   *priority_class = w.priority_class.empty() ? DefaultPriorityClass(w.cls) : w.priority_class;
-  const PriorityClass* pc = config_.tenancy.FindClass(*priority_class);
+  const PriorityClass* pc = config_->tenancy.FindClass(*priority_class);
   if (pc == nullptr) {
     std::string known;
-    for (const PriorityClass& p : config_.tenancy.priority_classes)
+    for (const PriorityClass& p : config_->tenancy.priority_classes)
       known += (known.empty() ? "" : ", ") + p.name;
     return Invalid("priority_class",
                    fmt::format("field 'priority_class': unknown priority class '{}' (known: {})",
@@ -112,15 +112,16 @@ Outcome<Request> Service::BuildRequest(const JobSpec& spec, const std::string& t
           w.cls == WorkloadClass::kTraining ? "workers" : "replicas",
           fmt::format("the job asks for {} GPUs; the cluster has {}", r.TotalGpus() * replicas, total_gpus));
   }
-  *queue = config_.tenancy.LeafFor(team, w.project);
-  if (*queue < 0) *queue = config_.tenancy.FindQueue(team);
+  *queue = config_->tenancy.LeafFor(team, w.project);
+  if (*queue < 0) *queue = config_->tenancy.FindQueue(team);
   if (*queue < 0) return Invalid("team", fmt::format("field 'team': team '{}' has no queue", team));
   return r;
 }
 
-void Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done) {
+void ServiceDriver::PutLocked(std::vector<JobPtr> next, WriteBatch batch,
+                              std::function<void(const Status&)> done) {
   Effects e;
-  e.fresh = book_.SetCurrent(next);
+  e.fresh = book_->SetCurrent(next);
   for (const JobPtr& j : next) batch.jobs.push_back(ToRow(*j));
   e.next = std::move(next);
   e.usage = batch.usage;
@@ -131,19 +132,19 @@ void Service::PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::functio
   });
 }
 
-void Service::KeepClockLocked(int64_t at, WriteBatch* b) {
+void ServiceDriver::KeepClockLocked(int64_t at, WriteBatch* b) {
   if (at <= stored_clock_) return;
   stored_clock_ = at;
   b->meta["clock_s"] = std::to_string(at);
 }
 
-void Service::ApplyEffects(const Effects& e, const Status& st) {
+void ServiceDriver::ApplyEffects(const Effects& e, const Status& st) {
   bool added = false;
   {
     // Under mu_: a job becomes visible in one step with its entry into the loop, so that a change that
     // finds it visible finds its replicas.
     std::lock_guard<std::mutex> lock(mu_);
-    const std::vector<bool> first = book_.Commit(e.next, e.fresh, st.ok());
+    const std::vector<bool> first = book_->Commit(e.next, e.fresh, st.ok());
     for (size_t i = 0; i < e.next.size(); ++i)
       if (first[i] && e.next[i]->state == JobState::kPending) {
         AddToLoopLocked(*e.next[i], /*queued=*/true);
@@ -154,19 +155,12 @@ void Service::ApplyEffects(const Effects& e, const Status& st) {
   if (added) Notify();
 }
 
-Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
-                                 bool* created) {
+Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
+                                       const std::string& idempotency_key, bool* created) {
   if (created) *created = false;
-  if (c.role == Role::kViewer)
-    return ApiError{ErrorCode::kPermissionDenied, "", "a viewer cannot submit jobs"};
-  std::string team = spec.workload.team;
-  if (c.role == Role::kAdmin) {
-    if (team.empty()) return Invalid("team", "field 'team': an admin names the team of the job");
-  } else if (team.empty()) {
-    team = c.team;
-  } else if (team != c.team) {
-    return ApiError{ErrorCode::kPermissionDenied, "team", "a job can be submitted to the caller's team only"};
-  }
+  auto named = JobBook::SubmitTeam(c, spec.workload.team);
+  if (!named.ok()) return named.error();
+  const std::string& team = named.value();
   const std::string body = spec.body.dump();
   const std::string hash = idempotency_key.empty() ? std::string() : Sha256Hex(body);
   std::unique_lock<std::mutex> lock(mu_);  // once per submission: request threads queue here
@@ -174,7 +168,7 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   const JobBook::IdemKey key = std::make_pair(c.user, idempotency_key);
   if (!idempotency_key.empty()) {
     // Found and put under mu_ (submissions take it in turn): a key makes one job.
-    if (std::optional<JobBook::IdemEntry> found = book_.FindKey(key)) {
+    if (std::optional<JobBook::IdemEntry> found = book_->FindKey(key)) {
       if (found->body_hash != hash)
         return ApiError{ErrorCode::kIdempotencyMismatch, "Idempotency-Key",
                         "this Idempotency-Key was used with a different request body"};
@@ -182,19 +176,19 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
       // Another request with this key is in flight: wait until its job is durable (or was refused).
       for (int i = 0; i < 3000 && !found->durable; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        found = book_.FindKey(key);
+        found = book_->FindKey(key);
         if (!found) return ApiError{ErrorCode::kUnavailable, "", "the first request with this key failed"};
       }
       return Get(Caller{"", "", Role::kAdmin}, found->job_id);
     }
   }
-  const int64_t id = book_.PeekId();
+  const int64_t id = book_->PeekId();
   int queue = 0;
   std::string pc;
   auto req = BuildRequest(spec, team, id, &queue, &pc);
   if (!req.ok()) return req.error();
   if (auto e = identity_->ClassPolicy(c, team, pc)) return *e;
-  book_.TakeId(id);
+  book_->TakeId(id);
   auto j = std::make_shared<JobRecord>();
   j->id = id;
   j->version = NextVersion();
@@ -225,12 +219,12 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
                             true));
   if (!idempotency_key.empty()) {
     b.keys.push_back({c.user, idempotency_key, hash, id});
-    book_.PutKey(key, {hash, id, false});
+    book_->PutKey(key, {hash, id, false});
   }
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
   PutLocked({j}, std::move(b), [this, p, key](const Status& st) {
-    if (!key.second.empty()) book_.SettleKey(key, st.ok());
+    if (!key.second.empty()) book_->SettleKey(key, st.ok());
     p->set_value(st);
   });
   lock.unlock();
@@ -241,16 +235,14 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   return JobView{j, std::nullopt};
 }
 
-// Reads take the JobBook's lock only: a GET never waits for the cycle.
-Outcome<JobView> Service::Get(const Caller& c, int64_t id) const { return book_.Get(c, id, *snapshot()); }
-
-Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change) {
+Outcome<JobView> ServiceDriver::ChangeJob(const Caller& c, int64_t id, const char* verb,
+                                          const ChangeFn& change) {
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    JobPtr j = book_.Current(id);
-    if (!j || !book_.Visible(id) || !JobBook::CanSee(c, *j))
+    JobPtr j = book_->Current(id);
+    if (!j || !book_->Visible(id) || !JobBook::CanSee(c, *j))
       return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
     if (!JobBook::CanChange(c, *j))
       return ApiError{ErrorCode::kPermissionDenied, "",
@@ -273,7 +265,7 @@ Outcome<JobView> Service::ChangeJob(const Caller& c, int64_t id, const char* ver
 }
 
 // A cancel of a finished job changes nothing and is not counted (its audit entry says so).
-Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
+Outcome<JobView> ServiceDriver::Cancel(const Caller& c, int64_t id) {
   bool changed = false;
   auto v = ChangeJob(c, id, "cancel", [&](const JobRecord& j, WriteBatch* b) -> Outcome<JobPtr> {
     const auto state = [](JobState s) { return nlohmann::json{{"state", JobStateName(s)}}.dump(); };
@@ -293,8 +285,8 @@ Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) {
   return v;
 }
 
-Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::string& priority_class) {
-  const PriorityClass* pc = config_.tenancy.FindClass(priority_class);
+Outcome<JobView> ServiceDriver::SetPriority(const Caller& c, int64_t id, const std::string& priority_class) {
+  const PriorityClass* pc = config_->tenancy.FindClass(priority_class);
   return ChangeJob(c, id, "change", [&](const JobRecord& j, WriteBatch* b) -> Outcome<JobPtr> {
     if (pc == nullptr)
       return Invalid("priority_class",
@@ -317,17 +309,5 @@ Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::st
     return JobPtr(std::move(next));
   });
 }
-
-std::vector<JobView> Service::List(const Caller& c, const std::string& state, const std::string& team,
-                                   const std::string& project, int64_t after_id, int limit,
-                                   bool* more) const {
-  return book_.List(c, state, team, project, after_id, limit, more, *snapshot());
-}
-
-JobPage Service::ListJobs(const Caller& c, const JobQuery& q) const {
-  return book_.ListJobs(c, q, *snapshot());
-}
-
-std::vector<QueueEntry> Service::Queue(const Caller& c) const { return book_.Queue(c, *snapshot()); }
 
 }  // namespace tessera

@@ -10,16 +10,19 @@
 #include <future>
 
 #include "model/mig.h"
-#include "service/service.h"
+#include "service/service_driver.h"
 
 namespace tessera {
 namespace {
 
 const char* InterconnectName(Interconnect i) {
   switch (i) {
-    case Interconnect::kNvSwitch: return "nvswitch";
-    case Interconnect::kNvLinkPairs: return "nvlink-pairs";
-    case Interconnect::kPcie: return "pcie";
+    case Interconnect::kNvSwitch:
+      return "nvswitch";
+    case Interconnect::kNvLinkPairs:
+      return "nvlink-pairs";
+    case Interconnect::kPcie:
+      return "pcie";
   }
   return "pcie";
 }
@@ -33,7 +36,8 @@ nlohmann::json NodeSpecJson(const Node& n, const Cluster& c, const Catalog& cat)
   o["memory_mib"] = n.memory_mib;
   o["interconnect"] = InterconnectName(n.interconnect);
   if (n.pcie_group_size > 0) o["pcie_group_size"] = n.pcie_group_size;
-  if (n.mig_enabled || !n.mig_config.empty()) o["mig"] = {{"enabled", n.mig_enabled}, {"config", n.mig_config}};
+  if (n.mig_enabled || !n.mig_config.empty())
+    o["mig"] = {{"enabled", n.mig_enabled}, {"config", n.mig_config}};
   o["leaf"] = n.leaf < static_cast<LeafId>(c.leaf_names.size()) ? c.leaf_names[n.leaf] : "leaf-0";
   o["spine"] = n.spine < static_cast<SpineId>(c.spine_names.size()) ? c.spine_names[n.spine] : "spine-0";
   o["tier"] = TierName(n.tier);
@@ -66,12 +70,13 @@ nlohmann::json ClusterMeta(const Cluster& c) {
 
 bool ValidNodeName(const std::string& s) {
   return !s.empty() && s.size() <= 253 &&
-         s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == std::string::npos;
+         s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+             std::string::npos;
 }
 
 }  // namespace
 
-Status Service::LoadStoredCluster(const StoredState& s, ServiceConfig* config) {
+Status ServiceDriver::LoadStoredCluster(const StoredState& s, ServiceConfig* config) {
   if (s.nodes.empty()) return Status::Ok();  // the first start: the configuration seeds the store
   Cluster c;
   if (auto it = s.meta.find("cluster"); it != s.meta.end()) {
@@ -105,24 +110,26 @@ Status Service::LoadStoredCluster(const StoredState& s, ServiceConfig* config) {
   std::vector<nlohmann::json> stored, configured;
   for (size_t i = 0; i < c.nodes.size(); ++i)
     if (!s.nodes[i].removed) stored.push_back(NodeSpecJson(c.nodes[i], c, *config->catalog));
-  for (const Node& n : config->cluster.nodes) configured.push_back(NodeSpecJson(n, config->cluster, *config->catalog));
+  for (const Node& n : config->cluster.nodes)
+    configured.push_back(NodeSpecJson(n, config->cluster, *config->catalog));
   if (stored != configured && config->log)
-    config->log(fmt::format("cluster configuration '{}' ignored: the store holds the cluster since the first start "
-                            "({} nodes; the configuration names {}); change nodes with `tessera node`",
-                            config->cluster.name, stored.size(), configured.size()));
+    config->log(
+        fmt::format("cluster configuration '{}' ignored: the store holds the cluster since the first start "
+                    "({} nodes; the configuration names {}); change nodes with `tessera node`",
+                    config->cluster.name, stored.size(), configured.size()));
   if (c.name.empty()) c.name = config->cluster.name;
   config->cluster = std::move(c);
   return Status::Ok();
 }
 
-Status Service::RestoreNodes(const StoredState& s) {
+Status ServiceDriver::RestoreNodes(const StoredState& s) {
   std::unique_lock<std::mutex> lock(mu_);
   ClusterState& state = loop_->state();
   node_entries_.assign(state.num_nodes(), {});
   WriteBatch b;
   if (s.nodes.empty()) {
     for (NodeId n = 0; n < state.num_nodes(); ++n) b.nodes.push_back(NodeRowLocked(n, Now()));
-    b.meta["cluster"] = ClusterMeta(config_.cluster).dump();
+    b.meta["cluster"] = ClusterMeta(config_->cluster).dump();
   }
   for (const NodeRow& row : s.nodes) {
     const NodeId n = row.position;
@@ -149,14 +156,14 @@ Status Service::RestoreNodes(const StoredState& s) {
   return f.get();
 }
 
-NodeId Service::FindNodeLocked(const std::string& name) const {
+NodeId ServiceDriver::FindNodeLocked(const std::string& name) const {
   const ClusterState& state = loop_->state();
   for (NodeId n = state.num_nodes() - 1; n >= 0; --n)  // a re-added name is the later one
     if (!state.node_removed(n) && state.cluster().nodes[n].name == name) return n;
   return -1;
 }
 
-std::string Service::NodeStateLocked(NodeId n) const {
+std::string ServiceDriver::NodeStateLocked(NodeId n) const {
   const ClusterState& state = loop_->state();
   const NodeState& ns = state.node(n);
   const bool busy = ns.inference_tasks + ns.training_tasks > 0;
@@ -167,26 +174,26 @@ std::string Service::NodeStateLocked(NodeId n) const {
   return state.node_cordoned(n) ? "cordoned" : "ready";
 }
 
-NodeView Service::NodeViewLocked(NodeId n) const {
+NodeView ServiceDriver::NodeViewLocked(NodeId n) const {
   const ClusterState& state = loop_->state();
   const NodeState& ns = state.node(n);
   return {state.cluster().nodes[n].name, NodeStateLocked(n),
-          NodeSpecJson(state.cluster().nodes[n], state.cluster(), *config_.catalog),
+          NodeSpecJson(state.cluster().nodes[n], state.cluster(), *config_->catalog),
           ns.inference_tasks + ns.training_tasks};
 }
 
-NodeRow Service::NodeRowLocked(NodeId n, int64_t now) const {
+NodeRow ServiceDriver::NodeRowLocked(NodeId n, int64_t now) const {
   const ClusterState& state = loop_->state();
   const Node& node = state.cluster().nodes[n];
   std::string st = NodeStateLocked(n);
   const bool removed = st == "removed";
   if (removed) st = node_entries_[n].draining ? "drained" : "cordoned";
-  return {n, node.name, NodeSpecJson(node, state.cluster(), *config_.catalog).dump(), st, removed, now};
+  return {n, node.name, NodeSpecJson(node, state.cluster(), *config_->catalog).dump(), st, removed, now};
 }
 
-void Service::RecountKindsLocked() {
+void ServiceDriver::RecountKindsLocked() {
   const ClusterState& state = loop_->state();
-  kind_stats_.assign(config_.catalog->size(), {});
+  kind_stats_.assign(config_->catalog->size(), {});
   for (NodeId n = 0; n < state.num_nodes(); ++n) {
     const Node& node = state.cluster().nodes[n];
     if (node.kind == kNone || state.node_removed(n)) continue;
@@ -198,12 +205,13 @@ void Service::RecountKindsLocked() {
 // Every job holding capacity on node `n` is stopped through the driver: a checkpoint first where the job
 // can take one, then its whole group is preempted and requeued at its place (its own capacity is what is
 // reclaimed, so no grace period is held on the draining node).
-void Service::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed) {
+void ServiceDriver::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed) {
   const std::string reason = fmt::format("node {} is draining", loop_->state().cluster().nodes[n].name);
   Plan plan;
   for (JobSlot s : loop_->jobs().holding()) {
     const ControlJob& cj = loop_->jobs()[s];
-    if (!std::any_of(cj.tasks.begin(), cj.tasks.end(), [n](const TaskPlacement& t) { return t.node == n; })) continue;
+    if (!std::any_of(cj.tasks.begin(), cj.tasks.end(), [n](const TaskPlacement& t) { return t.node == n; }))
+      continue;
     Action a;
     a.job = EngineId(s);
     a.for_job = EngineId(s);  // >= 0: the capacity is taken now (no grace period held)
@@ -225,9 +233,9 @@ void Service::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<
   b->usage.insert(b->usage.end(), fx.b.usage.begin(), fx.b.usage.end());
 }
 
-Outcome<NodeView> Service::CommitNodeLocked(std::unique_lock<std::mutex>* lock, const Caller& c,
-                                            const std::string& action, const std::string& before, NodeId n,
-                                            WriteBatch b, std::vector<JobPtr> changed) {
+Outcome<NodeView> ServiceDriver::CommitNodeLocked(std::unique_lock<std::mutex>* lock, const Caller& c,
+                                                  const std::string& action, const std::string& before,
+                                                  NodeId n, WriteBatch b, std::vector<JobPtr> changed) {
   b.nodes.push_back(NodeRowLocked(n, Now()));
   const auto state = [](const std::string& s) { return s.empty() ? s : nlohmann::json{{"state", s}}.dump(); };
   const std::string after = NodeStateLocked(n);
@@ -246,9 +254,10 @@ Outcome<NodeView> Service::CommitNodeLocked(std::unique_lock<std::mutex>* lock, 
   return v;
 }
 
-Outcome<NodeView> Service::ChangeNode(const Caller& c, const std::string& name, const std::string& action,
-                                      const NodeChangeFn& change) {
-  if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin changes nodes"};
+Outcome<NodeView> ServiceDriver::ChangeNode(const Caller& c, const std::string& name,
+                                            const std::string& action, const NodeChangeFn& change) {
+  if (c.role != Role::kAdmin)
+    return ApiError{ErrorCode::kPermissionDenied, "", "only an admin changes nodes"};
   std::unique_lock<std::mutex> lock(mu_);
   const NodeId n = FindNodeLocked(name);
   if (n < 0) return ApiError{ErrorCode::kNotFound, "", fmt::format("no node '{}'", name)};
@@ -259,7 +268,7 @@ Outcome<NodeView> Service::ChangeNode(const Caller& c, const std::string& name, 
   return CommitNodeLocked(&lock, c, action, before, n, std::move(b), std::move(changed));
 }
 
-Outcome<std::vector<NodeView>> Service::ListNodes(const Caller& c) const {
+Outcome<std::vector<NodeView>> ServiceDriver::ListNodes(const Caller& c) const {
   if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin lists nodes"};
   std::vector<NodeView> out;
   std::lock_guard<std::mutex> lock(mu_);
@@ -268,14 +277,14 @@ Outcome<std::vector<NodeView>> Service::ListNodes(const Caller& c) const {
   return out;
 }
 
-std::vector<std::string> Service::NodeStates() const {
+std::vector<std::string> ServiceDriver::NodeStates() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;
   for (NodeId n = 0; n < loop_->state().num_nodes(); ++n) out.push_back(NodeStateLocked(n));
   return out;
 }
 
-Outcome<NodeView> Service::AddNode(const Caller& c, const std::string& spec_json) {
+Outcome<NodeView> ServiceDriver::AddNode(const Caller& c, const std::string& spec_json) {
   if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin adds nodes"};
   const std::string source = "node";
   std::unique_lock<std::mutex> lock(mu_);
@@ -283,7 +292,7 @@ Outcome<NodeView> Service::AddNode(const Caller& c, const std::string& spec_json
   Cluster names;  // the known leaves and spines: a new name would not be one the state has
   names.leaf_names = state.cluster().leaf_names;
   names.spine_names = state.cluster().spine_names;
-  auto node = ParseClusterNode(spec_json, source, *config_.catalog, &names);
+  auto node = ParseClusterNode(spec_json, source, *config_->catalog, &names);
   if (!node.ok()) return Invalid(FieldOfMessage(node.error(), source), node.error());
   if (!ValidNodeName(node->name))
     return Invalid("name", "field 'name': 1-253 characters of a-z, A-Z, 0-9, '-', '_' and '.'");
@@ -291,8 +300,9 @@ Outcome<NodeView> Service::AddNode(const Caller& c, const std::string& spec_json
     return Invalid("leaf", fmt::format("field 'leaf': unknown leaf '{}' (known: {})", names.leaf_names.back(),
                                        fmt::join(state.cluster().leaf_names, ", ")));
   if (names.spine_names.size() > state.cluster().spine_names.size())
-    return Invalid("spine", fmt::format("field 'spine': unknown spine '{}' (known: {})", names.spine_names.back(),
-                                        fmt::join(state.cluster().spine_names, ", ")));
+    return Invalid("spine",
+                   fmt::format("field 'spine': unknown spine '{}' (known: {})", names.spine_names.back(),
+                               fmt::join(state.cluster().spine_names, ", ")));
   if (FindNodeLocked(node->name) >= 0)
     return ApiError{ErrorCode::kAlreadyExists, "name", fmt::format("node '{}' exists", node->name)};
   bool reused = false;  // a removed node had this name: its stored MIG layouts must not apply to this one
@@ -307,57 +317,64 @@ Outcome<NodeView> Service::AddNode(const Caller& c, const std::string& spec_json
     const GpuState& gs = state.gpu(state.node(n).first_gpu + i);
     std::string layout;
     for (int k = 0; gs.mig_enabled && k < gs.n_instances; ++k)
-      layout += fmt::format("{}{}@{}", layout.empty() ? "" : ",",
-                            state.kind_of_gpu(state.node(n).first_gpu + i).profiles[gs.instances[k].profile].name,
-                            static_cast<int>(gs.instances[k].start));
+      layout +=
+          fmt::format("{}{}@{}", layout.empty() ? "" : ",",
+                      state.kind_of_gpu(state.node(n).first_gpu + i).profiles[gs.instances[k].profile].name,
+                      static_cast<int>(gs.instances[k].start));
     b.layouts.push_back({node->name, i, layout});
   }
   return CommitNodeLocked(&lock, c, "node.add", "", n, std::move(b), {});
 }
 
-Outcome<NodeView> Service::CordonNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, "node.cordon", [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
-    if (Status st = loop_->state().CordonNode(n); !st.ok()) return ApiError{ErrorCode::kInternal, "", st.message()};
-    return std::nullopt;
-  });
+Outcome<NodeView> ServiceDriver::CordonNode(const Caller& c, const std::string& name) {
+  return ChangeNode(c, name, "node.cordon",
+                    [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+                      if (Status st = loop_->state().CordonNode(n); !st.ok())
+                        return ApiError{ErrorCode::kInternal, "", st.message()};
+                      return std::nullopt;
+                    });
 }
 
-Outcome<NodeView> Service::UncordonNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, "node.uncordon", [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
-    if (Status st = loop_->state().UncordonNode(n); !st.ok())
-      return ApiError{ErrorCode::kFailedPrecondition, "", st.message()};
-    node_entries_[n] = {};
-    return std::nullopt;
-  });
+Outcome<NodeView> ServiceDriver::UncordonNode(const Caller& c, const std::string& name) {
+  return ChangeNode(c, name, "node.uncordon",
+                    [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+                      if (Status st = loop_->state().UncordonNode(n); !st.ok())
+                        return ApiError{ErrorCode::kFailedPrecondition, "", st.message()};
+                      node_entries_[n] = {};
+                      return std::nullopt;
+                    });
 }
 
-Outcome<NodeView> Service::DrainNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, "node.drain", [this](NodeId n, WriteBatch* b, std::vector<JobPtr>* changed) -> std::optional<ApiError> {
-    if (Status st = loop_->state().CordonNode(n); !st.ok()) return ApiError{ErrorCode::kInternal, "", st.message()};
-    node_entries_[n].draining = true;
-    DrainJobsLocked(n, Now(), b, changed);
-    return std::nullopt;
-  });
+Outcome<NodeView> ServiceDriver::DrainNode(const Caller& c, const std::string& name) {
+  return ChangeNode(c, name, "node.drain",
+                    [this](NodeId n, WriteBatch* b, std::vector<JobPtr>* changed) -> std::optional<ApiError> {
+                      if (Status st = loop_->state().CordonNode(n); !st.ok())
+                        return ApiError{ErrorCode::kInternal, "", st.message()};
+                      node_entries_[n].draining = true;
+                      DrainJobsLocked(n, Now(), b, changed);
+                      return std::nullopt;
+                    });
 }
 
-Outcome<NodeView> Service::RemoveNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, "node.remove", [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
-    ClusterState& state = loop_->state();
-    const NodeState& ns = state.node(n);
-    const int tasks = ns.inference_tasks + ns.training_tasks;
-    if (tasks > 0)
-      return ApiError{ErrorCode::kFailedPrecondition, "",
-                      fmt::format("node '{}' still runs {} task(s): drain it first", state.cluster().nodes[n].name,
-                                  tasks)};
-    const bool was_cordoned = state.node_cordoned(n);
-    (void)state.CordonNode(n);  // removal takes a cordoned node; an idle one is cordoned on the way
-    if (Status st = state.RemoveNode(n); !st.ok()) {
-      if (!was_cordoned) (void)state.UncordonNode(n);
-      return ApiError{ErrorCode::kFailedPrecondition, "", st.message()};
-    }
-    RecountKindsLocked();
-    return std::nullopt;
-  });
+Outcome<NodeView> ServiceDriver::RemoveNode(const Caller& c, const std::string& name) {
+  return ChangeNode(
+      c, name, "node.remove", [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+        ClusterState& state = loop_->state();
+        const NodeState& ns = state.node(n);
+        const int tasks = ns.inference_tasks + ns.training_tasks;
+        if (tasks > 0)
+          return ApiError{ErrorCode::kFailedPrecondition, "",
+                          fmt::format("node '{}' still runs {} task(s): drain it first",
+                                      state.cluster().nodes[n].name, tasks)};
+        const bool was_cordoned = state.node_cordoned(n);
+        (void)state.CordonNode(n);  // removal takes a cordoned node; an idle one is cordoned on the way
+        if (Status st = state.RemoveNode(n); !st.ok()) {
+          if (!was_cordoned) (void)state.UncordonNode(n);
+          return ApiError{ErrorCode::kFailedPrecondition, "", st.message()};
+        }
+        RecountKindsLocked();
+        return std::nullopt;
+      });
 }
 
 }  // namespace tessera

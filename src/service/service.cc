@@ -1,34 +1,21 @@
-// Service lifecycle, restore from the store, authentication, teams and users.
+// Service, the facade: wires the rooms (Identity, Chargeback, JobBook, ServiceDriver) and delegates.
 #include "service/service.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
-
-#include "model/mig.h"
-#include "service/tokens.h"
+#include "service/service_driver.h"
 
 namespace tessera {
 
 Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend)
     : config_(std::move(config)), store_(std::move(store)), clock_(clock), backend_(backend) {
+  if (config_.price_books.empty()) config_.price_books.push_back(PriceBook::Default());
   chargeback_ = std::make_unique<Chargeback>(config_.catalog, &config_.price_books);
+  // The hook runs with Identity's change lock held and takes the driver's lock (the order in
+  // service_driver.h); driver_ is set before any team can change.
   identity_ = std::make_unique<Identity>(
       store_.get(), &config_.tenancy, [this] { return Now(); },
-      [this](const TeamRow& row) {
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          EnsureQueue(row.name, &row);
-        }
-        Notify();  // the next cycle sees the new quota
-      });
-  kind_stats_.resize(config_.catalog->size());
-  if (config_.price_books.empty()) config_.price_books.push_back(PriceBook::Default());
-  for (const Node& n : config_.cluster.nodes) {
-    if (n.kind == kNone) continue;
-    kind_stats_[n.kind].max_gpus = std::max(kind_stats_[n.kind].max_gpus, n.gpu_count);
-    kind_stats_[n.kind].total_gpus += n.gpu_count;
-  }
+      [this](const TeamRow& row) { driver_->TeamChanged(row); });
+  driver_ = std::make_unique<ServiceDriver>(&config_, store_.get(), clock_, backend_, &book_, identity_.get(),
+                                            chargeback_.get());
 }
 
 Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::unique_ptr<Store> store,
@@ -38,222 +25,94 @@ Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::uniqu
   auto loaded = store->Load();
   if (!loaded.ok()) return loaded.status();
   if (backend == nullptr) return Status::Error("service: no backend");
-  if (Status st = LoadStoredCluster(*loaded, &config); !st.ok()) return st;
+  if (Status st = ServiceDriver::LoadStoredCluster(*loaded, &config); !st.ok()) return st;
   std::unique_ptr<Service> s(new Service(std::move(config), std::move(store), clock, backend));
-  auto cs = ClusterState::Build(s->config_.cluster, *s->config_.catalog);
-  if (!cs.ok()) return Status::Error("cluster: " + cs.error());
-  ServiceConfig& c = s->config_;
-  if (c.tenancy_cycle) c.setup.tenancy_cycle = &c.tenancy.options;  // expected ends, usage, grace
-  if (!c.policy) {
-    auto p = MakePolicy("tessera");
-    if (!p.ok()) return p.status();
-    c.policy = std::shared_ptr<const Policy>(std::move(p).value());
-  }
-  s->policy_ = c.policy;
-  s->loop_ = std::make_unique<ControlLoop>(std::move(cs).value(), c.tenancy.queues, MakeLoopOptions(c.setup));
-  s->listener_ = std::make_unique<Listener>(s.get());
-  s->outbox_ = std::make_unique<OutboxBackend>(backend);
-  s->driver_ = std::make_unique<Driver>(s->loop_.get(), s->outbox_.get(), MakeDriverOptions(c.setup),
-                                        s->listener_.get());
-  s->driver_->set_recording(c.record_decisions);
-  backend->OnEvents([p = s.get()] { p->Notify(); });
-  if (Status st = s->Restore(*loaded); !st.ok()) return st;
-  if (Status st = s->RestoreNodes(*loaded); !st.ok()) return st;
-  {
-    std::lock_guard<std::mutex> lock(s->mu_);
-    s->PublishLocked(nullptr, s->Now());
-  }
-  if (s->config_.background_cycles) s->cycle_thread_ = std::thread([p = s.get()] { p->CycleLoop(); });
+  if (Status st = s->driver_->Start(*loaded); !st.ok()) return st;
   return s;
 }
 
 Service::~Service() { Stop(); }
 
 void Service::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(wake_mu_);
-    if (stop_) return;
-    stop_ = true;
-    wake_cv_.notify_all();
-  }
-  if (cycle_thread_.joinable()) cycle_thread_.join();
-  backend_->OnEvents(nullptr);  // a backend that outlives the service wakes nothing
-  // Keep the service clock's position and the queues' usage, so that a restart continues from them.
-  WriteBatch b;
-  b.meta["clock_s"] = std::to_string(Now());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    loop_->AdvanceUsage(Now());
-    b.meta["queue_usage"] = UsageMetaLocked();
-  }
-  (void)store_->WriteAndWait(std::move(b));
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  driver_->Stop();
   store_->Close();
 }
 
-int Service::EnsureQueue(const std::string& team, const TeamRow* row) {
-  TenancyConfig& t = config_.tenancy;
-  int q = t.FindQueue(team);
-  if (q < 0) {
-    QueueConfig qc;
-    qc.name = team;
-    qc.team = team;
-    if (row) {
-      qc.guaranteed_milli = row->guaranteed_milli;
-      qc.limit_milli = row->limit_milli;
-      qc.over_quota_weight = row->over_quota_weight;
-    }
-    t.queues.push_back(qc);
-    q = loop_->AddQueue(qc);
-  } else if (row) {  // a stored or changed quota wins over the tenancy file's
-    t.queues[q].guaranteed_milli = row->guaranteed_milli;
-    t.queues[q].limit_milli = row->limit_milli;
-    t.queues[q].over_quota_weight = row->over_quota_weight;
-    loop_->UpdateQueue(q, t.queues[q]);
-  }
-  return q;
+bool Service::Ready() const { return driver_->Ready(); }
+const Counters& Service::counters() const { return driver_->counters(); }
+std::shared_ptr<const Snapshot> Service::snapshot() const { return driver_->snapshot(); }
+
+// Jobs: reads from the JobBook alone (a GET never waits for the cycle); writes through the driver.
+Outcome<JobView> Service::Get(const Caller& c, int64_t id) const { return book_.Get(c, id, *snapshot()); }
+
+std::vector<JobView> Service::List(const Caller& c, const std::string& state, const std::string& team,
+                                   const std::string& project, int64_t after_id, int limit,
+                                   bool* more) const {
+  return book_.List(c, state, team, project, after_id, limit, more, *snapshot());
 }
 
-// Restores teams and users, MIG layouts, the queues' decayed usage, then the loop's table from the stored
-// jobs: pending ones in the queue in id order, running ones on the grants (and MIG instances) they held,
-// which the backend adopts.
-// Stored MIG layouts ("profile@start,..." per GPU; "" = MIG off); a row that no longer parses is skipped.
-void Service::RestoreLayoutsLocked(const StoredState& s) {
-  ClusterState& state = loop_->state();
-  const Cluster& cl = config_.cluster;
-  std::map<std::string, NodeId> node_by_name;
-  for (NodeId n = 0; n < static_cast<NodeId>(cl.nodes.size()); ++n) node_by_name[cl.nodes[n].name] = n;
-  for (const MigLayoutRow& l : s.layouts) {
-    auto it = node_by_name.find(l.node);
-    if (it == node_by_name.end() || l.gpu_index >= state.node(it->second).gpu_count) continue;
-    const GpuId g = state.node(it->second).first_gpu + l.gpu_index;
-    std::vector<MigInstance> layout;
-    bool ok = true;
-    for (size_t pos = 0; ok && pos < l.layout.size();) {
-      size_t end = l.layout.find(',', pos);
-      if (end == std::string::npos) end = l.layout.size();
-      auto inst = ParseMigInstance(state.kind_of_gpu(g), l.layout.substr(pos, end - pos));
-      ok = inst.ok();
-      if (ok) layout.push_back(*inst);
-      pos = end + 1;
-    }
-    if (!ok) continue;
-    if (layout.empty()) {
-      (void)state.SetMigMode(g, false);
-    } else if (state.SetMigMode(g, true).ok()) {
-      (void)state.Relayout(g, layout);
-    }
-  }
+JobPage Service::ListJobs(const Caller& c, const JobQuery& q) const {
+  return book_.ListJobs(c, q, *snapshot());
 }
 
-// The clock (never before the stored time), the ledger's start (written on the first start) and usage.
-Status Service::RestoreMetaLocked(const StoredState& s) {
-  int64_t ledger_start = 0;
-  for (const auto& kv : s.meta) {
-    if (kv.first == "ledger_start") ledger_start = std::stoll(kv.second);
-    if (kv.first == "clock_s") {
-      clock_->NotBefore(std::stod(kv.second));
-      stored_clock_ = static_cast<int64_t>(std::stod(kv.second));
-    }
-  }
-  if (auto it = s.meta.find("queue_usage"); it != s.meta.end()) RestoreUsageLocked(it->second);
-  if (ledger_start == 0) {
-    ledger_start = Now();
-    WriteBatch b;
-    b.meta["ledger_start"] = std::to_string(ledger_start);
-    if (Status st = store_->WriteAndWait(std::move(b)); !st.ok()) return st;
-  }
-  chargeback_->Restore(s.usage, ledger_start);
-  for (const IdempotencyRow& k : s.keys) book_.PutKey({k.user, k.key}, {k.body_hash, k.job_id, true});
-  return Status::Ok();
+std::vector<QueueEntry> Service::Queue(const Caller& c) const { return book_.Queue(c, *snapshot()); }
+
+Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
+                                 bool* created) {
+  return driver_->Submit(c, spec, idempotency_key, created);
 }
 
-// One stored job back in the table (and in the loop when pending or running).
-Status Service::RestoreJobLocked(const JobRow& row) {
-  auto spec = ParseJobSpec(nlohmann::json::parse(row.spec_json, nullptr, false));
-  if (!spec.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, spec.error().message));
-  auto j = std::make_shared<JobRecord>();
-  j->id = row.id;
-  int queue = 0;
-  std::string pc;
-  auto req = BuildRequest(spec.value(), row.team, row.id, &queue, &pc);
-  if (!req.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, req.error().message));
-  j->request = req.value();
-  j->replicas = spec->workload.cls == WorkloadClass::kTraining ? 1 : spec->workload.replicas;
-  j->queue = queue;
-  j->user = row.user;
-  j->team = row.team;
-  j->project = row.project;
-  j->name = row.name;
-  j->cls = spec->workload.cls;
-  j->mig_profile = spec->mig_profile;
-  j->duration_s = spec->workload.duration_s;
-  j->time_limit_s = spec->workload.time_limit_s;
-  j->checkpointable = spec->workload.checkpointable;
-  j->spec_json = row.spec_json;
-  j->priority_class = row.priority_class;
-  if (const PriorityClass* p = config_.tenancy.FindClass(row.priority_class)) j->request.priority = p->value;
-  if (!ParseJobState(row.state, &j->state))
-    return Status::Error(fmt::format("stored job {}: state '{}'", row.id, row.state));
-  j->submitted_at = row.submitted_at;
-  j->started_at = row.started_at;
-  j->finished_at = row.finished_at;
-  j->placements = row.placements;
-  j->message = row.message;
-  j->version = 1;
-  book_.Restore(j);
-  if (j->state == JobState::kPending) AddToLoopLocked(*j, /*queued=*/true);
-  if (j->state != JobState::kRunning) return Status::Ok();
-  AddToLoopLocked(*j, /*queued=*/false);
-  if (Status st = ResumeLocked(*j); !st.ok())
-    return Status::Error(
-        fmt::format("stored job {}: its placement no longer applies: {}", row.id, st.message()));
-  return Status::Ok();
+Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) { return driver_->Cancel(c, id); }
+
+Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::string& priority_class) {
+  return driver_->SetPriority(c, id, priority_class);
 }
 
-Status Service::Restore(const StoredState& s) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const TeamRow& t : identity_->Restore(s)) EnsureQueue(t.name, &t);  // a stored quota wins
-  RestoreLayoutsLocked(s);
-  if (Status st = RestoreMetaLocked(s); !st.ok()) return st;
-  for (const JobRow& row : s.jobs)
-    if (Status st = RestoreJobLocked(row); !st.ok()) return st;
-  return Status::Ok();
-}
-
-// A running job's replicas take the grants it held (a gang: all its tasks; replicas: one task each).
-Status Service::ResumeLocked(const JobRecord& j) {
-  const std::vector<JobSlot>& replicas = ReplicasLocked(j.id);
-  const int64_t now = Now();
-  for (size_t r = 0; r < replicas.size(); ++r) {
-    std::vector<TaskPlacement> tasks;
-    if (replicas.size() == 1)
-      tasks = j.placements;
-    else if (r < j.placements.size())
-      tasks = {j.placements[r]};
-    if (Status st = loop_->Resume(replicas[r], tasks, j.started_at, now, 1.0); !st.ok()) return st;
-  }
-  for (JobSlot r : replicas) {  // the simulated backend kept it running; a real one finds it
-    const ControlJob& cj = loop_->jobs()[r];
-    if (!backend_->Adopt({r, cj.epoch, cj.tasks, cj.remaining_work_s}, j.started_at, now))
-      return Status::Error(fmt::format("the backend does not know job {} (replica {})", j.id, r.value()));
-  }
-  return Status::Ok();
-}
-
-std::shared_ptr<const Snapshot> Service::snapshot() const {
-  std::lock_guard<std::mutex> lock(snap_mu_);
-  return snapshot_;
+Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) {
+  return driver_->WhatIf(c, id);
 }
 
 std::map<std::string, std::pair<int64_t, int64_t>> Service::JobCountsByTeam() const {
   std::map<std::string, std::pair<int64_t, int64_t>> out;
   for (const TeamView& t : identity_->Teams(Caller{"", "", Role::kAdmin})) out[t.name];
-  std::lock_guard<std::mutex> lock(mu_);
-  std::set<int64_t> pending;
-  for (JobSlot s : loop_->jobs().pending()) pending.insert(IdOfSlotLocked(s));
-  for (int64_t id : pending) ++out[book_.Current(id)->team].first;
-  for (int64_t id : RunningLocked()) ++out[book_.Current(id)->team].second;
+  driver_->CountJobsByTeam(&out);
   return out;
 }
+
+// Nodes and the loop: the driver's.
+Outcome<std::vector<NodeView>> Service::ListNodes(const Caller& c) const { return driver_->ListNodes(c); }
+Outcome<NodeView> Service::AddNode(const Caller& c, const std::string& spec_json) {
+  return driver_->AddNode(c, spec_json);
+}
+Outcome<NodeView> Service::CordonNode(const Caller& c, const std::string& name) {
+  return driver_->CordonNode(c, name);
+}
+Outcome<NodeView> Service::UncordonNode(const Caller& c, const std::string& name) {
+  return driver_->UncordonNode(c, name);
+}
+Outcome<NodeView> Service::DrainNode(const Caller& c, const std::string& name) {
+  return driver_->DrainNode(c, name);
+}
+Outcome<NodeView> Service::RemoveNode(const Caller& c, const std::string& name) {
+  return driver_->RemoveNode(c, name);
+}
+std::vector<std::string> Service::NodeStates() const { return driver_->NodeStates(); }
+
+void Service::RunCycleNow() { driver_->RunCycleNow(); }
+int64_t Service::NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const {
+  return driver_->NextInstant(now, owner_next_s, horizon_s, tick);
+}
+bool Service::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
+  return driver_->RunInstant(now, tick, arrivals);
+}
+size_t Service::WaitingJobs() const { return driver_->WaitingJobs(); }
+std::vector<std::string> Service::TakeDecisionLines() { return driver_->TakeDecisionLines(); }
+std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const { return driver_->LoopSlotsOf(id); }
+JobPtr Service::JobOfSlot(JobSlot slot) const { return driver_->JobOfSlot(slot); }
+std::string Service::NodeName(NodeId n) const { return driver_->NodeName(n); }
+void Service::SetEvictionBlocked(std::set<int64_t> ids) { driver_->SetEvictionBlocked(std::move(ids)); }
 
 }  // namespace tessera

@@ -1,16 +1,23 @@
 #pragma once
-// Service: the running control plane, a driver of the control-loop core (control/loop.h) as the simulator
-// is. The core holds what decides: the job table (each job's replicas, phases and grants), the cluster's
-// allocation and each queue's decayed usage; it builds the cycle's input and applies its Plan. The service
-// owns the rest: the versions of each job as the API shows them, the Store (every change is durable before
-// it is acknowledged) and the Backend (where jobs run); teams, users and tokens are its Identity's
-// (identity.h). It runs the cycle on a timer and on
-// events (submit, cancel, priority change, a job's end) and answers queries.
+// Service: the running control plane, the facade over its rooms, each with its own locks:
+//  - Identity (identity.h): teams, users, bearer tokens and the audit log.
+//  - Chargeback (chargeback.h): the durable usage records and the usage and cost queries.
+//  - JobBook (job_book.h): each job's versions as the API shows them, the idempotency keys, who may
+//    submit, see and change a job, and the job reads (by id, the lists, the queue).
+//  - ServiceDriver (service_driver.h): a driver of the control-loop core (control/loop.h) as the simulator
+//    is. The core holds what decides: the job table (each job's replicas, phases and grants), the cluster's
+//    allocation and each queue's decayed usage. The driver room runs the cycle on a timer and on events
+//    (submit, cancel, priority change, a job's end), writes jobs (their new versions through the JobBook)
+//    and nodes, and publishes the Snapshot.
+// The Service owns the configuration, the Store (every change is durable before it is acknowledged) and
+// the Backend (where jobs run), wires the rooms and delegates to them. The lock order is in
+// service_driver.h: Identity's change lock, then the driver's, then the JobBook's, never the other way.
 //
 // Consistency:
 //  - Every acknowledged write is durable: an operation returns only after the Store committed it.
 //  - A job becomes visible (by id and in lists) only once durable; a read of one job by id sees every
 //    write acknowledged before it (read-your-writes).
+//  - Reads of jobs (Get, List, ListJobs, Queue) take the JobBook's lock only: they never wait for a cycle.
 //  - Queue positions, reasons, estimated starts and the cluster view come from the Snapshot published after
 //    each cycle (at most one cycle old; cycles run at least every `tick_s` of wall time).
 // On start the state is rebuilt from the Store alone: pending jobs stay pending, running jobs keep the GPUs
@@ -124,6 +131,8 @@ struct WhatIfOption {
   std::string code, message;     // why it would still wait (empty when it would start)
 };
 
+class ServiceDriver;
+
 class Service {
  public:
   // Rebuilds state from `store`, starts the cycle thread. `clock` and `executor` must outlive the service.
@@ -137,7 +146,7 @@ class Service {
   Result<std::string> BootstrapAdmin();
   // The caller of a bearer token, or nothing.
   std::optional<Caller> Authenticate(std::string_view token) const;
-  bool Ready() const { return ready_.load(); }
+  bool Ready() const;
 
   Outcome<TeamView> CreateTeam(const Caller& c, const TeamRow& team);
   std::vector<TeamView> Teams(const Caller& c) const;
@@ -192,7 +201,7 @@ class Service {
   std::vector<std::string> NodeStates() const;
 
   std::shared_ptr<const Snapshot> snapshot() const;
-  const Counters& counters() const { return counters_; }
+  const Counters& counters() const;
   // The cluster as at start (from the store); the live one is snapshot()->cluster->cluster().
   const Cluster& cluster() const { return config_.cluster; }
   const Catalog& catalog() const { return *config_.catalog; }
@@ -223,204 +232,20 @@ class Service {
 
  private:
   Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend);
-  Status Restore(const StoredState& s);
-  void RestoreLayoutsLocked(const StoredState& s);
-  Status RestoreMetaLocked(const StoredState& s);
-  Status RestoreJobLocked(const JobRow& row);
-  // Nodes (nodes.cc). The cluster from the store's nodes into config->cluster (kept when the store has none).
-  static Status LoadStoredCluster(const StoredState& s, ServiceConfig* config);
-  // After Restore: seeds an empty store with the configured nodes, else applies the stored node states.
-  Status RestoreNodes(const StoredState& s);
-  NodeId FindNodeLocked(const std::string& name) const;  // a live node by name, or -1
-  std::string NodeStateLocked(NodeId n) const;
-  NodeView NodeViewLocked(NodeId n) const;
-  NodeRow NodeRowLocked(NodeId n, int64_t now) const;
-  void RecountKindsLocked();  // kind_stats_ over the live nodes
-  // Stops and requeues, through the preemption path, every running job with a task on node `n`.
-  void DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed);
-  // A change of live node `name` by an admin: `change` (under the lock) changes it and adds its writes;
-  // the node's row is written with them; returns the node once durable, and wakes the cycle.
-  using NodeChangeFn = std::function<std::optional<ApiError>(NodeId, WriteBatch*, std::vector<JobPtr>*)>;
-  // Applies `change` to the named node and commits it with an audit entry `action` (node.cordon, ...).
-  Outcome<NodeView> ChangeNode(const Caller& c, const std::string& name, const std::string& action,
-                               const NodeChangeFn& change);
-  // Stores node n, the batch and its audit entry (`before`: the node's state before, "" for a new node).
-  Outcome<NodeView> CommitNodeLocked(std::unique_lock<std::mutex>* lock, const Caller& c,
-                                     const std::string& action, const std::string& before, NodeId n,
-                                     WriteBatch b, std::vector<JobPtr> changed);
-  Status ResumeLocked(const JobRecord& j);
-  int EnsureQueue(const std::string& team, const TeamRow* row);
-  // The what-if's requests for what else the job could ask (another MIG profile, spot), from its spec.
-  std::vector<std::pair<WhatIfOption, Request>> AlternativesLocked(const JobRecord& job) const;
-  Outcome<Request> BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
-                                std::string* priority_class) const;
-  std::vector<UsageRecord> UsageOf(const JobRecord& j, int64_t end_s) const;
-  // Every team's durable usage plus the running jobs' so far, over the query's interval (chargeback.cc).
-  Outcome<UsageLedgerOf> UsageLedger(const UsageQuery& q) const;
-  // What a commit makes visible: job versions (fresh = first version of a job), usage records.
-  struct Effects {
-    std::vector<JobPtr> next;
-    std::vector<bool> fresh;
-    std::vector<UsageRecord> usage;
-  };
-  // Makes `next` the current versions and queues their write with `batch`. After the commit the store's
-  // writer applies the Effects (versions visible, new pending jobs in the pending set, usage in the ledger)
-  // and then calls `done` (if any): a caller that waits for `done` reads its own write. (Applying them on
-  // each request's thread made every request of a commit group queue for the service lock at once.)
-  void PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
-  void ApplyEffects(const Effects& e, const Status& st);
-  // A change of job `id` by `c` (verb names it in a refusal): 404 unless the job is durable and visible to
-  // `c`, 403 without the right; else `change` (under the lock) returns the next version and its writes
-  // (none: nothing to change), which is written; returns the job once that is durable and visible.
-  using ChangeFn = std::function<Outcome<JobPtr>(const JobRecord&, WriteBatch*)>;
-  Outcome<JobView> ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change);
-  uint64_t NextVersion() { return book_.NextVersion(); }
-  // The job's slots in the loop's table (empty until its first version is durable and it is added).
-  const std::vector<JobSlot>& ReplicasLocked(int64_t id) const;
-  void CycleLoop();
-  void RunOneCycle();
-  // Adds the replicas of `j` to the loop's table; `queued`: they enter the queue at the job's submit time.
-  void AddToLoopLocked(const JobRecord& j, bool queued);
-  // The loop's cycle input for `now` into *in, over `working`, a copy of its allocation that the caller
-  // keeps (an existing `working`, and the memory of an earlier input in *in, are reused).
-  void BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in);
-  // A copy of the loop's allocation for a snapshot, in a recycled buffer where one is free.
-  std::shared_ptr<const ClusterState> RecycledClusterLocked();
-  // Each queue's decayed usage as kept in the store's meta, and back (ignored when unreadable).
-  std::string UsageMetaLocked() const;
-  void RestoreUsageLocked(const std::string& meta);
-  // Running jobs (by id, ascending): the ones whose replicas hold capacity in the loop.
-  std::vector<int64_t> RunningLocked() const;
-  AuditRow AuditOf(const Caller& c, std::string action, std::string target, std::string before,
-                   std::string after, bool changed) const {
-    return identity_->AuditOf(c, std::move(action), std::move(target), std::move(before), std::move(after),
-                              changed);
-  }
-  // Stores the service clock with `b` when `at` is past what is stored (so that after a crash every new
-  // timestamp is later than every acknowledged one). Under mu_.
-  void KeepClockLocked(int64_t at, WriteBatch* b);
-  // The next version of `j` ended in `state` at `at`; the loop releases what it held; adds usage and an
-  // event.
-  JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message,
-                      WriteBatch* b);
-  // What the driver reports (control/driver.h), turned into job versions, events and usage in the current
-  // effects (fx_, set by the caller that holds the lock): see cycle.cc.
-  class Listener final : public DriverListener {
-   public:
-    explicit Listener(Service* s) : s_(s) {}
-    void OnApplied(const Applied& a, int64_t now) override { s_->OnBoundLocked(a, now); }
-    void OnStarted(JobSlot j, int64_t now, double, bool in_flight) override {
-      s_->OnStartedLocked(j, now, in_flight);
-    }
-    void OnReleased(const Released& r, int64_t now, ReleaseCause cause, int64_t) override {
-      s_->OnReleasedLocked(r, now, cause);
-    }
-    void OnBackendEvent(const BackendEvent& e) override { s_->OnBackendEventLocked(e); }
 
-   private:
-    Service* s_;
-  };
-  struct Fx {
-    WriteBatch b;
-    std::vector<JobPtr> changed;
-    const Plan* plan = nullptr;  // the plan (slice) being applied, for the actions' reasons
-    size_t index = 0;            // its next action
-    std::set<GpuId> relayout;    // GPUs whose MIG layout may have changed
-  };
-  // The job's latest version including those of the current effects.
-  JobPtr CurrentLocked(int64_t id) const;
-  // Whether the service added `slot` to the loop's table; the id of the job it belongs to (REQUIRES: added).
-  bool HasSlotLocked(JobSlot slot) const {
-    return slot.value() >= 0 && slot.value() < static_cast<int32_t>(job_of_slot_.size());
-  }
-  int64_t IdOfSlotLocked(JobSlot slot) const { return job_of_slot_[slot.value()]; }
-  void ChangedLocked(JobPtr next);
-  // Writes the effects (and the clock and usage meta when `meta`).
-  void FlushLocked(Fx* fx, int64_t now, bool meta);
-  void OnBoundLocked(const Applied& a, int64_t now);
-  void OnStartedLocked(JobSlot s, int64_t now, bool in_flight);
-  void OnReleasedLocked(const Released& r, int64_t now, ReleaseCause cause);
-  void OnBackendEventLocked(const BackendEvent& e);
-  // The next version of `j` back in the queue after its run stopped (`why`), with the run's usage.
-  JobPtr RequeuedLocked(const JobRecord& j, const std::string& why, int64_t now, WriteBatch* b);
-  // Backend events and timers due at `now`, written. Returns whether anything changed.
-  bool DueLocked(int64_t now);
-  // One cycle at `now` (decide without the lock, apply in slices); returns the jobs bound.
-  int CycleAt(int64_t now);
-  // Publishes the snapshot after a cycle (plan) or a restore (null). Begin, under the lock, takes the
-  // allocation (copied when it changed) and the current version of each pending job of the plan; Finish,
-  // without the lock, orders the queue and publishes.
-  void PublishLocked(const Plan* plan, int64_t now);
-  // Each queue's signature and running jobs' expected ends into `snap` (estimates.cc).
-  void QueueSignaturesLocked(Snapshot* snap) const;
-  // A pending status's job and the gang whose reservation it waits behind (null: none), read under mu_.
-  struct PendingRef {
-    JobPtr job, reservation;
-  };
-  std::shared_ptr<Snapshot> BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<PendingRef>* jobs);
-  void FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<PendingRef>& jobs);
-  Plan DecideInBackground(const CycleInput& in) const;
-  // Where a plan is cut into slices applied one lock hold each: ascending action indexes from 0 to its size
-  // (at least one slice, possibly empty).
-  std::vector<size_t> SliceCuts(const Plan& plan) const;
-  void Notify();
-
-  struct KindStats {
-    int max_gpus = 0;  // GPUs of the largest node of the kind
-    int total_gpus = 0;
-  };
-
+  // The configuration; its tenancy's queues grow under the driver's lock once started.
   ServiceConfig config_;
-  std::vector<KindStats> kind_stats_;  // by KindId (live nodes; under mu_ once started)
-  // Per node id, what the allocation state does not hold (under mu_).
-  struct NodeEntry {
-    bool draining = false;   // a drain was asked (drained once nothing runs there)
-    bool unhealthy = false;  // reported unhealthy (kept cordoned)
-  };
-  std::vector<NodeEntry> node_entries_;
   std::unique_ptr<Store> store_;
   Clock* clock_;
   Backend* backend_;
-  std::unique_ptr<OutboxBackend> outbox_;  // the driver's backend: calls queued under mu_, made after it
-  std::shared_ptr<const Policy> policy_;
-  std::unique_ptr<Listener> listener_;
-  std::unique_ptr<Driver> driver_;         // the driver rules over loop_ (under mu_)
-  Fx* fx_ = nullptr;                       // the effects the driver's reports go to (under mu_)
-  std::map<int64_t, std::string> reason_;  // job -> the reason of its last bind or preemption
-  std::set<int64_t> eviction_blocked_;     // jobs no cycle may preempt now (SetEvictionBlocked)
-  Counters counters_;
-  std::atomic<bool> ready_{false};
-
-  // Teams, users, tokens and the audit entries' shape (identity.h): its own locks, never held with mu_
-  // taken after them except by its team_changed hook.
+  // The rooms, each with its own locks (the order in service_driver.h): usage and cost; teams, users and
+  // tokens; the jobs' versions and reads; the loop, the cycle, the nodes and the job writes.
+  std::unique_ptr<Chargeback> chargeback_;
   std::unique_ptr<Identity> identity_;
-  std::unique_ptr<Chargeback> chargeback_;  // durable usage records and the usage queries (chargeback.h)
-  int64_t stored_clock_ = 0;                // the clock position last written (mu_)
-  mutable std::mutex mu_;
-  JobBook book_;  // the jobs' versions and the read queries (job_book.h): its own lock, taken after mu_
-  std::vector<std::vector<JobSlot>> replicas_;  // index id - 1: the job's slots in the loop's table
-  std::unique_ptr<ControlLoop> loop_;  // job table, allocation and decayed usage of the current versions
-  std::vector<int64_t> job_of_slot_;   // by the loop's job slot: the job id
-  bool state_changed_ = true;          // allocation changed since the last published snapshot
-  uint64_t cycle_seq_ = 0;
-  std::shared_ptr<const Snapshot> snapshot_;
-  mutable std::mutex snap_mu_;
-  // Cluster states kept for reuse by snapshots (a buffer is reused once only this list holds it).
-  static constexpr size_t kSpareClusters = 4;
-  std::vector<std::shared_ptr<ClusterState>> spare_clusters_;
-  std::mutex cycle_mu_;                          // one cycle at a time (the timer's, or RunCycleNow)
-  std::unique_ptr<ClusterState> cycle_working_;  // the cycle's working allocation, reused
-  CycleInput cycle_in_;                          // the cycle's input, its memory reused
-
-  std::mutex whatif_mu_;
-  std::map<int64_t, std::pair<uint64_t, std::vector<WhatIfOption>>> whatif_cache_;  // job -> (cycle, answer)
-
-  std::mutex wake_mu_;
-  std::condition_variable wake_cv_;
-  bool wake_ = false;
-  std::atomic<bool> wake_posted_{false};  // a Notify is on its way or wake_ is set (see Notify)
-  bool stop_ = false;
-  std::thread cycle_thread_;
+  JobBook book_;
+  std::unique_ptr<ServiceDriver> driver_;
+  std::mutex stop_mu_;
+  bool stopped_ = false;  // under stop_mu_
 };
 
 }  // namespace tessera

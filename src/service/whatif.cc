@@ -9,7 +9,7 @@
 #include <optional>
 #include <set>
 
-#include "service/service.h"
+#include "service/service_driver.h"
 #include "service/workload_json.h"
 
 namespace tessera {
@@ -66,7 +66,7 @@ bool Sooner(const WhatIfOption& o, int64_t as_asked) {
 
 }  // namespace
 
-std::vector<std::pair<WhatIfOption, Request>> Service::AlternativesLocked(const JobRecord& job) const {
+std::vector<std::pair<WhatIfOption, Request>> ServiceDriver::AlternativesLocked(const JobRecord& job) const {
   std::vector<std::pair<WhatIfOption, Request>> out;
   Outcome<JobSpec> spec = ParseJobSpec(nlohmann::json::parse(job.spec_json, nullptr, false));
   if (!spec.ok()) return out;
@@ -82,7 +82,7 @@ std::vector<std::pair<WhatIfOption, Request>> Service::AlternativesLocked(const 
     std::set<std::string> names;
     for (KindId k = 0; k < static_cast<KindId>(kind_stats_.size()); ++k)
       if (kind_stats_[k].total_gpus > 0)
-        for (const MigProfile& p : config_.catalog->kind(k).profiles)
+        for (const MigProfile& p : config_->catalog->kind(k).profiles)
           if (p.name != job.mig_profile && p.name.find('+') == std::string::npos) names.insert(p.name);
     for (const std::string& name : names) {
       JobSpec changed = spec.value();
@@ -100,7 +100,7 @@ std::vector<std::pair<WhatIfOption, Request>> Service::AlternativesLocked(const 
   return out;
 }
 
-Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) {
+Outcome<std::vector<WhatIfOption>> ServiceDriver::WhatIf(const Caller& c, int64_t id) {
   auto v = Get(c, id);
   if (!v.ok()) return v.error();
   const JobRecord& job = *v.value().job;

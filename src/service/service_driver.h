@@ -1,0 +1,312 @@
+#pragma once
+// ServiceDriver: the driver room of the service, a driver of the control-loop core (control/loop.h) as the
+// simulator is. It owns the ControlLoop (the job table, the allocation, each queue's decayed usage), each
+// job's slots in that table, the Driver (control/driver.h) with its listener and the outbox to the backend,
+// the nodes' states, the cycle thread and the snapshot published after each cycle. It validates and
+// writes submissions and changes of jobs, turns the driver's reports into job versions, events and usage,
+// and writes every new job version through the JobBook (job_book.h).
+//
+// Locks (in the order they may be taken; never the other way):
+//  1. Identity's change lock (identity.h): its team_changed hook calls TeamChanged, which takes mu_.
+//  2. cycle_mu_: one cycle at a time; held across a cycle, which takes mu_ for its slices.
+//  3. mu_: the loop, the slots, the nodes, the effects; held for a request's check-and-write and for one
+//     slice of a cycle's apply, never across a store wait. Identity's read lock and Chargeback's lock may
+//     be taken under it (neither takes mu_).
+//  4. The JobBook's locks: new versions are written under mu_ (the book takes no other lock). Reads of jobs
+//     take the book's lock alone, so they never wait for mu_.
+//  snap_mu_, whatif_mu_ and wake_mu_ are leaves (nothing is taken under them).
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "control/backend.h"
+#include "control/driver.h"
+#include "control/loop.h"
+#include "control/options.h"
+#include "sched/cluster_state.h"
+#include "sched/cycle.h"
+#include "sched/policy.h"
+#include "service/chargeback.h"
+#include "service/clock.h"
+#include "service/identity.h"
+#include "service/job_book.h"
+#include "service/job_record.h"
+#include "service/outbox.h"
+#include "service/service.h"
+#include "store/store.h"
+
+namespace tessera {
+
+class ServiceDriver {
+ public:
+  // `config` (its tenancy's queues grow under mu_), and every pointer, must outlive it.
+  ServiceDriver(ServiceConfig* config, Store* store, Clock* clock, Backend* backend, JobBook* book,
+                Identity* identity, Chargeback* chargeback);
+  ~ServiceDriver();
+  // The loop over `cluster` (config->cluster), the state from `loaded`, the first snapshot and, with
+  // background cycles, the cycle thread.
+  Status Start(const StoredState& loaded);
+  // Stops the cycle thread and writes the clock and the queues' usage (the caller closes the store).
+  void Stop();
+  // The cluster from the store's nodes into config->cluster (kept when the store has none) (nodes.cc).
+  static Status LoadStoredCluster(const StoredState& s, ServiceConfig* config);
+  // A team created or changed (Identity's hook): its queue, seen by the next cycle.
+  void TeamChanged(const TeamRow& row);
+
+  bool Ready() const { return ready_.load(); }
+  const Counters& counters() const { return counters_; }
+  std::shared_ptr<const Snapshot> snapshot() const;
+  int64_t Now() const { return static_cast<int64_t>(clock_->Now()); }
+
+  // The job writes and what-if of Service (service.h).
+  Outcome<JobView> Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
+                          bool* created);
+  Outcome<JobView> Cancel(const Caller& c, int64_t id);
+  Outcome<JobView> SetPriority(const Caller& c, int64_t id, const std::string& priority_class);
+  Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
+  // The queues' figures from the snapshot into each team's view.
+  void AddQueueFigures(std::vector<TeamView>* teams) const;
+  // Every team's durable usage plus the running jobs' so far, over the query's interval (chargeback.cc).
+  Outcome<UsageLedgerOf> UsageLedger(const UsageQuery& q) const;
+  // Pending and running jobs per team, from the live table, added to `out`.
+  void CountJobsByTeam(std::map<std::string, std::pair<int64_t, int64_t>>* out) const;
+
+  // The nodes of Service (service.h; nodes.cc).
+  Outcome<std::vector<NodeView>> ListNodes(const Caller& c) const;
+  Outcome<NodeView> AddNode(const Caller& c, const std::string& spec_json);
+  Outcome<NodeView> CordonNode(const Caller& c, const std::string& name);
+  Outcome<NodeView> UncordonNode(const Caller& c, const std::string& name);
+  Outcome<NodeView> DrainNode(const Caller& c, const std::string& name);
+  Outcome<NodeView> RemoveNode(const Caller& c, const std::string& name);
+  std::vector<std::string> NodeStates() const;
+
+  // The loop as Service exposes it (service.h; cycle.cc).
+  void RunCycleNow();
+  int64_t NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const;
+  bool RunInstant(int64_t now, bool tick, InstantSource& arrivals);
+  size_t WaitingJobs() const;
+  std::vector<std::string> TakeDecisionLines();
+  std::vector<JobSlot> LoopSlotsOf(int64_t id) const;
+  JobPtr JobOfSlot(JobSlot slot) const;
+  std::string NodeName(NodeId n) const;
+  void SetEvictionBlocked(std::set<int64_t> ids);
+
+ private:
+  // What a commit makes visible: job versions (fresh = first version of a job), usage records.
+  struct Effects {
+    std::vector<JobPtr> next;
+    std::vector<bool> fresh;
+    std::vector<UsageRecord> usage;
+  };
+  // What the driver reports (control/driver.h), turned into job versions, events and usage in the current
+  // effects (fx_, set by the caller that holds the lock): see cycle.cc.
+  class Listener final : public DriverListener {
+   public:
+    explicit Listener(ServiceDriver* s) : s_(s) {}
+    void OnApplied(const Applied& a, int64_t now) override { s_->OnBoundLocked(a, now); }
+    void OnStarted(JobSlot j, int64_t now, double, bool in_flight) override {
+      s_->OnStartedLocked(j, now, in_flight);
+    }
+    void OnReleased(const Released& r, int64_t now, ReleaseCause cause, int64_t) override {
+      s_->OnReleasedLocked(r, now, cause);
+    }
+    void OnBackendEvent(const BackendEvent& e) override { s_->OnBackendEventLocked(e); }
+
+   private:
+    ServiceDriver* s_;
+  };
+  struct Fx {
+    WriteBatch b;
+    std::vector<JobPtr> changed;
+    const Plan* plan = nullptr;  // the plan (slice) being applied, for the actions' reasons
+    size_t index = 0;            // its next action
+    std::set<GpuId> relayout;    // GPUs whose MIG layout may have changed
+  };
+  // A pending status's job and the gang whose reservation it waits behind (null: none), read under mu_.
+  struct PendingRef {
+    JobPtr job, reservation;
+  };
+  struct KindStats {
+    int max_gpus = 0;  // GPUs of the largest node of the kind
+    int total_gpus = 0;
+  };
+  // Per node id, what the allocation state does not hold (under mu_).
+  struct NodeEntry {
+    bool draining = false;   // a drain was asked (drained once nothing runs there)
+    bool unhealthy = false;  // reported unhealthy (kept cordoned)
+  };
+
+  // Restore (service_driver.cc): teams' queues, MIG layouts, the clock, usage and keys, the jobs.
+  Status Restore(const StoredState& s);
+  void RestoreLayoutsLocked(const StoredState& s);
+  Status RestoreMetaLocked(const StoredState& s);
+  Status RestoreJobLocked(const JobRow& row);
+  Status ResumeLocked(const JobRecord& j);
+  int EnsureQueue(const std::string& team, const TeamRow* row);  // under mu_
+  // Each queue's decayed usage as kept in the store's meta, and back (ignored when unreadable).
+  std::string UsageMetaLocked() const;
+  void RestoreUsageLocked(const std::string& meta);
+
+  // Nodes (nodes.cc). After Restore: seeds an empty store with the configured nodes, else applies the
+  // stored node states.
+  Status RestoreNodes(const StoredState& s);
+  NodeId FindNodeLocked(const std::string& name) const;  // a live node by name, or -1
+  std::string NodeStateLocked(NodeId n) const;
+  NodeView NodeViewLocked(NodeId n) const;
+  NodeRow NodeRowLocked(NodeId n, int64_t now) const;
+  void RecountKindsLocked();  // kind_stats_ over the live nodes
+  // Stops and requeues, through the preemption path, every running job with a task on node `n`.
+  void DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed);
+  // A change of live node `name` by an admin: `change` (under the lock) changes it and adds its writes;
+  // the node's row is written with them; returns the node once durable, and wakes the cycle.
+  using NodeChangeFn = std::function<std::optional<ApiError>(NodeId, WriteBatch*, std::vector<JobPtr>*)>;
+  // Applies `change` to the named node and commits it with an audit entry `action` (node.cordon, ...).
+  Outcome<NodeView> ChangeNode(const Caller& c, const std::string& name, const std::string& action,
+                               const NodeChangeFn& change);
+  // Stores node n, the batch and its audit entry (`before`: the node's state before, "" for a new node).
+  Outcome<NodeView> CommitNodeLocked(std::unique_lock<std::mutex>* lock, const Caller& c,
+                                     const std::string& action, const std::string& before, NodeId n,
+                                     WriteBatch b, std::vector<JobPtr> changed);
+
+  // Job writes (jobs.cc).
+  Outcome<Request> BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
+                                std::string* priority_class) const;
+  // Makes `next` the current versions in the JobBook and queues their write with `batch`. After the
+  // commit the store's writer applies the Effects (versions visible, new pending jobs in the loop, usage
+  // in the ledger) and then calls `done` (if any): a caller that waits for `done` reads its own write.
+  void PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
+  void ApplyEffects(const Effects& e, const Status& st);
+  // A change of job `id` by `c` (verb names it in a refusal): 404 unless the job is durable and visible to
+  // `c`, 403 without the right; else `change` (under the lock) returns the next version and its writes
+  // (none: nothing to change), which is written; returns the job once that is durable and visible.
+  using ChangeFn = std::function<Outcome<JobPtr>(const JobRecord&, WriteBatch*)>;
+  Outcome<JobView> ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change);
+  // A job `c` may see, read from the JobBook (its lock only).
+  Outcome<JobView> Get(const Caller& c, int64_t id) const { return book_->Get(c, id, *snapshot()); }
+  uint64_t NextVersion() { return book_->NextVersion(); }
+  // Stores the service clock with `b` when `at` is past what is stored (so that after a crash every new
+  // timestamp is later than every acknowledged one). Under mu_.
+  void KeepClockLocked(int64_t at, WriteBatch* b);
+  AuditRow AuditOf(const Caller& c, std::string action, std::string target, std::string before,
+                   std::string after, bool changed) const {
+    return identity_->AuditOf(c, std::move(action), std::move(target), std::move(before), std::move(after),
+                              changed);
+  }
+
+  // The loop and the cycle (cycle.cc).
+  void CycleLoop();
+  void RunOneCycle();
+  // Adds the replicas of `j` to the loop's table; `queued`: they enter the queue at the job's submit time.
+  void AddToLoopLocked(const JobRecord& j, bool queued);
+  // The job's slots in the loop's table (empty until its first version is durable and it is added).
+  const std::vector<JobSlot>& ReplicasLocked(int64_t id) const;
+  // The loop's cycle input for `now` into *in, over `working`, a copy of its allocation that the caller
+  // keeps (an existing `working`, and the memory of an earlier input in *in, are reused).
+  void BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in);
+  // A copy of the loop's allocation for a snapshot, in a recycled buffer where one is free.
+  std::shared_ptr<const ClusterState> RecycledClusterLocked();
+  // Running jobs (by id, ascending): the ones whose replicas hold capacity in the loop.
+  std::vector<int64_t> RunningLocked() const;
+  std::vector<UsageRecord> UsageOf(const JobRecord& j, int64_t end_s) const;
+  // The next version of `j` ended in `state` at `at`; the loop releases what it held; adds usage and an
+  // event.
+  JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message,
+                      WriteBatch* b);
+  // The job's latest version including those of the current effects.
+  JobPtr CurrentLocked(int64_t id) const;
+  // Whether the service added `slot` to the loop's table; the id of the job it belongs to (REQUIRES: added).
+  bool HasSlotLocked(JobSlot slot) const {
+    return slot.value() >= 0 && slot.value() < static_cast<int32_t>(job_of_slot_.size());
+  }
+  int64_t IdOfSlotLocked(JobSlot slot) const { return job_of_slot_[slot.value()]; }
+  void ChangedLocked(JobPtr next);
+  // Writes the effects (and the clock and usage meta when `meta`).
+  void FlushLocked(Fx* fx, int64_t now, bool meta);
+  void OnBoundLocked(const Applied& a, int64_t now);
+  void OnStartedLocked(JobSlot s, int64_t now, bool in_flight);
+  void OnReleasedLocked(const Released& r, int64_t now, ReleaseCause cause);
+  void OnBackendEventLocked(const BackendEvent& e);
+  // The next version of `j` back in the queue after its run stopped (`why`), with the run's usage.
+  JobPtr RequeuedLocked(const JobRecord& j, const std::string& why, int64_t now, WriteBatch* b);
+  // Backend events and timers due at `now`, written. Returns whether anything changed.
+  bool DueLocked(int64_t now);
+  // One cycle at `now` (decide without the lock, apply in slices); returns the jobs bound.
+  int CycleAt(int64_t now);
+  Plan DecideInBackground(const CycleInput& in) const;
+  // Where a plan is cut into slices applied one lock hold each: ascending action indexes from 0 to its size
+  // (at least one slice, possibly empty).
+  std::vector<size_t> SliceCuts(const Plan& plan) const;
+  void Notify();
+
+  // The snapshot (cycle.cc). Publishes it after a cycle (plan) or a restore (null). Begin, under the lock,
+  // takes the allocation (copied when it changed) and the current version of each pending job of the plan;
+  // Finish, without the lock, orders the queue and publishes.
+  void PublishLocked(const Plan* plan, int64_t now);
+  std::shared_ptr<Snapshot> BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<PendingRef>* jobs);
+  void FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<PendingRef>& jobs);
+  // Each queue's signature and running jobs' expected ends into `snap` (estimates.cc).
+  void QueueSignaturesLocked(Snapshot* snap) const;
+  // The what-if's requests for what else the job could ask (another MIG profile, spot), from its spec.
+  std::vector<std::pair<WhatIfOption, Request>> AlternativesLocked(const JobRecord& job) const;
+
+  ServiceConfig* const config_;  // its tenancy's queues grow under mu_ once started
+  Store* const store_;
+  Clock* const clock_;
+  Backend* const backend_;
+  JobBook* const book_;
+  Identity* const identity_;
+  Chargeback* const chargeback_;
+  Counters counters_;
+  std::atomic<bool> ready_{false};
+
+  mutable std::mutex mu_;
+  std::unique_ptr<ControlLoop> loop_;  // job table, allocation and decayed usage of the current versions
+  std::vector<int64_t> job_of_slot_;   // by the loop's job slot: the job id
+  std::vector<std::vector<JobSlot>> replicas_;  // index id - 1: the job's slots in the loop's table
+  std::shared_ptr<const Policy> policy_;
+  std::unique_ptr<OutboxBackend> outbox_;  // the driver's backend: calls queued under mu_, made after it
+  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<Driver> driver_;         // the driver rules over loop_
+  Fx* fx_ = nullptr;                       // the effects the driver's reports go to
+  std::map<int64_t, std::string> reason_;  // job -> the reason of its last bind or preemption
+  std::set<int64_t> eviction_blocked_;     // jobs no cycle may preempt now (SetEvictionBlocked)
+  std::vector<KindStats> kind_stats_;      // by KindId (live nodes)
+  std::vector<NodeEntry> node_entries_;
+  int64_t stored_clock_ = 0;   // the clock position last written
+  bool state_changed_ = true;  // allocation changed since the last published snapshot
+  uint64_t cycle_seq_ = 0;
+
+  std::shared_ptr<const Snapshot> snapshot_;
+  mutable std::mutex snap_mu_;
+  // Cluster states kept for reuse by snapshots (a buffer is reused once only this list holds it).
+  static constexpr size_t kSpareClusters = 4;
+  std::vector<std::shared_ptr<ClusterState>> spare_clusters_;
+  std::mutex cycle_mu_;                          // one cycle at a time (the timer's, or RunCycleNow)
+  std::unique_ptr<ClusterState> cycle_working_;  // the cycle's working allocation, reused
+  CycleInput cycle_in_;                          // the cycle's input, its memory reused
+
+  std::mutex whatif_mu_;
+  std::map<int64_t, std::pair<uint64_t, std::vector<WhatIfOption>>> whatif_cache_;  // job -> (cycle, answer)
+
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool wake_ = false;
+  std::atomic<bool> wake_posted_{false};  // a Notify is on its way or wake_ is set (see Notify)
+  bool stop_ = false;
+  std::thread cycle_thread_;
+};
+
+}  // namespace tessera
