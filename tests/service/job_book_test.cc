@@ -1,0 +1,140 @@
+// The jobs room on its own: a version is visible only once committed, a failed first write is forgotten,
+// the visibility rules, the idempotency keys, and readers that run beside a writer.
+#include "service/job_book.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+namespace tessera {
+namespace {
+
+JobPtr Version(int64_t id, uint64_t version, const std::string& team, JobState state = JobState::kPending) {
+  auto j = std::make_shared<JobRecord>();
+  j->id = id;
+  j->version = version;
+  j->team = team;
+  j->user = team + "-user";
+  j->name = "job" + std::to_string(id);
+  j->state = state;
+  return j;
+}
+
+const Caller kAdmin{"admin", "", Role::kAdmin};
+
+TEST(JobBook, AVersionIsVisibleOnlyOnceCommitted) {
+  JobBook book;
+  const Snapshot snap;
+  JobPtr v1 = Version(1, book.NextVersion(), "a");
+  EXPECT_EQ(book.SetCurrent({v1}), std::vector<bool>{true});
+  EXPECT_EQ(book.Current(1), v1);
+  EXPECT_EQ(book.Visible(1), nullptr);
+  EXPECT_EQ(book.Get(kAdmin, 1, snap).error().code, ErrorCode::kNotFound);
+  bool more = true;
+  EXPECT_TRUE(book.List(kAdmin, "", "", "", 0, 10, &more, snap).empty());
+  EXPECT_EQ(book.Commit({v1}, {true}, true), std::vector<bool>{true});
+  ASSERT_TRUE(book.Get(kAdmin, 1, snap).ok());
+  EXPECT_EQ(book.Get(kAdmin, 1, snap).value().job, v1);
+
+  // A second version is visible after its commit; a late commit of an older one changes nothing.
+  JobPtr v2 = Version(1, book.NextVersion(), "a", JobState::kRunning);
+  EXPECT_EQ(book.SetCurrent({v2}), std::vector<bool>{false});
+  EXPECT_EQ(book.Visible(1), v1);
+  EXPECT_EQ(book.Commit({v2}, {false}, true), std::vector<bool>{false});
+  EXPECT_EQ(book.Commit({v1}, {false}, true), std::vector<bool>{false});
+  EXPECT_EQ(book.Visible(1), v2);
+  EXPECT_EQ(book.ListJobs(kAdmin, JobQuery{}, snap).total, 1);
+}
+
+TEST(JobBook, AFailedFirstWriteIsForgottenAndPendingJobsCarryTheSnapshotsInfo) {
+  JobBook book;
+  JobPtr j = Version(book.PeekId(), book.NextVersion(), "a");
+  book.TakeId(j->id);
+  EXPECT_EQ(book.PeekId(), 2);
+  const std::vector<bool> fresh = book.SetCurrent({j});
+  EXPECT_EQ(book.Commit({j}, fresh, false), std::vector<bool>{false});
+  EXPECT_EQ(book.Current(1), nullptr);
+
+  Snapshot snap;
+  snap.pending[2].pool_position = 7;
+  JobPtr k = Version(2, book.NextVersion(), "a");
+  book.Restore(k);
+  EXPECT_EQ(book.PeekId(), 3);
+  auto v = book.Get(kAdmin, 2, snap);
+  ASSERT_TRUE(v.ok());
+  ASSERT_TRUE(v.value().pending.has_value());
+  EXPECT_EQ(v.value().pending->pool_position, 7);
+}
+
+TEST(JobBook, WhoMaySubmitSeeAndChange) {
+  const JobPtr job = Version(1, 1, "a");
+  const JobRecord& j = *job;
+  const Caller lead{"lee", "a", Role::kTeamLead}, own{"a-user", "a", Role::kMember},
+      other{"bo", "a", Role::kMember}, viewer{"vi", "a", Role::kViewer}, outsider{"os", "b", Role::kAdmin};
+  EXPECT_TRUE(JobBook::CanSee(viewer, j));
+  EXPECT_FALSE(JobBook::CanSee(Caller{"x", "b", Role::kMember}, j));
+  EXPECT_TRUE(JobBook::CanSee(outsider, j));  // an admin sees every team's jobs
+  EXPECT_TRUE(JobBook::CanChange(lead, j));
+  EXPECT_TRUE(JobBook::CanChange(own, j));
+  EXPECT_FALSE(JobBook::CanChange(other, j));
+  EXPECT_FALSE(JobBook::CanChange(viewer, j));
+  EXPECT_EQ(JobBook::SubmitTeam(own, "").value(), "a");
+  EXPECT_EQ(JobBook::SubmitTeam(own, "b").error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(JobBook::SubmitTeam(viewer, "").error().code, ErrorCode::kPermissionDenied);
+  EXPECT_FALSE(JobBook::SubmitTeam(kAdmin, "").ok());
+  EXPECT_EQ(JobBook::SubmitTeam(kAdmin, "b").value(), "b");
+}
+
+TEST(JobBook, IdempotencyKeysAreDurableWithTheirJobOrForgotten) {
+  JobBook book;
+  const JobBook::IdemKey key{"ana", "k1"}, other{"ana", "k2"};
+  EXPECT_FALSE(book.FindKey(key).has_value());
+  book.PutKey(key, {"hash", 1, false});
+  book.PutKey(other, {"hash2", 2, false});
+  ASSERT_TRUE(book.FindKey(key).has_value());
+  EXPECT_FALSE(book.FindKey(key)->durable);
+  book.SettleKey(key, true);
+  book.SettleKey(other, false);
+  EXPECT_TRUE(book.FindKey(key)->durable);
+  EXPECT_EQ(book.FindKey(key)->job_id, 1);
+  EXPECT_FALSE(book.FindKey(other).has_value());
+}
+
+// Readers beside a writer that makes and commits versions: a reader never sees a job's visible version go
+// back, and every visible version was committed.
+TEST(JobBook, ReadersBesideAWriterSeeCommittedVersionsInOrder) {
+  JobBook book;
+  const Snapshot snap;
+  constexpr int kJobs = 8, kRounds = 300;
+  std::atomic<bool> done{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r)
+    readers.emplace_back([&] {
+      std::vector<uint64_t> seen(kJobs + 1, 0);
+      while (!done.load()) {
+        for (int64_t id = 1; id <= kJobs; ++id) {
+          auto v = book.Get(kAdmin, id, snap);
+          if (!v.ok()) continue;
+          if (v.value().job->version < seen[id]) bad.fetch_add(1);
+          seen[id] = v.value().job->version;
+        }
+        (void)book.ListJobs(kAdmin, JobQuery{}, snap);
+      }
+    });
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<JobPtr> next;
+    for (int64_t id = 1; id <= kJobs; ++id) next.push_back(Version(id, book.NextVersion(), "a"));
+    const std::vector<bool> fresh = book.SetCurrent(next);
+    book.Commit(next, fresh, true);
+  }
+  done.store(true);
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(book.ListJobs(kAdmin, JobQuery{}, snap).total, kJobs);
+  for (int64_t id = 1; id <= kJobs; ++id) EXPECT_EQ(book.Visible(id), book.Current(id));
+}
+
+}  // namespace
+}  // namespace tessera
