@@ -10,8 +10,8 @@
 //  1. Identity's change lock (identity.h): its team_changed hook calls TeamChanged, which takes mu_.
 //  2. cycle_mu_: one cycle at a time; held across a cycle, which takes mu_ for its slices.
 //  3. mu_: the loop, the slots, the nodes, the effects; held for a request's check-and-write and for one
-//     slice of a cycle's apply, never across a store wait. Identity's read lock and Chargeback's lock may
-//     be taken under it (neither takes mu_).
+//     slice of a cycle's apply, never across a store wait once started. Identity's read lock and Chargeback's
+//     lock may be taken under it (neither takes mu_).
 //  4. The JobBook's locks: new versions are written under mu_ (the book takes no other lock). Reads of jobs
 //     take the book's lock alone, so they never wait for mu_.
 //  snap_mu_, whatif_mu_ and wake_mu_ are leaves (nothing is taken under them).
