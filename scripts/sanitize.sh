@@ -8,7 +8,4 @@ build=${1:-$root/build-asan}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-# The class-share sweep (tests/sim/class_share_sweep_test.cc: 15-day statistical runs, about 30 s in the
-# Release suite, many minutes each under the sanitizers) runs in scripts/test.sh; it walks no simulator code
-# that the other simulator tests here do not.
-ctest --test-dir "$build" -j"$(nproc)" --output-on-failure --repeat until-pass:2 -E '^ClassShareSweep\.'  # as scripts/test.sh
+ctest --test-dir "$build" -j"$(nproc)" --output-on-failure --repeat until-pass:2  # as scripts/test.sh
