@@ -13,6 +13,7 @@
 #include "base/stats.h"
 #include "cli/bench_cycle.h"
 #include "cli/synthetic.h"
+#include "control/workload_learner.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
 #include "sched/cluster_state.h"
@@ -177,6 +178,10 @@ int RunBenchCycle(const CycleBenchOptions& o) {
   const std::vector<int> leaves = BenchQueues(o, capacity, rng, &in, &teams);
   BenchJobs(o, leaves, capacity, **policy, rng, &*state, &in);
   const double fill = static_cast<double>(state->AllocatedMilli()) / capacity;
+  // The typical tasks the control loop would have learned from these submissions (in submission order).
+  WorkloadLearner learned;
+  for (const PendingJob& p : in.pending) learned.Observe(p.request);
+  state->set_learned_workload(learned.Current());
   in.snapshot = &*state;
   // Timed: wall clock and this thread's CPU time (the cycle is single-threaded; on a shared machine the
   // CPU time is the cost on one core, the wall time adds waiting for a core).

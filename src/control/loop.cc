@@ -25,7 +25,8 @@ ControlLoop::ControlLoop(ClusterState state, std::vector<QueueConfig> queues, Lo
       queues_(std::move(queues)),
       options_(std::move(options)),
       usage_(static_cast<int>(queues_.size()), options_.cycle.usage_half_life_s, 0),
-      demand_(options_.demand_learning) {}
+      demand_(options_.demand_learning),
+      workload_(options_.workload_learning) {}
 
 int ControlLoop::AddQueue(QueueConfig q) {
   queues_.push_back(std::move(q));
@@ -43,6 +44,7 @@ void ControlLoop::Submit(JobSlot j, int64_t now) {
   job.phase = JobPhase::kPending;
   job.submit_s = now;
   jobs_.PushPending(j);
+  workload_.Observe(job.request);
 }
 
 // A holding job's entry in the cycle's input (terminating jobs only count as vacating capacity), written
@@ -92,6 +94,7 @@ CycleInput ControlLoop::BuildInput(int64_t now) {
 void ControlLoop::BuildInput(int64_t now, CycleInput* out) {
   CycleInput& in = *out;
   state_.set_learned_headroom(demand_.Headroom());
+  state_.set_learned_workload(workload_.Current());
   in.snapshot = &state_;
   in.queues = queues_;
   in.now_s = now;

@@ -19,6 +19,7 @@
 #include "control/demand_learner.h"
 #include "control/job_table.h"
 #include "control/usage.h"
+#include "control/workload_learner.h"
 #include "sched/cluster_state.h"
 #include "sched/cycle.h"
 #include "sched/policy.h"
@@ -43,6 +44,9 @@ struct LoopOptions {
   // Admission headroom learned from the demand drivers observe (ObserveDemand; demand_learner.h), carried to
   // the policy by the cycle's snapshot.
   DemandLearning demand_learning;
+  // The workload's typical tasks learned from submissions (workload_learner.h), carried to the policy by
+  // the cycle's snapshot.
+  WorkloadLearning workload_learning;
 };
 
 // A hold that ended (completion, failure, preemption): what the job gave back.
@@ -107,6 +111,8 @@ class ControlLoop {
   // headroom learned from these (DemandLearner), once enough were seen.
   void ObserveDemand(double ratio, bool sensitive) { demand_.Observe(ratio, sensitive); }
   const DemandLearner& demand() const { return demand_; }
+  // The typical tasks learned from the jobs submitted so far (each Submit is one observation).
+  const WorkloadLearner& workload() const { return workload_; }
 
   // A queue added, or a queue's configuration changed, while the driver runs (e.g. a team created through an
   // API). AddQueue returns its index.
@@ -120,7 +126,8 @@ class ControlLoop {
 
   // A job the driver knows (kFuture). Returns its slot.
   JobSlot Add(ControlJob job) { return jobs_.Add(std::move(job)); }
-  // The job enters the queue at `now` (at the back of the queue order).
+  // The job enters the queue at `now` (at the back of the queue order); its request is one observation of
+  // the workload.
   void Submit(JobSlot j, int64_t now);
 
   // The cycle's input for `now`: pending jobs in queue order, holding jobs, queues, decayed usage, drain
@@ -173,6 +180,7 @@ class ControlLoop {
   JobTable jobs_;
   QueueUsage usage_;
   DemandLearner demand_;
+  WorkloadLearner workload_;
   double limit_sum_ = 0;  // sum over completed jobs of log(1 / time_limit_factor)
   int64_t limit_n_ = 0;
 };

@@ -24,6 +24,7 @@ LoopOptions MakeLoopOptions(const LoopSetup& s) {
   // falls (0.478 against 0.502), because the team of short replicas then outranks waiting gangs.
   lo.track_usage = tenancy;
   lo.demand_learning = s.demand_learning;
+  lo.workload_learning = s.workload_learning;
   return lo;
 }
 

@@ -24,6 +24,7 @@ struct LoopSetup {
   int64_t mig_mode_delay_s = 60;
   int max_cycles_per_instant = 64;
   DemandLearning demand_learning;  // the quantiles admission headroom is learned at
+  WorkloadLearning workload_learning;  // how the typical tasks are learned from submissions
 };
 
 LoopOptions MakeLoopOptions(const LoopSetup& s);

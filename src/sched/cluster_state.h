@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/ids.h"
@@ -19,6 +20,7 @@
 #include "model/cluster.h"
 #include "sched/placement.h"
 #include "sched/sharing.h"
+#include "sched/task_shape.h"
 
 namespace tessera {
 
@@ -199,6 +201,10 @@ class ClusterState {
   // in place of the configured one: what the cluster measured, not allocation state.
   const LearnedHeadroom& learned_headroom() const { return learned_headroom_; }
   void set_learned_headroom(const LearnedHeadroom& h) { learned_headroom_ = h; }
+  // The workload's typical tasks the control loop learned from submissions (control/workload_learner.h);
+  // null: not learned. A policy whose node score counts typical tasks uses it where it was given none.
+  const std::shared_ptr<const TaskShapeDistribution>& learned_workload() const { return learned_workload_; }
+  void set_learned_workload(std::shared_ptr<const TaskShapeDistribution> w) { learned_workload_ = std::move(w); }
 
   // Shared instances of a GPU can be closed to new sharers (a placement hint, not allocation state): the
   // cycle closes the GPUs a gang reservation counts on, so that joining sharers cannot keep them busy past
@@ -273,6 +279,7 @@ class ClusterState {
   std::vector<int64_t> drain_s_;  // empty = drain times off
   std::vector<uint8_t> sharing_closed_;  // per GPU; empty = none closed
   LearnedHeadroom learned_headroom_;
+  std::shared_ptr<const TaskShapeDistribution> learned_workload_;
 };
 
 }  // namespace tessera

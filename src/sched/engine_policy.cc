@@ -335,7 +335,7 @@ void EnginePolicy::JoinOnNode(const ClusterState& s, const SharingOptions& o, co
                                  b.min_sensitive, r.latency_sensitive))
     return;
   const GpuKind& kind = s.catalog().kind(ns.kind);
-  const int sep = Separate() ? ClassConflict(ns, r) : 0;
+  const int sep = Separate(s) ? ClassConflict(ns, r) : 0;
   const int ext = DrainExtension(s, n, r);
   for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
     if (s.gpu_cordoned(g) || s.sharing_closed(g)) continue;
@@ -493,7 +493,7 @@ void EnginePolicy::SliceFastPath(const ClusterState& s, const Request& r, SliceS
           const NodeId n = static_cast<NodeId>(w * 64 + __builtin_ctzll(word));
           const NodeState& ns = s.node(n);
           if (!NodeEligible(ns, r)) continue;
-          const int sep = Separate() ? ClassConflict(ns, r) : 0;
+          const int sep = Separate(s) ? ClassConflict(ns, r) : 0;
           const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
           q->Offer(NodeKey{c, sep, DrainExtension(s, n, r), pack, n}, n, false);
         }
@@ -560,7 +560,7 @@ bool EnginePolicy::SliceNode(const ClusterState& s, const Request& r, NodeId n, 
   }
   if (kind.memory_mib >= r.gpu_memory_mib && traits_.share) q->any_memory = true;
   if (c == kNoCat) return false;
-  const int sep = Separate() ? ClassConflict(ns, r) : 0;
+  const int sep = Separate(s) ? ClassConflict(ns, r) : 0;
   const int pack = traits_.spread ? -ns.idle_gpus : ns.idle_gpus;
   const int ext = DrainExtension(s, n, r);
   const bool scored = scorer_ && (c == kSharePartial || c == kShareIdle);
@@ -590,7 +590,7 @@ void EnginePolicy::SliceDestroy(const ClusterState& s, const Request& r, SliceSe
     if (p < 0) continue;
     SubGpuChoice d = BestMig(s, n, r, p, cover, true, traits_.frag_aware, true);
     if (d.cat != kDestroy) continue;
-    const int sep = Separate() ? ClassConflict(ns, r) : 0;
+    const int sep = Separate(s) ? ClassConflict(ns, r) : 0;
     q->Offer(NodeKey{kDestroy, sep, DrainExtension(s, n, r), d.key, n}, n, false);
   }
 }
@@ -863,7 +863,7 @@ void EnginePolicy::ScanWhole(const ClusterState& s, const Request& r, WholeScan*
     if (c.tasks < T) continue;
     const int need = T * g;
     const int uses_mig = std::max(0, need - ns.free_whole);  // idle MIG GPUs to switch off
-    const int sep = Separate() ? ClassConflict(ns, r) : 0;
+    const int sep = Separate(s) ? ClassConflict(ns, r) : 0;
     // A scorer ranks nodes that need no MIG GPU switched off (its view of a node is its free GPUs).
     const bool by_score = scored && uses_mig == 0;
     const NodeKey key{uses_mig, sep, single ? DrainExtension(s, n, r) : 0,
@@ -1012,7 +1012,7 @@ PlaceResult EnginePolicy::PlaceCpuOnly(const ClusterState& s, const Request& r) 
     if (s.node_cordoned(n) || !r.TierAllowed(ns.tier) || ns.free_cpu_milli < r.cpu_milli ||
         ns.free_memory_mib < r.host_memory_mib)
       continue;
-    const int sep = Separate() ? ClassConflict(ns, r) : 0;
+    const int sep = Separate(s) ? ClassConflict(ns, r) : 0;
     int64_t k1 = 0, k2 = n;
     if (scorer_) {
       k1 = ScoreKey(s, n, r);

@@ -110,9 +110,15 @@ class EnginePolicy : public Policy {
   SharingOptions Sharing(const ClusterState& s) const { return WithLearned(sharing_, s.learned_headroom()); }
   // The SLO admission of shares of non-MIG GPUs (share_admission), else none (by compute alone).
   const SharingOptions* Admit() const { return traits_.share_admission ? &sharing_ : nullptr; }
-  // Whether class separation ranks nodes: a policy that separates classes does, unless its node scorer
-  // knows the workload's typical tasks (then the score, which counts what they will need, decides).
-  bool Separate() const { return traits_.separate_classes && !(scorer_ && scorer_->KnowsWorkload()); }
+  // Whether class separation ranks nodes on `s`: a policy that separates classes does, unless its node
+  // scorer counts the workload's typical tasks (given or learned) and the workload is of one kind (only
+  // training, or none): then the score, which counts what they will need, decides. Where training and
+  // inference share the cluster, separation keeps gangs' nodes free of sharers and the score ranks within.
+  bool Separate(const ClusterState& s) const {
+    if (!traits_.separate_classes) return false;
+    const TaskShapeDistribution* w = scorer_ ? scorer_->Workload(s) : nullptr;
+    return w == nullptr || w->MixesClasses();
+  }
   PolicyTraits traits_;
   std::unique_ptr<NodeScorer> scorer_;  // null: no node score (k8s-default, static-mig)
   SharingOptions sharing_;

@@ -94,53 +94,83 @@ class TesseraClassScorer : public fgd_internal::ClassScorer {
 
 class TesseraNodeScorer : public NodeScorer {
  public:
-  TesseraNodeScorer(TaskShapeDistribution dist, std::optional<uint64_t> tie_seed)
-      : NodeScorer(tie_seed), engine_(std::move(dist), std::nullopt) {
-    double cpu = 0, mem = 0, gpu = 0;
-    const TaskShapeDistribution& d = engine_.dist();
-    for (size_t i = 0; i < d.shapes.size(); ++i) {
-      const TaskShape& m = d.shapes[i];
-      if (m.CpuOnly()) continue;
-      cpu += d.prob[i] * static_cast<double>(m.cpu_milli);
-      mem += d.prob[i] * static_cast<double>(i < d.memory_mib.size() ? d.memory_mib[i] : 0);
-      gpu += d.prob[i] * static_cast<double>(m.num_gpu * m.gpu_milli);
-    }
-    cpu_per_milli_ = gpu > 0 ? cpu / gpu : 0;
-    mem_per_milli_ = gpu > 0 ? mem / gpu : 0;
+  TesseraNodeScorer(TaskShapeDistribution dist, std::optional<uint64_t> tie_seed) : NodeScorer(tie_seed) {
+    if (!dist.shapes.empty()) given_ = std::make_unique<Model>(std::move(dist));
   }
 
   void Begin(const ClusterState& s, const Request& r) const override {
-    if (engine_.dist().shapes.empty()) return;
-    if (reserve_weight_.empty()) {
-      reserve_weight_ = tessera_internal::KindReserveWeights(engine_.dist(), s.cluster());
-      if (reserve_weight_.empty()) reserve_weight_.push_back(0.0);
+    const Model* m = ModelFor(s);
+    if (m == nullptr) return;
+    if (m->reserve_weight.empty()) {
+      m->reserve_weight = tessera_internal::KindReserveWeights(m->engine.dist(), s.cluster());
+      if (m->reserve_weight.empty()) m->reserve_weight.push_back(0.0);
     }
     // Cost per milli on kind k: its weight above the cheapest kind the task may use.
     double floor = std::numeric_limits<double>::infinity();
-    for (size_t k = 0; k < reserve_weight_.size(); ++k)
-      if (r.KindAllowed(static_cast<KindId>(k))) floor = std::min(floor, reserve_weight_[k]);
+    for (size_t k = 0; k < m->reserve_weight.size(); ++k)
+      if (r.KindAllowed(static_cast<KindId>(k))) floor = std::min(floor, m->reserve_weight[k]);
     if (!std::isfinite(floor)) floor = 0;
-    reserve_cost_.resize(reserve_weight_.size());
-    for (size_t k = 0; k < reserve_weight_.size(); ++k) reserve_cost_[k] = std::max(0.0, reserve_weight_[k] - floor);
-    engine_.BeginRequest(s.num_nodes());
+    reserve_cost_.resize(m->reserve_weight.size());
+    for (size_t k = 0; k < m->reserve_weight.size(); ++k)
+      reserve_cost_[k] = std::max(0.0, m->reserve_weight[k] - floor);
+    m->engine.BeginRequest(s.num_nodes());
   }
 
-  bool KnowsWorkload() const override { return !engine_.dist().shapes.empty(); }
+  const TaskShapeDistribution* Workload(const ClusterState& s) const override {
+    const Model* m = ModelFor(s);
+    return m == nullptr ? nullptr : &m->engine.dist();
+  }
 
   int64_t Score(const ClusterState& s, NodeId n, const Request& r) const override {
-    if (engine_.dist().shapes.empty()) return Packing(s, n, r);
-    if (WholeShare(r)) return WholeShareGpu(s, n, r) == kNone ? kUnusable : ClassScore(s, n, r);
-    return ClassScore(s, n, r);
+    const Model* m = ModelFor(s);
+    if (m == nullptr) return Packing(s, n, r);
+    if (WholeShare(r)) return WholeShareGpu(s, n, r) == kNone ? kUnusable : ClassScore(*m, s, n, r);
+    return ClassScore(*m, s, n, r);
   }
 
   GpuId ShareGpu(const ClusterState& s, NodeId n, const Request& r) const override {
-    if (engine_.dist().shapes.empty()) return PackedShareGpu(s, n, r);
+    const Model* m = ModelFor(s);
+    if (m == nullptr) return PackedShareGpu(s, n, r);
     if (WholeShare(r)) return WholeShareGpu(s, n, r);
-    const TesseraClassScorer scorer(cpu_per_milli_, mem_per_milli_, &reserve_cost_);
-    return engine_.ShareGpu(s, n, fgd_internal::TaskDelta{ShapeOf(r), r.host_memory_mib}, r.gpu_memory_mib, scorer);
+    const TesseraClassScorer scorer(m->cpu_per_milli, m->mem_per_milli, &reserve_cost_);
+    return m->engine.ShareGpu(s, n, fgd_internal::TaskDelta{ShapeOf(r), r.host_memory_mib}, r.gpu_memory_mib, scorer);
   }
 
  private:
+  // What the score keeps of one typical-task distribution.
+  struct Model {
+    explicit Model(TaskShapeDistribution dist) : engine(std::move(dist), std::nullopt) {
+      double cpu = 0, mem = 0, gpu = 0;
+      const TaskShapeDistribution& d = engine.dist();
+      for (size_t i = 0; i < d.shapes.size(); ++i) {
+        const TaskShape& m = d.shapes[i];
+        if (m.CpuOnly()) continue;
+        cpu += d.prob[i] * static_cast<double>(m.cpu_milli);
+        mem += d.prob[i] * static_cast<double>(i < d.memory_mib.size() ? d.memory_mib[i] : 0);
+        gpu += d.prob[i] * static_cast<double>(m.num_gpu * m.gpu_milli);
+      }
+      cpu_per_milli = gpu > 0 ? cpu / gpu : 0;
+      mem_per_milli = gpu > 0 ? mem / gpu : 0;
+    }
+    fgd_internal::ClassEngine engine;
+    double cpu_per_milli = 0;  // typical mix: mean CPU (millicores) per GPU milli
+    double mem_per_milli = 0;  // typical mix: mean host memory (MiB) per GPU milli
+    mutable std::vector<double> reserve_weight;  // per kind, from the first snapshot's cluster
+  };
+
+  // The given distribution's model; else the model of the snapshot's learned workload (rebuilt when the
+  // loop publishes a new one); null when neither is known (the score is then the engine's packing).
+  const Model* ModelFor(const ClusterState& s) const {
+    if (given_) return given_.get();
+    const std::shared_ptr<const TaskShapeDistribution>& w = s.learned_workload();
+    if (!w || w->shapes.empty()) return nullptr;
+    if (w != learned_from_) {
+      learned_ = std::make_unique<Model>(*w);
+      learned_from_ = w;
+    }
+    return learned_.get();
+  }
+
   // A "share" of a whole GPU is scored as one whole GPU, on the lowest-index idle GPU with the memory.
   static bool WholeShare(const Request& r) { return r.SubGpu() && r.gpu_milli >= kMilliPerGpu; }
   static GpuId WholeShareGpu(const ClusterState& s, NodeId n, const Request& r) {
@@ -150,10 +180,10 @@ class TesseraNodeScorer : public NodeScorer {
     return kNone;
   }
 
-  int64_t ClassScore(const ClusterState& s, NodeId n, const Request& r) const {
-    const TesseraClassScorer scorer(cpu_per_milli_, mem_per_milli_, &reserve_cost_);
+  int64_t ClassScore(const Model& m, const ClusterState& s, NodeId n, const Request& r) const {
+    const TesseraClassScorer scorer(m.cpu_per_milli, m.mem_per_milli, &reserve_cost_);
     const double sc =
-        engine_.ScoreNode(s, n, fgd_internal::TaskDelta{ShapeOf(r), r.host_memory_mib}, r.gpu_memory_mib, scorer);
+        m.engine.ScoreNode(s, n, fgd_internal::TaskDelta{ShapeOf(r), r.host_memory_mib}, r.gpu_memory_mib, scorer);
     return std::isfinite(sc) ? static_cast<int64_t>(sc) : kUnusable;
   }
 
@@ -181,11 +211,10 @@ class TesseraNodeScorer : public NodeScorer {
     return best;
   }
 
-  fgd_internal::ClassEngine engine_;
-  double cpu_per_milli_ = 0;  // typical mix: mean CPU (millicores) per GPU milli
-  double mem_per_milli_ = 0;  // typical mix: mean host memory (MiB) per GPU milli
-  mutable std::vector<double> reserve_weight_;  // per kind, from the first snapshot's cluster
-  mutable std::vector<double> reserve_cost_;    // per kind, for the request being scored
+  std::unique_ptr<Model> given_;                                 // null: no distribution given
+  mutable std::shared_ptr<const TaskShapeDistribution> learned_from_;  // what learned_ was built from
+  mutable std::unique_ptr<Model> learned_;
+  mutable std::vector<double> reserve_cost_;  // per kind, for the request being scored
 };
 
 class BestFitNodeScorer : public NodeScorer {

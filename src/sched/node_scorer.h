@@ -36,8 +36,9 @@ class NodeScorer {
   // For a sub-GPU task, the GPU of node `n` the share goes to (one that reaches the node's score);
   // kNone when there is none. Call after Begin for the same request.
   virtual GpuId ShareGpu(const ClusterState& s, NodeId n, const Request& r) const = 0;
-  // Whether the scorer was given the workload's typical tasks.
-  virtual bool KnowsWorkload() const { return false; }
+  // The typical tasks the score counts on `s`: those it was given, else (tessera) those the snapshot's
+  // loop learned; null when it counts none.
+  virtual const TaskShapeDistribution* Workload(const ClusterState&) const { return nullptr; }
   // Position of `n` in the tie order (lower wins ties).
   int32_t Rank(const ClusterState& s, NodeId n) const;
 
@@ -51,7 +52,8 @@ class NodeScorer {
 // the node's remaining CPU and memory cannot feed at the typical mix's CPU and memory per GPU milli, R the
 // reservation cost of taking GPU kinds that tasks pinned to few kinds will need. A share takes the
 // lowest-index GPU reaching the node's best score among the GPUs with enough free GPU memory. With an
-// empty distribution (nothing known about the workload: the scheduling cycle) the score is the engine's
+// empty distribution it scores with the snapshot's learned workload (ClusterState::learned_workload);
+// when that is not known either (early in a run, learning off) the score is the engine's
 // packing: fewest whole GPUs left (free or idle MIG) for whole GPUs; for a share the node with the fewest
 // idle GPUs, a partly used GPU before an idle one, the tightest first.
 std::unique_ptr<NodeScorer> MakeTesseraScorer(TaskShapeDistribution dist, std::optional<uint64_t> tie_seed);

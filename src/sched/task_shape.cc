@@ -61,21 +61,34 @@ TaskShapeDistribution TaskShapeDistribution::Typical(const std::vector<TaskShape
   return d;
 }
 
-TaskShapeDistribution TaskShapeDistribution::FromRequests(const std::vector<Request>& requests, double coverage) {
+TaskShapeDistribution TaskShapeDistribution::FromSamples(const std::vector<TaskSample>& samples, double coverage) {
   std::vector<TaskShape> shapes;
-  shapes.reserve(requests.size());
-  for (const Request& r : requests) shapes.push_back(ShapeOf(r));
+  shapes.reserve(samples.size());
+  int64_t training = 0;
+  for (const TaskSample& t : samples) {
+    shapes.push_back(t.shape);
+    training += t.training ? 1 : 0;
+  }
   TaskShapeDistribution d = Typical(shapes, coverage);
   std::vector<std::vector<int64_t>> mem(d.shapes.size());
-  for (size_t j = 0; j < requests.size(); ++j) {
+  for (size_t j = 0; j < samples.size(); ++j) {
     auto it = std::find(d.shapes.begin(), d.shapes.end(), shapes[j]);
-    if (it != d.shapes.end()) mem[static_cast<size_t>(it - d.shapes.begin())].push_back(requests[j].host_memory_mib);
+    if (it != d.shapes.end()) mem[static_cast<size_t>(it - d.shapes.begin())].push_back(samples[j].host_memory_mib);
   }
   for (auto& v : mem) {
     std::sort(v.begin(), v.end());
     d.memory_mib.push_back(v.empty() ? 0 : v[v.size() / 2]);
   }
+  d.training_share = samples.empty() ? 0 : static_cast<double>(training) / static_cast<double>(samples.size());
   return d;
+}
+
+TaskShapeDistribution TaskShapeDistribution::FromRequests(const std::vector<Request>& requests, double coverage) {
+  std::vector<TaskSample> samples;
+  samples.reserve(requests.size());
+  for (const Request& r : requests)
+    samples.push_back({ShapeOf(r), r.host_memory_mib, r.cls == WorkloadClass::kTraining});
+  return FromSamples(samples, coverage);
 }
 
 }  // namespace tessera

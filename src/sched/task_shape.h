@@ -33,6 +33,13 @@ TaskShape ShapeOf(const Request& r);
 // OK when `r` is one of the three harness forms, else an error saying why.
 Status CheckHarnessRequest(const Request& r);
 
+// One task of a workload as the distribution counts it: its shape, host memory and whether it trains.
+struct TaskSample {
+  TaskShape shape;
+  int64_t host_memory_mib = 0;
+  bool training = false;
+};
+
 // The typical-task distribution M: the most common shapes of a workload with their probabilities.
 struct TaskShapeDistribution {
   std::vector<TaskShape> shapes;  // most common first
@@ -40,10 +47,19 @@ struct TaskShapeDistribution {
   // Parallel to shapes: median host memory of the shape's tasks (FGD ignores it; tessera's score uses
   // it). Empty when unknown (Typical()), which counts as 0.
   std::vector<int64_t> memory_mib;
+  // The share of all the workload's tasks (not only the typical ones) that are training tasks.
+  double training_share = 0;
+
+  // Whether the workload has both training and other tasks (then class separation still ranks nodes
+  // first for a policy that separates classes; docs/architecture.md "Policies").
+  bool MixesClasses() const { return training_share > 0 && training_share < 1; }
 
   // Groups `tasks` by shape and keeps the smallest most-common-first prefix covering at least
   // `coverage` of the tasks (equal counts: the shape seen first comes first); renormalised.
   static TaskShapeDistribution Typical(const std::vector<TaskShape>& tasks, double coverage = 0.95);
+  // Typical over the samples' shapes, with each typical shape's median host memory and the training share.
+  static TaskShapeDistribution FromSamples(const std::vector<TaskSample>& samples, double coverage = 0.95);
+  // FromSamples over one sample per request.
   static TaskShapeDistribution FromRequests(const std::vector<Request>& requests, double coverage = 0.95);
 };
 

@@ -77,6 +77,7 @@ Status Replay::Setup(const Catalog& catalog) {
   setup_.mig_mode_delay_s = sc.sim.mig_mode_delay_s;
   setup_.max_cycles_per_instant = sc.sim.max_cycles_per_instant;
   setup_.demand_learning = sc.sim.demand_learning;
+  setup_.workload_learning = sc.sim.workload_learning;
   auto policy = MakeScenarioPolicy(sc, "tessera");
   if (!policy.ok()) return policy.status();
   policy_ = std::shared_ptr<const Policy>(std::move(policy).value());

@@ -345,6 +345,8 @@ constexpr double kDefaultTimeLimitFactor[2] = {1.0, 4.0};
 Status ReadRunSettings(FieldReader& top, Scenario* s) {
   if (Status st = ReadSeeds(top, s); !st.ok()) return st;
   top.Int("threads", &s->threads, false, 1, 256);
+  // The loop learns the workload's typical tasks from submissions (control/workload_learner.h) unless off.
+  top.Bool("learn_workload", &s->sim.workload_learning.enabled, false);
   s->policies = {"tessera", "static-mig", "k8s-default"};
   if (Status st = ReadPolicyVariants(top, &s->policy_variants); !st.ok()) return st;
   ReadPolicies(top, "policies", s->policy_variants, &s->policies);

@@ -241,6 +241,7 @@ Status SimRun::InitJobs(ClusterState state) {
   setup.mig_mode_delay_s = opt_.mig_mode_delay_s;
   setup.max_cycles_per_instant = opt_.max_cycles_per_instant;
   setup.demand_learning = opt_.demand_learning;
+  setup.workload_learning = opt_.workload_learning;
   PhysicsOptions physics;
   physics.fabric = fabric_;
   physics.gpu_mtbf_h = opt_.gpu_mtbf_h;

@@ -23,6 +23,7 @@
 #include "base/status.h"
 #include "control/demand_learner.h"
 #include "control/job_slot.h"
+#include "control/workload_learner.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
 #include "sched/cycle.h"
@@ -129,6 +130,8 @@ struct SimOptions {
   SharingOptions sharing;
   // The quantiles the loop learns admission headroom at from the demand it observes (sharing.learn_headroom).
   DemandLearning demand_learning;
+  // How the loop learns the workload's typical tasks from submissions (the scenario's `learn_workload`).
+  WorkloadLearning workload_learning;
   // Real demand (docs/simulator.md "What is not known in advance"): an inference replica's compute demand,
   // constant over epochs of demand_epoch_s, is its declared demand times a lognormal factor of mean 1 and
   // log-sd demand_sigma, drawn per replica and epoch from demand_seed (0 = exactly the declared demand).

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
 
+#include "base/random.h"
 #include "sched/cluster_state.h"
 #include "sched/harness_policies.h"
 #include "sched/node_scorer.h"
@@ -299,6 +301,91 @@ TEST(HarnessPoliciesTest, TesseraAvoidsStrandingGpusWhereFgdIsIndifferent) {
     fgd_on_0 += f.tasks[0].node == 0;
   }
   EXPECT_GT(fgd_on_0, 0);
+}
+
+TEST(HarnessPoliciesTest, TesseraWithoutGivenTasksScoresWithTheSnapshotsLearnedWorkload) {
+  // The stranding case above. Typical tasks asking 8 cores per GPU make node 0 a bad choice; typical tasks
+  // asking 1 core strand nothing (a tie, node order decides). Given tasks win over learned ones; without
+  // either the score is the engine's packing (a tie here too).
+  Cluster c = SmallCluster(2, 4, 32000, 1 << 20);
+  c.nodes[1].cpu_milli = 128000;
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  const TaskShapeDistribution heavy = TaskShapeDistribution::Typical({Whole(1, 8000)}, 1.0);
+  const TaskShapeDistribution light = TaskShapeDistribution::Typical({Whole(1, 1000)}, 1.0);
+  auto tessera = std::move(MakePolicy("tessera")).value();
+  auto given = std::move(MakePolicy("tessera", PolicyOptions{heavy, std::nullopt, {}})).value();
+  auto node_of = [&](const Policy& p) {
+    PlaceResult r = p.Place(*s, WholeReq(1, 20000));
+    EXPECT_TRUE(r.ok) << r.reason;
+    return r.ok ? r.tasks[0].node : -1;
+  };
+  EXPECT_EQ(node_of(*tessera), 0) << "nothing known: packing, node order";
+  s->set_learned_workload(std::make_shared<const TaskShapeDistribution>(heavy));
+  EXPECT_EQ(node_of(*tessera), 1) << "learned heavy tasks: node 0 would strand GPUs";
+  s->set_learned_workload(std::make_shared<const TaskShapeDistribution>(light));
+  EXPECT_EQ(node_of(*tessera), 0) << "learned light tasks: nothing stranded";
+  EXPECT_EQ(node_of(*given), 1) << "given tasks win over learned ones";
+}
+
+TEST(HarnessPoliciesTest, TesseraSeparatesClassesWhereTheLearnedWorkloadMixesThem) {
+  // Node 0 runs an inference share on GPU 0; node 1 is empty. For a 1-GPU training task FGD's measure over
+  // whole-GPU typical tasks ties (the share's GPU is fragmented either way): node order gives node 0. Where
+  // the workload also has inference, class separation ranks first and keeps the training task off node 0.
+  const Cluster c = SmallCluster(2, 4, 64000, 1 << 20);  // the state refers to it
+  Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(s.ok()) << s.error();
+  Take(*s, 0, 300);
+  auto tessera = std::move(MakePolicy("tessera")).value();
+  Request train = WholeReq(1);
+  train.cls = WorkloadClass::kTraining;
+  TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1)}, 1.0);
+  d.training_share = 1.0;
+  s->set_learned_workload(std::make_shared<const TaskShapeDistribution>(d));
+  PlaceResult one_kind = tessera->Place(*s, train);
+  ASSERT_TRUE(one_kind.ok) << one_kind.reason;
+  EXPECT_EQ(one_kind.tasks[0].node, 0) << "one kind of work: the score decides";
+  d.training_share = 0.5;
+  s->set_learned_workload(std::make_shared<const TaskShapeDistribution>(d));
+  PlaceResult mixed = tessera->Place(*s, train);
+  ASSERT_TRUE(mixed.ok) << mixed.reason;
+  EXPECT_EQ(mixed.tasks[0].node, 1) << "training and inference: separation first";
+}
+
+TEST(HarnessPoliciesTest, LearnedAndGivenTypicalTasksPlaceAlike) {
+  // Property: over random request streams, tessera given a distribution and tessera reading the same
+  // distribution from the snapshot decide the same placement for every request.
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    const Cluster c = SmallCluster(6, 4, 48000, 1 << 18);  // the state refers to it
+    Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
+    ASSERT_TRUE(s.ok()) << s.error();
+    SeededRng rng(seed);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 60; ++i) {
+      const uint64_t x = rng.Next() % 6;
+      Request r = x < 3 ? ShareReq(static_cast<int>(100 * (1 + x * 2)), 2000) : WholeReq(static_cast<int>(x - 2), 6000);
+      r.cls = x < 3 ? WorkloadClass::kInference : WorkloadClass::kTraining;
+      reqs.push_back(r);
+    }
+    const TaskShapeDistribution d = TaskShapeDistribution::FromRequests(reqs);
+    s->set_learned_workload(std::make_shared<const TaskShapeDistribution>(d));
+    auto learned = std::move(MakePolicy("tessera")).value();
+    auto given = std::move(MakePolicy("tessera", PolicyOptions{d, std::nullopt, {}})).value();
+    int placed = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      PlaceResult a = given->Place(*s, reqs[i]);
+      PlaceResult b = learned->Place(*s, reqs[i]);
+      ASSERT_EQ(a.ok, b.ok) << "seed " << seed << " request " << i;
+      if (!a.ok) continue;
+      ASSERT_EQ(a.tasks.size(), b.tasks.size());
+      EXPECT_EQ(a.tasks[0].node, b.tasks[0].node) << "seed " << seed << " request " << i;
+      ASSERT_EQ(a.tasks[0].gpus.size(), b.tasks[0].gpus.size());
+      for (size_t g = 0; g < a.tasks[0].gpus.size(); ++g) EXPECT_EQ(a.tasks[0].gpus[g].gpu, b.tasks[0].gpus[g].gpu);
+      s->Apply(a.tasks, reqs[i].cpu_milli, reqs[i].host_memory_mib, reqs[i].cls != WorkloadClass::kTraining);
+      ++placed;
+    }
+    EXPECT_GE(placed, 15) << "the stream fills most of the cluster";
+  }
 }
 
 TEST(HarnessPoliciesTest, ReserveWeightsFollowConstrainedDemand) {

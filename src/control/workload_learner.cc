@@ -1,0 +1,36 @@
+#include "control/workload_learner.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace tessera {
+
+WorkloadLearner::WorkloadLearner(WorkloadLearning options) : options_(options) {
+  options_.window = std::max<int64_t>(1, options_.window);
+  options_.refresh_every = std::max<int64_t>(1, options_.refresh_every);
+}
+
+void WorkloadLearner::Observe(const Request& r) {
+  if (!options_.enabled) return;
+  TaskSample t{ShapeOf(r), r.host_memory_mib, r.cls == WorkloadClass::kTraining};
+  if (static_cast<int64_t>(window_.size()) < options_.window) {
+    window_.push_back(t);
+  } else {
+    window_[next_] = t;
+    next_ = (next_ + 1) % window_.size();
+  }
+  ++observed_;
+  if (observed_ >= options_.min_requests && (observed_ - options_.min_requests) % options_.refresh_every == 0)
+    Refresh();
+}
+
+void WorkloadLearner::Refresh() {
+  // Oldest first, so that equal counts rank the same way whatever the ring's position.
+  std::vector<TaskSample> ordered;
+  ordered.reserve(window_.size());
+  for (size_t i = 0; i < window_.size(); ++i) ordered.push_back(window_[(next_ + i) % window_.size()]);
+  current_ = std::make_shared<const TaskShapeDistribution>(
+      TaskShapeDistribution::FromSamples(ordered, options_.coverage));
+}
+
+}  // namespace tessera
