@@ -115,7 +115,7 @@ std::vector<bool> JobBook::SetCurrent(const std::vector<JobPtr>& next) {
   for (const JobPtr& j : next) {
     if (static_cast<int64_t>(jobs_.size()) < j->id) jobs_.resize(j->id);
     fresh.push_back(jobs_[j->id - 1].current == nullptr);
-    jobs_[j->id - 1].current = j;
+    SetCurrentLocked(jobs_[j->id - 1], j);
   }
   return fresh;
 }
@@ -130,7 +130,7 @@ std::vector<bool> JobBook::Commit(const std::vector<JobPtr>& next, const std::ve
       if (!e.visible || e.visible->version < j->version) e.visible = j;
       added[i] = fresh[i] && e.current == j;
     } else if (fresh[i] && e.current == j) {
-      e.current = nullptr;
+      SetCurrentLocked(e, nullptr);
     }
   }
   return added;
@@ -140,7 +140,24 @@ void JobBook::Restore(JobPtr j) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   if (static_cast<int64_t>(jobs_.size()) < j->id) jobs_.resize(j->id);
   next_id_ = std::max(next_id_, j->id + 1);
-  jobs_[j->id - 1] = {j, j};
+  SetCurrentLocked(jobs_[j->id - 1], j);
+  jobs_[j->id - 1].visible = j;
+}
+
+void JobBook::SetCurrentLocked(Entry& e, JobPtr j) {
+  auto count = [this](const JobPtr& v, int64_t sign) {
+    if (v == nullptr || Terminal(v->state)) return;
+    auto& [pending, running] = active_[v->team];
+    (v->state == JobState::kPending ? pending : running) += sign;
+  };
+  count(e.current, -1);
+  count(j, 1);
+  e.current = std::move(j);
+}
+
+std::map<std::string, std::pair<int64_t, int64_t>> JobBook::ActiveByTeam() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return active_;
 }
 
 std::optional<JobBook::IdemEntry> JobBook::FindKey(const IdemKey& key) const {

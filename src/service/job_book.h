@@ -85,6 +85,9 @@ class JobBook {
   JobPage ListJobs(const Caller& c, const JobQuery& q, const Snapshot& snap) const;
   // The snapshot's queue with each job's latest visible version, the pending ones `c` may see.
   std::vector<QueueEntry> Queue(const Caller& c, const Snapshot& snap) const;
+  // Per team, its jobs pending and running (latest versions), kept as versions change: a read of a few
+  // entries under the shared lock, whatever the number of jobs ever submitted (/metrics).
+  std::map<std::string, std::pair<int64_t, int64_t>> ActiveByTeam() const;
 
  private:
   struct Entry {
@@ -92,10 +95,13 @@ class JobBook {
     JobPtr visible;  // latest durable version
   };
   JobPtr LookupLocked(int64_t id, bool visible) const;
+  // Entry `e`'s latest version becomes `j` (may be null): active_ follows. REQUIRES: mu_ held exclusively.
+  void SetCurrentLocked(Entry& e, JobPtr j);
 
   std::atomic<uint64_t> versions_{1};
   mutable std::shared_mutex mu_;  // jobs_ and next_id_
   std::vector<Entry> jobs_;       // index id - 1
+  std::map<std::string, std::pair<int64_t, int64_t>> active_;  // per team: (pending, running) of current
   int64_t next_id_ = 1;
   mutable std::mutex idem_mu_;
   std::map<IdemKey, IdemEntry> idem_;

@@ -207,7 +207,7 @@ class Service {
   const Catalog& catalog() const { return *config_.catalog; }
   const std::vector<PriorityClass>& priority_classes() const { return config_.tenancy.priority_classes; }
   int64_t Now() const { return static_cast<int64_t>(clock_->Now()); }
-  // Pending and running jobs per team (from the live table).
+  // Pending and running jobs per team (every team listed; from the job book, without the driver lock).
   std::map<std::string, std::pair<int64_t, int64_t>> JobCountsByTeam() const;
   // Runs one cycle now and waits until its changes are durable and visible (tests; the cycle thread runs
   // cycles on its own).

@@ -240,14 +240,6 @@ std::shared_ptr<const Snapshot> ServiceDriver::snapshot() const {
   return snapshot_;
 }
 
-void ServiceDriver::CountJobsByTeam(std::map<std::string, std::pair<int64_t, int64_t>>* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::set<int64_t> pending;
-  for (JobSlot s : loop_->jobs().pending()) pending.insert(IdOfSlotLocked(s));
-  for (int64_t id : pending) ++(*out)[book_->Current(id)->team].first;
-  for (int64_t id : RunningLocked()) ++(*out)[book_->Current(id)->team].second;
-}
-
 void ServiceDriver::AddQueueFigures(std::vector<TeamView>* teams) const {
   auto snap = snapshot();
   std::lock_guard<std::mutex> lock(mu_);  // config_->tenancy's queues grow under it

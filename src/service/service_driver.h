@@ -81,8 +81,6 @@ class ServiceDriver {
   void AddQueueFigures(std::vector<TeamView>* teams) const;
   // Every team's durable usage plus the running jobs' so far, over the query's interval (chargeback.cc).
   Outcome<UsageLedgerOf> UsageLedger(const UsageQuery& q) const;
-  // Pending and running jobs per team, from the live table, added to `out`.
-  void CountJobsByTeam(std::map<std::string, std::pair<int64_t, int64_t>>* out) const;
 
   // The nodes of Service (service.h; nodes.cc).
   Outcome<std::vector<NodeView>> ListNodes(const Caller& c) const;

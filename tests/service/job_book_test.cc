@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
+#include <string>
 #include <thread>
 
 namespace tessera {
@@ -45,6 +47,25 @@ TEST(JobBook, AVersionIsVisibleOnlyOnceCommitted) {
   EXPECT_EQ(book.Commit({v1}, {false}, true), std::vector<bool>{false});
   EXPECT_EQ(book.Visible(1), v2);
   EXPECT_EQ(book.ListJobs(kAdmin, JobQuery{}, snap).total, 1);
+}
+
+TEST(JobBook, ActiveCountsPerTeamFollowEveryVersion) {
+  JobBook book;
+  using Counts = std::map<std::string, std::pair<int64_t, int64_t>>;
+  book.Restore(Version(1, book.NextVersion(), "a", JobState::kRunning));
+  book.Restore(Version(2, book.NextVersion(), "b", JobState::kSucceeded));
+  EXPECT_EQ(book.ActiveByTeam(), (Counts{{"a", {0, 1}}}));
+  book.SetCurrent({Version(3, book.NextVersion(), "a"), Version(4, book.NextVersion(), "b")});
+  EXPECT_EQ(book.ActiveByTeam(), (Counts{{"a", {1, 1}}, {"b", {1, 0}}}));
+  book.SetCurrent({Version(3, book.NextVersion(), "a", JobState::kRunning)});
+  book.SetCurrent({Version(1, book.NextVersion(), "a", JobState::kCancelled)});
+  EXPECT_EQ(book.ActiveByTeam(), (Counts{{"a", {0, 1}}, {"b", {1, 0}}}));
+  // A first write that failed is forgotten, and so is its count.
+  JobPtr j5 = Version(5, book.NextVersion(), "b");
+  const std::vector<bool> fresh = book.SetCurrent({j5});
+  EXPECT_EQ(book.ActiveByTeam(), (Counts{{"a", {0, 1}}, {"b", {2, 0}}}));
+  book.Commit({j5}, fresh, false);
+  EXPECT_EQ(book.ActiveByTeam(), (Counts{{"a", {0, 1}}, {"b", {1, 0}}}));
 }
 
 TEST(JobBook, AFailedFirstWriteIsForgottenAndPendingJobsCarryTheSnapshotsInfo) {
