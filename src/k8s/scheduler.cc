@@ -9,7 +9,7 @@
 
 #include "k8s/cluster_view.h"
 #include "k8s/dra_binder.h"
-#include "sched/engine_policy.h"
+#include "sched/policy.h"
 #include "service/workload_json.h"
 #include "store/store.h"
 
@@ -134,12 +134,13 @@ Status K8sScheduler::StartService() {
   cfg.tenancy.options.min_runtime_s = options_.min_runtime_s;
   // Tessera's policy without the loop's per-GPU repartitioning: a MIG GPU's instances are what the GPU
   // Operator made (mig_repartitioner.h changes them, node by node), a MIG-enabled GPU is never taken whole
-  // (its nvidia.com/gpu is not offered), and a MIG pod gets exactly the profile it asks for.
-  PolicyTraits traits = TesseraTraits();
-  traits.repartition = false;
-  traits.exact_mig_profiles = true;  // a pod's nvidia.com/mig-<profile> is that resource, not a larger one
-  const PolicyOptions po;
-  cfg.policy = std::make_shared<EnginePolicy>(traits, MakeTesseraScorer(po.typical, po.tie_seed), po.sharing);
+  // (its nvidia.com/gpu is not offered), and a MIG pod gets exactly the profile it asks for (its
+  // nvidia.com/mig-<profile> is that resource, not a larger one).
+  PolicyOptions po;
+  po.fixed_mig = true;
+  auto policy = MakePolicy("tessera", po);
+  if (!policy.ok()) return policy.status();
+  cfg.policy = std::shared_ptr<const Policy>(std::move(policy).value());
   cfg.setup.mig_instance_delay_s = 0;  // the GPU Operator's MIG manager owns repartitioning (not done yet)
   cfg.setup.mig_mode_delay_s = 0;
   cfg.log = [this](const std::string& s) { Log(s); };

@@ -1,6 +1,7 @@
 #include "sched/policy.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sched/engine_policy.h"
 #include "sched/fgd_policy.h"
@@ -31,7 +32,58 @@ std::vector<std::string> PolicyNames() {
   return out;
 }
 
+const std::vector<std::string>& EngineFeatures() {
+  static const std::vector<std::string> kFeatures = {"mig_aware",        "repartition", "share",  "topology",
+                                                     "separate_classes", "frag_aware",  "scorer", "share_instances"};
+  return kFeatures;
+}
+
+namespace {
+
+bool IsEngine(std::string_view name) {
+  return name == "tessera" || name == "bestfit" || name == "k8s-default" || name == "static-mig";
+}
+
+// An engine policy with PolicyOptions' features off, name and fixed MIG layouts. Every engine variant
+// runs with the options' sharing; tessera without its score uses bestfit's.
+Result<std::unique_ptr<Policy>> MakeEngineVariant(std::string_view base, const PolicyOptions& o) {
+  PolicyTraits t = base == "tessera"       ? TesseraTraits()
+                   : base == "bestfit"     ? BestFitTraits()
+                   : base == "k8s-default" ? K8sDefaultTraits()
+                                           : StaticMigTraits();
+  if (!o.name.empty()) t.name = o.name;
+  bool own_scorer = base == "tessera" || base == "bestfit";
+  for (const std::string& f : o.off) {
+    if (f == "mig_aware") t.mig_aware = false;
+    else if (f == "repartition") t.repartition = false;
+    else if (f == "share") t.share = false;
+    else if (f == "topology") t.topology = false;
+    else if (f == "separate_classes") t.separate_classes = false;
+    else if (f == "frag_aware") t.frag_aware = false;
+    else if (f == "share_instances") t.share_instances = false;
+    else if (f == "scorer") own_scorer = false;
+    else return Status::Error(fmt::format("unknown feature '{}' (known: {})", f, fmt::join(EngineFeatures(), ", ")));
+  }
+  if (o.fixed_mig) {
+    t.repartition = false;
+    t.exact_mig_profiles = true;
+  }
+  std::unique_ptr<NodeScorer> scorer;
+  if (base == "tessera")
+    scorer = own_scorer ? MakeTesseraScorer(o.typical, o.tie_seed) : MakeBestFitScorer(o.tie_seed);
+  else if (base == "bestfit" && own_scorer)
+    scorer = MakeBestFitScorer(o.tie_seed);
+  return std::unique_ptr<Policy>(std::make_unique<EnginePolicy>(std::move(t), std::move(scorer), o.sharing));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyOptions& o) {
+  if (!o.off.empty() || !o.name.empty() || o.fixed_mig) {
+    if (IsEngine(name)) return MakeEngineVariant(name, o);
+    if (MakePolicy(name).ok())
+      return Status::Error(fmt::format("'{}' has no features to turn off (tessera, bestfit, k8s-default, static-mig do)", name));
+  }
   std::unique_ptr<Policy> p;
   if (name == "tessera") p = std::make_unique<EnginePolicy>(TesseraTraits(), MakeTesseraScorer(o.typical, o.tie_seed), o.sharing);
   else if (name == "k8s-default") p = std::make_unique<EnginePolicy>(K8sDefaultTraits());

@@ -39,7 +39,19 @@ struct PolicyOptions {
   std::optional<uint64_t> tie_seed;
   // Sharing inside instances (tessera): SLOs, mode and per-process memory (docs/sharing.md).
   SharingOptions sharing;
+  // Engine policies only (tessera, bestfit, k8s-default, static-mig; anything else is an error):
+  // features turned off (EngineFeatures(); a scenario's ablation variants), the name the policy then
+  // reports (empty: its own), and MIG layouts owned by someone else (the GPU Operator's MIG manager: the
+  // policy never repartitions, and a MIG request takes exactly the profile it names).
+  std::vector<std::string> off;
+  std::string name;
+  bool fixed_mig = false;
 };
+
+// What an engine policy can turn off: PolicyTraits flags (mig_aware, repartition, share, topology,
+// separate_classes, frag_aware, share_instances) and `scorer` (bestfit's node score instead of tessera's;
+// none for bestfit).
+const std::vector<std::string>& EngineFeatures();
 
 // What a registered policy can place. Every policy returns a result for every request: what it cannot
 // place is a kInvalid result saying why.

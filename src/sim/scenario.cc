@@ -13,8 +13,6 @@
 #include "base/parallel.h"
 #include "base/yaml_reader.h"
 #include "sched/cluster_state.h"
-#include "sched/engine_policy.h"
-#include "sched/node_scorer.h"
 #include "sched/policy.h"
 #include "sched/tenancy.h"
 #include "sim/cost_baselines.h"
@@ -158,10 +156,6 @@ void ReadPolicies(FieldReader& r, std::string_view key, const std::map<std::stri
     if (r.ok() && !variants.count(p) && !MakePolicy(p).ok()) r.Fail(key, fmt::format("unknown policy '{}'", p));
 }
 
-bool IsEnginePolicy(std::string_view p) {
-  return p == "tessera" || p == "bestfit" || p == "k8s-default" || p == "static-mig";
-}
-
 // `policy_variants: {NAME: {policy: BASE, static_mig: {share, layout}, off: [feature, ...]}}`.
 Status ReadPolicyVariants(FieldReader& top, std::map<std::string, PolicyVariant>* out) {
   const YAML::Node m = top.Map("policy_variants");
@@ -178,14 +172,10 @@ Status ReadPolicyVariants(FieldReader& top, std::map<std::string, PolicyVariant>
     r.String("policy", &v.base, true);
     if (r.ok() && !MakePolicy(v.base).ok()) r.Fail("policy", fmt::format("unknown policy '{}'", v.base));
     r.StringList("off", &v.off, false);
-    for (const std::string& f : v.off) {
-      if (!r.ok()) break;
-      if (std::find(kPolicyFeatures.begin(), kPolicyFeatures.end(), f) == kPolicyFeatures.end())
-        r.Fail("off", fmt::format("unknown feature '{}' (known: mig_aware, repartition, share, topology, "
-                                  "separate_classes, frag_aware, scorer)", f));
-      else if (!IsEnginePolicy(v.base))
-        r.Fail("off", fmt::format("'{}' has no features to turn off (tessera, bestfit, k8s-default, static-mig do)",
-                                  v.base));
+    if (r.ok() && !v.off.empty()) {
+      PolicyOptions o;
+      o.off = v.off;
+      if (auto p = MakePolicy(v.base, o); !p.ok()) r.Fail("off", p.error());
     }
     if (r.ok() && r.Has("static_mig")) {
       if (v.base != "static-mig") {
@@ -202,13 +192,6 @@ Status ReadPolicyVariants(FieldReader& top, std::map<std::string, PolicyVariant>
     (*out)[*name] = std::move(v);
   }
   return Status::Ok();
-}
-
-PolicyTraits TraitsOf(std::string_view base) {
-  if (base == "tessera") return TesseraTraits();
-  if (base == "bestfit") return BestFitTraits();
-  if (base == "k8s-default") return K8sDefaultTraits();
-  return StaticMigTraits();
 }
 
 std::string JoinPath(const std::string& dir, const std::string& p) {
@@ -563,34 +546,17 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   return s;
 }
 
-const std::vector<std::string> kPolicyFeatures = {"mig_aware",  "repartition", "share",          "topology",
-                                                  "separate_classes", "frag_aware", "scorer", "share_instances"};
-
 Result<std::unique_ptr<Policy>> MakeScenarioPolicy(const Scenario& s, const std::string& name) {
   PolicyOptions popt;
   popt.sharing = s.sim.sharing;
   auto it = s.policy_variants.find(name);
   if (it == s.policy_variants.end()) return MakePolicy(name, popt);
   const PolicyVariant& v = it->second;
-  if (v.off.empty()) return MakePolicy(v.base, popt);
-  PolicyTraits t = TraitsOf(v.base);
-  t.name = name;
-  bool own_scorer = v.base == "tessera" || v.base == "bestfit";
-  for (const std::string& f : v.off) {
-    if (f == "mig_aware") t.mig_aware = false;
-    if (f == "repartition") t.repartition = false;
-    if (f == "share") t.share = false;
-    if (f == "topology") t.topology = false;
-    if (f == "separate_classes") t.separate_classes = false;
-    if (f == "frag_aware") t.frag_aware = false;
-    if (f == "share_instances") t.share_instances = false;
-    if (f == "scorer") own_scorer = false;
+  if (!v.off.empty()) {  // an ablation: the engine with features off, reporting the variant's name
+    popt.off = v.off;
+    popt.name = name;
   }
-  // As MakePolicy builds them (no typical tasks, no tie seed); tessera without its score uses bestfit's.
-  std::unique_ptr<NodeScorer> scorer;
-  if (v.base == "tessera") scorer = own_scorer ? MakeTesseraScorer({}, std::nullopt) : MakeBestFitScorer(std::nullopt);
-  else if (v.base == "bestfit" && own_scorer) scorer = MakeBestFitScorer(std::nullopt);
-  return std::unique_ptr<Policy>(std::make_unique<EnginePolicy>(std::move(t), std::move(scorer), s.sim.sharing));
+  return MakePolicy(v.base, popt);
 }
 
 Cluster ClusterForScenarioPolicy(const Scenario& s, const Catalog& catalog, const std::string& name) {

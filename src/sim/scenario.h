@@ -38,11 +38,8 @@ struct PolicyVariant {
   std::string base;                  // a registered policy
   bool has_static_mig = false;       // base static-mig: this share and layout instead of the scenario's
   StaticMigSetup static_mig;
-  std::vector<std::string> off;      // engine policies: features off (kPolicyFeatures)
+  std::vector<std::string> off;      // engine policies: features off (sched/policy.h EngineFeatures)
 };
-// Features an ablation may turn off: PolicyTraits flags (mig_aware, repartition, share, topology,
-// separate_classes, frag_aware) and `scorer` (bestfit's node score instead of the policy's own).
-extern const std::vector<std::string> kPolicyFeatures;
 
 // One point of a sweep (or the only variant of a plain scenario).
 struct ScenarioVariant {

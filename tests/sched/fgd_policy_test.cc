@@ -458,5 +458,27 @@ TEST(HarnessPoliciesTest, Factory) {
   EXPECT_NE(unknown.error().find("gpupacking"), std::string::npos) << unknown.error();
 }
 
+TEST(HarnessPoliciesTest, FactoryBuildsEngineVariants) {
+  PolicyOptions o;
+  o.off = {"topology", "scorer"};
+  o.name = "tessera-ablated";
+  auto v = MakePolicy("tessera", o);
+  ASSERT_TRUE(v.ok()) << v.error();
+  EXPECT_EQ((*v)->name(), "tessera-ablated");
+  o.off = {"speed"};
+  auto bad = MakePolicy("tessera", o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("unknown feature 'speed'"), std::string::npos) << bad.error();
+  o.off = {"topology"};
+  auto harness = MakePolicy("fgd", o);
+  ASSERT_FALSE(harness.ok());
+  EXPECT_NE(harness.error().find("'fgd' has no features"), std::string::npos) << harness.error();
+  PolicyOptions fixed;
+  fixed.fixed_mig = true;
+  auto k8s = MakePolicy("tessera", fixed);
+  ASSERT_TRUE(k8s.ok()) << k8s.error();
+  EXPECT_EQ((*k8s)->name(), "tessera");
+}
+
 }  // namespace
 }  // namespace tessera
