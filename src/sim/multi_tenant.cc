@@ -176,14 +176,34 @@ double NearestRankPercentile(std::vector<double> v, double p) {
   const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * v.size()));
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
+namespace {
 
-Result<nlohmann::json> RunMultiTenantScenario(const Scenario& s, const std::vector<std::string>& policies,
-                                              const Catalog& catalog, std::vector<std::string>* decisions) {
-  if (!s.IsMultiTenant())
-    return Status::Error(s.source + ": not a multi-tenant scenario (no 'teams_workload')");
+// Fair entitlement per top-level team: guarantee plus a weight share of the unguaranteed capacity.
+struct Entitlement {
+  double gpus = 0;          // the cluster's GPUs
+  double guar_total = 0;    // guaranteed GPUs, summed over top-level teams
+  double weight_total = 0;  // over-quota weights, summed over top-level teams
+
+  // GPUs team `t` (top-level) is entitled to.
+  double Of(const QueueConfig& t) const {
+    return t.guaranteed_milli / 1000.0 +
+           (weight_total > 0 ? (gpus - guar_total) * t.over_quota_weight / weight_total : 0);
+  }
+};
+
+// What every run of a multi-tenant scenario shares; read-only while seeds run.
+struct TenantRunContext {
+  const Scenario& s;
+  const Catalog& catalog;
+  std::shared_ptr<SimOptions::Tenancy> tenancy;    // as the scenario configures it
+  std::shared_ptr<SimOptions::Tenancy> no_borrow;  // the same with borrowing off
+  int prod = 1000;                                 // production-inference's priority
+  Entitlement entitlement;
+};
+
+// The simulator's tenancy settings for `s`, and the entitlements over its top-level teams.
+TenantRunContext MakeTenantRunContext(const Scenario& s, const Catalog& catalog) {
   const TenancyConfig* ten = s.tenancy.get();
-  const int nseeds = static_cast<int>(s.seeds.size());
-
   auto tenancy = std::make_shared<SimOptions::Tenancy>();
   tenancy->queues = ten->queues;
   for (size_t q = 0; q < ten->queues.size(); ++q)
@@ -196,124 +216,169 @@ Result<nlohmann::json> RunMultiTenantScenario(const Scenario& s, const std::vect
   no_borrow->cycle.allow_borrowing = false;
   const int prod =
       ten->FindClass("production-inference") ? ten->FindClass("production-inference")->value : 1000;
-
-  // Fair entitlement per top-level team: guarantee plus a weight share of the unguaranteed capacity.
-  const double gpus = s.cluster.TotalGpus();
-  double guar_total = 0, weight_total = 0;
+  Entitlement e;
+  e.gpus = s.cluster.TotalGpus();
   for (const QueueConfig& q : ten->queues)
-    if (q.parent.empty()) guar_total += q.guaranteed_milli / 1000.0, weight_total += q.over_quota_weight;
+    if (q.parent.empty()) e.guar_total += q.guaranteed_milli / 1000.0, e.weight_total += q.over_quota_weight;
+  return TenantRunContext{s, catalog, std::move(tenancy), std::move(no_borrow), prod, e};
+}
 
+// One policy's figures, one slot per seed: seed k writes only slot k, so results do not depend on timing.
+struct PolicySeries {
+  std::vector<double> prod_p99, guar_p99, jain, util, util_nb, alloc, alloc_nb, preempt, lost_h, unplaced;
+  std::vector<std::string> errors;
+  // Per leaf queue (jobs' `team` is their queue): share of the cluster held and mean wait to first bind,
+  // over the measured window, one value per seed.
+  std::map<std::string, std::vector<double>> queue_alloc, queue_wait;
+
+  PolicySeries(const TenancyConfig& ten, int nseeds)
+      : prod_p99(nseeds),
+        guar_p99(nseeds),
+        jain(nseeds),
+        util(nseeds),
+        util_nb(nseeds),
+        alloc(nseeds),
+        alloc_nb(nseeds),
+        preempt(nseeds),
+        lost_h(nseeds),
+        unplaced(nseeds),
+        errors(nseeds) {
+    for (int q = 0; q < static_cast<int>(ten.queues.size()); ++q)
+      if (ten.IsLeaf(q)) {
+        queue_alloc[ten.queues[q].name].assign(nseeds, 0);
+        queue_wait[ten.queues[q].name].assign(nseeds, 0);
+      }
+  }
+};
+
+// Jain's index over top-level teams of allocation (sum of its queues) / entitlement.
+double TeamJain(const TenantRunContext& c, const RunResult& r) {
+  const Entitlement& e = c.entitlement;
+  std::vector<double> ratio;
+  for (const QueueConfig& t : c.s.tenancy->queues) {
+    if (!t.parent.empty()) continue;
+    double a = 0;
+    for (const auto& [team, st] : r.by_team)
+      if (team == t.name || team.rfind(t.name + "/", 0) == 0) a += st.allocation * e.gpus;
+    const double ent = e.Of(t);
+    ratio.push_back(ent > 0 ? a / ent : 0);
+  }
+  return JainIndex(ratio);
+}
+
+// Fills seed k's slots of `out` from its run with borrowing (`r`) and without (`rn`).
+void RecordTenantSeed(const TenantRunContext& c, const RunResult& r, const RunResult& rn, int64_t horizon_s,
+                      int k, PolicySeries* out) {
+  std::vector<double> pw, gw;
+  std::map<std::string, std::pair<double, int>> waits;
+  for (const SimJobRecord& j : r.job_records) {
+    if (!j.in_window) continue;
+    const double end = j.first_bind_s >= 0 ? j.first_bind_s : horizon_s;  // unplaced: waited to the end
+    waits[j.team].first += end - j.submit_s;
+    ++waits[j.team].second;
+    if (j.priority >= c.prod) pw.push_back(end - j.submit_s);
+    if (j.within_guarantee)
+      gw.push_back((j.guarantee_met_s >= 0 && j.guarantee_met_s < end ? j.guarantee_met_s : end) -
+                   j.submit_s);
+  }
+  out->prod_p99[k] = NearestRankPercentile(pw, 99);
+  out->guar_p99[k] = NearestRankPercentile(gw, 99);
+  out->jain[k] = TeamJain(c, r);
+  for (auto& [name, v] : out->queue_alloc) {
+    auto it = r.by_team.find(name);
+    v[k] = it == r.by_team.end() ? 0.0 : it->second.allocation;
+    auto w = waits.find(name);
+    out->queue_wait.find(name)->second[k] = w == waits.end() ? 0.0 : w->second.first / w->second.second;
+  }
+  out->util[k] = r.gpu_utilization;
+  out->util_nb[k] = rn.gpu_utilization;
+  out->alloc[k] = r.gpu_allocation;
+  out->alloc_nb[k] = rn.gpu_allocation;
+  out->preempt[k] = static_cast<double>(r.preemptions);
+  out->lost_h[k] = r.lost_gpu_s / 3600.0;
+  out->unplaced[k] = static_cast<double>(r.unplaced_jobs);
+}
+
+// Runs seed k of policy `pname` on `cluster` with borrowing and without, and records it in `out`. With
+// `decisions`, the run with borrowing records its decisions there.
+Status RunTenantSeed(const TenantRunContext& c, const Cluster& cluster, const std::string& pname, int k,
+                     std::vector<std::string>* decisions, PolicySeries* out) {
+  const Scenario& s = c.s;
+  auto policy = MakeScenarioPolicy(s, pname);  // one per run: runs share nothing mutable
+  const uint64_t seed = s.seeds[k];
+  std::vector<TraceJob> jobs = JobsFor(s, s.variants.front(), seed);
+  SimOptions opt = s.sim;
+  opt.time_limit_seed = seed;
+  opt.demand_seed = seed;
+  opt.failure_seed = seed;
+  opt.gang_backfill = false;  // reservations and backfill come from the tenancy (`backfill:`)
+  opt.tenancy = c.tenancy;
+  opt.record_decisions = decisions != nullptr;
+  auto r = Simulate(cluster, c.catalog, jobs, **policy, opt);
+  if (!r.ok()) return r.status();
+  if (opt.record_decisions) *decisions = std::move(r->decisions);
+  opt.record_decisions = false;
+  opt.tenancy = c.no_borrow;
+  auto rn = Simulate(cluster, c.catalog, jobs, **policy, opt);
+  if (!rn.ok()) return rn.status();
+  RecordTenantSeed(c, *r, *rn, opt.horizon_s, k, out);
+  return Status::Ok();
+}
+
+double Mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / v.size();
+}
+
+// The report of one policy: summaries over seeds, borrowing gains, and per-queue figures.
+nlohmann::json PolicyJson(const std::string& pname, const PolicySeries& v) {
+  nlohmann::json p = {{"policy", pname},
+                      {"production_inference_wait_p99_s", Summary(v.prod_p99)},
+                      {"guarantee_wait_p99_s", Summary(v.guar_p99)},
+                      {"jain_fairness", Summary(v.jain)},
+                      {"gpu_utilization", Summary(v.util)},
+                      {"gpu_utilization_no_borrowing", Summary(v.util_nb)},
+                      {"gpu_allocation", Summary(v.alloc)},
+                      {"gpu_allocation_no_borrowing", Summary(v.alloc_nb)},
+                      {"borrowing_gain_points", 100 * (Mean(v.alloc) - Mean(v.alloc_nb))},
+                      {"borrowing_gain_utilization_points", 100 * (Mean(v.util) - Mean(v.util_nb))},
+                      {"preemptions", Summary(v.preempt)},
+                      {"lost_gpu_hours", Summary(v.lost_h)},
+                      {"unplaced_jobs_at_end", Summary(v.unplaced)}};
+  nlohmann::json& queues = p["queues"];  // null when there are no leaf queues
+  for (const auto& [name, a] : v.queue_alloc)
+    queues[name] = {{"gpu_allocation", Summary(a)}, {"wait_mean_s", Summary(v.queue_wait.at(name))}};
+  return p;
+}
+
+}  // namespace
+
+Result<nlohmann::json> RunMultiTenantScenario(const Scenario& s, const std::vector<std::string>& policies,
+                                              const Catalog& catalog, std::vector<std::string>* decisions) {
+  if (!s.IsMultiTenant())
+    return Status::Error(s.source + ": not a multi-tenant scenario (no 'teams_workload')");
+  const int nseeds = static_cast<int>(s.seeds.size());
+  const TenantRunContext ctx = MakeTenantRunContext(s, catalog);
   nlohmann::json out = {{"scenario", s.name.empty() ? s.source : s.name},
-                        {"gpus", static_cast<int>(gpus)},
+                        {"gpus", static_cast<int>(ctx.entitlement.gpus)},
                         {"seeds", nseeds},
                         {"policies", nlohmann::json::array()}};
   for (const std::string& pname : policies) {
     auto policy = MakeScenarioPolicy(s, pname);
     if (!policy.ok()) return policy.status();
-    std::vector<double> prod_p99(nseeds), guar_p99(nseeds), jain(nseeds), util(nseeds), util_nb(nseeds),
-        alloc(nseeds), alloc_nb(nseeds), preempt(nseeds), lost_h(nseeds), unplaced(nseeds);
-    std::vector<std::string> errors(nseeds);
-    // Per leaf queue (jobs' `team` is their queue): share of the cluster held and mean wait to first bind,
-    // over the measured window, one value per seed.
-    std::map<std::string, std::vector<double>> queue_alloc, queue_wait;
-    for (int q = 0; q < static_cast<int>(ten->queues.size()); ++q)
-      if (ten->IsLeaf(q)) {
-        queue_alloc[ten->queues[q].name].assign(nseeds, 0);
-        queue_wait[ten->queues[q].name].assign(nseeds, 0);
-      }
-    // Seeds run in `threads` workers; each (seed) writes only its own slots, so results do not depend on
-    // timing.
+    PolicySeries series(*s.tenancy, nseeds);
+    // Seeds run in `threads` workers, each writing only its own slots of `series`.
     const Cluster cluster = ClusterForScenarioPolicy(s, catalog, pname);
-    auto run_seed = [&](int k) {
-      auto policy = MakeScenarioPolicy(s, pname);  // one per run: runs share nothing mutable
-      const uint64_t seed = s.seeds[k];
-      std::vector<TraceJob> jobs = JobsFor(s, s.variants.front(), seed);
-      SimOptions opt = s.sim;
-      opt.time_limit_seed = seed;
-      opt.demand_seed = seed;
-      opt.failure_seed = seed;
-      opt.gang_backfill = false;  // reservations and backfill come from the tenancy (`backfill:`)
-      opt.tenancy = tenancy;
-      opt.record_decisions = decisions != nullptr && k == 0 && pname == policies.front();  // the first run
-      auto r = Simulate(cluster, catalog, jobs, **policy, opt);
-      if (!r.ok()) {
-        errors[k] = r.error();
-        return;
-      }
-      if (opt.record_decisions) *decisions = std::move(r->decisions);
-      opt.record_decisions = false;
-      opt.tenancy = no_borrow;
-      auto rn = Simulate(cluster, catalog, jobs, **policy, opt);
-      if (!rn.ok()) {
-        errors[k] = rn.error();
-        return;
-      }
-      std::vector<double> pw, gw;
-      std::map<std::string, std::pair<double, int>> waits;
-      for (const SimJobRecord& j : r->job_records) {
-        if (!j.in_window) continue;
-        const double end =
-            j.first_bind_s >= 0 ? j.first_bind_s : opt.horizon_s;  // unplaced: waited to the end
-        waits[j.team].first += end - j.submit_s;
-        ++waits[j.team].second;
-        if (j.priority >= prod) pw.push_back(end - j.submit_s);
-        if (j.within_guarantee)
-          gw.push_back((j.guarantee_met_s >= 0 && j.guarantee_met_s < end ? j.guarantee_met_s : end) -
-                       j.submit_s);
-      }
-      prod_p99[k] = NearestRankPercentile(pw, 99);
-      guar_p99[k] = NearestRankPercentile(gw, 99);
-      // Jain over top-level teams: allocation (sum of its queues) / entitlement.
-      std::vector<double> ratio;
-      for (const QueueConfig& t : ten->queues) {
-        if (!t.parent.empty()) continue;
-        double a = 0;
-        for (const auto& [team, st] : r->by_team)
-          if (team == t.name || team.rfind(t.name + "/", 0) == 0) a += st.allocation * gpus;
-        const double ent = t.guaranteed_milli / 1000.0 +
-                           (weight_total > 0 ? (gpus - guar_total) * t.over_quota_weight / weight_total : 0);
-        ratio.push_back(ent > 0 ? a / ent : 0);
-      }
-      jain[k] = JainIndex(ratio);
-      for (auto& [name, v] : queue_alloc) {
-        auto it = r->by_team.find(name);
-        v[k] = it == r->by_team.end() ? 0.0 : it->second.allocation;
-        auto w = waits.find(name);
-        queue_wait.find(name)->second[k] = w == waits.end() ? 0.0 : w->second.first / w->second.second;
-      }
-      util[k] = r->gpu_utilization;
-      util_nb[k] = rn->gpu_utilization;
-      alloc[k] = r->gpu_allocation;
-      alloc_nb[k] = rn->gpu_allocation;
-      preempt[k] = static_cast<double>(r->preemptions);
-      lost_h[k] = r->lost_gpu_s / 3600.0;
-      unplaced[k] = static_cast<double>(r->unplaced_jobs);
-    };
-    ParallelFor(static_cast<size_t>(std::max(0, nseeds)), s.threads,
-                [&](size_t k) { run_seed(static_cast<int>(k)); });
-    for (const std::string& e : errors)
+    ParallelFor(static_cast<size_t>(std::max(0, nseeds)), s.threads, [&](size_t k) {
+      const bool record = decisions != nullptr && k == 0 && pname == policies.front();  // the first run
+      Status st =
+          RunTenantSeed(ctx, cluster, pname, static_cast<int>(k), record ? decisions : nullptr, &series);
+      if (!st.ok()) series.errors[k] = st.message();
+    });
+    for (const std::string& e : series.errors)
       if (!e.empty()) return Status::Error(e);
-    auto mean = [](const std::vector<double>& v) {
-      double s = 0;
-      for (double x : v) s += x;
-      return v.empty() ? 0.0 : s / v.size();
-    };
-    out["policies"].push_back({{"policy", pname},
-                               {"production_inference_wait_p99_s", Summary(prod_p99)},
-                               {"guarantee_wait_p99_s", Summary(guar_p99)},
-                               {"jain_fairness", Summary(jain)},
-                               {"gpu_utilization", Summary(util)},
-                               {"gpu_utilization_no_borrowing", Summary(util_nb)},
-                               {"gpu_allocation", Summary(alloc)},
-                               {"gpu_allocation_no_borrowing", Summary(alloc_nb)},
-                               {"borrowing_gain_points", 100 * (mean(alloc) - mean(alloc_nb))},
-                               {"borrowing_gain_utilization_points", 100 * (mean(util) - mean(util_nb))},
-                               {"preemptions", Summary(preempt)},
-                               {"lost_gpu_hours", Summary(lost_h)},
-                               {"unplaced_jobs_at_end", Summary(unplaced)}});
-    nlohmann::json& queues = out["policies"].back()["queues"];
-    for (const auto& [name, v] : queue_alloc)
-      queues[name] = {{"gpu_allocation", Summary(v)}, {"wait_mean_s", Summary(queue_wait.at(name))}};
+    out["policies"].push_back(PolicyJson(pname, series));
   }
   return out;
 }
