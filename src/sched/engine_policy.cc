@@ -101,7 +101,6 @@ SubGpuChoice BestShare(const ClusterState& s, NodeId n, const Request& r, const 
   return best;
 }
 
-// Best MIG option on node n for profile p (categories kIdleExact..kEnable), examining GPUs.
 // BestShare with `admit` (may be null: by compute alone) and the headroom the snapshot learned.
 SubGpuChoice AdmittedShare(const ClusterState& s, NodeId n, const Request& r, const SharingOptions* admit) {
   if (!admit) return BestShare(s, n, r);
@@ -109,19 +108,116 @@ SubGpuChoice AdmittedShare(const ClusterState& s, NodeId n, const Request& r, co
   return BestShare(s, n, r, &o);
 }
 
-SubGpuChoice BestMig(const ClusterState& s, NodeId n, const Request& r, int p, uint32_t covering, bool repartition,
-                     bool frag_aware, bool allow_destroy) {
+// The MIG options of one node, keeping the lowest (category, key); on ties the first considered.
+struct MigCandidates {
   SubGpuChoice best;
-  const NodeState& ns = s.node(n);
-  const GpuKind& kind = s.catalog().kind(ns.kind);
-  const MigProfile& prof = kind.profiles[p];
-  auto consider = [&](int cat, int key, const GpuGrant& gr) {
+  void Consider(int cat, int key, const GpuGrant& gr) {
     if (std::tie(cat, key) < std::tie(best.cat, best.key)) {
       best.cat = cat;
       best.key = key;
       best.grant = gr;
     }
-  };
+  }
+};
+
+// Where enabling MIG on an idle GPU places profile `prof`: the first allowed start (largest-first layouts
+// keep most room) or, `frag_aware`, the start leaving the most layout freedom. `gr->mig_start` is left as
+// it is when no start is allowed.
+void ChooseEnableStart(const GpuKind& kind, const MigProfile& prof, bool frag_aware, GpuGrant* gr) {
+  for (int st = 0; st < kind.mig_memory_slices; ++st)
+    if (prof.AllowedStart(st)) {
+      gr->mig_start = static_cast<int8_t>(st);
+      break;
+    }
+  if (!frag_aware) return;
+  int bestf = -1;
+  for (int st = 0; st < kind.mig_memory_slices; ++st) {
+    if (!prof.AllowedStart(st)) continue;
+    int f = MigFreedom(kind, prof.MaskAt(st));
+    if (f > bestf) {
+      bestf = f;
+      gr->mig_start = static_cast<int8_t>(st);
+    }
+  }
+}
+
+// Idle instances of MIG GPU `gs` whose profile is in `covering`: kIdleExact for profile p, else kIdleLarger.
+void ConsiderIdleInstances(const GpuKind& kind, const GpuState& gs, const GpuGrant& gr, int p,
+                           uint32_t covering, MigCandidates* c) {
+  for (int i = 0; i < gs.n_instances; ++i) {
+    const MigSlot& m = gs.instances[i];
+    if (m.busy || !((covering >> m.profile) & 1u)) continue;
+    GpuGrant g2 = gr;
+    g2.mig_profile = m.profile;
+    g2.mig_start = m.start;
+    g2.milli = kind.ProfileComputeMilli(m.profile);
+    // An exact-profile need may be another kind's (a little larger): what this instance holds. Otherwise
+    // only covering instances get here and this changes nothing.
+    g2.memory_mib = std::min<int64_t>(g2.memory_mib, kind.profiles[m.profile].usable_mib);
+    if (m.profile == p)
+      c->Consider(kIdleExact, -gs.tasks, g2);
+    else
+      c->Consider(kIdleLarger, kind.profiles[m.profile].memory_slices * 16 - gs.tasks, g2);
+  }
+}
+
+// A new instance of profile p in free slices of MIG GPU `gs` (kCreate); `count`: its instances of p.
+void ConsiderCreate(const GpuKind& kind, const GpuState& gs, const GpuGrant& gr, int p, int count,
+                    bool frag_aware, MigCandidates* c) {
+  const MigProfile& prof = kind.profiles[p];
+  if (count >= prof.max_count || gs.n_instances >= kind.mig_max_instances) return;
+  for (int st = 0; st < kind.mig_memory_slices; ++st) {
+    if (!prof.AllowedStart(st) || (prof.MaskAt(st) & gs.used_mask)) continue;
+    GpuGrant g2 = gr;
+    g2.create_instance = true;
+    g2.mig_profile = static_cast<int16_t>(p);
+    g2.mig_start = static_cast<int8_t>(st);
+    // Prefer GPUs already in use (pack), then the start keeping the most layout freedom.
+    int key = -gs.tasks * 1000 - (frag_aware ? MigFreedom(kind, gs.used_mask | prof.MaskAt(st)) : -st);
+    c->Consider(kCreate, key, g2);
+  }
+}
+
+// Destroying the idle instances that overlap a start of profile p on MIG GPU `gs`, then creating one there
+// (kDestroy); `count`: its instances of p.
+void ConsiderDestroy(const GpuKind& kind, const GpuState& gs, const GpuGrant& gr, int p, int count,
+                     MigCandidates* c) {
+  const MigProfile& prof = kind.profiles[p];
+  for (int st = 0; st < kind.mig_memory_slices; ++st) {
+    if (!prof.AllowedStart(st)) continue;
+    const uint8_t mask = prof.MaskAt(st);
+    if (!(mask & gs.used_mask)) continue;  // covered by kCreate
+    uint8_t destroy = 0;
+    bool ok = true;
+    int kept_same = count;
+    int destroyed = 0;
+    for (int i = 0; i < gs.n_instances; ++i) {
+      const MigSlot& m = gs.instances[i];
+      if (!(kind.profiles[m.profile].MaskAt(m.start) & mask)) continue;
+      if (m.busy) {
+        ok = false;
+        break;
+      }
+      destroy |= static_cast<uint8_t>(1u << m.start);
+      ++destroyed;
+      if (m.profile == p) --kept_same;
+    }
+    if (!ok || kept_same >= prof.max_count || gs.n_instances - destroyed >= kind.mig_max_instances) continue;
+    GpuGrant g2 = gr;
+    g2.destroy_mask = destroy;
+    g2.create_instance = true;
+    g2.mig_profile = static_cast<int16_t>(p);
+    g2.mig_start = static_cast<int8_t>(st);
+    c->Consider(kDestroy, destroyed * 100 - gs.tasks, g2);
+  }
+}
+
+// Best MIG option on node n for profile p (categories kIdleExact..kEnable), examining GPUs.
+SubGpuChoice BestMig(const ClusterState& s, NodeId n, const Request& r, int p, uint32_t covering,
+                     bool repartition, bool frag_aware, bool allow_destroy) {
+  MigCandidates c;
+  const NodeState& ns = s.node(n);
+  const GpuKind& kind = s.catalog().kind(ns.kind);
   for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) {
     const GpuState& gs = s.gpu(g);
     GpuGrant gr;
@@ -133,89 +229,19 @@ SubGpuChoice BestMig(const ClusterState& s, NodeId n, const Request& r, int p, u
         gr.enable_mig = true;
         gr.create_instance = true;
         gr.mig_profile = static_cast<int16_t>(p);
-        // Largest-first layouts keep most room: first allowed start.
-        for (int st = 0; st < kind.mig_memory_slices; ++st)
-          if (prof.AllowedStart(st)) {
-            gr.mig_start = static_cast<int8_t>(st);
-            break;
-          }
-        if (frag_aware) {
-          int bestf = -1;
-          for (int st = 0; st < kind.mig_memory_slices; ++st) {
-            if (!prof.AllowedStart(st)) continue;
-            int f = MigFreedom(kind, prof.MaskAt(st));
-            if (f > bestf) {
-              bestf = f;
-              gr.mig_start = static_cast<int8_t>(st);
-            }
-          }
-        }
-        consider(kEnable, 0, gr);
+        ChooseEnableStart(kind, kind.profiles[p], frag_aware, &gr);
+        c.Consider(kEnable, 0, gr);
       }
       continue;
     }
-    // Idle instances.
-    for (int i = 0; i < gs.n_instances; ++i) {
-      const MigSlot& m = gs.instances[i];
-      if (m.busy || !((covering >> m.profile) & 1u)) continue;
-      GpuGrant g2 = gr;
-      g2.mig_profile = m.profile;
-      g2.mig_start = m.start;
-      g2.milli = kind.ProfileComputeMilli(m.profile);
-      // An exact-profile need may be another kind's (a little larger): what this instance holds. Otherwise
-      // only covering instances get here and this changes nothing.
-      g2.memory_mib = std::min<int64_t>(g2.memory_mib, kind.profiles[m.profile].usable_mib);
-      if (m.profile == p) consider(kIdleExact, -gs.tasks, g2);
-      else consider(kIdleLarger, kind.profiles[m.profile].memory_slices * 16 - gs.tasks, g2);
-    }
+    ConsiderIdleInstances(kind, gs, gr, p, covering, &c);
     if (!repartition) continue;
     int count = 0;
     for (int i = 0; i < gs.n_instances; ++i) count += gs.instances[i].profile == p;
-    // New instance in free slices.
-    if (count < prof.max_count && gs.n_instances < kind.mig_max_instances) {
-      for (int st = 0; st < kind.mig_memory_slices; ++st) {
-        if (!prof.AllowedStart(st) || (prof.MaskAt(st) & gs.used_mask)) continue;
-        GpuGrant g2 = gr;
-        g2.create_instance = true;
-        g2.mig_profile = static_cast<int16_t>(p);
-        g2.mig_start = static_cast<int8_t>(st);
-        // Prefer GPUs already in use (pack), then the start keeping the most layout freedom.
-        int key = -gs.tasks * 1000 - (frag_aware ? MigFreedom(kind, gs.used_mask | prof.MaskAt(st)) : -st);
-        consider(kCreate, key, g2);
-      }
-    }
-    // Destroy idle instances that overlap a start, then create.
-    if (allow_destroy) {
-      for (int st = 0; st < kind.mig_memory_slices; ++st) {
-        if (!prof.AllowedStart(st)) continue;
-        const uint8_t mask = prof.MaskAt(st);
-        if (!(mask & gs.used_mask)) continue;  // covered by kCreate
-        uint8_t destroy = 0;
-        bool ok = true;
-        int kept_same = count;
-        int destroyed = 0;
-        for (int i = 0; i < gs.n_instances; ++i) {
-          const MigSlot& m = gs.instances[i];
-          if (!(kind.profiles[m.profile].MaskAt(m.start) & mask)) continue;
-          if (m.busy) {
-            ok = false;
-            break;
-          }
-          destroy |= static_cast<uint8_t>(1u << m.start);
-          ++destroyed;
-          if (m.profile == p) --kept_same;
-        }
-        if (!ok || kept_same >= prof.max_count || gs.n_instances - destroyed >= kind.mig_max_instances) continue;
-        GpuGrant g2 = gr;
-        g2.destroy_mask = destroy;
-        g2.create_instance = true;
-        g2.mig_profile = static_cast<int16_t>(p);
-        g2.mig_start = static_cast<int8_t>(st);
-        consider(kDestroy, destroyed * 100 - gs.tasks, g2);
-      }
-    }
+    ConsiderCreate(kind, gs, gr, p, count, frag_aware, &c);
+    if (allow_destroy) ConsiderDestroy(kind, gs, gr, p, count, &c);
   }
-  return best;
+  return c.best;
 }
 
 std::string NodeName(const ClusterState& s, NodeId n) { return s.cluster().nodes[n].name; }
