@@ -134,13 +134,8 @@ json UncertaintyJson(const RunResult& r) {
   return {{"demand", demand}, {"time_limits", limits}, {"sharing_mode", r.sharing_mode}};
 }
 
-}  // namespace
-
-json PolicySummary(const std::vector<RunResult>& runs) {
-  json o;
-  if (runs.empty()) return o;
-  o["policy"] = runs.front().policy;
-  o["runs"] = runs.size();
+// Allocation, utilisation, training throughput and OOM events, each a spread over seeds.
+void AddUtilization(const std::vector<RunResult>& runs, json& o) {
   o["gpu_allocation"] = SpreadJson(Collect(runs, [](const RunResult& r) { return r.gpu_allocation; }));
   o["gpu_utilization"] = SpreadJson(Collect(runs, [](const RunResult& r) { return r.gpu_utilization; }));
   const std::vector<double> tput = Collect(runs, [](const RunResult& r) { return r.effective_training_throughput; });
@@ -152,7 +147,10 @@ json PolicySummary(const std::vector<RunResult>& runs) {
     return r.training_gpus_allocated > 0 ? r.effective_training_throughput / r.training_gpus_allocated : 0.0;
   }));
   o["oom_events"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.oom_events); }));
-  // Latency under sharing, per SLO class (docs/sharing.md): violations of the class's SLO and the p99 slowdown.
+}
+
+// Latency under sharing, per SLO class (docs/sharing.md): violations of the class's SLO and the p99 slowdown.
+void AddSloFigures(const std::vector<RunResult>& runs, json& o) {
   std::set<std::string> slo_classes;
   for (const RunResult& r : runs)
     for (const auto& [n, v] : r.p99_slowdown) slo_classes.insert(n);
@@ -170,14 +168,22 @@ json PolicySummary(const std::vector<RunResult>& runs) {
   o["slo_violations"] = slo;
   o["p99_slowdown"] = slowdown;
   o["slo"] = SloJson(runs);
-  if (!runs.front().static_mig_layout.empty()) {
-    json choices = json::array();
-    for (const RunResult& r : runs)
-      choices.push_back({{"seed", r.seed}, {"layout", r.static_mig_layout}, {"share", r.static_mig_share},
-                         {"first_day_utilization", std::round(r.static_mig_first_day * 10000) / 10000}});
-    o["static_mig_best"] = choices;
-  }
-  o["uncertainty"] = UncertaintyJson(runs.front());
+}
+
+// The static-mig-best layout each seed chose (only when the runs searched one).
+void AddStaticMigChoices(const std::vector<RunResult>& runs, json& o) {
+  if (runs.front().static_mig_layout.empty()) return;
+  json choices = json::array();
+  for (const RunResult& r : runs)
+    choices.push_back({{"seed", r.seed},
+                       {"layout", r.static_mig_layout},
+                       {"share", r.static_mig_share},
+                       {"first_day_utilization", std::round(r.static_mig_first_day * 10000) / 10000}});
+  o["static_mig_best"] = choices;
+}
+
+// Event counts (repartitions, preemptions, failures, ...), the makespan and the class mix's deviation.
+void AddCounts(const std::vector<RunResult>& runs, json& o) {
   o["mig_repartitions"] =
       SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.mig_repartitions); }), 1);
   o["preemptions"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.preemptions); }), 1);
@@ -197,6 +203,10 @@ json PolicySummary(const std::vector<RunResult>& runs) {
   o["mix_deviation"] = SpreadJson(dev);
   o["no_class_starved"] = SpreadOf(dev).max <= 0.02;
   o["apply_conflicts"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.apply_conflicts); }), 1);
+}
+
+// Per class, per team (when teams differ from classes), and the queue delay pooled over classes.
+void AddGroups(const std::vector<RunResult>& runs, json& o) {
   o["by_class"] = GroupJson(runs, false);
   std::set<std::string> teams;
   for (const RunResult& r : runs)
@@ -209,11 +219,14 @@ json PolicySummary(const std::vector<RunResult>& runs) {
   for (const RunResult& r : runs)
     for (const auto& [n, c] : r.by_class) delays.insert(delays.end(), c.queue_delays_s.begin(), c.queue_delays_s.end());
   o["queue_delay_s"] = DelayJson(delays, 1.0);
-  // Hook figures (issue 5 tiers: cost, spot reclaims, ...), each as a spread over seeds.
+}
+
+// Hook figures (issue 5 tiers: cost, spot reclaims, ...), each as a spread over seeds. A dotted name nests:
+// "baselines.on_demand_only.total_cost" -> o["baselines"]["on_demand_only"][...].
+void AddHookFigures(const std::vector<RunResult>& runs, json& o) {
   std::set<std::string> extra_keys;
   for (const RunResult& r : runs)
     for (const auto& [k, v] : r.extra) extra_keys.insert(k);
-  // A dotted name nests: "baselines.on_demand_only.total_cost" -> o["baselines"]["on_demand_only"][...].
   for (const std::string& k : extra_keys) {
     json v = SpreadJson(Collect(runs, [&](const RunResult& r) {
       auto it = r.extra.find(k);
@@ -223,6 +236,22 @@ json PolicySummary(const std::vector<RunResult>& runs) {
     std::replace(pointer.begin(), pointer.end(), '.', '/');
     o[json::json_pointer(pointer)] = std::move(v);
   }
+}
+
+}  // namespace
+
+json PolicySummary(const std::vector<RunResult>& runs) {
+  json o;
+  if (runs.empty()) return o;
+  o["policy"] = runs.front().policy;
+  o["runs"] = runs.size();
+  AddUtilization(runs, o);
+  AddSloFigures(runs, o);
+  AddStaticMigChoices(runs, o);
+  o["uncertainty"] = UncertaintyJson(runs.front());
+  AddCounts(runs, o);
+  AddGroups(runs, o);
+  AddHookFigures(runs, o);
   double wall = 0;
   for (const RunResult& r : runs) wall += r.wall_ms;
   o["sim_wall_ms_per_run"] = std::round(wall / runs.size());
