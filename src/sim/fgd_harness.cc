@@ -45,6 +45,69 @@ std::vector<Request> ShuffleAndInflate(const std::vector<Request>& pods, int64_t
   return out;
 }
 
+namespace {
+
+// The cluster's fragmentation: per node and summed, kept current as pods land.
+struct FragTracker {
+  std::vector<double> node_frag;
+  double total = 0;
+
+  FragTracker(const ClusterState& state, const TaskShapeDistribution& dist)
+      : node_frag(static_cast<size_t>(state.num_nodes())) {
+    for (NodeId n = 0; n < state.num_nodes(); ++n) {
+      node_frag[n] = NodeFragmentation(NodeResourcesOf(state, n), dist);
+      total += node_frag[n];
+    }
+  }
+
+  // Re-measures node n after a change on it.
+  void Update(const ClusterState& state, NodeId n, const TaskShapeDistribution& dist) {
+    const double f = NodeFragmentation(NodeResourcesOf(state, n), dist);
+    total += f - node_frag[n];
+    node_frag[n] = f;
+  }
+};
+
+// Checks that `pr` (a placement of pod i, `r`) is one applicable task on a node whose GPU model `r` allows,
+// and applies it to `state`: `decision` records where, `*allocated` grows by the milli granted.
+Status ApplyPlacement(const Cluster& cluster, std::string_view policy, size_t i, const Request& r,
+                      const PlaceResult& pr, ClusterState& state, PodDecision* decision, int64_t* allocated) {
+  if (pr.tasks.size() != 1)
+    return Status::Error(
+        fmt::format("policy {} placed pod {} as {} tasks, not one", policy, i, pr.tasks.size()));
+  if (Status st = state.CanApply(pr.tasks, r.cpu_milli, r.host_memory_mib); !st.ok())
+    return Status::Error(
+        fmt::format("policy {} returned an inapplicable placement for pod {}: {}", policy, i, st.message()));
+  const NodeId placed_on = pr.tasks.front().node;
+  if (RequestedGpuMilli(r) > 0 && !r.KindAllowed(state.node(placed_on).kind))
+    return Status::Error(
+        fmt::format("policy {} placed pod {} on node {}, whose GPU model the pod does not allow", policy, i,
+                    cluster.nodes[placed_on].name));
+  state.Apply(pr.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
+  decision->placed = true;
+  decision->node = placed_on;
+  for (const GpuGrant& g : pr.tasks.front().gpus) {  // credited as granted, not as asked
+    *allocated += g.milli;
+    decision->gpus.emplace_back(g.gpu - state.node(placed_on).first_gpu, g.milli);
+  }
+  return Status::Ok();
+}
+
+// The curve after pod i: arrived and allocated GPU milli and fragmentation, against `capacity_milli` (> 0).
+CurvePoint CurveAt(size_t i, int64_t arrived, int64_t allocated, double frag, int64_t capacity_milli) {
+  const double cap = static_cast<double>(capacity_milli);
+  CurvePoint p;
+  p.pod_index = static_cast<int64_t>(i);
+  p.arrived_pct = 100.0 * static_cast<double>(arrived) / cap;
+  p.allocated_pct = 100.0 * static_cast<double>(allocated) / cap;
+  p.frag_pct_of_capacity = 100.0 * frag / cap;
+  const int64_t idle = capacity_milli - allocated;
+  p.frag_pct_of_idle = idle > 0 ? 100.0 * frag / static_cast<double>(idle) : 0.0;
+  return p;
+}
+
+}  // namespace
+
 Result<FgdRunResult> RunFgdHarness(const Cluster& cluster, const Catalog& catalog, const std::vector<Request>& pods,
                                    const TaskShapeDistribution& dist, std::string_view policy, uint64_t seed,
                                    const FgdHarnessOptions& options) {
@@ -62,7 +125,6 @@ Result<FgdRunResult> RunFgdHarness(const Cluster& cluster, const Catalog& catalo
   res.seed = seed;
   res.capacity_milli = GpuCapacityMilli(cluster);
   if (res.capacity_milli <= 0) return Status::Error("the cluster has no GPUs");
-  const double cap = static_cast<double>(res.capacity_milli);
 
   std::vector<int64_t> rows;
   const std::vector<Request> order = ShuffleAndInflate(pods, res.capacity_milli, options.inflation, seed, &rows);
@@ -70,57 +132,27 @@ Result<FgdRunResult> RunFgdHarness(const Cluster& cluster, const Catalog& catalo
   if (options.record_curve) res.curve.reserve(order.size());
   if (options.record_placements) res.decisions.reserve(order.size());
 
-  std::vector<double> node_frag(static_cast<size_t>(state.num_nodes()));
-  double frag = 0;
-  for (NodeId n = 0; n < state.num_nodes(); ++n) {
-    node_frag[n] = NodeFragmentation(NodeResourcesOf(state, n), dist);
-    frag += node_frag[n];
-  }
-
+  FragTracker frag(state, dist);
   int64_t arrived = 0, allocated = 0;
   CurvePoint at100;
   bool have100 = false;
   for (size_t i = 0; i < order.size(); ++i) {
     const Request& r = order[i];
-    const int64_t ask = RequestedGpuMilli(r);
-    arrived += ask;
+    arrived += RequestedGpuMilli(r);
     PlaceResult pr = (*pol)->Place(state, r);
     PodDecision decision;
     decision.pod_index = static_cast<int64_t>(i);
     decision.pod_row = rows[i];
-    if (pr.ok && pr.tasks.size() != 1)
-      return Status::Error(fmt::format("policy {} placed pod {} as {} tasks, not one", policy, i, pr.tasks.size()));
     if (pr.ok) {
-      if (Status st = state.CanApply(pr.tasks, r.cpu_milli, r.host_memory_mib); !st.ok())
-        return Status::Error(fmt::format("policy {} returned an inapplicable placement for pod {}: {}", policy, i,
-                                         st.message()));
-      const NodeId placed_on = pr.tasks.front().node;
-      if (RequestedGpuMilli(r) > 0 && !r.KindAllowed(state.node(placed_on).kind))
-        return Status::Error(fmt::format("policy {} placed pod {} on node {}, whose GPU model the pod does not allow",
-                                         policy, i, cluster.nodes[placed_on].name));
-      state.Apply(pr.tasks, r.cpu_milli, r.host_memory_mib, r.cls != WorkloadClass::kTraining);
-      decision.placed = true;
-      decision.node = placed_on;
-      for (const GpuGrant& g : pr.tasks.front().gpus) {  // credited as granted, not as asked
-        allocated += g.milli;
-        decision.gpus.emplace_back(g.gpu - state.node(placed_on).first_gpu, g.milli);
-      }
+      if (Status st = ApplyPlacement(cluster, policy, i, r, pr, state, &decision, &allocated); !st.ok())
+        return st;
       ++res.placed;
-      const NodeId n = placed_on;
-      const double f = NodeFragmentation(NodeResourcesOf(state, n), dist);
-      frag += f - node_frag[n];
-      node_frag[n] = f;
+      frag.Update(state, pr.tasks.front().node, dist);
     } else {
       ++res.failed;
     }
     if (options.record_placements) res.decisions.push_back(std::move(decision));
-    CurvePoint p;
-    p.pod_index = static_cast<int64_t>(i);
-    p.arrived_pct = 100.0 * static_cast<double>(arrived) / cap;
-    p.allocated_pct = 100.0 * static_cast<double>(allocated) / cap;
-    p.frag_pct_of_capacity = 100.0 * frag / cap;
-    const int64_t idle = res.capacity_milli - allocated;
-    p.frag_pct_of_idle = idle > 0 ? 100.0 * frag / static_cast<double>(idle) : 0.0;
+    const CurvePoint p = CurveAt(i, arrived, allocated, frag.total, res.capacity_milli);
     if (!have100 && arrived >= res.capacity_milli) {
       at100 = p;
       have100 = true;
