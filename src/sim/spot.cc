@@ -262,77 +262,27 @@ class TierHook : public SimHook {
       events_.pop();
       if (Stale(e)) continue;
       switch (e.type) {
-        case Ev::kReady: {
-          scaler_->MakeReady(e.id, state);
-          *changed = true;
-          const TierPoolConfig& pc = PoolOf(e.id);
-          Push(now + pc.idle_release_s, Ev::kIdle, e.id, node_epoch_[e.id]);
-          if (pc.tier == Tier::kSpot && pc.reclaim_rate_per_hour > 0) {
-            const double mean_s = 3600.0 / pc.reclaim_rate_per_hour;
-            const int64_t at = now + std::max<int64_t>(1, std::llround(rngs_[pool_of_node_[e.id]].Exponential(mean_s)));
-            Push(std::max(now, at - pc.reclaim_notice_s), Ev::kNotice, e.id, node_epoch_[e.id]);
-            reclaim_at_[e.id] = at;
-          }
+        case Ev::kReady:
+          OnReady(e.id, now, state, changed);
           break;
-        }
         case Ev::kNotice:
           Notice(e.id, now, state, plan);
           Push(reclaim_at_[e.id], Ev::kReclaim, e.id, node_epoch_[e.id]);
           break;
-        case Ev::kTraceNotice: {
-          // Reclaim the pool's longest-up node (none up: the event finds nothing to take).
-          const ReclaimTraceEvent& r = cfg_->reclaim_trace[e.id];
-          NodeId pick = kNone;
-          for (NodeId n : cfg_->pools[PoolIndex(r.pool)].nodes)
-            if (scaler_->phase(n) == NodePhase::kUp && (pick == kNone || scaler_->ready_at(n) < scaler_->ready_at(pick)))
-              pick = n;
-          if (pick == kNone) {
-            ++trace_reclaims_missed_;
-            break;
-          }
-          Notice(pick, now, state, plan);
-          Push(std::max(now, r.time_s), Ev::kReclaim, pick, node_epoch_[pick]);
+        case Ev::kTraceNotice:
+          OnTraceNotice(e.id, now, state, plan);
           break;
-        }
-        case Ev::kReclaim: {
-          const NodePhase ph = scaler_->phase(e.id);
-          if (ph != NodePhase::kUp && ph != NodePhase::kDraining) break;
-          ++reclaims_;
-          std::set<int32_t> victims;
-          for (size_t j = 0; j < track_.size(); ++j)
-            if (track_[j].bind_s >= 0)
-              for (const TaskPlacement& t : track_[j].tasks)
-                if (t.node == e.id) victims.insert(static_cast<int32_t>(j));
-          for (int32_t j : victims) {
-            Action a;
-            a.kind = ActionKind::kPreempt;
-            a.job = EngineId(JobSlot(j));
-            a.reason = fmt::format("spot reclaim of node {}", cluster_.nodes[e.id].name);
-            plan->actions.push_back(a);
-            track_[j].reclaimed = true;
-            ++reclaim_preemptions_;
-          }
-          if (victims.empty()) Remove(e.id, now, state);
-          else to_remove_.push_back(e.id);
+        case Ev::kReclaim:
+          OnReclaim(e.id, now, state, plan);
           break;
-        }
         case Ev::kIdle:
           if (scaler_->phase(e.id) == NodePhase::kUp && node_jobs_[e.id] == 0 &&
               now - last_busy_[e.id] >= PoolOf(e.id).idle_release_s)
             Remove(e.id, now, state);
           break;
-        case Ev::kCheckpoint: {
-          JobTrack& jt = track_[e.id];
-          if (jt.bind_s < 0 || jt.run_epoch != e.epoch || jt.interval_s <= 0) break;
-          Action a;
-          a.kind = ActionKind::kCheckpoint;
-          a.job = EngineId(JobSlot(e.id));
-          a.reason = "periodic checkpoint";
-          plan->actions.push_back(a);
-          ++periodic_checkpoints_;
-          Push(now + jt.interval_s, Ev::kCheckpoint, e.id, jt.run_epoch);
+        case Ev::kCheckpoint:
+          OnCheckpoint(e, now, plan);
           break;
-        }
       }
     }
   }
@@ -557,6 +507,72 @@ class TierHook : public SimHook {
       plan->actions.push_back(a);
       ++notice_checkpoints_;
     }
+  }
+  // Node n came up: it may go idle, and a spot node draws its reclaim time (notice first).
+  void OnReady(NodeId n, int64_t now, ClusterState& state, bool* changed) {
+    scaler_->MakeReady(n, state);
+    *changed = true;
+    const TierPoolConfig& pc = PoolOf(n);
+    Push(now + pc.idle_release_s, Ev::kIdle, n, node_epoch_[n]);
+    if (pc.tier == Tier::kSpot && pc.reclaim_rate_per_hour > 0) {
+      const double mean_s = 3600.0 / pc.reclaim_rate_per_hour;
+      const int64_t at =
+          now + std::max<int64_t>(1, std::llround(rngs_[pool_of_node_[n]].Exponential(mean_s)));
+      Push(std::max(now, at - pc.reclaim_notice_s), Ev::kNotice, n, node_epoch_[n]);
+      reclaim_at_[n] = at;
+    }
+  }
+  // Reclaim-trace event `index`: notice to the pool's longest-up node (none up: the event finds nothing to
+  // take and counts as missed), reclaimed at the event's time.
+  void OnTraceNotice(int32_t index, int64_t now, ClusterState& state, Plan* plan) {
+    const ReclaimTraceEvent& r = cfg_->reclaim_trace[index];
+    NodeId pick = kNone;
+    for (NodeId n : cfg_->pools[PoolIndex(r.pool)].nodes)
+      if (scaler_->phase(n) == NodePhase::kUp &&
+          (pick == kNone || scaler_->ready_at(n) < scaler_->ready_at(pick)))
+        pick = n;
+    if (pick == kNone) {
+      ++trace_reclaims_missed_;
+      return;
+    }
+    Notice(pick, now, state, plan);
+    Push(std::max(now, r.time_s), Ev::kReclaim, pick, node_epoch_[pick]);
+  }
+  // Node n is reclaimed (if up or draining): its jobs are preempted, and it goes once they are gone.
+  void OnReclaim(NodeId n, int64_t now, ClusterState& state, Plan* plan) {
+    const NodePhase ph = scaler_->phase(n);
+    if (ph != NodePhase::kUp && ph != NodePhase::kDraining) return;
+    ++reclaims_;
+    std::set<int32_t> victims;
+    for (size_t j = 0; j < track_.size(); ++j)
+      if (track_[j].bind_s >= 0)
+        for (const TaskPlacement& t : track_[j].tasks)
+          if (t.node == n) victims.insert(static_cast<int32_t>(j));
+    for (int32_t j : victims) {
+      Action a;
+      a.kind = ActionKind::kPreempt;
+      a.job = EngineId(JobSlot(j));
+      a.reason = fmt::format("spot reclaim of node {}", cluster_.nodes[n].name);
+      plan->actions.push_back(a);
+      track_[j].reclaimed = true;
+      ++reclaim_preemptions_;
+    }
+    if (victims.empty())
+      Remove(n, now, state);
+    else
+      to_remove_.push_back(n);
+  }
+  // A periodic checkpoint of job e.id, if still running the same run; the next one is scheduled.
+  void OnCheckpoint(const HookEvent& e, int64_t now, Plan* plan) {
+    JobTrack& jt = track_[e.id];
+    if (jt.bind_s < 0 || jt.run_epoch != e.epoch || jt.interval_s <= 0) return;
+    Action a;
+    a.kind = ActionKind::kCheckpoint;
+    a.job = EngineId(JobSlot(e.id));
+    a.reason = "periodic checkpoint";
+    plan->actions.push_back(a);
+    ++periodic_checkpoints_;
+    Push(now + jt.interval_s, Ev::kCheckpoint, e.id, jt.run_epoch);
   }
   void AddCapacity(NodeId n, int64_t end) {
     if (Status st = bridge_.AddNodeCapacity(n, cap_start_[n], end); !st.ok() && error_.empty()) error_ = st.message();
