@@ -611,11 +611,15 @@ UtilizationBound BoundFor(const Scenario& s, const Catalog& catalog, const std::
   return BoundUtilization(s.cluster, catalog, jobs, s.sim, repeat);
 }
 
-Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::string>& policies,
-                                    const Catalog& catalog) {
-  if (s.IsMultiTenant())
-    return Status::Error(s.source + ": a multi-tenant scenario ('teams_workload') runs with its own runner");
-  const auto t0 = std::chrono::steady_clock::now();
+namespace {
+
+// One (variant, seed) of RunScenario: its job stream, run once per policy.
+struct SeedTask {
+  size_t v, seed;
+};
+
+// The outcome's header (name, policies with their cycles and bases, seeds, GPUs), no runs yet.
+ScenarioOutcome OutcomeHeader(const Scenario& s, const std::vector<std::string>& policies) {
   ScenarioOutcome out;
   out.name = s.name;
   out.policies = policies;
@@ -626,6 +630,12 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
   }
   out.seeds = s.seeds;
   out.gpus = s.cluster.TotalGpus();
+  return out;
+}
+
+// Each policy's cluster, once every policy has been checked to build and each cluster to load.
+Result<std::vector<Cluster>> PolicyClusters(const Scenario& s, const std::vector<std::string>& policies,
+                                            const Catalog& catalog) {
   for (const std::string& p : policies)
     if (auto made = MakeScenarioPolicy(s, p); !made.ok()) return made.status();
   std::vector<Cluster> clusters;
@@ -634,58 +644,80 @@ Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::st
     if (auto st = ClusterState::Build(clusters.back(), catalog); !st.ok())
       return Status::Error(fmt::format("policy {}: {}", p, st.error()));
   }
-  out.variants.resize(s.variants.size());
-  struct Task {
-    size_t v, seed;
-  };
-  std::vector<Task> tasks;
+  return clusters;
+}
+
+// Sizes out->variants (runs per policy and seed, bounds per seed) and lists the (variant, seed) tasks.
+std::vector<SeedTask> PrepareVariants(const Scenario& s, size_t npolicies, ScenarioOutcome* out) {
+  out->variants.resize(s.variants.size());
+  std::vector<SeedTask> tasks;
   for (size_t v = 0; v < s.variants.size(); ++v) {
-    out.variants[v].variant = s.variants[v];
-    out.variants[v].runs.assign(policies.size(), std::vector<RunResult>(s.seeds.size()));
-    out.variants[v].bounds.assign(s.seeds.size(), UtilizationBound{});
+    out->variants[v].variant = s.variants[v];
+    out->variants[v].runs.assign(npolicies, std::vector<RunResult>(s.seeds.size()));
+    out->variants[v].bounds.assign(s.seeds.size(), UtilizationBound{});
     for (size_t k = 0; k < s.seeds.size(); ++k) tasks.push_back({v, k});
   }
+  return tasks;
+}
+
+// Runs policy p on task t's `jobs` (on `cluster`, or the layout static-mig-best picks) into
+// out->variants[t.v].runs[p][t.seed]; writes nothing else of *out, so tasks may run concurrently.
+Status RunPolicyTask(const Scenario& s, const std::vector<std::string>& policies, const Catalog& catalog,
+                     const Cluster& cluster, const std::vector<TraceJob>& jobs, const SeedTask& t, size_t p,
+                     ScenarioOutcome* out) {
+  auto pol = MakeScenarioPolicy(s, policies[p]);
+  SimOptions o = s.sim;
+  o.time_limit_seed = s.seeds[t.seed];
+  o.demand_seed = s.seeds[t.seed];
+  o.sharing = SharingFor(out->bases[p], o.sharing);
+  o.failure_seed = s.seeds[t.seed];
+  o.gang_backfill = out->cycles[p].gang_backfill;
+  o.record_decisions = s.sim.record_decisions && t.v == 0 && t.seed == 0 && p == 0;  // the first run only
+  std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run
+  if (s.tiers) hook = MakeTierHook(s.tiers, cluster, catalog, jobs, s.seeds[t.seed]);
+  o.hook = hook.get();
+  StaticMigChoice choice;
+  if (out->bases[p] == "static-mig-best") {
+    auto c = BestStaticMig(s, catalog, jobs, s.seeds[t.seed]);
+    if (!c.ok()) return c.status();
+    choice = *c;
+  }
+  const Cluster searched =
+      choice.candidates > 0 ? ClusterForPolicy(s.cluster, catalog, "static-mig", choice.setup) : Cluster{};
+  auto r = Simulate(choice.candidates > 0 ? searched : cluster, catalog, jobs, **pol, o);
+  if (!r.ok()) return r.status();
+  if (choice.candidates > 0) {
+    r->static_mig_layout = choice.setup.layout;
+    r->static_mig_share = choice.setup.share;
+    r->static_mig_first_day = choice.first_day_utilization;
+  }
+  r->seed = s.seeds[t.seed];
+  r->policy = policies[p];  // a variant's name (static-mig variants share their base's policy object)
+  out->variants[t.v].runs[p][t.seed] = std::move(r).value();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ScenarioOutcome> RunScenario(const Scenario& s, const std::vector<std::string>& policies,
+                                    const Catalog& catalog) {
+  if (s.IsMultiTenant())
+    return Status::Error(s.source + ": a multi-tenant scenario ('teams_workload') runs with its own runner");
+  const auto t0 = std::chrono::steady_clock::now();
+  ScenarioOutcome out = OutcomeHeader(s, policies);
+  Result<std::vector<Cluster>> clusters = PolicyClusters(s, policies, catalog);
+  if (!clusters.ok()) return clusters.status();
+  const std::vector<SeedTask> tasks = PrepareVariants(s, policies.size(), &out);
   std::vector<std::string> errors(tasks.size());
   ParallelFor(tasks.size(), s.threads, [&](size_t i) {
-    const Task& t = tasks[i];
+    const SeedTask& t = tasks[i];
     const std::vector<TraceJob> jobs = JobsFor(s, s.variants[t.v], s.seeds[t.seed]);
     out.variants[t.v].bounds[t.seed] = BoundFor(s, catalog, jobs);
     for (size_t p = 0; p < policies.size(); ++p) {
-      auto pol = MakeScenarioPolicy(s, policies[p]);
-      SimOptions o = s.sim;
-      o.time_limit_seed = s.seeds[t.seed];
-      o.demand_seed = s.seeds[t.seed];
-      o.sharing = SharingFor(out.bases[p], o.sharing);
-      o.failure_seed = s.seeds[t.seed];
-      o.gang_backfill = out.cycles[p].gang_backfill;
-      o.record_decisions = s.sim.record_decisions && t.v == 0 && t.seed == 0 && p == 0;  // the first run only
-      std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run
-      if (s.tiers) hook = MakeTierHook(s.tiers, clusters[p], catalog, jobs, s.seeds[t.seed]);
-      o.hook = hook.get();
-      StaticMigChoice choice;
-      if (out.bases[p] == "static-mig-best") {
-        auto c = BestStaticMig(s, catalog, jobs, s.seeds[t.seed]);
-        if (!c.ok()) {
-          errors[i] = c.error();
-          return;
-        }
-        choice = *c;
-      }
-      const Cluster searched = choice.candidates > 0 ? ClusterForPolicy(s.cluster, catalog, "static-mig", choice.setup)
-                                                     : Cluster{};
-      auto r = Simulate(choice.candidates > 0 ? searched : clusters[p], catalog, jobs, **pol, o);
-      if (!r.ok()) {
-        errors[i] = r.error();
+      if (Status st = RunPolicyTask(s, policies, catalog, (*clusters)[p], jobs, t, p, &out); !st.ok()) {
+        errors[i] = st.message();
         return;
       }
-      if (choice.candidates > 0) {
-        r->static_mig_layout = choice.setup.layout;
-        r->static_mig_share = choice.setup.share;
-        r->static_mig_first_day = choice.first_day_utilization;
-      }
-      r->seed = s.seeds[t.seed];
-      r->policy = policies[p];  // a variant's name (static-mig variants share their base's policy object)
-      out.variants[t.v].runs[p][t.seed] = std::move(r).value();
     }
   });
   for (const std::string& e : errors)
