@@ -204,6 +204,18 @@ Status SimRun::Init() {
   return InitJobs(std::move(state));
 }
 
+// The loop setup's fields the simulator's options give directly (the queues and tenancy aside).
+void FillSetup(const SimOptions& o, LoopSetup* setup) {
+  setup->gang_backfill = o.gang_backfill;
+  setup->gang_reservations = o.gang_reservations;
+  setup->gang_aging_s = o.gang_aging_s;
+  setup->mig_instance_delay_s = o.mig_instance_delay_s;
+  setup->mig_mode_delay_s = o.mig_mode_delay_s;
+  setup->max_cycles_per_instant = o.max_cycles_per_instant;
+  setup->demand_learning = o.demand_learning;
+  setup->workload_learning = o.workload_learning;
+}
+
 // Queues (one per team, or the tenancy's), the control loop, and the job table in trace order.
 Status SimRun::InitJobs(ClusterState state) {
   std::map<std::string, int> team_index;
@@ -234,14 +246,7 @@ Status SimRun::InitJobs(ClusterState state) {
       queues.push_back(std::move(q));
     }
   }
-  setup.gang_backfill = opt_.gang_backfill;
-  setup.gang_reservations = opt_.gang_reservations;
-  setup.gang_aging_s = opt_.gang_aging_s;
-  setup.mig_instance_delay_s = opt_.mig_instance_delay_s;
-  setup.mig_mode_delay_s = opt_.mig_mode_delay_s;
-  setup.max_cycles_per_instant = opt_.max_cycles_per_instant;
-  setup.demand_learning = opt_.demand_learning;
-  setup.workload_learning = opt_.workload_learning;
+  FillSetup(opt_, &setup);
   PhysicsOptions physics;
   physics.fabric = fabric_;
   physics.gpu_mtbf_h = opt_.gpu_mtbf_h;
