@@ -9,7 +9,7 @@
 //  - Reads take a shared lock that no change holds across a store write, and never wait for the
 //    scheduling loop: Authenticate stays fast while the cycle runs.
 //  - `team_changed` is called after a team is created or changed, with the change lock held and no read
-//    lock; it may take the service's lock (the service's lock is never held when a change starts).
+//    lock; it may take the driver's lock (the driver's lock is never held when a change starts).
 
 #include <cstdint>
 #include <functional>

@@ -8,14 +8,10 @@
 #include "sim/simulator.h"
 
 namespace tessera {
-namespace {
 
-// A uniform draw in [0, 1) from (a, b, seed): splitmix64 of their mix. Deterministic, no shared state.
 double HashUniform(uint64_t a, uint64_t b, uint64_t seed) {
   return UnitInterval(SplitMix64Mix(a * 0xd1b54a32d192ed03ULL + b * 0x8cb92ba72f3d8dd7ULL + kSplitMix64Gamma * (seed + 1)));
 }
-
-}  // namespace
 
 double DemandFactor(JobSlot j, int64_t epoch, double sigma, uint64_t seed) {
   if (!(sigma > 0)) return 1.0;

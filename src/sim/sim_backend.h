@@ -31,6 +31,10 @@ namespace tessera {
 
 class SimHook;
 
+// A uniform draw in [0, 1) from (a, b, seed): splitmix64 of their mix. Deterministic, no shared state (the
+// simulator's per-job draws: time limits, failures, demand).
+double HashUniform(uint64_t a, uint64_t b, uint64_t seed);
+
 // A replica's real demand over demand epoch `epoch` relative to its declared demand: lognormal with mean 1
 // and log-sd `sigma` (0: exactly 1), drawn from a hash of the job's slot, the epoch and `seed`.
 double DemandFactor(JobSlot j, int64_t epoch, double sigma, uint64_t seed);

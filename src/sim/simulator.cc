@@ -24,11 +24,6 @@
 namespace tessera {
 namespace {
 
-// A uniform draw in [0, 1) from (a, b, seed): splitmix64 of their mix. Deterministic, no shared state.
-double HashUniform(uint64_t a, uint64_t b, uint64_t seed) {
-  return UnitInterval(SplitMix64Mix(a * 0xd1b54a32d192ed03ULL + b * 0x8cb92ba72f3d8dd7ULL + kSplitMix64Gamma * (seed + 1)));
-}
-
 // The simulator adds the trace to the loop's table in order: the job at trace index `i` has slot i, which
 // also indexes SimRun's jobs_ and its result's job_records.
 JobSlot SlotOfTraceJob(size_t i) { return JobSlot(static_cast<int32_t>(i)); }
