@@ -12,16 +12,23 @@ WorkloadLearner::WorkloadLearner(WorkloadLearning options) : options_(options) {
 
 void WorkloadLearner::Observe(const Request& r) {
   if (!options_.enabled) return;
-  TaskSample t{ShapeOf(r), r.host_memory_mib, r.cls == WorkloadClass::kTraining};
-  if (static_cast<int64_t>(window_.size()) < options_.window) {
-    window_.push_back(t);
-  } else {
-    window_[next_] = t;
-    next_ = (next_ + 1) % window_.size();
+  const TaskSample t{ShapeOf(r), r.host_memory_mib, r.cls == WorkloadClass::kTraining};
+  for (int64_t k = 0; k < Weight(r); ++k) {
+    if (static_cast<int64_t>(window_.size()) < options_.window) {
+      window_.push_back(t);
+    } else {
+      window_[next_] = t;
+      next_ = (next_ + 1) % window_.size();
+    }
   }
   ++observed_;
   if (observed_ >= options_.min_requests && (observed_ - options_.min_requests) % options_.refresh_every == 0)
     Refresh();
+}
+
+int64_t WorkloadLearner::Weight(const Request& r) {
+  if (r.gpus_per_task <= 0) return 1;
+  return std::min<int64_t>(kMaxWeight, int64_t{std::max(1, r.tasks)} * r.gpus_per_task);
 }
 
 void WorkloadLearner::Refresh() {

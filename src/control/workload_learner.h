@@ -6,8 +6,9 @@
 // loop learns them with this and hands them to the policy in the cycle's snapshot
 // (ClusterState::learned_workload).
 //
-// It keeps the last `window` submitted requests (one sample each: the request's task shape, host memory and
-// class) and republishes the distribution every `refresh_every` submissions once `min_requests` have been
+// It keeps the last `window` samples of submitted requests (the request's task shape, host memory and class),
+// a request weighing as many samples as whole GPUs it asks for (one for a share), so that the few large
+// gangs are not drowned by the many small replicas beside them. It republishes the distribution every `refresh_every` submissions once `min_requests` have been
 // seen, so that a policy's per-distribution caches are rebuilt rarely. Deterministic: the same submissions
 // in the same order give the same distributions at the same moments, whichever driver submits them.
 
@@ -39,6 +40,10 @@ class WorkloadLearner {
   int64_t observed() const { return observed_; }
 
  private:
+  // A request's samples: one per whole GPU it asks for (its tasks x GPUs per task, at most kMaxWeight), one
+  // for a share or a CPU-only request.
+  static int64_t Weight(const Request& r);
+  static constexpr int64_t kMaxWeight = 64;
   void Refresh();
 
   WorkloadLearning options_;

@@ -14,6 +14,7 @@
 #include "control/loop.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
+#include "sched/test_util.h"
 
 namespace tessera {
 namespace {
@@ -66,16 +67,7 @@ TEST(DemandLearner, ForgetsByHalvingSoThatAChangedWorkloadIsFollowed) {
 }
 
 TEST(DemandLearner, TheLoopHandsItToTheCyclesSnapshot) {
-  Cluster c;
-  Node n;
-  n.name = "n0";
-  n.kind = Catalog::Default().Find("h100-80gb");
-  n.gpu_count = 8;
-  n.cpu_milli = 64000;
-  n.memory_mib = 512 * 1024;
-  c.nodes.push_back(n);
-  c.leaf_names.push_back("leaf0");
-  c.spine_names.push_back("spine0");
+  const Cluster c = testing::MakeCluster(1, 8, "h100-80gb");
   auto s = ClusterState::Build(c, Catalog::Default());
   ASSERT_TRUE(s.ok());
   LoopOptions lo;

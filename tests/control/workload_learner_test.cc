@@ -10,6 +10,7 @@
 #include "control/loop.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
+#include "sched/test_util.h"
 
 namespace tessera {
 namespace {
@@ -49,11 +50,15 @@ TEST(WorkloadLearner, NothingBeforeMinRequestsThenTheWindowsDistribution) {
   seen.push_back(Whole(2));
   l.Observe(seen.back());
   ASSERT_NE(l.Current(), nullptr);
-  const TaskShapeDistribution want = TaskShapeDistribution::FromRequests(seen, o.coverage);
+  // A request weighs one sample per whole GPU: each 2-GPU request counts twice.
+  std::vector<Request> weighted;
+  for (const Request& r : seen)
+    for (int k = 0; k < (r.gpus_per_task > 0 ? r.tasks * r.gpus_per_task : 1); ++k) weighted.push_back(r);
+  const TaskShapeDistribution want = TaskShapeDistribution::FromRequests(weighted, o.coverage);
   EXPECT_EQ(l.Current()->shapes, want.shapes);
   EXPECT_EQ(l.Current()->prob, want.prob);
   EXPECT_EQ(l.Current()->memory_mib, want.memory_mib);
-  EXPECT_DOUBLE_EQ(l.Current()->training_share, 0.4);
+  EXPECT_DOUBLE_EQ(l.Current()->training_share, 8.0 / 14.0) << "4 two-GPU requests against 6 shares";
   EXPECT_TRUE(l.Current()->MixesClasses());
 }
 
@@ -70,13 +75,13 @@ TEST(WorkloadLearner, RepublishesOnlyEveryRefreshAndForgetsBeyondTheWindow) {
     l.Observe(Whole(8));
     EXPECT_EQ(l.Current(), first) << "the same distribution until refresh_every more submissions";
   }
-  for (int i = 0; i < 9; ++i) l.Observe(Whole(8));  // 12 whole-node tasks: the shares left the window
+  l.Observe(Whole(8));  // 4 x 8 samples of whole-node tasks: the shares left the window
   ASSERT_NE(l.Current(), first);
   ASSERT_EQ(l.Current()->shapes.size(), 1u);
   EXPECT_EQ(l.Current()->shapes[0].num_gpu, 8);
   EXPECT_DOUBLE_EQ(l.Current()->training_share, 1.0);
   EXPECT_FALSE(l.Current()->MixesClasses()) << "one kind of work";
-  EXPECT_EQ(l.observed(), 16);
+  EXPECT_EQ(l.observed(), 8);
 }
 
 TEST(WorkloadLearner, OffLearnsNothing) {
@@ -89,17 +94,7 @@ TEST(WorkloadLearner, OffLearnsNothing) {
 }
 
 TEST(WorkloadLearner, TheLoopHandsWhatItLearnedFromSubmissionsToTheSnapshot) {
-  Cluster c;
-  c.name = "test";
-  Node n;
-  n.name = "n0";
-  n.kind = Catalog::Default().Find("h100-80gb");
-  n.gpu_count = 8;
-  n.cpu_milli = 64000;
-  n.memory_mib = 512 * 1024;
-  c.nodes.push_back(n);
-  c.leaf_names.push_back("leaf0");
-  c.spine_names.push_back("spine0");
+  const Cluster c = testing::MakeCluster(1, 8, "h100-80gb");
   auto st = ClusterState::Build(c, Catalog::Default());
   ASSERT_TRUE(st.ok()) << st.error();
   LoopOptions o;

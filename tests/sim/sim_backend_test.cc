@@ -8,23 +8,12 @@
 
 #include "model/catalog.h"
 #include "model/cluster.h"
+#include "sched/test_util.h"
 
 namespace tessera {
 namespace {
 
-Cluster OneH100() {
-  Cluster c;
-  Node n;
-  n.name = "n0";
-  n.kind = Catalog::Default().Find("h100-80gb");
-  n.gpu_count = 1;
-  n.cpu_milli = 64000;
-  n.memory_mib = 512 * 1024;
-  c.nodes.push_back(n);
-  c.leaf_names.push_back("leaf0");
-  c.spine_names.push_back("spine0");
-  return c;
-}
+Cluster OneH100() { return testing::MakeCluster(1, 1, "h100-80gb"); }
 
 LaunchSpec SharedReplica(int slot, int milli) {
   LaunchSpec s;
