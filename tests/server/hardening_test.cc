@@ -127,8 +127,9 @@ TEST_F(HardeningTest, EmptyPostNeedsNoContentLengthAndTokensAreNotCached) {
 }
 
 TEST_F(HardeningTest, SlowClientsAreCutAtTheDeadlineAndCappedPerAddress) {
-  // A deadline long enough that a loaded machine still sees the cap while the three are held.
-  ServeProcess s(dir_, {"--request-deadline", "5", "--max-connections-per-address", "3"});
+  // A deadline long enough that a loaded machine still sees the cap while the three are held (5 s was
+  // missed now and then with two test suites and a sanitizer build sharing two cores).
+  ServeProcess s(dir_, {"--request-deadline", "10", "--max-connections-per-address", "3"});
   ASSERT_TRUE(s.Start());
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<Conn>> slow;
@@ -149,10 +150,10 @@ TEST_F(HardeningTest, SlowClientsAreCutAtTheDeadlineAndCappedPerAddress) {
   EXPECT_TRUE(refused);
   for (auto& c : slow) {
     std::string a;
-    EXPECT_TRUE(c->ReadToClose(8, &a));
+    EXPECT_TRUE(c->ReadToClose(13, &a));
     EXPECT_TRUE(a.empty() || StatusOf(a) == 408 || StatusOf(a) == 400) << a.substr(0, 100);
   }
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 9);  // deadline 5 s
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 14);  // deadline 10 s
   slow.clear();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto h = s.Get("/healthz", "");
