@@ -13,7 +13,8 @@ WorkloadLearner::WorkloadLearner(WorkloadLearning options) : options_(options) {
 void WorkloadLearner::Observe(const Request& r) {
   if (!options_.enabled) return;
   const TaskSample t{ShapeOf(r), r.host_memory_mib, r.cls == WorkloadClass::kTraining};
-  for (int64_t k = 0; k < Weight(r); ++k) {
+  const int64_t weight = Weight(r);
+  for (int64_t k = 0; k < weight; ++k) {
     if (static_cast<int64_t>(window_.size()) < options_.window) {
       window_.push_back(t);
     } else {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "sched/engine_policy.h"
 #include "sched/fgd_policy.h"
 #include "sched/harness_policies.h"
@@ -81,7 +83,8 @@ Result<std::unique_ptr<Policy>> MakeEngineVariant(std::string_view base, const P
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyOptions& o) {
   if (!o.off.empty() || !o.name.empty() || o.fixed_mig) {
     if (IsEngine(name)) return MakeEngineVariant(name, o);
-    if (MakePolicy(name).ok())
+    const std::vector<std::string> names = PolicyNames();
+    if (std::find(names.begin(), names.end(), name) != names.end())
       return Status::Error(fmt::format("'{}' has no features to turn off (tessera, bestfit, k8s-default, static-mig do)", name));
   }
   std::unique_ptr<Policy> p;
