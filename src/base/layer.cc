@@ -1,4 +1,4 @@
-// Linked into every layer library so that a layer without sources of its own still forms a library.
+// The one source of a layer library without sources of its own (CMakeLists.txt tessera_layer).
 namespace tessera::internal {
 int LayerAnchor() { return 0; }
 }  // namespace tessera::internal

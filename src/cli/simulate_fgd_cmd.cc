@@ -22,6 +22,7 @@
 #include "sched/policy.h"
 #include "sim/fgd_harness.h"
 #include "sim/openb.h"
+#include "cli/list_args.h"
 
 namespace tessera::cli {
 namespace {
@@ -39,48 +40,6 @@ struct FgdOptions {
   bool binned = false;  // curves: only the last point of each 1% arrived-load bin (what the report plots)
   bool quiet = false;   // print nothing on success
 };
-
-// "42-51", "42", "42,45,50-51".
-Result<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
-  std::vector<uint64_t> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? text.size() + 1 : comma + 1;
-    try {
-      size_t dash = item.find('-');
-      size_t used = 0;
-      if (dash == std::string::npos) {
-        uint64_t v = std::stoull(item, &used);
-        if (used != item.size()) throw std::invalid_argument(item);
-        out.push_back(v);
-      } else {
-        uint64_t a = std::stoull(item.substr(0, dash), &used);
-        if (used != dash) throw std::invalid_argument(item);
-        uint64_t b = std::stoull(item.substr(dash + 1), &used);
-        if (used != item.size() - dash - 1 || b < a || b - a > 100000) throw std::invalid_argument(item);
-        for (uint64_t s = a; s <= b; ++s) out.push_back(s);
-      }
-    } catch (const std::exception&) {
-      return Status::Error(fmt::format("--seeds: '{}' is not a seed or range like 42-51", item));
-    }
-  }
-  if (out.empty()) return Status::Error("--seeds: no seeds");
-  return out;
-}
-
-std::vector<std::string> SplitCommas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t c = s.find(',', pos);
-    std::string item = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-    if (!item.empty()) out.push_back(item);
-    pos = c == std::string::npos ? s.size() + 1 : c + 1;
-  }
-  return out;
-}
 
 double Round4(double x) { return std::round(x * 1e4) / 1e4; }
 
@@ -113,7 +72,7 @@ struct FgdInputs {
 
 Result<FgdInputs> LoadInputs(const FgdOptions& o, const Catalog& catalog) {
   FgdInputs in;
-  Result<std::vector<uint64_t>> seeds = ParseSeeds(o.seeds);
+  Result<std::vector<uint64_t>> seeds = ParseSeeds(o.seeds, 100000);
   if (!seeds.ok()) return seeds.status();
   in.seeds = *seeds;
   in.policies = SplitCommas(o.policies);

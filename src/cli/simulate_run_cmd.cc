@@ -17,18 +17,10 @@
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
+#include "cli/list_args.h"
 
 namespace tessera::cli {
 namespace {
-
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 struct RunArgs {
   std::string scenario;
@@ -68,30 +60,12 @@ struct ReportArgs {
   std::string fgd_trace = "../shared/traces/alibaba-gpu-2023";
 };
 
-// "1-10" or "1,2,5".
-Result<std::vector<uint64_t>> ParseSeeds(const std::string& s) {
-  std::vector<uint64_t> out;
-  try {
-    if (auto dash = s.find('-'); dash != std::string::npos) {
-      uint64_t a = std::stoull(s.substr(0, dash)), b = std::stoull(s.substr(dash + 1));
-      if (b < a || b - a > 1000) return Status::Error("--seeds: expected A-B with A <= B (at most 1000 seeds)");
-      for (uint64_t x = a; x <= b; ++x) out.push_back(x);
-    } else {
-      for (const std::string& x : SplitList(s)) out.push_back(std::stoull(x));
-    }
-  } catch (const std::exception&) {
-    return Status::Error("--seeds: expected A-B or a comma-separated list of integers, got '" + s + "'");
-  }
-  if (out.empty()) return Status::Error("--seeds: no seeds");
-  return out;
-}
-
 Result<Scenario> Prepare(const std::string& path, const std::string& seeds, int threads) {
   auto sc = LoadScenario(path, Catalog::Default());
   if (!sc.ok()) return sc.status();
   for (const std::string& w : sc->warnings) std::cerr << "warning: " << w << "\n";
   if (!seeds.empty()) {
-    auto s = ParseSeeds(seeds);
+    auto s = ParseSeeds(seeds, 1000);
     if (!s.ok()) return s.status();
     sc->seeds = *s;
   }
@@ -131,7 +105,7 @@ int RunMultiTenant(const RunArgs& a, Scenario* sc) {
                        ": --cycle, --price-book and --csv do not apply to a multi-tenant scenario (teams_workload)");
   std::vector<std::string> decisions;
   sc->sim.record_decisions = !a.decisions.empty();
-  auto doc = RunMultiTenantScenario(*sc, a.policies.empty() ? sc->policies : SplitList(a.policies),
+  auto doc = RunMultiTenantScenario(*sc, a.policies.empty() ? sc->policies : SplitCommas(a.policies),
                                     Catalog::Default(), &decisions);
   if (!doc.ok()) return Fail(1, doc.error());
   if (Status st = a.decisions.empty() ? Status::Ok() : WriteDecisions(a.decisions, decisions); !st.ok())
@@ -166,7 +140,7 @@ nlohmann::json RunDocument(const ScenarioOutcome& out, const Scenario& sc) {
 
 int RunScenarioCommand(const RunArgs& a, Scenario* sc) {
   if (Status st = ApplyRunFlags(a, sc); !st.ok()) return Fail(2, st.message());
-  std::vector<std::string> policies = a.policies.empty() ? sc->policies : SplitList(a.policies);
+  std::vector<std::string> policies = a.policies.empty() ? sc->policies : SplitCommas(a.policies);
   sc->sim.record_decisions = !a.decisions.empty();
   auto out = RunScenario(*sc, policies, Catalog::Default());
   if (!out.ok()) return Fail(1, out.error());
@@ -327,7 +301,7 @@ void DoReport(const ReportArgs& a, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    std::vector<std::string> policies = a.policies.empty() ? sc->policies : SplitList(a.policies);
+    std::vector<std::string> policies = a.policies.empty() ? sc->policies : SplitCommas(a.policies);
     auto out = RunScenario(*sc, policies, Catalog::Default());
     if (!out.ok()) {
       std::cerr << "error: " << out.error() << "\n";

@@ -11,12 +11,12 @@
 
 #include "base/yaml_reader.h"
 #include "cost/focus.h"
+#include "base/stats.h"
 
 namespace tessera {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // "$1,234.56" (or without cents when `cents` is false).
 std::string Money(double v, bool cents = true) {
@@ -34,12 +34,12 @@ std::string Money(double v, bool cents = true) {
 }  // namespace
 
 double BreakEvenMonths(double net_capex, double monthly_margin, double monthly_discount_rate) {
-  if (!(monthly_margin > 0)) return kInf;
+  if (!(monthly_margin > 0)) return kInfinity;
   if (net_capex <= 0) return 0;
   const double d = monthly_discount_rate;
   if (d <= 0) return net_capex / monthly_margin;
   const double x = 1 - net_capex * d / monthly_margin;
-  if (!(x > 0)) return kInf;
+  if (!(x > 0)) return kInfinity;
   return -std::log(x) / std::log1p(d);
 }
 
@@ -49,23 +49,23 @@ double BreakEvenMonthsOnPath(double net_capex, const std::vector<MarginPiece>& p
   double left = net_capex;  // K not yet repaid, in today's money
   for (size_t k = 0; k < pieces.size(); ++k) {
     const double a = pieces[k].from, m = pieces[k].margin;
-    const double b = k + 1 < pieces.size() ? pieces[k + 1].from : kInf;
+    const double b = k + 1 < pieces.size() ? pieces[k + 1].from : kInfinity;
     if (!(m > 0)) {  // a non-positive piece adds to what is left (repaid later, or never)
-      if (std::isinf(b)) return kInf;
+      if (std::isinf(b)) return kInfinity;
       left += d > 0 ? -m * (std::pow(1 + d, -a) - std::pow(1 + d, -b)) / d : -m * (b - a);
       continue;
     }
     // Discounted margin of the whole piece; the break-even falls inside it when that covers `left`.
-    const double whole = std::isinf(b) ? (d > 0 ? m * std::pow(1 + d, -a) / d : kInf)
+    const double whole = std::isinf(b) ? (d > 0 ? m * std::pow(1 + d, -a) / d : kInfinity)
                                        : (d > 0 ? m * (std::pow(1 + d, -a) - std::pow(1 + d, -b)) / d : m * (b - a));
     if (whole >= left) {
       if (d <= 0) return a + left / m;
       const double x = std::pow(1 + d, -a) - left * d / m;  // (1 + d)^-t at the break-even t
-      return x > 0 ? -std::log(x) / std::log1p(d) : kInf;
+      return x > 0 ? -std::log(x) / std::log1p(d) : kInfinity;
     }
     left -= whole;
   }
-  return kInf;
+  return kInfinity;
 }
 
 double RentAlternative::FactorAt(double t) const {
@@ -110,18 +110,18 @@ Status ParseOwnedSection(const YAML::Node& owned, std::string_view source, Break
   OwnedCost& o = cfg.owned;
   auto usd = [](double v) { return Money(v, false); };
   auto num = [](const char* unit) { return [unit](double v) { return fmt::format("{:g}{}", v, unit); }; };
-  Read(r, cfg, "capex_usd", &o.capex_usd, true, 0, kInf, "capex (purchase price)", usd);
-  Read(r, cfg, "life_months", &o.life_months, true, 1e-9, kInf, "amortisation life", num(" months"));
-  Read(r, cfg, "avg_power_kw", &o.avg_power_kw, false, 0, kInf, "average power draw", num(" kW"));
-  Read(r, cfg, "idle_power_kw", &o.idle_power_kw, false, 0, kInf, "idle power draw",
+  Read(r, cfg, "capex_usd", &o.capex_usd, true, 0, kInfinity, "capex (purchase price)", usd);
+  Read(r, cfg, "life_months", &o.life_months, true, 1e-9, kInfinity, "amortisation life", num(" months"));
+  Read(r, cfg, "avg_power_kw", &o.avg_power_kw, false, 0, kInfinity, "average power draw", num(" kW"));
+  Read(r, cfg, "idle_power_kw", &o.idle_power_kw, false, 0, kInfinity, "idle power draw",
        [](double v) { return v < 0 ? std::string("as busy (flat)") : fmt::format("{:g} kW", v); });
-  Read(r, cfg, "usd_per_kwh", &o.usd_per_kwh, false, 0, kInf, "electricity price",
+  Read(r, cfg, "usd_per_kwh", &o.usd_per_kwh, false, 0, kInfinity, "electricity price",
        [](double v) { return fmt::format("${:g}/kWh", v); });
   Read(r, cfg, "pue", &o.pue, false, 1.0, 10.0, "PUE", num(""));
-  Read(r, cfg, "colo_kw", &o.colo_kw, false, 0, kInf, "colocation power reserved", num(" kW"));
-  Read(r, cfg, "colo_usd_per_kw_month", &o.colo_usd_per_kw_month, false, 0, kInf, "colocation price",
+  Read(r, cfg, "colo_kw", &o.colo_kw, false, 0, kInfinity, "colocation power reserved", num(" kW"));
+  Read(r, cfg, "colo_usd_per_kw_month", &o.colo_usd_per_kw_month, false, 0, kInfinity, "colocation price",
        [](double v) { return fmt::format("${:g}/kW/month", v); });
-  Read(r, cfg, "other_ops_usd_per_month", &o.other_ops_usd_per_month, false, 0, kInf,
+  Read(r, cfg, "other_ops_usd_per_month", &o.other_ops_usd_per_month, false, 0, kInfinity,
        "network, storage and ops share", [](double v) { return Money(v) + "/month"; });
   Read(r, cfg, "discount_rate_per_year", &o.discount_rate_per_year, false, 0, 1, "discount rate (cost of capital)",
        [](double v) { return fmt::format("{:g}%/year", v * 100); });
@@ -163,7 +163,7 @@ Status ParsePath(const YAML::Node& node, std::string_view source, const std::str
     RentChange c;
     double cut = -1;
     r.String("from", &c.from, true);
-    r.Double("factor", &c.factor, false, 0, kInf);
+    r.Double("factor", &c.factor, false, 0, kInfinity);
     r.Double("cut", &cut, false, 0, 0.999);
     if (r.status().ok() && r.Has("factor") == r.Has("cut")) r.Fail("factor", "give exactly one of factor and cut");
     if (r.status().ok() && start.empty()) r.Fail("from", "a price path needs a top-level start_date (YYYY-MM-DD)");
@@ -193,8 +193,8 @@ Result<RentAlternative> ParseAlternative(const YAML::Node& node, std::string_vie
     a.Fail("tier", fmt::format("'{}' is not one of on-demand, reserved, spot, market", alt.tier));
   }
   double per_gpu = -1;
-  a.Double("usd_per_hour", &alt.usd_per_hour, false, 0, kInf);
-  a.Double("usd_per_gpu_hour", &per_gpu, false, 0, kInf);
+  a.Double("usd_per_hour", &alt.usd_per_hour, false, 0, kInfinity);
+  a.Double("usd_per_gpu_hour", &per_gpu, false, 0, kInfinity);
   if (a.status().ok() && a.Has("usd_per_hour") == a.Has("usd_per_gpu_hour")) {
     a.Fail("usd_per_hour", "give exactly one of usd_per_hour (whole unit) and usd_per_gpu_hour");
   }
@@ -233,7 +233,7 @@ Result<BreakEvenConfig> ParseBreakEvenYaml(std::string_view text, std::string_vi
   YAML::Node alts = top.Child("alternatives");
   YAML::Node utils = top.Child("utilizations");
   double hours = kHoursPerMonth;
-  top.Double("hours_per_month", &hours, false, 0, kInf);
+  top.Double("hours_per_month", &hours, false, 0, kInfinity);
   top.String("start_date", &cfg.start_date, false);
   if (top.status().ok() && !cfg.start_date.empty() && !ParseIsoUtc(cfg.start_date + "T00:00:00Z").ok())
     top.Fail("start_date", fmt::format("'{}' is not a date YYYY-MM-DD", cfg.start_date));

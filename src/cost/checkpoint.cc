@@ -2,15 +2,15 @@
 
 #include <cmath>
 #include <limits>
+#include "base/stats.h"
 
 namespace tessera {
 
 namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
 }
 
 double YoungDalyIntervalS(double checkpoint_cost_s, double mtbf_s) {
-  if (std::isinf(mtbf_s)) return kInf;
+  if (std::isinf(mtbf_s)) return kInfinity;
   if (checkpoint_cost_s <= 0 || mtbf_s <= 0) return 0;
   return std::sqrt(2.0 * checkpoint_cost_s * mtbf_s);
 }
@@ -26,12 +26,12 @@ double GangLossRatePerHour(const std::vector<NodeReclaim>& nodes, double checkpo
 }
 
 double YoungDalyIntervalForRateS(double checkpoint_cost_s, double reclaims_per_hour) {
-  if (!(reclaims_per_hour > 0)) return kInf;
+  if (!(reclaims_per_hour > 0)) return kInfinity;
   return YoungDalyIntervalS(checkpoint_cost_s, 3600.0 / reclaims_per_hour);
 }
 
 double DalyIntervalS(double checkpoint_cost_s, double mtbf_s) {
-  if (std::isinf(mtbf_s)) return kInf;
+  if (std::isinf(mtbf_s)) return kInfinity;
   const double c = checkpoint_cost_s;
   const double m = mtbf_s;
   if (c <= 0 || m <= 0) return 0;
@@ -49,11 +49,11 @@ double ExpectedLostWorkPerReclaimS(const CheckpointCostModel& m) {
 
 double ExpectedWasteFraction(const CheckpointCostModel& m) {
   double writing = (m.interval_s > 0 && !std::isinf(m.interval_s)) ? m.checkpoint_cost_s / m.interval_s : 0;
-  if (m.interval_s <= 0 && m.checkpoint_cost_s > 0) return kInf;
+  if (m.interval_s <= 0 && m.checkpoint_cost_s > 0) return kInfinity;
   if (std::isinf(m.mtbf_s)) return writing;
-  if (m.mtbf_s <= 0) return kInf;
+  if (m.mtbf_s <= 0) return kInfinity;
   double lost = ExpectedLostWorkPerReclaimS(m);
-  if (std::isinf(lost)) return kInf;
+  if (std::isinf(lost)) return kInfinity;
   // On notice the job also pays one checkpoint write per reclaim.
   double per_reclaim = lost + m.restart_cost_s + (CheckpointsOnNotice(m) ? m.checkpoint_cost_s : 0);
   return writing + per_reclaim / m.mtbf_s;

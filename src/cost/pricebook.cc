@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/yaml_reader.h"
+#include "base/stats.h"
 
 namespace tessera {
 
@@ -28,7 +29,6 @@ std::string PriceDateConflict(const PriceValidity& v, const std::string& price_d
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool IsDate(const std::string& s) {
   int y = 0, m = 0, d = 0;
@@ -71,15 +71,15 @@ Status ParseOwned(const YAML::Node& node, std::string_view source, const std::st
   int64_t gpus = o->gpus;
   r.Int("gpus", &gpus, true, 1, 1 << 20);
   o->gpus = static_cast<int>(gpus);
-  r.Double("capex_usd", &o->capex_usd, true, 0, kInf);
-  r.Double("life_months", &o->life_months, true, 1e-9, kInf);
-  r.Double("avg_power_kw", &o->avg_power_kw, false, 0, kInf);
-  r.Double("idle_power_kw", &o->idle_power_kw, false, 0, kInf);
-  r.Double("usd_per_kwh", &o->usd_per_kwh, false, 0, kInf);
+  r.Double("capex_usd", &o->capex_usd, true, 0, kInfinity);
+  r.Double("life_months", &o->life_months, true, 1e-9, kInfinity);
+  r.Double("avg_power_kw", &o->avg_power_kw, false, 0, kInfinity);
+  r.Double("idle_power_kw", &o->idle_power_kw, false, 0, kInfinity);
+  r.Double("usd_per_kwh", &o->usd_per_kwh, false, 0, kInfinity);
   r.Double("pue", &o->pue, false, 1.0, 10.0);
-  r.Double("colo_kw", &o->colo_kw, false, 0, kInf);
-  r.Double("colo_usd_per_kw_month", &o->colo_usd_per_kw_month, false, 0, kInf);
-  r.Double("other_ops_usd_per_month", &o->other_ops_usd_per_month, false, 0, kInf);
+  r.Double("colo_kw", &o->colo_kw, false, 0, kInfinity);
+  r.Double("colo_usd_per_kw_month", &o->colo_usd_per_kw_month, false, 0, kInfinity);
+  r.Double("other_ops_usd_per_month", &o->other_ops_usd_per_month, false, 0, kInfinity);
   r.Double("discount_rate_per_year", &o->discount_rate_per_year, false, 0, 1);
   r.Double("resale_fraction", &o->resale_fraction, false, 0, 1);
   r.Double("utilization", &o->utilization, false, 1e-9, 1);
@@ -121,7 +121,7 @@ Result<Pool> ParsePool(const YAML::Node& node, std::string_view source, const st
   r.String("date", &p.date, false);
   ReadValidity(r, &p.validity);
   const bool owned = p.tier == Tier::kOwned;
-  r.Double("usd_per_gpu_hour", &p.usd_per_gpu_hour, !owned, 0, kInf);
+  r.Double("usd_per_gpu_hour", &p.usd_per_gpu_hour, !owned, 0, kInfinity);
   r.Double("provisioning_delay_s", &p.provisioning_delay_s, false, 0, 1e9);  // cast to whole seconds
   r.Double("reclaim_notice_s", &p.reclaim_notice_s, false, 0, 1e9);
   r.Double("reclaim_rate_per_hour", &p.reclaim_rate_per_hour, false, 0, 1e6);
@@ -153,7 +153,7 @@ Result<ListPrice> ParseListPrice(const YAML::Node& node, std::string_view source
   FieldReader r(node, source, path);
   ListPrice lp;
   r.String("gpu_kind", &lp.gpu_kind, true);
-  r.Double("usd_per_gpu_hour", &lp.usd_per_gpu_hour, true, 0, kInf);
+  r.Double("usd_per_gpu_hour", &lp.usd_per_gpu_hour, true, 0, kInfinity);
   r.String("source", &lp.source, false);
   r.String("date", &lp.date, false);
   ReadValidity(r, &lp.validity);

@@ -12,11 +12,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string Str(const json& o, const char* key) {
-  const json* v = Field(o, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 const json* PodClaimList(const json& pod) {
   const json* spec = Field(pod, "spec");
   const json* rc = spec != nullptr ? Field(*spec, "resourceClaims") : nullptr;
@@ -80,10 +75,10 @@ std::vector<std::string> PodClaimKeys(const json& pod) {
   const json* status = Field(pod, "status");
   const json* statuses = status != nullptr ? Field(*status, "resourceClaimStatuses") : nullptr;
   for (const json& pc : *rc) {
-    std::string name = Str(pc, "resourceClaimName");
+    std::string name = StringField(pc, "resourceClaimName");
     if (name.empty() && statuses != nullptr && statuses->is_array())
       for (const json& st : *statuses)
-        if (Str(st, "name") == Str(pc, "name")) name = Str(st, "resourceClaimName");
+        if (StringField(st, "name") == StringField(pc, "name")) name = StringField(st, "resourceClaimName");
     keys.push_back(name.empty() ? "" : ns + "/" + name);
   }
   return keys;

@@ -20,7 +20,7 @@ std::string ProductName(const GpuKind& kind) {
 }
 
 // Counters a placement of `p` at `start` consumes (or the set's totals when p is null: the full GPU).
-json Counters(const GpuKind& kind, const MigProfile* p, int start) {
+json ConsumedCounters(const GpuKind& kind, const MigProfile* p, int start) {
   json c = json::object();
   int sms = 0, ce = 0, ofa = 1;
   int64_t mib = 0;
@@ -68,7 +68,7 @@ std::vector<json> GpuDevices(const GpuKind& kind, int minor, const NvidiaSliceOp
     json attrs = common;
     attrs["type"] = Attr("gpu");
     attrs["uuid"] = Attr(uuid);
-    const json c = Counters(kind, nullptr, 0);
+    const json c = ConsumedCounters(kind, nullptr, 0);
     devs.push_back({{"name", fmt::format("gpu-{}", minor)},
                     {"attributes", attrs},
                     {"capacity", Capacity(c)},
@@ -81,7 +81,7 @@ std::vector<json> GpuDevices(const GpuKind& kind, int minor, const NvidiaSliceOp
       attrs["type"] = Attr("mig");
       attrs["parentUUID"] = Attr(uuid);
       attrs["profile"] = Attr(p.name);
-      const json c = Counters(kind, &p, s);
+      const json c = ConsumedCounters(kind, &p, s);
       devs.push_back(
           {{"name", fmt::format("gpu-{}-mig-{}-{}-{}", minor, NvidiaProfileToken(p.name), p.profile_id, s)},
            {"attributes", attrs},
@@ -125,7 +125,7 @@ std::vector<json> NvidiaDynamicMigSlices(const GpuKind& kind, const std::string&
   std::vector<json> sets, per_gpu;
   for (int m : minors) {
     sets.push_back(
-        {{"name", fmt::format("gpu-{}-counter-set", m)}, {"counters", Counters(kind, nullptr, 0)}});
+        {{"name", fmt::format("gpu-{}-counter-set", m)}, {"counters", ConsumedCounters(kind, nullptr, 0)}});
     per_gpu.push_back(GpuDevices(kind, m, o));
   }
   std::vector<json> out;

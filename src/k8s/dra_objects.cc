@@ -13,16 +13,11 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Str(const json& o, std::string_view key) {
-  const json* v = Field(o, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
-}
-
 // "kind name" for error messages ("ResourceSlice a100-0-gpu.nvidia.com-x7k2p").
 std::string Who(const std::string& kind, const json& obj) {
   const json* meta = Field(obj, "metadata");
-  std::string name = meta != nullptr ? Str(*meta, "name") : std::string();
-  std::string ns = meta != nullptr ? Str(*meta, "namespace") : std::string();
+  std::string name = meta != nullptr ? StringField(*meta, "name") : std::string();
+  std::string ns = meta != nullptr ? StringField(*meta, "namespace") : std::string();
   return fmt::format("{} {}{}", kind, ns.empty() ? "" : ns + "/", name.empty() ? "(unnamed)" : name);
 }
 
@@ -80,7 +75,7 @@ Result<DraAttribute> AttributeOf(const json& a, const std::string& who, const st
 Result<DraDevice> DeviceOf(const json& d, const std::string& who, const std::string& field) {
   if (!d.is_object()) return Bad(who, field, "not an object");
   DraDevice dev;
-  dev.name = Str(d, "name");
+  dev.name = StringField(d, "name");
   if (dev.name.empty()) return Bad(who, field + ".name", "missing");
   const std::string at = fmt::format("{} ({})", field, dev.name);
   if (const json* attrs = Field(d, "attributes"); attrs != nullptr) {
@@ -99,7 +94,7 @@ Result<DraDevice> DeviceOf(const json& d, const std::string& who, const std::str
     for (size_t j = 0; j < cc->size(); ++j) {
       const std::string f = fmt::format("{}.consumesCounters[{}]", at, j);
       DraCounterConsumption c;
-      c.counter_set = Str((*cc)[j], "counterSet");
+      c.counter_set = StringField((*cc)[j], "counterSet");
       if (c.counter_set.empty()) return Bad(who, f + ".counterSet", "missing");
       auto counters = QuantityMap(Field((*cc)[j], "counters"), who, f + ".counters");
       if (!counters.ok()) return counters.status();
@@ -139,12 +134,12 @@ Result<std::vector<std::string>> Selectors(const json& o, const std::string& who
 Result<DraSubRequest> SubRequestOf(const json& r, const std::string& who, const std::string& field) {
   if (!r.is_object()) return Bad(who, field, "not an object");
   DraSubRequest s;
-  s.device_class = Str(r, "deviceClassName");
+  s.device_class = StringField(r, "deviceClassName");
   if (s.device_class.empty()) return Bad(who, field + ".deviceClassName", "missing");
   auto sel = Selectors(r, who, field + ".selectors");
   if (!sel.ok()) return sel.status();
   s.selectors = *sel;
-  const std::string mode = Str(r, "allocationMode");
+  const std::string mode = StringField(r, "allocationMode");
   if (mode == "All")
     s.mode = DraAllocationMode::kAll;
   else if (!mode.empty() && mode != "ExactCount")
@@ -162,7 +157,7 @@ Result<DraSubRequest> SubRequestOf(const json& r, const std::string& who, const 
 
 Result<DraRequest> RequestOf(const json& r, const std::string& who, const std::string& field) {
   DraRequest req;
-  req.name = Str(r, "name");
+  req.name = StringField(r, "name");
   if (req.name.empty()) return Bad(who, field + ".name", "missing");
   const std::string at = fmt::format("{} ({})", field, req.name);
   const json* exactly = Field(r, "exactly");
@@ -181,7 +176,7 @@ Result<DraRequest> RequestOf(const json& r, const std::string& who, const std::s
     const std::string f = fmt::format("{}.firstAvailable[{}]", at, i);
     auto s = SubRequestOf((*first)[i], who, f);
     if (!s.ok()) return s.status();
-    s->name = Str((*first)[i], "name");
+    s->name = StringField((*first)[i], "name");
     if (s->name.empty()) return Bad(who, f + ".name", "missing");
     req.alternatives.push_back(*s);
   }
@@ -217,7 +212,7 @@ Result<DraClaimAllocation> AllocationOf(const json& a, const std::string& who) {
     return Bad(who, "status.allocation.devices.results", "not a list");
   for (size_t i = 0; results != nullptr && i < results->size(); ++i) {
     const json& r = (*results)[i];
-    DraDeviceResult d{Str(r, "request"), Str(r, "driver"), Str(r, "pool"), Str(r, "device")};
+    DraDeviceResult d{StringField(r, "request"), StringField(r, "driver"), StringField(r, "pool"), StringField(r, "device")};
     if (d.request.empty() || d.driver.empty() || d.pool.empty() || d.device.empty())
       return Bad(who, fmt::format("status.allocation.devices.results[{}]", i),
                  "request, driver, pool and device are required");
@@ -230,7 +225,7 @@ Result<DraClaimAllocation> AllocationOf(const json& a, const std::string& who) {
     for (size_t f = 0; fields != nullptr && fields->is_array() && f < fields->size(); ++f) {
       const json& m = (*fields)[f];
       const json* values = Field(m, "values");
-      if (Str(m, "key") != "metadata.name" || Str(m, "operator") != "In" || values == nullptr ||
+      if (StringField(m, "key") != "metadata.name" || StringField(m, "operator") != "In" || values == nullptr ||
           !values->is_array())
         continue;
       for (const json& v : *values)
@@ -250,7 +245,7 @@ Status ClaimStatusOf(const json& status, const std::string& who, DraClaim* c) {
   const json* rf = Field(status, "reservedFor");
   if (rf != nullptr && !rf->is_array()) return Bad(who, "status.reservedFor", "not a list");
   for (size_t i = 0; rf != nullptr && i < rf->size(); ++i)
-    c->reserved_for.push_back({Str((*rf)[i], "resource"), Str((*rf)[i], "name"), Str((*rf)[i], "uid")});
+    c->reserved_for.push_back({StringField((*rf)[i], "resource"), StringField((*rf)[i], "name"), StringField((*rf)[i], "uid")});
   return Status::Ok();
 }
 
@@ -296,19 +291,19 @@ Result<DraSlice> ParseResourceSlice(const json& slice) {
   const json* spec = Field(slice, "spec");
   if (spec == nullptr || !spec->is_object()) return Bad(who, "spec", "missing");
   DraSlice s;
-  if (const json* meta = Field(slice, "metadata"); meta != nullptr) s.name = Str(*meta, "name");
-  s.driver = Str(*spec, "driver");
+  if (const json* meta = Field(slice, "metadata"); meta != nullptr) s.name = StringField(*meta, "name");
+  s.driver = StringField(*spec, "driver");
   if (s.driver.empty()) return Bad(who, "spec.driver", "missing");
   const json* pool = Field(*spec, "pool");
-  if (pool == nullptr || Str(*pool, "name").empty()) return Bad(who, "spec.pool.name", "missing");
-  s.pool = Str(*pool, "name");
+  if (pool == nullptr || StringField(*pool, "name").empty()) return Bad(who, "spec.pool.name", "missing");
+  s.pool = StringField(*pool, "name");
   auto gen = IntField(*pool, "generation", who, "spec.pool.generation");
   auto count = IntField(*pool, "resourceSliceCount", who, "spec.pool.resourceSliceCount");
   if (!gen.ok()) return gen.status();
   if (!count.ok()) return count.status();
   s.generation = *gen;
   s.slice_count = *count;
-  s.node_name = Str(*spec, "nodeName");
+  s.node_name = StringField(*spec, "nodeName");
   if (const json* devs = Field(*spec, "devices"); devs != nullptr) {
     if (!devs->is_array()) return Bad(who, "spec.devices", "not a list");
     for (size_t i = 0; i < devs->size(); ++i) {
@@ -321,7 +316,7 @@ Result<DraSlice> ParseResourceSlice(const json& slice) {
     if (!sets->is_array()) return Bad(who, "spec.sharedCounters", "not a list");
     for (size_t i = 0; i < sets->size(); ++i) {
       const std::string f = fmt::format("spec.sharedCounters[{}]", i);
-      DraCounterSet cs{Str((*sets)[i], "name"), {}};
+      DraCounterSet cs{StringField((*sets)[i], "name"), {}};
       if (cs.name.empty()) return Bad(who, f + ".name", "missing");
       auto counters = QuantityMap(Field((*sets)[i], "counters"), who, f + ".counters");
       if (!counters.ok()) return counters.status();
@@ -375,7 +370,7 @@ Result<DraDeviceClass> ParseDeviceClass(const json& device_class) {
   const std::string who = Who("DeviceClass", device_class);
   DraDeviceClass c;
   const json* meta = Field(device_class, "metadata");
-  c.name = meta != nullptr ? Str(*meta, "name") : std::string();
+  c.name = meta != nullptr ? StringField(*meta, "name") : std::string();
   if (c.name.empty()) return Bad(who, "metadata.name", "missing");
   const json* spec = Field(device_class, "spec");
   if (spec == nullptr) return c;
@@ -383,7 +378,7 @@ Result<DraDeviceClass> ParseDeviceClass(const json& device_class) {
   auto sel = Selectors(*spec, who, "spec.selectors");
   if (!sel.ok()) return sel.status();
   c.selectors = *sel;
-  c.extended_resource_name = Str(*spec, "extendedResourceName");
+  c.extended_resource_name = StringField(*spec, "extendedResourceName");
   return c;
 }
 
@@ -396,10 +391,10 @@ Result<DraClaim> ParseResourceClaim(const json& claim) {
   const json* meta = Field(claim, "metadata");
   if (meta == nullptr || !meta->is_object()) return Bad(who, "metadata", "missing");
   DraClaim c;
-  c.name = Str(*meta, "name");
-  c.ns = Str(*meta, "namespace");
-  c.uid = Str(*meta, "uid");
-  c.resource_version = Str(*meta, "resourceVersion");
+  c.name = StringField(*meta, "name");
+  c.ns = StringField(*meta, "namespace");
+  c.uid = StringField(*meta, "uid");
+  c.resource_version = StringField(*meta, "resourceVersion");
   c.deleting = Field(*meta, "deletionTimestamp") != nullptr;
   if (const json* f = Field(*meta, "finalizers"); f != nullptr && f->is_array())
     for (const json& v : *f)
@@ -428,8 +423,8 @@ Result<DraClaimTemplate> ParseResourceClaimTemplate(const json& claim_template) 
   DraClaimTemplate t;
   const json* meta = Field(claim_template, "metadata");
   if (meta != nullptr) {
-    t.name = Str(*meta, "name");
-    t.ns = Str(*meta, "namespace");
+    t.name = StringField(*meta, "name");
+    t.ns = StringField(*meta, "namespace");
   }
   if (t.name.empty()) return Bad(who, "metadata.name", "missing");
   const json* spec = Field(claim_template, "spec");

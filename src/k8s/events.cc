@@ -14,11 +14,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string Str(const json& o, std::string_view key) {
-  const json* v = Field(o, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 // A name unique to this process: the object's name, then a hex suffix (as client-go's recorder does).
 std::string EventName(const std::string& object_name) {
   static std::atomic<uint64_t> seq{0};
@@ -41,14 +36,14 @@ json EventFor(const json& object, const std::string& type, const std::string& re
   const json* meta = Field(object, "metadata");
   const json empty = json::object();
   const json& m = meta != nullptr && meta->is_object() ? *meta : empty;
-  const std::string kind = Str(object, "kind").empty() ? "Pod" : Str(object, "kind");
-  const std::string ns = Str(m, "namespace");
-  json regarding = {{"apiVersion", "v1"}, {"kind", kind}, {"name", Str(m, "name")}};
+  const std::string kind = StringField(object, "kind").empty() ? "Pod" : StringField(object, "kind");
+  const std::string ns = StringField(m, "namespace");
+  json regarding = {{"apiVersion", "v1"}, {"kind", kind}, {"name", StringField(m, "name")}};
   if (!ns.empty()) regarding["namespace"] = ns;
-  if (!Str(m, "uid").empty()) regarding["uid"] = Str(m, "uid");
+  if (!StringField(m, "uid").empty()) regarding["uid"] = StringField(m, "uid");
   return {{"apiVersion", "v1"},
           {"kind", "Event"},
-          {"metadata", {{"name", EventName(Str(m, "name"))}, {"namespace", ns.empty() ? "default" : ns}}},
+          {"metadata", {{"name", EventName(StringField(m, "name"))}, {"namespace", ns.empty() ? "default" : ns}}},
           {"involvedObject", regarding},
           {"reason", reason},
           {"message", message.size() > 1024 ? message.substr(0, 1024) : message},

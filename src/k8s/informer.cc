@@ -9,7 +9,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Str(const json& o, const char* a, const char* b) {
+std::string NestedString(const json& o, const char* a, const char* b) {
   if (!o.is_object() || !o.contains(a) || !o[a].is_object()) return "";
   const json& m = o[a];
   return m.contains(b) && m[b].is_string() ? m[b].get<std::string>() : "";
@@ -18,7 +18,7 @@ std::string Str(const json& o, const char* a, const char* b) {
 }  // namespace
 
 std::string Informer::KeyOf(const json& obj) {
-  const std::string ns = Str(obj, "metadata", "namespace"), name = Str(obj, "metadata", "name");
+  const std::string ns = NestedString(obj, "metadata", "namespace"), name = NestedString(obj, "metadata", "name");
   return ns.empty() ? name : ns + "/" + name;
 }
 
@@ -83,7 +83,7 @@ bool Informer::List() {
   {
     std::lock_guard<std::mutex> l(mu_);
     old = objects_;
-    rv_ = Str(r.body, "metadata", "resourceVersion");
+    rv_ = NestedString(r.body, "metadata", "resourceVersion");
   }
   for (const auto& [key, obj] : old)
     if (!fresh.count(key)) Apply(WatchEvent::kDeleted, obj);
@@ -114,7 +114,7 @@ bool Informer::WatchOnce() {
       else if (log_) log_(fmt::format("watch {}: {}", path_, obj.dump().substr(0, 200)));
       return false;
     }
-    const std::string new_rv = Str(obj, "metadata", "resourceVersion");
+    const std::string new_rv = NestedString(obj, "metadata", "resourceVersion");
     if (type == "ADDED") Apply(WatchEvent::kAdded, obj);
     else if (type == "MODIFIED") Apply(WatchEvent::kModified, obj);
     else if (type == "DELETED") Apply(WatchEvent::kDeleted, obj);

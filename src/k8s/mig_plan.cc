@@ -16,11 +16,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string Str(const json& o, std::string_view key) {
-  const json* v = Field(o, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 bool IsDevice(const std::string& r) { return r == kGpuResource || r.rfind(kMigResourcePrefix, 0) == 0; }
 
 // Compute slices a device holds (a whole GPU: 7), the unit of a drain's cost.
@@ -162,13 +157,13 @@ MigNode ReadMigNode(const json& node, const std::vector<const json*>& pods) {
   const json empty = json::object();
   const json* labels = meta != nullptr ? Field(*meta, "labels") : nullptr;
   const json& l = labels != nullptr && labels->is_object() ? *labels : empty;
-  n.name = meta != nullptr ? Str(*meta, "name") : "";
-  n.uid = meta != nullptr ? Str(*meta, "uid") : "";
-  const std::string count = Str(l, "nvidia.com/gpu.count");
+  n.name = meta != nullptr ? StringField(*meta, "name") : "";
+  n.uid = meta != nullptr ? StringField(*meta, "uid") : "";
+  const std::string count = StringField(l, "nvidia.com/gpu.count");
   n.gpus = count.size() < 6 && !count.empty() && std::all_of(count.begin(), count.end(), ::isdigit) ? std::stoi(count) : 0;
-  n.capable = Str(l, "nvidia.com/mig.capable") == "true" && Str(l, "nvidia.com/mig.strategy") == "mixed";
-  n.config = Str(l, kMigConfigLabel);
-  n.state = Str(l, kMigStateLabel);
+  n.capable = StringField(l, "nvidia.com/mig.capable") == "true" && StringField(l, "nvidia.com/mig.strategy") == "mixed";
+  n.config = StringField(l, kMigConfigLabel);
+  n.state = StringField(l, kMigStateLabel);
   const json* spec = Field(node, "spec");
   const json* u = spec != nullptr ? Field(*spec, "unschedulable") : nullptr;
   n.schedulable = !(u != nullptr && u->is_boolean() && u->get<bool>());
@@ -184,9 +179,9 @@ MigNode ReadMigNode(const json& node, const std::vector<const json*>& pods) {
     g.requests = DeviceRequests(*p);
     if (g.requests.empty()) continue;
     const json* pm = Field(*p, "metadata");
-    g.ns = pm != nullptr ? Str(*pm, "namespace") : "";
-    g.name = pm != nullptr ? Str(*pm, "name") : "";
-    g.uid = pm != nullptr ? Str(*pm, "uid") : "";
+    g.ns = pm != nullptr ? StringField(*pm, "namespace") : "";
+    g.name = pm != nullptr ? StringField(*pm, "name") : "";
+    g.uid = pm != nullptr ? StringField(*pm, "uid") : "";
     g.terminating = pm != nullptr && Field(*pm, "deletionTimestamp") != nullptr;
     if (auto d = ReadPodDemand(*p); d.ok()) g.priority = d->priority;
     n.pods.push_back(g);

@@ -22,7 +22,7 @@ json NodeRef(const MigNode& n) {
   return {{"kind", "Node"}, {"metadata", {{"name", n.name}, {"uid", n.uid}}}};
 }
 
-json PodRef(const std::string& ns_name) {
+json PodObjectRef(const std::string& ns_name) {
   const size_t slash = ns_name.find('/');
   return {{"kind", "Pod"}, {"metadata", {{"namespace", ns_name.substr(0, slash)}, {"name", ns_name.substr(slash + 1)}}}};
 }
@@ -196,7 +196,7 @@ void MigRepartitioner::Failed(const MigNode& node, Op* op, const std::string& wh
                                           op->previous.empty() ? "its previous config" : op->previous);
   Log(message);
   Event(NodeRef(node), "MigReconfigureFailed", message);
-  for (const std::string& p : op->for_pods) Event(PodRef(p), "MigReconfigureFailed", message);
+  for (const std::string& p : op->for_pods) Event(PodObjectRef(p), "MigReconfigureFailed", message);
   op->phase = Phase::kRevert;
   op->changed_at = now_s;
   op->seen_pending = false;

@@ -18,11 +18,6 @@ bool SameIgnoringCase(std::string_view a, std::string_view b) {
          });
 }
 
-std::string Str(const json& o, std::string_view key) {
-  const json* v = Field(o, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
-}
-
 // Resources of one container: requests, with limits where a request is missing (device plugins take
 // limits; a request must then equal the limit).
 Status AddContainer(const json& c, const std::string& where, std::map<std::string, int64_t>* out) {
@@ -82,6 +77,11 @@ const json* Field(const json& object, std::string_view key) {
   return nullptr;
 }
 
+std::string StringField(const json& object, std::string_view key) {
+  const json* v = Field(object, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
 std::string Meta(const json& object, std::string_view key) {
   const json* meta = Field(object, "metadata");
   const json* v = meta != nullptr ? Field(*meta, key) : nullptr;
@@ -93,9 +93,9 @@ Result<PodDemand> ReadPodDemand(const json& pod) {
   PodDemand d;
   const json* meta = Field(pod, "metadata");
   if (meta != nullptr && meta->is_object()) {
-    d.name = Str(*meta, "name");
-    d.ns = Str(*meta, "namespace");
-    d.uid = Str(*meta, "uid");
+    d.name = StringField(*meta, "name");
+    d.ns = StringField(*meta, "namespace");
+    d.uid = StringField(*meta, "uid");
   }
   const json* spec = Field(pod, "spec");
   if (spec == nullptr || !spec->is_object()) return Status::Error("pod " + d.name + ": no spec");
@@ -127,18 +127,18 @@ Result<NodeModel> ReadNodeModel(const json& node, const Catalog& catalog, std::s
   NodeModel n;
   const json* meta = Field(node, "metadata");
   if (meta == nullptr || !meta->is_object()) return Status::Error("node: no metadata");
-  n.name = Str(*meta, "name");
+  n.name = StringField(*meta, "name");
   if (n.name.empty()) return Status::Error("node: no metadata.name");
   const json* labels = Field(*meta, "labels");
   const json empty = json::object();
   const json& l = labels != nullptr && labels->is_object() ? *labels : empty;
-  n.product = Str(l, "nvidia.com/gpu.product");
+  n.product = StringField(l, "nvidia.com/gpu.product");
   n.kind = n.product.empty() ? kNone : catalog.Find(n.product);
-  n.mig_config = Str(l, "nvidia.com/mig.config");
-  if (!leaf_label.empty()) n.leaf = Str(l, leaf_label);
-  if (!spine_label.empty()) n.spine = Str(l, spine_label);
-  n.zone = Str(l, "topology.kubernetes.io/zone");
-  const std::string count = Str(l, "nvidia.com/gpu.count");
+  n.mig_config = StringField(l, "nvidia.com/mig.config");
+  if (!leaf_label.empty()) n.leaf = StringField(l, leaf_label);
+  if (!spine_label.empty()) n.spine = StringField(l, spine_label);
+  n.zone = StringField(l, "topology.kubernetes.io/zone");
+  const std::string count = StringField(l, "nvidia.com/gpu.count");
   if (!count.empty() && std::all_of(count.begin(), count.end(), ::isdigit) && count.size() < 6) n.gpu_count = std::stoi(count);
   if (const json* spec = Field(node, "spec"); spec != nullptr)
     if (const json* u = Field(*spec, "unschedulable"); u != nullptr && u->is_boolean()) n.unschedulable = u->get<bool>();
@@ -153,7 +153,7 @@ Result<NodeModel> ReadNodeModel(const json& node, const Catalog& catalog, std::s
     }
   if (const json* conds = status != nullptr ? Field(*status, "conditions") : nullptr; conds != nullptr && conds->is_array())
     for (const json& c : *conds)
-      if (Str(c, "type") == "Ready") n.ready = Str(c, "status") == "True";
+      if (StringField(c, "type") == "Ready") n.ready = StringField(c, "status") == "True";
   return n;
 }
 

@@ -19,6 +19,8 @@ namespace tessera {
 
 // The value under `key` (exact, else case-insensitive), or nullptr; null values count as absent.
 const nlohmann::json* Field(const nlohmann::json& object, std::string_view key);
+// Field(object, key) when it is a string, else "".
+std::string StringField(const nlohmann::json& object, std::string_view key);
 // metadata.<key> when it is a string (name, namespace, uid, resourceVersion, ...), else "".
 std::string Meta(const nlohmann::json& object, std::string_view key);
 

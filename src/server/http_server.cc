@@ -14,6 +14,7 @@
 #include "server/nodes_api.h"
 #include "server/portal.h"
 #include "server/portal_api.h"
+#include "server/respond.h"
 
 namespace tessera {
 namespace {
@@ -35,14 +36,6 @@ class WorkerPool final : public httplib::ThreadPool {
   int nice_;
 };
 
-// Never throws: a string that is not valid UTF-8 (which the checks before routing keep out) is sent with
-// U+FFFD in place of its bad bytes.
-void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
-}
-
-void SendError(httplib::Response& res, const ApiError& e) { SendJson(res, HttpStatusOf(e.code), ErrorJson(e)); }
 
 // Parses a JSON object body; a 400 naming the problem otherwise.
 std::optional<nlohmann::json> ParseBody(const httplib::Request& req, httplib::Response& res, bool allow_empty) {
@@ -84,17 +77,13 @@ bool ReadGpus(const nlohmann::json& b, const char* field, int64_t* out, httplib:
   return true;
 }
 
-// page_size: default 100; a positive integer, clamped to 1000 (the rest comes with the next page's cursor).
-constexpr int kDefaultPageSize = 100, kMaxPageSize = 1000;
-bool ReadPageSize(const httplib::Request& req, int* out, httplib::Response& res) {
-  *out = kDefaultPageSize;
-  if (!req.has_param("page_size")) return true;
-  const std::string v = req.get_param_value("page_size");
-  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.find_first_not_of('0') == std::string::npos) {
-    SendError(res, Invalid("page_size", fmt::format("page_size: an integer from 1 to {} (larger is clamped)", kMaxPageSize)));
+// page_size: default 100 (ReadPageSize); false when the 400 was sent.
+bool PageSizeOrSend400(const httplib::Request& req, int* out, httplib::Response& res) {
+  *out = 100;
+  if (auto e = ReadPageSize(req, out)) {
+    SendError(res, *e);
     return false;
   }
-  *out = v.size() > 6 ? kMaxPageSize : std::min(kMaxPageSize, std::stoi(v));
   return true;
 }
 
@@ -410,7 +399,7 @@ void ApiServer::AuditRoute(const std::function<httplib::Server::Handler(CallerHa
   using Res = httplib::Response&;
   http_->Get("/api/v1/audit", authed([s](const Caller& c, Req req, Res res) {
     AuditQuery q;
-    if (!ReadPageSize(req, &q.limit, res) || !ReadTime(req, "since", &q.since, res)) return;
+    if (!PageSizeOrSend400(req, &q.limit, res) || !ReadTime(req, "since", &q.since, res)) return;
     q.actor = req.get_param_value("actor");
     q.target = req.get_param_value("target");
     q.action = req.get_param_value("action");

@@ -4,16 +4,11 @@
 #include <httplib.h>
 
 #include "server/json_views.h"
+#include "server/request_checks.h"
+#include "server/respond.h"
 
 namespace tessera {
 namespace {
-
-void Send(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
-
-constexpr int kMaxPageSize = 1000;
 
 bool Digits(const std::string& s, size_t max) {
   return !s.empty() && s.size() <= max && s.find_first_not_of("0123456789") == std::string::npos;
@@ -69,14 +64,7 @@ bool ParseCursor(const std::string& v, JobQuery* q) {
 }
 
 std::optional<ApiError> ParseQuery(const httplib::Request& req, JobQuery* q) {
-  if (req.has_param("page_size")) {  // as every list of the API: at least 1; above kMaxPageSize clamped
-    const std::string v = req.get_param_value("page_size");
-    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos ||
-        v.find_first_not_of('0') == std::string::npos)
-      return Invalid("page_size",
-                     fmt::format("page_size: an integer from 1 to {} (larger is clamped)", kMaxPageSize));
-    q->limit = v.size() > 6 ? kMaxPageSize : std::min(kMaxPageSize, std::stoi(v));
-  }
+  if (auto e = ReadPageSize(req, &q->limit)) return e;  // as every list of the API
   if (auto e = ParseStates(req.get_param_value("state"), &q->states)) return e;
   const std::string sort = req.has_param("sort") ? req.get_param_value("sort") : "id";
   if (sort == "id")
@@ -113,7 +101,7 @@ void RegisterJobListRoute(
         authed) {
   h.Get("/api/v1/jobs", authed([s](const Caller& c, const httplib::Request& req, httplib::Response& res) {
           JobQuery q;
-          if (auto e = ParseQuery(req, &q)) return Send(res, HttpStatusOf(e->code), ErrorJson(*e));
+          if (auto e = ParseQuery(req, &q)) return SendJson(res, HttpStatusOf(e->code), ErrorJson(*e));
           JobPage page = s->ListJobs(c, q);
           nlohmann::json arr = nlohmann::json::array();
           for (const JobView& v : page.jobs) arr.push_back(JobJson(v, *s));
@@ -131,7 +119,7 @@ void RegisterJobListRoute(
             return;
           }
           body["version"] = version;
-          Send(res, 200, body);
+          SendJson(res, 200, body);
         }));
 }
 

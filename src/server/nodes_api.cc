@@ -3,18 +3,14 @@
 #include <httplib.h>
 
 #include "server/json_views.h"
+#include "server/respond.h"
 
 namespace tessera {
 namespace {
 
-void Send(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
-
 void SendNode(httplib::Response& res, int status, const Outcome<NodeView>& r) {
-  if (!r.ok()) return Send(res, HttpStatusOf(r.error().code), ErrorJson(r.error()));
-  Send(res, status, NodeJson(r.value()));
+  if (!r.ok()) return SendJson(res, HttpStatusOf(r.error().code), ErrorJson(r.error()));
+  SendJson(res, status, NodeJson(r.value()));
 }
 
 }  // namespace
@@ -26,22 +22,22 @@ void RegisterNodeRoutes(httplib::Server& h, Service* s,
   using Res = httplib::Response&;
   h.Get("/api/v1/nodes", authed([s](const Caller& c, Req, Res res) {
     auto r = s->ListNodes(c);
-    if (!r.ok()) return Send(res, HttpStatusOf(r.error().code), ErrorJson(r.error()));
+    if (!r.ok()) return SendJson(res, HttpStatusOf(r.error().code), ErrorJson(r.error()));
     nlohmann::json arr = nlohmann::json::array();
     for (const NodeView& v : r.value()) arr.push_back(NodeJson(v));
-    Send(res, 200, {{"nodes", std::move(arr)}});
+    SendJson(res, 200, {{"nodes", std::move(arr)}});
   }));
   h.Get(R"(/api/v1/nodes/([^/:]+))", authed([s](const Caller& c, Req req, Res res) {
     auto r = s->ListNodes(c);
-    if (!r.ok()) return Send(res, HttpStatusOf(r.error().code), ErrorJson(r.error()));
+    if (!r.ok()) return SendJson(res, HttpStatusOf(r.error().code), ErrorJson(r.error()));
     for (const NodeView& v : r.value())
-      if (v.name == req.matches[1].str()) return Send(res, 200, NodeJson(v));
-    Send(res, 404, ErrorJson({ErrorCode::kNotFound, "", "no node '" + req.matches[1].str() + "'"}));
+      if (v.name == req.matches[1].str()) return SendJson(res, 200, NodeJson(v));
+    SendJson(res, 404, ErrorJson({ErrorCode::kNotFound, "", "no node '" + req.matches[1].str() + "'"}));
   }));
   h.Post("/api/v1/nodes", authed([s](const Caller& c, Req req, Res res) {
     const nlohmann::json b = nlohmann::json::parse(req.body, nullptr, false);
     if (b.is_discarded() || !b.is_object())
-      return Send(res, 400, ErrorJson(Invalid("", "the request body must be a JSON object (a node as in the "
+      return SendJson(res, 400, ErrorJson(Invalid("", "the request body must be a JSON object (a node as in the "
                                                   "cluster YAML)")));
     SendNode(res, 201, s->AddNode(c, b.dump()));
   }));
@@ -53,7 +49,7 @@ void RegisterNodeRoutes(httplib::Server& h, Service* s,
   }));
   h.Delete(R"(/api/v1/nodes/([^/:]+))", authed([s](const Caller& c, Req req, Res res) {
     auto r = s->RemoveNode(c, req.matches[1].str());
-    if (!r.ok()) return Send(res, HttpStatusOf(r.error().code), ErrorJson(r.error()));
+    if (!r.ok()) return SendJson(res, HttpStatusOf(r.error().code), ErrorJson(r.error()));
     res.status = 204;
   }));
 }

@@ -84,4 +84,13 @@ double RateLimiter::TryTake(const std::string& key, double now) {
   return 0;
 }
 
+std::optional<ApiError> ReadPageSize(const httplib::Request& req, int* out) {
+  if (!req.has_param("page_size")) return std::nullopt;
+  const std::string v = req.get_param_value("page_size");
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.find_first_not_of('0') == std::string::npos)
+    return Invalid("page_size", fmt::format("page_size: an integer from 1 to {} (larger is clamped)", kMaxPageSize));
+  *out = v.size() > 6 ? kMaxPageSize : std::min(kMaxPageSize, std::stoi(v));
+  return std::nullopt;
+}
+
 }  // namespace tessera

@@ -25,6 +25,11 @@ namespace tessera {
 // May add "Content-Length: 0" to a body method without framing (the request object is the server's own).
 std::optional<ApiError> CheckRequest(const httplib::Request& req, size_t max_body_bytes);
 
+// page_size of a list: `*out` keeps its default when absent; a positive integer, clamped to kMaxPageSize
+// (the rest comes with the next page's cursor); else the 400 to answer.
+inline constexpr int kMaxPageSize = 1000;
+std::optional<ApiError> ReadPageSize(const httplib::Request& req, int* out);
+
 // Token buckets by key: `per_minute` events a minute, bursts up to `per_minute`. Thread safe.
 class RateLimiter {
  public:

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -22,7 +23,7 @@ std::string Write(const std::string& name, const std::string& text) {
 }
 
 TEST(BadInputCli, ClusterAndWorkloadErrorsNameFileLineAndField) {
-  const std::string src = TESSERA_SOURCE_DIR;
+  const std::string src = ::tessera::testing::SourceDir();
   const std::string cluster = src + "/examples/clusters/hgx-h100-32.yaml";
   const std::string workload = src + "/examples/workloads/mixed.yaml";
   struct Case {
@@ -52,7 +53,7 @@ TEST(BadInputCli, ClusterAndWorkloadErrorsNameFileLineAndField) {
 }
 
 TEST(BadInputCli, ScenarioAndBreakEvenErrorsNameFileLineAndField) {
-  const std::string src = TESSERA_SOURCE_DIR;
+  const std::string src = ::tessera::testing::SourceDir();
   const std::string scen = Write("s.yaml", "name: x\ncluster: " + src +
                                                "/examples/clusters/hgx-h100-32.yaml\nhorizon_h: 1\n"
                                                "workload: {inference_share: .nan}\n");
@@ -70,7 +71,7 @@ TEST(BadInputCli, ScenarioAndBreakEvenErrorsNameFileLineAndField) {
 // A multi-tenant scenario goes through the one scenario reader: `simulate bound` bounds its job streams, and
 // run flags that only the other runner uses are refused rather than ignored.
 TEST(BadInputCli, MultiTenantScenarioBoundsAndRefusesFlagsItCannotUse) {
-  const std::string scen = std::string(TESSERA_SOURCE_DIR) + "/examples/scenarios/multi-tenant.yaml";
+  const std::string scen = std::string(::tessera::testing::SourceDir()) + "/examples/scenarios/multi-tenant.yaml";
   auto r = Tessera("simulate bound --scenario '" + scen + "' --seeds 1 --json", true);
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("\"bound\""), std::string::npos) << r.out;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <string>
+#include "testing/paths.h"
 
 namespace tessera::testing {
 
@@ -15,7 +16,7 @@ struct CliRun {
 // `env` is prepended to the shell command line, e.g. "HOME=/tmp/x TESSERA_TOKEN=t".
 inline CliRun Tessera(const std::string& args, bool with_stderr = false, const std::string& env = "") {
   const std::string cmd =
-      env + (env.empty() ? "'" : " '") + TESSERA_BINARY + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+      env + (env.empty() ? "'" : " '") + ::tessera::testing::TesseraBinary() + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

@@ -13,13 +13,14 @@
 
 #include <nlohmann/json.hpp>
 #include "test_util.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
 
 using testing::Slurp;
 
-const std::string kExample = std::string(TESSERA_SOURCE_DIR) + "/examples/cost/breakeven-h100.yaml";
+const std::string kExample = std::string(::tessera::testing::SourceDir()) + "/examples/cost/breakeven-h100.yaml";
 
 BreakEvenResult ExampleResult(BreakEvenConfig* cfg_out = nullptr) {
   Result<BreakEvenConfig> cfg = ParseBreakEvenYaml(Slurp(kExample), kExample);
@@ -223,7 +224,7 @@ TEST(BreakEven, BadConfigsNameTheField) {
 
 // End to end through the binary: `tessera cost breakeven` prints months.
 TEST(BreakEven, CommandPrintsMonths) {
-  const std::string cmd = std::string(TESSERA_BINARY) + " cost breakeven --config " + kExample + " --utilization 1.0 2>&1";
+  const std::string cmd = std::string(::tessera::testing::TesseraBinary()) + " cost breakeven --config " + kExample + " --utilization 1.0 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   ASSERT_NE(pipe, nullptr);
   std::string out;
@@ -334,7 +335,7 @@ TEST(BreakEven, ChargebackRateBreaksEvenAtTheEndOfTheLife) {
 // End to end: --start and --rent-cut change the answer; a bad --rent-cut is an error naming the flag.
 TEST(BreakEven, CommandTakesARentCut) {
   auto run = [](const std::string& args) {
-    const std::string cmd = std::string(TESSERA_BINARY) + " cost breakeven --config " + kExample + " " + args + " 2>&1";
+    const std::string cmd = std::string(::tessera::testing::TesseraBinary()) + " cost breakeven --config " + kExample + " " + args + " 2>&1";
     std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
     std::string out;
     char buf[4096];

@@ -16,6 +16,7 @@
 #include "cost/focus.h"
 #include "cost/money.h"
 #include "testing/csv.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -279,7 +280,7 @@ void CheckFocusTiesOut(const CostModel& model, const Ledger& ledger, const CostR
 TEST(CostModel, UsageIsPricedOnlyWithABookValidAtItsTime) {
   Ledger l;
   ASSERT_TRUE(l.AddUsage(Use("ops", "p", 1, "aws-p5-on-demand", Tier::kOnDemand, "h100-80gb", 0, 36000)).ok());
-  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/examples/cost/";
+  const std::string dir = std::string(::tessera::testing::SourceDir()) + "/examples/cost/";
   Result<PriceBook> b2025 = PriceBook::FromYaml(Slurp(dir + "prices-2025.yaml"), "prices-2025.yaml");
   ASSERT_TRUE(b2025.ok()) << b2025.error();
   CostOptions opt;
@@ -492,7 +493,7 @@ TEST(Focus, CsvQuotingAndTimestamps) {
 }
 
 TEST(LedgerYaml, ExampleParsesAndBadRecordsNameTheField) {
-  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/cost/ledger-day.yaml");
+  std::ifstream in(std::string(::tessera::testing::SourceDir()) + "/examples/cost/ledger-day.yaml");
   std::stringstream ss;
   ss << in.rdbuf();
   Result<Ledger> l = ParseLedgerYaml(ss.str(), "ledger-day.yaml");

@@ -17,6 +17,7 @@
 
 #include "cost/cost_model.h"
 #include "testing/csv.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -168,7 +169,7 @@ std::vector<std::string> Validate(const std::map<std::string, std::string>& row)
 }
 
 Ledger ExampleLedger() {
-  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/cost/ledger-day.yaml");
+  std::ifstream in(std::string(::tessera::testing::SourceDir()) + "/examples/cost/ledger-day.yaml");
   std::stringstream ss;
   ss << in.rdbuf();
   Result<Ledger> l = ParseLedgerYaml(ss.str(), "ledger-day.yaml");

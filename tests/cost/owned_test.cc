@@ -10,6 +10,7 @@
 #include "cost/breakeven.h"
 #include "cost/pricebook.h"
 #include "test_util.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -65,7 +66,7 @@ TEST(OwnedFinance, CapitalRecoveryRepaysNetCapexOverTheLife) {
 
 // The shipped price books charge owned-h100 back with the finance of the break-even example: the same rate.
 TEST(OwnedFinance, BooksAndBreakEvenExampleAgree) {
-  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/examples/cost/";
+  const std::string dir = std::string(::tessera::testing::SourceDir()) + "/examples/cost/";
   Result<BreakEvenConfig> cfg = ParseBreakEvenYaml(Slurp(dir + "breakeven-h100.yaml"), "breakeven-h100.yaml");
   ASSERT_TRUE(cfg.ok()) << cfg.error();
   const double rate = OwnedFinanceAt(cfg->owned, 1.0).usd_per_gpu_hour;

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include "test_util.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -54,7 +55,7 @@ TEST(PriceBook, OwnedPriceIsCapitalRecoveryPlusOpex) {
 
 // The compiled-in book is the shipped file (CMake embeds it; a stale build would differ).
 TEST(PriceBook, ShippedExampleEqualsTheDefaults) {
-  const std::string text = Slurp(std::string(TESSERA_SOURCE_DIR) + "/examples/cost/prices.yaml");
+  const std::string text = Slurp(std::string(::tessera::testing::SourceDir()) + "/examples/cost/prices.yaml");
   EXPECT_EQ(text, std::string(PriceBook::DefaultYaml()));
 }
 
@@ -108,7 +109,7 @@ TEST(PriceBook, EntriesAreValidInTheirOwnWindowElseTheBooks) {
 }
 
 TEST(PriceBook, ShippedBooksEachHoldAtOnePriceDate) {
-  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/examples/cost/";
+  const std::string dir = std::string(::tessera::testing::SourceDir()) + "/examples/cost/";
   Result<PriceBook> b2024 = PriceBook::FromYaml(Slurp(dir + "prices.yaml"), "prices.yaml");
   Result<PriceBook> b2025 = PriceBook::FromYaml(Slurp(dir + "prices-2025.yaml"), "prices-2025.yaml");
   ASSERT_TRUE(b2024.ok()) << b2024.error();

@@ -11,6 +11,7 @@
 #include "k8s/dra_cel.h"
 #include "k8s/dra_model.h"
 #include "k8s/dra_nvidia.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -257,7 +258,7 @@ TEST(DraObjects, ExampleManifestsParseAndUseTheSupportedCelSubset) {
   int objects = 0;
   for (const char* file :
        {"/deploy/kubernetes/dra/device-classes.yaml", "/deploy/kubernetes/dra/claim-templates.yaml"}) {
-    for (const YAML::Node& doc : YAML::LoadAllFromFile(std::string(TESSERA_SOURCE_DIR) + file)) {
+    for (const YAML::Node& doc : YAML::LoadAllFromFile(std::string(::tessera::testing::SourceDir()) + file)) {
       const json j = ToJson(doc);
       std::vector<std::string> exprs;
       if (j["kind"] == "DeviceClass") {

@@ -4,12 +4,13 @@
 
 #include <fstream>
 #include <sstream>
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
 
 std::string ReadExample(const std::string& rel) {
-  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/" + rel);
+  std::ifstream in(std::string(::tessera::testing::SourceDir()) + "/" + rel);
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -15,6 +15,7 @@
 #include "sched/engine_policy.h"
 #include "sched/policy.h"
 #include "test_util.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -352,7 +353,7 @@ std::vector<std::string> CsvFields(const std::string& line) {
 }
 
 std::vector<Point> ReplayedPoints() {
-  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/calibration/interference.csv");
+  std::ifstream in(std::string(::tessera::testing::SourceDir()) + "/examples/calibration/interference.csv");
   std::vector<Point> out;
   std::string line;
   std::vector<std::string> header;

@@ -10,12 +10,13 @@
 
 #include "sim/multi_tenant.h"
 #include "store/store.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
 
 Scenario Shipped(const std::string& name, int64_t horizon_s) {
-  auto s = LoadScenario(std::string(TESSERA_SOURCE_DIR) + "/examples/scenarios/" + name, Catalog::Default());
+  auto s = LoadScenario(std::string(::tessera::testing::SourceDir()) + "/examples/scenarios/" + name, Catalog::Default());
   EXPECT_TRUE(s.ok()) << s.error();
   Scenario sc = std::move(s).value();
   sc.sim.horizon_s = horizon_s;
@@ -88,7 +89,7 @@ TEST(Replay, MultiTenantScenarioMakesTheSimulatorsDecisions) {
 }
 
 TEST(Replay, RefusesWhatTheServiceDoesNotModel) {
-  auto tiers = Replay::Prepare(std::string(TESSERA_SOURCE_DIR) + "/examples/scenarios/spot-training.yaml", 0,
+  auto tiers = Replay::Prepare(std::string(::tessera::testing::SourceDir()) + "/examples/scenarios/spot-training.yaml", 0,
                                Catalog::Default());
   ASSERT_FALSE(tiers.ok());
   EXPECT_NE(tiers.error().find("tiers"), std::string::npos) << tiers.error();

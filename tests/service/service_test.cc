@@ -17,6 +17,7 @@
 #include "service/service.h"
 #include "service/simulated_backend.h"
 #include "service/tokens.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -289,7 +290,7 @@ TEST_F(ServiceTest, HeldSnapshotsKeepTheirAllocationWhileBuffersAreReused) {
 // 2024 list price before it and the 2025 one after, in two rows that name their book's date, and the FOCUS
 // export dates each row by its book.
 TEST_F(ServiceTest, UsageIsPricedWithTheBookValidAtItsTime) {
-  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/cost/prices-2025.yaml");
+  std::ifstream in(std::string(::tessera::testing::SourceDir()) + "/examples/cost/prices-2025.yaml");
   std::stringstream text;
   text << in.rdbuf();
   auto b2025 = PriceBook::FromYaml(text.str(), "prices-2025.yaml");

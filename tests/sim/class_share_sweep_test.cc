@@ -16,6 +16,7 @@
 #include "model/catalog.h"
 #include "sim/metrics.h"
 #include "sim/scenario.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -40,7 +41,7 @@ std::string FleetDir() {
          "defaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
          "nodes:\n  - {name: h, count: 16, gpu: h100-80gb, leaf: leaf-0}\n";
   std::filesystem::copy_file(
-      std::filesystem::path(TESSERA_SOURCE_DIR) / "examples" / "clusters" / "mixed-a100-h100-l40s.yaml",
+      std::filesystem::path(::tessera::testing::SourceDir()) / "examples" / "clusters" / "mixed-a100-h100-l40s.yaml",
       d / "hetero.yaml", std::filesystem::copy_options::overwrite_existing);
   return d.string();
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "sim/scenario.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -143,7 +144,7 @@ TEST(MultiTenant, ScenarioReaderReadsTenancyAndStreams) {
 // NOTE: with a 4 h horizon (1 h warm-up) guarantee_wait_p99_s measured about 1,000 s: the target holds on
 // the shipped 12 h run, not on every window (see docs/evaluation.md).
 TEST(MultiTenant, ShippedScenarioOneSeedMeetsItsTargets) {
-  const std::string src = TESSERA_SOURCE_DIR;
+  const std::string src = ::tessera::testing::SourceDir();
   std::ifstream in(src + "/examples/scenarios/multi-tenant.yaml");
   ASSERT_TRUE(in) << "missing examples/scenarios/multi-tenant.yaml";
   std::stringstream ss;

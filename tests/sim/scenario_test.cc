@@ -9,6 +9,7 @@
 
 #include "sim/metrics.h"
 #include "sim/report.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -167,7 +168,7 @@ TEST(ScenarioTest, SmokeTwoPolicies) {
 // Every shipped scenario parses; the seed regime opens on a running fleet with open arrivals and the teams'
 // weights its comments state.
 TEST(ScenarioTest, ShippedScenariosParse) {
-  const std::filesystem::path dir = std::filesystem::path(TESSERA_SOURCE_DIR) / "examples" / "scenarios";
+  const std::filesystem::path dir = std::filesystem::path(::tessera::testing::SourceDir()) / "examples" / "scenarios";
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".yaml") continue;

@@ -16,6 +16,7 @@
 #include "sim/scenario.h"
 #include "sim/spot.h"
 #include "sim/tier_routing.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -322,7 +323,7 @@ TEST(SpotTiersTest, BadTiersInputNamesFileLineAndField) {
 }
 
 TEST(SpotTiersTest, SpotTrainingExampleMeetsTheTargets) {
-  auto s = LoadScenario(std::string(TESSERA_SOURCE_DIR) + "/examples/scenarios/spot-training.yaml", Catalog::Default());
+  auto s = LoadScenario(std::string(::tessera::testing::SourceDir()) + "/examples/scenarios/spot-training.yaml", Catalog::Default());
   ASSERT_TRUE(s.ok()) << s.error();
   ASSERT_TRUE(s->tiers);
   s->seeds = {1, 2};

@@ -9,6 +9,7 @@
 
 #include "sim/dlrm.h"
 #include "sim/generator.h"
+#include "testing/paths.h"
 
 namespace tessera {
 namespace {
@@ -126,7 +127,7 @@ TEST(DlrmTest, BadInputTable) {
 }
 
 TEST(DlrmTest, RealTrace) {
-  const std::string path = std::string(TESSERA_SOURCE_DIR) + "/../shared/traces/alibaba-dlrm-2025/disaggregated_DLRM_trace.csv";
+  const std::string path = std::string(::tessera::testing::SourceDir()) + "/../shared/traces/alibaba-dlrm-2025/disaggregated_DLRM_trace.csv";
   std::ifstream f(path);
   if (!f) {
     const char* ci = std::getenv("CI");

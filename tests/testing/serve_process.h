@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "testing/paths.h"
 
 extern char** environ;
 
@@ -55,7 +56,7 @@ class ServeProcess {
           << "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
              "spine: s, tier: reserved}\nnodes:\n  - {name: node, count: 4, leaf: leaf-0}\n";
     port_ = FreePort();
-    std::vector<std::string> args = {TESSERA_BINARY, "serve", "--db", (dir_ / "t.db").string(), "--listen",
+    std::vector<std::string> args = {::tessera::testing::TesseraBinary(), "serve", "--db", (dir_ / "t.db").string(), "--listen",
                                      "127.0.0.1:" + std::to_string(port_), "--cluster", (dir_ / "cluster.yaml").string()};
     args.insert(args.end(), extra_.begin(), extra_.end());
     std::vector<char*> argv;
