@@ -2,6 +2,7 @@
 // bytes. Every answer is a status of 200 or 4xx with a JSON body (never a throw or a crash); a filter
 // answer without an error passes only nodes it was sent; a parsed quantity is within int64.
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "fuzz_input.h"
 #include "k8s/extender.h"

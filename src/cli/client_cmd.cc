@@ -3,6 +3,7 @@
 #include <chrono>
 #include <fmt/format.h>
 #include <random>
+#include <nlohmann/json.hpp>
 
 #include "cli/client_common.h"
 #include "cli/commands.h"

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "base/file.h"
 #include "cli/commands.h"

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace tessera::client {
 namespace {

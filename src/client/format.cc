@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "base/file.h"
 #include "cost/focus.h"

@@ -2,7 +2,7 @@
 // Workload files to the API's JSON, and the API's JSON to squeue-like tables.
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "base/status.h"

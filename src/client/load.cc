@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 namespace tessera::client {
 namespace {

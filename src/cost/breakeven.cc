@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "base/yaml_reader.h"
 #include "cost/focus.h"

@@ -6,6 +6,7 @@
 #include <openssl/x509.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 namespace {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <nlohmann/json.hpp>
 
 #include "k8s/dra_allocator.h"
 #include "k8s/dra_nvidia.h"

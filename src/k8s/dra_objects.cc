@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <nlohmann/json.hpp>
 
 #include "k8s/objects.h"
 #include "k8s/quantity.h"

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <nlohmann/json.hpp>
 
 #include "k8s/objects.h"
 

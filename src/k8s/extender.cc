@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <nlohmann/json.hpp>
 
 #include "k8s/objects.h"
 

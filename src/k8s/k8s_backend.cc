@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
 #include "k8s/events.h"

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <ctime>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
 #include "k8s/objects.h"

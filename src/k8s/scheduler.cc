@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
 #include "k8s/dra_binder.h"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "k8s/dra_binder.h"
 #include "k8s/objects.h"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <nlohmann/json.hpp>
 
 #include "cost/focus.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // JSON renderings of the service's answers (the API's wire format, docs/api.md).
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "service/service.h"
 

@@ -1,6 +1,7 @@
 #include "server/nodes_api.h"
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "server/json_views.h"
 #include "server/respond.h"

@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include <string_view>
+#include <nlohmann/json.hpp>
 
 #include "server/portal_assets.h"
 

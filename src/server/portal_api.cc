@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cost/focus.h"
 #include "server/json_views.h"

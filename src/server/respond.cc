@@ -1,5 +1,7 @@
 #include "server/respond.h"
 
+#include <nlohmann/json.hpp>
+
 #include "server/json_views.h"
 
 namespace tessera {

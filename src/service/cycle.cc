@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "base/thread_priority.h"
 #include "control/decisions.h"

@@ -1,6 +1,7 @@
 #include "service/demo.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 

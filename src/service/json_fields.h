@@ -6,7 +6,7 @@
 // Finish rejects keys nothing read. The reader points into the JSON value, which must outlive it.
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <set>
 #include <string>
 #include <string_view>

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <future>
+#include <nlohmann/json.hpp>
 
 #include "model/mig.h"
 #include "service/service_driver.h"

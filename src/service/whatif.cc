@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "service/service_driver.h"
 #include "service/workload_json.h"

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <nlohmann/json.hpp>
 
 #include "base/text.h"
 #include "model/workload_fields.h"

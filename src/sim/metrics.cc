@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "base/parallel.h"
 #include "base/yaml_reader.h"

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
 #include "testing/paths.h"

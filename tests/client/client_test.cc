@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "client/api_client.h"
 #include "client/format.h"

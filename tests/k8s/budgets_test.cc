@@ -3,6 +3,7 @@
 #include "k8s/budgets.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 namespace {

@@ -7,6 +7,7 @@
 
 #include <random>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "k8s/dra_nvidia.h"
 

@@ -5,6 +5,7 @@
 #include "k8s/dra_binder.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "k8s/dra_nvidia.h"
 #include "k8s/dra_sync.h"

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "k8s/dra_cel.h"
 #include "k8s/dra_model.h"

@@ -3,6 +3,7 @@
 #include "k8s/extender.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "k8s/objects.h"
 #include "k8s/quantity.h"

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace tessera::testing {
 

@@ -2,6 +2,7 @@
 #include "k8s/job_objects.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "k8s/pod_jobs.h"
 #include "service/service.h"

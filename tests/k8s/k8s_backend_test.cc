@@ -2,6 +2,7 @@
 #include "k8s/k8s_backend.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 namespace {

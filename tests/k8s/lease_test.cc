@@ -2,6 +2,7 @@
 #include "k8s/lease.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 namespace {

@@ -3,6 +3,7 @@
 #include "k8s/mig_plan.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 namespace {

@@ -2,6 +2,7 @@
 #include "k8s/pod_jobs.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "service/workload_json.h"
 

@@ -1,6 +1,7 @@
 #include "k8s/queues.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 namespace {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
+#include <nlohmann/json.hpp>
 
 #include "k8s/dra_nvidia.h"
 #include "k8s/fake_apiserver.h"

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <random>
+#include <nlohmann/json.hpp>
 
 #include "control/job_table.h"
 #include "model/workload_fields.h"

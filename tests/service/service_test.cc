@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 #include <thread>
+#include <nlohmann/json.hpp>
 
 #include "cost/pricebook.h"
 #include "manual_clock.h"

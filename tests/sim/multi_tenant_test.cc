@@ -6,6 +6,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "sim/scenario.h"
 #include "testing/paths.h"

@@ -1,6 +1,7 @@
 // Simulator figures of sharing: replicas in one shared MIG instance, their p99 slowdown and SLO violations
 // per class, and the generator fields that drive the seed-regime scenario.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "sched/policy.h"
 #include "sim/generator.h"

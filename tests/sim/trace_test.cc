@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "sim/dlrm.h"
 #include "sim/generator.h"
