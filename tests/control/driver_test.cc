@@ -79,7 +79,7 @@ Cluster Nodes(int nodes, int gpus, bool mig) {
   return c;
 }
 
-ControlJob Whole(int gpus, int priority, double work_s) {
+ControlJob WholeJob(int gpus, int priority, double work_s) {
   ControlJob j;
   j.request.cls = WorkloadClass::kTraining;
   j.request.tasks = 1;
@@ -125,7 +125,7 @@ class DriverTest : public ::testing::Test {
 
 TEST_F(DriverTest, WholeGpuJobLaunchesAtOnceAndEndsWhenTheBackendSaysSo) {
   Make(1, 8);
-  const JobSlot a = Submit(Whole(4, 100, 500), 0);
+  const JobSlot a = Submit(WholeJob(4, 100, 500), 0);
   EXPECT_EQ(driver_->CycleOnce(0, *policy_), 1);
   EXPECT_EQ(loop_->jobs()[a].phase, JobPhase::kRunning);
   EXPECT_EQ(backend_.calls, std::vector<std::string>{"launch 0@0"});
@@ -142,7 +142,7 @@ TEST_F(DriverTest, AMigInstanceCreatedAtBindLaunchesAfterTheInstanceDelay) {
   DriverOptions o;
   o.mig_instance_delay_s = 30;
   Make(1, 1, /*mig=*/true, o);
-  ControlJob j = Whole(0, 100, 100);
+  ControlJob j = WholeJob(0, 100, 100);
   j.request.cls = WorkloadClass::kInference;
   j.request.gpu_milli = 100;
   j.request.gpu_memory_mib = 8000;
@@ -173,9 +173,9 @@ TEST_F(DriverTest, AMigInstanceCreatedAtBindLaunchesAfterTheInstanceDelay) {
 
 TEST_F(DriverTest, AGroupHoldsItsGrantsUntilEveryMemberIsBoundThenLaunchesTogether) {
   Make(1, 4);
-  const JobSlot blocker = Submit(Whole(3, 100, 100), 0);
+  const JobSlot blocker = Submit(WholeJob(3, 100, 100), 0);
   ASSERT_EQ(driver_->CycleOnce(0, *policy_), 1);
-  const JobSlot r0 = Submit(Whole(1, 100, 50), 1), r1 = Submit(Whole(1, 100, 50), 1);
+  const JobSlot r0 = Submit(WholeJob(1, 100, 50), 1), r1 = Submit(WholeJob(1, 100, 50), 1);
   driver_->SetGroup({r0, r1});
   driver_->CycleOnce(1, *policy_);  // one GPU free: one member binds and holds it
   const int bound = (loop_->jobs()[r0].phase == JobPhase::kBound) + (loop_->jobs()[r1].phase == JobPhase::kBound);
@@ -195,7 +195,7 @@ TEST_F(DriverTest, AGroupHoldsItsGrantsUntilEveryMemberIsBoundThenLaunchesTogeth
 
 TEST_F(DriverTest, ARefusedLaunchFailsTheJobForGood) {
   Make(1, 8);
-  const JobSlot a = Submit(Whole(2, 100, 100), 0);
+  const JobSlot a = Submit(WholeJob(2, 100, 100), 0);
   backend_.refuse.insert(a);
   driver_->CycleOnce(0, *policy_);
   EXPECT_EQ(loop_->jobs()[a].phase, JobPhase::kFailed);
@@ -207,7 +207,7 @@ TEST_F(DriverTest, ARefusedLaunchFailsTheJobForGood) {
 
 TEST_F(DriverTest, ALaunchThatFailsLaterGoesBackToTheQueue) {
   Make(1, 8);
-  const JobSlot a = Submit(Whole(2, 100, 100), 0);
+  const JobSlot a = Submit(WholeJob(2, 100, 100), 0);
   driver_->CycleOnce(0, *policy_);
   backend_.injected.push_back({BackendEventKind::kLaunchFailed, a, loop_->jobs()[a].epoch, 5, kNone, "no pod"});
   EXPECT_TRUE(driver_->HandleDue(5));
@@ -221,7 +221,7 @@ TEST_F(DriverTest, ALaunchThatFailsLaterGoesBackToTheQueue) {
 
 TEST_F(DriverTest, PreemptingOneMemberTakesTheWholeGroup) {
   Make(1, 2);
-  const JobSlot r0 = Submit(Whole(1, 100, 1000), 0), r1 = Submit(Whole(1, 100, 1000), 0);
+  const JobSlot r0 = Submit(WholeJob(1, 100, 1000), 0), r1 = Submit(WholeJob(1, 100, 1000), 0);
   driver_->SetGroup({r0, r1});
   driver_->CycleOnce(0, *policy_);
   ASSERT_EQ(loop_->jobs()[r1].phase, JobPhase::kRunning);
@@ -243,10 +243,10 @@ TEST_F(DriverTest, PreemptingOneMemberTakesTheWholeGroup) {
 
 TEST_F(DriverTest, CancelStopsARunningGroupAndWithdrawsAPendingJob) {
   Make(1, 2);
-  const JobSlot r0 = Submit(Whole(1, 100, 1000), 0), r1 = Submit(Whole(1, 100, 1000), 0);
+  const JobSlot r0 = Submit(WholeJob(1, 100, 1000), 0), r1 = Submit(WholeJob(1, 100, 1000), 0);
   driver_->SetGroup({r0, r1});
   driver_->CycleOnce(0, *policy_);
-  const JobSlot waiting = Submit(Whole(2, 100, 10), 1);
+  const JobSlot waiting = Submit(WholeJob(2, 100, 10), 1);
   driver_->Cancel(r1, 5, "cancelled");
   EXPECT_EQ(loop_->jobs()[r0].phase, JobPhase::kFailed);
   EXPECT_EQ(loop_->jobs()[r1].phase, JobPhase::kFailed);
@@ -263,7 +263,7 @@ TEST_F(DriverTest, AFailedReconfigurationKeepsNewWorkOffTheGpu) {
       {BackendEventKind::kReconfigureFailed, kNoSlot, 0, 1, 1, "mig-manager: failed"});
   EXPECT_TRUE(driver_->HandleDue(1));
   EXPECT_TRUE(loop_->state().gpu_cordoned(1));
-  const JobSlot a = Submit(Whole(2, 100, 100), 2);  // needs both GPUs: cannot start now
+  const JobSlot a = Submit(WholeJob(2, 100, 100), 2);  // needs both GPUs: cannot start now
   EXPECT_EQ(driver_->CycleOnce(2, *policy_), 0);
   EXPECT_EQ(loop_->jobs()[a].phase, JobPhase::kPending);
   ASSERT_TRUE(loop_->state().UncordonGpu(1).ok());
@@ -277,7 +277,7 @@ TEST_F(DriverTest, NextInstantTicksOnlyWhileJobsWait) {
   bool tick = false;
   EXPECT_EQ(driver_->NextInstant(0, 100, 0, &tick), 100);
   EXPECT_FALSE(tick);
-  Submit(Whole(2, 100, 10), 0);  // cannot fit: it waits
+  Submit(WholeJob(2, 100, 10), 0);  // cannot fit: it waits
   EXPECT_EQ(driver_->NextInstant(0, 100, 0, &tick), 10);
   EXPECT_TRUE(tick);
   EXPECT_EQ(driver_->NextInstant(95, 100, 0, &tick), 100);

@@ -23,7 +23,7 @@ namespace {
 
 using testing::ParseCsv;
 
-std::string Slurp(const std::string& path) {
+std::string SlurpOrEmpty(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -281,7 +281,7 @@ TEST(CostModel, UsageIsPricedOnlyWithABookValidAtItsTime) {
   Ledger l;
   ASSERT_TRUE(l.AddUsage(Use("ops", "p", 1, "aws-p5-on-demand", Tier::kOnDemand, "h100-80gb", 0, 36000)).ok());
   const std::string dir = std::string(::tessera::testing::SourceDir()) + "/examples/cost/";
-  Result<PriceBook> b2025 = PriceBook::FromYaml(Slurp(dir + "prices-2025.yaml"), "prices-2025.yaml");
+  Result<PriceBook> b2025 = PriceBook::FromYaml(SlurpOrEmpty(dir + "prices-2025.yaml"), "prices-2025.yaml");
   ASSERT_TRUE(b2025.ok()) << b2025.error();
   CostOptions opt;
   opt.enforce_validity = true;

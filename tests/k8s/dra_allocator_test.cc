@@ -16,7 +16,7 @@ namespace {
 
 using json = nlohmann::json;
 
-struct Cluster {
+struct DraCluster {
   DraModel model;
   DraClassMap classes;
 };
@@ -27,14 +27,14 @@ NvidiaSliceOptions SliceOptions(int gpus) {
   return o;
 }
 
-Cluster MakeCluster(const std::vector<std::string>& nodes, int gpus = 8) {
+DraCluster MakeCluster(const std::vector<std::string>& nodes, int gpus = 8) {
   const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
   std::vector<DraSlice> slices;
   for (const std::string& n : nodes)
     for (const json& j : NvidiaDynamicMigSlices(a100, n, SliceOptions(gpus)))
       slices.push_back(*ParseResourceSlice(j));
   std::vector<std::string> notes;
-  Cluster c{BuildDraModel(BuildDraPools(slices, &notes), Catalog::Default()), {}};
+  DraCluster c{BuildDraModel(BuildDraPools(slices, &notes), Catalog::Default()), {}};
   for (const json& dc : NvidiaDeviceClasses()) {
     DraDeviceClass cls = *ParseDeviceClass(dc);
     c.classes[cls.name] = cls;
@@ -67,7 +67,7 @@ DraClaimSpec Spec(std::vector<json> requests) {
   return *s;
 }
 
-DraDecision Allocate(const Cluster& c, DraUsage* usage, const std::vector<const DraClaimSpec*>& specs,
+DraDecision Allocate(const DraCluster& c, DraUsage* usage, const std::vector<const DraClaimSpec*>& specs,
                      DraPolicy policy = DraPolicy::kTessera) {
   std::vector<DraClaimRef> refs;
   for (const DraClaimSpec* s : specs) refs.push_back({"ml/claim-" + std::to_string(refs.size()), s});
@@ -79,7 +79,7 @@ DraDecision Allocate(const Cluster& c, DraUsage* usage, const std::vector<const 
 }
 
 // Independent audit: every counter of every set within capacity, no device twice.
-void ExpectWithinCounters(const Cluster& c, const std::vector<DraDeviceResult>& all) {
+void ExpectWithinCounters(const DraCluster& c, const std::vector<DraDeviceResult>& all) {
   std::set<std::tuple<std::string, std::string, std::string>> seen;
   std::map<std::pair<int, int>, std::map<int, int64_t>> used;
   for (const DraDeviceResult& r : all) {
@@ -97,7 +97,7 @@ void ExpectWithinCounters(const Cluster& c, const std::vector<DraDeviceResult>& 
 }
 
 TEST(DraAllocator, MigProfilesAndWholeGpusMatchTheirSelectors) {
-  Cluster c = MakeCluster({"a100-0"});
+  DraCluster c = MakeCluster({"a100-0"});
   DraUsage usage(c.model);
   DraClaimSpec mig = Spec({MigRequest("3g.40gb")}), gpu = Spec({GpuRequest(2)});
   DraDecision d = Allocate(c, &usage, {&mig, &gpu});
@@ -117,7 +117,7 @@ TEST(DraAllocator, MigProfilesAndWholeGpusMatchTheirSelectors) {
 }
 
 TEST(DraAllocator, CountBeyondTheNodeIsRefusedWithAReason) {
-  Cluster c = MakeCluster({"a100-0", "a100-1"});
+  DraCluster c = MakeCluster({"a100-0", "a100-1"});
   DraUsage usage(c.model);
   DraClaimSpec nine = Spec({GpuRequest(9)});
   DraDecision d = Allocate(c, &usage, {&nine});
@@ -129,7 +129,7 @@ TEST(DraAllocator, CountBeyondTheNodeIsRefusedWithAReason) {
 }
 
 TEST(DraAllocator, AllocationModeAllTakesEveryMatchingDeviceOfAFreeNode) {
-  Cluster c = MakeCluster({"a100-0", "a100-1"});
+  DraCluster c = MakeCluster({"a100-0", "a100-1"});
   DraUsage usage(c.model);
   DraClaimSpec small = Spec({MigRequest("1g.10gb")}), all = Spec({GpuRequest(0, true)});
   ASSERT_TRUE(Allocate(c, &usage, {&small}).fits);
@@ -144,7 +144,7 @@ TEST(DraAllocator, AllocationModeAllTakesEveryMatchingDeviceOfAFreeNode) {
 }
 
 TEST(DraAllocator, FirstAvailableTakesTheFirstSubrequestThatFits) {
-  Cluster c = MakeCluster({"a100-0"}, 1);
+  DraCluster c = MakeCluster({"a100-0"}, 1);
   DraUsage usage(c.model);
   json fa = {{"name", "mig"},
              {"firstAvailable",
@@ -181,7 +181,7 @@ TEST(DraAllocator, FirstAvailableTakesTheFirstSubrequestThatFits) {
 }
 
 TEST(DraAllocator, UnsupportedSelectorsAndMissingClassesRefuseWithTheExpression) {
-  Cluster c = MakeCluster({"a100-0"});
+  DraCluster c = MakeCluster({"a100-0"});
   DraUsage usage(c.model);
   json req = MigRequest("1g.10gb");
   req["exactly"]["selectors"][0]["cel"]["expression"] =
@@ -200,7 +200,7 @@ TEST(DraAllocator, UnsupportedSelectorsAndMissingClassesRefuseWithTheExpression)
 }
 
 TEST(DraAllocator, RuntimeErrorFailsTheRequestOnTheNode) {
-  Cluster c = MakeCluster({"a100-0"});
+  DraCluster c = MakeCluster({"a100-0"});
   DraUsage usage(c.model);
   json req = GpuRequest(1);
   req["exactly"]["selectors"] = {
@@ -212,7 +212,7 @@ TEST(DraAllocator, RuntimeErrorFailsTheRequestOnTheNode) {
 }
 
 TEST(DraAllocator, QuantitySelectorPicksOnlyTheProfilesWithEnoughMemory) {
-  Cluster c = MakeCluster({"a100-0"});
+  DraCluster c = MakeCluster({"a100-0"});
   DraUsage usage(c.model);
   json req = MigRequest("x");
   req["exactly"]["selectors"][0]["cel"]["expression"] =
@@ -227,7 +227,7 @@ TEST(DraAllocator, QuantitySelectorPicksOnlyTheProfilesWithEnoughMemory) {
 // Seeded random arrivals and departures of mixed claims on two nodes: whatever the allocator grants, the
 // shared counters are never oversubscribed and no device is held twice (audited independently).
 TEST(DraAllocator, CountersAreNeverOversubscribed) {
-  Cluster c = MakeCluster({"n0", "n1"}, 4);
+  DraCluster c = MakeCluster({"n0", "n1"}, 4);
   const std::vector<std::string> profiles = {"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb",
                                              "3g.40gb", "4g.40gb",    "7g.80gb"};
   for (DraPolicy policy : {DraPolicy::kTessera, DraPolicy::kFirstFit}) {
@@ -268,7 +268,7 @@ TEST(DraAllocator, CountersAreNeverOversubscribed) {
 // one at a time, the tmp ones finish, then 4g.40gb, 2 x 7g.80gb, 3 x 1 GPU and 1 x 2 GPUs arrive one at a
 // time.
 int LargePlaced(DraPolicy policy, int* bound) {
-  Cluster c = MakeCluster({"a100-3"});
+  DraCluster c = MakeCluster({"a100-3"});
   DraUsage usage(c.model);
   DraClaimSpec two = Spec({MigRequest("2g.20gb")}), one = Spec({MigRequest("1g.10gb")});
   std::vector<std::vector<DraDeviceResult>> kept, tmp;
@@ -301,7 +301,7 @@ TEST(DraAllocator, FragmentationSequencePlacesEveryLargeRequestWhereFirstFitStra
 }
 
 TEST(DraAllocator, TesseraPacksMigOntoGpusInUseAndKeepsRoomForLargeProfiles) {
-  Cluster c = MakeCluster({"a100-0"});
+  DraCluster c = MakeCluster({"a100-0"});
   DraUsage usage(c.model);
   DraClaimSpec two = Spec({MigRequest("2g.20gb")}), one = Spec({MigRequest("1g.10gb")});
   DraDecision a = Allocate(c, &usage, {&two});
@@ -314,7 +314,7 @@ TEST(DraAllocator, TesseraPacksMigOntoGpusInUseAndKeepsRoomForLargeProfiles) {
 }
 
 TEST(DraAllocator, ExistingAllocationsAreRespectedAndNamedWhenUnknown) {
-  Cluster c = MakeCluster({"a100-0"}, 1);
+  DraCluster c = MakeCluster({"a100-0"}, 1);
   DraUsage usage(c.model);
   auto notes = usage.AddResults({{"gpu", "gpu.nvidia.com", "a100-0", "gpu-0"},
                                  {"gpu", "gpu.nvidia.com", "a100-0", "gpu-0"},

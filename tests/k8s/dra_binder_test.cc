@@ -60,7 +60,7 @@ json Claim(const std::string& name, const json& exactly, const std::string& rv =
 }
 
 // A pod with one claim: by name (`shared`) or from a template, named in status once created (`generated`).
-json Pod(const std::string& name, const std::string& claim, bool shared, bool generated = true) {
+json ClaimPod(const std::string& name, const std::string& claim, bool shared, bool generated = true) {
   json pc = {{"name", "dev"}};
   pc[shared ? "resourceClaimName" : "resourceClaimTemplateName"] = claim;
   json pod = {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "pod-" + name}}},
@@ -112,17 +112,17 @@ constexpr const char* kPath = "/apis/resource.k8s.io/v1/namespaces/ml/resourcecl
 TEST(DraBinder, WaitsForATemplateClaimNotYetCreated) {
   World w;
   MakeWorld(&w);
-  EXPECT_EQ(PlanDraPod(Pod("p", "p-dev", false, false), w.Get()).kind, DraPodPlan::Kind::kWait);
-  EXPECT_EQ(PlanDraPod(Pod("p", "p-dev", false, true), w.Get()).kind,
+  EXPECT_EQ(PlanDraPod(ClaimPod("p", "p-dev", false, false), w.Get()).kind, DraPodPlan::Kind::kWait);
+  EXPECT_EQ(PlanDraPod(ClaimPod("p", "p-dev", false, true), w.Get()).kind,
             DraPodPlan::Kind::kWait);  // not listed yet
-  EXPECT_EQ(PodClaimKeys(Pod("p", "p-dev", false, true)), std::vector<std::string>{"ml/p-dev"});
+  EXPECT_EQ(PodClaimKeys(ClaimPod("p", "p-dev", false, true)), std::vector<std::string>{"ml/p-dev"});
 }
 
 TEST(DraBinder, FinalizerThenOneStatusUpdateThenBinding) {
   World w;
   MakeWorld(&w);
   w.claims["ml/p-dev"] = Claim("p-dev", MigExact("3g.40gb"));
-  const json pod = Pod("p", "p-dev", false);
+  const json pod = ClaimPod("p", "p-dev", false);
   const DraPodPlan plan = PlanDraPod(pod, w.Get());
   ASSERT_EQ(plan.kind, DraPodPlan::Kind::kBind) << plan.message;
   ASSERT_EQ(plan.claims.size(), 1u);
@@ -155,7 +155,7 @@ TEST(DraBinder, ASharedClaimIsAllocatedOnceAndReservedForEachPod) {
   w.claims["ml/shared"] = Claim("shared", MigExact("2g.20gb"));
   FakeApi api;
   api.claims[std::string(kPath) + "shared"] = w.claims["ml/shared"];
-  const json a = Pod("a", "shared", true), b = Pod("b", "shared", true);
+  const json a = ClaimPod("a", "shared", true), b = ClaimPod("b", "shared", true);
   const DraPodPlan pa = PlanDraPod(a, w.Get());
   ASSERT_EQ(pa.kind, DraPodPlan::Kind::kBind) << pa.message;
   const DraBindOutcome oa = ExecuteDraPlan(a, pa, w.claims, api.Call());
@@ -183,7 +183,7 @@ TEST(DraBinder, AConflictReReadsAndRetries) {
   FakeApi api;
   api.claims[std::string(kPath) + "c"] = w.claims["ml/c"];
   api.conflicts = 1;
-  const json pod = Pod("p", "c", false);
+  const json pod = ClaimPod("p", "c", false);
   const DraPodPlan plan = PlanDraPod(pod, w.Get());
   const DraBindOutcome out = ExecuteDraPlan(pod, plan, w.claims, api.Call());
   ASSERT_TRUE(out.bound) << out.error;
@@ -206,7 +206,7 @@ TEST(DraBinder, AClaimAllocatedMeanwhileIsNotOverwrittenAndThePodIsNotBound) {
     (*c)["status"]["allocation"] =
         DraAllocationJson({{"r", "gpu.nvidia.com", "n1", "gpu-1-mig-1g10gb-19-6"}}, "n1");
   };
-  const json pod = Pod("p", "c", false);
+  const json pod = ClaimPod("p", "c", false);
   const DraPodPlan plan = PlanDraPod(pod, w.Get());
   const DraBindOutcome out = ExecuteDraPlan(pod, plan, w.claims, api.Call());
   EXPECT_FALSE(out.bound);
@@ -220,11 +220,11 @@ TEST(DraBinder, RefusalsCarryReasons) {
   const std::string fn = "device.attributes[\"gpu.nvidia.com\"].profile.matches(\"^7g\")";
   w.claims["ml/fn"] = Claim("fn", Exact("mig.nvidia.com", fn));
   w.claims["ml/big"] = Claim("big", Exact("gpu.nvidia.com", "", 9));
-  const DraPodPlan p1 = PlanDraPod(Pod("p1", "fn", true), w.Get());
+  const DraPodPlan p1 = PlanDraPod(ClaimPod("p1", "fn", true), w.Get());
   EXPECT_EQ(p1.kind, DraPodPlan::Kind::kRefuse);
   EXPECT_EQ(p1.reason, "Unsupported");
   EXPECT_NE(p1.message.find("matches"), std::string::npos) << p1.message;
-  const DraPodPlan p2 = PlanDraPod(Pod("p2", "big", true), w.Get());
+  const DraPodPlan p2 = PlanDraPod(ClaimPod("p2", "big", true), w.Get());
   EXPECT_EQ(p2.kind, DraPodPlan::Kind::kRefuse);
   EXPECT_EQ(p2.reason, "Unschedulable");
   EXPECT_FALSE(p2.message.empty());
@@ -241,11 +241,11 @@ TEST(DraBinder, AllocationsReadBackAreNotGivenTwice) {
   std::vector<std::string> notes;
   w.usage = std::make_unique<DraUsage>(UsageOfClaims(w.model, w.claims, &notes));
   EXPECT_TRUE(notes.empty());
-  const DraPodPlan p = PlanDraPod(Pod("p", "new", true), w.Get());
+  const DraPodPlan p = PlanDraPod(ClaimPod("p", "new", true), w.Get());
   EXPECT_EQ(p.kind, DraPodPlan::Kind::kRefuse) << "the whole GPUs are held; no MIG slice is free";
   w.claims.erase("ml/held1");
   w.usage = std::make_unique<DraUsage>(UsageOfClaims(w.model, w.claims, &notes));
-  const DraPodPlan q = PlanDraPod(Pod("p", "new", true), w.Get());
+  const DraPodPlan q = PlanDraPod(ClaimPod("p", "new", true), w.Get());
   ASSERT_EQ(q.kind, DraPodPlan::Kind::kBind) << q.message;
   EXPECT_EQ(q.node, "n1");
 }

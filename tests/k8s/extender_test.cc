@@ -28,7 +28,7 @@ TEST(Quantity, ParsesTheApiServersForms) {
   EXPECT_FALSE(ParseQuantityCount("1.5").ok());
 }
 
-json Node(const std::string& name, json alloc, json labels) {
+json ExtenderNode(const std::string& name, json alloc, json labels) {
   labels["nvidia.com/gpu.present"] = "true";
   alloc["cpu"] = "223500m";
   alloc["memory"] = "2112998564Ki";
@@ -36,7 +36,8 @@ json Node(const std::string& name, json alloc, json labels) {
           {"status", {{"allocatable", alloc}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
 }
 
-json Pod(const std::string& name, const std::string& resource, const std::string& count, int priority = 0) {
+json ExtenderPod(const std::string& name, const std::string& resource, const std::string& count,
+                 int priority = 0) {
   return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}}},
           {"spec",
            {{"priority", priority},
@@ -57,9 +58,12 @@ std::vector<std::string> Names(const json& result) {
 }
 
 TEST(Extender, FilterKeepsNodesThatHoldThePodAndSaysWhyNotForTheOthers) {
-  const json nodes = {Node("gpu-8", {{"nvidia.com/gpu", "8"}}, kH100), Node("gpu-4", {{"nvidia.com/gpu", "4"}}, kH100),
-                      Node("cpu-0", {{"nvidia.com/gpu", "0"}}, json::object())};
-  const json args = {{"Pod", Pod("train-0", "nvidia.com/gpu", "8")}, {"Nodes", {{"items", nodes}}}, {"NodeNames", nullptr}};
+  const json nodes = {ExtenderNode("gpu-8", {{"nvidia.com/gpu", "8"}}, kH100),
+                      ExtenderNode("gpu-4", {{"nvidia.com/gpu", "4"}}, kH100),
+                      ExtenderNode("cpu-0", {{"nvidia.com/gpu", "0"}}, json::object())};
+  const json args = {{"Pod", ExtenderPod("train-0", "nvidia.com/gpu", "8")},
+                     {"Nodes", {{"items", nodes}}},
+                     {"NodeNames", nullptr}};
   const ExtenderAnswer a = Make().Filter(args.dump());
   ASSERT_EQ(a.status, 200);
   EXPECT_EQ(a.body["Error"], "");
@@ -67,14 +71,16 @@ TEST(Extender, FilterKeepsNodesThatHoldThePodAndSaysWhyNotForTheOthers) {
   EXPECT_NE(a.body["FailedNodes"]["gpu-4"].get<std::string>().find("has 4 allocatable"), std::string::npos);
   EXPECT_TRUE(a.body["FailedNodes"].contains("cpu-0"));
   // Keys are matched as Go does: lower case works too.
-  const json lower = {{"pod", Pod("train-0", "nvidia.com/gpu", "8")}, {"nodes", {{"items", nodes}}}};
+  const json lower = {{"pod", ExtenderPod("train-0", "nvidia.com/gpu", "8")}, {"nodes", {{"items", nodes}}}};
   EXPECT_EQ(Names(Make().Filter(lower.dump()).body), std::vector<std::string>{"gpu-8"});
 }
 
 TEST(Extender, FilterReadsMigSlicesByProfile) {
-  json bal = Node("a100-balanced", {{"nvidia.com/mig-1g.10gb", "16"}, {"nvidia.com/mig-3g.40gb", "8"}}, kA100);
-  json one = Node("a100-1g", {{"nvidia.com/mig-1g.10gb", "56"}}, kA100);
-  const json args = {{"Pod", Pod("infer", "nvidia.com/mig-3g.40gb", "1")}, {"Nodes", {{"items", {bal, one}}}}};
+  json bal = ExtenderNode("a100-balanced",
+                          {{"nvidia.com/mig-1g.10gb", "16"}, {"nvidia.com/mig-3g.40gb", "8"}}, kA100);
+  json one = ExtenderNode("a100-1g", {{"nvidia.com/mig-1g.10gb", "56"}}, kA100);
+  const json args = {{"Pod", ExtenderPod("infer", "nvidia.com/mig-3g.40gb", "1")},
+                     {"Nodes", {{"items", {bal, one}}}}};
   const ExtenderAnswer a = Make().Filter(args.dump());
   EXPECT_EQ(Names(a.body), std::vector<std::string>{"a100-balanced"});
   EXPECT_NE(a.body["FailedNodes"]["a100-1g"].get<std::string>().find("3g.40gb"), std::string::npos);
@@ -84,8 +90,8 @@ TEST(Extender, MalformedInputIsRefusedNeverThrown) {
   const Extender e = Make();
   for (const char* body : {"", "{\"Pod\": ", "[1,2]", "hello", "{\"Pod\": \"x\", \"Nodes\": 5}", "{\"Pod\": null}"})
     EXPECT_EQ(e.Filter(body).status, 400) << body;
-  const json args = {{"Pod", Pod("bad", "nvidia.com/gpu", "eight")},
-                     {"Nodes", {{"items", {Node("gpu-8", {{"nvidia.com/gpu", "8"}}, kH100)}}}}};
+  const json args = {{"Pod", ExtenderPod("bad", "nvidia.com/gpu", "eight")},
+                     {"Nodes", {{"items", {ExtenderNode("gpu-8", {{"nvidia.com/gpu", "8"}}, kH100)}}}}};
   const ExtenderAnswer a = e.Filter(args.dump());
   EXPECT_EQ(a.status, 200);
   EXPECT_NE(a.body["Error"].get<std::string>().find("eight"), std::string::npos);
@@ -95,10 +101,11 @@ TEST(Extender, MalformedInputIsRefusedNeverThrown) {
 }
 
 TEST(Extender, PrioritizeScoresEveryNodeZeroToTenFullestFirst) {
-  json full = Node("full", {{"nvidia.com/gpu", "8"}}, kH100);
-  json bigger = Node("bigger", {{"nvidia.com/gpu", "16"}}, kH100);
-  json none = Node("none", {{"nvidia.com/gpu", "0"}}, json::object());
-  const json args = {{"Pod", Pod("p", "nvidia.com/gpu", "8")}, {"Nodes", {{"items", {full, bigger, none}}}}};
+  json full = ExtenderNode("full", {{"nvidia.com/gpu", "8"}}, kH100);
+  json bigger = ExtenderNode("bigger", {{"nvidia.com/gpu", "16"}}, kH100);
+  json none = ExtenderNode("none", {{"nvidia.com/gpu", "0"}}, json::object());
+  const json args = {{"Pod", ExtenderPod("p", "nvidia.com/gpu", "8")},
+                     {"Nodes", {{"items", {full, bigger, none}}}}};
   const ExtenderAnswer a = Make().Prioritize(args.dump());
   ASSERT_TRUE(a.body.is_array());
   ASSERT_EQ(a.body.size(), 3u);
@@ -110,9 +117,10 @@ TEST(Extender, PrioritizeScoresEveryNodeZeroToTenFullestFirst) {
 }
 
 TEST(Extender, PreemptTakesTheFewestLowestPriorityVictims) {
-  json p1 = Pod("batch-0", "nvidia.com/gpu", "4", 0), p2 = Pod("batch-1", "nvidia.com/gpu", "4", 5),
-       p3 = Pod("batch-2", "nvidia.com/gpu", "8", 10);
-  const json args = {{"Pod", Pod("train", "nvidia.com/gpu", "4", 1000)},
+  json p1 = ExtenderPod("batch-0", "nvidia.com/gpu", "4", 0),
+       p2 = ExtenderPod("batch-1", "nvidia.com/gpu", "4", 5),
+       p3 = ExtenderPod("batch-2", "nvidia.com/gpu", "8", 10);
+  const json args = {{"Pod", ExtenderPod("train", "nvidia.com/gpu", "4", 1000)},
                      {"NodeNameToVictims",
                       {{"gpu-8", {{"Pods", {p2, p1}}, {"NumPDBViolations", 0}}},
                        {"gpu-8b", {{"Pods", {p3}}, {"NumPDBViolations", 1}}}}}};

@@ -9,8 +9,8 @@ namespace {
 
 using json = nlohmann::json;
 
-json Pod(const std::string& name, const std::string& uid, const std::string& node = "",
-         const std::string& phase = "Pending") {
+json BackendPod(const std::string& name, const std::string& uid, const std::string& node = "",
+                const std::string& phase = "Pending") {
   json p = {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", uid}}},
             {"spec", {{"schedulerName", "tessera"}}},
             {"status", {{"phase", phase}}}};
@@ -19,7 +19,8 @@ json Pod(const std::string& name, const std::string& uid, const std::string& nod
 }
 
 TEST(K8sBackend, BindsOnlyWaitingMembersAndNeedsAll) {
-  const std::vector<json> pods = {Pod("g-0", "a"), Pod("g-1", "b", "n1"), Pod("g-2", "c")};
+  const std::vector<json> pods = {BackendPod("g-0", "a"), BackendPod("g-1", "b", "n1"),
+                                  BackendPod("g-2", "c")};
   auto two = MembersToBind(pods, 2);
   ASSERT_TRUE(two.ok()) << two.error();
   EXPECT_EQ((*two)[0].name, "g-0");
@@ -33,11 +34,13 @@ TEST(K8sBackend, BindsOnlyWaitingMembersAndNeedsAll) {
 TEST(K8sBackend, ARunIsOverWhenEveryPodIsDoneOrGone) {
   const std::vector<PodRef> run = {{"ml", "g-0", "a"}, {"ml", "g-1", "b"}};
   bool failed = false;
-  EXPECT_FALSE(RunOver(run, {Pod("g-0", "a", "n1", "Running"), Pod("g-1", "b", "n1", "Succeeded")}, &failed));
-  EXPECT_TRUE(RunOver(run, {Pod("g-0", "a", "n1", "Succeeded"), Pod("g-1", "b", "n1", "Succeeded")}, &failed));
+  EXPECT_FALSE(RunOver(
+      run, {BackendPod("g-0", "a", "n1", "Running"), BackendPod("g-1", "b", "n1", "Succeeded")}, &failed));
+  EXPECT_TRUE(RunOver(
+      run, {BackendPod("g-0", "a", "n1", "Succeeded"), BackendPod("g-1", "b", "n1", "Succeeded")}, &failed));
   EXPECT_FALSE(failed);
   // g-1 was deleted and recreated (another UID): the run's pod is gone.
-  EXPECT_TRUE(RunOver(run, {Pod("g-0", "a", "n1", "Failed"), Pod("g-1", "x")}, &failed));
+  EXPECT_TRUE(RunOver(run, {BackendPod("g-0", "a", "n1", "Failed"), BackendPod("g-1", "x")}, &failed));
   EXPECT_TRUE(failed);
 }
 

@@ -42,7 +42,8 @@ std::vector<MigConfig> Configs() {
   return *c;
 }
 
-MigNode Node(const std::string& name, const std::string& config, Devices alloc, std::vector<GpuPod> pods = {}) {
+MigNode MigNodeOf(const std::string& name, const std::string& config, Devices alloc,
+                  std::vector<GpuPod> pods = {}) {
   MigNode n;
   n.name = name;
   n.gpus = 8;
@@ -54,7 +55,9 @@ MigNode Node(const std::string& name, const std::string& config, Devices alloc, 
   return n;
 }
 
-GpuPod Pod(const std::string& name, int priority, Devices req) { return {"ns", name, "uid-" + name, priority, false, req}; }
+GpuPod GpuPodOf(const std::string& name, int priority, Devices req) {
+  return {"ns", name, "uid-" + name, priority, false, req};
+}
 
 std::vector<WaitingPod> Waiting(int n, const std::string& resource, int priority, int64_t each = 1) {
   std::vector<WaitingPod> out;
@@ -76,7 +79,7 @@ TEST(MigPlan, ParsesTheConfigsItCanUse) {
 
 TEST(MigPlan, AdvertisesMatchesTheDevicePluginsCounts) {
   const auto c = Configs();
-  MigNode n = Node("a", "all-3g.40gb", {{"nvidia.com/mig-3g.40gb", 16}, {"nvidia.com/gpu", 0}});
+  MigNode n = MigNodeOf("a", "all-3g.40gb", {{"nvidia.com/mig-3g.40gb", 16}, {"nvidia.com/gpu", 0}});
   EXPECT_TRUE(Advertises(n, c[2]));
   EXPECT_FALSE(Advertises(n, c[1]));
   n.allocatable["nvidia.com/mig-1g.10gb"] = 7;  // a stale resource still advertised
@@ -87,12 +90,14 @@ TEST(MigPlan, AdvertisesMatchesTheDevicePluginsCounts) {
 // The k8s-mig phase 1 shape: 3g.40gb is offered nowhere; the node whose drain waits for least is chosen,
 // lower-priority pods there are evicted; 1g.10gb pods fit the free instances and need nothing.
 TEST(MigPlan, PicksTheCheapestDrainForPodsNoLayoutHolds) {
-  std::vector<MigNode> nodes = {
-      Node("a100-0", "all-disabled", {{"nvidia.com/gpu", 8}},
-           {Pod("batch-0", 0, {{"nvidia.com/gpu", 2}}), Pod("batch-1", 0, {{"nvidia.com/gpu", 2}}),
-            Pod("finetune", 1000, {{"nvidia.com/gpu", 2}})}),
-      Node("a100-1", "all-disabled", {{"nvidia.com/gpu", 8}}, {Pod("train", 1000, {{"nvidia.com/gpu", 8}})}),
-      Node("a100-2", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}}, {Pod("embed", 1000, {{"nvidia.com/mig-1g.10gb", 20}})})};
+  std::vector<MigNode> nodes = {MigNodeOf("a100-0", "all-disabled", {{"nvidia.com/gpu", 8}},
+                                          {GpuPodOf("batch-0", 0, {{"nvidia.com/gpu", 2}}),
+                                           GpuPodOf("batch-1", 0, {{"nvidia.com/gpu", 2}}),
+                                           GpuPodOf("finetune", 1000, {{"nvidia.com/gpu", 2}})}),
+                                MigNodeOf("a100-1", "all-disabled", {{"nvidia.com/gpu", 8}},
+                                          {GpuPodOf("train", 1000, {{"nvidia.com/gpu", 8}})}),
+                                MigNodeOf("a100-2", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}},
+                                          {GpuPodOf("embed", 1000, {{"nvidia.com/mig-1g.10gb", 20}})})};
   auto waiting = Waiting(12, "nvidia.com/mig-3g.40gb", 500);
   const auto one_g = Waiting(8, "nvidia.com/mig-1g.10gb", 500);
   waiting.insert(waiting.end(), one_g.begin(), one_g.end());
@@ -113,9 +118,9 @@ TEST(MigPlan, PicksTheCheapestDrainForPodsNoLayoutHolds) {
 
 // Whole-GPU pods: every MIG node goes back to MIG off, one per 8-GPU pod; a cordoned node is not used.
 TEST(MigPlan, WholeGpuPodsTurnMigOff) {
-  std::vector<MigNode> nodes = {Node("a", "all-3g.40gb", {{"nvidia.com/mig-3g.40gb", 16}}),
-                                Node("b", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}}),
-                                Node("c", "all-2g.20gb", {{"nvidia.com/mig-2g.20gb", 24}})};
+  std::vector<MigNode> nodes = {MigNodeOf("a", "all-3g.40gb", {{"nvidia.com/mig-3g.40gb", 16}}),
+                                MigNodeOf("b", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}}),
+                                MigNodeOf("c", "all-2g.20gb", {{"nvidia.com/mig-2g.20gb", 24}})};
   nodes[2].schedulable = false;
   const auto plan = PlanRepartitions(Waiting(3, "nvidia.com/gpu", 1000, 8), nodes, Configs(), {}, {});
   ASSERT_EQ(plan.size(), 2u);
@@ -123,8 +128,8 @@ TEST(MigPlan, WholeGpuPodsTurnMigOff) {
   EXPECT_NE(plan[0].node, plan[1].node);
   EXPECT_NE(plan[0].node, "c");
   // Pods that fit what is free already need no repartitioning.
-  nodes[0] = Node("a", "all-disabled", {{"nvidia.com/gpu", 8}});
-  nodes[1] = Node("b", "all-disabled", {{"nvidia.com/gpu", 8}});
+  nodes[0] = MigNodeOf("a", "all-disabled", {{"nvidia.com/gpu", 8}});
+  nodes[1] = MigNodeOf("b", "all-disabled", {{"nvidia.com/gpu", 8}});
   EXPECT_TRUE(PlanRepartitions(Waiting(2, "nvidia.com/gpu", 1000, 8), nodes, Configs(), {}, {}).empty());
 }
 

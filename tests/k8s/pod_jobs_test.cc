@@ -11,14 +11,14 @@ namespace {
 
 using json = nlohmann::json;
 
-json Pod(const std::string& name, json requests, json labels = json::object()) {
+json RequestPod(const std::string& name, json requests, json labels = json::object()) {
   return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "u-" + name}, {"labels", labels}}},
           {"spec", {{"schedulerName", "tessera"}, {"containers", {{{"name", "c"}, {"resources", {{"requests", requests}}}}}}}},
           {"status", {{"phase", "Pending"}}}};
 }
 
 TEST(PodJobs, KeysAndWaiting) {
-  json p = Pod("w-0", {{"nvidia.com/gpu", "8"}}, {{"scheduling.x-k8s.io/pod-group", "train"}});
+  json p = RequestPod("w-0", {{"nvidia.com/gpu", "8"}}, {{"scheduling.x-k8s.io/pod-group", "train"}});
   EXPECT_TRUE(PodIsOurs(p, "tessera"));
   EXPECT_FALSE(PodIsOurs(p, "default-scheduler"));
   EXPECT_EQ(JobKeyOf(p).str(), "podgroup/ml/train");
@@ -26,13 +26,13 @@ TEST(PodJobs, KeysAndWaiting) {
   json bound = p;
   bound["spec"]["nodeName"] = "n1";
   EXPECT_FALSE(PodWaiting(bound));
-  json volcano = Pod("v", {{"nvidia.com/gpu", "1"}});
+  json volcano = RequestPod("v", {{"nvidia.com/gpu", "1"}});
   volcano["metadata"]["annotations"] = {{"scheduling.k8s.io/group-name", "vg"}};
   EXPECT_EQ(JobKeyOf(volcano).str(), "podgroup/ml/vg");
-  EXPECT_EQ(JobKeyOf(Pod("solo", {{"nvidia.com/gpu", "1"}})).str(), "pod/ml/solo");
+  EXPECT_EQ(JobKeyOf(RequestPod("solo", {{"nvidia.com/gpu", "1"}})).str(), "pod/ml/solo");
   EXPECT_EQ(MinMemberOf({{"spec", {{"minMember", 4}}}}), 4);
   EXPECT_EQ(MinMemberOf({{"spec", {{"minMember", "4"}}}}), -1);
-  json kai = Pod("k", {{"nvidia.com/gpu", "1"}});
+  json kai = RequestPod("k", {{"nvidia.com/gpu", "1"}});
   kai["metadata"]["annotations"] = {{"pod-group-name", "pg-k"}};
   EXPECT_EQ(JobKeyOf(kai).str(), "podgroup/ml/pg-k");
 }
@@ -47,7 +47,7 @@ TEST(PodJobs, AJobRecordNamesItsKeyWhateverItsTeam) {
 }
 
 TEST(PodJobs, AGatedPodDoesNotWaitUntilEveryGateIsRemoved) {
-  json p = Pod("q", {{"nvidia.com/gpu", "1"}});
+  json p = RequestPod("q", {{"nvidia.com/gpu", "1"}});
   p["spec"]["schedulingGates"] = {{{"name", "kueue.x-k8s.io/admission"}}, {{"name", "example.com/quota"}}};
   EXPECT_TRUE(PodGated(p));
   EXPECT_FALSE(PodWaiting(p));
@@ -61,7 +61,8 @@ TEST(PodJobs, AGatedPodDoesNotWaitUntilEveryGateIsRemoved) {
 TEST(PodJobs, AGangIsOneTrainingJob) {
   std::vector<PodDemand> members;
   for (int i = 0; i < 4; ++i)
-    members.push_back(*ReadPodDemand(Pod("w-" + std::to_string(i), {{"nvidia.com/gpu", "8"}, {"cpu", "96"}, {"memory", "1Ti"}})));
+    members.push_back(*ReadPodDemand(
+        RequestPod("w-" + std::to_string(i), {{"nvidia.com/gpu", "8"}, {"cpu", "96"}, {"memory", "1Ti"}})));
   auto spec = JobSpecFor({"podgroup", "ml", "train"}, members, 4, "training");
   ASSERT_TRUE(spec.ok()) << spec.error();
   EXPECT_EQ((*spec)["workers"], 4);
@@ -74,19 +75,22 @@ TEST(PodJobs, AGangIsOneTrainingJob) {
 }
 
 TEST(PodJobs, MigPodsAndRefusals) {
-  auto mig = JobSpecFor({"pod", "s", "e"}, {*ReadPodDemand(Pod("e", {{"nvidia.com/mig-1g.10gb", "1"}}))}, 1, "inference");
+  auto mig = JobSpecFor({"pod", "s", "e"},
+                        {*ReadPodDemand(RequestPod("e", {{"nvidia.com/mig-1g.10gb", "1"}}))}, 1, "inference");
   ASSERT_TRUE(mig.ok()) << mig.error();
   EXPECT_EQ((*mig)["mig_profile"], "1g.10gb");
   EXPECT_TRUE(ParseJobSpec(*mig).ok());
-  EXPECT_FALSE(JobSpecFor({"pod", "s", "c"}, {*ReadPodDemand(Pod("c", {{"cpu", "1"}}))}, 1, "x").ok());
-  auto two = JobSpecFor({"pod", "s", "t"}, {*ReadPodDemand(Pod("t", {{"nvidia.com/mig-1g.10gb", "2"}}))}, 1, "x");
+  EXPECT_FALSE(JobSpecFor({"pod", "s", "c"}, {*ReadPodDemand(RequestPod("c", {{"cpu", "1"}}))}, 1, "x").ok());
+  auto two = JobSpecFor({"pod", "s", "t"},
+                        {*ReadPodDemand(RequestPod("t", {{"nvidia.com/mig-1g.10gb", "2"}}))}, 1, "x");
   EXPECT_FALSE(two.ok());
-  std::vector<PodDemand> mixed = {*ReadPodDemand(Pod("a", {{"nvidia.com/gpu", "8"}})),
-                                  *ReadPodDemand(Pod("b", {{"nvidia.com/gpu", "4"}}))};
+  std::vector<PodDemand> mixed = {*ReadPodDemand(RequestPod("a", {{"nvidia.com/gpu", "8"}})),
+                                  *ReadPodDemand(RequestPod("b", {{"nvidia.com/gpu", "4"}}))};
   auto m = JobSpecFor({"podgroup", "ml", "g"}, mixed, 2, "x");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().find("different GPUs"), std::string::npos);
-  EXPECT_FALSE(ReadPodDemand(Pod("bad", {{"nvidia.com/gpu", "one"}})).ok());  // malformed: a reason, no job
+  // Malformed: a reason, no job.
+  EXPECT_FALSE(ReadPodDemand(RequestPod("bad", {{"nvidia.com/gpu", "one"}})).ok());
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ namespace {
 using json = nlohmann::json;
 using testing::FakeApiServer;
 
-json GpuNode(const std::string& name, const std::string& leaf, const std::string& mig_config, json devices) {
+json MigGpuNode(const std::string& name, const std::string& leaf, const std::string& mig_config,
+                json devices) {
   json alloc = {{"cpu", "255500m"}, {"memory", "2112998564Ki"}, {"pods", "110"}};
   alloc.update(devices);
   return {{"metadata",
@@ -39,8 +40,8 @@ json GpuNode(const std::string& name, const std::string& leaf, const std::string
            {{"allocatable", alloc}, {"capacity", alloc}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
 }
 
-json GpuPod(const std::string& name, const std::string& resource, int count, const std::string& group = "",
-           const std::string& priority_class = "tessera-serving") {
+json GpuRequestPod(const std::string& name, const std::string& resource, int count,
+                   const std::string& group = "", const std::string& priority_class = "tessera-serving") {
   json pod = {{"metadata", {{"name", name}, {"namespace", "ml"}, {"labels", json::object()}}},
               {"spec",
                {{"schedulerName", "tessera"},
@@ -73,9 +74,9 @@ class SchedulerE2e : public ::testing::Test {
     api_.Create("priorityclasses", {{"metadata", {{"name", "low"}}}, {"value", 0}});
     api_.Create("priorityclasses", {{"metadata", {{"name", "critical"}}}, {"value", 1000}});
     for (int i = 0; i < 6; ++i)
-      api_.Create("nodes", GpuNode("n" + std::to_string(i), i < 3 ? "leaf-a" : "leaf-b", "all-disabled",
-                                   {{"nvidia.com/gpu", "8"}}));
-    api_.Create("nodes", GpuNode("m0", "leaf-c", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", "56"}}));
+      api_.Create("nodes", MigGpuNode("n" + std::to_string(i), i < 3 ? "leaf-a" : "leaf-b", "all-disabled",
+                                      {{"nvidia.com/gpu", "8"}}));
+    api_.Create("nodes", MigGpuNode("m0", "leaf-c", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", "56"}}));
   }
   void TearDown() override {
     for (const std::string& o : api_.Overcommits()) ADD_FAILURE() << "overcommitted: " << o;
@@ -124,9 +125,10 @@ class SchedulerE2e : public ::testing::Test {
 TEST_F(SchedulerE2e, PlacesGangsMigPodsAndRefusesWithReasons) {
   Start();
   api_.Create("podgroups", PodGroup("train", 4));
-  for (int i = 0; i < 4; ++i) api_.Create("pods", GpuPod("train-" + std::to_string(i), "nvidia.com/gpu", 4, "train"));
-  api_.Create("pods", GpuPod("embed", "nvidia.com/mig-1g.10gb", 1));
-  api_.Create("pods", GpuPod("huge", "nvidia.com/gpu", 9));
+  for (int i = 0; i < 4; ++i)
+    api_.Create("pods", GpuRequestPod("train-" + std::to_string(i), "nvidia.com/gpu", 4, "train"));
+  api_.Create("pods", GpuRequestPod("embed", "nvidia.com/mig-1g.10gb", 1));
+  api_.Create("pods", GpuRequestPod("huge", "nvidia.com/gpu", 9));
   auto reason = [&] { return Unscheduled("huge"); };
   ASSERT_TRUE(Eventually([&] {
     bool all = !NodeOf(Pod("embed")).empty() && !reason().empty();
@@ -155,11 +157,12 @@ TEST_F(SchedulerE2e, PlacesGangsMigPodsAndRefusesWithReasons) {
 // members that happen to be there; once the PodGroup exists the gang is placed whole.
 TEST_F(SchedulerE2e, GangPodsWaitForTheirPodGroup) {
   Start();
-  for (int i = 0; i < 2; ++i) api_.Create("pods", GpuPod("late-" + std::to_string(i), "nvidia.com/gpu", 8, "late"));
+  for (int i = 0; i < 2; ++i)
+    api_.Create("pods", GpuRequestPod("late-" + std::to_string(i), "nvidia.com/gpu", 8, "late"));
   auto reason = [&](const std::string& name) { return Unscheduled(name); };
   ASSERT_TRUE(Eventually([&] { return reason("late-0") == "PodGroupNotFound" && reason("late-1") == "PodGroupNotFound"; }))
       << reason("late-0");
-  api_.Create("pods", GpuPod("late-2", "nvidia.com/gpu", 8, "late"));
+  api_.Create("pods", GpuRequestPod("late-2", "nvidia.com/gpu", 8, "late"));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(NodeOf(Pod("late-" + std::to_string(i))).empty()) << i;
   api_.Create("podgroups", PodGroup("late", 3));
@@ -174,9 +177,9 @@ TEST_F(SchedulerE2e, AFailedBindingUnwindsTheGang) {
   api_.FailBindingOf("pair-1");
   Start();
   api_.Create("podgroups", PodGroup("pair", 2));
-  json first = GpuPod("pair-0", "nvidia.com/gpu", 8, "pair");
+  json first = GpuRequestPod("pair-0", "nvidia.com/gpu", 8, "pair");
   api_.Create("pods", first);
-  api_.Create("pods", GpuPod("pair-1", "nvidia.com/gpu", 8, "pair"));
+  api_.Create("pods", GpuRequestPod("pair-1", "nvidia.com/gpu", 8, "pair"));
   // pair-0 is bound first, pair-1's binding fails: pair-0 is deleted (its controller would recreate it).
   ASSERT_TRUE(Eventually([&] { return !Pod("pair-0").has_value(); }));
   EXPECT_TRUE(NodeOf(Pod("pair-1")).empty());
@@ -194,7 +197,7 @@ TEST_F(SchedulerE2e, AFailedBindingUnwindsTheGang) {
 TEST_F(SchedulerE2e, StopsThroughEvictionAndWaitsForTheGracePeriod) {
   Start();
   for (int i = 0; i < 6; ++i) {
-    json low = GpuPod("low-" + std::to_string(i), "nvidia.com/gpu", 8, "", "low");
+    json low = GpuRequestPod("low-" + std::to_string(i), "nvidia.com/gpu", 8, "", "low");
     low["spec"]["terminationGracePeriodSeconds"] = 2;
     api_.Create("pods", low);
   }
@@ -211,7 +214,7 @@ TEST_F(SchedulerE2e, StopsThroughEvictionAndWaitsForTheGracePeriod) {
     if (v.job->name == "low-0") id = v.job->id;
   ASSERT_GE(id, 0);
   ASSERT_TRUE(scheduler_->service().Cancel(admin, id).ok());
-  api_.Create("pods", GpuPod("next", "nvidia.com/gpu", 8, "", "critical"));
+  api_.Create("pods", GpuRequestPod("next", "nvidia.com/gpu", 8, "", "critical"));
   ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("next")).empty(); })) << Pod("next")->dump();
   EXPECT_EQ(NodeOf(Pod("next")), node);
   EXPECT_FALSE(Pod("low-0").has_value());
@@ -225,10 +228,10 @@ TEST_F(SchedulerE2e, CutWatchesAndGoneRelist) {
   api_.set_bookmark_ms(200);
   Start();
   api_.CutWatches();
-  api_.Create("pods", GpuPod("after-cut", "nvidia.com/gpu", 1));
+  api_.Create("pods", GpuRequestPod("after-cut", "nvidia.com/gpu", 1));
   ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("after-cut")).empty(); }));
   api_.Compact();
-  api_.Create("pods", GpuPod("after-gone", "nvidia.com/gpu", 1));
+  api_.Create("pods", GpuRequestPod("after-gone", "nvidia.com/gpu", 1));
   ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("after-gone")).empty(); }));
   int lists = 0;
   for (const auto& r : api_.Requests()) lists += r.method == "GET" && r.path == "/api/v1/pods";
@@ -239,7 +242,7 @@ TEST_F(SchedulerE2e, CutWatchesAndGoneRelist) {
 // whose ResourceClaim asks for a 3g.40gb slice is bound there after its claim is allocated (a device of that
 // node, reserved for the pod, Tessera's finalizer); a claim for 9 GPUs gets a reason and no node.
 TEST_F(SchedulerE2e, DraClaimIsAllocatedReservedAndThePodBound) {
-  json d0 = GpuNode("d0", "leaf-d", "all-disabled", json::object());
+  json d0 = MigGpuNode("d0", "leaf-d", "all-disabled", json::object());
   d0["metadata"]["labels"].erase("nvidia.com/mig.config");
   d0["metadata"]["labels"].erase("nvidia.com/mig.config.state");
   api_.Create("nodes", d0);
@@ -299,7 +302,7 @@ TEST_F(SchedulerE2e, QueuesAreTeamsAndGatedPodsWaitForTheirGates) {
     pod["metadata"]["annotations"] = {{"scheduling.volcano.sh/queue-name", queue}};
     return pod;
   };
-  api_.Create("pods", in_queue(GpuPod("r-0", "nvidia.com/gpu", 8), "research"));
+  api_.Create("pods", in_queue(GpuRequestPod("r-0", "nvidia.com/gpu", 8), "research"));
   ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("r-0")).empty(); })) << [&] {
     bool more = false;
     std::string out;
@@ -308,12 +311,12 @@ TEST_F(SchedulerE2e, QueuesAreTeamsAndGatedPodsWaitForTheirGates) {
              (v.pending ? v.pending->message.str() : "-") + "\n";
     return out;
   }();
-  api_.Create("pods", in_queue(GpuPod("r-1", "nvidia.com/gpu", 1), "research"));
-  api_.Create("pods", in_queue(GpuPod("lost", "nvidia.com/gpu", 1), "nope"));
-  json kai = GpuPod("k-0", "nvidia.com/gpu", 8);
+  api_.Create("pods", in_queue(GpuRequestPod("r-1", "nvidia.com/gpu", 1), "research"));
+  api_.Create("pods", in_queue(GpuRequestPod("lost", "nvidia.com/gpu", 1), "nope"));
+  json kai = GpuRequestPod("k-0", "nvidia.com/gpu", 8);
   kai["metadata"]["labels"]["kai.scheduler/queue"] = "kai-team";
   api_.Create("pods", kai);
-  json gated = GpuPod("gated", "nvidia.com/gpu", 8);
+  json gated = GpuRequestPod("gated", "nvidia.com/gpu", 8);
   gated["spec"]["schedulingGates"] = {{{"name", "kueue.x-k8s.io/admission"}}};
   api_.Create("pods", gated);
   ASSERT_TRUE(Eventually([&] {
@@ -400,7 +403,7 @@ TEST_F(SchedulerE2e, PodsABudgetProtectsAreNoVictims) {
   min_runtime_s_ = 0;  // young jobs may be preempted
   Start();
   for (int i = 0; i < 6; ++i) {
-    json low = GpuPod("low-" + std::to_string(i), "nvidia.com/gpu", 8, "", "low");
+    json low = GpuRequestPod("low-" + std::to_string(i), "nvidia.com/gpu", 8, "", "low");
     low["spec"]["terminationGracePeriodSeconds"] = 0;
     if (i != 3) low["metadata"]["labels"]["app"] = "keep";
     api_.Create("pods", low);
@@ -411,7 +414,7 @@ TEST_F(SchedulerE2e, PodsABudgetProtectsAreNoVictims) {
     return true;
   }));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the budget read after the bindings
-  api_.Create("pods", GpuPod("urgent", "nvidia.com/gpu", 8, "", "critical"));
+  api_.Create("pods", GpuRequestPod("urgent", "nvidia.com/gpu", 8, "", "critical"));
   ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("urgent")).empty(); })) << Unscheduled("urgent");
   EXPECT_FALSE(Pod("low-3").has_value()) << "the unprotected job is the victim";
   for (int i : {0, 1, 2, 4, 5}) EXPECT_FALSE(NodeOf(Pod("low-" + std::to_string(i))).empty()) << i;

@@ -7,14 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
+
 namespace tessera {
 namespace {
 
-const GpuKind& Kind(const std::string& id) {
-  const KindId k = Catalog::Default().Find(id);
-  EXPECT_NE(k, kNone) << id;
-  return Catalog::Default().kind(k == kNone ? 0 : k);
-}
+using testing::Kind;
 
 uint8_t Mask(std::initializer_list<int> starts) {
   uint8_t m = 0;

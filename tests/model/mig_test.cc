@@ -10,14 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
+
 namespace tessera {
 namespace {
 
-const GpuKind& Kind(const std::string& id) {
-  const KindId k = Catalog::Default().Find(id);
-  EXPECT_NE(k, kNone) << id;
-  return Catalog::Default().kind(k == kNone ? 0 : k);
-}
+using testing::Kind;
 
 // "3g.40gb@0 3g.40gb@4" -> instances; fails the test on a parse error.
 std::vector<MigInstance> Parse(const GpuKind& kind, const std::string& text) {

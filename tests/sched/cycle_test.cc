@@ -24,7 +24,7 @@ namespace {
 
 constexpr int kProd = 1000, kInf = 800, kTrain = 400, kBest = 100;
 
-Cluster MakeCluster(int nodes, int per_leaf = 4) {
+Cluster MakeH100Cluster(int nodes, int per_leaf = 4) {
   const Catalog& cat = Catalog::Default();
   Cluster c;
   c.name = "test";
@@ -45,7 +45,7 @@ Cluster MakeCluster(int nodes, int per_leaf = 4) {
   return c;
 }
 
-Request Whole(JobId id, int gpus, int priority, int tasks = 1) {
+Request WholeJob(JobId id, int gpus, int priority, int tasks = 1) {
   Request r;
   r.id = id;
   r.cls = priority >= kInf ? WorkloadClass::kInference : WorkloadClass::kTraining;
@@ -62,7 +62,7 @@ Request Whole(JobId id, int gpus, int priority, int tasks = 1) {
 class World {
  public:
   explicit World(int nodes, int per_leaf = 4)
-      : cluster_(MakeCluster(nodes, per_leaf)),
+      : cluster_(MakeH100Cluster(nodes, per_leaf)),
         state_(ClusterState::Build(cluster_, Catalog::Default()).value()),
         policy_(MakePolicy("tessera").value()) {}
 
@@ -243,10 +243,10 @@ TEST(FairShare, DecayHalvesPerHalfLife) {
 TEST(Cycle, PriorityThenSubmitTimeWithinAQueue) {
   World w(1);  // 8 GPUs
   int q = w.AddQueue("a", 8);
-  w.Submit(Whole(1, 4, kTrain), q);
+  w.Submit(WholeJob(1, 4, kTrain), q);
   w.now_ += 10;
-  w.Submit(Whole(2, 4, kTrain), q);
-  w.Submit(Whole(3, 4, kInf), q);  // later, but higher priority
+  w.Submit(WholeJob(2, 4, kTrain), q);
+  w.Submit(WholeJob(3, 4, kInf), q);  // later, but higher priority
   Plan p = w.Cycle();
   EXPECT_TRUE(w.Running(3));
   EXPECT_TRUE(w.Running(1));
@@ -265,13 +265,13 @@ TEST(Cycle, PriorityThenSubmitTimeWithinAQueue) {
 TEST(Cycle, QueuesOrderedByFairShare) {
   World w(1);  // 8 GPUs, two equal queues; A already uses 4
   int a = w.AddQueue("a", 4), b = w.AddQueue("b", 4);
-  w.Submit(Whole(1, 4, kTrain), a);
+  w.Submit(WholeJob(1, 4, kTrain), a);
   w.Cycle();
   ASSERT_TRUE(w.Running(1));
   w.now_ += 10;
-  w.Submit(Whole(2, 4, kTrain), a);  // earlier
+  w.Submit(WholeJob(2, 4, kTrain), a);  // earlier
   w.now_ += 10;
-  w.Submit(Whole(3, 4, kTrain), b);  // later, but b is below its share
+  w.Submit(WholeJob(3, 4, kTrain), b);  // later, but b is below its share
   Plan p = w.Cycle();
   EXPECT_TRUE(w.Running(3));
   EXPECT_FALSE(w.Running(2));
@@ -284,8 +284,8 @@ TEST(Cycle, TeamQuotaAndBorrowLimitExplained) {
   World w(2);  // 16 GPUs
   int a = w.AddQueue("a", 4, 6);
   w.options_.allow_borrowing = false;
-  w.Submit(Whole(1, 4, kTrain), a);
-  w.Submit(Whole(2, 2, kTrain), a);
+  w.Submit(WholeJob(1, 4, kTrain), a);
+  w.Submit(WholeJob(2, 2, kTrain), a);
   Plan p = w.Cycle();
   EXPECT_TRUE(w.Running(1));
   const PendingStatus* s = StatusOf(p, 2);
@@ -297,7 +297,7 @@ TEST(Cycle, TeamQuotaAndBorrowLimitExplained) {
   EXPECT_EQ(s->still_needed, 2000);
   // With borrowing the limit (6) applies instead.
   w.options_.allow_borrowing = true;
-  w.Submit(Whole(3, 2, kTrain), a);
+  w.Submit(WholeJob(3, 2, kTrain), a);
   p = w.Cycle();
   EXPECT_TRUE(w.Running(2));
   s = StatusOf(p, 3);
@@ -305,7 +305,7 @@ TEST(Cycle, TeamQuotaAndBorrowLimitExplained) {
   EXPECT_EQ(s->code, "BorrowLimit");
   EXPECT_EQ(s->limit, 6000);
   // A job larger than the limit can never run here.
-  w.Submit(Whole(4, 8, kTrain), a);
+  w.Submit(WholeJob(4, 8, kTrain), a);
   p = w.Cycle();
   EXPECT_EQ(StatusOf(p, 4)->category, WaitCategory::kInvalid);
   EXPECT_EQ(StatusOf(p, 4)->code, "ExceedsQueueLimit");
@@ -315,12 +315,12 @@ TEST(Cycle, BorrowThenReclaimWithoutLoops) {
   World w(2);  // 16 GPUs, A and B each guaranteed 8
   int a = w.AddQueue("a", 8), b = w.AddQueue("b", 8);
   w.options_.reclaim_min_runtime_s = 30;
-  for (int i = 0; i < 4; ++i) w.Submit(Whole(10 + i, 4, kTrain), a);  // A wants 16
+  for (int i = 0; i < 4; ++i) w.Submit(WholeJob(10 + i, 4, kTrain), a);  // A wants 16
   w.Cycle();
   EXPECT_EQ(w.Used(a), 16000);  // borrowed B's idle 8
   w.Advance(60);
-  w.Submit(Whole(20, 4, kTrain), b);
-  w.Submit(Whole(21, 4, kTrain), b);
+  w.Submit(WholeJob(20, 4, kTrain), b);
+  w.Submit(WholeJob(21, 4, kTrain), b);
   Plan p = w.Cycle();
   EXPECT_EQ(Count(p, ActionKind::kPreempt), 2);
   for (const Action& act : p.actions)
@@ -343,10 +343,10 @@ TEST(Cycle, ReclaimRespectsMinimumRuntime) {
   World w(1);
   int a = w.AddQueue("a", 4), b = w.AddQueue("b", 4);
   w.options_.reclaim_min_runtime_s = 120;
-  w.Submit(Whole(1, 8, kTrain), a);
+  w.Submit(WholeJob(1, 8, kTrain), a);
   w.Cycle();
   w.Advance(60);
-  w.Submit(Whole(2, 4, kTrain), b);
+  w.Submit(WholeJob(2, 4, kTrain), b);
   Plan p = w.Cycle();
   EXPECT_EQ(Count(p, ActionKind::kPreempt), 0);
   w.Advance(61);
@@ -359,8 +359,8 @@ TEST(Cycle, ProductionInferencePreemptsLowerPriorityWithCheckpoint) {
   World w(1);
   int a = w.AddQueue("a", 8), b = w.AddQueue("b", 0);
   w.options_.min_runtime_s = 0;
-  w.Submit(Whole(1, 4, kTrain), a);
-  w.Submit(Whole(2, 4, kBest), a);
+  w.Submit(WholeJob(1, 4, kTrain), a);
+  w.Submit(WholeJob(2, 4, kBest), a);
   w.Cycle();
   // Make job 1 checkpointable, job 2 not; job 2 (best-effort) is the cheaper victim anyway.
   for (RunningJob& r : w.running_) {
@@ -368,7 +368,7 @@ TEST(Cycle, ProductionInferencePreemptsLowerPriorityWithCheckpoint) {
     r.last_checkpoint_s = w.now_;
   }
   w.Advance(600);
-  w.Submit(Whole(3, 4, kProd), b);  // another queue, no guarantee: production inference still gets in
+  w.Submit(WholeJob(3, 4, kProd), b);  // another queue, no guarantee: production inference still gets in
   Plan p = w.Cycle();
   EXPECT_TRUE(w.Running(3));
   ASSERT_EQ(w.preemptions_.size(), 1u);
@@ -391,15 +391,15 @@ TEST(Cycle, JobsOnCordonedNodesAreNoVictims) {
   World w(2, 2);
   int a = w.AddQueue("a", 16);
   w.options_.min_runtime_s = 0;
-  w.Submit(Whole(1, 8, kBest), a);
-  w.Submit(Whole(2, 8, kBest), a);
+  w.Submit(WholeJob(1, 8, kBest), a);
+  w.Submit(WholeJob(2, 8, kBest), a);
   w.Cycle();
   ASSERT_TRUE(w.Running(1) && w.Running(2));
   const NodeId cordoned = w.running_[0].tasks[0].node;
   const JobId on_cordoned = w.running_[0].id;
   ASSERT_TRUE(w.state_.CordonNode(cordoned).ok());
   w.Advance(600);
-  w.Submit(Whole(3, 8, kProd, 2), a);  // a gang of two whole nodes: one node is cordoned, so it cannot fit
+  w.Submit(WholeJob(3, 8, kProd, 2), a);  // a gang of two whole nodes: one node is cordoned, so it cannot fit
   w.Cycle();
   EXPECT_TRUE(w.preemptions_.empty());
   EXPECT_TRUE(w.Running(on_cordoned));
@@ -408,7 +408,7 @@ TEST(Cycle, JobsOnCordonedNodesAreNoVictims) {
   // Once another node frees capacity, the victims are chosen off the cordoned node only.
   w.state_.UncordonNode(cordoned);
   ASSERT_TRUE(w.state_.CordonNode(cordoned).ok());
-  w.Submit(Whole(4, 8, kProd), a);
+  w.Submit(WholeJob(4, 8, kProd), a);
   w.Cycle();
   EXPECT_TRUE(w.Running(4));
   EXPECT_TRUE(w.Running(on_cordoned));
@@ -423,14 +423,14 @@ TEST(Cycle, NoVictimsIsForgottenWhenBorrowingChanges) {
   int f = w.AddQueue("f", 8), v = w.AddQueue("v", 4), q = w.AddQueue("q", 0);
   w.options_.min_runtime_s = 0;
   w.options_.gang_aging_s = 100;
-  w.Submit(Whole(1, 8, kProd), f);  // one node, not a victim for anyone here
-  w.Submit(Whole(2, 4, kBest), v);  // R: half of the other node, v within its guarantee
+  w.Submit(WholeJob(1, 8, kProd), f);  // one node, not a victim for anyone here
+  w.Submit(WholeJob(2, 4, kBest), v);  // R: half of the other node, v within its guarantee
   w.Cycle();
   ASSERT_TRUE(w.Running(1) && w.Running(2));
-  w.Submit(Whole(3, 8, kTrain), q);  // X: needs a whole node
+  w.Submit(WholeJob(3, 8, kTrain), q);  // X: needs a whole node
   w.Advance(200);                    // X is an aged gang: it goes first
-  w.Submit(Whole(4, 4, kInf), v);    // V: fits the free half, then v borrows
-  w.Submit(Whole(5, 4, kTrain), q);  // Y
+  w.Submit(WholeJob(4, 4, kInf), v);    // V: fits the free half, then v borrows
+  w.Submit(WholeJob(5, 4, kTrain), q);  // Y
   Plan p = w.Cycle();
   EXPECT_FALSE(w.Running(3));
   EXPECT_TRUE(w.Running(4));
@@ -445,7 +445,7 @@ TEST(Cycle, LendingLimitKeepsIdleGuaranteeBack) {
     int a = w.AddQueue("a", 8);
     int b = w.AddQueue("b", 0);
     if (limit) w.queues_[a].lending_limit_milli = 4000;  // lends 4 of its 8 idle GPUs, keeps 4
-    for (int i = 0; i < 16; ++i) w.Submit(Whole(10 + i, 1, kTrain), b, 10000);
+    for (int i = 0; i < 16; ++i) w.Submit(WholeJob(10 + i, 1, kTrain), b, 10000);
     Plan p = w.Cycle();
     EXPECT_EQ(w.Used(b), limit ? 12000 : 16000) << limit;
     if (limit) {
@@ -454,7 +454,7 @@ TEST(Cycle, LendingLimitKeepsIdleGuaranteeBack) {
       EXPECT_EQ(st->code, "BorrowLimit");
       EXPECT_NE(st->message.find("keep back from lending"), std::string::npos) << st->message;
       // The owner's own demand is not held back.
-      for (int i = 0; i < 4; ++i) w.Submit(Whole(40 + i, 1, kTrain), a, 100);
+      for (int i = 0; i < 4; ++i) w.Submit(WholeJob(40 + i, 1, kTrain), a, 100);
       w.Cycle();
       EXPECT_EQ(w.Used(a), 4000);
     }
@@ -468,14 +468,14 @@ TEST(Cycle, ProductionHeadroomIsKeptAndRestored) {
   int prod = w.AddQueue("serving", 0);
   int b = w.AddQueue("b", 0);
   w.options_.production_headroom_milli = 4000;
-  for (int i = 0; i < 16; ++i) w.Submit(Whole(10 + i, 1, kTrain), b, 100000);
+  for (int i = 0; i < 16; ++i) w.Submit(WholeJob(10 + i, 1, kTrain), b, 100000);
   Plan p = w.Cycle();
   EXPECT_EQ(w.Used(b), 12000) << "4 GPUs stay idle for production";
   const PendingStatus* st = StatusOf(p, 25);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(st->code, "BorrowLimit");
   w.Advance(600);  // past the minimum runtime
-  w.Submit(Whole(1, 1, kProd), prod, 100000);
+  w.Submit(WholeJob(1, 1, kProd), prod, 100000);
   p = w.Cycle();
   EXPECT_TRUE(w.Running(1)) << "production starts in the headroom, with no preemption";
   ASSERT_EQ(w.preemptions_.size(), 1u) << "one borrower reclaimed to restore 4 idle GPUs";
@@ -486,7 +486,7 @@ TEST(Cycle, ProductionHeadroomIsKeptAndRestored) {
   EXPECT_NE(pre->reason.find("production headroom"), std::string::npos) << pre->reason;
   // The next production job takes an idle GPU; restoring the headroom needs one victim, unless a GPU is
   // already vacating.
-  w.Submit(Whole(2, 1, kProd), prod, 100000);
+  w.Submit(WholeJob(2, 1, kProd), prod, 100000);
   CycleInput in = w.Input();
   EXPECT_EQ(Count(RunCycle(in, *w.policy_), ActionKind::kPreempt), 1);
   in.vacating_milli = 1000;
@@ -519,13 +519,13 @@ TEST(Cycle, VictimsAreChosenByNode) {
     r.expected_end_s = w.now_ + 100000;
     w.state_.Apply(r.tasks, r.cpu_milli, r.host_memory_mib, false);
     w.running_.push_back(r);
-    w.requests_[id] = Whole(id, 1, kTrain);
+    w.requests_[id] = WholeJob(id, 1, kTrain);
     w.duration_[id] = 100000;
   };
   for (int i = 0; i < 8; ++i) run(100 + i, b, 0, i, w.now_ - 5000);
   for (int i = 0; i < 4; ++i) run(200 + i, keep, 1, i, w.now_ - 5000);
   for (int i = 0; i < 4; ++i) run(300 + i, b, 1, 4 + i, w.now_ - 10);
-  w.Submit(Whole(1, 8, kTrain), a, 1000);
+  w.Submit(WholeJob(1, 8, kTrain), a, 1000);
   Plan p = w.Cycle();
   EXPECT_TRUE(w.Running(1)) << (StatusOf(p, 1)
                                     ? std::string(StatusOf(p, 1)->code) + ": " + StatusOf(p, 1)->message.str()
@@ -539,11 +539,11 @@ TEST(Cycle, PreemptionNeverRespectedAndNeverEqualPriority) {
   int a = w.AddQueue("a", 8);
   w.options_.min_runtime_s = 0;
   w.NeverPreempt(1);
-  w.Submit(Whole(1, 4, kBest), a);
-  w.Submit(Whole(2, 4, kInf), a);
+  w.Submit(WholeJob(1, 4, kBest), a);
+  w.Submit(WholeJob(2, 4, kInf), a);
   w.Cycle();
   w.Advance(10);
-  w.Submit(Whole(3, 4, kInf), a);  // equal to job 2, higher than the never-preempt job 1
+  w.Submit(WholeJob(3, 4, kInf), a);  // equal to job 2, higher than the never-preempt job 1
   Plan p = w.Cycle();
   EXPECT_EQ(Count(p, ActionKind::kPreempt), 0);
   EXPECT_FALSE(w.Running(3));
@@ -552,14 +552,14 @@ TEST(Cycle, PreemptionNeverRespectedAndNeverEqualPriority) {
 TEST(Cycle, GangAllOrNothingWithReservationAndBackfill) {
   World w(2, 2);  // 16 GPUs under one leaf
   int a = w.AddQueue("a", 32);  // the gang is within the guarantee (reservations are for guaranteed demand)
-  w.Submit(Whole(1, 8, kTrain), a, 1000);  // runs until t+1000
-  w.Submit(Whole(2, 4, kTrain), a, 100);   // runs until t+100
+  w.Submit(WholeJob(1, 8, kTrain), a, 1000);  // runs until t+1000
+  w.Submit(WholeJob(2, 4, kTrain), a, 100);   // runs until t+100
   w.Cycle();
   w.Advance(10);
   // A 2 x 8 gang (16 GPUs) cannot fit; a 4-GPU job behind it must not take the GPUs it waits for.
-  w.Submit(Whole(3, 8, kTrain, 2), a, 1000);
+  w.Submit(WholeJob(3, 8, kTrain, 2), a, 1000);
   w.now_ += 1;
-  w.Submit(Whole(4, 4, kTrain), a, 5000);
+  w.Submit(WholeJob(4, 4, kTrain), a, 5000);
   Plan p = w.Cycle();
   EXPECT_FALSE(w.Running(3));
   ASSERT_GE(Count(p, ActionKind::kReserve), 1);
@@ -584,13 +584,13 @@ TEST(Cycle, GangReservesBeyondGuaranteeOnlyWhenAsked) {
     World w(2, 2);
     int a = w.AddQueue("a", 0);
     w.options_.reserve_beyond_guarantee = beyond;
-    w.Submit(Whole(1, 8, kTrain), a, 1000);
-    w.Submit(Whole(2, 4, kTrain), a, 100);
+    w.Submit(WholeJob(1, 8, kTrain), a, 1000);
+    w.Submit(WholeJob(2, 4, kTrain), a, 100);
     w.Cycle();
     w.Advance(10);
-    w.Submit(Whole(3, 8, kTrain, 2), a, 1000);
+    w.Submit(WholeJob(3, 8, kTrain, 2), a, 1000);
     w.now_ += 1;
-    w.Submit(Whole(4, 4, kTrain), a, 5000);
+    w.Submit(WholeJob(4, 4, kTrain), a, 5000);
     Plan p = w.Cycle();
     EXPECT_FALSE(w.Running(3));
     if (beyond) {
@@ -610,14 +610,14 @@ TEST(Cycle, GangReservesBeyondGuaranteeOnlyWhenAsked) {
 TEST(Cycle, ShortJobsBackfillIntoAReservation) {
   World w(1, 1);
   int a = w.AddQueue("a", 16);
-  w.Submit(Whole(1, 4, kTrain), a, 1000);  // 4 GPUs until t+1000
+  w.Submit(WholeJob(1, 4, kTrain), a, 1000);  // 4 GPUs until t+1000
   w.Cycle();
   w.Advance(1);
   const int64_t t0 = w.now_;
-  w.Submit(Whole(2, 8, kTrain), a, 1000);  // the whole node: reserved from t0+999
+  w.Submit(WholeJob(2, 8, kTrain), a, 1000);  // the whole node: reserved from t0+999
   w.now_ += 1;
   auto job = [&](JobId id, int64_t duration, bool known) {
-    Request r = Whole(id, 2, kTrain);
+    Request r = WholeJob(id, 2, kTrain);
     if (known) r.expected_end_s = w.now_ + duration;
     w.Submit(r, a, duration);
   };
@@ -643,13 +643,13 @@ TEST(Cycle, ShortJobsBackfillIntoAReservation) {
 TEST(Cycle, SecondReservationPlansAroundTheFirst) {
   World w(1, 1);
   int a = w.AddQueue("a", 32);
-  w.Submit(Whole(1, 8, kTrain), a, 1000);  // the whole node until t+1000
+  w.Submit(WholeJob(1, 8, kTrain), a, 1000);  // the whole node until t+1000
   w.Cycle();
   w.Advance(1);
   const int64_t t0 = w.now_;
-  w.Submit(Whole(2, 8, kTrain), a, 3000);
+  w.Submit(WholeJob(2, 8, kTrain), a, 3000);
   w.now_ += 1;
-  w.Submit(Whole(3, 8, kTrain), a, 3000);
+  w.Submit(WholeJob(3, 8, kTrain), a, 3000);
   Plan p = w.Cycle();
   EXPECT_EQ(Count(p, ActionKind::kReserve), 2);
   const PendingStatus* s2 = StatusOf(p, 2);
@@ -666,7 +666,7 @@ TEST(Cycle, FencedReservationKeepsSlicesOffItsNode) {
     World w(1, 1);
     int a = w.AddQueue("a", 16);
     w.options_.fence_reserved_nodes = fence;
-    Request slice = Whole(1, 1, kTrain);
+    Request slice = WholeJob(1, 1, kTrain);
     slice.gpus_per_task = 0;
     slice.gpu_milli = 100;
     slice.gpu_memory_mib = 5000;
@@ -674,7 +674,7 @@ TEST(Cycle, FencedReservationKeepsSlicesOffItsNode) {
     w.Cycle();
     ASSERT_TRUE(w.Running(1));
     w.Advance(1);
-    w.Submit(Whole(2, 8, kTrain), a, 1000);  // waits for the slice to end: reserved
+    w.Submit(WholeJob(2, 8, kTrain), a, 1000);  // waits for the slice to end: reserved
     w.now_ += 1;
     Request slice2 = slice;
     slice2.id = 3;
@@ -693,11 +693,11 @@ TEST(Cycle, AgedGangQueueGoesFirst) {
     int b = w.AddQueue("b", 0);
     w.options_.reserve_beyond_guarantee = true;
     w.options_.gang_aging_s = aging;
-    w.Submit(Whole(1, 4, kTrain), b, 100);  // b holds 4 GPUs until t+100
+    w.Submit(WholeJob(1, 4, kTrain), b, 100);  // b holds 4 GPUs until t+100
     w.Cycle();
     w.Advance(1);
-    w.Submit(Whole(2, 8, kTrain), b, 1000);  // b's gang: needs the whole node
-    w.Submit(Whole(3, 1, kTrain), a, 1000);  // a holds nothing: first by fair share
+    w.Submit(WholeJob(2, 8, kTrain), b, 1000);  // b's gang: needs the whole node
+    w.Submit(WholeJob(3, 1, kTrain), a, 1000);  // a holds nothing: first by fair share
     Plan p = w.Cycle();
     EXPECT_FALSE(w.Running(2));
     EXPECT_EQ(w.Running(3), aging < 0) << aging;
@@ -707,8 +707,8 @@ TEST(Cycle, AgedGangQueueGoesFirst) {
 TEST(Cycle, InvalidAndHeldJobsAreExplained) {
   World w(1);
   int a = w.AddQueue("a", 8);
-  w.Submit(Whole(1, 8, kTrain, 4), a);             // 32 GPUs on an 8-GPU cluster
-  w.Submit(Whole(2, 1, kTrain), a, 3600, true);    // held
+  w.Submit(WholeJob(1, 8, kTrain, 4), a);           // 32 GPUs on an 8-GPU cluster
+  w.Submit(WholeJob(2, 1, kTrain), a, 3600, true);  // held
   Plan p = w.Cycle();
   EXPECT_EQ(StatusOf(p, 1)->category, WaitCategory::kInvalid);
   EXPECT_EQ(StatusOf(p, 1)->code, "RequestExceedsCluster");
@@ -750,7 +750,7 @@ TEST(Cycle, IsDeterministic) {
   int a = w.AddQueue("a", 16), b = w.AddQueue("b", 16);
   std::mt19937_64 rng(3);
   for (int i = 0; i < 60; ++i)
-    w.Submit(Whole(i + 1, 1 << (rng() % 4), rng() % 2 ? kTrain : kInf), rng() % 2 ? a : b);
+    w.Submit(WholeJob(i + 1, 1 << (rng() % 4), rng() % 2 ? kTrain : kInf), rng() % 2 ? a : b);
   CycleInput in = w.Input();
   Plan p1 = RunCycle(in, *w.policy_), p2 = RunCycle(in, *w.policy_);
   ASSERT_EQ(p1.actions.size(), p2.actions.size());
@@ -838,7 +838,7 @@ PropertyResult RunRandomWorkload(uint64_t seed, bool full = false) {
         int gpus = prio == kProd ? 1 : 1 << (rng() % 4);
         int tasks = prio == kTrain && rng() % 6 == 0 ? 2 : 1;
         if (tasks == 2) gpus = 8;
-        Request r = Whole(id, gpus, prio, tasks);
+        Request r = WholeJob(id, gpus, prio, tasks);
         queue_of[id] = q[qi];
         const int64_t duration = qi == 3 ? 2000 : 30 + static_cast<int64_t>(rng() % 300);
         if (full) r.expected_end_s = w.now_ + duration;  // has a time limit (World::Input keeps it current)
@@ -963,7 +963,7 @@ TEST(CycleProperties, CordonsWhileJobsRun) {
     std::mt19937_64 rng(seed);
     for (JobId id = 1; id <= 300; ++id) {
       const int prio = rng() % 4 == 0 ? kProd : (rng() % 2 ? kTrain : kBest);
-      w.Submit(Whole(id, 1 << (rng() % 4), prio, rng() % 8 == 0 ? 2 : 1), q,
+      w.Submit(WholeJob(id, 1 << (rng() % 4), prio, rng() % 8 == 0 ? 2 : 1), q,
                20 + static_cast<int64_t>(rng() % 200));
       if (rng() % 5 == 0) {
         const NodeId n = static_cast<NodeId>(rng() % 4);

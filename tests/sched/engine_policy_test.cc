@@ -15,7 +15,7 @@ namespace {
 
 using testing::MakeCluster;
 
-Request Whole(int tasks, int gpus, int64_t mem = 40000) {
+Request WholeGang(int tasks, int gpus, int64_t mem = 40000) {
   Request r;
   r.cls = WorkloadClass::kTraining;
   r.tasks = tasks;
@@ -86,7 +86,7 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
   }
   std::unique_ptr<Policy> Make() const {
     PolicyOptions o;
-    o.typical = TaskShapeDistribution::FromRequests({Whole(1, 1, 0), Slice(0, 250), Slice(0, 500)});
+    o.typical = TaskShapeDistribution::FromRequests({WholeGang(1, 1, 0), Slice(0, 250), Slice(0, 500)});
     auto p = MakePolicy(GetParam(), o);
     EXPECT_TRUE(p.ok()) << p.error();
     return p.ok() ? std::move(p).value() : nullptr;
@@ -100,7 +100,7 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
 TEST_P(ConformanceTest, NameIsTheRegisteredName) { EXPECT_EQ(policy_->name(), GetParam()); }
 
 TEST_P(ConformanceTest, InvalidRequestsAreResultsNotCrashes) {
-  Request r = Whole(0, 1);
+  Request r = WholeGang(0, 1);
   PlaceResult res = policy_->Place(*state_, r);
   EXPECT_FALSE(res.ok);
   EXPECT_EQ(res.code, NoFitCode::kInvalid);
@@ -112,25 +112,25 @@ TEST_P(ConformanceTest, InvalidRequestsAreResultsNotCrashes) {
 
 TEST_P(ConformanceTest, PlacementsApplyAndGangsAreAllOrNothing) {
   if (!info().gangs) {
-    PlaceResult gang = policy_->Place(*state_, AsAskable(info(), Whole(4, 8)));
+    PlaceResult gang = policy_->Place(*state_, AsAskable(info(), WholeGang(4, 8)));
     EXPECT_FALSE(gang.ok);
     EXPECT_EQ(gang.code, NoFitCode::kInvalid) << gang.reason;
     EXPECT_TRUE(gang.tasks.empty());
     // Single tasks place and apply; eight 8-GPU tasks fill the cluster and a ninth does not fit.
     for (int i = 0; i < 8; ++i) {
-      PlaceResult one = policy_->Place(*state_, AsAskable(info(), Whole(1, 8)));
+      PlaceResult one = policy_->Place(*state_, AsAskable(info(), WholeGang(1, 8)));
       ASSERT_TRUE(one.ok) << one.reason;
       ASSERT_EQ(one.tasks.size(), 1u);
       ASSERT_EQ(one.tasks[0].gpus.size(), 8u);
       ASSERT_TRUE(state_->CanApply(one.tasks, 1000, 1024).ok());
       state_->Apply(one.tasks, 1000, 1024, false);
     }
-    PlaceResult full = policy_->Place(*state_, AsAskable(info(), Whole(1, 1)));
+    PlaceResult full = policy_->Place(*state_, AsAskable(info(), WholeGang(1, 1)));
     EXPECT_FALSE(full.ok);
     EXPECT_FALSE(full.reason.empty());
     return;
   }
-  PlaceResult res = policy_->Place(*state_, Whole(4, 8));
+  PlaceResult res = policy_->Place(*state_, WholeGang(4, 8));
   ASSERT_TRUE(res.ok) << res.reason;
   ASSERT_EQ(res.tasks.size(), 4u);
   std::set<GpuId> gpus;
@@ -140,7 +140,7 @@ TEST_P(ConformanceTest, PlacementsApplyAndGangsAreAllOrNothing) {
   ASSERT_TRUE(state_->CanApply(res.tasks, 1000, 1024).ok());
   state_->Apply(res.tasks, 1000, 1024, false);
   // 32 GPUs left: a 5 x 8 gang cannot fit and nothing is placed.
-  PlaceResult big = policy_->Place(*state_, Whole(5, 8));
+  PlaceResult big = policy_->Place(*state_, WholeGang(5, 8));
   EXPECT_FALSE(big.ok);
   EXPECT_TRUE(big.tasks.empty());
   EXPECT_FALSE(big.reason.empty());
@@ -151,8 +151,8 @@ TEST_P(ConformanceTest, PlacementsApplyAndGangsAreAllOrNothing) {
 // two failures.
 TEST_P(ConformanceTest, PlacementIsDeterministic) {
   std::unique_ptr<Policy> fresh = Make();
-  const std::vector<Request> asks = {AsAskable(info(), Slice(12000, 150)), AsAskable(info(), Whole(1, 2)),
-                                     AsAskable(info(), Slice(0, 600)), AsAskable(info(), Whole(1, 1))};
+  const std::vector<Request> asks = {AsAskable(info(), Slice(12000, 150)), AsAskable(info(), WholeGang(1, 2)),
+                                     AsAskable(info(), Slice(0, 600)), AsAskable(info(), WholeGang(1, 1))};
   for (int round = 0; round < 12; ++round) {
     const Request& r = asks[static_cast<size_t>(round) % asks.size()];
     PlaceResult a = policy_->Place(*state_, r);
@@ -167,7 +167,7 @@ TEST_P(ConformanceTest, PlacementIsDeterministic) {
 }
 
 TEST_P(ConformanceTest, CpuOnlyTasksTakeNoGpu) {
-  Request r = Whole(1, 0, 0);
+  Request r = WholeGang(1, 0, 0);
   r.gpus_per_task = 0;
   r.gpu_milli = 0;
   r.cpu_milli = 4000;
@@ -183,7 +183,7 @@ TEST_P(ConformanceTest, CpuOnlyTasksTakeNoGpu) {
 }
 
 TEST_P(ConformanceTest, MemoryAwarenessMatchesThePolicy) {
-  PlaceResult res = policy_->Place(*state_, Whole(1, 1, 90000));
+  PlaceResult res = policy_->Place(*state_, WholeGang(1, 1, 90000));
   PlaceResult slice = policy_->Place(*state_, Slice(90000, 100));
   if (info().memory_blind) {
     // kube-scheduler sees GPUs as opaque integers: it places blindly, and the simulator counts the OOM.
@@ -234,10 +234,10 @@ TEST_F(TesseraTest, GangPrefersOneNodeThenOneLeaf) {
   for (NodeId n = 0; n < 4; ++n) Occupy(*s, n, 6);
   Occupy(*s, 4, 8);
   Occupy(*s, 5, 8);
-  PlaceResult one = policy_->Place(*s, Whole(1, 8));
+  PlaceResult one = policy_->Place(*s, WholeGang(1, 8));
   ASSERT_TRUE(one.ok);
   EXPECT_EQ(one.span, Span::kOneNode);
-  PlaceResult res = policy_->Place(*s, Whole(2, 8));
+  PlaceResult res = policy_->Place(*s, WholeGang(2, 8));
   ASSERT_TRUE(res.ok) << res.reason;
   EXPECT_EQ(res.span, Span::kOneLeaf);
   EXPECT_EQ(s->node(res.tasks[0].node).leaf, s->node(res.tasks[1].node).leaf);
@@ -250,7 +250,7 @@ TEST_F(TesseraTest, ExplainsTopologyFailure) {
   ASSERT_TRUE(s.ok());
   // Leaf 0: 12 free GPUs (two nodes with 6 free); leaf 1: 12 free.
   for (NodeId n = 0; n < 8; ++n) Occupy(*s, n, n % 4 < 2 ? 2 : 8);
-  Request r = Whole(2, 8);
+  Request r = WholeGang(2, 8);
   r.gpus_per_task = 8;
   r.tasks = 2;
   r.require_same_leaf = true;
@@ -258,7 +258,7 @@ TEST_F(TesseraTest, ExplainsTopologyFailure) {
   EXPECT_FALSE(res.ok);
   // 8-GPU tasks need whole nodes; none is free anywhere.
   EXPECT_EQ(res.code, NoFitCode::kResources);
-  Request small = Whole(8, 2);
+  Request small = WholeGang(8, 2);
   small.require_same_leaf = true;
   Occupy(*s, 0, 0);
   PlaceResult res2 = policy_->Place(*s, small);
@@ -375,7 +375,7 @@ TEST_F(TesseraTest, DrainTimesKeepNodeLifetimesAligned) {
   ASSERT_TRUE(s.ok());
   Occupy(*s, 0, 4);  // node 0: 4 free, its work ends at t=1000
   Occupy(*s, 1, 1);  // node 1: 7 free, its work ends at t=5000
-  Request r = Whole(1, 1);
+  Request r = WholeGang(1, 1);
   r.expected_end_s = 4000;
   PlaceResult plain = policy_->Place(*s, r);
   ASSERT_TRUE(plain.ok);
@@ -461,7 +461,7 @@ TEST(EngineNodeIndex, SameChoicesAsAScanOfEveryNode) {
         placed.erase(placed.begin() + static_cast<long>(i));
         continue;
       }
-      Request r = rng() % 4 == 0 ? Whole(1, 1 + static_cast<int>(rng() % 8))
+      Request r = rng() % 4 == 0 ? WholeGang(1, 1 + static_cast<int>(rng() % 8))
                                  : Slice(2000 + rng() % 70000, 10 + rng() % 900);
       r.cpu_milli = 1000;
       r.host_memory_mib = 1024;

@@ -19,7 +19,7 @@ namespace {
 KindId T4() { return Catalog::Default().Find("T4"); }
 
 TaskShape Share(int milli, int64_t cpu = 1000) { return TaskShape{cpu, 1, milli, 0}; }
-TaskShape Whole(int k, int64_t cpu = 1000) { return TaskShape{cpu, k, 1000, 0}; }
+TaskShape WholeShape(int k, int64_t cpu = 1000) { return TaskShape{cpu, k, 1000, 0}; }
 
 Request ShareReq(int milli, int64_t cpu = 1000, int64_t mem = 1024) {
   Request r;
@@ -85,9 +85,9 @@ TEST(FragmentationTest, HandMadeNode) {
   // A 0.3-GPU task fits on GPUs 0 and 1; only GPU 2's 200 milli is too small.
   EXPECT_EQ(FragmentedMilli(node, Share(300)), 200);
   // A whole GPU fits on GPU 0; the partly used GPUs are fragmented.
-  EXPECT_EQ(FragmentedMilli(node, Whole(1)), 700);
+  EXPECT_EQ(FragmentedMilli(node, WholeShape(1)), 700);
   // Two whole GPUs do not fit: all free capacity is fragmented.
-  EXPECT_EQ(FragmentedMilli(node, Whole(2)), 1700);
+  EXPECT_EQ(FragmentedMilli(node, WholeShape(2)), 1700);
   // CPU short: all fragmented.
   EXPECT_EQ(FragmentedMilli(node, Share(300, 20000)), 1700);
   // Model not allowed: all fragmented.
@@ -96,7 +96,7 @@ TEST(FragmentationTest, HandMadeNode) {
   EXPECT_EQ(FragmentedMilli(node, other), 1700);
 
   TaskShapeDistribution d;
-  d.shapes = {Share(300), Whole(1)};
+  d.shapes = {Share(300), WholeShape(1)};
   d.prob = {0.5, 0.5};
   EXPECT_DOUBLE_EQ(NodeFragmentation(node, d), 450.0);
 }
@@ -114,11 +114,11 @@ TEST(FragmentationTest, ScoreIsTruncatedSigmoid) {
 TEST(TypicalDistributionTest, KeepsMostCommonPrefix) {
   std::vector<TaskShape> tasks;
   for (int i = 0; i < 3; ++i) tasks.push_back(Share(500));
-  for (int i = 0; i < 6; ++i) tasks.push_back(Whole(1));
-  tasks.push_back(Whole(8));
+  for (int i = 0; i < 6; ++i) tasks.push_back(WholeShape(1));
+  tasks.push_back(WholeShape(8));
   TaskShapeDistribution d = TaskShapeDistribution::Typical(tasks, 0.9);
   ASSERT_EQ(d.shapes.size(), 2u);
-  EXPECT_EQ(d.shapes[0], Whole(1));
+  EXPECT_EQ(d.shapes[0], WholeShape(1));
   EXPECT_EQ(d.shapes[1], Share(500));
   EXPECT_DOUBLE_EQ(d.prob[0], 6.0 / 9.0);
   EXPECT_DOUBLE_EQ(d.prob[1], 3.0 / 9.0);
@@ -132,7 +132,7 @@ TEST(FgdPolicyTest, TiesGoToEarliestNodeInSeedOrder) {
   const Cluster c = SmallCluster(6, 2);
   Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
   ASSERT_TRUE(s.ok()) << s.error();
-  TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1)}, 1.0);
+  TaskShapeDistribution d = TaskShapeDistribution::Typical({WholeShape(1)}, 1.0);
   for (uint64_t seed : {1u, 2u, 3u, 42u}) {
     FgdPolicy p(d, seed);
     PlaceResult r = p.Place(*s, WholeReq(1));
@@ -179,7 +179,7 @@ TEST(FgdPolicyTest, NoFitIsAResultWithReason) {
   const Cluster c = SmallCluster(2, 1);
   Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
   ASSERT_TRUE(s.ok()) << s.error();
-  FgdPolicy p(TaskShapeDistribution::Typical({Whole(1)}, 1.0), 1);
+  FgdPolicy p(TaskShapeDistribution::Typical({WholeShape(1)}, 1.0), 1);
   PlaceResult r = p.Place(*s, WholeReq(2));
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.code, NoFitCode::kResources);
@@ -290,7 +290,7 @@ TEST(HarnessPoliciesTest, TesseraAvoidsStrandingGpusWhereFgdIsIndifferent) {
   c.nodes[1].cpu_milli = 128000;
   Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
   ASSERT_TRUE(s.ok()) << s.error();
-  const TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1, 8000)}, 1.0);
+  const TaskShapeDistribution d = TaskShapeDistribution::Typical({WholeShape(1, 8000)}, 1.0);
   int fgd_on_0 = 0;
   for (uint64_t seed = 0; seed < 16; ++seed) {
     PlaceResult t = Made("tessera", d, seed)->Place(*s, WholeReq(1, 20000));
@@ -311,8 +311,8 @@ TEST(HarnessPoliciesTest, TesseraWithoutGivenTasksScoresWithTheSnapshotsLearnedW
   c.nodes[1].cpu_milli = 128000;
   Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
   ASSERT_TRUE(s.ok()) << s.error();
-  const TaskShapeDistribution heavy = TaskShapeDistribution::Typical({Whole(1, 8000)}, 1.0);
-  const TaskShapeDistribution light = TaskShapeDistribution::Typical({Whole(1, 1000)}, 1.0);
+  const TaskShapeDistribution heavy = TaskShapeDistribution::Typical({WholeShape(1, 8000)}, 1.0);
+  const TaskShapeDistribution light = TaskShapeDistribution::Typical({WholeShape(1, 1000)}, 1.0);
   auto tessera = std::move(MakePolicy("tessera")).value();
   auto given = std::move(MakePolicy("tessera", PolicyOptions{heavy, std::nullopt, {}})).value();
   auto node_of = [&](const Policy& p) {
@@ -339,7 +339,7 @@ TEST(HarnessPoliciesTest, TesseraSeparatesClassesWhereTheLearnedWorkloadMixesThe
   auto tessera = std::move(MakePolicy("tessera")).value();
   Request train = WholeReq(1);
   train.cls = WorkloadClass::kTraining;
-  TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1)}, 1.0);
+  TaskShapeDistribution d = TaskShapeDistribution::Typical({WholeShape(1)}, 1.0);
   d.training_share = 1.0;
   s->set_learned_workload(std::make_shared<const TaskShapeDistribution>(d));
   PlaceResult one_kind = tessera->Place(*s, train);
@@ -395,23 +395,24 @@ TEST(HarnessPoliciesTest, ReserveWeightsFollowConstrainedDemand) {
   const KindId v100 = Catalog::Default().Find("V100M16");
   ASSERT_GE(v100, 0);
   c.nodes[1].kind = v100;
-  TaskShape pinned = Whole(1);
+  TaskShape pinned = WholeShape(1);
   pinned.kind_mask = uint64_t{1} << v100;
   std::vector<double> w =
-      tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({Whole(1), pinned}, 1.0), c);
+      tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({WholeShape(1), pinned}, 1.0), c);
   ASSERT_GT(w.size(), static_cast<size_t>(std::max(v100, T4())));
   EXPECT_DOUBLE_EQ(w[v100], 1.0);
   EXPECT_DOUBLE_EQ(w[T4()], 0.0);
   // A quarter V100-only: weight 0.5. A shape allowing both kinds spreads by capacity and reserves less.
-  w = tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({Whole(1), Whole(1), Whole(1), pinned}, 1.0), c);
+  w = tessera_internal::KindReserveWeights(
+      TaskShapeDistribution::Typical({WholeShape(1), WholeShape(1), WholeShape(1), pinned}, 1.0), c);
   EXPECT_DOUBLE_EQ(w[v100], 0.5);
-  TaskShape both = Whole(1);
+  TaskShape both = WholeShape(1);
   both.kind_mask = (uint64_t{1} << v100) | (uint64_t{1} << T4());
-  w = tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({Whole(1), both}, 1.0), c);
+  w = tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({WholeShape(1), both}, 1.0), c);
   EXPECT_DOUBLE_EQ(w[v100], 0.5);
   EXPECT_DOUBLE_EQ(w[T4()], 0.5);
   // No constrained shape: no reservation anywhere.
-  w = tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({Whole(1)}, 1.0), c);
+  w = tessera_internal::KindReserveWeights(TaskShapeDistribution::Typical({WholeShape(1)}, 1.0), c);
   for (double x : w) EXPECT_EQ(x, 0.0);
 }
 
@@ -427,9 +428,9 @@ TEST(HarnessPoliciesTest, TesseraKeepsScarceModelsForTasksPinnedToThem) {
   c.nodes[1].cpu_milli = 64000;
   Result<ClusterState> s = ClusterState::Build(c, Catalog::Default());
   ASSERT_TRUE(s.ok()) << s.error();
-  TaskShape pinned = Whole(1, 4000);
+  TaskShape pinned = WholeShape(1, 4000);
   pinned.kind_mask = uint64_t{1} << v100;
-  const TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1, 4000), pinned}, 1.0);
+  const TaskShapeDistribution d = TaskShapeDistribution::Typical({WholeShape(1, 4000), pinned}, 1.0);
   for (uint64_t seed = 0; seed < 16; ++seed) {
     PlaceResult t = Made("tessera", d, seed)->Place(*s, WholeReq(1, 8000));
     ASSERT_TRUE(t.ok) << t.reason;
@@ -443,7 +444,7 @@ TEST(HarnessPoliciesTest, TesseraKeepsScarceModelsForTasksPinnedToThem) {
 }
 
 TEST(HarnessPoliciesTest, Factory) {
-  const TaskShapeDistribution d = TaskShapeDistribution::Typical({Whole(1)}, 1.0);
+  const TaskShapeDistribution d = TaskShapeDistribution::Typical({WholeShape(1)}, 1.0);
   std::set<std::string> names;
   for (const std::string& n : PolicyNames()) {
     EXPECT_EQ(Made(n, d, 1)->name(), n);

@@ -17,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ServeProcess;
 
-enum Who { kAdmin, kLead, kMember, kViewer, kOther, kNone, kRevoked, kWhoCount };
+enum Who { kAdmin, kLead, kMember, kViewer, kOther, kNoToken, kRevoked, kWhoCount };
 const char* const kWhoName[] = {"admin", "lead", "member", "viewer", "other-team member", "no token", "revoked"};
 
 struct Cell {
@@ -72,7 +72,7 @@ TEST_F(AuthzMatrixTest, EveryEndpointAndRole) {
   user("target", "vision", "member");
   ASSERT_EQ(Call(s, "DELETE", "/api/v1/users/gone/token", nullptr, admin), 200);
   for (int w = 0; w < kWhoCount; ++w)
-    if (w != kNone) ASSERT_FALSE(tok[w].empty()) << kWhoName[w];
+    if (w != kNoToken) ASSERT_FALSE(tok[w].empty()) << kWhoName[w];
   const nlohmann::json job = {{"name", "j"}, {"class", "training"}, {"gpus_per_worker", 1}, {"memory_gib", 10},
                               {"duration_s", 600}, {"team", "vision"}};
   nlohmann::json own = job;
@@ -107,11 +107,11 @@ TEST_F(AuthzMatrixTest, EveryEndpointAndRole) {
   };
   // In each row the callers go from the least to the most privileged, so that an allowed change (a
   // cancel, a revocation) comes after every refusal.
-  const Who order[] = {kNone, kRevoked, kOther, kViewer, kMember, kLead, kAdmin};
+  const Who order[] = {kNoToken, kRevoked, kOther, kViewer, kMember, kLead, kAdmin};
   int checked = 0;
   for (const Cell& c : cells) {
     for (Who w : order) {
-      const int got = Call(s, c.method, c.path, c.body, w == kNone ? "" : tok[w]);
+      const int got = Call(s, c.method, c.path, c.body, w == kNoToken ? "" : tok[w]);
       EXPECT_EQ(got, c.want[w]) << c.method << " " << c.path << " as " << kWhoName[w];
       ++checked;
     }

@@ -11,7 +11,7 @@
 namespace tessera {
 namespace {
 
-constexpr const char* kCluster = R"(name: c
+constexpr const char* kChargebackCluster = R"(name: c
 defaults: {gpus: 2, cpu: 64, memory_gib: 256, interconnect: nvswitch, spine: s, leaf: leaf-0, tier: on-demand}
 nodes:
   - {name: n0, gpu: h100-80gb, price_per_gpu_hour: 2.0}
@@ -31,7 +31,7 @@ UsageRecord Held(const std::string& team, int64_t start, int64_t end) {
 }
 
 TEST(ChargebackTest, TeamsPayWhatTheyHeldAndShareIdleInProportion) {
-  auto cluster = LoadClusterYaml(kCluster, "test", Catalog::Default());
+  auto cluster = LoadClusterYaml(kChargebackCluster, "test", Catalog::Default());
   ASSERT_TRUE(cluster.ok()) << cluster.error();
   const std::vector<PriceBook> books = {PriceBook::Default()};
   Chargeback cb(&Catalog::Default(), &books);

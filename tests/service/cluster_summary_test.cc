@@ -10,7 +10,7 @@
 namespace tessera {
 namespace {
 
-constexpr const char* kCluster = R"(name: s
+constexpr const char* kSummaryCluster = R"(name: s
 defaults: {gpus: 2, cpu: 64, memory_gib: 256, interconnect: nvswitch, spine: s, leaf: leaf-0, tier: reserved}
 nodes:
   - {name: plain, gpu: h100-80gb}
@@ -20,7 +20,7 @@ nodes:
 class ClusterSummaryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto cl = LoadClusterYaml(kCluster, "test", Catalog::Default());
+    auto cl = LoadClusterYaml(kSummaryCluster, "test", Catalog::Default());
     ASSERT_TRUE(cl.ok()) << cl.error();
     cluster_ = *cl;
     auto st = ClusterState::Build(cluster_, Catalog::Default());

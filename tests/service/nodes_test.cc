@@ -17,7 +17,7 @@ namespace {
 
 using testing::ManualClock;
 
-constexpr const char* kCluster = R"(name: t
+constexpr const char* kNodesCluster = R"(name: t
 defaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: s, tier: reserved}
 nodes:
   - {name: node, count: 2, leaf: leaf-0}
@@ -35,7 +35,7 @@ class NodesTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    Open(kCluster);
+    Open(kNodesCluster);
     ASSERT_TRUE(svc_->CreateTeam(admin_, TeamRow{"vision", 8000, -1, 1, 0}).ok());
   }
   void TearDown() override {
@@ -227,7 +227,7 @@ TEST_F(NodesTest, TheClusterLivesInTheStoreAcrossRestarts) {
     if (Job(id)->state == JobState::kRunning) placed[id] = NodesOf(id);
   ASSERT_EQ(placed.size(), 2u);  // c on added, one of a and b on node-001
   log_.clear();
-  Restart(kCluster);  // the file still names node-000 and lacks added: ignored, with a log line
+  Restart(kNodesCluster);  // the file still names node-000 and lacks added: ignored, with a log line
   EXPECT_EQ(States(), before);
   EXPECT_EQ(before, (std::map<std::string, std::string>{{"node-001", "ready"}, {"added", "cordoned"}}));
   ASSERT_EQ(log_.size(), 1u);
@@ -242,13 +242,13 @@ TEST_F(NodesTest, TheClusterLivesInTheStoreAcrossRestarts) {
     if (v.name == "added") EXPECT_EQ(v.spec["leaf"], "leaf-0");
   // The file still differs from the store: said again at the next start, and still ignored.
   log_.clear();
-  Restart(kCluster);
+  Restart(kNodesCluster);
   EXPECT_EQ(log_.size(), 1u);
   EXPECT_EQ(States(), before);
 }
 
 TEST_F(NodesTest, AnUnchangedClusterFileIsNotReported) {
-  Restart(kCluster);
+  Restart(kNodesCluster);
   EXPECT_TRUE(log_.empty()) << log_[0];
   EXPECT_EQ(States().size(), 2u);
 }

@@ -25,7 +25,7 @@ namespace {
 
 using testing::ManualClock;
 
-constexpr const char* kCluster = R"(name: t
+constexpr const char* kServiceCluster = R"(name: t
 defaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: s, tier: reserved}
 nodes:
   - {name: node, count: 2, leaf: leaf-0}
@@ -90,7 +90,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
-  std::string cluster_yaml_ = kCluster, db_name_ = "t.db";
+  std::string cluster_yaml_ = kServiceCluster, db_name_ = "t.db";
   std::vector<PriceBook> books_;  // empty: the service's default
   ManualClock clock_;
   std::unique_ptr<SimulatedBackend> backend_ = std::make_unique<SimulatedBackend>(&clock_);

@@ -191,7 +191,7 @@ TEST(BoundTest, DualSearchIsTightAndValid) {
   }
 }
 
-std::string TempDir() {
+std::string BoundTempDir() {
   auto d = std::filesystem::temp_directory_path() / ("tessera-bound-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
   std::ofstream(d / "c.yaml")
@@ -203,7 +203,7 @@ std::string TempDir() {
 
 // Every registered policy, on both cycles, over seeds and workload mixes: never above its stream's bound.
 TEST(BoundTest, NoPolicyExceedsTheBound) {
-  const std::string dir = TempDir();
+  const std::string dir = BoundTempDir();
   const std::vector<std::string> policies = PolicyNames();
   const char* workloads[] = {"{inference_share: 0.9, traffic: light}",
                              "{inference_share: 0.5, traffic: mixed}",

@@ -17,7 +17,7 @@
 namespace tessera {
 namespace {
 
-const char kNodes[] =
+const char kFgdNodes[] =
     "sn,cpu_milli,memory_mib,gpu,model\n"
     "a,32000,131072,4,T4\n"
     "b,32000,131072,4,T4\n"
@@ -43,7 +43,7 @@ struct Small {
 
 Small LoadSmall() {
   Small s;
-  s.cluster = ParseOpenbNodes(kNodes, "nodes", Catalog::Default()).value();
+  s.cluster = ParseOpenbNodes(kFgdNodes, "nodes", Catalog::Default()).value();
   s.pods = ParseOpenbPods(kPods, "pods", Catalog::Default()).value();
   s.dist = TaskShapeDistribution::FromRequests(s.pods.requests);
   return s;

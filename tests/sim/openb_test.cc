@@ -6,7 +6,7 @@
 namespace tessera {
 namespace {
 
-const char kNodes[] =
+const char kOpenbNodes[] =
     "sn,cpu_milli,memory_mib,gpu,model\n"
     "openb-node-0000,64000,262144,2,P100\n"
     "openb-node-0001,96000,393216,8,G2\n"
@@ -15,7 +15,7 @@ const char kNodes[] =
 const char kPodHeader[] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n";
 
 TEST(OpenbTest, ReadsNodes) {
-  Result<Cluster> c = ParseOpenbNodes(kNodes, "nodes.csv", Catalog::Default());
+  Result<Cluster> c = ParseOpenbNodes(kOpenbNodes, "nodes.csv", Catalog::Default());
   ASSERT_TRUE(c.ok()) << c.error();
   ASSERT_EQ(c->nodes.size(), 3u);
   EXPECT_EQ(c->nodes[0].name, "openb-node-0000");

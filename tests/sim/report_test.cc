@@ -69,7 +69,7 @@ TEST(ReportCurves, DirectoryInsteadOfAFileIsAnError) {
 namespace tessera {
 namespace {
 
-RunResult Result(const std::string& policy, double util, double violation_s) {
+RunResult PolicyRun(const std::string& policy, double util, double violation_s) {
   RunResult r;
   r.policy = policy;
   r.gpu_utilization = util;
@@ -87,15 +87,18 @@ TEST(ReportHeadline, NamesTheStrongestBaselineAtEqualOrFewerViolations) {
   o.bases = o.policies;
   o.cycles.assign(4, CycleSpec{});
   VariantOutcome v;
-  v.runs = {{Result("tessera", 0.70, 30)}, {Result("hami", 0.74, 600)}, {Result("bestfit", 0.66, 0)},
-            {Result("k8s-default", 0.57, 0)}};
+  v.runs = {{PolicyRun("tessera", 0.70, 30)},
+            {PolicyRun("hami", 0.74, 600)},
+            {PolicyRun("bestfit", 0.66, 0)},
+            {PolicyRun("k8s-default", 0.57, 0)}};
   o.variants = {v};
   const std::string text = TextSummary(o, false);
   EXPECT_NE(text.find("strongest baseline at equal or fewer SLO violations: bestfit 0.660 (SLO 0.00 %); tessera "
                       "0.700 (SLO 3.00 %) = 1.06x, +0.040"),
             std::string::npos)
       << text;
-  o.variants[0].runs[1] = {Result("hami", 0.74, 10)};  // now within tessera's violations: it is the strongest
+  // Now within tessera's violations: it is the strongest.
+  o.variants[0].runs[1] = {PolicyRun("hami", 0.74, 10)};
   EXPECT_NE(TextSummary(o, false).find("baseline at equal or fewer SLO violations: hami 0.740"), std::string::npos);
 }
 

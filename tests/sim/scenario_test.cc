@@ -15,7 +15,7 @@
 namespace tessera {
 namespace {
 
-std::string TempDir() {
+std::string ScenarioTempDir() {
   auto d = std::filesystem::temp_directory_path() / ("tessera-sim-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
   std::ofstream(d / "c.yaml") << "name: c16\ndefaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
@@ -28,8 +28,8 @@ const char* kBase =
     "name: smoke\ncluster: c.yaml\nseeds: 2\nthreads: 2\npolicies: [tessera, k8s-default]\n"
     "horizon_h: 72\nwarmup_h: 12\narrivals: {process: backlog, depth: 16}\n";
 
-Result<Scenario> Parse(const std::string& text) {
-  return ParseScenario(text, "s.yaml", TempDir(), Catalog::Default());
+Result<Scenario> ParseScenarioText(const std::string& text) {
+  return ParseScenario(text, "s.yaml", ScenarioTempDir(), Catalog::Default());
 }
 
 // Every error names the file, the line and the field path. kBase has 8 lines, so additions start at line 9.
@@ -106,7 +106,7 @@ TEST(ScenarioTest, BadInputNamesFileLineAndField) {
        "s.yaml:5: arrivals.warm_start: needs process: poisson"},
   };
   for (const Case& c : cases) {
-    auto r = Parse(c.text);
+    auto r = ParseScenarioText(c.text);
     ASSERT_FALSE(r.ok()) << c.text;
     EXPECT_NE(r.error().find(c.expect), std::string::npos) << r.error() << " / expected " << c.expect;
     EXPECT_EQ(r.error().rfind("s.yaml", 0), 0u) << r.error();
@@ -116,10 +116,10 @@ TEST(ScenarioTest, BadInputNamesFileLineAndField) {
 // A cluster file's price_per_gpu_hour in a scenario without `tiers:` is not used: a warning names the file
 // and the field (a tiered scenario refuses it: spot_tiers_test).
 TEST(ScenarioTest, IgnoredClusterPriceIsAWarningNamingFileAndField) {
-  auto plain = Parse(std::string(kBase) + "workload: {}\n");
+  auto plain = ParseScenarioText(std::string(kBase) + "workload: {}\n");
   ASSERT_TRUE(plain.ok()) << plain.error();
   EXPECT_TRUE(plain->warnings.empty());
-  const std::string dir = TempDir();
+  const std::string dir = ScenarioTempDir();
   std::ofstream(std::filesystem::path(dir) / "priced.yaml")
       << "name: p\ndefaults: {gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch}\n"
          "nodes:\n  - {name: h, count: 2, gpu: h100-80gb, leaf: leaf-0, price_per_gpu_hour: 4.9}\n";
@@ -133,7 +133,7 @@ TEST(ScenarioTest, IgnoredClusterPriceIsAWarningNamingFileAndField) {
 }
 
 TEST(ScenarioTest, StaticMigClusterSpreadsShare) {
-  auto s = Parse(std::string(kBase) + "workload: {}\n");
+  auto s = ParseScenarioText(std::string(kBase) + "workload: {}\n");
   ASSERT_TRUE(s.ok()) << s.error();
   StaticMigSetup m;
   m.share = 0.5;
@@ -147,7 +147,7 @@ TEST(ScenarioTest, StaticMigClusterSpreadsShare) {
 }
 
 TEST(ScenarioTest, SmokeTwoPolicies) {
-  auto s = Parse(std::string(kBase) + "workload: {inference_share: 0.5, traffic: light}\n");
+  auto s = ParseScenarioText(std::string(kBase) + "workload: {inference_share: 0.5, traffic: light}\n");
   ASSERT_TRUE(s.ok()) << s.error();
   auto out = RunScenario(*s, s->policies, Catalog::Default());
   ASSERT_TRUE(out.ok()) << out.error();
@@ -193,9 +193,9 @@ TEST(ScenarioTest, QueueWeightsShareContendedCapacity) {
       "name: w\ncluster: c.yaml\nseeds: 2\npolicies: [k8s-default]\nhorizon_h: 168\n"
       "arrivals: {process: poisson, load: 3, warm_start: true}\n"
       "workload: {inference_share: 0.5, traffic: light, training_gpus: {1: 1}}\n";
-  auto even = Parse(base);
-  auto weighted = Parse(base + "queue_weights: {inference: 4, training: 1}\n");
-  auto typo = Parse(base + "queue_weights: {inferense: 4}\n");
+  auto even = ParseScenarioText(base);
+  auto weighted = ParseScenarioText(base + "queue_weights: {inference: 4, training: 1}\n");
+  auto typo = ParseScenarioText(base + "queue_weights: {inferense: 4}\n");
   ASSERT_TRUE(even.ok() && weighted.ok() && typo.ok());
   EXPECT_EQ(weighted->sim.queue_weights.at("inference"), 4);
   auto e = RunScenario(*even, even->policies, Catalog::Default());
@@ -224,19 +224,20 @@ TEST(ScenarioTest, GangBackfillKeepsTheServedMix) {
   const std::string w =
       "workload: {inference_share: 0.5, traffic: mixed, training_gpus: {1: 0.5, 8: 0.5}, max_sub_gpu_mib: 40192}\n"
       "sharing: {standard_slo: 1}\n";
-  auto greedy = Parse(std::string(kBase) + w + "cycle: greedy\n");
-  auto backfill = Parse(std::string(kBase) + w);  // the default: every policy on the backfill cycle
+  auto greedy = ParseScenarioText(std::string(kBase) + w + "cycle: greedy\n");
+  // The default: every policy on the backfill cycle.
+  auto backfill = ParseScenarioText(std::string(kBase) + w);
   ASSERT_TRUE(greedy.ok()) << greedy.error();
   ASSERT_TRUE(backfill.ok()) << backfill.error();
   EXPECT_TRUE(CycleFor(*backfill, "tessera").gang_backfill);
   EXPECT_FALSE(CycleFor(*greedy, "tessera").gang_backfill);
   // `cycle: backfill` names what it switches; `full`, its older name, still reads the same.
   for (const char* name : {"backfill", "full"}) {
-    auto named = Parse(std::string(kBase) + w + "cycle: " + name + "\n");
+    auto named = ParseScenarioText(std::string(kBase) + w + "cycle: " + name + "\n");
     ASSERT_TRUE(named.ok()) << named.error();
     EXPECT_TRUE(CycleFor(*named, "tessera").gang_backfill) << name;
   }
-  EXPECT_FALSE(Parse(std::string(kBase) + w + "cycle: fast\n").ok());
+  EXPECT_FALSE(ParseScenarioText(std::string(kBase) + w + "cycle: fast\n").ok());
   auto g = RunScenario(*greedy, {"tessera"}, Catalog::Default());
   auto b = RunScenario(*backfill, {"tessera"}, Catalog::Default());
   ASSERT_TRUE(g.ok() && b.ok());
@@ -249,7 +250,7 @@ TEST(ScenarioTest, GangBackfillKeepsTheServedMix) {
     EXPECT_EQ(rb.apply_conflicts, 0);
   }
   // Over-estimated time limits (1-3x) change decisions but keep every placement valid.
-  auto loose = Parse(std::string(kBase) + w + "time_limit_factor: [1, 3]\n");
+  auto loose = ParseScenarioText(std::string(kBase) + w + "time_limit_factor: [1, 3]\n");
   ASSERT_TRUE(loose.ok()) << loose.error();
   EXPECT_EQ(loose->sim.time_limit_factor_max, 3.0);
   auto l = RunScenario(*loose, {"tessera"}, Catalog::Default());
@@ -269,7 +270,7 @@ TEST(ScenarioTest, SameCycleUnlessAskedFor) {
   const std::string w = "workload: {inference_share: 0.5, traffic: mixed}\nseeds: [1]\nhorizon_h: 24\n";
   const std::string base = "name: c\ncluster: c.yaml\nthreads: 2\npolicies: [tessera, k8s-default]\n";
   for (const char* cycle : {"", "cycle: greedy\n"}) {
-    auto s = Parse(base + w + cycle);
+    auto s = ParseScenarioText(base + w + cycle);
     ASSERT_TRUE(s.ok()) << s.error();
     auto out = RunScenario(*s, s->policies, Catalog::Default());
     ASSERT_TRUE(out.ok()) << out.error();
@@ -278,7 +279,7 @@ TEST(ScenarioTest, SameCycleUnlessAskedFor) {
     EXPECT_EQ(j["results"][0]["cycle"], j["results"][1]["cycle"]);
     EXPECT_EQ(j["results"][0]["cycle"]["gang_backfill"].get<bool>(), std::string(cycle).empty());
   }
-  auto a = Parse(base + w + "asymmetric_cycle: true\ngang_backfill: [tessera]\n");
+  auto a = ParseScenarioText(base + w + "asymmetric_cycle: true\ngang_backfill: [tessera]\n");
   ASSERT_TRUE(a.ok()) << a.error();
   auto out = RunScenario(*a, a->policies, Catalog::Default());
   ASSERT_TRUE(out.ok()) << out.error();
@@ -292,13 +293,14 @@ TEST(ScenarioTest, SameCycleUnlessAskedFor) {
 // Policy variants: a static layout of its own, and tessera with features off; with all four of the features
 // bestfit lacks turned off, tessera is bestfit (the ablation's anchor).
 TEST(ScenarioTest, PolicyVariants) {
-  auto s = Parse(std::string(kBase) +
-                 "workload: {inference_share: 0.5, traffic: mixed}\npolicy_variants:\n"
-                 "  smig-half: {policy: static-mig, static_mig: {share: 0.5, layout: all-balanced}}\n"
-                 "  smig-all: {policy: static-mig, static_mig: {share: 1.0, layout: all-balanced}}\n"
-                 "  t-as-bestfit: {policy: tessera, off: [topology, separate_classes, frag_aware, scorer,"
-                 " share_instances]}\n"
-                 "  t-no-topology: {policy: tessera, off: [topology]}\n");
+  auto s = ParseScenarioText(
+      std::string(kBase) +
+      "workload: {inference_share: 0.5, traffic: mixed}\npolicy_variants:\n"
+      "  smig-half: {policy: static-mig, static_mig: {share: 0.5, layout: all-balanced}}\n"
+      "  smig-all: {policy: static-mig, static_mig: {share: 1.0, layout: all-balanced}}\n"
+      "  t-as-bestfit: {policy: tessera, off: [topology, separate_classes, frag_aware, scorer,"
+      " share_instances]}\n"
+      "  t-no-topology: {policy: tessera, off: [topology]}\n");
   ASSERT_TRUE(s.ok()) << s.error();
   auto mig_nodes = [&](const std::string& p) {
     int n = 0;
@@ -326,7 +328,7 @@ TEST(ScenarioTest, PolicyVariants) {
 
 TEST(ScenarioTest, SanityAnchors) {
   // No inference: every policy near 0.9 (training uses 0.85-0.95 of a GPU; saturated cluster).
-  auto s = Parse(std::string(kBase) + "workload: {inference_share: 0.0}\n");
+  auto s = ParseScenarioText(std::string(kBase) + "workload: {inference_share: 0.0}\n");
   ASSERT_TRUE(s.ok()) << s.error();
   auto out = RunScenario(*s, {"tessera", "k8s-default"}, Catalog::Default());
   ASSERT_TRUE(out.ok()) << out.error();
@@ -336,7 +338,7 @@ TEST(ScenarioTest, SanityAnchors) {
       EXPECT_LT(r.gpu_utilization, 0.95) << r.policy;
     }
   // Only light inference on whole GPUs: below 0.25.
-  s = Parse(std::string(kBase) + "workload: {inference_share: 1.0, traffic: light}\n");
+  s = ParseScenarioText(std::string(kBase) + "workload: {inference_share: 1.0, traffic: light}\n");
   ASSERT_TRUE(s.ok()) << s.error();
   out = RunScenario(*s, {"k8s-default"}, Catalog::Default());
   ASSERT_TRUE(out.ok()) << out.error();

@@ -21,7 +21,7 @@
 namespace tessera {
 namespace {
 
-std::string TempDir() {
+std::string SpotTempDir() {
   auto d = std::filesystem::temp_directory_path() / ("tessera-spot-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
   // One reserved node, one on-demand node, one AWS spot node (8 x H100 each).
@@ -36,7 +36,7 @@ std::string TempDir() {
 
 // A trace: `inference` one-GPU replicas for 4 h from t=0, then one checkpointable 8-GPU training job of
 // `train_h` ideal hours at t=0.
-std::string WriteTrace(const std::string& dir, int inference, double train_h) {
+std::string WriteSpotTrace(const std::string& dir, int inference, double train_h) {
   std::ofstream f(std::filesystem::path(dir) / "t.jsonl");
   f << "{\"format\": \"tessera-trace\", \"version\": 1}\n";
   int id = 0;
@@ -49,9 +49,9 @@ std::string WriteTrace(const std::string& dir, int inference, double train_h) {
   return "t.jsonl";
 }
 
-Result<Scenario> Parse(const std::string& tiers, int inference = 4, double train_h = 3) {
-  const std::string dir = TempDir();
-  const std::string trace = WriteTrace(dir, inference, train_h);
+Result<Scenario> ParseTiers(const std::string& tiers, int inference = 4, double train_h = 3) {
+  const std::string dir = SpotTempDir();
+  const std::string trace = WriteSpotTrace(dir, inference, train_h);
   const std::string text = "name: t\ncluster: c.yaml\ntrace: " + trace +
                            "\nseeds: 1\nthreads: 1\npolicies: [tessera]\nhorizon_h: 0\ntiers:\n" + tiers;
   auto s = ParseScenario(text, "s.yaml", dir, Catalog::Default());
@@ -73,7 +73,7 @@ RunResult RunOne(const Scenario& s) {
 }
 
 TEST(SpotTiersTest, RoutingKeepsInferenceOffSpotAndTrainingPrefersSpot) {
-  const std::string dir = TempDir();
+  const std::string dir = SpotTempDir();
   std::ifstream in(std::filesystem::path(dir) / "c.yaml");
   std::stringstream ss;
   ss << in.rdbuf();
@@ -160,7 +160,7 @@ TEST(SpotTiersTest, AutoscalerPlansWholeNodesAndCountsCapacityOnItsWay) {
 
 TEST(SpotTiersTest, ReclaimWithNoticeCheckpointsAndLosesOnlyTheRestart) {
   // One reclaim of the spot node at 1 h. Notice 120 s >= checkpoint 60 s: checkpoint on notice.
-  auto s = Parse(
+  auto s = ParseTiers(
       "  checkpoint: {cost_s: 60, restart_s: 300}\n"
       "  pools:\n"
       "    aws-p5-spot: {provisioning_delay_s: 0, reclaim_notice_s: 120, reclaim_rate_per_hour: 0}\n"
@@ -187,7 +187,7 @@ TEST(SpotTiersTest, ReclaimWithNoticeCheckpointsAndLosesOnlyTheRestart) {
 TEST(SpotTiersTest, ShortNoticeLosesWorkSinceTheLastCheckpoint) {
   // Notice 30 s < checkpoint 60 s: no checkpoint on notice. Periodic checkpoints every 1800 s of work plus
   // the 60 s write: the only one before the reclaim (1 h) completes at 1860 s.
-  auto s = Parse(
+  auto s = ParseTiers(
       "  checkpoint: {cost_s: 60, restart_s: 300, interval_s: 1800}\n"
       "  pools:\n"
       "    aws-p5-spot: {provisioning_delay_s: 0, reclaim_notice_s: 30, reclaim_rate_per_hour: 0}\n"
@@ -208,13 +208,13 @@ TEST(SpotTiersTest, NoPeriodicCheckpointWhereTheNoticeCoversTheWriteUnlessAsked)
   const std::string pools =
       "  pools:\n"
       "    aws-p5-spot: {provisioning_delay_s: 0, reclaim_notice_s: 120, reclaim_rate_per_hour: 0.5}\n";
-  auto s = Parse("  checkpoint: {cost_s: 60, restart_s: 300}\n" + pools);
+  auto s = ParseTiers("  checkpoint: {cost_s: 60, restart_s: 300}\n" + pools);
   ASSERT_TRUE(s.ok()) << s.error();
   RunResult r = RunOne(*s);
   EXPECT_EQ(Extra(r, "checkpoints_periodic"), 0);
   EXPECT_EQ(Extra(r, "all_training_completed"), 1);
   // The option brings them back (Young/Daly from the node's rate: every ~929 s of work).
-  s = Parse("  checkpoint: {cost_s: 60, restart_s: 300, periodic_when_notice_covers: true}\n" + pools);
+  s = ParseTiers("  checkpoint: {cost_s: 60, restart_s: 300, periodic_when_notice_covers: true}\n" + pools);
   ASSERT_TRUE(s.ok()) << s.error();
   r = RunOne(*s);
   EXPECT_GT(Extra(r, "checkpoints_periodic"), 0);
@@ -222,7 +222,7 @@ TEST(SpotTiersTest, NoPeriodicCheckpointWhereTheNoticeCoversTheWriteUnlessAsked)
 }
 
 TEST(SpotTiersTest, BaselinesRunTheSameJobsOnOnDemandAndWithoutSpot) {
-  auto s = Parse(
+  auto s = ParseTiers(
       "  checkpoint: {cost_s: 60, restart_s: 300}\n"
       "  pools:\n"
       "    aws-p5-spot: {provisioning_delay_s: 0, reclaim_notice_s: 120, reclaim_rate_per_hour: 0}\n"
@@ -277,11 +277,11 @@ TEST(SpotTiersTest, BaselinesRunTheSameJobsOnOnDemandAndWithoutSpot) {
 }
 
 TEST(SpotTiersTest, BaselineNeedsAnOnDemandPoolForEveryKind) {
-  const std::string dir = TempDir();
+  const std::string dir = SpotTempDir();
   std::ofstream(std::filesystem::path(dir) / "c40.yaml")
       << "name: a100\ndefaults: {gpu: a100-40gb, gpus: 8, cpu: 96, memory_gib: 1024, interconnect: nvswitch}\n"
          "nodes:\n  - {name: cb, tier: reserved, pool: aws-p4d-capacity-block, leaf: l0}\n";
-  const std::string trace = WriteTrace(dir, 1, 1);
+  const std::string trace = WriteSpotTrace(dir, 1, 1);
   auto s = ParseScenario("name: t\ncluster: c40.yaml\ntrace: " + trace +
                              "\nseeds: 1\nthreads: 1\npolicies: [tessera]\nhorizon_h: 0\ntiers: {}\n",
                          "s.yaml", dir, Catalog::Default());
@@ -316,7 +316,7 @@ TEST(SpotTiersTest, BadTiersInputNamesFileLineAndField) {
       {"  prices: [missing.yaml]\n", "s.yaml:9: tiers.prices: expected text, got a list"},
   };
   for (const Case& c : cases) {
-    auto s = Parse(c.tiers);
+    auto s = ParseTiers(c.tiers);
     ASSERT_FALSE(s.ok()) << c.tiers;
     EXPECT_NE(s.error().find(c.expect), std::string::npos) << s.error() << " / expected " << c.expect;
   }
