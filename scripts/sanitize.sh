@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # One instrumented build (AddressSanitizer + UndefinedBehaviorSanitizer; with clang also libFuzzer's
 # coverage and the fuzz targets, which scripts/fuzz.sh then runs from the same folder) and the test suite
-# under it: every `unit` and `integration` test and the `long` tests also labelled `sanitize` (one
+# under it: every `unit` and `integration` test and the `long` test labelled `long-representative` (one
 # representative statistical run; the Release stage runs every long test). Any sanitizer report aborts the
 # test that triggered it, so the suite fails. SANITIZE_LABELS=. runs every test.
 # Usage: scripts/sanitize.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-asan}
-labels=${SANITIZE_LABELS:-unit|integration|sanitize}
+labels=${SANITIZE_LABELS:-unit|integration|long-representative}
 cc=$(command -v clang || command -v clang-14 || true); cxx=$(command -v clang++ || command -v clang++-14 || true)
 compilers=()
 [[ -n $cc && -n $cxx && ! -f $build/CMakeCache.txt ]] && compilers=(-DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx")
