@@ -1,5 +1,6 @@
 #include "server/portal_api.h"
 
+#include <charconv>
 #include <chrono>
 #include <ctime>
 
@@ -64,7 +65,8 @@ bool ClassesField(const nlohmann::json& b, std::optional<std::vector<std::string
   return true;
 }
 
-// If-Match: "\"<version>\"" (an ETag this server gave) or *; false (and a 400) when malformed.
+// If-Match: "\"<version>\"" (an ETag this server gave) or *. False once it answered: 400 when malformed, 412
+// when its digits pass any version.
 bool IfMatch(const httplib::Request& req, std::optional<uint64_t>* out, httplib::Response& res) {
   if (!req.has_header("If-Match")) return true;
   std::string v = req.get_header_value("If-Match");
@@ -75,7 +77,16 @@ bool IfMatch(const httplib::Request& req, std::optional<uint64_t>* out, httplib:
     SendApiError(res, Invalid("If-Match", "If-Match: an ETag from this server, e.g. \"3\""));
     return false;
   }
-  *out = std::stoull(v.substr(1, v.size() - 2));
+  uint64_t version = 0;
+  const char* first = v.data() + 1;
+  const char* last = v.data() + v.size() - 1;
+  if (auto [end, ec] = std::from_chars(first, last, version); ec != std::errc() || end != last) {
+    // 20 digits past the largest version: no team ever had it.
+    SendApiError(res, ApiError{ErrorCode::kPreconditionFailed, "If-Match",
+                               "If-Match: no version of this team is that large (the ETag is not this server's)"});
+    return false;
+  }
+  *out = version;
   return true;
 }
 

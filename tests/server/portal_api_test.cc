@@ -180,6 +180,30 @@ TEST_F(PortalApiTest, AnAdminChangesQuotasWithinTheRules) {
     }
 }
 
+TEST_F(PortalApiTest, IfMatchTakesOnlyThisServersEtagsAndNeverFailsOnLargeNumbers) {
+  MakeUser("ivy", "vision", "member");  // makes the team
+  auto first = Client().Patch("/api/v1/teams/vision", Bearer(admin_), R"({"guaranteed_gpus":9})", "application/json");
+  ASSERT_EQ(first->status, 200) << first->body;
+  const std::string etag = first->get_header_value("ETag");
+  ASSERT_FALSE(etag.empty());
+  auto patch = [&](const std::string& if_match) {
+    httplib::Headers h = Bearer(admin_);
+    h.emplace("If-Match", if_match);
+    return Client().Patch("/api/v1/teams/vision", h, R"({"guaranteed_gpus":10})", "application/json");
+  };
+  for (const std::string big : {"\"99999999999999999999\"", "W/\"99999999999999999999\"", "\"18446744073709551616\""}) {
+    auto r = patch(big);
+    EXPECT_EQ(r->status, 412) << big << ": " << r->body;
+    EXPECT_EQ(Json(r)["error"]["field"], "If-Match") << big;
+  }
+  EXPECT_EQ(patch("\"18446744073709551615\"")->status, 412);  // the largest version, not this team's
+  EXPECT_EQ(patch("\"12a\"")->status, 400);
+  EXPECT_EQ(patch("\"123456789012345678901\"")->status, 400);  // 21 digits: not an ETag of this server
+  auto r = patch(etag);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(Json(r)["guaranteed_gpus"], 10.0);
+}
+
 TEST_F(PortalApiTest, HistorySamplesTheClusterOverTime) {
   const std::string lead = MakeUser("hal", "vision", "team-lead");
   Client().Post("/api/v1/jobs", Bearer(lead), R"({"name":"h","workers":1,"gpus_per_worker":8,"duration_s":36000})",

@@ -169,7 +169,7 @@ std::string Slurp(const std::filesystem::path& p) {
 }
 
 std::filesystem::path TraceDir() {
-  return std::filesystem::path(::tessera::testing::SourceDir()) / ".." / "shared" / "traces" / "alibaba-gpu-2023";
+  return std::filesystem::path(::tessera::testing::SharedDir()) / "traces" / "alibaba-gpu-2023";
 }
 
 // Missing trace files: a failure under CI=true, else a skip.

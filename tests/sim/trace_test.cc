@@ -128,7 +128,7 @@ TEST(DlrmTest, BadInputTable) {
 }
 
 TEST(DlrmTest, RealTrace) {
-  const std::string path = std::string(::tessera::testing::SourceDir()) + "/../shared/traces/alibaba-dlrm-2025/disaggregated_DLRM_trace.csv";
+  const std::string path = ::tessera::testing::SharedDir() + "/traces/alibaba-dlrm-2025/disaggregated_DLRM_trace.csv";
   std::ifstream f(path);
   if (!f) {
     const char* ci = std::getenv("CI");

@@ -7,6 +7,9 @@
 namespace tessera::testing {
 
 const std::string& SourceDir();      // the project root, absolute
+// The shared folder with the public traces: $TESSERA_SHARED_DIR, else ../shared beside the checkout, or
+// beside the local checkout this one was cloned from (CMakeLists.txt).
+const std::string& SharedDir();
 const std::string& TesseraBinary();  // the built `tessera`, absolute
 
 }  // namespace tessera::testing
