@@ -88,25 +88,12 @@ bool PageSizeOrSend400(const httplib::Request& req, int* out, httplib::Response&
   return true;
 }
 
-bool ReadTime(const httplib::Request& req, const char* name, int64_t* out, httplib::Response& res) {
-  *out = -1;
-  if (!req.has_param(name)) return true;
-  const std::string v = req.get_param_value(name);
-  constexpr int64_t kMaxTime = 253402300799;  // 9999-12-31T23:59:59Z
-  if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
-    if (v.size() > 12 || std::stoll(v) > kMaxTime) {
-      SendError(res, Invalid(name, fmt::format("{}: Unix seconds from 0 to {}", name, kMaxTime)));
-      return false;
-    }
-    *out = std::stoll(v);
-    return true;
-  }
-  auto t = ParseIsoUtc(v);
-  if (!t.ok() || *t < 0 || *t > kMaxTime) {
-    SendError(res, Invalid(name, fmt::format("{}: '{}' is neither an ISO 8601 UTC time nor Unix seconds", name, v)));
+// ReadTime (request_checks.h); false when the 400 was sent.
+bool TimeOrSend400(const httplib::Request& req, const char* name, int64_t* out, httplib::Response& res) {
+  if (auto e = ReadTime(req, name, out)) {
+    SendError(res, *e);
     return false;
   }
-  *out = *t;
   return true;
 }
 
@@ -225,7 +212,7 @@ void RegisterReportRoutes(httplib::Server& h, Service* s, const Authed& authed) 
         authed([s](const Caller&, Req, Res res) { SendJson(res, 200, ClusterJson(*s->snapshot())); }));
   h.Get("/api/v1/usage", authed([s](const Caller& c, Req req, Res res) {
     UsageQuery q;
-    if (!ReadTime(req, "from", &q.from, res) || !ReadTime(req, "to", &q.to, res)) return;
+    if (!TimeOrSend400(req, "from", &q.from, res) || !TimeOrSend400(req, "to", &q.to, res)) return;
     if (req.has_param("group_by")) q.group_by = req.get_param_value("group_by");
     const std::string format = req.has_param("format") ? req.get_param_value("format") : "json";
     if (format == "focus") {
@@ -400,7 +387,7 @@ void ApiServer::AuditRoute(const std::function<httplib::Server::Handler(CallerHa
   using Res = httplib::Response&;
   http_->Get("/api/v1/audit", authed([s](const Caller& c, Req req, Res res) {
     AuditQuery q;
-    if (!PageSizeOrSend400(req, &q.limit, res) || !ReadTime(req, "since", &q.since, res)) return;
+    if (!PageSizeOrSend400(req, &q.limit, res) || !TimeOrSend400(req, "since", &q.since, res)) return;
     q.actor = req.get_param_value("actor");
     q.target = req.get_param_value("target");
     q.action = req.get_param_value("action");

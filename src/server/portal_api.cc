@@ -9,42 +9,19 @@
 
 #include "cost/focus.h"
 #include "server/json_views.h"
+#include "server/request_checks.h"
+#include "server/respond.h"
 
 namespace tessera {
 namespace {
 
 int64_t WallSeconds() { return static_cast<int64_t>(std::time(nullptr)); }
 
-// from/to query parameters: Unix seconds or ISO 8601 UTC; -1 when absent. False (and a 400) when malformed.
-bool TimeParam(const httplib::Request& req, const char* name, int64_t* out, httplib::Response& res) {
-  *out = -1;
-  if (!req.has_param(name)) return true;
-  const std::string v = req.get_param_value(name);
-  if (!v.empty() && v.size() < 19 && v.find_first_not_of("0123456789") == std::string::npos) {
-    *out = std::stoll(v);
-    return true;
-  }
-  auto t = ParseIsoUtc(v);
-  if (t.ok()) {
-    *out = *t;
-    return true;
-  }
-  res.status = 400;
-  res.set_content(ErrorJson(Invalid(name, fmt::format("{}: '{}' is neither an ISO 8601 UTC time nor Unix seconds",
-                                                       name, v))).dump(), "application/json");
-  return false;
-}
-
-void SendApiError(httplib::Response& res, const ApiError& e) {
-  res.status = HttpStatusOf(e.code);
-  res.set_content(ErrorJson(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
-}
-
 // A GPU count field of a JSON body in thousandths: nullopt when absent; false (and a 400) when malformed.
 bool GpusField(const nlohmann::json& b, const char* field, std::optional<int64_t>* out, httplib::Response& res) {
   if (!b.contains(field) || b[field].is_null()) return true;
   if (!b[field].is_number() || b[field].get<double>() > 1e7) {
-    SendApiError(res, Invalid(field, fmt::format("field '{}': expected a number of GPUs", field)));
+    SendError(res, Invalid(field, fmt::format("field '{}': expected a number of GPUs", field)));
     return false;
   }
   *out = static_cast<int64_t>(b[field].get<double>() * 1000 + (b[field].get<double>() < 0 ? -0.5 : 0.5));
@@ -58,7 +35,7 @@ bool ClassesField(const nlohmann::json& b, std::optional<std::vector<std::string
   bool ok = v.is_array() && v.size() <= 64;
   for (size_t i = 0; ok && i < v.size(); ++i) ok = v[i].is_string() && v[i].get<std::string>().size() <= 63;
   if (!ok) {
-    SendApiError(res, Invalid("allowed_priority_classes", "field 'allowed_priority_classes': a list of class names"));
+    SendError(res, Invalid("allowed_priority_classes", "field 'allowed_priority_classes': a list of class names"));
     return false;
   }
   *out = v.get<std::vector<std::string>>();
@@ -74,7 +51,7 @@ bool IfMatch(const httplib::Request& req, std::optional<uint64_t>* out, httplib:
   if (v.starts_with("W/")) v = v.substr(2);
   if (v.size() < 3 || v.size() > 22 || v.front() != '"' || v.back() != '"' ||
       v.find_first_not_of("0123456789", 1) != v.size() - 1) {
-    SendApiError(res, Invalid("If-Match", "If-Match: an ETag from this server, e.g. \"3\""));
+    SendError(res, Invalid("If-Match", "If-Match: an ETag from this server, e.g. \"3\""));
     return false;
   }
   uint64_t version = 0;
@@ -82,7 +59,7 @@ bool IfMatch(const httplib::Request& req, std::optional<uint64_t>* out, httplib:
   const char* last = v.data() + v.size() - 1;
   if (auto [end, ec] = std::from_chars(first, last, version); ec != std::errc() || end != last) {
     // 20 digits past the largest version: no team ever had it.
-    SendApiError(res, ApiError{ErrorCode::kPreconditionFailed, "If-Match",
+    SendError(res, ApiError{ErrorCode::kPreconditionFailed, "If-Match",
                                "If-Match: no version of this team is that large (the ETag is not this server's)"});
     return false;
   }
@@ -116,16 +93,13 @@ void PortalApi::Register(
 
   http.Get("/api/v1/cluster/history", authed([this](const Caller&, const httplib::Request& req, httplib::Response& res) {
     int64_t from, to;
-    if (!TimeParam(req, "from", &from, res) || !TimeParam(req, "to", &to, res)) return;
+    for (auto [name, out] : {std::pair{"from", &from}, std::pair{"to", &to}})
+      if (auto e = ReadTime(req, name, out)) return SendError(res, *e);
     size_t max_points = 500;
     if (req.has_param("max_points")) {
       const std::string v = req.get_param_value("max_points");
-      if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1) {
-        res.status = 400;
-        res.set_content(ErrorJson(Invalid("max_points", "max_points: an integer from 1 to 99999")).dump(),
-                        "application/json");
-        return;
-      }
+      if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1)
+        return SendError(res, Invalid("max_points", "max_points: an integer from 1 to 99999"));
       max_points = std::stoul(v);
     }
     nlohmann::json points = nlohmann::json::array();
@@ -144,7 +118,7 @@ void PortalApi::RegisterAdmin(
   auto token_route = [this, s](bool revoke) {
     return [this, s, revoke](const Caller& c, const httplib::Request& req, httplib::Response& res) {
       auto r = s->ReplaceToken(c, req.matches[1], revoke);
-      if (!r.ok()) return SendApiError(res, r.error());
+      if (!r.ok()) return SendError(res, r.error());
       // Replacing your own token from the portal keeps this session (on the new token): the page shows the
       // new token instead of signing out. Other sessions on the old token end (the token check refuses it).
       if (!revoke && r.value().name == c.user && RequestCredentialOf(req).source == Credential::Source::kSession)
@@ -157,7 +131,7 @@ void PortalApi::RegisterAdmin(
   http.Delete(R"(/api/v1/users/([a-z0-9._-]+)/token)", authed(token_route(true)));
   http.Get(R"(/api/v1/jobs/(\d{1,18})/whatif)", authed([s](const Caller& c, const httplib::Request& req, httplib::Response& res) {
     auto r = s->WhatIf(c, std::stoll(req.matches[1]));
-    if (!r.ok()) return SendApiError(res, r.error());
+    if (!r.ok()) return SendError(res, r.error());
     nlohmann::json options = nlohmann::json::array();
     for (const WhatIfOption& o : r.value()) {
       nlohmann::json j = {{"fraction", o.fraction}, {"gpus", o.gpus}, {"estimated_start", TimeJson(o.estimated_start)}};
@@ -170,16 +144,16 @@ void PortalApi::RegisterAdmin(
   }));
   http.Patch(R"(/api/v1/teams/([a-z0-9_-]+))", authed([s](const Caller& c, const httplib::Request& req, httplib::Response& res) {
     nlohmann::json b = nlohmann::json::parse(req.body, nullptr, false);
-    if (!b.is_object()) return SendApiError(res, Invalid("", "the request body must be a JSON object"));
+    if (!b.is_object()) return SendError(res, Invalid("", "the request body must be a JSON object"));
     for (const auto& [k, v] : b.items())
       if (k != "guaranteed_gpus" && k != "limit_gpus" && k != "over_quota_weight" && k != "allowed_priority_classes")
-        return SendApiError(res, Invalid(k, fmt::format("unknown field '{}' (guaranteed_gpus, limit_gpus, "
+        return SendError(res, Invalid(k, fmt::format("unknown field '{}' (guaranteed_gpus, limit_gpus, "
                                                         "over_quota_weight, allowed_priority_classes)", k)));
     Service::TeamChange change;
     if (b.contains("over_quota_weight")) {
       const nlohmann::json& w = b["over_quota_weight"];
       if (!w.is_number_integer() || w.get<int64_t>() < 0 || w.get<int64_t>() > 65535)
-        return SendApiError(res, Invalid("over_quota_weight", "field 'over_quota_weight': an integer 0..65535"));
+        return SendError(res, Invalid("over_quota_weight", "field 'over_quota_weight': an integer 0..65535"));
       change.over_quota_weight = static_cast<int>(w.get<int64_t>());
     }
     if (!GpusField(b, "guaranteed_gpus", &change.guaranteed_milli, res) ||
@@ -187,7 +161,7 @@ void PortalApi::RegisterAdmin(
         !IfMatch(req, &change.if_version, res))
       return;
     auto r = s->UpdateTeam(c, req.matches[1], change);
-    if (!r.ok()) return SendApiError(res, r.error());
+    if (!r.ok()) return SendError(res, r.error());
     res.set_header("ETag", TeamEtag(r.value()));
     res.set_content(TeamJson(r.value()).dump(), "application/json");
   }));

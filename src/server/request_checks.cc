@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "cost/focus.h"
+
 namespace tessera {
 namespace {
 
@@ -90,6 +92,24 @@ std::optional<ApiError> ReadPageSize(const httplib::Request& req, int* out) {
   if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.find_first_not_of('0') == std::string::npos)
     return Invalid("page_size", fmt::format("page_size: an integer from 1 to {} (larger is clamped)", kMaxPageSize));
   *out = v.size() > 6 ? kMaxPageSize : std::min(kMaxPageSize, std::stoi(v));
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadTime(const httplib::Request& req, const char* name, int64_t* out) {
+  *out = -1;
+  if (!req.has_param(name)) return std::nullopt;
+  const std::string v = req.get_param_value(name);
+  constexpr int64_t kMaxTime = 253402300799;  // 9999-12-31T23:59:59Z
+  if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+    if (v.size() > 12 || std::stoll(v) > kMaxTime)
+      return Invalid(name, fmt::format("{}: Unix seconds from 0 to {}", name, kMaxTime));
+    *out = std::stoll(v);
+    return std::nullopt;
+  }
+  auto t = ParseIsoUtc(v);
+  if (!t.ok() || *t < 0 || *t > kMaxTime)
+    return Invalid(name, fmt::format("{}: '{}' is neither an ISO 8601 UTC time nor Unix seconds", name, v));
+  *out = *t;
   return std::nullopt;
 }
 

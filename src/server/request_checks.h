@@ -30,6 +30,10 @@ std::optional<ApiError> CheckRequest(const httplib::Request& req, size_t max_bod
 inline constexpr int kMaxPageSize = 1000;
 std::optional<ApiError> ReadPageSize(const httplib::Request& req, int* out);
 
+// A time query parameter: ISO 8601 UTC or Unix seconds, from 0 to 253402300799 (9999-12-31T23:59:59Z);
+// `*out` is -1 when absent; else the 400 to answer, naming the parameter.
+std::optional<ApiError> ReadTime(const httplib::Request& req, const char* name, int64_t* out);
+
 // Token buckets by key: `per_minute` events a minute, bursts up to `per_minute`. Thread safe.
 class RateLimiter {
  public:

@@ -219,6 +219,13 @@ TEST_F(PortalApiTest, HistorySamplesTheClusterOverTime) {
   EXPECT_GE(points.back()["allocated_gpus"].get<double>(), 8.0);
   EXPECT_EQ(Client().Get("/api/v1/cluster/history?from=yesterday", Bearer(lead))->status, 400);
   EXPECT_EQ(Client().Get("/api/v1/cluster/history?max_points=0", Bearer(lead))->status, 400);
+  // The range every time parameter of the API has (Unix seconds 0..253402300799, year 9999).
+  for (const std::string q : {"from=999999999999999999", "to=253402300800", "from=10000-01-01T00:00:00Z"}) {
+    auto r = Client().Get("/api/v1/cluster/history?" + q, Bearer(lead));
+    EXPECT_EQ(r->status, 400) << q;
+    EXPECT_EQ(Json(r)["error"]["field"], q.substr(0, q.find('='))) << q;
+  }
+  EXPECT_EQ(Client().Get("/api/v1/cluster/history?from=0&to=253402300799", Bearer(lead))->status, 200);
   EXPECT_EQ(Client().Get("/api/v1/cluster/history")->status, 401);
 }
 
