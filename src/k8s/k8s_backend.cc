@@ -122,8 +122,16 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
                           {"kind", "Binding"},
                           {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}}},
                           {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+    if (std::string why = hooks_.admit ? hooks_.admit(p, node) : ""; !why.empty()) {
+      const int unwound = Unwind(bound);
+      fail.message = fmt::format("pod {}/{} not bound to node {}: {}{}", p.ns, p.name, node, why,
+                                 unwound > 0 ? fmt::format("; {} bound member(s) deleted", unwound) : "");
+      Log(fail.message);
+      return Emit(fail);
+    }
     const ApiResponse r = api_->Post(PodPath(p) + "/binding", binding);
     if (!r.ok()) {
+      if (hooks_.forget) hooks_.forget(p);
       const int unwound = Unwind(bound);
       fail.message = fmt::format("binding pod {}/{} to node {} failed ({} {}){}", p.ns, p.name, node, r.status,
                                  r.error, unwound > 0 ? fmt::format("; {} bound member(s) deleted", unwound) : "");

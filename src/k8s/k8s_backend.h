@@ -32,16 +32,20 @@
 
 namespace tessera {
 
+// One pod as a run holds it.
+struct PodRef {
+  std::string ns, name, uid;
+};
+
 struct K8sBackendHooks {
   std::function<std::optional<JobKey>(JobSlot)> key_of;            // the Kubernetes job of a loop job
   std::function<std::string(NodeId)> node_name;                   // a node id of the loop's cluster
   std::function<std::vector<nlohmann::json>(const JobKey&)> pods;  // the job's pods now (any state), in order
   std::function<void(const std::string&)> log;
-};
-
-// One pod as a run holds it.
-struct PodRef {
-  std::string ns, name, uid;
+  // Before each binding: "" to bind the pod to the node, else why not (a Kubernetes filter it would break
+  // now); after a failed binding, forget undoes what admit assumed. Unset: every binding is tried.
+  std::function<std::string(const PodRef&, const std::string&)> admit;
+  std::function<void(const PodRef&)> forget;
 };
 
 // The members to bind, in order: the waiting pods of `pods` (at most `tasks`), or an error saying how many

@@ -43,6 +43,8 @@ Status AddContainer(const json& c, const std::string& where, std::map<std::strin
   return Status::Ok();
 }
 
+}  // namespace
+
 Result<std::map<std::string, int64_t>> PodResources(const json& spec) {
   std::map<std::string, int64_t> sum, init;
   for (const char* list : {"containers", "initContainers"}) {
@@ -60,6 +62,8 @@ Result<std::map<std::string, int64_t>> PodResources(const json& spec) {
   for (const auto& [name, v] : init) sum[name] = std::max(sum[name], v);
   return sum;
 }
+
+namespace {
 
 Status WholeDevices(const std::string& name, int64_t milli) {
   if (milli < 0 || milli % 1000 != 0)

@@ -37,6 +37,10 @@ struct PodDemand {
   bool AnyGpu() const { return gpus > 0 || !mig.empty(); }
 };
 
+// A pod spec's requests per resource, in thousandths: per resource, the sum over containers of requests
+// (limits where no request is given), and at least the largest init container's.
+Result<std::map<std::string, int64_t>> PodResources(const nlohmann::json& spec);
+
 // The pod's demand: per resource, the sum over containers of requests (limits where no request is given),
 // and at least the largest init container's. Device resources must be whole numbers.
 Result<PodDemand> ReadPodDemand(const nlohmann::json& pod);

@@ -153,10 +153,13 @@ Status K8sScheduler::StartService() {
   hooks.node_name = [this](NodeId n) { return service_ ? service_->NodeName(n) : std::string(); };
   hooks.pods = [this](const JobKey& k) { return PodsOf(k); };
   hooks.log = [this](const std::string& s) { Log(s); };
+  hooks.admit = [this](const PodRef& p, const std::string& node) { return AdmitBinding(p, node); };
+  hooks.forget = [this](const PodRef& p) { ForgetBinding(p); };
   backend_ = std::make_unique<K8sBackend>(&api_, hooks);
   auto svc = Service::Start(std::move(cfg), std::move(store).value(), clock_.get(), backend_.get());
   if (!svc.ok()) return svc.status();
   service_ = std::move(svc).value();
+  service_->SetJobNodes({}, /*absent_nowhere=*/true);  // no job runs before SyncFilters judged it
   bool more = false;
   for (const JobView& v : service_->List(admin_, "", "", "", 0, 1 << 30, &more))
     if (auto key = KeyOfJob(v.job->project, v.job->team, v.job->name);
@@ -261,6 +264,7 @@ void K8sScheduler::Reconcile() {
   SyncJobs();
   SyncApiJobs();
   SyncBudgets();
+  SyncFilters();
   WriteReasons();
   SyncDra();
 }

@@ -27,6 +27,7 @@
 #include "k8s/api_client.h"
 #include "k8s/budgets.h"
 #include "k8s/dra_sync.h"
+#include "k8s/filters.h"
 #include "k8s/informer.h"
 #include "k8s/job_objects.h"
 #include "k8s/k8s_backend.h"
@@ -80,6 +81,8 @@ class K8sScheduler {
   // A node of the cluster whose spec (its MIG config) or cordon changed; `spec` from NodeSpecFor.
   void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec, bool want_cordon);
   void AddNode(const std::string& name, const nlohmann::json& spec, bool want_cordon);
+  // Bound, unfinished pods whose requests the Service's cluster does not hold (pointers into foreign_pods_).
+  std::vector<const nlohmann::json*> ForeignPods();
   // Volcano and KAI Queues as teams: created, and their quota and weight followed (queues.h).
   void SyncQueues();
   void SyncJobs();
@@ -99,6 +102,15 @@ class K8sScheduler {
   bool Orphaned(const std::string& key, const std::map<std::string, std::vector<nlohmann::json>>& by_key);
   void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
   void WriteReasons();
+  // Kubernetes' node filters (filters.h) for every pending job, on the informer cache of nodes and bound pods
+  // plus our bindings the cache does not show yet: the Service places each job only on the nodes its first
+  // waiting pod passes; a job no node passes gets kube-scheduler's message (unschedulable_).
+  void SyncFilters();
+  FilterWorld MakeFilterWorld() const;
+  // Before each binding (the backend's threads): the filters judged again on the state now, with the
+  // bindings made since; "" = bind (and the pod is assumed bound), else why not.
+  std::string AdmitBinding(const PodRef& pod, const std::string& node);
+  void ForgetBinding(const PodRef& pod);
   // Pods with ResourceClaims (scheduler_dra.cc): allocated, reserved and bound outside the Service.
   void SyncDra();
   void DraPod(const nlohmann::json& pod, const DraWorld& world, std::map<std::string, nlohmann::json>* claims,
@@ -148,6 +160,11 @@ class K8sScheduler {
   std::set<std::string> namespaces_;                  // namespaces known to exist
   std::set<int64_t> without_container_;              // API jobs that run nowhere but in the loop
   std::set<int64_t> eviction_blocked_;               // as last given to the Service
+  std::map<std::string, std::string> unschedulable_;  // JobKey::str() -> kube-scheduler's message: no node passes
+  std::map<std::string, size_t> passing_;
+  std::map<std::string, nlohmann::json> foreign_pods_;  // the pods ForeignPods last read (loop thread)             // JobKey::str() -> how many nodes its first pod passes
+  mutable std::mutex assumed_mu_;                     // guards assumed_ (the backend's threads write it)
+  std::map<std::string, std::pair<nlohmann::json, std::string>> assumed_;  // uid -> (pod, node) we bound, until seen
   mutable std::mutex api_mu_;                         // guards api_keys_ (the backend's threads read it)
   std::map<int64_t, std::vector<JobKey>> api_keys_;   // job id -> the key of each of its loop replicas
 };

@@ -32,6 +32,13 @@ std::string Label(const json& node, const char* key) {
   return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
 
+// Whether a node spec's capacity (GPUs, CPU, memory) differs from the Service's view of it.
+bool CapacityChanged(const json& spec, const json& view) {
+  for (const char* k : {"gpus", "cpu_milli", "memory_mib"})
+    if (spec.value(k, int64_t{-1}) != view.value(k, int64_t{-1})) return true;
+  return false;
+}
+
 int PodPriority(const json& pod) {
   const json* spec = Field(pod, "spec");
   const json* p = spec != nullptr ? Field(*spec, "priority") : nullptr;
@@ -45,17 +52,14 @@ void K8sScheduler::SyncNodes() {
   if (!views.ok()) return;
   std::map<std::string, NodeView> known;
   for (NodeView& v : views.value()) known[v.name] = std::move(v);
-  std::vector<const json*> foreign;
-  const auto pods = pods_->Objects();
-  for (const auto& [k, p] : pods)
-    if (!PodIsOurs(p, options_.scheduler_name)) foreign.push_back(&p);
-  const std::map<std::string, NodeUse> used = UsageByNode(foreign);
+  const std::map<std::string, NodeUse> used = UsageByNode(ForeignPods());
   const auto nodes = nodes_->Objects();
   for (const auto& [name, node] : nodes) {
     auto model = ReadNodeModel(node, Catalog::Default(), options_.leaf_label, options_.spine_label);
     if (!model.ok()) continue;
     auto spec = NodeSpecFor(*model, used.count(name) ? used.at(name) : NodeUse{}, Catalog::Default());
-    const bool want_cordon = model->unschedulable || !model->ready || (mig_ && mig_->Holds(name));
+    // A node with no GPU left for Tessera (other pods hold them all) takes nothing new.
+    const bool want_cordon = model->unschedulable || !model->ready || (mig_ && mig_->Holds(name)) || !spec.ok();
     auto it = known.find(name);
     if (it == known.end() && spec.ok()) AddNode(name, *spec, want_cordon);
     else if (it != known.end()) SyncNode(it->second, node, spec.ok() ? *spec : it->second.spec, want_cordon);
@@ -87,8 +91,40 @@ void K8sScheduler::SyncNode(const NodeView& view, const json& node, const json& 
     Log(fmt::format("node {}: MIG config now '{}'", name, SpecMigConfig(spec)));
     return AddNode(name, spec, want_cordon);
   }
+  if (CapacityChanged(spec, view.spec) && !(mig_ && mig_->Holds(name)) && view.state != "removed") {
+    // Allocatable or other pods' use changed: re-read once none of our tasks runs there (until then the
+    // filters keep placements within what the API shows).
+    if (view.state == "ready") (void)service_->CordonNode(admin_, name);
+    if (service_->RemoveNode(admin_, name).ok()) {
+      Log(fmt::format("node {}: {} GPUs, {} mCPU, {} MiB for Tessera now", name, spec.value("gpus", 0),
+                      spec.value("cpu_milli", 0), spec.value("memory_mib", 0)));
+      return AddNode(name, spec, want_cordon);
+    }
+    if (!want_cordon) (void)service_->UncordonNode(admin_, name);
+    return;
+  }
   if (want_cordon && view.state == "ready") (void)service_->CordonNode(admin_, name);
   if (!want_cordon && view.state == "cordoned") (void)service_->UncordonNode(admin_, name);
+}
+
+// Pods whose requests the Service's cluster does not hold: other schedulers' pods, and ours that no running
+// job of this Service holds (bound by an earlier replica or store, or left from an ended job).
+std::vector<const json*> K8sScheduler::ForeignPods() {
+  foreign_pods_ = pods_->Objects();
+  auto snap = service_->snapshot();
+  std::set<std::string> running;
+  for (const auto& [key, id] : job_of_key_)
+    if (snap && !snap->pending.count(id)) running.insert(key);
+  {
+    std::lock_guard<std::mutex> l(api_mu_);
+    for (const auto& [id, keys] : api_keys_)
+      if (snap && !snap->pending.count(id))
+        for (const JobKey& k : keys) running.insert(k.str());
+  }
+  std::vector<const json*> out;
+  for (const auto& [k, p] : foreign_pods_)
+    if (!PodIsOurs(p, options_.scheduler_name) || !running.count(JobKeyOf(p).str())) out.push_back(&p);
+  return out;
 }
 
 void K8sScheduler::SyncJobs() {
@@ -319,10 +355,20 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
 void K8sScheduler::WriteReasons() {
   auto snap = service_->snapshot();
   if (!snap) return;
+  const size_t nodes = nodes_->Objects().size();
   for (const auto& [key, id] : job_of_key_) {
     auto it = snap->pending.find(id);
     if (it == snap->pending.end() || it->second.code.empty()) continue;
-    const std::string message = fmt::format("tessera: {}", it->second.message.str());
+    // No node passes: kube-scheduler's message alone (the loop's says only that); else how many pass and why
+    // the loop still waits.
+    auto none = unschedulable_.find(key);
+    auto pass = passing_.find(key);
+    const std::string message =
+        none != unschedulable_.end()
+            ? none->second
+            : fmt::format("{}/{} nodes pass the pod's filters; tessera: {}: {}",
+                          pass == passing_.end() ? nodes : pass->second, nodes, it->second.code,
+                          it->second.message.str());
     std::vector<json> pods;
     {
       std::lock_guard<std::mutex> l(pods_mu_);
@@ -331,12 +377,21 @@ void K8sScheduler::WriteReasons() {
       for (const auto& [name, pod] : p->second)
         if (PodWaiting(pod)) pods.push_back(pod);
     }
-    for (const json& p : pods) SetReason(p, std::string(it->second.code), message);
+    for (const json& p : pods) SetReason(p, "Unschedulable", message);
   }
 }
 
-void K8sScheduler::SetReason(const json& pod, const std::string& reason, const std::string& message) {
+// Every waiting pod's condition has reason Unschedulable (what Cluster Autoscaler and Karpenter act on);
+// Tessera's own reason, when another, leads the message ("tessera: GangIncomplete: ...").
+void K8sScheduler::SetReason(const json& pod, const std::string& code, const std::string& text) {
   const std::string uid = Meta(pod, "uid");
+  const std::string reason = "Unschedulable";
+  std::string message = text;
+  if (code != reason) {
+    constexpr std::string_view kOurs = "tessera: ";
+    message = text.rfind(kOurs, 0) == 0 ? fmt::format("tessera: {}: {}", code, text.substr(kOurs.size()))
+                                        : fmt::format("tessera: {}: {}", code, text);
+  }
   const std::string msg = message.size() > 1000 ? message.substr(0, 1000) : message;
   auto said = said_.find(uid);
   if (said != said_.end() && said->second == std::make_pair(reason, msg)) return;
@@ -350,7 +405,7 @@ void K8sScheduler::SetReason(const json& pod, const std::string& reason, const s
   if (r.ok()) {
     said_[uid] = {reason, msg};
     // kubectl describe shows it under Events, as kube-scheduler's FailedScheduling.
-    const ApiResponse e = PostEvent(api_, pod, "Warning", "FailedScheduling", fmt::format("{}: {}", reason, msg), "tessera");
+    const ApiResponse e = PostEvent(api_, pod, "Warning", "FailedScheduling", msg, "tessera");
     if (!e.ok()) Log(fmt::format("pod {}/{}: writing the Event failed ({} {})", Meta(pod, "namespace"), Meta(pod, "name"),
                                  e.status, e.error));
   } else {

@@ -121,11 +121,12 @@ void CycleRun::Process(int j) {
   if (RejectIfExceedsCluster(j, units)) return;
   if (QuotaBlocked(j, units)) return;
   if (!LendingOk(j, units, &st)) return;
-  if (const FailureCache::Entry* e = fails_.Find(r)) {
+  // A request limited to some nodes neither uses nor feeds the cache: its failure says nothing of others.
+  if (const FailureCache::Entry* e = r.nodes ? nullptr : fails_.Find(r)) {
     HandleNoFit(j, e->code, CachedFailureReason(r, e), units);
     return;
   }
-  PlaceResult res = policy_.Place(work_, r);
+  PlaceResult res = PlaceWithin(policy_, work_, r);
   if (res.ok) {
     if (!KindLimitsOk(q, res.tasks, &st) || !HeadroomOk(j, res.tasks)) return;
     Bind(j, std::move(res.tasks), std::move(res.reason));
@@ -136,7 +137,7 @@ void CycleRun::Process(int j) {
     return;
   }
   SharedText why(std::move(res.reason));
-  fails_.Add(r, res.code, why);
+  if (!r.nodes) fails_.Add(r, res.code, why);
   HandleNoFit(j, res.code, std::move(why), units);
 }
 

@@ -49,7 +49,7 @@ void CycleRun::Estimate(const std::vector<int>& order) {
     }
     while (budget > 0) {
       --budget;
-      PlaceResult res = policy_.Place(w, p.request);
+      PlaceResult res = PlaceWithin(policy_, w, p.request);
       if (res.ok) {
         plan_.pending[j].estimated_start_s = std::max(t, in_.now_s);
         w.Apply(res.tasks, p.request.cpu_milli, p.request.host_memory_mib, p.request.cls != WorkloadClass::kTraining);

@@ -180,7 +180,7 @@ void CycleRun::OrderVictimsByNode(const Request& r, std::vector<VictimCand>* can
   std::vector<Choice> choices;
   for (auto& [n, np] : nodes) {
     const NodeState& ns = work_.node(n);
-    if (!r.KindAllowed(ns.kind) || !r.TierAllowed(ns.tier) || work_.catalog().kind(ns.kind).memory_mib < r.gpu_memory_mib)
+    if (!r.NodeAllowed(n) || !r.KindAllowed(ns.kind) || !r.TierAllowed(ns.tier) || work_.catalog().kind(ns.kind).memory_mib < r.gpu_memory_mib)
       continue;
     int have = ns.free_whole + ns.idle_mig_gpus;
     Choice ch;
@@ -252,7 +252,7 @@ bool CycleRun::ReleaseVictims(int j, int64_t units, int64_t quota_need, const st
       freed_total += run_units_[c.i];
     if (*freed_own < quota_need) continue;
     if (free0 + freed_total < units) continue;
-    *res = policy_.Place(work_, p.request);
+    *res = PlaceWithin(policy_, work_, p.request);
     if (res->ok) {
       ok = true;
       break;
@@ -276,7 +276,7 @@ std::vector<bool> CycleRun::SpareVictims(int j, int64_t quota_need, const std::v
     const int vq = in_.running[c.i].queue;
     if (vq == q && freed_own - run_units_[c.i] < quota_need) continue;
     ReapplyRunning(c.i);
-    PlaceResult r2 = policy_.Place(work_, p.request);
+    PlaceResult r2 = PlaceWithin(policy_, work_, p.request);
     if (r2.ok) {
       spared[k] = true;
       *res = std::move(r2);

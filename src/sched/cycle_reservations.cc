@@ -154,7 +154,7 @@ int64_t CycleRun::FindReservationTime(int j, const std::vector<int>& claim_of, P
     if (free_units < need) continue;
     if (one_node && !grown) continue;
     grown = false;
-    *res = policy_.Place(w, p.request);
+    *res = PlaceWithin(policy_, w, p.request);
     if (res->ok) return ends[e].t;
   }
   return -1;
@@ -261,7 +261,7 @@ bool CycleRun::TryBackfillHolds(int j) {
     if (phantoms_[i].start_s >= r.expected_end_s) open.push_back(i);
   if (open.empty()) return false;
   for (size_t i : open) SetHolds(phantoms_[i], false);
-  PlaceResult res = policy_.Place(work_, r);
+  PlaceResult res = PlaceWithin(policy_, work_, r);
   PendingStatus tmp;
   tmp.queue = plan_.pending[j].queue;
   const bool ok = res.ok && KindLimitsOk(tmp.queue, res.tasks, &tmp) && HeadroomOk(j, res.tasks);

@@ -128,8 +128,25 @@ SharingOptions SharingFor(std::string_view policy, SharingOptions scenario) {
   return scenario;
 }
 
+PlaceResult PlaceWithin(const Policy& policy, ClusterState& state, const Request& request) {
+  if (request.nodes == nullptr) return policy.Place(state, request);
+  std::vector<NodeId> held;
+  bool any = false;
+  for (NodeId n = 0; n < state.num_nodes(); ++n) {
+    if (request.NodeAllowed(n)) {
+      any = any || !state.node_cordoned(n);
+      continue;
+    }
+    if (!state.node_cordoned(n) && state.CordonNode(n).ok()) held.push_back(n);
+  }
+  PlaceResult res = any ? policy.Place(state, request)
+                        : PlaceResult::NoFit(NoFitCode::kResources, "no node passes the job's node constraints");
+  for (NodeId n : held) (void)state.UncordonNode(n);
+  return res;
+}
+
 PlaceResult PlaceAndApply(ClusterState& state, const Policy& policy, const Request& request) {
-  PlaceResult res = policy.Place(state, request);
+  PlaceResult res = PlaceWithin(policy, state, request);
   if (res.ok)
     state.Apply(res.tasks, request.cpu_milli, request.host_memory_mib, request.cls != WorkloadClass::kTraining);
   return res;

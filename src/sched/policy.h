@@ -77,4 +77,8 @@ SharingOptions SharingFor(std::string_view policy, SharingOptions scenario);
 
 PlaceResult PlaceAndApply(ClusterState& state, const Policy& policy, const Request& request);
 
+// policy.Place(state, request) among the nodes request.nodes allows: the others are cordoned for the call and
+// their cordon lifted after it, so `state` is as it was. No allowed node: kResources with the reason.
+PlaceResult PlaceWithin(const Policy& policy, ClusterState& state, const Request& request);
+
 }  // namespace tessera

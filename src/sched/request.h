@@ -3,7 +3,9 @@
 // an inference service with R replicas is R requests of one task each.
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "base/ids.h"
 #include "model/cluster.h"
@@ -32,12 +34,19 @@ struct Request {
   // When the request would end if placed now (its time limit), or -1 if unknown. Placement may use it with
   // the snapshot's drain times to keep nodes' lifetimes aligned, so that nodes drain early for gangs.
   int64_t expected_end_s = -1;
+  // The nodes a task may go to (nodes[n] for node n of the snapshot; a node past the end is not allowed);
+  // null = every node. Drivers set it from constraints the engine does not model (Kubernetes' node filters);
+  // PlaceWithin (policy.h) honours it.
+  std::shared_ptr<const std::vector<bool>> nodes;
 
   bool SubGpu() const { return gpus_per_task == 0; }
   int GpusPerTask() const { return gpus_per_task == 0 ? 1 : gpus_per_task; }
   int TotalGpus() const { return tasks * GpusPerTask(); }
   bool KindAllowed(KindId k) const { return kind_mask == 0 || ((kind_mask >> k) & 1u); }
   bool TierAllowed(Tier t) const { return tier_mask == 0 || ((tier_mask >> static_cast<int>(t)) & 1u); }
+  bool NodeAllowed(NodeId n) const {
+    return nodes == nullptr || (n >= 0 && static_cast<size_t>(n) < nodes->size() && (*nodes)[n]);
+  }
 };
 
 }  // namespace tessera

@@ -131,6 +131,7 @@ void ServiceDriver::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>*
       const JobSlot slot = SlotOf(r.id);
       if (HasSlotLocked(slot) && eviction_blocked_.count(IdOfSlotLocked(slot))) r.preemptible = false;
     }
+  ApplyJobNodesLocked(in);
   // Assigning into a kept state reuses its memory: a fresh copy of a large cluster costs milliseconds of
   // page faults, all of them under the lock that requests wait for.
   if (*working)
@@ -138,6 +139,34 @@ void ServiceDriver::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>*
   else
     *working = std::make_unique<ClusterState>(loop_->state());
   in->snapshot = working->get();
+}
+
+void ServiceDriver::ApplyJobNodesLocked(CycleInput* in) const {
+  if (job_nodes_.empty() && !job_nodes_strict_) return;
+  const std::vector<Node>& nodes = loop_->state().cluster().nodes;
+  const std::set<std::string> none;
+  std::map<const std::set<std::string>*, std::shared_ptr<const std::vector<bool>>> masks;  // one per shared set
+  for (PendingJob& p : in->pending) {
+    const JobSlot slot = SlotOf(p.request.id);
+    if (!HasSlotLocked(slot)) continue;
+    auto it = job_nodes_.find(IdOfSlotLocked(slot));
+    const std::set<std::string>* names = it != job_nodes_.end() ? it->second.get() : job_nodes_strict_ ? &none : nullptr;
+    if (names == nullptr) continue;
+    auto& mask = masks[names];
+    if (mask == nullptr) {
+      auto m = std::make_shared<std::vector<bool>>(nodes.size(), false);
+      for (size_t n = 0; n < nodes.size(); ++n) (*m)[n] = names->count(nodes[n].name) > 0;
+      mask = std::move(m);
+    }
+    p.request.nodes = mask;
+  }
+}
+
+void ServiceDriver::SetJobNodes(std::map<int64_t, std::shared_ptr<const std::set<std::string>>> nodes,
+                                bool absent_nowhere) {
+  std::lock_guard<std::mutex> lock(mu_);
+  job_nodes_ = std::move(nodes);
+  job_nodes_strict_ = absent_nowhere;
 }
 
 void ServiceDriver::SetEvictionBlocked(std::set<int64_t> ids) {

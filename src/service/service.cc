@@ -114,5 +114,8 @@ std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const { return driver_->Lo
 JobPtr Service::JobOfSlot(JobSlot slot) const { return driver_->JobOfSlot(slot); }
 std::string Service::NodeName(NodeId n) const { return driver_->NodeName(n); }
 void Service::SetEvictionBlocked(std::set<int64_t> ids) { driver_->SetEvictionBlocked(std::move(ids)); }
+void Service::SetJobNodes(std::map<int64_t, NodeNames> nodes, bool absent_nowhere) {
+  driver_->SetJobNodes(std::move(nodes), absent_nowhere);
+}
 
 }  // namespace tessera

@@ -229,6 +229,13 @@ class Service {
   // Running jobs that cannot be evicted now (a backend's disruption budgets refuse it): the cycles after
   // this call choose no victim among them. Replaces the previous set; unknown ids are ignored.
   void SetEvictionBlocked(std::set<int64_t> ids);
+  // The nodes (by name) each pending job may go to, for constraints the engine does not model (Kubernetes'
+  // node filters, judged by the driver): the cycles after this call place the job only there. Replaces the
+  // previous map. A job absent from it may go to any node, or, with `absent_nowhere`, to none until a
+  // later call names it (a driver that judges every job before it may run); null = any node. Jobs may
+  // share one set.
+  using NodeNames = std::shared_ptr<const std::set<std::string>>;
+  void SetJobNodes(std::map<int64_t, NodeNames> nodes, bool absent_nowhere = false);
 
  private:
   Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* clock, Backend* backend);

@@ -101,8 +101,11 @@ class ServiceDriver {
   JobPtr JobOfSlot(JobSlot slot) const;
   std::string NodeName(NodeId n) const;
   void SetEvictionBlocked(std::set<int64_t> ids);
+  void SetJobNodes(std::map<int64_t, std::shared_ptr<const std::set<std::string>>> nodes, bool absent_nowhere);
 
  private:
+  // Limits the pending jobs of `in` to the nodes SetJobNodes gave them (Request::nodes).
+  void ApplyJobNodesLocked(CycleInput* in) const;
   // What a commit makes visible: job versions (fresh = first version of a job), usage records.
   struct Effects {
     std::vector<JobPtr> next;
@@ -281,6 +284,8 @@ class ServiceDriver {
   Fx* fx_ = nullptr;                       // the effects the driver's reports go to
   std::map<int64_t, std::string> reason_;  // job -> the reason of its last bind or preemption
   std::set<int64_t> eviction_blocked_;     // jobs no cycle may preempt now (SetEvictionBlocked)
+  std::map<int64_t, std::shared_ptr<const std::set<std::string>>> job_nodes_;  // SetJobNodes
+  bool job_nodes_strict_ = false;  // a job absent from job_nodes_ goes nowhere
   std::vector<KindStats> kind_stats_;      // by KindId (live nodes)
   std::vector<NodeEntry> node_entries_;
   int64_t stored_clock_ = 0;   // the clock position last written

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -108,11 +110,19 @@ class SchedulerE2e : public ::testing::Test {
     return done();
   }
   std::optional<json> Pod(const std::string& name) { return api_.Get("pods", "ml", name); }
-  // The reason of the pod's PodScheduled=False condition ("" while it has none).
+  // Tessera's reason for the pod's PodScheduled=False condition ("" while it has none): the condition's
+  // reason is always Unschedulable (what autoscalers act on) and Tessera's own code leads its message
+  // ("tessera: CODE: ..."); a message without one gives "Unschedulable".
   std::string Unscheduled(const std::string& name) {
     auto p = Pod(name);
-    for (const json& c : p ? (*p)["status"].value("conditions", json::array()) : json::array())
-      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") return c.value("reason", "");
+    for (const json& c : p ? (*p)["status"].value("conditions", json::array()) : json::array()) {
+      if (c.value("type", "") != "PodScheduled" || c.value("status", "") != "False") continue;
+      if (c.value("reason", "") != "Unschedulable") return "reason " + c.value("reason", "") + ", not Unschedulable";
+      static const std::regex kCode("tessera: ([A-Za-z]+):");
+      const std::string m = c.value("message", "");
+      std::smatch code;
+      return std::regex_search(m, code, kCode) ? code[1].str() : "Unschedulable";
+    }
     return "";
   }
 
@@ -161,7 +171,7 @@ TEST_F(SchedulerE2e, GangPodsWaitForTheirPodGroup) {
     api_.Create("pods", GpuRequestPod("late-" + std::to_string(i), "nvidia.com/gpu", 8, "late"));
   auto reason = [&](const std::string& name) { return Unscheduled(name); };
   ASSERT_TRUE(Eventually([&] { return reason("late-0") == "PodGroupNotFound" && reason("late-1") == "PodGroupNotFound"; }))
-      << reason("late-0");
+      << Pod("late-0")->dump();
   api_.Create("pods", GpuRequestPod("late-2", "nvidia.com/gpu", 8, "late"));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(NodeOf(Pod("late-" + std::to_string(i))).empty()) << i;

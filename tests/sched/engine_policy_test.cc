@@ -483,3 +483,39 @@ TEST(EngineNodeIndex, SameChoicesAsAScanOfEveryNode) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Request::nodes limits placement to the nodes it allows, for whole GPUs, gangs and MIG slices alike, and
+// PlaceWithin leaves the state as it found it.
+TEST(PlaceWithinTest, PlacesOnlyOnAllowedNodesAndLiftsItsCordons) {
+  auto built = ClusterState::Build(MakeCluster(4, 8, "a100-80gb"), Catalog::Default());
+  ASSERT_TRUE(built.ok());
+  ClusterState s = std::move(built).value();
+  auto policy = MakePolicy("tessera");
+  ASSERT_TRUE(policy.ok());
+  ASSERT_TRUE(s.CordonNode(3).ok());  // a cordon of its own stays
+  for (const Request& base : {WholeGang(1, 2), WholeGang(2, 8), Slice(10000, 143)}) {
+    Request r = base;
+    r.nodes = std::make_shared<std::vector<bool>>(std::vector<bool>{false, true, true, false});
+    const PlaceResult res = PlaceWithin(**policy, s, r);
+    ASSERT_TRUE(res.ok) << res.reason;
+    for (const TaskPlacement& t : res.tasks) EXPECT_TRUE(t.node == 1 || t.node == 2) << "node " << t.node;
+    for (NodeId n = 0; n < 3; ++n) EXPECT_FALSE(s.node_cordoned(n)) << "node " << n;
+    EXPECT_TRUE(s.node_cordoned(3));
+  }
+  Request none = WholeGang(1, 1);
+  none.nodes = std::make_shared<std::vector<bool>>(std::vector<bool>{false, false, false, true});  // only cordoned
+  const PlaceResult res = PlaceWithin(**policy, s, none);
+  EXPECT_FALSE(res.ok);
+  EXPECT_EQ(res.code, NoFitCode::kResources);
+  Request three = WholeGang(3, 8);  // allowed on two nodes of 8 GPUs: no room for a third task
+  three.nodes = std::make_shared<std::vector<bool>>(std::vector<bool>{true, true, false, false});
+  EXPECT_FALSE(PlaceWithin(**policy, s, three).ok);
+  three.nodes = nullptr;
+  EXPECT_TRUE(PlaceWithin(**policy, s, three).ok);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,124 @@
+// The scheduler's node filters (scheduler.h, filters.h): which nodes each pending job may go to, judged on
+// the informer cache of nodes and bound pods (any scheduler's) and the bindings not yet seen there.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s/cluster_view.h"
+#include "k8s/scheduler.h"
+
+namespace tessera {
+
+using json = nlohmann::json;
+
+namespace {
+
+// Pods without constraints of their own are judged once per distinct requests (and namespace).
+std::string FilterSignature(const json& pod) {
+  if (PodHasPlacementConstraints(pod)) return "";
+  const json* spec = Field(pod, "spec");
+  auto requests = spec != nullptr ? PodResources(*spec) : Result<std::map<std::string, int64_t>>(Status::Error(""));
+  if (!requests.ok()) return "";
+  const json* meta = Field(pod, "metadata");
+  const json* labels = meta != nullptr ? Field(*meta, "labels") : nullptr;
+  std::string sig = Meta(pod, "namespace") + "|" + (labels != nullptr ? labels->dump() : "");
+  for (const auto& [r, v] : *requests) sig += fmt::format("|{}={}", r, v);
+  return sig;
+}
+
+}  // namespace
+
+FilterWorld K8sScheduler::MakeFilterWorld() const {
+  const auto pods = pods_->Objects();
+  FilterWorld world(nodes_->Objects(), pods);
+  std::lock_guard<std::mutex> l(assumed_mu_);
+  for (const auto& [uid, entry] : assumed_) world.Assume(entry.first, entry.second);
+  return world;
+}
+
+void K8sScheduler::SyncFilters() {
+  {  // bindings the cache now shows (or pods gone) need no assuming
+    const auto pods = pods_->Objects();
+    std::map<std::string, const json*> by_uid;
+    for (const auto& [k, p] : pods) by_uid[Meta(p, "uid")] = &p;
+    std::lock_guard<std::mutex> l(assumed_mu_);
+    for (auto it = assumed_.begin(); it != assumed_.end();) {
+      auto p = by_uid.find(it->first);
+      it = p == by_uid.end() || !PodNode(*p->second).empty() ? assumed_.erase(it) : std::next(it);
+    }
+  }
+  const FilterWorld world = MakeFilterWorld();
+  std::map<int64_t, Service::NodeNames> masks;
+  std::map<std::string, std::pair<Service::NodeNames, std::string>> by_signature;
+  std::map<std::string, std::string> unschedulable;
+  std::map<std::string, size_t> passing;
+  auto judge = [&](const std::string& key, const json& pod) -> Service::NodeNames {
+    const std::string sig = FilterSignature(pod);
+    if (auto it = by_signature.find(sig); !sig.empty() && it != by_signature.end()) {
+      if (!it->second.second.empty()) unschedulable[key] = it->second.second;
+      passing[key] = it->second.first->size();  // (an upper bound; the message is what counts)
+      return it->second.first;
+    }
+    // The job may go where the pod passes, or would once the loop frees (preempts) what it holds there.
+    std::map<std::string, int> rejected;
+    std::set<std::string> allowed;
+    const std::set<std::string> pass = world.Passing(pod, &rejected, &allowed);
+    allowed.insert(pass.begin(), pass.end());
+    auto nodes = std::make_shared<const std::set<std::string>>(std::move(allowed));
+    const std::string message = pass.empty() ? UnschedulableMessage(world.num_nodes(), rejected) : "";
+    if (!message.empty()) unschedulable[key] = message;
+    passing[key] = pass.size();
+    if (!sig.empty()) by_signature[sig] = {nodes, message};
+    return nodes;
+  };
+  std::map<std::string, std::vector<json>> waiting;
+  {
+    std::lock_guard<std::mutex> l(pods_mu_);
+    for (const auto& [key, m] : pods_by_key_)
+      for (const auto& [name, p] : m)
+        if (PodWaiting(p)) waiting[key].push_back(p);
+  }
+  std::map<int64_t, std::string> key_of_job;
+  for (const auto& [key, id] : job_of_key_) key_of_job[id] = key;
+  {
+    std::lock_guard<std::mutex> l(api_mu_);
+    for (const auto& [id, keys] : api_keys_)
+      if (!keys.empty()) key_of_job.emplace(id, keys.front().str());
+  }
+  auto snap = service_->snapshot();
+  if (snap)
+    for (const auto& [id, status] : snap->pending) {
+      auto key = key_of_job.find(id);
+      auto pods = key == key_of_job.end() ? waiting.end() : waiting.find(key->second);
+      masks[id] = pods == waiting.end() ? nullptr : judge(key->second, pods->second.front());
+    }
+  for (const auto& [key, id] : job_of_key_)  // submitted since the snapshot
+    if (!masks.count(id))
+      if (auto pods = waiting.find(key); pods != waiting.end()) masks[id] = judge(key, pods->second.front());
+  service_->SetJobNodes(std::move(masks), /*absent_nowhere=*/true);
+  unschedulable_ = std::move(unschedulable);
+  passing_ = std::move(passing);
+}
+
+std::string K8sScheduler::AdmitBinding(const PodRef& ref, const std::string& node) {
+  json pod;
+  for (const json& p : PodsOf(JobKey{"pod", ref.ns, ref.name}))
+    if (Meta(p, "uid") == ref.uid) pod = p;
+  if (pod.is_null()) {  // a gang member: find it among every pod
+    for (const auto& [k, p] : pods_->Objects())
+      if (Meta(p, "uid") == ref.uid) pod = p;
+  }
+  if (pod.is_null()) return "";  // not in the cache: the API server judges the binding (UID precondition)
+  FilterVerdict v = MakeFilterWorld().Judge(pod, node);
+  if (!v.ok()) return fmt::format("{} ({})", v.reasons.front(), v.plugin);
+  std::lock_guard<std::mutex> l(assumed_mu_);
+  assumed_[ref.uid] = {pod, node};
+  return "";
+}
+
+void K8sScheduler::ForgetBinding(const PodRef& ref) {
+  std::lock_guard<std::mutex> l(assumed_mu_);
+  assumed_.erase(ref.uid);
+}
+
+}  // namespace tessera
