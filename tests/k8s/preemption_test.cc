@@ -11,6 +11,7 @@
 
 #include "k8s/api_client.h"
 #include "k8s/fake_apiserver.h"
+#include "k8s/informer.h"
 #include "k8s/k8s_backend.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/lease.h"
@@ -171,6 +172,22 @@ TEST_F(LeaseElection, WritesWaitForTheGuardAndWatchesStopAtOnce) {
   client.Watch("/api/v1/pods?watch=1&resourceVersion=1", [](const json&) { return true; }, stop, 300);
   stopper.join();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));  // no event came meanwhile
+}
+
+TEST_F(LeaseElection, AForbiddenListSaysWhichRbacToGrantAndIsRetried) {
+  ApiClient client(Kube());
+  api_.AnswerWith("GET", "/api/v1/pods", 403, "pods is forbidden: cannot list resource \"pods\"", 1);
+  std::mutex mu;
+  std::string log;
+  Informer pods(&client, "/api/v1/pods", nullptr, [&](const std::string& s) {
+    std::lock_guard<std::mutex> l(mu);
+    log += s + "\n";
+  });
+  pods.Start();
+  EXPECT_TRUE(pods.WaitSynced(10));
+  pods.Stop();
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_NE(log.find("list /api/v1/pods: RBAC: list and watch are forbidden (403)"), std::string::npos) << log;
 }
 
 }  // namespace
