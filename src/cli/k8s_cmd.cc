@@ -6,8 +6,14 @@
 
 #include <fmt/format.h>
 
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
 #include <ctime>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "cli/commands.h"
 #include "cli/process.h"
@@ -64,13 +70,50 @@ void LogLine(const std::string& line) {
   fmt::print(stderr, "{:02}:{:02}:{:02} tessera k8s scheduler: {}\n", tm.tm_hour, tm.tm_min, tm.tm_sec, line);
 }
 
+// HOST:PORT of --listen (host 127.0.0.1 and port 0 when absent).
+std::pair<std::string, int> HostPort(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return {"127.0.0.1", 0};
+  return {listen.substr(0, colon), std::atoi(listen.c_str() + colon + 1)};
+}
+
+// GET /healthz (200) and /readyz (503: not leading yet) on --listen while the scheduler waits for the Lease
+// or lists the cluster; the full API takes the port over once it leads.
+class HealthListener {
+ public:
+  Status Start(const std::string& listen) {
+    const auto [host, port] = HostPort(listen);
+    http_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+    http_.Get("/readyz", [](const httplib::Request&, httplib::Response& res) {
+      res.status = 503;
+      res.set_content("standby: not the leader\n", "text/plain");
+    });
+    http_.set_keep_alive_max_count(1);
+    http_.set_socket_options([](socket_t sock) {  // the API binds the port again once this one stops
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    if (!http_.bind_to_port(host.c_str(), port))
+      return Status::Error(fmt::format("--listen: cannot listen on {} (in use, or not an address of this host)", listen));
+    thread_ = std::thread([this] { http_.listen_after_bind(); });
+    return Status::Ok();
+  }
+  void Stop() {
+    http_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  ~HealthListener() { Stop(); }
+
+ private:
+  httplib::Server http_;
+  std::thread thread_;
+};
+
 // Serves the API and portal of the scheduler's service on --listen; returns null without it.
 std::unique_ptr<ApiServer> ServeApi(Service& svc, const std::string& listen, std::thread* http, int* rc) {
   if (listen.empty()) return nullptr;
-  const size_t colon = listen.rfind(':');
   ServerOptions so;
-  so.host = colon == std::string::npos ? "127.0.0.1" : listen.substr(0, colon);
-  so.port = colon == std::string::npos ? 0 : std::atoi(listen.c_str() + colon + 1);
+  std::tie(so.host, so.port) = HostPort(listen);
   auto server = std::make_unique<ApiServer>(&svc, so);
   if (Status st = server->Bind(); !st.ok()) return fmt::print(stderr, "--listen: {}\n", st.message()), *rc = 1, nullptr;
   *http = std::thread([s = server.get()] { s->Serve(); });
@@ -78,12 +121,41 @@ std::unique_ptr<ApiServer> ServeApi(Service& svc, const std::string& listen, std
   return server;
 }
 
+// SIGTERM or SIGINT (blocked in every thread), noticed by a thread of its own.
+class SignalWatch {
+ public:
+  explicit SignalWatch(sigset_t sigs) : sigs_(sigs), thread_([this] { Watch(); }) {}
+  ~SignalWatch() {
+    done_ = true;
+    thread_.join();
+  }
+  bool signalled() const { return signalled_.load(); }
+
+ private:
+  void Watch() {
+    const timespec tick{0, 100 * 1000 * 1000};
+    while (!done_.load())
+      if (sigtimedwait(&sigs_, nullptr, &tick) > 0) signalled_ = true;
+  }
+  sigset_t sigs_;
+  std::atomic<bool> signalled_{false}, done_{false};
+  std::thread thread_;
+};
+
+// Standby until it leads (health on --listen all along), then the Service and its API; a signal or a lost
+// Lease ends it: writing stops and the Lease is released first, then the API, then the rest.
 int RunScheduler(SchedulerArgs a) {
   const sigset_t sigs = BlockShutdownSignals();
   auto kube = a.kubeconfig.empty() ? InClusterConfig() : LoadKubeconfig(a.kubeconfig);
   if (!kube.ok()) return fmt::print(stderr, "{}\n", kube.error()), 2;
+  SignalWatch signals(sigs);
+  HealthListener health;
+  if (!a.listen.empty())
+    if (Status st = health.Start(a.listen); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
   a.options.log = LogLine;
+  a.options.cancelled = [&signals] { return signals.signalled(); };
   auto sched = K8sScheduler::Start(std::move(kube).value(), a.options);
+  if (!sched.ok() && signals.signalled()) return LogLine("signal; exiting (not leading)"), 0;
   if (!sched.ok()) return fmt::print(stderr, "tessera k8s scheduler: {}\n", sched.error()), 1;
   Service& svc = (*sched)->service();
   if (auto admin = svc.BootstrapAdmin(); admin.ok() && !admin->empty()) {
@@ -93,17 +165,18 @@ int RunScheduler(SchedulerArgs a) {
   }
   int rc = 0;
   std::thread http;
+  health.Stop();
   auto server = ServeApi(svc, a.listen, &http, &rc);
   if (rc != 0) return rc;
-  const timespec second{1, 0};
-  while (!(*sched)->lost_leadership()) {
-    if (sigtimedwait(&sigs, nullptr, &second) > 0) break;
-  }
-  LogLine((*sched)->lost_leadership() ? "leadership lost; exiting" : "signal; shutting down");
+  while (!(*sched)->lost_leadership() && !signals.signalled())
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const bool lost = (*sched)->lost_leadership();
+  LogLine(lost ? "leadership lost; exiting" : "signal; shutting down");
+  (*sched)->StopScheduling();
   if (server) server->Stop();
   if (http.joinable()) http.join();
   (*sched)->Stop();
-  return (*sched)->lost_leadership() ? 1 : 0;
+  return lost ? 1 : 0;
 }
 
 }  // namespace

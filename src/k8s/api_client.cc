@@ -5,8 +5,12 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace tessera {
 namespace {
@@ -26,7 +30,7 @@ X509_STORE* StoreOf(const std::string& pem) {
 }
 
 std::unique_ptr<httplib::ClientImpl> MakeClient(const KubeConfig& k, const std::string& scheme,
-                                                const std::string& host, int port) {
+                                                const std::string& host, int port, int connect_s, int read_s) {
   std::unique_ptr<httplib::ClientImpl> c;
   if (scheme == "https") {
     std::unique_ptr<httplib::SSLClient> s;
@@ -49,9 +53,9 @@ std::unique_ptr<httplib::ClientImpl> MakeClient(const KubeConfig& k, const std::
   } else {
     c = std::make_unique<httplib::ClientImpl>(host, port);
   }
-  c->set_connection_timeout(5);
-  c->set_read_timeout(30);
-  c->set_write_timeout(30);
+  c->set_connection_timeout(connect_s);
+  c->set_read_timeout(read_s);
+  c->set_write_timeout(read_s);
   const std::string token = k.Token();
   if (!token.empty()) c->set_bearer_token_auth(token.c_str());
   return c;
@@ -102,7 +106,12 @@ ApiClient::ApiClient(KubeConfig config) : config_(std::move(config)) {
 
 ApiResponse ApiClient::Call(const std::string& method, const std::string& path, const std::string& body,
                             const std::string& content_type) const {
-  auto c = MakeClient(config_, scheme_, host_, port_);
+  if (method != "GET" && write_guard_ && !write_guard_()) {
+    ApiResponse refused;
+    refused.error = kNotLeader;
+    return refused;
+  }
+  auto c = MakeClient(config_, scheme_, host_, port_, connect_s_, read_s_);
   const httplib::Headers h = {{"Accept", "application/json"}, {"User-Agent", "tessera-k8s-scheduler"}};
   if (method == "GET") return FromResult(c->Get(path.c_str(), h));
   if (method == "POST") return FromResult(c->Post(path.c_str(), h, body, content_type.c_str()));
@@ -127,11 +136,22 @@ ApiResponse ApiClient::Delete(const std::string& path, const json& options) cons
 
 int ApiClient::Watch(const std::string& path, const std::function<bool(const json&)>& on_event,
                      const std::atomic<bool>& stop, int read_timeout_s) const {
-  auto c = MakeClient(config_, scheme_, host_, port_);
+  auto c = MakeClient(config_, scheme_, host_, port_, connect_s_, read_s_);
   c->set_read_timeout(read_timeout_s);
   const httplib::Headers h = {{"Accept", "application/json"}, {"User-Agent", "tessera-k8s-scheduler"}};
   std::string buffer;
   bool bad_line = false;
+  // A stopped watch ends now, not when the next event or bookmark arrives: its socket is shut down.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> l(mu);
+    while (!done) {
+      if (stop.load()) c->stop();
+      cv.wait_for(l, std::chrono::milliseconds(100));
+    }
+  });
   auto res = c->Get(path.c_str(), h, [&](const char* data, size_t n) {
     if (stop.load()) return false;
     buffer.append(data, n);
@@ -148,6 +168,12 @@ int ApiClient::Watch(const std::string& path, const std::function<bool(const jso
     }
     return true;
   });
+  {
+    std::lock_guard<std::mutex> l(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watchdog.join();
   if (bad_line) return -1;
   if (!res) return 0;
   return res->status;

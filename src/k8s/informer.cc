@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -66,6 +67,19 @@ void Informer::Apply(WatchEvent e, const json& obj) {
   if (on_change_) on_change_(e, obj);
 }
 
+std::string Informer::ListProblem(const ApiResponse& r) const {
+  if (r.status == 401)
+    return fmt::format("list {}: the API server refuses the credentials (401): the kubeconfig's token or client "
+                       "certificate is wrong or expired", path_);
+  if (r.status == 403)
+    return fmt::format("list {}: RBAC: list and watch are forbidden (403): grant the scheduler's service account "
+                       "get, list and watch on this resource ({})", path_, r.error);
+  if (r.status == 0)
+    return fmt::format("list {}: no answer from the API server ({}): check the kubeconfig's server address{}", path_,
+                       r.error, r.error.find("SSL") != std::string::npos ? " and certificate-authority (TLS)" : "");
+  return fmt::format("list {}: {} {}", path_, r.status, r.error);
+}
+
 bool Informer::List() {
   const ApiResponse r = api_->Get(path_);
   if (r.status == 404 && !synced()) {
@@ -75,7 +89,7 @@ bool Informer::List() {
     return false;
   }
   if (!r.ok() || !r.body.is_object() || !r.body.contains("items") || !r.body["items"].is_array()) {
-    if (log_) log_(fmt::format("list {}: {} {}", path_, r.status, r.error));
+    if (log_) log_(ListProblem(r));
     return false;
   }
   std::map<std::string, json> fresh;
@@ -136,14 +150,17 @@ bool Informer::WatchOnce() {
 
 void Informer::Loop() {
   bool listed = false;
+  double backoff_s = 1;
   while (!stop_.load()) {
     if (!listed) {
       listed = List();
       if (absent_.load()) return;
       if (!listed) {
-        Sleep(1.0);
+        Sleep(backoff_s);
+        backoff_s = std::min(backoff_s * 2, 16.0);  // a configuration problem is said less and less often
         continue;
       }
+      backoff_s = 1;
     }
     if (!WatchOnce()) {
       if (log_) log_(fmt::format("watch {}: 410 Gone; relisting", path_));

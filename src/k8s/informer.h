@@ -50,8 +50,10 @@ class Informer {
 
  private:
   void Loop();
-  // Lists and replaces the cache; returns false on an error (after logging it).
+  // Lists and replaces the cache; returns false on an error (after logging it with what to fix: RBAC,
+  // credentials, TLS). Failed lists are retried with back-off (1 s doubling to 16 s).
   bool List();
+  std::string ListProblem(const ApiResponse& r) const;
   // Watches from rv_ until the stream ends; returns false when a relist is needed (410).
   bool WatchOnce();
   void Apply(WatchEvent e, const nlohmann::json& obj);

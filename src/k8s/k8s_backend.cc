@@ -47,24 +47,40 @@ K8sBackend::K8sBackend(const ApiClient* api, K8sBackendHooks hooks) : api_(api),
   worker_ = std::thread([this] { Work(); });
 }
 
-K8sBackend::~K8sBackend() {
+K8sBackend::~K8sBackend() { Shutdown(); }
+
+void K8sBackend::Shutdown() {
   {
     std::lock_guard<std::mutex> l(mu_);
     stop_ = true;
+    shutdown_ = true;
+    work_.clear();
+    retries_.clear();
   }
   cv_.notify_all();
-  worker_.join();
+  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
 }
 
 void K8sBackend::Log(const std::string& s) const {
   if (hooks_.log) hooks_.log(s);
 }
 
+bool K8sBackend::Pause(int ms) const {
+  std::unique_lock<std::mutex> l(mu_);
+  return !cv_.wait_for(l, std::chrono::milliseconds(ms), [this] { return stop_; });
+}
+
 void K8sBackend::Work() {
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
-    cv_.wait(l, [this] { return stop_ || !work_.empty(); });
+    auto due = std::chrono::steady_clock::time_point::max();
+    for (const Retry& r : retries_) due = std::min(due, r.at);
+    cv_.wait_until(l, due, [&] { return stop_ || !work_.empty() || std::chrono::steady_clock::now() >= due; });
     if (stop_) return;
+    if (work_.empty()) {
+      RunRetries(l);
+      continue;
+    }
     auto w = std::move(work_.front());
     work_.pop_front();
     busy_ = true;
@@ -74,6 +90,25 @@ void K8sBackend::Work() {
     busy_ = false;
     cv_.notify_all();
   }
+}
+
+// The evictions due now, tried again (called with `l` held; released while they run).
+void K8sBackend::RunRetries(std::unique_lock<std::mutex>& l) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<Retry> due;
+  for (auto it = retries_.begin(); it != retries_.end();) {
+    if (it->at > now) {
+      ++it;
+      continue;
+    }
+    auto run = runs_.find(it->slot);
+    if (run != runs_.end() && run->second.run == it->run && run->second.stopping) due.push_back(*it);
+    it = retries_.erase(it);
+  }
+  l.unlock();
+  for (const Retry& r : due) Evict(r.slot, r.run, r.pod, r.attempt);
+  if (!due.empty()) PodsChanged();
+  l.lock();
 }
 
 void K8sBackend::Drain() {
@@ -94,7 +129,7 @@ void K8sBackend::Emit(BackendEvent e) {
 LaunchAck K8sBackend::Launch(const LaunchSpec& spec, int64_t now) {
   {
     std::lock_guard<std::mutex> l(mu_);
-    work_.push_back([this, spec, now] { DoLaunch(spec, now); });
+    if (!stop_) work_.push_back([this, spec, now] { DoLaunch(spec, now); });
   }
   cv_.notify_all();
   LaunchAck ack;
@@ -106,7 +141,8 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   BackendEvent fail{BackendEventKind::kLaunchFailed, spec.slot, spec.run, now, kNone, ""};
   const std::optional<JobKey> key = hooks_.key_of(spec.slot);
   if (!key) return fail.message = "the job is not a Kubernetes job", Emit(fail);
-  auto members = MembersToBind(hooks_.pods(*key), spec.tasks.size());
+  const std::vector<json> pods = hooks_.pods(*key);
+  auto members = MembersToBind(pods, spec.tasks.size());
   if (!members.ok()) return fail.message = fmt::format("{}: {}", key->name, members.error()), Emit(fail);
   std::set<std::string> nodes;
   for (const TaskPlacement& t : spec.tasks) nodes.insert(hooks_.node_name(t.node));
@@ -129,7 +165,8 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
       Log(fail.message);
       return Emit(fail);
     }
-    const ApiResponse r = api_->Post(PodPath(p) + "/binding", binding);
+    const ApiResponse r = Leading() ? api_->Post(PodPath(p) + "/binding", binding)
+                                    : ApiResponse{0, nullptr, ApiClient::kNotLeader};
     if (!r.ok()) {
       if (hooks_.forget) hooks_.forget(p);
       const int unwound = Unwind(bound);
@@ -147,11 +184,19 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
                     fmt::format("Successfully assigned {}/{} to {}", p.ns, p.name, hooks_.node_name(spec.tasks[i].node)),
                     "tessera");
   }
+  ClearNominated(bound, pods);
   {
     std::lock_guard<std::mutex> l(mu_);
-    runs_[spec.slot] = Run{spec.run, now, bound, false, false, spec.tasks.size()};
+    runs_[spec.slot] = Run{spec.run, now, bound, false, false, spec.tasks.size(), false, {}};
   }
   Emit({BackendEventKind::kStarted, spec.slot, spec.run, now, kNone, ""});
+}
+
+void K8sBackend::ClearNominated(const std::vector<PodRef>& bound, const std::vector<json>& pods) {
+  for (const PodRef& b : bound)
+    for (const json& p : pods)
+      if (Meta(p, "uid") == b.uid && !NominatedNode(p).empty())
+        (void)api_->Patch(PodPath(b) + "/status", NominatedNodePatch(""), "application/strategic-merge-patch+json");
 }
 
 bool K8sBackend::EvictedStillOn(const std::set<std::string>& nodes) const {
@@ -174,7 +219,7 @@ bool K8sBackend::EvictedStillOn(const std::set<std::string>& nodes) const {
 bool K8sBackend::WaitVacated(const std::set<std::string>& nodes) const {
   for (int i = 0; i < kVacateWaitS * 10; ++i) {
     if (!EvictedStillOn(nodes)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!Pause(100)) return false;
   }
   return !EvictedStillOn(nodes);
 }
@@ -191,15 +236,16 @@ int K8sBackend::Unwind(const std::vector<PodRef>& bound) {
   return deleted;
 }
 
-void K8sBackend::Stop(JobSlot slot, uint32_t run, int64_t grace_s, std::string_view, int64_t now) {
+void K8sBackend::Stop(JobSlot slot, uint32_t run, int64_t, std::string_view reason, int64_t) {
+  const bool preempted = reason.substr(0, 9) == "preempted";
   {
     std::lock_guard<std::mutex> l(mu_);
-    work_.push_back([this, slot, run, grace_s, now] { DoStop(slot, run, grace_s, now); });
+    if (!stop_) work_.push_back([this, slot, run, preempted] { DoStop(slot, run, preempted); });
   }
   cv_.notify_all();
 }
 
-void K8sBackend::DoStop(JobSlot slot, uint32_t run, int64_t grace_s, int64_t now) {
+void K8sBackend::DoStop(JobSlot slot, uint32_t run, bool preempted) {
   std::vector<PodRef> pods;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -208,21 +254,65 @@ void K8sBackend::DoStop(JobSlot slot, uint32_t run, int64_t grace_s, int64_t now
     it->second.stopping = true;
     pods = it->second.pods;
   }
-  for (const PodRef& p : pods) {
-    const json eviction = {{"apiVersion", "policy/v1"},
-                           {"kind", "Eviction"},
-                           {"metadata", {{"name", p.name}, {"namespace", p.ns}}},
-                           {"deleteOptions", {{"gracePeriodSeconds", grace_s}, {"preconditions", {{"uid", p.uid}}}}}};
-    for (int attempt = 0, delay_ms = 250; attempt < 8; ++attempt, delay_ms = std::min(delay_ms * 2, 8000)) {
-      const ApiResponse r = api_->Post(PodPath(p) + "/eviction", eviction);
-      if (r.ok() || r.status == 404 || r.status == 409) break;
-      Log(fmt::format("evicting pod {}/{}: {} {}{}", p.ns, p.name, r.status, r.error,
-                      r.status == 429 ? " (a disruption budget refuses; retrying)" : ""));
-      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    }
+  if (preempted) {
+    const std::optional<JobKey> key = hooks_.key_of(slot);
+    std::vector<json> victims;
+    for (const json& p : key ? hooks_.pods(*key) : std::vector<json>{})
+      for (const PodRef& r : pods)
+        if (Meta(p, "uid") == r.uid && !PodTerminal(p)) victims.push_back(p);
+    const std::string by = Nominate(victims);
+    for (const json& v : victims) MarkDisruption({Meta(v, "namespace"), Meta(v, "name"), Meta(v, "uid")}, by);
   }
+  for (const PodRef& p : pods) Evict(slot, run, p, 0);
   PodsChanged();
-  (void)now;
+}
+
+std::string K8sBackend::Nominate(const std::vector<json>& victims) {
+  std::set<std::string> nodes;
+  for (const json& v : victims)
+    if (!PodNode(v).empty()) nodes.insert(PodNode(v));
+  if (nodes.empty() || !hooks_.preemptor_on) return "";
+  std::vector<std::pair<json, std::string>> preemptor;
+  for (int i = 0; i < 10 && preemptor.empty(); ++i)  // its placement is published with the cycle's commit
+    if ((preemptor = hooks_.preemptor_on(nodes)).empty() && !Pause(100)) return "";
+  std::vector<std::string> names;
+  for (const auto& [pod, node] : preemptor) {
+    const PodRef p{Meta(pod, "namespace"), Meta(pod, "name"), Meta(pod, "uid")};
+    names.push_back(p.ns + "/" + p.name);
+    if (NominatedNode(pod) == node || !Leading()) continue;
+    const ApiResponse r = api_->Patch(PodPath(p) + "/status", NominatedNodePatch(node),
+                                      "application/strategic-merge-patch+json");
+    if (!r.ok()) Log(fmt::format("pod {}: writing nominatedNodeName {} failed ({} {})", names.back(), node, r.status, r.error));
+  }
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+void K8sBackend::MarkDisruption(const PodRef& p, const std::string& by) {
+  const std::string message = by.empty() ? "tessera: preempting to accommodate a higher priority job"
+                                         : fmt::format("tessera: preempting to accommodate {}", by);
+  if (!Leading()) return;
+  const ApiResponse r = api_->Patch(PodPath(p) + "/status", DisruptionTargetPatch(message, Rfc3339Now()),
+                                    "application/strategic-merge-patch+json");
+  if (!r.ok()) Log(fmt::format("pod {}/{}: writing DisruptionTarget failed ({} {})", p.ns, p.name, r.status, r.error));
+  const json pod = {{"kind", "Pod"}, {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}}}};
+  (void)PostEvent(*api_, pod, "Normal", "Preempted", by.empty() ? "Preempted by a higher priority job" : "Preempted by " + by,
+                  "tessera");
+}
+
+void K8sBackend::Evict(JobSlot slot, uint32_t run, const PodRef& p, int attempt) {
+  if (!Leading()) return Log(fmt::format("not evicting pod {}/{}: this replica is not the leader", p.ns, p.name));
+  const ApiResponse r = api_->Post(PodPath(p) + "/eviction", EvictionFor(p.ns, p.name, p.uid));
+  if (r.ok() || r.status == 404 || r.status == 409) return;
+  if (r.error == ApiClient::kNotLeader) return;
+  const int delay = RetryDelayMs(attempt);
+  Log(fmt::format("evicting pod {}/{}: {} {}; {}; trying again in {} s", p.ns, p.name, r.status, r.error,
+                  r.status == 429 ? "a PodDisruptionBudget refuses: not evicted now" : "not evicted", delay / 1000));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return;
+    retries_.push_back({std::chrono::steady_clock::now() + std::chrono::milliseconds(delay), slot, run, p, attempt + 1});
+  }
+  cv_.notify_all();
 }
 
 void K8sBackend::Reconfigure(GpuId gpu, const std::string& layout, int64_t now) {
@@ -276,21 +366,54 @@ void K8sBackend::PodsChanged() {
       if (it != runs_.end() && it->second.run == r.run) it->second.adopted = false, it->second.pods = refs;
       r.pods = refs;
     }
-    bool failed = false;
-    const bool lost = r.pods.empty();  // an adopted run whose pods are gone: back to the queue
-    if (!lost && !RunOver(r.pods, pods, &failed)) continue;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      auto it = runs_.find(slot);
-      if (it == runs_.end() || it->second.run != r.run) continue;
-      runs_.erase(it);
-    }
-    BackendEventKind kind = r.stopping ? BackendEventKind::kStopped
-                            : lost     ? BackendEventKind::kInterrupted
-                            : failed   ? BackendEventKind::kFailed
-                                       : BackendEventKind::kEnded;
-    Emit({kind, slot, r.run, 0, kNone, lost ? "its pods are gone" : failed ? "a pod failed" : ""});
+    if (std::optional<BackendEvent> end = RunEnd(slot, r, pods)) Emit(std::move(*end));
   }
+}
+
+std::optional<BackendEvent> K8sBackend::RunEnd(JobSlot slot, Run& r, const std::vector<json>& pods) {
+  std::string deleted;  // a pod its user deleted while it ran
+  bool disrupted = false;
+  for (const PodRef& ref : r.pods) {
+    auto p = std::find_if(pods.begin(), pods.end(),
+                          [&](const json& q) { return Meta(q, "name") == ref.name && Meta(q, "uid") == ref.uid; });
+    const PodEnd end = p != pods.end() ? PodEndOf(*p) : PodEnd::kRunning;
+    if (end != PodEnd::kRunning) r.ends[ref.uid] = end;
+    auto seen = r.ends.find(ref.uid);
+    const bool gone = p == pods.end();
+    if (seen == r.ends.end() ? gone : seen->second == PodEnd::kDeleted) deleted = ref.ns + "/" + ref.name;
+    if (seen != r.ends.end() && seen->second == PodEnd::kDisrupted) disrupted = true;
+  }
+  bool cancel = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = runs_.find(slot);
+    if (it == runs_.end() || it->second.run != r.run) return std::nullopt;
+    it->second.ends = r.ends;
+    cancel = !deleted.empty() && !r.stopping && !r.cancelling && !r.pods.empty() && hooks_.cancel;
+    if (cancel) it->second.cancelling = true;
+  }
+  if (cancel) {
+    const std::string why = fmt::format("pod {} was deleted while it ran (by its user)", deleted);
+    Log(fmt::format("cancelling the job: {}", why));
+    hooks_.cancel(slot, why);
+    return std::nullopt;
+  }
+  bool failed = false;
+  const bool lost = r.pods.empty();  // an adopted run whose pods are gone: back to the queue
+  if (!lost && !RunOver(r.pods, pods, &failed)) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = runs_.find(slot);
+    if (it == runs_.end() || it->second.run != r.run) return std::nullopt;
+    runs_.erase(it);
+  }
+  const bool interrupted = lost || (disrupted && !r.stopping);
+  const BackendEventKind kind = r.stopping ? BackendEventKind::kStopped
+                                : interrupted ? BackendEventKind::kInterrupted
+                                : failed      ? BackendEventKind::kFailed
+                                              : BackendEventKind::kEnded;
+  return BackendEvent{kind, slot, r.run, 0, kNone,
+                      lost ? "its pods are gone" : disrupted ? "its pods were evicted" : failed ? "a pod failed" : ""};
 }
 
 }  // namespace tessera

@@ -2,17 +2,27 @@
 // The Kubernetes backend of the control loop (control/backend.h): a launch binds the job's pods to the
 // nodes of its grants (POST pods/NAME/binding with the pod's UID as precondition), all or none: when any
 // member's binding fails, the members already bound are deleted (their controller recreates them) and the
-// launch fails back to the queue with the API server's answer. A stop evicts the pods (Eviction API,
-// retried with back-off on 429 while a PodDisruptionBudget refuses); a launch onto a node where evicted pods
-// still terminate waits until they are gone (their terminationGracePeriodSeconds honoured before the
-// capacity is used). Bound pods get a Scheduled Event. A run ends when all its pods are done
-// (Succeeded, Failed) or gone. The loop's per-GPU repartitioning is off on Kubernetes (the GPU Operator
+// launch fails back to the queue with the API server's answer. Every write is made only while
+// hooks.leading() answers true, checked right before it (a replica that stopped leading binds nothing).
+// A stop evicts the pods through the Eviction API (policy/v1, never DELETE) without a grace period of its
+// own, so each pod's terminationGracePeriodSeconds applies; a 429 (a PodDisruptionBudget refuses) means
+// not evicted now: logged and retried later with back-off, without holding up other work. A stop for a
+// preemption (its reason starts with "preempted") first writes DisruptionTarget=True (reason
+// PreemptionByScheduler, naming the preemptor) on each victim, and status.nominatedNodeName on the
+// preemptor's waiting pods (hooks.preemptor_on; cleared once they are bound), as kube-scheduler does
+// (preemption.h). A launch onto a node where evicted pods still terminate waits until they are gone.
+// Bound pods get a Scheduled Event. A run ends when all its pods are done (Succeeded, Failed) or gone; a
+// pod its user deleted while it ran (deletionTimestamp without a DisruptionTarget condition) cancels the
+// job (hooks.cancel), one evicted or disrupted by someone else interrupts it (back to the queue).
+// The loop's per-GPU repartitioning is off on Kubernetes (the GPU Operator
 // applies one config per node, after a node drain: mig_repartitioner.h does that outside the loop), so
 // Reconfigure should not be called; if it is, it answers kReconfigureFailed and the loop plans around that GPU.
 //
 // Thread safety: the driver's calls come from one thread; the API calls run on the backend's own threads
-// and their results come back as events (asynchronous() is true).
+// and their results come back as events (asynchronous() is true). Shutdown may be called from any thread.
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -29,6 +39,7 @@
 #include "control/backend.h"
 #include "k8s/api_client.h"
 #include "k8s/pod_jobs.h"
+#include "k8s/preemption.h"
 
 namespace tessera {
 
@@ -46,6 +57,13 @@ struct K8sBackendHooks {
   // now); after a failed binding, forget undoes what admit assumed. Unset: every binding is tried.
   std::function<std::string(const PodRef&, const std::string&)> admit;
   std::function<void(const PodRef&)> forget;
+  std::function<bool()> leading;  // whether writes may be made now (empty: always)
+  // The waiting pods of the job whose placement takes capacity on `nodes` (a preemptor while its victims
+  // terminate), each with the node it is placed on; empty when none (or not known yet).
+  std::function<std::vector<std::pair<nlohmann::json, std::string>>(const std::set<std::string>& nodes)>
+      preemptor_on;
+  // The run's job is cancelled for `why` (its user deleted a running pod); the loop then stops the run.
+  std::function<void(JobSlot, const std::string& why)> cancel;
 };
 
 // The members to bind, in order: the waiting pods of `pods` (at most `tasks`), or an error saying how many
@@ -64,6 +82,7 @@ class K8sBackend final : public Backend {
   ~K8sBackend() override;
 
   LaunchAck Launch(const LaunchSpec& spec, int64_t now) override;
+  // Evicts the run's pods (`grace_s` is not used: each pod's own grace period applies).
   void Stop(JobSlot slot, uint32_t run, int64_t grace_s, std::string_view reason, int64_t now) override;
   void Reconfigure(GpuId gpu, const std::string& layout, int64_t now) override;
   bool Adopt(const LaunchSpec& spec, int64_t started_at, int64_t now) override;
@@ -75,8 +94,13 @@ class K8sBackend final : public Backend {
 
   // Pods changed: runs whose pods are all done or gone end (kEnded, kFailed, or kStopped when stopped).
   void PodsChanged();
-  // Makes the queued work now (tests); returns when the queue is empty.
+  // Makes the queued work now (tests); returns when the queue is empty (retries may remain).
   void Drain();
+  // Ends the backend's work now: waits end, queued work is dropped and later calls are ignored; returns
+  // once the work in progress ended (its API calls time out at worst).
+  void Shutdown();
+  // How long an eviction that a PodDisruptionBudget refuses waits before its next try (attempt 0, 1, ...).
+  static int RetryDelayMs(int attempt) { return std::min(30000, 1000 << std::min(attempt, 5)); }
 
  private:
   struct Run {
@@ -86,10 +110,35 @@ class K8sBackend final : public Backend {
     bool stopping = false;
     bool adopted = false;  // after a restart: pods resolved on the next PodsChanged
     size_t tasks = 0;
+    bool cancelling = false;                // its user deleted a running pod: the job is being cancelled
+    std::map<std::string, PodEnd> ends;     // pod uid -> how it ended, as last seen (not kRunning)
+  };
+  // An eviction a PodDisruptionBudget refused, tried again at `at`.
+  struct Retry {
+    std::chrono::steady_clock::time_point at;
+    JobSlot slot = kNoSlot;
+    uint32_t run = 0;
+    PodRef pod;
+    int attempt = 0;
   };
   void Work();
+  void RunRetries(std::unique_lock<std::mutex>& l);
+  bool Leading() const { return !hooks_.leading || hooks_.leading(); }
+  // Sleeps `ms`; false when the backend shut down meanwhile.
+  bool Pause(int ms) const;
   void DoLaunch(const LaunchSpec& spec, int64_t now);
-  void DoStop(JobSlot slot, uint32_t run, int64_t grace_s, int64_t now);
+  // Clears the nominatedNodeName of bound pods that had one.
+  void ClearNominated(const std::vector<PodRef>& bound, const std::vector<nlohmann::json>& pods);
+  void DoStop(JobSlot slot, uint32_t run, bool preempted);
+  // Writes nominatedNodeName on the preemptor's pods that take capacity where `victims` run; returns their
+  // names (ns/name, joined) or "" when no preemptor is known within a second.
+  std::string Nominate(const std::vector<nlohmann::json>& victims);
+  void MarkDisruption(const PodRef& p, const std::string& by);
+  // One eviction; a refusal is queued as a Retry (attempt + 1).
+  void Evict(JobSlot slot, uint32_t run, const PodRef& p, int attempt);
+  // The run's pods against the job's pods now: kEnded/kFailed/kStopped/kInterrupted, or a cancel (via
+  // hooks.cancel) when its user deleted a running pod; nullopt while it runs.
+  std::optional<BackendEvent> RunEnd(JobSlot slot, Run& r, const std::vector<nlohmann::json>& pods);
   // Pods of runs being stopped (evicted) still on one of `nodes` (not yet gone: their
   // terminationGracePeriodSeconds runs); WaitVacated waits up to kVacateWaitS for none to be left.
   bool EvictedStillOn(const std::set<std::string>& nodes) const;
@@ -102,10 +151,12 @@ class K8sBackend final : public Backend {
   const ApiClient* api_;
   K8sBackendHooks hooks_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable std::condition_variable cv_;
   std::deque<std::function<void()>> work_;
   bool busy_ = false;
   bool stop_ = false;
+  std::atomic<bool> shutdown_{false};
+  std::vector<Retry> retries_;
   std::vector<BackendEvent> events_;
   std::map<JobSlot, Run> runs_;
   std::function<void()> wake_;

@@ -116,6 +116,12 @@ Result<KubeConfig> ParseKubeconfig(std::string_view text, std::string_view sourc
   k.client_key_pem = *key;
   if (k.client_cert_pem.empty() != k.client_key_pem.empty())
     return Status::Error(fmt::format("{}: client-certificate and client-key go together", uwhere));
+  const bool plugin = user["exec"] || user["auth-provider"];
+  if (plugin && k.token.empty() && k.token_file.empty() && k.client_cert_pem.empty())
+    return Status::Error(fmt::format(
+        "{}.{}: credential plugins are not supported; give the user a token, tokenFile or client-certificate "
+        "and client-key (e.g. a service account's token), or run in the cluster without --kubeconfig",
+        uwhere, user["exec"] ? "exec" : "auth-provider"));
   return k;
 }
 

@@ -68,18 +68,16 @@ Status K8sScheduler::Init() {
     if (slash == std::string::npos || slash == 0 || slash + 1 == cm.size() || cm.find('/', slash + 1) != std::string::npos)
       return Status::Error(fmt::format("--mig-config-map: expected NAMESPACE/NAME, got '{}'", cm));
   }
-  LeaseOptions lo;
+  LeaseOptions lo = options_.lease;
   lo.ns = options_.lease_namespace.empty() ? api_.config().ns : options_.lease_namespace;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   lo.identity = options_.identity.empty() ? fmt::format("{}_{}", host, getpid()) : options_.identity;
-  elector_ = std::make_unique<LeaderElector>(&api_, lo);
-  Log(fmt::format("waiting for the Lease {}/{} as {}", lo.ns, lo.name, lo.identity));
-  while (!elector_->TryAcquireOrRenew(NowUs())) {
-    if (stop_.load()) return Status::Error("stopped before becoming the leader");
-    std::this_thread::sleep_for(std::chrono::seconds(lo.renew_s));
-  }
-  Log("leader: holding the Lease " + lo.ns + "/" + lo.name);
+  lease_api_ = std::make_unique<ApiClient>(api_.config());
+  lease_api_->set_timeouts(2, 2);  // a renew never outlasts the renew deadline
+  elector_ = std::make_unique<LeaderElector>(lease_api_.get(), lo);
+  api_.set_write_guard([this] { return !scheduling_stopped_.load() && elector_->IsLeader(); });
+  if (Status st = AwaitLeadership(); !st.ok()) return st;
   lease_thread_ = std::thread([this] { LeaseLoop(); });
   auto log = [this](const std::string& s) { Log(s); };
   auto wake = [this](WatchEvent, const json&) { Wake(); };
@@ -98,9 +96,7 @@ Status K8sScheduler::Init() {
                                             kai_groups_.get(),     volcano_queues_.get(), kai_queues_.get(),
                                             budgets_.get(),        nodes_.get(),          pods_.get()};
   for (Informer* i : informers) i->Start();
-  for (Informer* i : informers)
-    if (!i->WaitSynced(60)) return Status::Error(fmt::format("{}: could not list it within 60 s", i->path()));
-  if (!dra_->WaitSynced(60)) return Status::Error("resource.k8s.io/v1: could not list it within 60 s");
+  if (Status st = AwaitSynced(informers); !st.ok()) return st;
   if (Status st = StartService(); !st.ok()) return st;
   if (!options_.mig_config_map.empty()) {
     MigRepartitionOptions mo;
@@ -155,6 +151,9 @@ Status K8sScheduler::StartService() {
   hooks.log = [this](const std::string& s) { Log(s); };
   hooks.admit = [this](const PodRef& p, const std::string& node) { return AdmitBinding(p, node); };
   hooks.forget = [this](const PodRef& p) { ForgetBinding(p); };
+  hooks.leading = [this] { return !scheduling_stopped_.load() && elector_->IsLeader(); };
+  hooks.preemptor_on = [this](const std::set<std::string>& nodes) { return PreemptorOn(nodes); };
+  hooks.cancel = [this](JobSlot s, const std::string& why) { CancelJobOfSlot(s, why); };
   backend_ = std::make_unique<K8sBackend>(&api_, hooks);
   auto svc = Service::Start(std::move(cfg), std::move(store).value(), clock_.get(), backend_.get());
   if (!svc.ok()) return svc.status();
@@ -172,26 +171,26 @@ Status K8sScheduler::StartService() {
   return Status::Ok();
 }
 
-void K8sScheduler::Stop() {
+void K8sScheduler::StopScheduling() {
+  if (scheduling_stopped_.exchange(true)) return;
   stop_ = true;
   Wake();
+  lease_cv_.notify_all();
+  if (backend_) backend_->Shutdown();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (lease_thread_.joinable()) lease_thread_.join();
+  if (elector_ && !lost_.load() && elector_->IsLeader()) {
+    const bool released = elector_->Release(NowUs());
+    Log(released ? "released the Lease" : "could not release the Lease (it expires on its own)");
+  }
+}
+
+void K8sScheduler::Stop() {
+  StopScheduling();
   for (auto* i : {&pods_, &nodes_, &groups_, &volcano_groups_, &kai_groups_, &volcano_queues_, &kai_queues_, &budgets_, &classes_})
     if (*i) (*i)->Stop();
   if (dra_) dra_->Stop();
   if (service_) service_->Stop();
-}
-
-void K8sScheduler::LeaseLoop() {
-  while (!stop_.load()) {
-    std::this_thread::sleep_for(std::chrono::seconds(elector_->options().renew_s));
-    if (!elector_->TryAcquireOrRenew(NowUs())) {
-      Log("lost the Lease: stopping (another replica takes over)");
-      lost_ = true;
-      return;
-    }
-  }
 }
 
 void K8sScheduler::Wake() {
@@ -245,7 +244,7 @@ std::optional<JobKey> K8sScheduler::KeyOfSlot(JobSlot slot) const {
 
 void K8sScheduler::Loop() {
   while (!stop_.load()) {
-    Reconcile();
+    if (elector_->IsLeader()) Reconcile();  // a replica that stopped leading writes nothing
     std::unique_lock<std::mutex> l(wake_mu_);
     wake_cv_.wait_for(l, std::chrono::seconds(1), [this] { return wake_ || stop_.load(); });
     wake_ = false;

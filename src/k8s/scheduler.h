@@ -54,24 +54,47 @@ struct SchedulerOptions {
   std::string mig_config_map;
   int64_t min_runtime_s = 300;  // a job younger than this is not preempted (CycleOptions::min_runtime_s)
   std::function<void(const std::string&)> log;
+  // Polled while Start waits (for the Lease, for the caches): once it answers true, Start gives up with an
+  // error (a signal asked the process to end). Empty = never.
+  std::function<bool()> cancelled;
+  LeaseOptions lease;  // durations; namespace and identity come from the fields above
 };
 
 class K8sScheduler {
  public:
   // Waits to be the leader, syncs the caches and starts the Service; errors when the store or the API
-  // cannot be used.
+  // cannot be used, when leadership is lost meanwhile, or when options.cancelled says so. While it waits,
+  // configuration problems (kubeconfig, TLS, RBAC, a missing Lease namespace) are logged with what to fix,
+  // and retried with back-off.
   static Result<std::unique_ptr<K8sScheduler>> Start(KubeConfig kube, SchedulerOptions options);
   ~K8sScheduler();
+  // Stops writing at once (no binding, eviction or create from now on), ends the loop and the Lease's
+  // renewals and, unless leadership was lost, releases the Lease so that a standby takes over. Bounded by
+  // the API calls' timeouts (a few seconds). Stop calls it first.
+  void StopScheduling();
+  // StopScheduling, then the informers, the backend and the Service.
   void Stop();
   Service& service() { return *service_; }
   // Leadership was lost (the process should end, as kube-scheduler does, and a new leader take over).
   bool lost_leadership() const { return lost_.load(); }
+  // Whether this replica leads now (the Lease renewed within the renew deadline).
+  bool leading() const { return elector_ && elector_->IsLeader(); }
 
  private:
   K8sScheduler(KubeConfig kube, SchedulerOptions options);
   Status Init();
   Status StartService();
+  // Leadership (scheduler_lease.cc): tries for the Lease every retry period until it leads or is cancelled
+  // (configuration problems logged, with back-off); waits for every cache to sync while it leads.
+  Status AwaitLeadership();
+  Status AwaitSynced(const std::vector<Informer*>& informers);
+  bool Cancelled() const;
+  // Sleeps up to `s` seconds; false when cancelled or stopped meanwhile.
+  bool Pause(double s);
   void LeaseLoop();
+  // The backend's hooks for preemption and user deletions (scheduler_preempt.cc).
+  std::vector<std::pair<nlohmann::json, std::string>> PreemptorOn(const std::set<std::string>& nodes) const;
+  void CancelJobOfSlot(JobSlot slot, const std::string& why);
   void Loop();
   void Wake();
   void OnPod(WatchEvent e, const nlohmann::json& pod);
@@ -131,7 +154,11 @@ class K8sScheduler {
   SchedulerOptions options_;
   ApiClient api_;
   Caller admin_{"tessera-k8s", "", Role::kAdmin, ""};
+  std::unique_ptr<ApiClient> lease_api_;  // the Lease's requests, with short timeouts
   std::unique_ptr<LeaderElector> elector_;
+  std::mutex lease_mu_;
+  std::condition_variable lease_cv_;  // wakes LeaseLoop and Pause when stopping
+  std::atomic<bool> scheduling_stopped_{false};
   std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_, kai_groups_;
   std::unique_ptr<Informer> volcano_queues_, kai_queues_, budgets_;
   std::unique_ptr<K8sBackend> backend_;

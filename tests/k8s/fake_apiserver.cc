@@ -161,7 +161,7 @@ void FakeApiServer::Routes() {
       const int timeout_s = query.count("timeoutSeconds") ? std::stoi(query["timeoutSeconds"]) : 300;
       {
         std::lock_guard<std::mutex> l(mu_);
-        requests_.push_back({"WATCH", req.path, 200});
+        requests_.push_back({"WATCH", req.path, 200, ""});
       }
       const std::string plural = r->Key();
       res.set_chunked_content_provider("application/json", [this, plural, rv, bookmarks, timeout_s](
@@ -172,10 +172,12 @@ void FakeApiServer::Routes() {
       });
       return;
     }
-    const Answer a = Handle(req.method, req.path, query, req.body);
+    if (req.method != "GET") HoldWrite(req.path);
+    std::optional<Answer> injected = InjectedFor(req.method, req.path);
+    const Answer a = injected ? *injected : Handle(req.method, req.path, query, req.body);
     {
       std::lock_guard<std::mutex> l(mu_);
-      requests_.push_back({req.method, req.path, a.status});
+      requests_.push_back({req.method, req.path, a.status, req.body});
     }
     res.status = a.status;
     res.set_content(a.body.dump(), "application/json");
@@ -540,6 +542,36 @@ void FakeApiServer::CutWatches() {
 void FakeApiServer::FailBindingOf(const std::string& pod_name) {
   std::lock_guard<std::mutex> l(mu_);
   fail_binding_.insert(pod_name);
+}
+
+void FakeApiServer::HoldWrites(const std::string& path_part, double seconds) {
+  std::lock_guard<std::mutex> l(mu_);
+  holds_[path_part] = std::chrono::steady_clock::now() +
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+  cv_.notify_all();
+}
+
+void FakeApiServer::HoldWrite(const std::string& path) {
+  std::unique_lock<std::mutex> l(mu_);
+  for (const auto& [part, until] : holds_)
+    if (path.find(part) != std::string::npos)
+      cv_.wait_until(l, until, [&, p = part] { return stopping_ || holds_[p] <= std::chrono::steady_clock::now(); });
+}
+
+void FakeApiServer::AnswerWith(const std::string& method, const std::string& path_part, int status,
+                               const std::string& message, int times) {
+  std::lock_guard<std::mutex> l(mu_);
+  injected_.push_back({method, path_part, message, status, times});
+}
+
+std::optional<FakeApiServer::Answer> FakeApiServer::InjectedFor(const std::string& method, const std::string& path) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (Injected& i : injected_)
+    if (i.times > 0 && i.method == method && path.find(i.path_part) != std::string::npos) {
+      --i.times;
+      return Answer{i.status, StatusOf(i.status, "Injected", i.message)};
+    }
+  return std::nullopt;
 }
 
 void FakeApiServer::RefuseEvictions(int n) {

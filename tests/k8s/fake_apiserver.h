@@ -16,6 +16,7 @@
 //    is the current one).
 // Every request is recorded (method, path, status). Thread safety: every method may be called from any thread.
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -39,6 +40,7 @@ namespace tessera::testing {
 struct FakeRequest {
   std::string method, path;
   int status = 0;
+  std::string body;  // as sent (empty for watches)
 };
 
 class FakeApiServer {
@@ -69,6 +71,13 @@ class FakeApiServer {
   void FailBindingOf(const std::string& pod_name);
   // The next `n` evictions answer 429 (a PodDisruptionBudget refuses).
   void RefuseEvictions(int n);
+  // Writes (POST, PUT, PATCH, DELETE) whose path contains `path_part` are held `seconds` before they are
+  // served (0 ends the hold), as an API server that stalls them.
+  void HoldWrites(const std::string& path_part, double seconds);
+  // The next `times` requests of `method` whose path contains `path_part` answer `status` (a Status with
+  // `message`) without effect.
+  void AnswerWith(const std::string& method, const std::string& path_part, int status, const std::string& message,
+                  int times = 1000000);
   void set_bookmark_ms(int ms) { bookmark_ms_ = ms; }
   std::vector<FakeRequest> Requests() const;
   // Bindings that took a node past its allocatable nvidia.com/* devices (counting terminating pods).
@@ -95,6 +104,8 @@ class FakeApiServer {
   Answer PutLocked(const std::string& resource, nlohmann::json* o, const std::string& sub, const nlohmann::json& in);
   Answer Bind(const std::string& ns, const std::string& name, const nlohmann::json& binding);
   Answer Evict(const std::string& ns, const std::string& name);
+  void HoldWrite(const std::string& path);  // waits while a HoldWrites covers `path`
+  std::optional<Answer> InjectedFor(const std::string& method, const std::string& path);
   Answer PutLease(const std::string& ns, const std::string& name, nlohmann::json lease);
   // Streams watch events of `resource` after `rv` to `sink`; returns when it ends.
   void StreamWatch(const std::string& resource, int64_t rv, bool bookmarks, int timeout_s,
@@ -116,6 +127,12 @@ class FakeApiServer {
   bool stopping_ = false;
   int bookmark_ms_ = 1000;
   int refuse_evictions_ = 0;
+  std::map<std::string, std::chrono::steady_clock::time_point> holds_;  // path part -> held until
+  struct Injected {
+    std::string method, path_part, message;
+    int status = 0, times = 0;
+  };
+  std::vector<Injected> injected_;
   std::set<std::string> fail_binding_;
   std::map<std::string, std::map<std::string, nlohmann::json>> objects_;  // resource -> ns/name -> object
   std::map<std::string, std::vector<Change>> changes_;                    // resource -> changes in rv order

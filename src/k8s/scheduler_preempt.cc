@@ -1,0 +1,49 @@
+// K8sScheduler's answers to the backend about preemption (who takes the victims' capacity) and about pods
+// their users deleted (the job is cancelled).
+#include <fmt/format.h>
+
+#include "k8s/cluster_view.h"
+#include "k8s/scheduler.h"
+
+namespace tessera {
+
+using json = nlohmann::json;
+
+// A running job still starting (its launch waits for its victims) with a placement on one of `nodes`: its
+// waiting pods, in the order the backend binds them, each with the node of its task.
+std::vector<std::pair<json, std::string>> K8sScheduler::PreemptorOn(const std::set<std::string>& nodes) const {
+  std::vector<std::pair<json, std::string>> out;
+  if (!service_) return out;
+  JobQuery q;
+  q.states = {JobState::kRunning};
+  q.limit = 1000;
+  for (const JobView& v : service_->ListJobs(admin_, q).jobs) {
+    const JobRecord& j = *v.job;
+    const auto on = [&](const TaskPlacement& t) { return nodes.count(service_->NodeName(t.node)) > 0; };
+    if (!j.starting || std::none_of(j.placements.begin(), j.placements.end(), on)) continue;
+    std::vector<JobKey> keys;
+    if (j.user == admin_.user) {
+      if (auto key = KeyOfJob(j.project, j.team, j.name)) keys.push_back(*key);
+    } else {
+      std::lock_guard<std::mutex> l(api_mu_);
+      if (auto it = api_keys_.find(j.id); it != api_keys_.end()) keys = it->second;
+    }
+    size_t task = 0;
+    for (const JobKey& key : keys)
+      for (const json& pod : PodsOf(key))
+        if (PodWaiting(pod) && task < j.placements.size())
+          out.push_back({pod, service_->NodeName(j.placements[task++].node)});
+    if (!out.empty()) return out;
+  }
+  return out;
+}
+
+void K8sScheduler::CancelJobOfSlot(JobSlot slot, const std::string& why) {
+  JobPtr j = service_ ? service_->JobOfSlot(slot) : nullptr;
+  if (!j) return;
+  const auto done = service_->Cancel(admin_, j->id);
+  Log(done.ok() ? fmt::format("job {} ({}) cancelled: {}", j->id, j->name, why)
+                : fmt::format("job {} ({}): cancelling it failed: {}", j->id, j->name, done.error().message));
+}
+
+}  // namespace tessera
