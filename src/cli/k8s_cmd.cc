@@ -14,6 +14,7 @@
 #include "k8s/extender.h"
 #include "k8s/mig_config.h"
 #include "k8s/scheduler.h"
+#include "k8s/team_namespaces.h"
 #include "model/catalog.h"
 #include "server/http_server.h"
 
@@ -53,7 +54,7 @@ int RunMigConfig(const std::string& gpu) {
 }
 
 struct SchedulerArgs {
-  std::string kubeconfig, listen;
+  std::string kubeconfig, listen, team_namespaces;
   SchedulerOptions options;
 };
 
@@ -83,6 +84,12 @@ int RunScheduler(SchedulerArgs a) {
   auto kube = a.kubeconfig.empty() ? InClusterConfig() : LoadKubeconfig(a.kubeconfig);
   if (!kube.ok()) return fmt::print(stderr, "{}\n", kube.error()), 2;
   a.options.log = LogLine;
+  if (!a.team_namespaces.empty()) {  // without it, every API job with a container is refused
+    auto teams = LoadTeamNamespaces(
+        a.team_namespaces, SchedulerNamespaces(a.options.lease_namespace, kube->ns, a.options.mig_config_map));
+    if (!teams.ok()) return fmt::print(stderr, "--team-namespaces: {}\n", teams.error()), 2;
+    a.options.team_namespaces = *teams;
+  }
   auto sched = K8sScheduler::Start(std::move(kube).value(), a.options);
   if (!sched.ok()) return fmt::print(stderr, "tessera k8s scheduler: {}\n", sched.error()), 1;
   Service& svc = (*sched)->service();
@@ -134,6 +141,9 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(int64_t{0}, int64_t{30} * 86400));
   sc->add_option("--db", s->options.db, "SQLite store (created if missing)")->capture_default_str();
   sc->add_option("--listen", s->listen, "HOST:PORT: serve Tessera's API and portal there");
+  sc->add_option("--team-namespaces", s->team_namespaces,
+                 "YAML or JSON file mapping team: namespace for jobs with a container from the API (a team "
+                 "without an entry has them refused)");
   sc->callback([s, exit_code] { *exit_code = RunScheduler(*s); });
   auto gpu = std::make_shared<std::string>();
   CLI::App* mig = k8s->add_subcommand("mig-config", "Print the mig-parted config of every MIG layout Tessera may ask for");
