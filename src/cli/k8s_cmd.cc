@@ -17,6 +17,7 @@
 #include "k8s/team_namespaces.h"
 #include "model/catalog.h"
 #include "server/http_server.h"
+#include "server/standby_health.h"
 
 namespace tessera::cli {
 namespace {
@@ -90,7 +91,10 @@ int RunScheduler(SchedulerArgs a) {
     if (!teams.ok()) return fmt::print(stderr, "--team-namespaces: {}\n", teams.error()), 2;
     a.options.team_namespaces = *teams;
   }
+  auto standby = StandbyHealth::Start(a.listen);  // /healthz 200, /readyz 503 while waiting for the Lease
+  if (!standby.ok()) return fmt::print(stderr, "--listen: {}\n", standby.error()), 1;
   auto sched = K8sScheduler::Start(std::move(kube).value(), a.options);
+  standby->reset();  // frees the address for the API server
   if (!sched.ok()) return fmt::print(stderr, "tessera k8s scheduler: {}\n", sched.error()), 1;
   Service& svc = (*sched)->service();
   if (auto admin = svc.BootstrapAdmin(); admin.ok() && !admin->empty()) {
