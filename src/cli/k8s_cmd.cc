@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <httplib.h>
 
 #include <atomic>
 #include <chrono>
@@ -20,8 +19,10 @@
 #include "k8s/extender.h"
 #include "k8s/mig_config.h"
 #include "k8s/scheduler.h"
+#include "k8s/team_namespaces.h"
 #include "model/catalog.h"
 #include "server/http_server.h"
+#include "server/standby_health.h"
 
 namespace tessera::cli {
 namespace {
@@ -59,7 +60,7 @@ int RunMigConfig(const std::string& gpu) {
 }
 
 struct SchedulerArgs {
-  std::string kubeconfig, listen;
+  std::string kubeconfig, listen, team_namespaces;
   SchedulerOptions options;
 };
 
@@ -76,38 +77,6 @@ std::pair<std::string, int> HostPort(const std::string& listen) {
   if (colon == std::string::npos) return {"127.0.0.1", 0};
   return {listen.substr(0, colon), std::atoi(listen.c_str() + colon + 1)};
 }
-
-// GET /healthz (200) and /readyz (503: not leading yet) on --listen while the scheduler waits for the Lease
-// or lists the cluster; the full API takes the port over once it leads.
-class HealthListener {
- public:
-  Status Start(const std::string& listen) {
-    const auto [host, port] = HostPort(listen);
-    http_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
-    http_.Get("/readyz", [](const httplib::Request&, httplib::Response& res) {
-      res.status = 503;
-      res.set_content("standby: not the leader\n", "text/plain");
-    });
-    http_.set_keep_alive_max_count(1);
-    http_.set_socket_options([](socket_t sock) {  // the API binds the port again once this one stops
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
-    if (!http_.bind_to_port(host.c_str(), port))
-      return Status::Error(fmt::format("--listen: cannot listen on {} (in use, or not an address of this host)", listen));
-    thread_ = std::thread([this] { http_.listen_after_bind(); });
-    return Status::Ok();
-  }
-  void Stop() {
-    http_.stop();
-    if (thread_.joinable()) thread_.join();
-  }
-  ~HealthListener() { Stop(); }
-
- private:
-  httplib::Server http_;
-  std::thread thread_;
-};
 
 // Serves the API and portal of the scheduler's service on --listen; returns null without it.
 std::unique_ptr<ApiServer> ServeApi(Service& svc, const std::string& listen, std::thread* http, int* rc) {
@@ -149,10 +118,16 @@ int RunScheduler(SchedulerArgs a) {
   auto kube = a.kubeconfig.empty() ? InClusterConfig() : LoadKubeconfig(a.kubeconfig);
   if (!kube.ok()) return fmt::print(stderr, "{}\n", kube.error()), 2;
   SignalWatch signals(sigs);
-  HealthListener health;
-  if (!a.listen.empty())
-    if (Status st = health.Start(a.listen); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
   a.options.log = LogLine;
+  if (!a.team_namespaces.empty()) {  // without it, every API job with a container is refused
+    auto teams = LoadTeamNamespaces(
+        a.team_namespaces, SchedulerNamespaces(a.options.lease_namespace, kube->ns, a.options.mig_config_map));
+    if (!teams.ok()) return fmt::print(stderr, "--team-namespaces: {}\n", teams.error()), 2;
+    a.options.team_namespaces = *teams;
+  }
+  // /healthz 200, /readyz 503 while it waits for the Lease or lists the cluster; the API takes the port over.
+  auto standby = StandbyHealth::Start(a.listen);
+  if (!standby.ok()) return fmt::print(stderr, "--listen: {}\n", standby.error()), 1;
   a.options.cancelled = [&signals] { return signals.signalled(); };
   auto sched = K8sScheduler::Start(std::move(kube).value(), a.options);
   if (!sched.ok() && signals.signalled()) return LogLine("signal; exiting (not leading)"), 0;
@@ -165,7 +140,7 @@ int RunScheduler(SchedulerArgs a) {
   }
   int rc = 0;
   std::thread http;
-  health.Stop();
+  if (*standby) (*standby)->Stop();
   auto server = ServeApi(svc, a.listen, &http, &rc);
   if (rc != 0) return rc;
   while (!(*sched)->lost_leadership() && !signals.signalled())
@@ -207,6 +182,9 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(int64_t{0}, int64_t{30} * 86400));
   sc->add_option("--db", s->options.db, "SQLite store (created if missing)")->capture_default_str();
   sc->add_option("--listen", s->listen, "HOST:PORT: serve Tessera's API and portal there");
+  sc->add_option("--team-namespaces", s->team_namespaces,
+                 "YAML or JSON file mapping team: namespace for jobs with a container from the API (a team "
+                 "without an entry has them refused)");
   sc->callback([s, exit_code] { *exit_code = RunScheduler(*s); });
   auto gpu = std::make_shared<std::string>();
   CLI::App* mig = k8s->add_subcommand("mig-config", "Print the mig-parted config of every MIG layout Tessera may ask for");

@@ -207,6 +207,9 @@ int RunExtenderServer(const Extender& extender, const std::string& host, int por
   server.Post(prefix + "/prioritize", verb(&Extender::Prioritize));
   server.Post(prefix + "/preempt", verb(&Extender::Preempt));
   server.Post(prefix + "/bind", verb(&Extender::Bind));
+  // Probes: the extender keeps no state, so a process that answers is alive and ready.
+  for (const char* probe : {"/healthz", "/readyz"})
+    server.Get(probe, [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   if (!server.bind_to_port(host, port)) {
     fmt::print(stderr, "tessera k8s extender: cannot listen on {}:{}\n", host, port);
     return 1;

@@ -54,7 +54,9 @@ bool HasContainer(const JobRecord& job) {
 }
 
 Result<JobObjects> ObjectsForJob(const JobRecord& job, const std::string& scheduler_name,
-                                 const std::string& priority_class) {
+                                 const std::string& priority_class, const TeamNamespaces& namespaces) {
+  auto ns = NamespaceOfTeam(namespaces, job.team);
+  if (!ns.ok()) return ns.status();
   const json body = json::parse(job.spec_json, nullptr, false);
   auto parsed = ParseJobSpec(body);
   if (!parsed.ok()) return Status::Error("its spec does not parse: " + parsed.error().message);
@@ -65,7 +67,7 @@ Result<JobObjects> ObjectsForJob(const JobRecord& job, const std::string& schedu
   const bool gang = job.cls == WorkloadClass::kTraining && w.workers > 1;
   const int tasks = gang ? w.workers : job.replicas;
   JobObjects out;
-  out.ns = job.team;
+  out.ns = *ns;
   const std::string base = fmt::format("tessera-{}", job.id);
   if (gang) {
     out.pod_group = json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},

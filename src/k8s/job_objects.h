@@ -1,6 +1,7 @@
 #pragma once
 // The Kubernetes objects of a job submitted through Tessera's API, CLI or portal with a `container`
-// (image, command, args, env): they live in the namespace named after the job's team, carry
+// (image, command, args, env): they live in the namespace the scheduler's team mapping gives the job's team
+// (team_namespaces.h; a team without one gets none, and its job is refused), carry
 // schedulerName and the labels that tie them to the job (tessera.io/job-id, tessera.io/replica), and ask for
 // what the job asks per task (nvidia.com/gpu, or nvidia.com/mig-<profile> for a MIG job; CPU and memory).
 //
@@ -18,6 +19,7 @@
 
 #include "base/status.h"
 #include "k8s/pod_jobs.h"
+#include "k8s/team_namespaces.h"
 
 namespace tessera {
 
@@ -35,11 +37,11 @@ struct JobObjects {
 
 // Whether the job carries a container (only such jobs become objects).
 bool HasContainer(const JobRecord& job);
-// The objects; `priority_class` is set on the pods when not empty (a PriorityClass of that name exists).
-// Errors say what Kubernetes cannot run (a fractional GPU without a MIG profile, a spec that no longer
-// parses).
+// The objects, in the namespace `namespaces` maps the job's team to; `priority_class` is set on the pods
+// when not empty (a PriorityClass of that name exists). Errors say what Kubernetes cannot run (a team with
+// no namespace, a fractional GPU without a MIG profile, a spec that no longer parses).
 Result<JobObjects> ObjectsForJob(const JobRecord& job, const std::string& scheduler_name,
-                                 const std::string& priority_class);
+                                 const std::string& priority_class, const TeamNamespaces& namespaces);
 // The job id a pod's label names, or -1.
 int64_t JobIdOfPod(const nlohmann::json& pod);
 

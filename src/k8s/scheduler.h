@@ -35,6 +35,7 @@
 #include "k8s/mig_repartitioner.h"
 #include "k8s/pod_jobs.h"
 #include "k8s/queues.h"
+#include "k8s/team_namespaces.h"
 #include "service/service.h"
 
 namespace tessera {
@@ -53,6 +54,8 @@ struct SchedulerOptions {
   // its configs when waiting pods need it (mig_repartitioner.h); empty = no repartitioning.
   std::string mig_config_map;
   int64_t min_runtime_s = 300;  // a job younger than this is not preempted (CycleOptions::min_runtime_s)
+  // team -> namespace of its API jobs' pods (team_namespaces.h); a team not here has its API jobs refused.
+  TeamNamespaces team_namespaces;
   std::function<void(const std::string&)> log;
   // Polled while Start waits (for the Lease, for the caches): once it answers true, Start gives up with an
   // error (a signal asked the process to end). Empty = never.

@@ -27,7 +27,8 @@ void K8sScheduler::MaterializeApiJob(const JobRecord& job) {
     const json* pc = nullptr;
     const auto classes = classes_->Objects();
     if (auto c = classes.find(job.priority_class); c != classes.end()) pc = &c->second;
-    auto objects = ObjectsForJob(job, options_.scheduler_name, pc != nullptr ? job.priority_class : "");
+    auto objects = ObjectsForJob(job, options_.scheduler_name, pc != nullptr ? job.priority_class : "",
+                                 options_.team_namespaces);
     if (!objects.ok()) {
       Log(fmt::format("job {} ({}) cannot run on Kubernetes and is cancelled: {}", job.id, job.name,
                       objects.error()));

@@ -83,9 +83,12 @@ void TeamGauges(const Service& s, const Snapshot& snap, std::string* o) {
     *o += fmt::format("tessera_team_guaranteed_gpus{{team=\"{}\"}} {}\n", Esc(t.name), t.guaranteed_milli / 1000.0);
 }
 
-// GPUs (DCGM exporter names): utilisation in percent of the allocated share (the simulated backend keeps
-// what it holds busy), allocation per GPU, MIG instances by profile.
-void GpuGauges(const ClusterSummary& cs, std::string* o) {
+}  // namespace
+
+// GPUs, under Tessera's own names: these figures are what Tessera accounts (the share jobs hold), never a
+// device measurement, so they do not borrow the DCGM exporter's names. Utilisation is the allocated share
+// (the simulated backend keeps what it holds busy); MIG instances are 1 while a job holds them.
+std::string GpuMetricsText(const ClusterSummary& cs) {
   std::string util, alloc, mig;
   for (const NodeSummary& n : cs.nodes) {
     for (const GpuSummary& g : n.gpus) {
@@ -93,21 +96,22 @@ void GpuGauges(const ClusterSummary& cs, std::string* o) {
           fmt::format("gpu=\"{}\",device=\"nvidia{}\",model_name=\"{}\",hostname=\"{}\"", g.index, g.index,
                       Esc(n.gpu_kind), Esc(n.name));
       for (const InstanceSummary& m : g.instances)
-        mig += fmt::format("DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{},GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{}\"}} {}\n",
-                           labels, Esc(m.profile), m.start, m.busy ? 1 : 0);
-      util += fmt::format("DCGM_FI_DEV_GPU_UTIL{{{}}} {}\n", labels, g.allocated_milli / 10.0);
+        mig += fmt::format("tessera_mig_instance_busy{{{},mig_profile=\"{}\",mig_start=\"{}\"}} {}\n", labels,
+                           Esc(m.profile), m.start, m.busy ? 1 : 0);
+      util += fmt::format("tessera_gpu_utilization_ratio{{{}}} {}\n", labels, g.allocated_milli / 1000.0);
       alloc += fmt::format("tessera_gpu_allocated_ratio{{{}}} {}\n", labels, g.allocated_milli / 1000.0);
     }
   }
-  Head(o, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilisation in percent (simulated: the allocated share).");
-  *o += util;
-  Head(o, "tessera_gpu_allocated_ratio", "gauge", "Share of the GPU held by jobs (0 to 1).");
-  *o += alloc;
-  Head(o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "MIG instance activity (simulated: 1 while a job holds it).");
-  *o += mig;
+  std::string out;
+  Head(&out, "tessera_gpu_utilization_ratio", "gauge",
+       "GPU utilisation (0 to 1) as Tessera accounts it: the allocated share, not measured on the device.");
+  out += util;
+  Head(&out, "tessera_gpu_allocated_ratio", "gauge", "Share of the GPU held by jobs (0 to 1).");
+  out += alloc;
+  Head(&out, "tessera_mig_instance_busy", "gauge",
+       "1 while a job holds the MIG instance, else 0 (not measured on the device).");
+  return out + mig;
 }
-
-}  // namespace
 
 std::string MetricsText(const Service& s) {
   std::string o;
@@ -115,7 +119,7 @@ std::string MetricsText(const Service& s) {
   JobAndNodeGauges(s, *snap, &o);
   CycleAndCounters(s.counters(), &o);
   TeamGauges(s, *snap, &o);
-  GpuGauges(*snap->summary, &o);
+  o += GpuMetricsText(*snap->summary);
   return o;
 }
 

@@ -95,6 +95,7 @@ class SchedulerE2e : public ::testing::Test {
     o.db = (dir_ / "tessera.db").string();
     o.identity = "e2e";
     o.min_runtime_s = min_runtime_s_;
+    o.team_namespaces = {{"vision", "vision"}};  // the API jobs' team (ApiJobsBecomePodsAndFollowThem)
     if (std::getenv("TESSERA_TEST_LOG") != nullptr)  // the scheduler's log on stderr, to follow a failure
       o.log = [](const std::string& line) { std::fprintf(stderr, "scheduler: %s\n", line.c_str()); };
     auto s = K8sScheduler::Start(*kube, o);
@@ -395,6 +396,15 @@ TEST_F(SchedulerE2e, ApiJobsBecomePodsAndFollowThem) {
   const int64_t f = submit({{"name", "f"}, {"gpu_fraction", 0.25}, {"container", container}});
   ASSERT_TRUE(Eventually([&] { return state(f) == JobState::kCancelled; }));
   EXPECT_FALSE(pod(fmt::format("tessera-{}-0", f)).has_value());
+  // A team the mapping does not name gets no pods, even one named after a system namespace.
+  TeamRow system;
+  system.name = "kube-system";
+  ASSERT_TRUE(svc.CreateTeam(admin, system).ok());
+  auto k = svc.Submit(Caller{"eve", "kube-system", Role::kTeamLead},
+                      ParseJobSpec({{"name", "k"}, {"gpus_per_worker", 1}, {"container", container}}).value(), "");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  ASSERT_TRUE(Eventually([&] { return state(k->job->id) == JobState::kCancelled; }));
+  EXPECT_FALSE(api_.Get("pods", "kube-system", fmt::format("tessera-{}-0", k->job->id)).has_value());
   // The job ends when its pods do.
   for (const std::string& name : {a0, a1}) ASSERT_TRUE(api_.Patch("pods", "vision", name, {{"status", {{"phase", "Succeeded"}}}}));
   ASSERT_TRUE(Eventually([&] { return state(a) == JobState::kSucceeded; })) << JobStateName(state(a));

@@ -104,6 +104,10 @@ TEST_F(NodesApiTest, AddCordonDrainRemoveAndRestart) {
                          "hostname=\"node-001\"} 0\n"),
             std::string::npos);
   EXPECT_NE(metrics.find("tessera_nodes{state=\"cordoned\"} 2"), std::string::npos);
+  EXPECT_NE(metrics.find("tessera_gpu_utilization_ratio{gpu=\"0\",device=\"nvidia0\",model_name=\"h100-80gb\","
+                         "hostname=\"node-000\"} 1\n"),
+            std::string::npos);
+  EXPECT_EQ(metrics.find("DCGM_"), std::string::npos) << "GPU gauges carry Tessera's names";
   auto del = s->Client()->Delete("/api/v1/nodes/node-000", {{"Authorization", "Bearer " + admin}});
   ASSERT_EQ(del->status, 409) << del->body;
   EXPECT_EQ(Body(del)["error"]["code"], "FailedPrecondition");
