@@ -84,7 +84,12 @@ std::unique_ptr<ApiServer> ServeApi(Service& svc, const std::string& listen, std
   ServerOptions so;
   std::tie(so.host, so.port) = HostPort(listen);
   auto server = std::make_unique<ApiServer>(&svc, so);
-  if (Status st = server->Bind(); !st.ok()) return fmt::print(stderr, "--listen: {}\n", st.message()), *rc = 1, nullptr;
+  Status st = server->Bind();
+  for (int i = 0; i < 20 && !st.ok(); ++i) {  // the standby listener's port may take a moment to free
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    st = server->Bind();
+  }
+  if (!st.ok()) return fmt::print(stderr, "--listen: {}\n", st.message()), *rc = 1, nullptr;
   *http = std::thread([s = server.get()] { s->Serve(); });
   LogLine(fmt::format("API and portal on http://{}:{}", so.host, server->port()));
   return server;
@@ -119,7 +124,7 @@ int RunScheduler(SchedulerArgs a) {
   if (!kube.ok()) return fmt::print(stderr, "{}\n", kube.error()), 2;
   SignalWatch signals(sigs);
   a.options.log = LogLine;
-  if (!a.team_namespaces.empty()) {  // without it, every API job with a container is refused
+  if (!a.team_namespaces.empty()) {  // without it, each team's own namespace, never a system one
     auto teams = LoadTeamNamespaces(
         a.team_namespaces, SchedulerNamespaces(a.options.lease_namespace, kube->ns, a.options.mig_config_map));
     if (!teams.ok()) return fmt::print(stderr, "--team-namespaces: {}\n", teams.error()), 2;
@@ -184,7 +189,7 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
   sc->add_option("--listen", s->listen, "HOST:PORT: serve Tessera's API and portal there");
   sc->add_option("--team-namespaces", s->team_namespaces,
                  "YAML or JSON file mapping team: namespace for jobs with a container from the API (a team "
-                 "without an entry has them refused)");
+                 "without an entry has them refused); without it, a team's own namespace unless it is a system one");
   sc->callback([s, exit_code] { *exit_code = RunScheduler(*s); });
   auto gpu = std::make_shared<std::string>();
   CLI::App* mig = k8s->add_subcommand("mig-config", "Print the mig-parted config of every MIG layout Tessera may ask for");

@@ -20,11 +20,17 @@ std::string PodPath(const PodRef& p) { return fmt::format("/api/v1/namespaces/{}
 
 }  // namespace
 
+bool PodAsksGpu(const json& pod) {
+  auto d = ReadPodDemand(pod);
+  return d.ok() && d->AnyGpu();
+}
+
 Result<std::vector<PodRef>> MembersToBind(const std::vector<json>& pods, size_t tasks) {
   std::vector<PodRef> out;
-  for (const json& p : pods)
-    if (PodWaiting(p) && out.size() < tasks)
-      out.push_back({Meta(p, "namespace"), Meta(p, "name"), Meta(p, "uid")});
+  for (bool gpu : {true, false})  // members that ask for GPUs first: CPU-only companions are bound apart
+    for (const json& p : pods)
+      if (PodWaiting(p) && out.size() < tasks && PodAsksGpu(p) == gpu)
+        out.push_back({Meta(p, "namespace"), Meta(p, "name"), Meta(p, "uid")});
   if (out.size() < tasks)
     return Status::Error(fmt::format("{} of {} members wait to be placed", out.size(), tasks));
   return out;
@@ -322,9 +328,49 @@ void K8sBackend::Reconfigure(GpuId gpu, const std::string& layout, int64_t now) 
 }
 
 bool K8sBackend::Adopt(const LaunchSpec& spec, int64_t started_at, int64_t) {
+  std::vector<NodeId> nodes;  // named later: the Service that adopts is not up yet
+  for (const TaskPlacement& t : spec.tasks) nodes.push_back(t.node);
   std::lock_guard<std::mutex> l(mu_);
   runs_[spec.slot] = Run{spec.run, started_at, {}, false, true, spec.tasks.size()};
+  runs_[spec.slot].nodes = std::move(nodes);
   return true;
+}
+
+void K8sBackend::CompleteAdopted(JobSlot slot, uint32_t run, std::vector<PodRef> bound, std::vector<json> waiting,
+                                 std::vector<std::string> nodes) {
+  std::string why = nodes.empty() || waiting.size() < nodes.size() ? "too few members wait, or no placement" : "";
+  for (size_t i = 0; why.empty() && i < nodes.size(); ++i) {
+    const PodRef p{Meta(waiting[i], "namespace"), Meta(waiting[i], "name"), Meta(waiting[i], "uid")};
+    why = hooks_.admit ? hooks_.admit(p, nodes[i]) : "";
+    if (!why.empty()) break;
+    const json binding = {{"apiVersion", "v1"},
+                          {"kind", "Binding"},
+                          {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}}},
+                          {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", nodes[i]}}}};
+    const ApiResponse r = Leading() ? api_->Post(PodPath(p) + "/binding", binding)
+                                    : ApiResponse{0, nullptr, ApiClient::kNotLeader};
+    if (!r.ok()) {
+      if (hooks_.forget) hooks_.forget(p);
+      why = fmt::format("binding pod {}/{} to node {} failed ({} {})", p.ns, p.name, nodes[i], r.status, r.error);
+      break;
+    }
+    bound.push_back(p);
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = runs_.find(slot);
+  if (it == runs_.end() || it->second.run != run) return;
+  if (why.empty()) {
+    it->second.pods = bound;
+    Log(fmt::format("a gang found partly bound after a restart is whole again ({} pods)", bound.size()));
+    return;
+  }
+  runs_.erase(it);
+  work_.push_back([this, bound, slot, run, why] {
+    const int unwound = Unwind(bound);
+    Log(fmt::format("a gang found partly bound after a restart could not be completed ({}): {} member(s) "
+                    "deleted, back to the queue", why, unwound));
+    Emit({BackendEventKind::kInterrupted, slot, run, 0, kNone, "partly bound after a restart; unwound"});
+  });
 }
 
 std::vector<BackendEvent> K8sBackend::Poll(int64_t now) {
@@ -359,12 +405,28 @@ void K8sBackend::PodsChanged() {
     const std::vector<json> pods = key ? hooks_.pods(*key) : std::vector<json>{};
     if (r.adopted) {  // after a restart: the run's pods are the job's bound ones
       std::vector<PodRef> refs;
-      for (const json& p : pods)
-        if (!PodNode(p).empty()) refs.push_back({Meta(p, "namespace"), Meta(p, "name"), Meta(p, "uid")});
+      std::vector<json> waiting;
+      std::multiset<std::string> free;
+      for (NodeId n : r.nodes) free.insert(hooks_.node_name(n));
+      for (const json& p : pods) {
+        if (!PodAsksGpu(p)) continue;  // CPU-only companions of a gang are not its tasks
+        if (PodWaiting(p)) waiting.push_back(p);
+        if (PodNode(p).empty()) continue;
+        refs.push_back({Meta(p, "namespace"), Meta(p, "name"), Meta(p, "uid")});
+        if (auto f = free.find(PodNode(p)); f != free.end()) free.erase(f);
+      }
       std::lock_guard<std::mutex> l(mu_);
       auto it = runs_.find(slot);
       if (it != runs_.end() && it->second.run == r.run) it->second.adopted = false, it->second.pods = refs;
       r.pods = refs;
+      if (!refs.empty() && refs.size() < r.tasks && !stop_) {  // a gang cut short mid-binding
+        std::vector<std::string> rest(free.begin(), free.end());
+        rest.resize(std::min(rest.size(), r.tasks - refs.size()));
+        if (rest.size() < r.tasks - refs.size()) rest.clear();  // the placement is unknown: unwind
+        work_.push_back([this, slot, run = r.run, refs, waiting, rest] { CompleteAdopted(slot, run, refs, waiting, rest); });
+        cv_.notify_all();
+        continue;
+      }
     }
     if (std::optional<BackendEvent> end = RunEnd(slot, r, pods)) Emit(std::move(*end));
   }

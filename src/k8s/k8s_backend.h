@@ -66,7 +66,9 @@ struct K8sBackendHooks {
   std::function<void(JobSlot, const std::string& why)> cancel;
 };
 
-// The members to bind, in order: the waiting pods of `pods` (at most `tasks`), or an error saying how many
+// Whether the pod asks for nvidia.com/gpu or a MIG slice.
+bool PodAsksGpu(const nlohmann::json& pod);
+// The members to bind, in order (those asking for GPUs first): the waiting pods of `pods` (at most `tasks`), or an error saying how many
 // wait when fewer than `tasks` do.
 Result<std::vector<PodRef>> MembersToBind(const std::vector<nlohmann::json>& pods, size_t tasks);
 // Whether a run of these pods is over, given the job's pods now: every pod is done or gone (a pod with
@@ -112,6 +114,7 @@ class K8sBackend final : public Backend {
     size_t tasks = 0;
     bool cancelling = false;                // its user deleted a running pod: the job is being cancelled
     std::map<std::string, PodEnd> ends;     // pod uid -> how it ended, as last seen (not kRunning)
+    std::vector<NodeId> nodes;              // adopted: the node of each task, as placed before the restart
   };
   // An eviction a PodDisruptionBudget refused, tried again at `at`.
   struct Retry {
@@ -143,6 +146,11 @@ class K8sBackend final : public Backend {
   // terminationGracePeriodSeconds runs); WaitVacated waits up to kVacateWaitS for none to be left.
   bool EvictedStillOn(const std::set<std::string>& nodes) const;
   bool WaitVacated(const std::set<std::string>& nodes) const;
+  // An adopted gang the restart found partly bound (`bound` of its tasks): its waiting members are bound to
+  // the nodes the rest of its tasks hold, or, when that fails, every member is unwound and the job goes back
+  // to the queue (kInterrupted). Runs on the worker.
+  void CompleteAdopted(JobSlot slot, uint32_t run, std::vector<PodRef> bound, std::vector<nlohmann::json> waiting,
+                       std::vector<std::string> nodes);
   // Deletes the bound members of a failed gang launch; returns how many were deleted.
   int Unwind(const std::vector<PodRef>& bound);
   void Emit(BackendEvent e);

@@ -70,6 +70,38 @@ int MinMemberOf(const json& pod_group) {
              : -1;
 }
 
+json PodGroupStatus(int min_member, const std::vector<json>& members, bool volcano, const std::string& now) {
+  int scheduled = 0, running = 0, succeeded = 0, failed = 0;
+  for (const json& p : members) {
+    const json* st = Field(p, "status");
+    const std::string phase = st != nullptr ? StringField(*st, "phase") : "";
+    const json* spec = Field(p, "spec");
+    const bool bound = spec != nullptr && !StringField(*spec, "nodeName").empty();
+    succeeded += phase == "Succeeded";
+    failed += phase == "Failed";
+    running += bound && phase == "Running";
+    scheduled += bound && phase != "Succeeded" && phase != "Failed";
+  }
+  const int need = std::max(min_member, 1);
+  std::string phase = "Pending";
+  if (failed > 0 && scheduled + succeeded < need) phase = "Failed";
+  else if (succeeded >= need && running == 0) phase = volcano ? "Completed" : "Finished";
+  else if (running >= need) phase = "Running";
+  else if (scheduled >= need) phase = volcano ? "Running" : "Scheduled";
+  const bool placed = scheduled + succeeded >= need;
+  return {{"phase", phase},
+          {"scheduled", scheduled},
+          {"running", running},
+          {"succeeded", succeeded},
+          {"failed", failed},
+          {"conditions",
+           {{{"type", "Scheduled"},
+             {"status", placed ? "True" : "False"},
+             {"reason", placed ? "Scheduled" : "Unschedulable"},
+             {"message", fmt::format("{} of {} member(s) bound (minMember {})", scheduled, members.size(), min_member)},
+             {"lastTransitionTime", now}}}}};
+}
+
 Result<json> JobSpecFor(const JobKey& key, const std::vector<PodDemand>& members, int tasks,
                         const std::string& priority_class) {
   if (members.empty()) return Status::Error("no pods");

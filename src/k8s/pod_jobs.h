@@ -48,6 +48,13 @@ JobKey JobKeyOf(const nlohmann::json& pod);
 // The PodGroup's spec.minMember (coscheduling and Volcano), or -1 when absent or not a number.
 int MinMemberOf(const nlohmann::json& pod_group);
 
+// A PodGroup's status from its member pods, as coscheduling and Volcano keep it: `scheduled` (bound, not
+// done), `running`, `succeeded`, `failed`, the phase (coscheduling: Pending, Scheduled once minMember are
+// bound, Running once minMember run, Finished, Failed; Volcano and KAI: Pending, Running, Completed) and a
+// Scheduled condition. `volcano`: Volcano's phases. `now`: an RFC 3339 time for the condition.
+nlohmann::json PodGroupStatus(int min_member, const std::vector<nlohmann::json>& members, bool volcano,
+                              const std::string& now);
+
 // The service's job spec (the JSON a submission takes) for the members of one job (a single pod, or a
 // gang of `tasks` members): whole GPUs per member, or one MIG profile (single pods only), CPU and host
 // memory per member (the largest member's). Errors say what Tessera cannot run.

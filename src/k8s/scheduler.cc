@@ -220,6 +220,9 @@ std::vector<json> K8sScheduler::PodsOf(const JobKey& key) const {
   auto it = pods_by_key_.find(key.str());
   if (it != pods_by_key_.end())
     for (const auto& [name, p] : it->second) out.push_back(p);
+  if (it == pods_by_key_.end() && key.kind == "pod")  // a PodGroup member that is a job of its own
+    for (const auto& [k, m] : pods_by_key_)
+      if (auto p = m.find(key.name); p != m.end() && Meta(p->second, "namespace") == key.ns) out.push_back(p->second);
   return out;
 }
 
@@ -254,6 +257,7 @@ void K8sScheduler::Loop() {
 }
 
 void K8sScheduler::Reconcile() {
+  world_.reset();
   if (mig_) {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
     mig_->Step(nodes_->Objects(), pods_->Objects(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
@@ -265,6 +269,7 @@ void K8sScheduler::Reconcile() {
   SyncBudgets();
   SyncFilters();
   WriteReasons();
+  SyncGroupStatus();
   SyncDra();
 }
 

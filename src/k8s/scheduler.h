@@ -55,6 +55,7 @@ struct SchedulerOptions {
   std::string mig_config_map;
   int64_t min_runtime_s = 300;  // a job younger than this is not preempted (CycleOptions::min_runtime_s)
   // team -> namespace of its API jobs' pods (team_namespaces.h); a team not here has its API jobs refused.
+  // Empty: each team's own namespace, unless NamespaceRefusal refuses it. Namespaces are never created.
   TeamNamespaces team_namespaces;
   std::function<void(const std::string&)> log;
   // Polled while Start waits (for the Lease, for the caches): once it answers true, Start gives up with an
@@ -125,9 +126,18 @@ class K8sScheduler {
   void MaterializeApiJob(const JobRecord& job);
   void ForgetApiJob(int64_t id, bool cancelled);
   bool EnsureNamespace(const std::string& ns);
+  TeamNamespaces TeamNamespacesFor(const std::string& team) const;
   bool Orphaned(const std::string& key, const std::map<std::string, std::vector<nlohmann::json>>& by_key);
   void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
   void WriteReasons();
+  // Every PodGroup with pods of ours: its status (phase, counts, Scheduled condition) written when it changes.
+  void SyncGroupStatus();
+  // A running gang's waiting CPU-only members (no GPU: outside the loop's accounting), each bound to a node
+  // its filters pass, beside the gang's members when one passes.
+  void BindCompanions(const std::vector<nlohmann::json>& members);
+  bool JobRunning(int64_t id) const;
+  // Whether a PodGroup's gang has its GPU members bound (minMember less its CPU-only companions).
+  bool GangBound(const std::string& key, const std::map<std::string, nlohmann::json>& members) const;  // the Service's job state now (not the last snapshot's)
   // Kubernetes' node filters (filters.h) for every pending job, on the informer cache of nodes and bound pods
   // plus our bindings the cache does not show yet: the Service places each job only on the nodes its first
   // waiting pod passes; a job no node passes gets kube-scheduler's message (unschedulable_).
@@ -137,6 +147,8 @@ class K8sScheduler {
   // bindings made since; "" = bind (and the pod is assumed bound), else why not.
   std::string AdmitBinding(const PodRef& pod, const std::string& node);
   void ForgetBinding(const PodRef& pod);
+  // kube-scheduler's message when no node passes the pod's filters (on this pass's world_), else "".
+  std::string NoNodeMessage(const nlohmann::json& pod);
   // Pods with ResourceClaims (scheduler_dra.cc): allocated, reserved and bound outside the Service.
   void SyncDra();
   void DraPod(const nlohmann::json& pod, const DraWorld& world, std::map<std::string, nlohmann::json>* claims,
@@ -188,10 +200,13 @@ class K8sScheduler {
   std::map<std::string, std::string> queue_errors_;   // queue -> the error last logged for it
   std::map<int64_t, JobObjects> api_jobs_;            // active API jobs with a container, by id
   std::set<std::string> namespaces_;                  // namespaces known to exist
+  std::set<std::string> missing_namespaces_;          // namespaces found missing (logged once)
   std::set<int64_t> without_container_;              // API jobs that run nowhere but in the loop
   std::set<int64_t> eviction_blocked_;               // as last given to the Service
   std::map<std::string, std::string> unschedulable_;  // JobKey::str() -> kube-scheduler's message: no node passes
   std::map<std::string, size_t> passing_;
+  std::unique_ptr<FilterWorld> world_;
+  std::map<std::string, nlohmann::json> group_status_;  // "API/podgroup/NS/NAME" -> status last written (loop)                // this pass's (loop thread; reset by Reconcile)
   std::map<std::string, nlohmann::json> foreign_pods_;  // the pods ForeignPods last read (loop thread)             // JobKey::str() -> how many nodes its first pod passes
   mutable std::mutex assumed_mu_;                     // guards assumed_ (the backend's threads write it)
   std::map<std::string, std::pair<nlohmann::json, std::string>> assumed_;  // uid -> (pod, node) we bound, until seen

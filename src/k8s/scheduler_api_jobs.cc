@@ -11,14 +11,24 @@ namespace tessera {
 
 using json = nlohmann::json;
 
+// Tessera never creates namespaces: an API job waits until its team's namespace exists.
 bool K8sScheduler::EnsureNamespace(const std::string& ns) {
   if (namespaces_.count(ns)) return true;
-  if (api_.Get("/api/v1/namespaces/" + ns).ok()) return namespaces_.insert(ns), true;
-  const ApiResponse r = api_.Post(
-      "/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
-  if (r.ok() || r.status == 409) return namespaces_.insert(ns), true;
-  Log(fmt::format("namespace {}: creating it failed ({} {})", ns, r.status, r.error));
+  const ApiResponse r = api_.Get("/api/v1/namespaces/" + ns);
+  if (r.ok()) return namespaces_.insert(ns), true;
+  if (missing_namespaces_.insert(ns).second)
+    Log(fmt::format("namespace {} ({} {}): API jobs of its team wait until an administrator creates it", ns,
+                    r.status, r.error));
   return false;
+}
+
+// The explicit --team-namespaces mapping; without one, a team's own namespace when it may hold API jobs
+// (not default, kube-* or the scheduler's own).
+TeamNamespaces K8sScheduler::TeamNamespacesFor(const std::string& team) const {
+  if (!options_.team_namespaces.empty()) return options_.team_namespaces;
+  const auto reserved = SchedulerNamespaces(options_.lease_namespace, api_.config().ns, options_.mig_config_map);
+  if (!NamespaceRefusal(team, reserved).empty()) return {};
+  return {{team, team}};
 }
 
 void K8sScheduler::MaterializeApiJob(const JobRecord& job) {
@@ -28,7 +38,7 @@ void K8sScheduler::MaterializeApiJob(const JobRecord& job) {
     const auto classes = classes_->Objects();
     if (auto c = classes.find(job.priority_class); c != classes.end()) pc = &c->second;
     auto objects = ObjectsForJob(job, options_.scheduler_name, pc != nullptr ? job.priority_class : "",
-                                 options_.team_namespaces);
+                                 TeamNamespacesFor(job.team));
     if (!objects.ok()) {
       Log(fmt::format("job {} ({}) cannot run on Kubernetes and is cancelled: {}", job.id, job.name,
                       objects.error()));

@@ -36,6 +36,13 @@ FilterWorld K8sScheduler::MakeFilterWorld() const {
   return world;
 }
 
+std::string K8sScheduler::NoNodeMessage(const json& pod) {
+  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld());
+  std::map<std::string, int> rejected;
+  if (!world_->Passing(pod, &rejected).empty()) return "";
+  return UnschedulableMessage(world_->num_nodes(), rejected);
+}
+
 void K8sScheduler::SyncFilters() {
   {  // bindings the cache now shows (or pods gone) need no assuming
     const auto pods = pods_->Objects();
@@ -47,7 +54,8 @@ void K8sScheduler::SyncFilters() {
       it = p == by_uid.end() || !PodNode(*p->second).empty() ? assumed_.erase(it) : std::next(it);
     }
   }
-  const FilterWorld world = MakeFilterWorld();
+  world_ = std::make_unique<FilterWorld>(MakeFilterWorld());
+  const FilterWorld& world = *world_;
   std::map<int64_t, Service::NodeNames> masks;
   std::map<std::string, std::pair<Service::NodeNames, std::string>> by_signature;
   std::map<std::string, std::string> unschedulable;
@@ -76,7 +84,10 @@ void K8sScheduler::SyncFilters() {
     std::lock_guard<std::mutex> l(pods_mu_);
     for (const auto& [key, m] : pods_by_key_)
       for (const auto& [name, p] : m)
-        if (PodWaiting(p)) waiting[key].push_back(p);
+        if (PodWaiting(p)) {
+          waiting[key].push_back(p);
+          if (key.rfind("podgroup/", 0) == 0) waiting[JobKey{"pod", Meta(p, "namespace"), name}.str()].push_back(p);
+        }
   }
   std::map<int64_t, std::string> key_of_job;
   for (const auto& [key, id] : job_of_key_) key_of_job[id] = key;

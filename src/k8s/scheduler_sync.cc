@@ -32,6 +32,31 @@ std::string Label(const json& node, const char* key) {
   return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
 
+}  // namespace
+
+bool K8sScheduler::GangBound(const std::string& key, const std::map<std::string, json>& members) const {
+  int bound_gpu = 0, companions = 0;
+  for (const auto& [name, p] : members) {
+    const bool gpu = PodAsksGpu(p);
+    companions += !gpu;
+    bound_gpu += gpu && !PodNode(p).empty() && !PodTerminal(p);
+  }
+  int min_member = -1;
+  for (Informer* g : {groups_.get(), volcano_groups_.get(), kai_groups_.get()}) {
+    const auto groups = g->Objects();
+    if (auto it = groups.find(key.substr(std::string("podgroup/").size())); it != groups.end())
+      min_member = MinMemberOf(it->second);
+  }
+  return bound_gpu > 0 && bound_gpu >= std::max(1, min_member - companions);
+}
+
+bool K8sScheduler::JobRunning(int64_t id) const {
+  auto job = service_->Get(admin_, id);
+  return job.ok() && job->job->state == JobState::kRunning;
+}
+
+namespace {
+
 // Whether a node spec's capacity (GPUs, CPU, memory) differs from the Service's view of it.
 bool CapacityChanged(const json& spec, const json& view) {
   for (const char* k : {"gpus", "cpu_milli", "memory_mib"})
@@ -129,10 +154,26 @@ std::vector<const json*> K8sScheduler::ForeignPods() {
 
 void K8sScheduler::SyncJobs() {
   std::map<std::string, std::vector<json>> by_key;
+  std::map<std::string, JobKey> members;  // by_key's keys of PodGroup members that are jobs of their own
+  std::set<std::string> running_gangs;  // read before pods_mu_: the Service's lock is never taken under it
+  for (const auto& [key, id] : job_of_key_)
+    if (key.rfind("podgroup/", 0) == 0 && JobRunning(id)) running_gangs.insert(key);
   {
     std::lock_guard<std::mutex> l(pods_mu_);
-    for (const auto& [key, m] : pods_by_key_)
-      for (const auto& [name, p] : m) by_key[key].push_back(p);
+    for (const auto& [key, m] : pods_by_key_) {
+      // minMember means at least that many: once a group's gang job runs with its GPU members bound, each
+      // member still waiting is a job of its own ("pod/NS/NAME"), bound as it fits.
+      const bool runs = running_gangs.count(key) > 0 && GangBound(key, m);
+      if (!runs) running_gangs.erase(key);
+      for (const auto& [name, p] : m) {
+        by_key[key].push_back(p);
+        if (key.rfind("podgroup/", 0) != 0) continue;
+        const JobKey own{"pod", Meta(p, "namespace"), name};
+        if (!job_of_key_.count(own.str()) && !(runs && PodWaiting(p) && PodAsksGpu(p))) continue;
+        by_key[own.str()].push_back(p);
+        members.emplace(own.str(), own);
+      }
+    }
   }
   // Active jobs: drop the finished, cancel the pending ones whose pods are gone or placed elsewhere.
   for (auto it = job_of_key_.begin(); it != job_of_key_.end();) {
@@ -165,9 +206,10 @@ void K8sScheduler::SyncJobs() {
   }
   std::sort(order.begin(), order.end());
   for (const auto& [neg, key] : order) {
-    const json& first = by_key[key].front();
-    SubmitJob(JobKeyOf(first), by_key[key]);
+    auto member = members.find(key);
+    SubmitJob(member != members.end() ? member->second : JobKeyOf(by_key[key].front()), by_key[key]);
   }
+  for (const std::string& key : running_gangs) BindCompanions(by_key[key]);
 }
 
 // A pending job is orphaned once no pod of it waits: at once when its pods are gone or ending; when some
@@ -333,6 +375,16 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
   std::string reason, why;
   const std::string team = TeamOf(key, waiting[0], group ? &*group : nullptr, &reason, &why);
   if (team.empty()) return refuse(waiting, reason, why);
+  // A gang's CPU-only members (an MPI launcher, a driver) are companions, bound beside its GPU members once
+  // those run (BindCompanions); its GPU members are the job's tasks, minMember less the companions.
+  std::vector<json> gpu_members;
+  for (const json& p : waiting)
+    if (PodAsksGpu(p)) gpu_members.push_back(p);
+  if (key.kind == "podgroup" && !gpu_members.empty() && gpu_members.size() < waiting.size()) {
+    const size_t companions = waiting.size() - gpu_members.size();
+    tasks = tasks > companions ? tasks - companions : 1;  // at most gpu_members.size(): waiting >= tasks
+    waiting = gpu_members;
+  }
   std::vector<PodDemand> demands;
   for (size_t i = 0; i < tasks; ++i) {
     auto d = ReadPodDemand(waiting[i]);
@@ -383,6 +435,7 @@ void K8sScheduler::WriteReasons() {
 
 // Every waiting pod's condition has reason Unschedulable (what Cluster Autoscaler and Karpenter act on);
 // Tessera's own reason, when another, leads the message ("tessera: GangIncomplete: ...").
+// kube-scheduler's message, when no node passes, comes first.
 void K8sScheduler::SetReason(const json& pod, const std::string& code, const std::string& text) {
   const std::string uid = Meta(pod, "uid");
   const std::string reason = "Unschedulable";
@@ -391,6 +444,7 @@ void K8sScheduler::SetReason(const json& pod, const std::string& code, const std
     constexpr std::string_view kOurs = "tessera: ";
     message = text.rfind(kOurs, 0) == 0 ? fmt::format("tessera: {}: {}", code, text.substr(kOurs.size()))
                                         : fmt::format("tessera: {}: {}", code, text);
+    if (const std::string kube = NoNodeMessage(pod); !kube.empty()) message = kube + " " + message;
   }
   const std::string msg = message.size() > 1000 ? message.substr(0, 1000) : message;
   auto said = said_.find(uid);

@@ -31,6 +31,22 @@ TEST(K8sBackend, BindsOnlyWaitingMembersAndNeedsAll) {
   EXPECT_NE(three.error().find("2 of 3"), std::string::npos) << three.error();
 }
 
+// A gang's members that ask for GPUs take its tasks; a CPU-only companion (an MPI launcher) comes last.
+TEST(K8sBackend, MembersAskingForGpusAreBoundFirst) {
+  json launcher = BackendPod("launcher", "l");
+  launcher["spec"]["containers"] = {{{"name", "c"}, {"resources", {{"requests", {{"cpu", "2"}}}}}}};
+  json worker = BackendPod("worker", "w");
+  worker["spec"]["containers"] = {{{"name", "c"}, {"resources", {{"requests", {{"nvidia.com/gpu", "8"}}}}}}};
+  EXPECT_FALSE(PodAsksGpu(launcher));
+  EXPECT_TRUE(PodAsksGpu(worker));
+  auto one = MembersToBind({launcher, worker}, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ((*one)[0].name, "worker");
+  auto both = MembersToBind({launcher, worker}, 2);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ((*both)[1].name, "launcher");
+}
+
 TEST(K8sBackend, ARunIsOverWhenEveryPodIsDoneOrGone) {
   const std::vector<PodRef> run = {{"ml", "g-0", "a"}, {"ml", "g-1", "b"}};
   bool failed = false;

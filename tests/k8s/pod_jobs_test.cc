@@ -93,5 +93,29 @@ TEST(PodJobs, MigPodsAndRefusals) {
   EXPECT_FALSE(ReadPodDemand(RequestPod("bad", {{"nvidia.com/gpu", "one"}})).ok());
 }
 
+// A PodGroup's status counts its members as coscheduling and Volcano do.
+TEST(PodJobs, PodGroupStatusFromMembers) {
+  auto member = [](const std::string& name, const std::string& node, const std::string& phase) {
+    json p = RequestPod(name, {{"nvidia.com/gpu", "1"}});
+    if (!node.empty()) p["spec"]["nodeName"] = node;
+    p["status"]["phase"] = phase;
+    return p;
+  };
+  const std::vector<json> two_bound = {member("a", "n1", "Running"), member("b", "n2", "Pending"),
+                                       member("c", "", "Pending")};
+  json st = PodGroupStatus(2, two_bound, false, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(st["phase"], "Scheduled");
+  EXPECT_EQ(st["scheduled"], 2);
+  EXPECT_EQ(st["running"], 1);
+  EXPECT_EQ(st["conditions"][0]["status"], "True");
+  EXPECT_EQ(PodGroupStatus(2, two_bound, true, "t")["phase"], "Running");  // Volcano has no Scheduled phase
+  EXPECT_EQ(PodGroupStatus(3, two_bound, false, "t")["phase"], "Pending");
+  EXPECT_EQ(PodGroupStatus(3, two_bound, false, "t")["conditions"][0]["reason"], "Unschedulable");
+  const std::vector<json> done = {member("a", "n1", "Succeeded"), member("b", "n2", "Succeeded")};
+  EXPECT_EQ(PodGroupStatus(2, done, false, "t")["phase"], "Finished");
+  EXPECT_EQ(PodGroupStatus(2, done, true, "t")["phase"], "Completed");
+  EXPECT_EQ(PodGroupStatus(2, {member("a", "n1", "Failed"), member("b", "", "Pending")}, false, "t")["phase"], "Failed");
+}
+
 }  // namespace
 }  // namespace tessera

@@ -95,7 +95,7 @@ class SchedulerE2e : public ::testing::Test {
     o.db = (dir_ / "tessera.db").string();
     o.identity = "e2e";
     o.min_runtime_s = min_runtime_s_;
-    o.team_namespaces = {{"vision", "vision"}};  // the API jobs' team (ApiJobsBecomePodsAndFollowThem)
+    // No --team-namespaces: each team's own namespace, never a system one (ApiJobsBecomePodsAndFollowThem).
     if (std::getenv("TESSERA_TEST_LOG") != nullptr)  // the scheduler's log on stderr, to follow a failure
       o.log = [](const std::string& line) { std::fprintf(stderr, "scheduler: %s\n", line.c_str()); };
     auto s = K8sScheduler::Start(*kube, o);
@@ -156,11 +156,15 @@ TEST_F(SchedulerE2e, PlacesGangsMigPodsAndRefusesWithReasons) {
   }
   EXPECT_EQ(leaves.size(), 1u) << "the gang spans leaves";
   EXPECT_TRUE(NodeOf(Pod("huge")).empty());
-  // The reason's sentence is Tessera's.
+  // No node passes its filters: kube-scheduler's sentence, then Tessera's.
   auto huge = Pod("huge");
   bool said = false;
   for (const json& c : (*huge)["status"]["conditions"])
-    if (c.value("type", "") == "PodScheduled") said = c.value("message", "").rfind("tessera: ", 0) == 0;
+    if (c.value("type", "") == "PodScheduled") {
+      const std::string m = c.value("message", "");
+      said = m.rfind("0/", 0) == 0 && m.find("Insufficient nvidia.com/gpu") != std::string::npos &&
+             m.find("tessera: ") != std::string::npos;
+    }
   EXPECT_TRUE(said) << huge->dump();
 }
 
@@ -379,8 +383,12 @@ TEST_F(SchedulerE2e, ApiJobsBecomePodsAndFollowThem) {
   const int64_t a = submit({{"name", "a"}, {"class", "training"}, {"workers", 2}, {"gpus_per_worker", 8},
                             {"container", container}});
   const std::string a0 = fmt::format("tessera-{}-0", a), a1 = fmt::format("tessera-{}-1", a);
+  // Tessera never creates namespaces: the job's pods wait for the team's namespace.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_FALSE(pod(a0).has_value());
+  EXPECT_FALSE(api_.Get("namespaces", "", "vision").has_value());
+  api_.Create("namespaces", {{"metadata", {{"name", "vision"}}}});
   ASSERT_TRUE(Eventually([&] { return !NodeOf(pod(a0)).empty() && !NodeOf(pod(a1)).empty(); }));
-  EXPECT_TRUE(api_.Get("namespaces", "", "vision").has_value());
   EXPECT_TRUE(api_.Get("podgroups", "vision", fmt::format("tessera-{}", a)).has_value());
   EXPECT_EQ((*pod(a0))["spec"]["containers"][0]["image"], "trainer:1");
   EXPECT_EQ(state(a), JobState::kRunning);
