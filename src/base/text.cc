@@ -3,6 +3,16 @@
 #include <cstdint>
 
 namespace tessera {
+namespace {
+
+// Unicode's bidirectional formatting characters (ALM, LRM, RLM, LRE..RLO, LRI..PDI): they reorder what a
+// terminal shows ("evil\u202Etxt.exe" prints as "evilexe.txt").
+bool BidiControl(uint32_t cp) {
+  return cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
 
 bool CleanText(std::string_view s, bool allow_tab) {
   size_t i = 0;
@@ -27,7 +37,7 @@ bool CleanText(std::string_view s, bool allow_tab) {
     }
     // Overlong forms, surrogates, beyond U+10FFFF, C1 controls.
     if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff) ||
-        (cp >= 0x80 && cp <= 0x9f))
+        (cp >= 0x80 && cp <= 0x9f) || BidiControl(cp))
       return false;
     i += n + 1;
   }

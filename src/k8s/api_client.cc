@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/json_depth.h"
+
 namespace tessera {
 namespace {
 
@@ -65,6 +67,10 @@ ApiResponse FromResult(const httplib::Result& r) {
   ApiResponse out;
   if (!r) {
     out.error = httplib::to_string(r.error());
+    return out;
+  }
+  if (Status st = CheckJsonDepth(r->body); !st.ok()) {  // never recurse into what the server sent
+    out.error = fmt::format("the API server's answer ({}): {}", r->status, st.message());
     return out;
   }
   out.status = r->status;
@@ -159,7 +165,7 @@ int ApiClient::Watch(const std::string& path, const std::function<bool(const jso
       const std::string line = buffer.substr(0, nl);
       buffer.erase(0, nl + 1);
       if (line.empty()) continue;
-      json ev = json::parse(line, nullptr, false);
+      json ev = CheckJsonDepth(line).ok() ? json::parse(line, nullptr, false) : json(json::value_t::discarded);
       if (ev.is_discarded()) {
         bad_line = true;
         return false;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "k8s/objects.h"
 
 namespace tessera {
@@ -25,6 +26,7 @@ struct Args {
 };
 
 Result<json> ParseBody(std::string_view body) {
+  if (Status st = CheckJsonDepth(body); !st.ok()) return Status::Error("the body: " + st.message());
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Status::Error("the body is not JSON");
   if (!j.is_object()) return Status::Error(fmt::format("the body is a JSON {}, not an object", j.type_name()));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "base/thread_priority.h"
 #include "cost/focus.h"
 #include "server/jobs_api.h"
@@ -41,6 +42,10 @@ class WorkerPool final : public httplib::ThreadPool {
 // Parses a JSON object body; a 400 naming the problem otherwise.
 std::optional<nlohmann::json> ParseBody(const httplib::Request& req, httplib::Response& res, bool allow_empty) {
   if (req.body.empty() && allow_empty) return nlohmann::json::object();
+  if (Status st = CheckJsonDepth(req.body); !st.ok()) {
+    SendError(res, Invalid("", "the request body: " + st.message()));
+    return std::nullopt;
+  }
   nlohmann::json j = nlohmann::json::parse(req.body, nullptr, false);
   if (j.is_discarded()) {
     SendError(res, Invalid("", "the request body is not valid JSON"));

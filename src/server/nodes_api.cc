@@ -1,8 +1,11 @@
 #include "server/nodes_api.h"
 
+#include <fmt/format.h>
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "server/json_views.h"
 #include "server/respond.h"
 
@@ -36,10 +39,18 @@ void RegisterNodeRoutes(httplib::Server& h, Service* s,
     SendJson(res, 404, ErrorJson({ErrorCode::kNotFound, "", "no node '" + req.matches[1].str() + "'"}));
   }));
   h.Post("/api/v1/nodes", authed([s](const Caller& c, Req req, Res res) {
+    if (Status st = CheckJsonDepth(req.body); !st.ok())
+      return SendJson(res, 400, ErrorJson(Invalid("", "the request body: " + st.message())));
     const nlohmann::json b = nlohmann::json::parse(req.body, nullptr, false);
     if (b.is_discarded() || !b.is_object())
       return SendJson(res, 400, ErrorJson(Invalid("", "the request body must be a JSON object (a node as in the "
                                                   "cluster YAML)")));
+    // Typed as job bodies are: the cluster YAML reader would take "8" for 8.
+    for (const char* f : {"gpus", "cpu", "cpu_milli", "memory_gib", "memory_mib", "pcie_group_size",
+                          "price_per_gpu_hour", "nic_gbps_per_gpu"})
+      if (auto v = b.find(f); v != b.end() && !v->is_number())
+        return SendJson(res, 400, ErrorJson(Invalid(f, fmt::format("field '{}': must be a number, not {}", f,
+                                                                   v->type_name()))));
     SendNode(res, 201, s->AddNode(c, b.dump()));
   }));
   h.Post(R"(/api/v1/nodes/([^/:]+):(cordon|uncordon|drain))", authed([s](const Caller& c, Req req, Res res) {

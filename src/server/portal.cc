@@ -5,6 +5,7 @@
 #include <string_view>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "server/portal_assets.h"
 
 namespace tessera {
@@ -76,6 +77,8 @@ void SignIn(const httplib::Request& req, httplib::Response& res, SessionStore& s
   if (req.get_header_value("Content-Type").find("application/json") != 0)
     return JsonError(res, 415, "InvalidArgument", "the sign-in body must be JSON: {\"token\": \"...\"}");
   if (!SameOrigin(req)) return JsonError(res, 403, "PermissionDenied", "sign-in from another origin");
+  if (Status st = CheckJsonDepth(req.body); !st.ok())
+    return JsonError(res, 400, "InvalidArgument", "the sign-in body: " + st.message());
   nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
   if (!body.is_object() || !body.contains("token") || !body["token"].is_string() ||
       body["token"].get<std::string>().empty())

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "cost/focus.h"
 #include "server/json_views.h"
 #include "server/request_checks.h"
@@ -143,6 +144,8 @@ void PortalApi::RegisterAdmin(
     res.set_content(nlohmann::json{{"job", req.matches[1]}, {"options", std::move(options)}}.dump(), "application/json");
   }));
   http.Patch(R"(/api/v1/teams/([a-z0-9_-]+))", authed([s](const Caller& c, const httplib::Request& req, httplib::Response& res) {
+    if (Status st = CheckJsonDepth(req.body); !st.ok())
+      return SendError(res, Invalid("", "the request body: " + st.message()));
     nlohmann::json b = nlohmann::json::parse(req.body, nullptr, false);
     if (!b.is_object()) return SendError(res, Invalid("", "the request body must be a JSON object"));
     for (const auto& [k, v] : b.items())

@@ -68,6 +68,8 @@ Result<UsageLedgerOf> BuildLedger(const std::vector<UsageRecord>& usage, const C
       std::tie(u.usd_per_gpu_hour, u.list_usd_per_gpu_hour) =
           PricesIn(BookAt(books, u.start_s), node == by_name.end() ? nullptr : node->second, u.gpu_kind);
       if (u.usd_per_gpu_hour < 0) u.usd_per_gpu_hour = 0;
+      // A kind the book lists no on-demand price for (an L40S, say) is no error: its list cost is its cost.
+      if (u.list_usd_per_gpu_hour < 0) u.list_usd_per_gpu_hour = u.usd_per_gpu_hour;
       if (Status st = b.ledger.AddUsage(std::move(u)); !st.ok()) return st;
     }
   }

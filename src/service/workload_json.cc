@@ -123,7 +123,8 @@ std::optional<ApiError> BadString(const std::string& field, const nlohmann::json
   if (!v.is_string()) return Invalid(field, fmt::format("field '{}': expected a string", field));
   const std::string& s = v.get_ref<const std::string&>();
   if (s.size() > max_bytes) return Invalid(field, fmt::format("field '{}': at most {} bytes", field, max_bytes));
-  if (!CleanText(s, true)) return Invalid(field, fmt::format("field '{}': control characters are not allowed", field));
+  if (!CleanText(s, true))
+    return Invalid(field, fmt::format("field '{}': control characters (bidirectional ones too) are not allowed", field));
   return std::nullopt;
 }
 

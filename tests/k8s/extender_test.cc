@@ -132,5 +132,20 @@ TEST(Extender, PreemptTakesTheFewestLowestPriorityVictims) {
   EXPECT_EQ(m["gpu-8b"]["NumPDBViolations"], 1);
 }
 
+// Every verb refuses a body nested past the limit with a 400 naming it, before any parser recurses, and
+// filters correctly afterwards.
+TEST(Extender, DeepBodiesAreRefusedBeforeParsing) {
+  const Extender e = Make();
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::string in_annotation =
+      R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"items":[{"metadata":{"name":"n","annotations":{"x":)" + deep +
+      "}}}]}}";
+  for (auto verb : {&Extender::Filter, &Extender::Prioritize, &Extender::Preempt, &Extender::Bind}) {
+    const ExtenderAnswer a = (e.*verb)(in_annotation);
+    EXPECT_EQ(a.status, 400);
+    EXPECT_NE(a.body.dump().find("nested deeper than 64"), std::string::npos) << a.body.dump();
+  }
+}
+
 }  // namespace
 }  // namespace tessera

@@ -110,6 +110,31 @@ TEST_F(HardeningTest, BadBytesAndFramingsGet4xxAndTheServerLives) {
   EXPECT_EQ(s.Get("/healthz", "")->status, 200);
 }
 
+// Every JSON body is refused past the nesting limit with a 400 naming it, before any recursion (a node spec
+// nested 60,000 deep crashed serve), and the server lives on.
+TEST_F(HardeningTest, DeepJsonBodiesAre400sNamingTheLimit) {
+  ServeProcess s(dir_, {});
+  ASSERT_TRUE(s.Start());
+  const std::string admin = s.AdminToken();
+  const std::string deep = std::string(60000, '[') + std::string(60000, ']');
+  const std::string end = "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ";
+  const struct {
+    const char* method;
+    const char* path;
+    std::string body;
+  } probes[] = {{"POST", "/api/v1/nodes", "{\"name\":" + deep + "}"},
+                {"POST", "/api/v1/jobs", "{\"name\":\"x\",\"memory\":" + deep + "}"},
+                {"PATCH", "/api/v1/teams/t", "{\"guaranteed_gpus\":" + deep + "}"},
+                {"POST", "/api/v1/teams", deep}};
+  for (const auto& p : probes) {
+    const std::string a = Raw(s, std::string(p.method) + " " + p.path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                     admin + end + std::to_string(p.body.size()) + "\r\n\r\n" + p.body);
+    EXPECT_EQ(StatusOf(a), 400) << p.path << ": " << a.substr(0, 200);
+    EXPECT_NE(a.find("nested deeper than 64"), std::string::npos) << p.path << ": " << a.substr(0, 300);
+  }
+  EXPECT_EQ(s.Get("/healthz", "")->status, 200);
+}
+
 TEST_F(HardeningTest, EmptyPostNeedsNoContentLengthAndTokensAreNotCached) {
   ServeProcess s(dir_, {});
   ASSERT_TRUE(s.Start());

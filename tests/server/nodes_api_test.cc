@@ -70,6 +70,13 @@ TEST_F(NodesApiTest, AddCordonDrainRemoveAndRestart) {
   const nlohmann::json node = {{"name", "added"}, {"gpu", "h100-80gb"}, {"gpus", 8}, {"cpu", 192},
                                {"memory_gib", 2048}, {"interconnect", "nvswitch"}, {"leaf", "leaf-0"},
                                {"spine", "s"}, {"tier", "reserved"}};
+  for (const char* field : {"gpus", "cpu", "memory_gib"}) {  // typed as job bodies: "8" is no number
+    nlohmann::json stringly = node;
+    stringly[field] = stringly[field].dump();
+    auto bad = s->Post("/api/v1/nodes", stringly, admin);
+    EXPECT_EQ(bad->status, 400) << field;
+    EXPECT_NE(bad->body.find(std::string("'") + field + "'"), std::string::npos) << bad->body;
+  }
   auto r = s->Post("/api/v1/nodes", node, admin);
   ASSERT_EQ(r->status, 201) << r->body;
   EXPECT_EQ(Body(r)["state"], "ready");

@@ -78,5 +78,32 @@ TEST(ChargebackTest, TeamsPayWhatTheyHeldAndShareIdleInProportion) {
   EXPECT_EQ(csv.value().find(",b,"), std::string::npos) << "a team's CSV holds only its own rows";
 }
 
+// A GPU kind the price book has no on-demand list price for (an L40S) is charged at its node's price and its
+// list cost is that cost: never an error that would fail every usage answer.
+TEST(ChargebackTest, AKindWithoutAListPriceIsChargedNotAnError) {
+  const std::vector<PriceBook> books = {PriceBook::Default()};
+  ASSERT_EQ(books[0].FindListPrice("l40s-48gb"), nullptr) << "pick a kind the default book does not list";
+  auto cluster = LoadClusterYaml(R"(name: c
+defaults: {gpus: 2, cpu: 64, memory_gib: 256, interconnect: pcie, spine: s, leaf: leaf-0, tier: reserved}
+nodes:
+  - {name: n0, gpu: l40s-48gb, price_per_gpu_hour: 1.5}
+  - {name: n1, gpu: l40s-48gb}
+)", "test", Catalog::Default());
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  Chargeback cb(&Catalog::Default(), &books);
+  UsageRecord priced = Held("a", 0, 3600), unpriced = Held("b", 0, 3600);
+  priced.gpu_kind = unpriced.gpu_kind = "l40s-48gb";
+  priced.tier = unpriced.tier = Tier::kReserved;
+  unpriced.node = "n1";
+  auto built = cb.Ledger(UsageQuery{}, {priced, unpriced}, 0, *cluster, 3600);
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  auto rows = cb.Rows(Caller{"admin", "", Role::kAdmin}, UsageQuery{}, built.value());
+  ASSERT_TRUE(rows.ok());
+  double a = 0, b = 0;
+  for (const UsageRow& r : rows.value()) (r.team == "a" ? a : b) += r.idle ? 0 : r.cost;
+  EXPECT_NEAR(a, 1.5, 1e-9);
+  EXPECT_NEAR(b, 0.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -179,6 +179,12 @@ TEST(JsonFieldReader, JobSpecKeepsTheBodyAndNamesTheField) {
   auto unknown = ParseJobSpec({{"name", "x"}, {"memory", {{"params_billion", 7}, {"colour", "red"}}}});
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("unknown field"), std::string::npos) << unknown.error().message;
+  // A name that would reorder what `tessera job list` prints ("evil<RLO>txt.exe") is refused, naming it.
+  for (const char* name : {"evil\xe2\x80\xaetxt.exe", "a\xe2\x81\xa7b\xe2\x81\xa9", "a\xe2\x80\x8f"}) {
+    auto bidi = ParseJobSpec({{"name", name}});
+    ASSERT_FALSE(bidi.ok()) << name;
+    EXPECT_EQ(bidi.error().field, "name");
+  }
 }
 
 // A time limit is the user's estimate beside the duration; the cycle plans with their ratio.
