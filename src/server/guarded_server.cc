@@ -76,8 +76,8 @@ RequestGuard* RequestGuard::Current() { return current_guard; }
 // buffered (httplib reads the request line and headers a byte at a time).
 class GuardedStream final : public httplib::Stream {
  public:
-  GuardedStream(int fd, RequestGuard* guard, double write_timeout_s)
-      : fd_(fd), guard_(guard), write_timeout_s_(write_timeout_s) {}
+  GuardedStream(int fd, RequestGuard* guard, const ConnectionLimits& limits)
+      : fd_(fd), guard_(guard), write_timeout_s_(limits.write_timeout_s), limits_(limits) {}
 
   bool is_readable() const override {
     if (pos_ < len_) return true;
@@ -91,6 +91,12 @@ class GuardedStream final : public httplib::Stream {
   ssize_t read(char* ptr, size_t size) override {
     if (guard_->body_budget_ == 0) {
       guard_->over_limit_ = true;
+      return -1;
+    }
+    const bool headers = guard_->body_budget_ < 0;  // the request line and headers (cpp-httplib reads bytewise)
+    if (headers && (guard_->header_bytes_ >= limits_.max_header_bytes ||
+                    guard_->header_lines_ >= limits_.max_header_lines)) {
+      guard_->headers_over_ = true;  // answered 400 and closed
       return -1;
     }
     if (guard_->body_budget_ > 0) size = std::min<size_t>(size, static_cast<size_t>(guard_->body_budget_));
@@ -107,6 +113,10 @@ class GuardedStream final : public httplib::Stream {
     std::copy(buf_ + pos_, buf_ + pos_ + n, ptr);
     pos_ += n;
     if (guard_->body_budget_ > 0) guard_->body_budget_ -= static_cast<int64_t>(n);
+    if (headers) {
+      guard_->header_bytes_ += static_cast<int64_t>(n);
+      guard_->header_lines_ += std::count(ptr, ptr + n, '\n');
+    }
     return static_cast<ssize_t>(n);
   }
 
@@ -126,6 +136,7 @@ class GuardedStream final : public httplib::Stream {
   int fd_;
   RequestGuard* guard_;
   double write_timeout_s_;
+  ConnectionLimits limits_;
   char buf_[4096];
   size_t pos_ = 0, len_ = 0;
 };
@@ -160,7 +171,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   bool ret = false;
   if (Admit(address)) {
     RequestGuard guard;
-    GuardedStream strm(sock, &guard, limits_.write_timeout_s);
+    GuardedStream strm(sock, &guard, limits_);
     current_guard = &guard;
     for (size_t count = keep_alive_max_count_; count > 0 && svr_sock_ != INVALID_SOCKET; --count) {
       bool readable = strm.buffered();
@@ -171,7 +182,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
       guard.Reset(SteadyNow() + limits_.request_deadline_s);
       bool closed = false;
       ret = process_request(strm, count == 1, closed, nullptr);
-      if (guard.close_ || guard.over_limit_) {
+      if (guard.close_ || guard.over_limit_ || guard.headers_over_) {
         if (!guard.deadline_passed_) LingeringClose(sock);  // a slow client gets no more time
         break;
       }

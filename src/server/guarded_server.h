@@ -5,6 +5,8 @@
 //    closed connection). A per-read timeout alone lets a client that sends a byte every few seconds hold a
 //    worker thread for ever.
 //  - A cap on open connections per client address: beyond it a new connection is closed at once.
+//  - Caps on the request line and headers (bytes and lines): past them the read fails, so the request is
+//    answered 400 and the connection closed, before a header flood costs memory.
 //  - A body budget: once the headers are read (RequestGuard::LimitBody), reading more than the budget of
 //    body bytes as sent (chunk framing included) fails, whatever the framing, so a chunked body is refused
 //    (413) as soon as it passes the limit instead of being read whole.
@@ -22,6 +24,8 @@ namespace tessera {
 
 struct ConnectionLimits {
   double request_deadline_s = 10;  // headers and body of one request
+  int64_t max_header_bytes = 64 * 1024;  // request line and headers of one request
+  int max_header_lines = 128;            // request line and header lines of one request
   int max_per_address = 96;        // open connections from one client address
   double keep_alive_s = 5;         // an idle keep-alive connection is closed after this
   double write_timeout_s = 5;      // per write of a response
@@ -37,6 +41,7 @@ class RequestGuard {
   void CloseAfterResponse() { close_ = true; }
   bool body_over_limit() const { return over_limit_; }
   bool deadline_passed() const { return deadline_passed_; }
+  bool headers_over_limit() const { return headers_over_; }
 
  private:
   friend class GuardedStream;
@@ -44,10 +49,13 @@ class RequestGuard {
   void Reset(double deadline) {
     deadline_ = deadline;
     body_budget_ = -1;
-    over_limit_ = deadline_passed_ = close_ = false;
+    header_bytes_ = header_lines_ = 0;
+    over_limit_ = deadline_passed_ = close_ = headers_over_ = false;
   }
   double deadline_ = 0;       // steady seconds
   int64_t body_budget_ = -1;  // -1 = not limited (the request line and headers)
+  int64_t header_bytes_ = 0, header_lines_ = 0;  // read of the request line and headers so far
+  bool headers_over_ = false;
   bool over_limit_ = false, deadline_passed_ = false, close_ = false;
 };
 

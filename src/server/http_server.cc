@@ -343,6 +343,7 @@ void ApiServer::Guards() {
   h.set_error_handler([](Req req, Res res) {
     RequestGuard* g = RequestGuard::Current();
     if (g && g->body_over_limit()) res.status = 413;
+    else if (g && g->headers_over_limit()) res.status = 431;
     else if (g && g->deadline_passed()) res.status = 408;
     if (!res.body.empty()) return;  // a handler's own answer
     // A protocol error: what follows on the connection cannot be trusted to start a request.
@@ -354,6 +355,7 @@ void ApiServer::Guards() {
       case 408: e = {ErrorCode::kRequestTimeout, "", "the request was not complete within its deadline"}; break;
       case 413: e = {ErrorCode::kPayloadTooLarge, "", "the request body is over the limit"}; break;
       case 414: e = Invalid("", "the request target is too long"); break;
+      case 431: e = Invalid("", "the request's headers are over the limit (128 lines, 64 KiB)"); break;
       case 415: e = {ErrorCode::kUnsupportedMedia, "", "unsupported media type"}; break;
       case 416: e = Invalid("Range", "the range cannot be satisfied"); break;
       default: e = {ErrorCode::kInternal, "", fmt::format("HTTP {}", res.status)};

@@ -135,6 +135,24 @@ TEST_F(HardeningTest, DeepJsonBodiesAre400sNamingTheLimit) {
   EXPECT_EQ(s.Get("/healthz", "")->status, 200);
 }
 
+// Header floods are cut: past 128 lines or 64 KiB of request line and headers the answer is 431 and the
+// connection closes, however the flood is shaped.
+TEST_F(HardeningTest, HeaderFloodsAre431AndClosed) {
+  ServeProcess s(dir_, {});
+  ASSERT_TRUE(s.Start());
+  std::string many = "GET /api/v1/queue HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 200; ++i) many += "a:b\r\n";
+  std::string wide = "GET /api/v1/queue HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 10; ++i) wide += "x" + std::to_string(i) + ": " + std::string(8000, 'v') + "\r\n";
+  for (const std::string& flood : {many, wide}) {
+    const std::string a = Raw(s, flood + "\r\n");
+    EXPECT_EQ(StatusOf(a), 431) << a.substr(0, 200);
+  }
+  std::string fine = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+  for (int i = 0; i < 50; ++i) fine += "h" + std::to_string(i) + ": v\r\n";
+  EXPECT_EQ(StatusOf(Raw(s, fine + "\r\n")), 200);
+}
+
 TEST_F(HardeningTest, EmptyPostNeedsNoContentLengthAndTokensAreNotCached) {
   ServeProcess s(dir_, {});
   ASSERT_TRUE(s.Start());
