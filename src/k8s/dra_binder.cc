@@ -217,10 +217,7 @@ DraBindOutcome ExecuteDraPlan(const json& pod, const DraPodPlan& plan,
     out.claims_now.push_back(std::move(written).value());
   }
   const std::string ns = Meta(pod, "namespace"), name = Meta(pod, "name");
-  const json binding = {{"apiVersion", "v1"},
-                        {"kind", "Binding"},
-                        {"metadata", {{"name", name}, {"namespace", ns}, {"uid", Meta(pod, "uid")}}},
-                        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", plan.node}}}};
+  const json binding = BindingObject(ns, name, Meta(pod, "uid"), plan.node);
   const ApiResponse r = call("POST", fmt::format("/api/v1/namespaces/{}/pods/{}/binding", ns, name), binding);
   if (!r.ok())
     out.error = fmt::format("binding pod {}/{} to {} failed ({} {})", ns, name, plan.node, r.status, r.error);

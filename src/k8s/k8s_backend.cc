@@ -160,10 +160,7 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   for (size_t i = 0; i < members->size(); ++i) {
     const PodRef& p = (*members)[i];
     const std::string node = hooks_.node_name(spec.tasks[i].node);
-    const json binding = {{"apiVersion", "v1"},
-                          {"kind", "Binding"},
-                          {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}}},
-                          {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+    const json binding = BindingObject(p.ns, p.name, p.uid, node);
     if (std::string why = hooks_.admit ? hooks_.admit(p, node) : ""; !why.empty()) {
       const int unwound = Unwind(bound);
       fail.message = fmt::format("pod {}/{} not bound to node {}: {}{}", p.ns, p.name, node, why,
@@ -343,10 +340,7 @@ void K8sBackend::CompleteAdopted(JobSlot slot, uint32_t run, std::vector<PodRef>
     const PodRef p{Meta(waiting[i], "namespace"), Meta(waiting[i], "name"), Meta(waiting[i], "uid")};
     why = hooks_.admit ? hooks_.admit(p, nodes[i]) : "";
     if (!why.empty()) break;
-    const json binding = {{"apiVersion", "v1"},
-                          {"kind", "Binding"},
-                          {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}}},
-                          {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", nodes[i]}}}};
+    const json binding = BindingObject(p.ns, p.name, p.uid, nodes[i]);
     const ApiResponse r = Leading() ? api_->Post(PodPath(p) + "/binding", binding)
                                     : ApiResponse{0, nullptr, ApiClient::kNotLeader};
     if (!r.ok()) {

@@ -121,6 +121,13 @@ Result<PodDemand> ReadPodDemand(const json& pod) {
   return d;
 }
 
+json BindingObject(const std::string& ns, const std::string& name, const std::string& uid, const std::string& node) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Binding"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+          {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+}
+
 int64_t NodeModel::Allocatable(std::string_view resource) const {
   auto it = allocatable_milli.find(std::string(resource));
   return it == allocatable_milli.end() ? 0 : it->second / 1000;

@@ -62,6 +62,11 @@ struct NodeModel {
 Result<NodeModel> ReadNodeModel(const nlohmann::json& node, const Catalog& catalog, std::string_view leaf_label,
                                 std::string_view spine_label);
 
+// The core/v1 Binding of pod NS/NAME (with its UID as precondition) to `node`: what a scheduler POSTs to
+// .../pods/NAME/binding.
+nlohmann::json BindingObject(const std::string& ns, const std::string& name, const std::string& uid,
+                             const std::string& node);
+
 // Whether the node can hold the demand by its allocatable resources (nothing else counted); else why not,
 // with the numbers.
 std::string WhyNotFits(const PodDemand& d, const NodeModel& n);

@@ -29,10 +29,7 @@ void K8sScheduler::BindCompanions(const std::vector<json>& members) {
       if (pass.count(n)) node = n;
     const PodRef ref{Meta(*p, "namespace"), Meta(*p, "name"), Meta(*p, "uid")};
     if (!AdmitBinding(ref, node).empty()) continue;
-    const json binding = {{"apiVersion", "v1"},
-                          {"kind", "Binding"},
-                          {"metadata", {{"name", ref.name}, {"namespace", ref.ns}, {"uid", ref.uid}}},
-                          {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+    const json binding = BindingObject(ref.ns, ref.name, ref.uid, node);
     const ApiResponse r = api_.Post(fmt::format("/api/v1/namespaces/{}/pods/{}/binding", ref.ns, ref.name), binding);
     if (!r.ok()) {
       ForgetBinding(ref);
