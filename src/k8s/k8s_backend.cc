@@ -417,7 +417,7 @@ void K8sBackend::PodsChanged() {
         std::vector<std::string> rest(free.begin(), free.end());
         rest.resize(std::min(rest.size(), r.tasks - refs.size()));
         if (rest.size() < r.tasks - refs.size()) rest.clear();  // the placement is unknown: unwind
-        work_.push_back([this, slot, run = r.run, refs, waiting, rest] { CompleteAdopted(slot, run, refs, waiting, rest); });
+        work_.push_back([this, s = slot, run = r.run, refs, waiting, rest] { CompleteAdopted(s, run, refs, waiting, rest); });
         cv_.notify_all();
         continue;
       }

@@ -490,7 +490,8 @@ namespace {
 // Request::nodes limits placement to the nodes it allows, for whole GPUs, gangs and MIG slices alike, and
 // PlaceWithin leaves the state as it found it.
 TEST(PlaceWithinTest, PlacesOnlyOnAllowedNodesAndLiftsItsCordons) {
-  auto built = ClusterState::Build(MakeCluster(4, 8, "a100-80gb"), Catalog::Default());
+  const Cluster cluster = MakeCluster(4, 8, "a100-80gb");  // the state refers to it
+  auto built = ClusterState::Build(cluster, Catalog::Default());
   ASSERT_TRUE(built.ok());
   ClusterState s = std::move(built).value();
   auto policy = MakePolicy("tessera");
