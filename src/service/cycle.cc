@@ -164,9 +164,17 @@ void ServiceDriver::ApplyJobNodesLocked(CycleInput* in) const {
 
 void ServiceDriver::SetJobNodes(std::map<int64_t, std::shared_ptr<const std::set<std::string>>> nodes,
                                 bool absent_nowhere) {
-  std::lock_guard<std::mutex> lock(mu_);
-  job_nodes_ = std::move(nodes);
-  job_nodes_strict_ = absent_nowhere;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool same = job_nodes_strict_ == absent_nowhere && job_nodes_.size() == nodes.size() &&
+                      std::equal(job_nodes_.begin(), job_nodes_.end(), nodes.begin(), [](const auto& a, const auto& b) {
+                        return a.first == b.first && (a.second == b.second || (a.second && b.second && *a.second == *b.second));
+                      });
+    job_nodes_ = std::move(nodes);
+    job_nodes_strict_ = absent_nowhere;
+    if (same) return;
+  }
+  Notify();  // jobs may go where they could not: a cycle looks again
 }
 
 void ServiceDriver::SetEvictionBlocked(std::set<int64_t> ids) {

@@ -180,7 +180,7 @@ TEST(JsonFieldReader, JobSpecKeepsTheBodyAndNamesTheField) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("unknown field"), std::string::npos) << unknown.error().message;
   // A name that would reorder what `tessera job list` prints ("evil<RLO>txt.exe") is refused, naming it.
-  for (const char* name : {"evil\xe2\x80\xaetxt.exe", "a\xe2\x81\xa7b\xe2\x81\xa9", "a\xe2\x80\x8f"}) {
+  for (const char* name : {"evil\xe2\x80\xaetxt.exe", "a\xe2\x81\xa7" "b\xe2\x81\xa9", "a\xe2\x80\x8f"}) {
     auto bidi = ParseJobSpec({{"name", name}});
     ASSERT_FALSE(bidi.ok()) << name;
     EXPECT_EQ(bidi.error().field, "name");
