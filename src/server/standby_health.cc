@@ -17,9 +17,14 @@ Result<std::unique_ptr<StandbyHealth>> StandbyHealth::Start(const std::string& l
   std::unique_ptr<StandbyHealth> s(new StandbyHealth());
   httplib::Server& h = *s->server_;
   h.new_task_queue = [] { return new httplib::ThreadPool(2); };
-  // One request per connection, so none outlives Stop (the API binds the port right after; cpp-httplib's
-  // default socket options, SO_REUSEADDR and SO_REUSEPORT, let it bind past connections still closing).
+  // One request per connection, so none outlives Stop. The API binds the port right after: SO_REUSEADDR on
+  // both sockets lets it bind past this one's connections in TIME_WAIT (cpp-httplib's default sets only
+  // SO_REUSEPORT, which does not, and would let another process share the port).
   h.set_keep_alive_max_count(1);
+  h.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   h.set_read_timeout(5, 0);
   h.set_write_timeout(5, 0);
   h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {

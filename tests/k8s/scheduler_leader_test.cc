@@ -12,6 +12,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 #include <thread>
 #include <nlohmann/json.hpp>
@@ -266,6 +268,13 @@ class SchedulerProcess {
   pid_t pid_ = -1;
 };
 
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
 int Get(int port, const std::string& path) {
   httplib::Client c("127.0.0.1", port);
   c.set_connection_timeout(1);
@@ -276,7 +285,7 @@ int Get(int port, const std::string& path) {
 TEST_F(LeaderE2e, HealthOnLeaderAndStandbyAndSigtermEndsBoth) {
   const int leader_port = testing::FreePort(), standby_port = testing::FreePort();
   SchedulerProcess leader(kubeconfig_, dir_ / "a.db", leader_port);
-  ASSERT_TRUE(Eventually([&] { return Get(leader_port, "/readyz") == 200; }, 30));
+  ASSERT_TRUE(Eventually([&] { return Get(leader_port, "/readyz") == 200; }, 30)) << ReadFile(dir_ / "a.db.log");
   EXPECT_EQ(Get(leader_port, "/healthz"), 200);
   SchedulerProcess standby(kubeconfig_, dir_ / "b.db", standby_port);
   ASSERT_TRUE(Eventually([&] { return Get(standby_port, "/healthz") == 200; }, 10));
