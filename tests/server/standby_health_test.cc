@@ -30,7 +30,13 @@ TEST(StandbyHealth, AliveNotReadyAndServesNothing) {
   (*s)->Stop();
   (*s)->Stop();
   EXPECT_FALSE(c.Get("/healthz")) << "stopped: the address no longer answers";
-  httplib::Server next;  // the leader's API server binds the same address once the standby stopped
+  // The leader's API server (SO_REUSEADDR, as ApiServer sets) binds the same address once the standby
+  // stopped, past the standby's connections in TIME_WAIT.
+  httplib::Server next;
+  next.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   EXPECT_TRUE(next.bind_to_port("127.0.0.1", port));
 }
 
