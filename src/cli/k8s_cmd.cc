@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/process.h"
 #include "k8s/extender.h"
+#include "k8s/extender_server.h"
 #include "k8s/mig_config.h"
 #include "k8s/scheduler.h"
 #include "k8s/team_namespaces.h"
@@ -32,6 +33,7 @@ struct ExtenderArgs {
   std::string prefix;
   std::string leaf_label = "tessera.io/leaf";
   std::string spine_label;
+  std::string tls_cert, tls_key, client_ca, token_file;
 };
 
 int RunExtender(const ExtenderArgs& a) {
@@ -45,8 +47,19 @@ int RunExtender(const ExtenderArgs& a) {
   std::string prefix = a.prefix;
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   if (!prefix.empty() && prefix.front() != '/') prefix = "/" + prefix;
+  ExtenderServerOptions o;
+  o.host = a.listen.substr(0, colon);
+  o.port = std::stoi(port_text);
+  o.prefix = prefix;
+  o.tls = {a.tls_cert, a.tls_key, a.client_ca};
+  if (!a.token_file.empty()) {
+    auto token = ReadTokenFile(a.token_file);
+    if (!token.ok()) return fmt::print(stderr, "{}\n", token.error()), 2;
+    if (a.tls_cert.empty()) return fmt::print(stderr, "--token-file needs --tls-cert and --tls-key: a bearer token is not sent in the clear\n"), 2;
+    o.token = *token;
+  }
   Extender extender({&Catalog::Default(), a.leaf_label, a.spine_label});
-  return RunExtenderServer(extender, a.listen.substr(0, colon), std::stoi(port_text), prefix);
+  return RunExtenderServer(extender, o);
 }
 
 int RunMigConfig(const std::string& gpu) {
@@ -170,6 +183,12 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
   ext->add_option("--prefix", a->prefix, "URL prefix of the verbs (the urlPrefix of the KubeSchedulerConfiguration)");
   ext->add_option("--leaf-label", a->leaf_label, "node label naming the leaf switch")->capture_default_str();
   ext->add_option("--spine-label", a->spine_label, "node label naming the spine switch");
+  ext->add_option("--tls-cert", a->tls_cert, "serve HTTPS with this PEM certificate chain (kube-scheduler: enableHTTPS)");
+  ext->add_option("--tls-key", a->tls_key, "the PEM private key of --tls-cert");
+  ext->add_option("--client-ca", a->client_ca,
+                  "PEM CA: the verbs need a client certificate it signed (kube-scheduler: tlsConfig certFile/keyFile)");
+  ext->add_option("--token-file", a->token_file,
+                  "file whose first line is a bearer token the verbs need (Authorization: Bearer; needs --tls-cert)");
   ext->callback([a, exit_code] { *exit_code = RunExtender(*a); });
   auto s = std::make_shared<SchedulerArgs>();
   CLI::App* sc = k8s->add_subcommand("scheduler", "Schedule pods with schedulerName tessera: `tessera serve` on Kubernetes");

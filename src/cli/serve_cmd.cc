@@ -39,7 +39,7 @@ struct ServeArgs {
   uint64_t seed = 0;
   bool db_given = false, listen_given = false;
   double request_deadline_s = 10;
-  int max_connections_per_address = 96;
+  int max_connections_per_address = ConnectionLimits{}.max_per_address;
   double rate_limit = 0;
   double sign_in_limit = 20;
   std::vector<std::string> prices;  // price books; none = the default (2024) and the 2025 book

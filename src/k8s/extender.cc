@@ -1,11 +1,8 @@
 #include "k8s/extender.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
-#include <signal.h>
 
 #include <algorithm>
-#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "base/json_depth.h"
@@ -181,49 +178,6 @@ ExtenderAnswer Extender::Bind(std::string_view body) const {
     if (const json* v = Field(*j, key); v == nullptr || !v->is_string())
       return Refuse(400, fmt::format("ExtenderBindingArgs: no {}", key));
   return {200, json{{"Error", "this extender does not bind without --kubeconfig; leave bindVerb unset"}}};
-}
-
-int RunExtenderServer(const Extender& extender, const std::string& host, int port, const std::string& prefix) {
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  httplib::Server server;
-  server.set_payload_max_length(64u << 20);
-  server.set_read_timeout(5, 0);
-  server.set_write_timeout(5, 0);
-  auto verb = [&](ExtenderAnswer (Extender::*f)(std::string_view) const) {
-    return [&extender, f](const httplib::Request& req, httplib::Response& res) {
-      ExtenderAnswer a;
-      try {
-        a = (extender.*f)(req.body);
-      } catch (const std::exception& e) {
-        a = Refuse(400, std::string("malformed request: ") + e.what());
-      }
-      res.status = a.status;
-      res.set_content(a.body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-    };
-  };
-  server.Post(prefix + "/filter", verb(&Extender::Filter));
-  server.Post(prefix + "/prioritize", verb(&Extender::Prioritize));
-  server.Post(prefix + "/preempt", verb(&Extender::Preempt));
-  server.Post(prefix + "/bind", verb(&Extender::Bind));
-  // Probes: the extender keeps no state, so a process that answers is alive and ready.
-  for (const char* probe : {"/healthz", "/readyz"})
-    server.Get(probe, [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
-  if (!server.bind_to_port(host, port)) {
-    fmt::print(stderr, "tessera k8s extender: cannot listen on {}:{}\n", host, port);
-    return 1;
-  }
-  fmt::print("tessera k8s extender: listening on http://{}:{}{}\n", host, port, prefix);
-  std::fflush(stdout);
-  std::thread t([&] { server.listen_after_bind(); });
-  int sig = 0;
-  sigwait(&sigs, &sig);
-  server.stop();
-  t.join();
-  return 0;
 }
 
 }  // namespace tessera

@@ -42,8 +42,4 @@ class Extender {
   ExtenderOptions options_;
 };
 
-// Serves the verbs at PREFIX/filter, /prioritize, /preempt and /bind on `host:port` until SIGTERM/SIGINT,
-// and GET /healthz and /readyz (200) for kubelet's probes.
-int RunExtenderServer(const Extender& extender, const std::string& host, int port, const std::string& prefix);
-
 }  // namespace tessera

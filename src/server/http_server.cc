@@ -246,26 +246,21 @@ ApiServer::ApiServer(Service* service, ServerOptions options)
 ApiServer::~ApiServer() = default;
 
 Status ApiServer::Bind() {
+  auto server = std::make_unique<GuardedServer>(options_.limits);
   if (!options_.tls_cert.empty() || !options_.tls_key.empty()) {
     if (options_.tls_cert.empty() || options_.tls_key.empty())
       return Status::Error("--tls-cert and --tls-key go together");
-    auto ssl = std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
-    if (!ssl->is_valid())
-      return Status::Error(fmt::format("cannot load the TLS certificate '{}' and key '{}'", options_.tls_cert,
-                                       options_.tls_key));
-    http_ = std::move(ssl);
-  } else {
-    auto plain = std::make_unique<GuardedServer>(options_.limits);
-    guarded_ = plain.get();
-    http_ = std::move(plain);
+    if (Status st = server->UseTls({options_.tls_cert, options_.tls_key, ""}); !st.ok()) return st;
   }
+  guarded_ = server.get();
+  http_ = std::move(server);
   const int threads = std::max(8, options_.threads);
   const int nice = options_.request_nice;
   http_->new_task_queue = [threads, nice] { return new WorkerPool(threads, nice); };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_keep_alive_max_count(100000);
   http_->set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle delay on the second
-  // Plain HTTP: the whole-request deadline bounds a request (GuardedServer); TLS: each read.
+  // The whole-request deadline bounds a request (GuardedServer), TLS handshake included.
   http_->set_read_timeout(static_cast<time_t>(std::max(1.0, options_.limits.request_deadline_s)), 0);
   http_->set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, options_.limits.keep_alive_s)));
   Routes();
@@ -342,9 +337,7 @@ void ApiServer::Guards() {
   });
   h.set_error_handler([](Req req, Res res) {
     RequestGuard* g = RequestGuard::Current();
-    if (g && g->body_over_limit()) res.status = 413;
-    else if (g && g->headers_over_limit()) res.status = 431;
-    else if (g && g->deadline_passed()) res.status = 408;
+    res.status = GuardedServer::ErrorStatus(res.status);
     if (!res.body.empty()) return;  // a handler's own answer
     // A protocol error: what follows on the connection cannot be trusted to start a request.
     if (g && res.status != 404) g->CloseAfterResponse();

@@ -4,7 +4,7 @@
 // (server/portal.h); /healthz, /readyz and /metrics do not. Errors are JSON
 // {"error": {"code", "field", "message"}}; bodies over 1 MiB get 413 as soon as the limit is passed,
 // whatever the framing. Requests are checked before routing (server/request_checks.h) and bounded per
-// connection (server/guarded_server.h). Endpoints: docs/api.md; limits and their defaults: docs/security.md.
+// connection (net/guarded_server.h). Endpoints: docs/api.md; limits and their defaults: docs/security.md.
 
 #include <atomic>
 #include <functional>
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "server/guarded_server.h"
+#include "net/guarded_server.h"
 #include "server/request_checks.h"
 #include "service/service.h"
 
@@ -66,7 +66,7 @@ class ApiServer {
   std::unique_ptr<PortalApi> portal_;  // the web portal, its sessions and the utilisation history
   int port_ = 0;
   int listen_fd_ = -1;
-  GuardedServer* guarded_ = nullptr;  // http_ when serving plain HTTP
+  GuardedServer* guarded_ = nullptr;  // http_
   RateLimiter sign_in_limiter_, token_limiter_, address_limiter_;
   ServerCounters counters_;
 };

@@ -10,15 +10,26 @@
 //  - A body budget: once the headers are read (RequestGuard::LimitBody), reading more than the budget of
 //    body bytes as sent (chunk framing included) fails, whatever the framing, so a chunked body is refused
 //    (413) as soon as it passes the limit instead of being read whole.
+//  - TLS (UseTls) under the same bounds: the handshake must end within the request deadline, so a client
+//    that sends its ClientHello a byte at a time holds a worker no longer than a slow plain request; with a
+//    client CA, a client certificate it signed is verified (RequestGuard::peer_verified).
 // The per-request state lives with the worker thread serving the connection (RequestGuard), so that the
-// server's handlers (pre-routing, error) can see and set it.
+// server's handlers (pre-routing, error) can see and set it. Depends on base only (used by `serve` and
+// the Kubernetes extender alike).
 
 #include <httplib.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+
+#include "base/status.h"
+
+struct ssl_ctx_st;
+struct ssl_st;
 
 namespace tessera {
 
@@ -26,7 +37,7 @@ struct ConnectionLimits {
   double request_deadline_s = 10;  // headers and body of one request
   int64_t max_header_bytes = 64 * 1024;  // request line and headers of one request
   int max_header_lines = 128;            // request line and header lines of one request
-  int max_per_address = 96;        // open connections from one client address
+  int max_per_address = 32;        // open connections from one client address
   double keep_alive_s = 5;         // an idle keep-alive connection is closed after this
   double write_timeout_s = 5;      // per write of a response
 };
@@ -42,6 +53,9 @@ class RequestGuard {
   bool body_over_limit() const { return over_limit_; }
   bool deadline_passed() const { return deadline_passed_; }
   bool headers_over_limit() const { return headers_over_; }
+  // TLS with a client CA: the client presented a certificate that CA signed (the handshake refuses one it
+  // did not; no certificate at all passes the handshake, so probes work, and handlers decide).
+  bool peer_verified() const { return peer_verified_; }
 
  private:
   friend class GuardedStream;
@@ -57,21 +71,38 @@ class RequestGuard {
   int64_t header_bytes_ = 0, header_lines_ = 0;  // read of the request line and headers so far
   bool headers_over_ = false;
   bool over_limit_ = false, deadline_passed_ = false, close_ = false;
+  bool peer_verified_ = false;  // per connection: Reset keeps it
+};
+
+// The certificate chain and key a TLS listener presents, and the CA its clients' certificates must come from
+// (empty: no client certificates asked for).
+struct TlsFiles {
+  std::string cert, key, client_ca;
 };
 
 class GuardedServer : public httplib::Server {
  public:
-  explicit GuardedServer(ConnectionLimits limits) : limits_(limits) {}
+  explicit GuardedServer(ConnectionLimits limits);
+  ~GuardedServer() override;
+  // Serves HTTPS from now on (TLS 1.2 or later). An error names the file that cannot be used.
+  Status UseTls(const TlsFiles& files);
+  bool tls() const { return ctx_ != nullptr; }
+  // The status an error handler answers: 413, 431 or 408 when this request broke a bound, else `status`.
+  static int ErrorStatus(int status);
   // Open connections now (all addresses).
   int open_connections() const;
   uint64_t refused_connections() const { return refused_.load(); }
 
  private:
   bool process_and_close_socket(socket_t sock) override;
+  bool ServeTls(socket_t sock, RequestGuard& guard);
+  bool ServeConnection(socket_t sock, ssl_st* ssl, RequestGuard& guard);
   bool Admit(const std::string& address);
   void Release(const std::string& address);
 
   ConnectionLimits limits_;
+  ssl_ctx_st* ctx_ = nullptr;  // owned; null for plain HTTP
+  bool verify_clients_ = false;
   mutable std::mutex mu_;
   std::map<std::string, int> open_;  // per client address
   std::atomic<uint64_t> refused_{0};

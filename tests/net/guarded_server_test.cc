@@ -1,0 +1,189 @@
+// GuardedServer in-process, over real sockets: TLS with and without client certificates, the handshake
+// under the request deadline, header caps answered 431, the per-address connection cap.
+#include "net/guarded_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "testing/certs.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// A raw loopback connection.
+class RawConn {
+ public:
+  explicit RawConn(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~RawConn() { close(fd_); }
+  bool Send(const std::string& d) { return ok_ && send(fd_, d.data(), d.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(d.size()); }
+  // What arrives until the server closes (true) or `wait_s` passes (false).
+  bool ReadToClose(double wait_s, std::string* out) {
+    const auto end = Clock::now() + std::chrono::duration<double>(wait_s);
+    char buf[4096];
+    while (Clock::now() < end) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return true;
+      out->append(buf, static_cast<size_t>(n));
+    }
+    return false;
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+};
+
+class GuardedServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tessera-net-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+    fs::remove_all(dir_);
+  }
+  // Starts a server whose GET /who answers whether the client's certificate was verified.
+  void Start(ConnectionLimits limits, const TlsFiles* tls = nullptr) {
+    server_ = std::make_unique<GuardedServer>(limits);
+    if (tls != nullptr) ASSERT_TRUE(server_->UseTls(*tls).ok());
+    server_->Get("/who", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(RequestGuard::Current()->peer_verified() ? "verified" : "anonymous", "text/plain");
+    });
+    server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+      res.status = GuardedServer::ErrorStatus(res.status);
+    });
+    port_ = server_->bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port_, 0);
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  testing::TestCerts Certs() {
+    testing::TestCerts c;
+    EXPECT_TRUE(testing::MakeTestCerts(dir_, &c)) << "openssl CLI needed (scripts/install-deps.sh)";
+    return c;
+  }
+  // GET `path` over HTTPS, verifying the server against the CA, with a client certificate when given.
+  httplib::Result TlsGet(const testing::TestCerts& c, const std::string& path, const std::string& cert = "",
+                         const std::string& key = "") {
+    httplib::SSLClient cli("127.0.0.1", port_, cert, key);
+    cli.set_ca_cert_path(c.ca.c_str());
+    cli.enable_server_certificate_verification(true);
+    cli.set_connection_timeout(3);
+    cli.set_read_timeout(3);
+    return cli.Get(path.c_str());
+  }
+
+  fs::path dir_;
+  std::unique_ptr<GuardedServer> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+TEST_F(GuardedServerTest, ServesTlsAndVerifiesClientCertificatesOfItsCa) {
+  const testing::TestCerts c = Certs();
+  const TlsFiles tls{c.server_cert, c.server_key, c.ca};
+  Start(ConnectionLimits{}, &tls);
+  auto anonymous = TlsGet(c, "/who");
+  ASSERT_TRUE(anonymous) << "no client certificate: the handshake passes, handlers decide";
+  EXPECT_EQ(anonymous->body, "anonymous");
+  auto verified = TlsGet(c, "/who", c.client_cert, c.client_key);
+  ASSERT_TRUE(verified);
+  EXPECT_EQ(verified->body, "verified");
+  EXPECT_FALSE(TlsGet(c, "/who", c.rogue_cert, c.rogue_key)) << "a certificate of another CA: no handshake";
+  httplib::Client plain("127.0.0.1", port_);
+  plain.set_read_timeout(2);
+  auto p = plain.Get("/who");
+  EXPECT_TRUE(!p || p->status >= 400) << "plain HTTP to a TLS port answers nothing";
+}
+
+TEST_F(GuardedServerTest, WithoutAClientCaNobodyIsVerified) {
+  const testing::TestCerts c = Certs();
+  const TlsFiles tls{c.server_cert, c.server_key, ""};
+  Start(ConnectionLimits{}, &tls);
+  auto r = TlsGet(c, "/who", c.client_cert, c.client_key);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "anonymous");
+}
+
+TEST_F(GuardedServerTest, ASlowHandshakeIsCutAtTheRequestDeadline) {
+  const testing::TestCerts c = Certs();
+  const TlsFiles tls{c.server_cert, c.server_key, ""};
+  ConnectionLimits limits;
+  limits.request_deadline_s = 1;
+  Start(limits, &tls);
+  RawConn slow(port_);
+  ASSERT_TRUE(slow.Send(std::string("\x16\x03\x01\x02\x00", 5)));  // the start of a ClientHello, then nothing
+  const auto t0 = Clock::now();
+  std::string got;
+  EXPECT_TRUE(slow.ReadToClose(5, &got));
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(2500));
+  auto r = TlsGet(c, "/who");
+  ASSERT_TRUE(r) << "the server still serves";
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(GuardedServerTest, HeaderFloodsAreAnswered431AndClosed) {
+  ConnectionLimits limits;
+  limits.max_header_lines = 16;
+  limits.max_header_bytes = 4096;
+  Start(limits);
+  for (const std::string line : {std::string("a:b\r\n"), "X-Long: " + std::string(1000, 'a') + "\r\n"}) {
+    RawConn c(port_);
+    ASSERT_TRUE(c.Send("GET /who HTTP/1.1\r\nHost: x\r\n"));
+    for (int i = 0; i < 64; ++i) c.Send(line);
+    std::string got;
+    EXPECT_TRUE(c.ReadToClose(5, &got));
+    EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 431") << got;
+  }
+}
+
+TEST_F(GuardedServerTest, ConnectionsPerAddressAreCapped) {
+  ConnectionLimits limits;
+  limits.max_per_address = 2;
+  Start(limits);
+  RawConn a(port_), b(port_);
+  ASSERT_TRUE(a.Send("G"));
+  ASSERT_TRUE(b.Send("G"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // both admitted and reading
+  RawConn third(port_);
+  std::string got;
+  EXPECT_TRUE(third.ReadToClose(2, &got)) << "the third connection from 127.0.0.1 is closed at once";
+  EXPECT_EQ(got, "");
+  EXPECT_GE(server_->refused_connections(), 1u);
+}
+
+TEST(GuardedServerTls, UnusableFilesAreNamed) {
+  GuardedServer s{ConnectionLimits{}};
+  const Status st = s.UseTls({"/nonexistent/cert.pem", "/nonexistent/key.pem", ""});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("/nonexistent/cert.pem"), std::string::npos) << st.message();
+  EXPECT_FALSE(s.tls());
+  EXPECT_FALSE(s.UseTls({"", "", ""}).ok());
+}
+
+}  // namespace
+}  // namespace tessera
