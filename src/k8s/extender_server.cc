@@ -14,6 +14,8 @@ namespace {
 
 using json = nlohmann::json;
 
+constexpr size_t kMaxBody = 64u << 20;  // a node list of a large cluster, with full node objects
+
 void SendAnswer(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
@@ -75,7 +77,12 @@ void ExtenderServer::Routes() {
   for (const char* probe : {"/healthz", "/readyz"})
     h.Get(probe, [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.path == "/healthz" || req.path == "/readyz" || Authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
+    RequestGuard* g = RequestGuard::Current();
+    if (req.path == "/healthz" || req.path == "/readyz" || Authorized(req)) {
+      if (g) g->LimitBody(static_cast<int64_t>(kMaxBody) + 64 * 1024);  // the body as sent, framing included
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (g) g->CloseAfterResponse();  // its body is never read
     res.set_header("WWW-Authenticate", "Bearer");
     SendAnswer(res, 401, json{{"Error", "unauthenticated: send the bearer token of --token-file, or a client "
                                         "certificate of --client-ca"}});
@@ -101,20 +108,17 @@ Status ExtenderServer::Bind() {
   } else if (!options_.tls.client_ca.empty()) {
     return Status::Error("--client-ca needs --tls-cert and --tls-key");
   }
-  const int threads = options_.threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  server_->set_payload_max_length(64u << 20);  // a node list of a large cluster, with full node objects
+  server_->UseWorkers(static_cast<size_t>(options_.threads));
+  server_->set_payload_max_length(kMaxBody);
   server_->set_keep_alive_max_count(100000);
   server_->set_tcp_nodelay(true);
   server_->set_keep_alive_timeout(static_cast<time_t>(options_.limits.keep_alive_s));
   server_->set_read_timeout(static_cast<time_t>(options_.limits.request_deadline_s), 0);
   server_->set_write_timeout(static_cast<time_t>(options_.limits.write_timeout_s), 0);
   Routes();
-  port_ = options_.port == 0 ? server_->bind_to_any_port(options_.host)
-                             : (server_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
-  if (port_ <= 0)
-    return Status::Error(fmt::format("cannot listen on {}:{} (in use, or not an address of this host)", options_.host,
-                                     options_.port));
+  auto port = server_->Bind(options_.host, options_.port);
+  if (!port.ok()) return port.status();
+  port_ = *port;
   return Status::Ok();
 }
 

@@ -15,10 +15,33 @@
 #include <climits>
 #include <cmath>
 
+#include "base/thread_priority.h"
+
 namespace tessera {
 namespace {
 
 thread_local RequestGuard* current_guard = nullptr;
+thread_local double accepted_at = 0;  // steady seconds the connection being served was accepted (0: unknown)
+
+// httplib's pool: workers lower their own CPU priority by `nice` before their first connection, and each
+// connection carries the time it was accepted (queued), so its first request's deadline counts the wait.
+class WorkerPool final : public httplib::ThreadPool {
+ public:
+  WorkerPool(size_t threads, int nice) : httplib::ThreadPool(threads), nice_(nice) {}
+  void enqueue(std::function<void()> fn) override {
+    httplib::ThreadPool::enqueue([nice = nice_, queued = SteadyNow(), fn = std::move(fn)] {
+      thread_local bool lowered = false;
+      if (!lowered && nice > 0) LowerThreadPriority(nice);
+      lowered = true;
+      accepted_at = queued;
+      fn();
+      accepted_at = 0;
+    });
+  }
+
+ private:
+  int nice_;
+};
 
 // Address and port of a socket's peer (`peer`) or its own end.
 void Endpoint(int fd, bool peer, std::string& ip, int& port) {
@@ -225,6 +248,22 @@ Status GuardedServer::UseTls(const TlsFiles& files) {
   return Status::Ok();
 }
 
+Result<int> GuardedServer::Bind(const std::string& host, int port) {
+  set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = sock;
+  });
+  const int bound = port == 0 ? bind_to_any_port(host) : (bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) return Status::Error(fmt::format("cannot listen on {}:{} (in use, or not an address of this host)", host, port));
+  if (listen_fd_ >= 0) ::listen(listen_fd_, 4096);
+  return bound;
+}
+
+void GuardedServer::UseWorkers(size_t threads, int nice) {
+  new_task_queue = [threads, nice] { return new WorkerPool(threads, nice); };
+}
+
 int GuardedServer::ErrorStatus(int status) {
   const RequestGuard* g = RequestGuard::Current();
   if (g && g->body_over_limit()) return 413;
@@ -265,7 +304,10 @@ bool GuardedServer::ServeConnection(socket_t sock, SSL* ssl, RequestGuard& guard
          waited += 0.1)
       readable = WaitFor(sock, POLLIN, std::min(0.1, limits_.keep_alive_s - waited));
     if (!readable) break;
-    guard.Reset(SteadyNow() + limits_.request_deadline_s);
+    // The first request's deadline runs from the connection's start, later ones from their first byte.
+    const double now = SteadyNow();
+    const double start = count == keep_alive_max_count_ && accepted_at > 0 ? std::min(now, accepted_at) : now;
+    guard.Reset(start + limits_.request_deadline_s);
     bool closed = false;
     ret = process_request(strm, count == 1, closed, nullptr);
     if (guard.close_ || guard.over_limit_ || guard.headers_over_) {
@@ -283,7 +325,8 @@ bool GuardedServer::ServeTls(socket_t sock, RequestGuard& guard) {
   ::fcntl(sock, F_SETFL, ::fcntl(sock, F_GETFL) | O_NONBLOCK);
   std::unique_ptr<SSL, void (*)(SSL*)> ssl(SSL_new(ctx_), SSL_free);
   if (!ssl || SSL_set_fd(ssl.get(), sock) != 1) return false;
-  const bool ok = TlsAccept(ssl.get(), sock, SteadyNow() + limits_.request_deadline_s);
+  const double start = accepted_at > 0 ? std::min(SteadyNow(), accepted_at) : SteadyNow();
+  const bool ok = TlsAccept(ssl.get(), sock, start + limits_.request_deadline_s);
   ERR_clear_error();  // OpenSSL's error queue is per thread: leave nothing for the next connection
   if (!ok) return false;
   guard.peer_verified_ = verify_clients_ && SSL_get0_peer_certificate(ssl.get()) != nullptr &&

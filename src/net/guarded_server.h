@@ -87,6 +87,13 @@ class GuardedServer : public httplib::Server {
   // Serves HTTPS from now on (TLS 1.2 or later). An error names the file that cannot be used.
   Status UseTls(const TlsFiles& files);
   bool tls() const { return ctx_ != nullptr; }
+  // Binds host:port (port 0: any free port) with SO_REUSEADDR and a listen backlog of 4096 (httplib's is
+  // 5: a burst of connections would wait for SYN retransmission, 1 s and more); the port, or an error naming
+  // the address.
+  Result<int> Bind(const std::string& host, int port);
+  // `threads` workers, each at `nice` levels below the process (0: unchanged). Use this rather than
+  // new_task_queue: the first request's deadline then counts the time a connection waited for a worker.
+  void UseWorkers(size_t threads, int nice = 0);
   // The status an error handler answers: 413, 431 or 408 when this request broke a bound, else `status`.
   static int ErrorStatus(int status);
   // Open connections now (all addresses).
@@ -102,6 +109,7 @@ class GuardedServer : public httplib::Server {
 
   ConnectionLimits limits_;
   ssl_ctx_st* ctx_ = nullptr;  // owned; null for plain HTTP
+  int listen_fd_ = -1;
   bool verify_clients_ = false;
   mutable std::mutex mu_;
   std::map<std::string, int> open_;  // per client address

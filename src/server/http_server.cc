@@ -21,24 +21,6 @@
 namespace tessera {
 namespace {
 
-// httplib's pool whose workers lower their own CPU priority by `nice` before their first connection.
-class WorkerPool final : public httplib::ThreadPool {
- public:
-  WorkerPool(size_t threads, int nice) : httplib::ThreadPool(threads), nice_(nice) {}
-  void enqueue(std::function<void()> fn) override {
-    httplib::ThreadPool::enqueue([nice = nice_, fn = std::move(fn)] {
-      thread_local bool lowered = false;
-      if (!lowered) LowerThreadPriority(nice);
-      lowered = true;
-      fn();
-    });
-  }
-
- private:
-  int nice_;
-};
-
-
 // Parses a JSON object body; a 400 naming the problem otherwise.
 std::optional<nlohmann::json> ParseBody(const httplib::Request& req, httplib::Response& res, bool allow_empty) {
   if (req.body.empty() && allow_empty) return nlohmann::json::object();
@@ -256,7 +238,7 @@ Status ApiServer::Bind() {
   http_ = std::move(server);
   const int threads = std::max(8, options_.threads);
   const int nice = options_.request_nice;
-  http_->new_task_queue = [threads, nice] { return new WorkerPool(threads, nice); };
+  guarded_->UseWorkers(static_cast<size_t>(threads), nice);
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_keep_alive_max_count(100000);
   http_->set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle delay on the second
@@ -265,23 +247,9 @@ Status ApiServer::Bind() {
   http_->set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, options_.limits.keep_alive_s)));
   Routes();
   Guards();
-  // httplib listens with a backlog of 5; a burst of connections would wait for SYN retransmission (1 s).
-  // Keep the socket to widen the backlog after binding.
-  http_->set_socket_options([this](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_fd_ = sock;
-  });
-  if (options_.port == 0) {
-    port_ = http_->bind_to_any_port(options_.host.c_str());
-    if (port_ <= 0) return Status::Error(fmt::format("cannot listen on {}", options_.host));
-  } else {
-    if (!http_->bind_to_port(options_.host.c_str(), options_.port))
-      return Status::Error(fmt::format("cannot listen on {}:{} (in use, or not an address of this host)",
-                                       options_.host, options_.port));
-    port_ = options_.port;
-  }
-  if (listen_fd_ >= 0) ::listen(listen_fd_, 4096);
+  auto port = guarded_->Bind(options_.host, options_.port);
+  if (!port.ok()) return port.status();
+  port_ = *port;
   return Status::Ok();
 }
 

@@ -65,7 +65,6 @@ class ApiServer {
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<PortalApi> portal_;  // the web portal, its sessions and the utilisation history
   int port_ = 0;
-  int listen_fd_ = -1;
   GuardedServer* guarded_ = nullptr;  // http_
   RateLimiter sign_in_limiter_, token_limiter_, address_limiter_;
   ServerCounters counters_;
