@@ -10,6 +10,8 @@ std::optional<Caller> Service::Authenticate(std::string_view token) const {
   return identity_->Authenticate(token);
 }
 
+TokenCheck Service::CheckToken(std::string_view token) const { return identity_->CheckToken(token); }
+
 Outcome<TeamView> Service::CreateTeam(const Caller& c, const TeamRow& team) {
   return identity_->CreateTeam(c, team);
 }
@@ -37,6 +39,11 @@ Outcome<UserView> Service::ReplaceToken(const Caller& c, const std::string& user
 
 Outcome<std::vector<AuditRow>> Service::Audit(const Caller& c, const AuditQuery& q, bool* more) const {
   return identity_->Audit(c, q, more);
+}
+
+Status Service::RecordAudit(const Caller& c, std::string action, std::string target, std::string after,
+                            bool changed) {
+  return identity_->RecordAudit(c, std::move(action), std::move(target), std::move(after), changed);
 }
 
 }  // namespace tessera

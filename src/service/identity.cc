@@ -124,13 +124,23 @@ Result<std::string> Identity::BootstrapAdmin() {
   return *token;
 }
 
-std::optional<Caller> Identity::Authenticate(std::string_view token) const {
-  if (token.empty() || token.size() > 256) return std::nullopt;
+std::optional<Caller> Identity::Authenticate(std::string_view token) const { return CheckToken(token).caller; }
+
+TokenCheck Identity::CheckToken(std::string_view token) const {
+  if (token.empty() || token.size() > 256) return {};
   const std::string h = Sha256Hex(token);
   std::shared_lock<std::shared_mutex> lock(mu_);
   auto it = users_by_hash_.find(h);
-  if (it == users_by_hash_.end() || !ConstantTimeEqual(it->second.row.token_hash, h)) return std::nullopt;
-  return Caller{it->second.row.name, it->second.row.team, it->second.role};
+  if (it == users_by_hash_.end() || !ConstantTimeEqual(it->second.row.token_hash, h))
+    return {std::nullopt, retired_hashes_.count(h) > 0};
+  return {Caller{it->second.row.name, it->second.row.team, it->second.role}, false};
+}
+
+Status Identity::RecordAudit(const Caller& c, std::string action, std::string target, std::string after,
+                             bool changed) {
+  WriteBatch b;
+  b.audit.push_back(AuditOf(c, std::move(action), std::move(target), "", std::move(after), changed));
+  return store_->WriteAndWait(std::move(b));
 }
 
 bool Identity::HasTeam(const std::string& name) const {
@@ -327,6 +337,13 @@ Outcome<UserView> Identity::ReplaceToken(const Caller& c, const std::string& use
     users_by_hash_.erase(old_hash);
     users_by_hash_[row.token_hash] = {row, role};
     hash_by_user_[user] = row.token_hash;
+    if (was_active && retired_hashes_.insert(old_hash).second) {
+      retired_order_.push_back(old_hash);
+      if (retired_order_.size() > 65536) {
+        retired_hashes_.erase(retired_order_.front());
+        retired_order_.pop_front();
+      }
+    }
   }
   UserView v{row.name, row.team, role, token};
   v.token_active = !revoke;

@@ -12,6 +12,7 @@
 //    lock; it may take the driver's lock (the driver's lock is never held when a change starts).
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/status.h"
@@ -38,6 +40,14 @@ struct Caller {
   std::string team;  // empty for an admin
   Role role = Role::kViewer;
   std::string source;  // the client's address, for the audit log ("" = inside the process)
+};
+
+// What a bearer token is: its caller when valid; `retired` when it is not valid but was once (replaced or
+// revoked since the process started; the last 65,536 such tokens are remembered), so that a failure with
+// it is a stale credential rather than a guess.
+struct TokenCheck {
+  std::optional<Caller> caller;
+  bool retired = false;
 };
 
 // The priority class only some teams may use (an admin allows it per team); new teams may use every other.
@@ -85,6 +95,7 @@ class Identity {
   Result<std::string> BootstrapAdmin();
   // The caller of a bearer token, or nothing.
   std::optional<Caller> Authenticate(std::string_view token) const;
+  TokenCheck CheckToken(std::string_view token) const;
 
   Outcome<TeamView> CreateTeam(const Caller& c, const TeamRow& team);
   Outcome<TeamView> UpdateTeam(const Caller& c, const std::string& name, const TeamChange& change);
@@ -104,6 +115,9 @@ class Identity {
   // The audit log (admin only), by id; `more` is set when further entries match.
   Outcome<std::vector<AuditRow>> Audit(const Caller& c, const AuditQuery& q, bool* more) const;
 
+  // Appends an audit entry by `c` that goes with no stored change (a refused request, sessions a cap
+  // ended); durable when it returns.
+  Status RecordAudit(const Caller& c, std::string action, std::string target, std::string after, bool changed);
   // An audit entry by `c` now (any room of the service writes them).
   AuditRow AuditOf(const Caller& c, std::string action, std::string target, std::string before,
                    std::string after, bool changed) const;
@@ -124,6 +138,8 @@ class Identity {
   std::map<std::string, TeamRow> teams_;
   std::unordered_map<std::string, UserEntry> users_by_hash_;
   std::map<std::string, std::string> hash_by_user_;  // a name is reserved here while its user is written
+  std::unordered_set<std::string> retired_hashes_;    // hashes of replaced and revoked tokens
+  std::deque<std::string> retired_order_;             // the same, oldest first (the oldest are forgotten)
   int64_t next_user_id_ = 1;
 };
 

@@ -146,6 +146,8 @@ class Service {
   Result<std::string> BootstrapAdmin();
   // The caller of a bearer token, or nothing.
   std::optional<Caller> Authenticate(std::string_view token) const;
+  // The same, and whether an invalid token was valid once (identity.h).
+  TokenCheck CheckToken(std::string_view token) const;
   bool Ready() const;
 
   Outcome<TeamView> CreateTeam(const Caller& c, const TeamRow& team);
@@ -166,6 +168,9 @@ class Service {
   Outcome<TeamView> UpdateTeam(const Caller& c, const std::string& name, const TeamChange& change);
   // The audit log (admin only), by id; `more` is set when further entries match. (admin.cc)
   Outcome<std::vector<AuditRow>> Audit(const Caller& c, const AuditQuery& q, bool* more) const;
+  // Records an audit entry by `c` without a stored change (a refused request, sessions a cap ended; `after`
+  // JSON text); durable when it returns. (admin.cc)
+  Status RecordAudit(const Caller& c, std::string action, std::string target, std::string after, bool changed);
 
   // `team`: the team an admin names (others: empty or their own). `idempotency_key` may be empty.
   // `created` tells whether this call made the job.
