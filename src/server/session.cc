@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -16,11 +17,38 @@ bool SessionStore::Expired(const Session& s, int64_t now) const {
   return now - s.last_seen > limits_.idle_timeout_s || now - s.created_at > limits_.max_age_s;
 }
 
-void SessionStore::EvictOldestLocked() {
-  auto oldest = sessions_.begin();
-  for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
-    if (it->second.last_seen < oldest->second.last_seen) oldest = it;
-  if (oldest != sessions_.end()) sessions_.erase(oldest);
+void SessionStore::EraseLocked(Map::iterator it) {
+  auto user = ids_by_user_.find(it->second.who.user);
+  if (user != ids_by_user_.end()) {
+    std::vector<std::string>& ids = user->second;
+    ids.erase(std::find(ids.begin(), ids.end(), it->first));
+    if (ids.empty()) ids_by_user_.erase(user);
+  }
+  sessions_.erase(it);
+}
+
+bool SessionStore::EvictLocked(const std::vector<std::string>* ids, int64_t now) {
+  auto older = [](const Session& a, const Session& b) {
+    return a.last_seen != b.last_seen ? a.last_seen < b.last_seen : a.created_at < b.created_at;
+  };
+  auto victim = sessions_.end();
+  if (ids == nullptr) {
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+      if (victim == sessions_.end() || older(it->second, victim->second)) victim = it;
+  } else {
+    for (const std::string& id : *ids)
+      if (auto it = sessions_.find(id); it != sessions_.end() && (victim == sessions_.end() || older(it->second, victim->second)))
+        victim = it;
+  }
+  if (victim == sessions_.end()) return false;
+  SessionEvictions& e = evictions_[victim->second.who.user];
+  if (e.count++ == 0) e.first_at = now;
+  e.user = victim->second.who.user;
+  e.last_at = now;
+  e.cap = ids == nullptr ? limits_.max_sessions : limits_.max_per_user;
+  e.all_users = ids == nullptr;
+  EraseLocked(victim);
+  return true;
 }
 
 Session SessionStore::Create(std::string bearer_token, SessionIdentity who) {
@@ -31,8 +59,14 @@ Session SessionStore::Create(std::string bearer_token, SessionIdentity who) {
   s.who = std::move(who);
   s.created_at = s.last_seen = now_();
   std::lock_guard lock(mu_);
-  while (sessions_.size() >= limits_.max_sessions && !sessions_.empty()) EvictOldestLocked();
+  const size_t per_user = std::max<size_t>(1, limits_.max_per_user);
+  for (auto mine = ids_by_user_.find(s.who.user); mine != ids_by_user_.end() && mine->second.size() >= per_user;
+       mine = ids_by_user_.find(s.who.user))  // an eviction may remove the user's entry
+    if (!EvictLocked(&mine->second, s.created_at)) break;
+  while (sessions_.size() >= limits_.max_sessions && EvictLocked(nullptr, s.created_at)) {
+  }
   sessions_[s.id] = s;
+  ids_by_user_[s.who.user].push_back(s.id);
   return s;
 }
 
@@ -43,7 +77,7 @@ std::optional<Session> SessionStore::Find(std::string_view id) {
   auto it = sessions_.find(std::string(id));
   if (it == sessions_.end()) return std::nullopt;
   if (Expired(it->second, now)) {
-    sessions_.erase(it);
+    EraseLocked(it);
     return std::nullopt;
   }
   it->second.last_seen = now;
@@ -52,7 +86,10 @@ std::optional<Session> SessionStore::Find(std::string_view id) {
 
 bool SessionStore::End(std::string_view id) {
   std::lock_guard lock(mu_);
-  return sessions_.erase(std::string(id)) > 0;
+  auto it = sessions_.find(std::string(id));
+  if (it == sessions_.end()) return false;
+  EraseLocked(it);
+  return true;
 }
 
 bool SessionStore::Rebind(std::string_view id, std::string bearer_token) {
@@ -68,13 +105,24 @@ size_t SessionStore::Size() const {
   return sessions_.size();
 }
 
+std::vector<SessionEvictions> SessionStore::TakeEvictions() {
+  std::vector<SessionEvictions> out;
+  std::lock_guard lock(mu_);
+  for (auto& [user, e] : evictions_) out.push_back(std::move(e));
+  evictions_.clear();
+  return out;
+}
+
 std::string RandomHex(size_t bytes) {
   std::string raw(bytes, '\0');
   if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1)
     throw std::runtime_error("the system's random number generator failed");
-  std::string out;
-  out.reserve(2 * bytes);
-  for (unsigned char c : raw) out += fmt::format("{:02x}", c);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(2 * bytes, '0');
+  for (size_t i = 0; i < bytes; ++i) {
+    out[2 * i] = kDigits[static_cast<unsigned char>(raw[i]) >> 4];
+    out[2 * i + 1] = kDigits[static_cast<unsigned char>(raw[i]) & 15];
+  }
   return out;
 }
 

@@ -1,6 +1,8 @@
 #include "server/session.h"
 
 #include <set>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -11,8 +13,8 @@ TEST(SessionStore, CreatesUnguessableIdsAndFindsThem) {
   int64_t now = 1000;
   SessionStore store([&] { return now; });
   std::set<std::string> ids;
-  for (int i = 0; i < 100; ++i) {
-    Session s = store.Create("tok", {"ana", "vision", "team-lead"});
+  for (int i = 0; i < 100; ++i) {  // 100 users: no per-user cap applies
+    Session s = store.Create("tok", {"ana" + std::to_string(i), "vision", "team-lead"});
     EXPECT_EQ(s.id.size(), 64u);
     EXPECT_EQ(s.csrf_token.size(), 64u);
     EXPECT_NE(s.id, s.csrf_token);
@@ -62,6 +64,49 @@ TEST(SessionStore, EvictsTheLeastRecentlySeenBeyondTheCap) {
   EXPECT_TRUE(store.Find(a.id));
   EXPECT_FALSE(store.Find(b.id));
   EXPECT_TRUE(store.Find(c.id));
+}
+
+TEST(SessionStore, CapsEachUsersSessionsEndingThatUsersLeastRecentlySeen) {
+  int64_t now = 0;
+  SessionStore store([&] { return now; }, SessionLimits{.max_per_user = 3});
+  Session lead = store.Create("l", {"lead", "vision", "team-lead"});
+  std::vector<Session> viewer;
+  for (int i = 0; i < 3; ++i, ++now) viewer.push_back(store.Create("v", {"viewer", "vision", "viewer"}));
+  ASSERT_TRUE(store.Find(viewer[0].id));  // now the most recently seen of the viewer's
+  ++now;
+  Session fourth = store.Create("v", {"viewer", "vision", "viewer"});
+  EXPECT_TRUE(store.Find(viewer[0].id));
+  EXPECT_FALSE(store.Find(viewer[1].id));  // the least recently seen ended
+  EXPECT_TRUE(store.Find(viewer[2].id));
+  EXPECT_TRUE(store.Find(fourth.id));
+  for (int i = 0; i < 1000; ++i) store.Create("v", {"viewer", "vision", "viewer"});
+  EXPECT_TRUE(store.Find(lead.id));  // another user's sign-ins never end it, the oldest of all
+  EXPECT_EQ(store.Size(), 4u);
+
+  std::vector<SessionEvictions> ended = store.TakeEvictions();
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].user, "viewer");
+  EXPECT_EQ(ended[0].count, 1001);
+  EXPECT_EQ(ended[0].cap, 3u);
+  EXPECT_FALSE(ended[0].all_users);
+  EXPECT_TRUE(store.TakeEvictions().empty());  // taken once
+  EXPECT_TRUE(store.End(lead.id));
+  EXPECT_TRUE(store.TakeEvictions().empty());  // a sign-out is no eviction
+}
+
+TEST(SessionStore, TheGlobalCapIsRecordedAgainstTheUserWhoseSessionEnded) {
+  int64_t now = 0;
+  SessionStore store([&] { return now; }, SessionLimits{.max_sessions = 2, .max_per_user = 5});
+  store.Create("a", {"ana", "", "member"});
+  ++now;
+  store.Create("b", {"bo", "", "member"});
+  ++now;
+  store.Create("c", {"cy", "", "member"});
+  std::vector<SessionEvictions> ended = store.TakeEvictions();
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].user, "ana");
+  EXPECT_TRUE(ended[0].all_users);
+  EXPECT_EQ(ended[0].cap, 2u);
 }
 
 TEST(Cookies, ParsesTheSessionCookieAmongOthers) {
