@@ -42,6 +42,8 @@ struct ServeArgs {
   int max_connections_per_address = ConnectionLimits{}.max_per_address;
   double rate_limit = 0;
   double sign_in_limit = 20;
+  std::vector<std::string> trusted_proxies;  // CIDRs
+  int max_sessions_per_user = 32;
   std::vector<std::string> prices;  // price books; none = the default (2024) and the 2025 book
 };
 
@@ -162,6 +164,8 @@ ServerOptions ServerOptionsOf(const ServeArgs& a, int port) {
   so.limits.max_per_address = a.max_connections_per_address;
   so.rate_limit_per_min = a.rate_limit;
   so.sign_in_failures_per_min = a.sign_in_limit;
+  so.trusted_proxies = a.trusted_proxies;
+  so.sessions.max_per_user = static_cast<size_t>(a.max_sessions_per_user);
   return so;
 }
 
@@ -210,6 +214,8 @@ int Serve(const ServeArgs& a) {
   const sigset_t sigs = BlockShutdownSignals();  // taken by sigwait; blocked before any thread starts
   const int port = PortOf(a.listen);
   if (port < 0) return fmt::print(stderr, "--listen: '{}' is not HOST:PORT\n", a.listen), 2;
+  if (auto proxies = TrustedProxies::Parse(a.trusted_proxies); !proxies.ok())
+    return fmt::print(stderr, "{}\n", proxies.error()), 2;
   if (!a.replay.empty()) return ServeReplay(a);
   auto cfg = LoadServiceConfig(a);
   if (!cfg.ok()) return fmt::print(stderr, "{}\n", cfg.error()), 1;
@@ -280,8 +286,18 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--rate-limit", a->rate_limit, "requests per minute per token and per client address (0 = none)")
       ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
-  c->add_option("--sign-in-limit", a->sign_in_limit, "failed sign-ins per minute per client address before 429")
+  c->add_option("--sign-in-limit", a->sign_in_limit,
+                "wrong credentials (sign-ins, bearer tokens, session cookies) per minute per client address "
+                "answered 401 before 429 (docs/security.md)")
       ->check(CLI::Range(1.0, 1e9))
+      ->capture_default_str();
+  c->add_option("--trusted-proxy", a->trusted_proxies,
+                "CIDR of a reverse proxy (repeatable; IPv4 or IPv6, e.g. 10.0.0.0/8): a request from it is "
+                "counted and audited as the rightmost X-Forwarded-For address outside every trusted CIDR")
+      ->type_name("CIDR");
+  c->add_option("--max-sessions-per-user", a->max_sessions_per_user,
+                "portal sessions one user may hold; a sign-in beyond ends that user's least recently used one")
+      ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   c->callback([a, c, exit_code] {
     a->db_given = c->count("--db") > 0;

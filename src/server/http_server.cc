@@ -16,6 +16,7 @@
 #include "server/nodes_api.h"
 #include "server/portal.h"
 #include "server/portal_api.h"
+#include "server/refusal_audit.h"
 #include "server/respond.h"
 
 namespace tessera {
@@ -220,15 +221,18 @@ void RegisterReportRoutes(httplib::Server& h, Service* s, const Authed& authed) 
 ApiServer::ApiServer(Service* service, ServerOptions options)
     : service_(service),
       options_(std::move(options)),
-      sign_in_limiter_(options_.sign_in_failures_per_min),
+      credential_limiter_({options_.sign_in_failures_per_min, options_.sign_in_extra_checks_per_min}),
       token_limiter_(options_.rate_limit_per_min),
       address_limiter_(options_.rate_limit_per_min) {
-  portal_ = std::make_unique<PortalApi>(service_, options_.clock_speed, !options_.tls_cert.empty());
+  portal_ = std::make_unique<PortalApi>(service_, options_.clock_speed, !options_.tls_cert.empty(), options_.sessions);
 }
 ApiServer::~ApiServer() = default;
 
 Status ApiServer::Bind() {
   auto server = std::make_unique<GuardedServer>(options_.limits);
+  auto proxies = TrustedProxies::Parse(options_.trusted_proxies);
+  if (!proxies.ok()) return proxies.status();
+  proxies_ = std::move(proxies).value();
   if (!options_.tls_cert.empty() || !options_.tls_key.empty()) {
     if (options_.tls_cert.empty() || options_.tls_key.empty())
       return Status::Error("--tls-cert and --tls-key go together");
@@ -278,12 +282,13 @@ void ApiServer::Guards() {
     // From here on the body may be read: at most the limit, as sent (httplib reads chunked bodies whole).
     if (RequestGuard* g = RequestGuard::Current()) g->LimitBody(static_cast<int64_t>(max_body) + 64 * 1024);
     const double now = SteadyNow();
-    double wait = address_limiter_.TryTake(req.remote_addr, now);
+    const std::string client = ClientOf(req);
+    double wait = address_limiter_.TryTake(client, now);
+    // A sign-in from an address whose credential checks are spent: refused before its body is read.
     if (wait == 0 && req.method == "POST" && req.path == "/api/v1/session")
-      wait = sign_in_limiter_.RetryAfter(req.remote_addr, now);
+      wait = credential_limiter_.RetryAfter(client, now);
     if (wait > 0) {
-      counters_.rate_limited.fetch_add(1, std::memory_order_relaxed);
-      res.set_header("Retry-After", std::to_string(static_cast<int>(std::ceil(wait))));
+      res.set_header("Retry-After", std::to_string(std::max(1, static_cast<int>(std::ceil(wait)))));
       SendFinalError(res, {ErrorCode::kRateLimited, "", "too many requests from this address; retry later"});
       return HR::Handled;
     }
@@ -292,15 +297,13 @@ void ApiServer::Guards() {
   });
   h.set_post_routing_handler([this](Req req, Res res) {
     if (req.path.starts_with("/api/")) res.set_header("Cache-Control", "no-store");
+    if (res.status == 429) counters_.rate_limited.fetch_add(1, std::memory_order_relaxed);
     if (res.status != 401) return;
     counters_.auth_failures.fetch_add(1, std::memory_order_relaxed);
     const bool sign_in = req.method == "POST" && req.path == "/api/v1/session";
-    if (sign_in) {
-      counters_.sign_in_failures.fetch_add(1, std::memory_order_relaxed);
-      sign_in_limiter_.Take(req.remote_addr, SteadyNow());
-    }
+    if (sign_in) counters_.sign_in_failures.fetch_add(1, std::memory_order_relaxed);
     // Never the token: the address, the request and whether a credential came at all.
-    fmt::print(stderr, "tessera serve: failed authentication from {}: {} {} ({})\n", req.remote_addr, req.method,
+    fmt::print(stderr, "tessera serve: failed authentication from {}: {} {} ({})\n", ClientOf(req), req.method,
                req.path, sign_in ? "sign-in" : req.has_header("Authorization") ? "bearer" : "no or bad credential");
   });
   h.set_error_handler([](Req req, Res res) {
@@ -339,7 +342,8 @@ std::string ApiServer::ServerMetrics() const {
           counters_.auth_failures.load());
   counter("tessera_sign_in_failures_total", "Failed sign-ins (POST /api/v1/session answered 401).",
           counters_.sign_in_failures.load());
-  counter("tessera_rate_limited_total", "Requests answered 429 before routing (per address and sign-in limits).",
+  counter("tessera_rate_limited_total",
+          "Requests answered 429 (wrong credentials, and the per-token and per-address request limits).",
           counters_.rate_limited.load());
   counter("tessera_refused_requests_total", "Requests refused before routing (bad bytes, framing or size).",
           counters_.refused_requests.load());
@@ -372,38 +376,74 @@ void ApiServer::AuditRoute(const std::function<httplib::Server::Handler(CallerHa
   }));
 }
 
+std::optional<Caller> ApiServer::Authenticate(const httplib::Request& req, httplib::Response& res) {
+  using Found = CredentialLimiter::Found;
+  Credential cred;
+  std::optional<Caller> caller;
+  auto check = [&] {
+    cred = portal_->RequestCredentialOf(req);
+    if (!cred.csrf_error.empty()) return Found::kValid;                  // a live session: no guess (403)
+    if (cred.source == Credential::Source::kNone) return Found::kWrong;  // a cookie without a live session
+    if (cred.token.empty()) return Found::kStale;                        // Authorization without a token
+    TokenCheck t = service_->CheckToken(cred.token);
+    caller = std::move(t.caller);
+    if (caller) return Found::kValid;
+    // A replaced or revoked token is stale, as is the token behind a live session (revoked since).
+    return t.retired || cred.source == Credential::Source::kSession ? Found::kStale : Found::kWrong;
+  };
+  const bool presented =
+      req.has_header("Authorization") || !CookieValue(req.get_header_value("Cookie"), kSessionCookie).empty();
+  if (presented) {
+    const CredentialLimiter::Verdict v = credential_limiter_.Check(ClientOf(req), SteadyNow(), check);
+    if (v.limited) {
+      res.set_header("Retry-After", std::to_string(std::max(1, static_cast<int>(std::ceil(v.retry_after_s)))));
+      SendError(res, {ErrorCode::kRateLimited, "", "too many wrong credentials from this address; retry later"});
+      return std::nullopt;
+    }
+  }
+  if (!cred.csrf_error.empty()) {
+    SendError(res, {ErrorCode::kPermissionDenied, "X-CSRF-Token", cred.csrf_error});
+    return std::nullopt;
+  }
+  if (!caller) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    SendError(res, {ErrorCode::kUnauthenticated, "Authorization",
+                    cred.token.empty() ? "missing 'Authorization: Bearer <token>'" : "unknown or revoked token"});
+  }
+  return caller;
+}
+
+void ApiServer::AuditRefusal(const Caller& c, const httplib::Request& req, const httplib::Response& res) {
+  if (Status st = service_->RecordAudit(c, kDeniedAction, AuditTargetOf(req), RefusalJson(req, res), false); !st.ok())
+    fmt::print(stderr, "tessera serve: cannot audit a refused {} {} of {}: {}\n", req.method, req.path, c.user,
+               st.message());
+}
+
 void ApiServer::Routes() {
   httplib::Server& h = *http_;
   Service* s = service_;
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
   // Wraps a handler that needs a caller: a bearer token, or the portal's session cookie (CSRF-checked).
-  PortalApi* portal = portal_.get();
   RateLimiter* token_limit = &token_limiter_;
-  auto authed = [s, portal, token_limit](std::function<void(const Caller&, Req, Res)> f) -> httplib::Server::Handler {
-    return [s, portal, token_limit, f](Req req, Res res) {
-      const Credential cred = portal->RequestCredentialOf(req);
-      if (!cred.csrf_error.empty()) {
-        return SendError(res, {ErrorCode::kPermissionDenied, "X-CSRF-Token", cred.csrf_error});
-      }
-      const std::string& token = cred.token;
-      auto caller = token.empty() ? std::nullopt : s->Authenticate(token);
-      if (!caller) {
-        res.set_header("WWW-Authenticate", "Bearer");
-        SendError(res, {ErrorCode::kUnauthenticated, "Authorization",
-                        token.empty() ? "missing 'Authorization: Bearer <token>'" : "unknown or revoked token"});
-        return;
-      }
+  auto authed = [this, token_limit](CallerHandler f) -> httplib::Server::Handler {
+    return [this, token_limit, f](Req req, Res res) {
+      std::optional<Caller> caller = Authenticate(req, res);
+      if (!caller) return;
       if (const double wait = token_limit->TryTake(caller->user, SteadyNow()); wait > 0) {
         res.set_header("Retry-After", std::to_string(static_cast<int>(std::ceil(wait))));
         return SendError(res, {ErrorCode::kRateLimited, "", "too many requests with this token; retry later"});
       }
-      caller->source = req.remote_addr;
+      caller->source = ClientOf(req);
       f(*caller, req, res);
+      if (res.status == 403) AuditRefusal(*caller, req, res);  // the one place refusals are recorded
     };
   };
+  auto limit = [this](Req req, const PortalOptions::Check& check) {
+    return credential_limiter_.Check(ClientOf(req), SteadyNow(), check);
+  };
 
-  portal_->Register(h, authed);
+  portal_->Register(h, authed, limit);
   RegisterNodeRoutes(h, s, authed);
 
   h.Get("/healthz", [](Req, Res res) { res.set_content("ok\n", "text/plain"); });

@@ -4,16 +4,24 @@
 // (server/portal.h); /healthz, /readyz and /metrics do not. Errors are JSON
 // {"error": {"code", "field", "message"}}; bodies over 1 MiB get 413 as soon as the limit is passed,
 // whatever the framing. Requests are checked before routing (server/request_checks.h) and bounded per
-// connection (net/guarded_server.h). Endpoints: docs/api.md; limits and their defaults: docs/security.md.
+// connection (net/guarded_server.h). Wrong credentials are limited per client address
+// (server/credential_limits.h; behind a trusted proxy, the forwarded client: server/client_address.h), and
+// every 403 answered to an authenticated caller is audited (server/refusal_audit.h). Endpoints:
+// docs/api.md; limits and their defaults: docs/security.md.
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "net/guarded_server.h"
+#include "server/client_address.h"
+#include "server/credential_limits.h"
 #include "server/request_checks.h"
+#include "server/session.h"
 #include "service/service.h"
 
 namespace tessera {
@@ -32,10 +40,17 @@ struct ServerOptions {
   size_t max_body_bytes = 1 << 20;
   double clock_speed = 1;   // service seconds per wall second (told to the portal's page)
   ConnectionLimits limits;  // request deadline, connections per address (plain HTTP)
-  // Failed sign-ins (POST /api/v1/session) per minute and client address before 429.
+  // Wrong credentials per client address (server/credential_limits.h), sign-ins, bearer tokens and session
+  // cookies together: answered 401 up to this many a minute, then 429.
   double sign_in_failures_per_min = 20;
+  // Once those are spent, wrong credentials still checked a minute (a valid token gets in; a wrong one 429).
+  double sign_in_extra_checks_per_min = 10;
   // Requests per minute per token and per client address before 429; 0 = no limit.
   double rate_limit_per_min = 0;
+  // CIDRs of reverse proxies whose X-Forwarded-For names the client (server/client_address.h); Bind()
+  // refuses a malformed one.
+  std::vector<std::string> trusted_proxies;
+  SessionLimits sessions;   // the portal's sessions: timeouts, 32 per user
 };
 
 // What the server counts beyond the service's counters (appended to /metrics).
@@ -59,6 +74,13 @@ class ApiServer {
   void Guards();
   using CallerHandler = std::function<void(const Caller&, const httplib::Request&, httplib::Response&)>;
   void AuditRoute(const std::function<httplib::Server::Handler(CallerHandler)>& authed);
+  // The client address of a request (behind a trusted proxy, the forwarded client).
+  std::string ClientOf(const httplib::Request& req) const { return proxies_.ClientOf(req); }
+  // The caller of the request's bearer token or session cookie, checked under the credential limits; else
+  // nullopt, with the answer sent (401; 403 for a failed CSRF check; 429).
+  std::optional<Caller> Authenticate(const httplib::Request& req, httplib::Response& res);
+  // Records a 403 answered to `c` in the audit log (server/refusal_audit.h).
+  void AuditRefusal(const Caller& c, const httplib::Request& req, const httplib::Response& res);
   std::string ServerMetrics() const;
   Service* service_;
   ServerOptions options_;
@@ -66,7 +88,9 @@ class ApiServer {
   std::unique_ptr<PortalApi> portal_;  // the web portal, its sessions and the utilisation history
   int port_ = 0;
   GuardedServer* guarded_ = nullptr;  // http_
-  RateLimiter sign_in_limiter_, token_limiter_, address_limiter_;
+  TrustedProxies proxies_;  // set by Bind()
+  CredentialLimiter credential_limiter_;
+  RateLimiter token_limiter_, address_limiter_;
   ServerCounters counters_;
 };
 

@@ -2,6 +2,8 @@
 
 #include <strings.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <nlohmann/json.hpp>
 
@@ -73,6 +75,36 @@ bool SameOrigin(const httplib::Request& req) {
   return origin == "http://" + host || origin == "https://" + host;
 }
 
+using Found = CredentialLimiter::Found;
+
+// Runs `check` under the options' limit (unlimited without one).
+CredentialLimiter::Verdict Limited(const httplib::Request& req, const PortalOptions& o, const PortalOptions::Check& check) {
+  if (o.limit) return o.limit(req, check);
+  CredentialLimiter::Verdict v;
+  v.checked = true;
+  v.found = check();
+  return v;
+}
+
+void TooManyFailures(httplib::Response& res, double retry_after_s) {
+  res.set_header("Retry-After", std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(retry_after_s)))));
+  JsonError(res, 429, "RateLimited", "too many wrong credentials from this address; retry later");
+}
+
+// The live session of the request's cookie, checked under the options' limit: a cookie without a live
+// session is a wrong credential. False when the answer (429) was sent; `*s` is empty without a session.
+bool LimitedCookieSession(const httplib::Request& req, httplib::Response& res, SessionStore& sessions,
+                          const PortalOptions& o, std::optional<Session>* s) {
+  const std::string id = CookieValue(req.get_header_value("Cookie"), kSessionCookie);
+  if (id.empty()) return true;
+  const auto v = Limited(req, o, [&] {
+    *s = sessions.Find(id);
+    return *s ? Found::kValid : Found::kWrong;
+  });
+  if (v.limited) TooManyFailures(res, v.retry_after_s);
+  return !v.limited;
+}
+
 void SignIn(const httplib::Request& req, httplib::Response& res, SessionStore& sessions, const PortalOptions& o) {
   if (req.get_header_value("Content-Type").find("application/json") != 0)
     return JsonError(res, 415, "InvalidArgument", "the sign-in body must be JSON: {\"token\": \"...\"}");
@@ -84,7 +116,13 @@ void SignIn(const httplib::Request& req, httplib::Response& res, SessionStore& s
       body["token"].get<std::string>().empty())
     return JsonError(res, 400, "InvalidArgument", "field 'token': required, a string", "token");
   std::string token = body["token"].get<std::string>();
-  std::optional<SessionIdentity> who = o.authenticate ? o.authenticate(token) : std::nullopt;
+  std::optional<SessionIdentity> who;
+  const auto v = Limited(req, o, [&] {
+    who = o.authenticate ? o.authenticate(token) : std::nullopt;
+    if (who) return Found::kValid;
+    return o.retired && o.retired(token) ? Found::kStale : Found::kWrong;
+  });
+  if (v.limited) return TooManyFailures(res, v.retry_after_s);
   if (!who) return JsonError(res, 401, "Unauthenticated", "the token is not valid");
   Session s = sessions.Create(std::move(token), *who);
   res.set_header("Set-Cookie", SessionCookieHeader(s, SessionLimits{}.max_age_s, o.secure_cookies));
@@ -133,7 +171,8 @@ void RegisterPortal(httplib::Server& server, SessionStore& sessions, PortalOptio
     SignIn(req, res, sessions, *opts);
   });
   server.Get("/api/v1/session", [&sessions, opts](const httplib::Request& req, httplib::Response& res) {
-    std::optional<Session> s = CookieSession(req, sessions);
+    std::optional<Session> s;
+    if (!LimitedCookieSession(req, res, sessions, *opts, &s)) return;
     if (!s || (opts->authenticate && !opts->authenticate(s->bearer_token))) {
       res.set_header("Set-Cookie", ClearSessionCookieHeader(opts->secure_cookies));
       return JsonError(res, 401, "Unauthenticated", "not signed in");
@@ -142,6 +181,9 @@ void RegisterPortal(httplib::Server& server, SessionStore& sessions, PortalOptio
     res.set_content(SessionBody(*s, *opts).dump(), "application/json");
   });
   server.Delete("/api/v1/session", [&sessions, opts](const httplib::Request& req, httplib::Response& res) {
+    // Without a live session the answer would differ (no CSRF check): the lookup is a credential check.
+    std::optional<Session> live;
+    if (!LimitedCookieSession(req, res, sessions, *opts, &live)) return;
     Credential c = RequestCredential(req, sessions);
     if (!c.csrf_error.empty()) return JsonError(res, 403, "PermissionDenied", c.csrf_error);
     if (c.source == Credential::Source::kSession)

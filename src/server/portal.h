@@ -4,6 +4,8 @@
 //   POST   /api/v1/session  {"token": "..."}  -> 200 {user, team, role, csrf_token, ...} + session cookie
 //   GET    /api/v1/session                    -> the same body for a live session cookie, else 401
 //   DELETE /api/v1/session                    -> ends the session (needs X-CSRF-Token), clears the cookie
+// A wrong sign-in token and a session cookie without a live session count against the options' `limit`
+// (429 with Retry-After once it refuses).
 // RequestCredential() lets the API accept the session cookie wherever it accepts a bearer token.
 
 #include <functional>
@@ -14,6 +16,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "server/credential_limits.h"
 #include "server/session.h"
 
 namespace tessera {
@@ -21,6 +24,13 @@ namespace tessera {
 struct PortalOptions {
   // Checks an API token (as the API does for a bearer token): the caller, or nullopt when it is not valid.
   std::function<std::optional<SessionIdentity>(const std::string& token)> authenticate;
+  // Whether a token that is not valid was valid once (replaced or revoked): a stale credential, not a guess.
+  // May be empty (every invalid token counts as wrong).
+  std::function<bool(const std::string& token)> retired;
+  // Runs a credential check of a request (a sign-in's token, a session cookie's lookup) under the server's
+  // limits on wrong credentials (server/credential_limits.h). May be empty: checks run unlimited.
+  using Check = std::function<CredentialLimiter::Found()>;
+  std::function<CredentialLimiter::Verdict(const httplib::Request& req, const Check& check)> limit;
   // Extra fields for the session body (e.g. the service clock: {"now": ..., "speed": ...}); may be empty.
   std::function<nlohmann::json()> session_extra;
   bool secure_cookies = false;  // set Secure on the cookie (when serving TLS)

@@ -72,21 +72,27 @@ bool IfMatch(const httplib::Request& req, std::optional<uint64_t>* out, httplib:
 
 std::string TeamEtag(const TeamView& t) { return fmt::format("\"{}\"", t.version); }
 
-PortalApi::PortalApi(Service* service, double speed, bool secure_cookies)
-    : service_(service), speed_(speed > 0 ? speed : 1), secure_cookies_(secure_cookies), sessions_(WallSeconds) {}
+PortalApi::PortalApi(Service* service, double speed, bool secure_cookies, SessionLimits session_limits)
+    : service_(service),
+      speed_(speed > 0 ? speed : 1),
+      secure_cookies_(secure_cookies),
+      sessions_(WallSeconds, session_limits) {}
 
 PortalApi::~PortalApi() { Stop(); }
 
 void PortalApi::Register(
     httplib::Server& http,
     const std::function<httplib::Server::Handler(
-        std::function<void(const Caller&, const httplib::Request&, httplib::Response&)>)>& authed) {
+        std::function<void(const Caller&, const httplib::Request&, httplib::Response&)>)>& authed,
+    decltype(PortalOptions::limit) limit) {
   PortalOptions o;
   o.authenticate = [s = service_](const std::string& token) -> std::optional<SessionIdentity> {
     auto c = s->Authenticate(token);
     if (!c) return std::nullopt;
     return SessionIdentity{c->user, c->team, RoleName(c->role)};
   };
+  o.retired = [s = service_](const std::string& token) { return s->CheckToken(token).retired; };
+  o.limit = std::move(limit);
   o.session_extra = [s = service_, speed = speed_] { return nlohmann::json{{"now", s->Now()}, {"speed", speed}}; };
   o.secure_cookies = secure_cookies_;
   RegisterPortal(http, sessions_, std::move(o));
@@ -181,6 +187,21 @@ void PortalApi::Sample() {
   history_.Record(s);
 }
 
+void PortalApi::AuditSessionEvictions() {
+  for (const SessionEvictions& e : sessions_.TakeEvictions()) {
+    const std::string reason =
+        e.all_users ? fmt::format("all users' sessions are capped at {}: the least recently used ended first", e.cap)
+                    : fmt::format("sessions per user are capped at {}: a sign-in beyond it ended the user's least "
+                                  "recently used session",
+                                  e.cap);
+    const nlohmann::json after = {{"ended_sessions", e.count}, {"reason", reason}};
+    Caller who;
+    who.user = e.user;
+    if (Status st = service_->RecordAudit(who, "session.evicted", "user:" + e.user, after.dump(), true); !st.ok())
+      fmt::print(stderr, "tessera serve: cannot audit {} ended sessions of {}: {}\n", e.count, e.user, st.message());
+  }
+}
+
 void PortalApi::Start() {
   std::lock_guard lock(mu_);
   if (sampler_.joinable()) return;
@@ -190,6 +211,7 @@ void PortalApi::Start() {
     while (!stop_) {
       lock.unlock();
       Sample();
+      AuditSessionEvictions();
       lock.lock();
       cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
     }
@@ -202,7 +224,9 @@ void PortalApi::Stop() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (sampler_.joinable()) sampler_.join();
+  if (!sampler_.joinable()) return;
+  sampler_.join();
+  AuditSessionEvictions();  // the last second's (the service is still running while its server stops)
 }
 
 }  // namespace tessera

@@ -89,5 +89,19 @@ TEST(BadInputCli, UnreadableCurvesFileIsAnError) {
   EXPECT_NE(r.out.find("cannot read FGD curves from /nonexistent/curves.csv"), std::string::npos) << r.out;
 }
 
+TEST(BadInputCli, ServeRefusesAMalformedTrustedProxyNamingTheFlag) {
+  const std::string db = (std::filesystem::temp_directory_path() / "tessera-bad-cli-proxy.db").string();
+  for (const char* cidr : {"10.0.0.0/33", "proxy.example", "2001:db8::/129"}) {
+    auto r = Tessera("serve --db '" + db + "' --listen 127.0.0.1:0 --trusted-proxy 127.0.0.1 --trusted-proxy '" +
+                         cidr + "'",
+                     true);
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find(std::string("--trusted-proxy '") + cidr + "'"), std::string::npos) << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db));  // refused before anything was opened
+  auto help = Tessera("serve --help", true);
+  EXPECT_NE(help.out.find("--trusted-proxy"), std::string::npos) << help.out;
+}
+
 }  // namespace
 }  // namespace tessera

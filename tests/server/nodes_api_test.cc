@@ -132,13 +132,15 @@ TEST_F(NodesApiTest, AddCordonDrainRemoveAndRestart) {
   EXPECT_EQ(cluster["nodes"][0]["state"], "cordoned");
   EXPECT_EQ(cluster["totals"]["nodes"], 2);  // the removed node is not counted
 
-  // Every node change is audited: who, what, the state before and after.
+  // Every node change is audited: who, what, the state before and after; so is the member's refused cordon.
   auto audit = Body(s->Get("/api/v1/audit?target=node:node-000", admin));
   std::vector<std::string> actions;
   for (const auto& e : audit["entries"]) actions.push_back(e["action"]);
-  EXPECT_EQ(actions, (std::vector<std::string>{"node.drain", "node.remove"})) << audit.dump();
-  EXPECT_EQ(audit["entries"][0]["before"]["state"], "ready");
-  EXPECT_EQ(audit["entries"][1]["after"]["state"], "removed");
+  EXPECT_EQ(actions, (std::vector<std::string>{"request.denied", "node.drain", "node.remove"})) << audit.dump();
+  EXPECT_EQ(audit["entries"][0]["actor"], "ana");
+  EXPECT_EQ(audit["entries"][0]["after"]["refused"], "POST /api/v1/nodes/node-000:cordon");
+  EXPECT_EQ(audit["entries"][1]["before"]["state"], "ready");
+  EXPECT_EQ(audit["entries"][2]["after"]["state"], "removed");
   EXPECT_EQ(Body(s->Get("/api/v1/audit?action=node.add", admin))["entries"].size(), 1u);
 
   // Restart with the same cluster file (which still names node-000 and lacks added).
