@@ -123,5 +123,39 @@ TEST_F(IdentityTest, ConcurrentChangesAreNeitherLostNorInterleaved) {
       identity_->ClassPolicy(Caller{"ana", "vision", Role::kMember}, "vision", "training").has_value());
 }
 
+TEST_F(IdentityTest, CheckTokenTellsAReplacedOrRevokedTokenFromANeverIssuedOne) {
+  TeamRow t;
+  t.name = "vision";
+  ASSERT_TRUE(identity_->CreateTeam(admin_, t).ok());
+  const std::string first = identity_->CreateUser(admin_, "ana", "vision", "member")->token;
+  const std::string second = identity_->ReplaceToken(admin_, "ana", false)->token;
+  TokenCheck now = identity_->CheckToken(second);
+  ASSERT_TRUE(now.caller);
+  EXPECT_EQ(now.caller->user, "ana");
+  EXPECT_FALSE(now.retired);
+  EXPECT_TRUE(identity_->CheckToken(first).retired);
+  EXPECT_FALSE(identity_->CheckToken(first).caller);
+  ASSERT_TRUE(identity_->ReplaceToken(admin_, "ana", true).ok());  // revoked
+  EXPECT_TRUE(identity_->CheckToken(second).retired);
+  EXPECT_FALSE(identity_->CheckToken("tsr_00000000000000000000000000000000").retired);
+  EXPECT_FALSE(identity_->CheckToken("").retired);
+}
+
+TEST_F(IdentityTest, RecordAuditWritesAnEntryWithoutAChange) {
+  const Caller ana{"ana", "vision", Role::kMember, "192.0.2.7"};
+  ASSERT_TRUE(identity_->RecordAudit(ana, "request.denied", "team:vision", R"({"status":403})", false).ok());
+  AuditQuery q;
+  q.actor = "ana";
+  bool more = false;
+  auto rows = identity_->Audit(admin_, q, &more);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows.value().size(), 1u);
+  const AuditRow& a = rows.value()[0];
+  EXPECT_EQ(a.action, "request.denied");
+  EXPECT_EQ(a.target, "team:vision");
+  EXPECT_EQ(a.source, "192.0.2.7");
+  EXPECT_FALSE(a.changed);
+}
+
 }  // namespace
 }  // namespace tessera
