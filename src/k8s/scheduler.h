@@ -6,7 +6,9 @@
 // and keeps the two in step: nodes that arrive, cordon or go change the Service's cluster through its
 // nodes API; pods with our schedulerName become jobs (a PodGroup is one gang job of its pods, minMember
 // tasks); the backend (k8s_backend.h) binds what the loop places; pending reasons go back to the pods as a
-// PodScheduled=False condition. Pods of other schedulers count as used capacity. With a MIG manager
+// PodScheduled=False condition. Pods with ResourceClaims that ask only for whole GPUs are jobs too
+// (dra_jobs.h): nodes whose GPUs only DRA publishes are nodes of the loop, the loop chooses the node and the
+// DRA allocator the devices there when the launch binds. Pods of other schedulers count as used capacity. With a MIG manager
 // ConfigMap, MIG nodes are repartitioned through the GPU Operator for pods no layout holds
 // (mig_repartitioner.h); a node being repartitioned stays cordoned, and once its new layout is advertised
 // it is read again (removed from the Service's cluster and added with its new MIG config).
@@ -18,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -26,6 +29,8 @@
 
 #include "k8s/api_client.h"
 #include "k8s/budgets.h"
+#include "k8s/cluster_view.h"
+#include "k8s/dra_jobs.h"
 #include "k8s/dra_sync.h"
 #include "k8s/filters.h"
 #include "k8s/informer.h"
@@ -149,7 +154,19 @@ class K8sScheduler {
   void ForgetBinding(const PodRef& pod);
   // kube-scheduler's message when no node passes the pod's filters (on this pass's world_), else "".
   std::string NoNodeMessage(const nlohmann::json& pod);
-  // Pods with ResourceClaims (scheduler_dra.cc): allocated, reserved and bound outside the Service.
+  // Pods with ResourceClaims (scheduler_dra.cc): which are jobs of the loop and what each asks
+  // (dra_demand_), and what the loop may place on each DRA node (dra_loop_nodes_).
+  void ClassifyDra();
+  // The pod's DRA demand as ClassifyDra last judged it (kNotYet when not judged).
+  DraJobDemand::Kind DraKindOf(const nlohmann::json& pod) const;
+  // The node's spec for the Service: NodeSpecFor, or for a node whose GPUs only DRA publishes, its whole GPUs
+  // that no DRA-path claim holds.
+  Result<nlohmann::json> SpecForNode(NodeModel model, const NodeUse& foreign) const;
+  // The backend's binding of a loop pod with claims (any thread): its claims planned on `node` only,
+  // allocated and reserved, then the binding (dra_binder.h); nullopt for a pod without claims.
+  std::optional<ApiResponse> BindDraPod(const PodRef& pod, const std::string& node);
+  // Pods with ResourceClaims the loop cannot express (dra_jobs.h): allocated, reserved and bound outside the
+  // Service.
   void SyncDra();
   void DraPod(const nlohmann::json& pod, const DraWorld& world, std::map<std::string, nlohmann::json>* claims,
               int64_t now_ms);
@@ -178,6 +195,10 @@ class K8sScheduler {
   std::unique_ptr<Informer> volcano_queues_, kai_queues_, budgets_;
   std::unique_ptr<K8sBackend> backend_;
   std::unique_ptr<DraSync> dra_;
+  std::mutex dra_mu_;  // guards every use of dra_->Snapshot()'s view and dra_->Wrote (loop and backend threads)
+  // Loop thread (ClassifyDra): our DRA pods by uid; the DRA nodes' whole GPUs for the loop, by node name.
+  std::map<std::string, DraJobDemand> dra_demand_;
+  std::map<std::string, DraLoopNode> dra_loop_nodes_;
   // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
   std::map<std::string, int64_t> dra_bound_, dra_refused_since_;
   std::unique_ptr<MigRepartitioner> mig_;  // loop thread only

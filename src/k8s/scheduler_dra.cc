@@ -1,6 +1,9 @@
-// The scheduler's DRA pass (scheduler.h): our waiting pods with ResourceClaims are planned one at a time
-// (highest priority, then oldest first) against the DRA model and usage (dra_sync.h), their claims
-// allocated and reserved, then bound (dra_binder.h). They never become Service jobs.
+// The scheduler's DRA parts (scheduler.h). Pods whose claims ask only for whole GPUs are jobs of the loop
+// (dra_jobs.h): ClassifyDra judges every pod of ours with claims, SpecForNode makes DRA-only nodes nodes of
+// the loop, BindDraPod carries out the loop's launch (the allocator chooses devices on the node the loop
+// chose). The other pods with claims (MIG slices by CEL, allocationMode All, firstAvailable, ...) stay on
+// the DRA path: planned one at a time (highest priority, then oldest first) against the DRA model and usage
+// (dra_sync.h), their claims allocated and reserved, then bound (dra_binder.h), outside quotas and preemption.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,6 +48,11 @@ bool NodeSchedulable(const json& node) {
 // catching up with a release); an unsupported request gets it at once.
 constexpr int64_t kRefuseAfterMs = 2000;
 
+// A loop launch whose claims do not fit on the chosen node yet (a victim's claims still being deallocated
+// by the claim controller) tries again this often, this many times.
+constexpr double kDraLaunchRetryS = 0.5;
+constexpr int kDraLaunchTries = 30;
+
 }  // namespace
 
 std::vector<std::string> K8sScheduler::DraNodes() const {
@@ -54,6 +62,71 @@ std::vector<std::string> K8sScheduler::DraNodes() const {
   return out;
 }
 
+void K8sScheduler::ClassifyDra() {
+  dra_demand_.clear();
+  if (!dra_ || !dra_->enabled()) return dra_loop_nodes_.clear();
+  std::lock_guard<std::mutex> l(dra_mu_);
+  DraSync::View view = dra_->Snapshot();
+  std::map<std::string, bool> class_cache;
+  std::set<std::string> foreign;  // pods not done whose claims hold devices the loop does not account
+  for (const auto& [key, p] : pods_->Objects()) {
+    const std::string uid = Meta(p, "uid");
+    if (PodIsOurs(p, options_.scheduler_name) && PodUsesDra(p)) {
+      auto& d = dra_demand_[uid] = DraJobDemandOf(p, view.claims, view.classes, *view.model, &class_cache);
+      if (d.kind == DraJobDemand::Kind::kWholeGpus) continue;
+    }
+    if (!PodTerminal(p)) foreign.insert(uid);
+  }
+  dra_loop_nodes_ = DraLoopNodes(*view.model, view.claims, foreign);
+}
+
+DraJobDemand::Kind K8sScheduler::DraKindOf(const json& pod) const {
+  auto it = dra_demand_.find(Meta(pod, "uid"));
+  return it == dra_demand_.end() ? DraJobDemand::Kind::kNotYet : it->second.kind;
+}
+
+Result<json> K8sScheduler::SpecForNode(NodeModel model, const NodeUse& foreign) const {
+  auto spec = NodeSpecFor(model, foreign, Catalog::Default());
+  auto dra = dra_loop_nodes_.find(model.name);
+  if (spec.ok() || dra == dra_loop_nodes_.end()) return spec;
+  // GPUs published only through DRA: the whole GPUs no DRA-path claim holds, of the kind the slices say.
+  model.kind = dra->second.kind;
+  model.gpu_count = dra->second.free;
+  model.allocatable_milli[std::string(kGpuResource)] = int64_t{dra->second.free} * 1000;
+  model.mig_config.clear();
+  NodeUse use = foreign;
+  use.gpus = 0;  // device-plugin GPUs: the node has none
+  return NodeSpecFor(model, use, Catalog::Default());
+}
+
+std::optional<ApiResponse> K8sScheduler::BindDraPod(const PodRef& ref, const std::string& node) {
+  json pod;
+  for (const json& p : PodsOf(JobKey{"pod", ref.ns, ref.name}))  // a pod's own job, or a gang member
+    if (Meta(p, "uid") == ref.uid) pod = p;
+  if (pod.is_null() || !PodUsesDra(pod)) return std::nullopt;
+  if (!dra_ || !dra_->enabled()) return ApiResponse{0, nullptr, "resource.k8s.io/v1 is not served"};
+  std::string why;
+  for (int attempt = 0; attempt < kDraLaunchTries; ++attempt) {
+    if (attempt > 0 && !Pause(kDraLaunchRetryS)) break;
+    std::lock_guard<std::mutex> l(dra_mu_);
+    DraSync::View view = dra_->Snapshot();
+    DraWorld world{view.model, &view.classes, view.usage.get(), &view.claims, {node}, DraPolicy::kTessera};
+    const DraPodPlan plan = PlanDraPod(pod, world);
+    if (plan.kind == DraPodPlan::Kind::kBind && plan.node == node) {
+      const DraBindOutcome out = ExecuteDraPlan(pod, plan, view.claims, DraCallOf(&api_));
+      for (const json& c : out.claims_now) dra_->Wrote(c);
+      if (!out.bound) return ApiResponse{409, nullptr, "DRA: " + out.error};
+      Log(fmt::format("pod {}/{}: claims allocated on {} for the loop ({} claim(s))", ref.ns, ref.name, node,
+                      plan.claims.size()));
+      return ApiResponse{201, json::object(), ""};
+    }
+    why = plan.kind == DraPodPlan::Kind::kBind ? "its claims are allocated on " + plan.node : plan.message;
+    if (plan.kind == DraPodPlan::Kind::kBind || (plan.kind == DraPodPlan::Kind::kRefuse && plan.reason != "Unschedulable"))
+      break;  // only capacity being released is worth waiting for
+  }
+  return ApiResponse{409, nullptr, "DRA: " + why};
+}
+
 void K8sScheduler::SyncDra() {
   if (!dra_) return;
   const int64_t now = NowMs();
@@ -61,6 +134,7 @@ void K8sScheduler::SyncDra() {
   std::set<std::string> seen;
   for (const auto& [key, p] : pods_->Objects()) {
     if (!PodIsOurs(p, options_.scheduler_name) || !PodUsesDra(p) || !PodWaiting(p)) continue;
+    if (dra_->enabled() && DraKindOf(p) != DraJobDemand::Kind::kDraPath) continue;  // the loop's, or not yet
     const std::string uid = Meta(p, "uid");
     seen.insert(uid);
     auto b = dra_bound_.find(uid);
@@ -80,6 +154,7 @@ void K8sScheduler::SyncDra() {
     return std::make_tuple(-Priority(a), ta, Meta(a, "name")) <
            std::make_tuple(-Priority(b), tb, Meta(b, "name"));
   });
+  std::lock_guard<std::mutex> l(dra_mu_);
   DraSync::View view = dra_->Snapshot();
   DraWorld world{view.model, &view.classes, view.usage.get(), &view.claims, DraNodes(), DraPolicy::kTessera};
   // A PodGroup's waiting pods are placed together (all or none); other pods one at a time.
@@ -106,7 +181,10 @@ void K8sScheduler::SyncDra() {
 void K8sScheduler::DraRefuse(const json& pod, const std::string& reason, const std::string& message,
                              int64_t now) {
   const int64_t since = dra_refused_since_.emplace(Meta(pod, "uid"), now).first->second;
-  if (reason != "Unschedulable" || now - since >= kRefuseAfterMs) SetReason(pod, reason, message);
+  auto d = dra_demand_.find(Meta(pod, "uid"));
+  const std::string path = d == dra_demand_.end() ? "" : fmt::format(" (placed by the DRA allocator outside "
+                                                                      "Tessera's queue and quotas: {})", d->second.why);
+  if (reason != "Unschedulable" || now - since >= kRefuseAfterMs) SetReason(pod, reason, message + path);
 }
 
 void K8sScheduler::DraPod(const json& pod, const DraWorld& world, std::map<std::string, json>* claims,

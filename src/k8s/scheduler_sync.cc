@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
+#include "k8s/dra_binder.h"
 #include "k8s/events.h"
 #include "k8s/scheduler.h"
 #include "service/workload_json.h"
@@ -82,7 +83,7 @@ void K8sScheduler::SyncNodes() {
   for (const auto& [name, node] : nodes) {
     auto model = ReadNodeModel(node, Catalog::Default(), options_.leaf_label, options_.spine_label);
     if (!model.ok()) continue;
-    auto spec = NodeSpecFor(*model, used.count(name) ? used.at(name) : NodeUse{}, Catalog::Default());
+    auto spec = SpecForNode(*model, used.count(name) ? used.at(name) : NodeUse{});
     // A node with no GPU left for Tessera (other pods hold them all) takes nothing new.
     const bool want_cordon = model->unschedulable || !model->ready || (mig_ && mig_->Holds(name)) || !spec.ok();
     auto it = known.find(name);
@@ -175,6 +176,12 @@ void K8sScheduler::SyncJobs() {
       }
     }
   }
+  // Pods with claims the loop cannot express (or not yet: their claims are still being made) are not its.
+  std::erase_if(by_key, [&](const auto& e) {
+    return std::any_of(e.second.begin(), e.second.end(), [&](const json& p) {
+      return PodUsesDra(p) && !PodTerminal(p) && DraKindOf(p) != DraJobDemand::Kind::kWholeGpus;
+    });
+  });
   // Active jobs: drop the finished, cancel the pending ones whose pods are gone or placed elsewhere.
   for (auto it = job_of_key_.begin(); it != job_of_key_.end();) {
     auto job = service_->Get(admin_, it->second);
@@ -389,6 +396,7 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
   for (size_t i = 0; i < tasks; ++i) {
     auto d = ReadPodDemand(waiting[i]);
     if (!d.ok()) return refuse({waiting[i]}, "InvalidPod", "tessera: " + d.error());
+    if (auto dra = dra_demand_.find(Meta(waiting[i], "uid")); dra != dra_demand_.end()) d->gpus += dra->second.gpus;
     demands.push_back(*d);
   }
   auto spec = JobSpecFor(key, demands, static_cast<int>(tasks), PriorityClassOf(waiting[0]));
