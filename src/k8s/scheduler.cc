@@ -265,6 +265,9 @@ void K8sScheduler::Reconcile() {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
     mig_->Step(nodes_->Objects(), pods_->Objects(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
   }
+  // The DRA path first, so that the loop's nodes this pass already lack what it just allocated.
+  ClassifyDra();
+  SyncDra();
   ClassifyDra();
   SyncNodes();
   SyncQueues();
@@ -274,7 +277,6 @@ void K8sScheduler::Reconcile() {
   SyncFilters();
   WriteReasons();
   SyncGroupStatus();
-  SyncDra();
 }
 
 }  // namespace tessera

@@ -199,6 +199,9 @@ class K8sScheduler {
   // Loop thread (ClassifyDra): our DRA pods by uid; the DRA nodes' whole GPUs for the loop, by node name.
   std::map<std::string, DraJobDemand> dra_demand_;
   std::map<std::string, DraLoopNode> dra_loop_nodes_;
+  // Loop thread: JobKey::str() -> when a job of DRA pods was submitted (steady seconds); its first reason
+  // waits kDraReasonAfterS (a DRA node's capacity may be re-read meanwhile).
+  std::map<std::string, double> dra_submitted_;
   // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
   std::map<std::string, int64_t> dra_bound_, dra_refused_since_;
   std::unique_ptr<MigRepartitioner> mig_;  // loop thread only

@@ -51,7 +51,7 @@ constexpr int64_t kRefuseAfterMs = 2000;
 // A loop launch whose claims do not fit on the chosen node yet (a victim's claims still being deallocated
 // by the claim controller) tries again this often, this many times.
 constexpr double kDraLaunchRetryS = 0.5;
-constexpr int kDraLaunchTries = 30;
+constexpr int kDraLaunchTries = 10;
 
 }  // namespace
 

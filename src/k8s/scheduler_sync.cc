@@ -65,6 +65,10 @@ bool CapacityChanged(const json& spec, const json& view) {
   return false;
 }
 
+double SteadyS() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 int PodPriority(const json& pod) {
   const json* spec = Field(pod, "spec");
   const json* p = spec != nullptr ? Field(*spec, "priority") : nullptr;
@@ -409,6 +413,7 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
   if (!job.ok())
     return refuse(waiting, ErrorCodeName(job.error().code), "tessera: " + job.error().message);
   job_of_key_[key.str()] = job->job->id;
+  if (PodUsesDra(waiting[0])) dra_submitted_[key.str()] = SteadyS();
   Log(fmt::format("job {}: {} ({} task(s))", job->job->id, key.str(), tasks));
 }
 
@@ -416,9 +421,11 @@ void K8sScheduler::WriteReasons() {
   auto snap = service_->snapshot();
   if (!snap) return;
   const size_t nodes = nodes_->Objects().size();
+  constexpr double kDraReasonAfterS = 2.0;
+  std::erase_if(dra_submitted_, [&](const auto& e) { return SteadyS() - e.second >= kDraReasonAfterS; });
   for (const auto& [key, id] : job_of_key_) {
     auto it = snap->pending.find(id);
-    if (it == snap->pending.end() || it->second.code.empty()) continue;
+    if (it == snap->pending.end() || it->second.code.empty() || dra_submitted_.count(key)) continue;
     // No node passes: kube-scheduler's message alone (the loop's says only that); else how many pass and why
     // the loop still waits.
     auto none = unschedulable_.find(key);
