@@ -102,7 +102,11 @@ Status K8sScheduler::Init() {
     MigRepartitionOptions mo;
     mo.config_map = options_.mig_config_map;
     mo.scheduler_name = options_.scheduler_name;
-    mig_ = std::make_unique<MigRepartitioner>(&api_, mo, log);
+    mo.drain_timeout_s = options_.mig_drain_timeout_s;
+    mig_ = std::make_unique<MigRepartitioner>(
+        &api_, mo, log, [this](const GpuPod& p, const std::string& node, const std::string& why) {
+          return PreemptPod(p, node, why);
+        });
   }
   loop_thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
@@ -113,7 +117,8 @@ Status K8sScheduler::StartService() {
   const auto pods = pods_->Objects();
   for (const auto& [k, p] : pods)
     if (!PodIsOurs(p, options_.scheduler_name)) foreign.push_back(&p);
-  const auto used = UsageByNode(foreign);
+  auto used = UsageByNode(foreign);
+  for (auto& [node, use] : used) use.gpus = 0;  // held GPU by GPU once the Service runs (HoldForeignGpus)
   std::vector<json> specs;
   for (const auto& [name, node] : nodes_->Objects()) {
     auto model = ReadNodeModel(node, Catalog::Default(), options_.leaf_label, options_.spine_label);

@@ -8,8 +8,11 @@
 // tasks); the backend (k8s_backend.h) binds what the loop places; pending reasons go back to the pods as a
 // PodScheduled=False condition. Pods of other schedulers count as used capacity. With a MIG manager
 // ConfigMap, MIG nodes are repartitioned through the GPU Operator for pods no layout holds
-// (mig_repartitioner.h); a node being repartitioned stays cordoned, and once its new layout is advertised
-// it is read again (removed from the Service's cluster and added with its new MIG config).
+// (mig_repartitioner.h); its drains preempt through the loop (PreemptPod), a node being repartitioned
+// stays cordoned, and once its new layout is advertised it is read again (removed from the Service's cluster
+// and added with its new MIG config). Whole GPUs that pods outside the loop use are held GPU by GPU
+// (Service::HoldGpus) and given back when those pods end; pods of ours that ask no GPU are bound outside
+// the loop (BindCpuOnly).
 //
 // Thread safety: Start and Stop from one thread; the rest runs on the scheduler's threads.
 
@@ -53,6 +56,7 @@ struct SchedulerOptions {
   // NS/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml): MIG nodes are repartitioned to
   // its configs when waiting pods need it (mig_repartitioner.h); empty = no repartitioning.
   std::string mig_config_map;
+  int64_t mig_drain_timeout_s = 300;  // a repartition's drain not done by then is abandoned and reported
   int64_t min_runtime_s = 300;  // a job younger than this is not preempted (CycleOptions::min_runtime_s)
   // team -> namespace of its API jobs' pods (team_namespaces.h); a team not here has its API jobs refused.
   // Empty: each team's own namespace, unless NamespaceRefusal refuses it. Namespaces are never created.
@@ -99,6 +103,10 @@ class K8sScheduler {
   // The backend's hooks for preemption and user deletions (scheduler_preempt.cc).
   std::vector<std::pair<nlohmann::json, std::string>> PreemptorOn(const std::set<std::string>& nodes) const;
   void CancelJobOfSlot(JobSlot slot, const std::string& why);
+  // A pod a MIG repartition drains (mig_repartitioner.h PreemptPodFn): when a run of the loop holds it, the
+  // loop preempts its job (the node cordoned in the Service first, so nothing lands back there) and the
+  // backend marks and evicts its pods; false when the loop holds no such run.
+  bool PreemptPod(const GpuPod& pod, const std::string& node, const std::string& why);
   void Loop();
   void Wake();
   void OnPod(WatchEvent e, const nlohmann::json& pod);
@@ -108,6 +116,9 @@ class K8sScheduler {
   // A node of the cluster whose spec (its MIG config) or cordon changed; `spec` from NodeSpecFor.
   void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec, bool want_cordon);
   void AddNode(const std::string& name, const nlohmann::json& spec, bool want_cordon);
+  // Holds back, GPU by GPU, the whole GPUs that pods outside the loop use on node `name` (Service::HoldGpus),
+  // so that their capacity is taken at once and given back when they end, even while our tasks run there.
+  void HoldForeignGpus(const std::string& name, const nlohmann::json& spec, int64_t gpus);
   // Bound, unfinished pods whose requests the Service's cluster does not hold (pointers into foreign_pods_).
   std::vector<const nlohmann::json*> ForeignPods();
   // Volcano and KAI Queues as teams: created, and their quota and weight followed (queues.h).
@@ -129,12 +140,18 @@ class K8sScheduler {
   TeamNamespaces TeamNamespacesFor(const std::string& team) const;
   bool Orphaned(const std::string& key, const std::map<std::string, std::vector<nlohmann::json>>& by_key);
   void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
+  // A pod of its own that asks no GPU (no job of the loop, which places GPU work): bound to a node its
+  // filters pass, one without GPUs first; when none passes, kube-scheduler's reason goes on the pod.
+  void BindCpuOnly(const nlohmann::json& pod);
   void WriteReasons();
   // Every PodGroup with pods of ours: its status (phase, counts, Scheduled condition) written when it changes.
   void SyncGroupStatus();
   // A running gang's waiting CPU-only members (no GPU: outside the loop's accounting), each bound to a node
   // its filters pass, beside the gang's members when one passes.
   void BindCompanions(const std::vector<nlohmann::json>& members);
+  // Binds a pod outside the loop's accounting to `node` (judged by AdmitBinding first, assumed in world_
+  // after), with a Scheduled Event; false when refused or the binding failed (logged).
+  bool BindOutsideLoop(const nlohmann::json& pod, const std::string& node);
   bool JobRunning(int64_t id) const;
   // Whether a PodGroup's gang has its GPU members bound (minMember less its CPU-only companions).
   bool GangBound(const std::string& key, const std::map<std::string, nlohmann::json>& members) const;  // the Service's job state now (not the last snapshot's)
@@ -196,6 +213,7 @@ class K8sScheduler {
   std::map<std::string, double> unwaited_since_;  // JobKey::str() -> steady seconds since a pending job's pods were all bound
   std::map<std::string, std::pair<std::string, std::string>> said_;  // pod uid -> (reason, message) written
   std::set<std::string> teams_;
+  std::map<std::string, int> held_gpus_;              // node -> GPUs held for pods outside the loop (as set)
   std::map<std::string, QueueQuota> queues_;          // the queues as last read (name -> quota)
   std::map<std::string, std::string> queue_errors_;   // queue -> the error last logged for it
   std::map<int64_t, JobObjects> api_jobs_;            // active API jobs with a container, by id
