@@ -120,12 +120,12 @@ Status K8sScheduler::StartService() {
   auto used = UsageByNode(foreign);
   for (auto& [node, use] : used) use.gpus = 0;  // held GPU by GPU once the Service runs (HoldForeignGpus)
   std::vector<json> specs;
+  LoadMigSources(/*now=*/true);
   for (const auto& [name, node] : nodes_->Objects()) {
-    auto model = ReadNodeModel(node, Catalog::Default(), options_.leaf_label, options_.spine_label);
-    auto spec = model.ok() ? NodeSpecFor(*model, used.count(name) ? used.at(name) : NodeUse{}, Catalog::Default())
-                           : Result<json>(model.status());
+    NodeModel model;
+    auto spec = NodeSpecOf(node, used, &model);
     if (spec.ok()) specs.push_back(*spec);
-    else Log(spec.error());
+    else if (!node_said_.count(Meta(node, "name"))) Log(spec.error());  // else reported on the node already
   }
   ServiceConfig cfg;
   cfg.catalog = &Catalog::Default();
@@ -267,6 +267,7 @@ void K8sScheduler::Reconcile() {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
     mig_->Step(nodes_->Objects(), pods_->Objects(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
   }
+  LoadMigSources(/*now=*/false);
   SyncNodes();
   SyncQueues();
   SyncJobs();

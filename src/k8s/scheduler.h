@@ -29,6 +29,7 @@
 
 #include "k8s/api_client.h"
 #include "k8s/budgets.h"
+#include "k8s/cluster_view.h"
 #include "k8s/dra_sync.h"
 #include "k8s/filters.h"
 #include "k8s/informer.h"
@@ -113,6 +114,15 @@ class K8sScheduler {
   // One pass: nodes, teams, jobs from pods, reasons back to pods.
   void Reconcile();
   void SyncNodes();
+  // The MIG ConfigMaps nodes' nvidia.com/mig.config names are looked up in (mig_node_layout.h):
+  // --mig-config-map, then the one the GPU Operator's ClusterPolicy names (spec.migManager.config.name in
+  // its namespace; without a ClusterPolicy, gpu-operator/default-mig-parted-config). Read again every 30 s.
+  void LoadMigSources(bool now);
+  // The node's spec for the Service (NodeSpecFor); what Tessera cannot read or model about the node, and a
+  // MIG layout modelled from GFD, is reported on the node (a Warning Event and a log line, once per change).
+  Result<nlohmann::json> NodeSpecOf(const nlohmann::json& node, const std::map<std::string, NodeUse>& used,
+                                    NodeModel* model);
+  void ReportNode(const nlohmann::json& node, const std::string& reason, const std::string& message);
   // A node of the cluster whose spec (its MIG config) or cordon changed; `spec` from NodeSpecFor.
   void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec, bool want_cordon);
   void AddNode(const std::string& name, const nlohmann::json& spec, bool want_cordon);
@@ -198,6 +208,12 @@ class K8sScheduler {
   // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
   std::map<std::string, int64_t> dra_bound_, dra_refused_since_;
   std::unique_ptr<MigRepartitioner> mig_;  // loop thread only
+  // Loop thread (and StartService before it): the MIG configs nodes are resolved with, when they were read,
+  // what was last logged about them, and per node what was last reported on it.
+  std::vector<MigConfigSource> mig_sources_;
+  int64_t mig_sources_at_ = INT64_MIN / 2;
+  std::string mig_sources_said_;
+  std::map<std::string, std::string> node_said_;
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Service> service_;
   std::atomic<bool> stop_{false}, lost_{false};

@@ -25,6 +25,13 @@ std::string SpecMigConfig(const json& spec) {
   return c == "all-disabled" ? "" : c;
 }
 
+// The per-GPU MIG layouts a node spec gives (null when none).
+json SpecMigLayouts(const json& spec) {
+  const json* mig = Field(spec, "mig");
+  const json* layouts = mig != nullptr ? Field(*mig, "layouts") : nullptr;
+  return layouts != nullptr ? *layouts : json();
+}
+
 std::string Label(const json& node, const char* key) {
   const json* meta = Field(node, "metadata");
   const json* labels = meta != nullptr ? Field(*meta, "labels") : nullptr;
@@ -80,13 +87,13 @@ void K8sScheduler::SyncNodes() {
   const std::map<std::string, NodeUse> used = UsageByNode(ForeignPods());
   const auto nodes = nodes_->Objects();
   for (const auto& [name, node] : nodes) {
-    auto model = ReadNodeModel(node, Catalog::Default(), options_.leaf_label, options_.spine_label);
-    if (!model.ok()) continue;
     NodeUse use = used.count(name) ? used.at(name) : NodeUse{};
     const int64_t outside_gpus = use.gpus;
     use.gpus = 0;  // held GPU by GPU (HoldForeignGpus): their coming and going never re-reads the node
-    auto spec = NodeSpecFor(*model, use, Catalog::Default());
-    const bool want_cordon = model->unschedulable || !model->ready || (mig_ && mig_->Holds(name)) || !spec.ok();
+    NodeModel model;
+    auto spec = NodeSpecOf(node, {{name, use}}, &model);
+    if (model.name.empty()) continue;  // not read (reported on the node)
+    const bool want_cordon = model.unschedulable || !model.ready || (mig_ && mig_->Holds(name)) || !spec.ok();
     auto it = known.find(name);
     if (it == known.end() && spec.ok()) AddNode(name, *spec, want_cordon);
     else if (it != known.end()) SyncNode(it->second, node, spec.ok() ? *spec : it->second.spec, want_cordon);
@@ -111,7 +118,8 @@ void K8sScheduler::SyncNode(const NodeView& view, const json& node, const json& 
   const std::string& name = view.name;
   // A new MIG layout (applied and advertised: the repartitioner no longer holds the node) is a new node of
   // the cluster: removed once nothing runs there, added with its new config.
-  if (SpecMigConfig(spec) != SpecMigConfig(view.spec) && !(mig_ && mig_->Holds(name)) &&
+  if ((SpecMigConfig(spec) != SpecMigConfig(view.spec) || SpecMigLayouts(spec) != SpecMigLayouts(view.spec)) &&
+      !(mig_ && mig_->Holds(name)) &&
       Label(node, "nvidia.com/mig.config.state") == "success") {
     if (view.state == "ready") (void)service_->CordonNode(admin_, name);
     auto removed = service_->RemoveNode(admin_, name);

@@ -39,6 +39,7 @@ nlohmann::json NodeSpecJson(const Node& n, const Cluster& c, const Catalog& cat)
   if (n.pcie_group_size > 0) o["pcie_group_size"] = n.pcie_group_size;
   if (n.mig_enabled || !n.mig_config.empty())
     o["mig"] = {{"enabled", n.mig_enabled}, {"config", n.mig_config}};
+  for (const GpuMigLayout& l : n.mig_layouts) o["mig"]["layouts"].push_back(FormatGpuMigLayout(cat.kind(n.kind), l));
   o["leaf"] = n.leaf < static_cast<LeafId>(c.leaf_names.size()) ? c.leaf_names[n.leaf] : "leaf-0";
   o["spine"] = n.spine < static_cast<SpineId>(c.spine_names.size()) ? c.spine_names[n.spine] : "spine-0";
   o["tier"] = TierName(n.tier);
