@@ -11,7 +11,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -77,22 +80,49 @@ World* Start() {
   return w;
 }
 
-// Sends `data`, closes the sending side, reads the answer until the server closes (at most 5 s).
-std::string Exchange(int port, const std::string& data) {
+// Connects to the server on loopback. libFuzzer's SIGALRM (its -timeout watchdog) interrupts system calls:
+// a connect interrupted that way goes on in the background, so it is awaited, not taken as a refusal.
+int Connect(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) std::abort();
-  (void)send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+  int err = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
+  if (err == EINTR) {
+    pollfd p{fd, POLLOUT, 0};
+    while (poll(&p, 1, 5000) < 0 && errno == EINTR) {
+    }
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  }
+  if (err != 0) {
+    std::fprintf(stderr, "connect to the server failed: %s\n", std::strerror(err));
+    std::abort();
+  }
+  return fd;
+}
+
+// Sends `data`, closes the sending side, reads the answer until the server closes (at most 5 s of silence).
+// Interrupted calls (EINTR) are retried.
+std::string Exchange(int port, const std::string& data) {
+  const int fd = Connect(port);
+  for (size_t sent = 0; sent < data.size();) {
+    const ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the server closed early: its answer (if any) is still read
+    sent += static_cast<size_t>(n);
+  }
   shutdown(fd, SHUT_WR);
   std::string out;
   char buf[8192];
   for (;;) {
     pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 5000) <= 0) break;
+    const int ready = poll(&p, 1, 5000);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
     const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
   }

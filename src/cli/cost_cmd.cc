@@ -16,7 +16,7 @@
 #include "cost/breakeven.h"
 #include "cost/checkpoint.h"
 #include "cost/cost_model.h"
-#include "cost/focus.h"
+#include "base/utc_time.h"
 #include "cost/ledger.h"
 #include "cost/pricebook.h"
 

@@ -200,6 +200,10 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
   sc->add_option("--mig-config-map", s->options.mig_config_map,
                  "NAMESPACE/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml, from `tessera k8s "
                  "mig-config`): repartition MIG nodes to its configs when waiting pods need it");
+  sc->add_option("--mig-drain-timeout", s->options.mig_drain_timeout_s,
+                 "seconds a MIG repartition's drain may take; then it is abandoned and reported (Event and log)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
   sc->add_option("--min-runtime", s->options.min_runtime_s,
                  "seconds a pod's job runs before a higher priority may preempt it (anti-thrashing)")
       ->capture_default_str()

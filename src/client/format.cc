@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
-#include "cost/focus.h"
+#include "base/utc_time.h"
 
 namespace tessera::client {
 namespace {

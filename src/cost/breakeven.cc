@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/yaml_reader.h"
-#include "cost/focus.h"
+#include "base/utc_time.h"
 #include "base/stats.h"
 
 namespace tessera {

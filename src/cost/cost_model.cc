@@ -7,7 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "cost/focus.h"
+#include "base/utc_time.h"
 
 namespace tessera {
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/utc_time.h"  // the export writes ISO times
 #include "model/cluster.h"
 
 namespace tessera {
@@ -29,15 +30,5 @@ std::string FocusServiceName(std::string_view provider);
 
 // RFC 4180 field: quoted when it holds a comma, a quote, CR or LF (quotes doubled).
 std::string CsvField(std::string_view s);
-
-// ISO 8601 UTC, seconds precision: "2025-01-01T00:00:00Z".
-std::string FormatIsoUtc(int64_t unix_s);
-// Start (unix s) of the calendar month (UTC) holding `unix_s`, and of the month after it.
-int64_t MonthStartUnix(int64_t unix_s);
-int64_t NextMonthStartUnix(int64_t unix_s);
-// "YYYY-MM-DD" of a unix time (UTC).
-std::string FormatDateUtc(int64_t unix_s);
-// Parses exactly "YYYY-MM-DDTHH:MM:SSZ"; the error names the text.
-Result<int64_t> ParseIsoUtc(std::string_view text);
 
 }  // namespace tessera

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <nlohmann/json.hpp>
+
+#include "sched/cluster_state.h"
 
 namespace tessera {
 
@@ -40,11 +43,25 @@ std::map<std::string, NodeUse> UsageByNode(const std::vector<const json*>& pods)
   return out;
 }
 
-Result<json> NodeSpecFor(const NodeModel& n, const NodeUse& foreign, const Catalog& catalog) {
+Result<json> NodeSpecFor(const NodeModel& n, const NodeUse& foreign, const Catalog& catalog,
+                         const std::vector<MigConfigSource>& mig_sources, std::string* mig_note) {
   if (n.kind == kNone)
     return Status::Error(fmt::format("node {}: no GPU product Tessera knows (nvidia.com/gpu.product '{}')", n.name,
                                      n.product));
-  const bool mig = !n.mig_config.empty() && n.mig_config != "all-disabled";
+  if (n.gpu_count > 64) return Status::Error(fmt::format("node {}: nvidia.com/gpu.count {} (at most 64)", n.name, n.gpu_count));
+  std::optional<NodeMigLayout> layout;
+  if (!n.mig_config.empty() && n.mig_config != "all-disabled") {
+    if (!catalog.kind(n.kind).mig_capable)
+      return Status::Error(fmt::format("node {}: nvidia.com/mig.config={} on {}, which has no MIG", n.name,
+                                       n.mig_config, catalog.kind(n.kind).id));
+    auto resolved = ResolveNodeMigLayout(n, catalog.kind(n.kind), mig_sources);
+    if (!resolved.ok()) return resolved.status();
+    layout = std::move(resolved).value();
+    if (mig_note != nullptr) *mig_note = layout->note;
+  }
+  // A config that turns MIG off on every GPU is a node of whole GPUs.
+  const bool mig = layout && std::any_of(layout->gpus.begin(), layout->gpus.end(),
+                                         [](const GpuMigLayout& g) { return g.enabled; });
   int64_t gpus = n.gpu_count;
   if (!mig) {
     const int64_t alloc = n.Allocatable(kGpuResource);
@@ -67,7 +84,10 @@ Result<json> NodeSpecFor(const NodeModel& n, const NodeUse& foreign, const Catal
             {"leaf", n.leaf.empty() ? "leaf-0" : n.leaf},
             {"spine", n.spine.empty() ? "spine-0" : n.spine},
             {"tier", "owned"}};
-  if (mig) o["mig"] = {{"enabled", true}, {"config", n.mig_config}};
+  if (mig) {
+    o["mig"] = {{"enabled", true}, {"config", n.mig_config}, {"layouts", json::array()}};
+    for (const GpuMigLayout& g : layout->gpus) o["mig"]["layouts"].push_back(FormatGpuMigLayout(catalog.kind(n.kind), g));
+  }
   return o;
 }
 
@@ -77,8 +97,11 @@ Cluster ClusterFromSpecs(const std::vector<json>& specs, const Catalog& catalog,
   for (const json& s : specs) {
     Cluster names = c;  // a failed node must not add its leaf or spine
     auto node = ParseClusterNode(s.dump(), "node " + s.value("name", ""), catalog, &names);
-    if (!node.ok()) {
-      if (skipped) skipped->push_back(node.error());
+    Cluster alone = names;  // what the Service's state would refuse of this node refuses it here, alone
+    if (node.ok()) alone.nodes = {*node};
+    auto state = node.ok() ? ClusterState::Build(alone, catalog) : Result<ClusterState>(node.status());
+    if (!state.ok()) {
+      if (skipped) skipped->push_back(state.error());
       continue;
     }
     c.leaf_names = names.leaf_names;

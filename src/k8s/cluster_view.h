@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "k8s/mig_node_layout.h"
 #include "k8s/objects.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
@@ -38,8 +39,13 @@ std::string PodNode(const nlohmann::json& pod);
 std::map<std::string, NodeUse> UsageByNode(const std::vector<const nlohmann::json*>& pods);
 
 // The node as an entry of the cluster YAML (JSON) with `foreign` taken off its capacity, or an error
-// saying why Tessera does not place on it (no GPU product it knows, no GPUs).
-Result<nlohmann::json> NodeSpecFor(const NodeModel& n, const NodeUse& foreign, const Catalog& catalog);
+// saying why Tessera does not place on it (no GPU product it knows, no GPUs, a MIG layout it cannot model).
+// A MIG node's entry carries its layout GPU by GPU (`mig.layouts`), resolved from its nvidia.com/mig.config
+// through `mig_sources` (mig_node_layout.h); when that was modelled from GFD rather than the config,
+// *mig_note (if given) says why.
+Result<nlohmann::json> NodeSpecFor(const NodeModel& n, const NodeUse& foreign, const Catalog& catalog,
+                                   const std::vector<MigConfigSource>& mig_sources = {},
+                                   std::string* mig_note = nullptr);
 
 // The cluster of these node specs (leaves and spines in order of first appearance; "leaf-0"/"spine-0" when
 // a node has none). Specs that do not parse are skipped with their error in *skipped.

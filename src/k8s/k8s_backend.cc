@@ -388,6 +388,14 @@ std::vector<BackendRun> K8sBackend::Running() const {
   return out;
 }
 
+std::optional<K8sBackend::PodRun> K8sBackend::RunOfPod(const std::string& uid) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [slot, r] : runs_)
+    for (const PodRef& p : r.pods)
+      if (p.uid == uid) return PodRun{slot, r.stopping};
+  return std::nullopt;
+}
+
 void K8sBackend::OnEvents(std::function<void()> wake) {
   std::lock_guard<std::mutex> l(mu_);
   wake_ = std::move(wake);

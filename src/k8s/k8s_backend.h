@@ -13,7 +13,9 @@
 // (preemption.h). A launch onto a node where evicted pods still terminate waits until they are gone.
 // Bound pods get a Scheduled Event. A run ends when all its pods are done (Succeeded, Failed) or gone; a
 // pod its user deleted while it ran (deletionTimestamp without a DisruptionTarget condition) cancels the
-// job (hooks.cancel), one evicted or disrupted by someone else interrupts it (back to the queue).
+// job (hooks.cancel), one evicted or disrupted by someone else (a DisruptionTarget condition, terminating or
+// Failed) interrupts it (back to the queue). A MIG repartition's drain stops a run through the loop
+// (Service::Preempt: a stop for a preemption, as above), never behind its back.
 // The loop's per-GPU repartitioning is off on Kubernetes (the GPU Operator
 // applies one config per node, after a node drain: mig_repartitioner.h does that outside the loop), so
 // Reconfigure should not be called; if it is, it answers kReconfigureFailed and the loop plans around that GPU.
@@ -98,6 +100,13 @@ class K8sBackend final : public Backend {
   bool asynchronous() const override { return true; }
   void OnEvents(std::function<void()> wake) override;
 
+  // The run holding the pod with this UID: its job's slot, and whether it is being stopped (its pods
+  // evicted); nullopt when no run holds it.
+  struct PodRun {
+    JobSlot slot = kNoSlot;
+    bool stopping = false;
+  };
+  std::optional<PodRun> RunOfPod(const std::string& uid) const;
   // Pods changed: runs whose pods are all done or gone end (kEnded, kFailed, or kStopped when stopped).
   void PodsChanged();
   // Makes the queued work now (tests); returns when the queue is empty (retries may remain).

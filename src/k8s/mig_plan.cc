@@ -67,10 +67,10 @@ struct Score {
   }
 };
 
-Score DrainCost(const MigNode& n, int priority) {
+Score DrainCost(const MigNode& n, int priority, const DrainRules& rules) {
   Score s;
   for (const GpuPod& p : n.pods) {
-    if (p.priority < priority) {
+    if (Evictable(p, priority, rules)) {
       ++s.evictions;
       continue;
     }
@@ -99,6 +99,26 @@ Result<MigConfig> ConfigOf(const std::string& name, const YAML::Node& specs) {
 }
 
 }  // namespace
+
+bool Evictable(const GpuPod& p, int priority, const DrainRules& rules) {
+  const bool foreign = !rules.scheduler_name.empty() && p.scheduler != rules.scheduler_name;
+  return !foreign && p.priority < priority && p.priority < rules.protected_priority;
+}
+
+std::string DrainRefusal(const MigNode& node, const DrainRules& rules) {
+  for (const GpuPod& p : node.pods) {
+    if (p.terminating) continue;
+    if (!rules.scheduler_name.empty() && p.scheduler != rules.scheduler_name)
+      return fmt::format("pod {}/{} of another scheduler ({}) uses GPUs there; a MIG repartition never evicts "
+                         "another scheduler's pod nor waits on it", p.ns, p.name,
+                         p.scheduler.empty() ? "default-scheduler" : p.scheduler);
+    if (p.priority >= rules.protected_priority)
+      return fmt::format("pod {}/{} of production priority {} (at least {}) uses GPUs there; a MIG repartition "
+                         "never evicts a production pod nor waits on it", p.ns, p.name, p.priority,
+                         rules.protected_priority);
+  }
+  return "";
+}
 
 Devices MigNode::Free() const {
   Devices free = allocatable;
@@ -184,6 +204,13 @@ MigNode ReadMigNode(const json& node, const std::vector<const json*>& pods) {
     g.name = pm != nullptr ? StringField(*pm, "name") : "";
     g.uid = pm != nullptr ? StringField(*pm, "uid") : "";
     g.terminating = pm != nullptr && Field(*pm, "deletionTimestamp") != nullptr;
+    const json* ps = Field(*p, "spec");
+    g.scheduler = ps != nullptr ? StringField(*ps, "schedulerName") : "";
+    const json* st = Field(*p, "status");
+    const json* conditions = st != nullptr ? Field(*st, "conditions") : nullptr;
+    if (conditions != nullptr && conditions->is_array())
+      for (const json& c : *conditions)
+        g.disruption_target |= StringField(c, "type") == "DisruptionTarget" && StringField(c, "status") == "True";
     if (auto d = ReadPodDemand(*p); d.ok()) g.priority = d->priority;
     n.pods.push_back(g);
   }
@@ -193,7 +220,8 @@ MigNode ReadMigNode(const json& node, const std::vector<const json*>& pods) {
 std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const std::vector<MigNode>& nodes,
                                           const std::vector<MigConfig>& configs,
                                           const std::map<std::string, std::string>& busy,
-                                          const std::set<std::pair<std::string, std::string>>& failed) {
+                                          const std::set<std::pair<std::string, std::string>>& failed,
+                                          const DrainRules& rules, std::map<std::string, std::string>* refused) {
   std::stable_sort(waiting.begin(), waiting.end(),
                    [](const WaitingPod& a, const WaitingPod& b) { return a.priority > b.priority; });
   std::vector<Devices> pools;
@@ -215,7 +243,11 @@ std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const
     const MigConfig* best_config = nullptr;
     for (const MigNode& n : nodes) {
       if (!n.capable || n.gpus <= 0 || !n.schedulable || busy.count(n.name) || taken.count(n.name)) continue;
-      const Score cost = DrainCost(n, left.front().priority);
+      if (std::string why = DrainRefusal(n, rules); !why.empty()) {
+        if (refused != nullptr) (*refused)[n.name] = why;
+        continue;
+      }
+      const Score cost = DrainCost(n, left.front().priority, rules);
       for (size_t i = 0; i < configs.size(); ++i) {
         if (failed.count({n.name, configs[i].name}) || configs[i].name == n.config) continue;
         std::vector<Devices> pool = {DevicesOf(configs[i], n.gpus)};

@@ -36,7 +36,19 @@ struct GpuPod {
   int priority = 0;
   bool terminating = false;  // deletionTimestamp set
   Devices requests;
+  std::string scheduler;           // spec.schedulerName
+  bool disruption_target = false;  // a DisruptionTarget=True condition (marked for eviction already)
 };
+
+// What a drain may do to the GPU pods of a node: never evict another scheduler's pod nor a pod at or above
+// `protected_priority` (production), nor wait on one (when it ends is not ours to know): a node where such a
+// pod runs is not drained at all. Ours of the plan's priority or above (below production) are waited for.
+struct DrainRules {
+  std::string scheduler_name;                   // ours; empty: every pod counts as ours
+  int protected_priority = INT32_MAX;           // pods at or above it are never evicted
+};
+// Whether a drain for pods of `priority` may evict `p`.
+bool Evictable(const GpuPod& p, int priority, const DrainRules& rules);
 
 struct MigNode {
   std::string name, uid;
@@ -48,6 +60,10 @@ struct MigNode {
   std::vector<GpuPod> pods;    // bound, unfinished pods that ask for devices
   Devices Free() const;        // allocatable less what `pods` request (never below 0)
 };
+
+// Why `node` may not be drained ("" when it may): an unfinished GPU pod there of another scheduler, or of
+// production priority.
+std::string DrainRefusal(const MigNode& node, const DrainRules& rules);
 
 struct Repartition {
   std::string node, config;
@@ -77,10 +93,13 @@ struct WaitingPod {
 };
 
 // `busy`: node -> the config it is being repartitioned to (its devices count as coming);
-// `failed`: (node, config) pairs not to try.
+// `failed`: (node, config) pairs not to try. Nodes DrainRefusal refuses are not candidates; *refused (when
+// given) gets node -> why, for each such node that was otherwise one.
 std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const std::vector<MigNode>& nodes,
                                           const std::vector<MigConfig>& configs,
                                           const std::map<std::string, std::string>& busy,
-                                          const std::set<std::pair<std::string, std::string>>& failed);
+                                          const std::set<std::pair<std::string, std::string>>& failed,
+                                          const DrainRules& rules = {},
+                                          std::map<std::string, std::string>* refused = nullptr);
 
 }  // namespace tessera

@@ -1,14 +1,17 @@
 #include "k8s/mig_repartitioner.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
 #include "k8s/events.h"
 #include "k8s/objects.h"
 #include "k8s/pod_jobs.h"
+#include "k8s/preemption.h"
 
 namespace tessera {
 
@@ -23,6 +26,17 @@ json NodeRef(const MigNode& n) {
   return {{"kind", "Node"}, {"metadata", {{"name", n.name}, {"uid", n.uid}}}};
 }
 
+// The annotation a cordon for `config` carries (what a restart resumes from).
+std::string AnnotationOf(const std::string& config, const std::string& previous, int priority, bool revert) {
+  return json{{"config", config}, {"previous", previous}, {"priority", priority}, {"revert", revert}}.dump();
+}
+
+std::string AnnotationValue(const json& node) {
+  const json* meta = Field(node, "metadata");
+  const json* a = meta != nullptr ? Field(*meta, "annotations") : nullptr;
+  return a != nullptr && a->is_object() ? StringField(*a, kRepartitionAnnotation) : "";
+}
+
 json PodObjectRef(const std::string& ns_name) {
   const size_t slash = ns_name.find('/');
   return {{"kind", "Pod"}, {"metadata", {{"namespace", ns_name.substr(0, slash)}, {"name", ns_name.substr(slash + 1)}}}};
@@ -31,8 +45,8 @@ json PodObjectRef(const std::string& ns_name) {
 }  // namespace
 
 MigRepartitioner::MigRepartitioner(const ApiClient* api, MigRepartitionOptions options,
-                                   std::function<void(const std::string&)> log)
-    : api_(api), options_(std::move(options)), log_(std::move(log)) {}
+                                   std::function<void(const std::string&)> log, PreemptPodFn preempt)
+    : api_(api), options_(std::move(options)), log_(std::move(log)), preempt_(std::move(preempt)) {}
 
 void MigRepartitioner::Log(const std::string& s) const {
   if (log_) log_(s);
@@ -80,7 +94,12 @@ void MigRepartitioner::Step(const std::map<std::string, json>& nodes, const std:
   std::vector<const json*> all;
   for (const auto& [k, p] : pods) all.push_back(&p);
   std::vector<MigNode> states;
-  for (const auto& [name, n] : nodes) states.push_back(ReadMigNode(n, all));
+  for (const auto& [name, n] : nodes) {
+    states.push_back(ReadMigNode(n, all));
+    // Only on the first pass: later, an annotation the cache still shows is one this run just removed.
+    if (!resumed_ && !AnnotationValue(n).empty()) Resume(n, states.back(), now_s);
+  }
+  resumed_ = true;
   for (auto it = ops_.begin(); it != ops_.end();) {
     auto n = std::find_if(states.begin(), states.end(), [&](const MigNode& m) { return m.name == it->first; });
     if (n == states.end()) {
@@ -96,6 +115,37 @@ void MigRepartitioner::Step(const std::map<std::string, json>& nodes, const std:
   for (auto it = failed_.begin(); it != failed_.end();)
     it = now_s - it->second >= options_.retry_after_s ? failed_.erase(it) : std::next(it);
   if (!configs_.empty()) Plan(states, pods, now_s);
+}
+
+void MigRepartitioner::Resume(const json& node, const MigNode& n, int64_t now_s) {
+  const json a = json::parse(AnnotationValue(node), nullptr, false);
+  Op op;
+  bool revert = false;
+  if (a.is_object()) {
+    op.config = StringField(a, "config");
+    op.previous = StringField(a, "previous");
+    const json* pr = Field(a, "priority");
+    op.priority = pr != nullptr && pr->is_number_integer() ? pr->get<int>() : 0;
+    const json* rv = Field(a, "revert");
+    revert = rv != nullptr && rv->is_boolean() && rv->get<bool>();
+  }
+  op.started_at = op.changed_at = now_s;
+  if (!op.config.empty() && revert) op.phase = Phase::kRevert;
+  else if (!op.config.empty() && n.config == op.config) op.phase = Phase::kApply;
+  else if (!op.config.empty() && n.config == op.previous) op.phase = Phase::kDrain;
+  else {
+    Log(fmt::format("node {}: {} names a MIG repartitioning ('{}') that its labels do not continue ({}={}): left "
+                    "as the labels say, uncordoned", n.name, kRepartitionAnnotation, AnnotationValue(node),
+                    kMigConfigLabel, n.config));
+    (void)SetCordon(n.name, false);
+    return;
+  }
+  Log(fmt::format("node {}: resuming its MIG repartitioning from {} to {} after a restart ({}; {}={}, state {})",
+                  n.name, op.previous, op.config,
+                  op.phase == Phase::kDrain ? "draining on" : op.phase == Phase::kApply ? "waiting for the change"
+                                                                                        : "going back",
+                  kMigConfigLabel, n.config, n.state.empty() ? "none" : n.state));
+  ops_[n.name] = op;
 }
 
 void MigRepartitioner::Plan(const std::vector<MigNode>& nodes, const std::map<std::string, json>& pods,
@@ -117,16 +167,25 @@ void MigRepartitioner::Plan(const std::vector<MigNode>& nodes, const std::map<st
   for (const auto& [node, op] : ops_) busy[node] = op.config;
   std::set<std::pair<std::string, std::string>> failed;
   for (const auto& [pair, at] : failed_) failed.insert(pair);
-  for (const Repartition& r : PlanRepartitions(waiting, nodes, configs_, busy, failed)) {
+  std::map<std::string, std::string> refused;
+  const DrainRules rules = Rules();
+  const std::vector<Repartition> plans = PlanRepartitions(waiting, nodes, configs_, busy, failed, rules, &refused);
+  for (const auto& [node, why] : refused)
+    if (std::exchange(refused_[node], why) != why) Log(fmt::format("node {}: not repartitioned: {}", node, why));
+  for (const Repartition& r : plans) {
     const MigNode& n = *std::find_if(nodes.begin(), nodes.end(), [&](const MigNode& m) { return m.name == r.node; });
     Op op;
     op.config = r.config;
     op.previous = n.config;
     op.priority = r.priority;
     op.for_pods = r.for_pods;
-    Log(fmt::format("node {}: MIG repartitioning from {} to {} for {} waiting pod(s) (priority {}; {} GPU pod(s) "
-                    "there to drain)", n.name, n.config, r.config, r.for_pods.size(), r.priority, n.pods.size()));
-    if (!SetCordon(n.name, true)) continue;
+    op.started_at = now_s;
+    int evict = 0, wait = 0;
+    for (const GpuPod& p : n.pods) (Evictable(p, r.priority, rules) ? evict : wait) += !p.terminating;
+    Log(fmt::format("node {}: MIG repartitioning from {} to {} for {} waiting pod(s) (priority {}; GPU pods there: "
+                    "{} to preempt, {} to wait for)", n.name, n.config, r.config, r.for_pods.size(), r.priority,
+                    evict, wait));
+    if (!SetCordon(n.name, true, &op)) continue;
     ops_[n.name] = op;
     Advance(n, &ops_[n.name], now_s);
   }
@@ -138,18 +197,28 @@ bool MigRepartitioner::Advance(const MigNode& node, Op* op, int64_t now_s) {
 }
 
 bool MigRepartitioner::Drain(const MigNode& node, Op* op, int64_t now_s) {
-  if (node.schedulable) (void)SetCordon(node.name, true);
+  if (op->abandoned) return !SetCordon(node.name, false);  // until the uncordon goes through
+  if (node.schedulable) (void)SetCordon(node.name, true, op);
+  if (!node.pods.empty() && now_s - op->started_at >= options_.drain_timeout_s) {
+    failed_[{node.name, op->config}] = now_s;
+    std::vector<std::string> left;
+    for (const GpuPod& p : node.pods) left.push_back(fmt::format("{}/{}", p.ns, p.name));
+    const std::string message = fmt::format(
+        "tessera: MIG repartitioning of {} to {} abandoned: its drain did not end within {} s ({} GPU pod(s) still "
+        "there: {}); the node stays {} and is uncordoned, and the waiting pods are placed elsewhere", node.name,
+        op->config, options_.drain_timeout_s, left.size(), fmt::join(left, ", "), node.config);
+    Log(message);
+    Event(NodeRef(node), "MigRepartitionAbandoned", message);
+    for (const std::string& p : op->for_pods) Event(PodObjectRef(p), "MigRepartitionAbandoned", message);
+    op->abandoned = true;
+    return !SetCordon(node.name, false);
+  }
+  const DrainRules rules = Rules();
+  const std::string why = fmt::format("node {} is drained for MIG config {}", node.name, op->config);
   for (const GpuPod& p : node.pods) {
-    if (p.terminating || p.priority >= op->priority) continue;  // ends by itself, or is waited for
-    const json eviction = {{"apiVersion", "policy/v1"},
-                           {"kind", "Eviction"},
-                           {"metadata", {{"name", p.name}, {"namespace", p.ns}}},
-                           {"deleteOptions", {{"preconditions", {{"uid", p.uid}}}}}};
-    const ApiResponse r = api_->Post(fmt::format("/api/v1/namespaces/{}/pods/{}/eviction", p.ns, p.name), eviction);
-    if (r.ok()) Log(fmt::format("node {}: evicted pod {}/{} (priority {}) for MIG repartitioning", node.name, p.ns,
-                                p.name, p.priority));
-    else if (r.status != 429 && r.status != 404)
-      Log(fmt::format("node {}: evicting pod {}/{} failed ({} {})", node.name, p.ns, p.name, r.status, r.error));
+    if (p.terminating || !Evictable(p, op->priority, rules)) continue;  // ends by itself, or is waited for
+    if (preempt_ && preempt_(p, node.name, why)) continue;  // the loop stops it and requeues its job
+    Evict(node, p, why);
   }
   if (!node.pods.empty()) return true;  // the label changes only once no GPU pod is left
   if (op->config == node.config && node.state == "success") {
@@ -162,6 +231,22 @@ bool MigRepartitioner::Drain(const MigNode& node, Op* op, int64_t now_s) {
   op->seen_pending = false;
   Log(fmt::format("node {}: drained; {}={}", node.name, kMigConfigLabel, op->config));
   return true;
+}
+
+void MigRepartitioner::Evict(const MigNode& node, const GpuPod& p, const std::string& why) {
+  const std::string path = fmt::format("/api/v1/namespaces/{}/pods/{}", p.ns, p.name);
+  if (!p.disruption_target) {  // read as preempted, never as deleted by its user
+    const ApiResponse m = api_->Patch(path + "/status", DisruptionTargetPatch("tessera: " + why, Rfc3339Now()),
+                                      "application/strategic-merge-patch+json");
+    if (!m.ok() && m.status != 404)
+      Log(fmt::format("node {}: pod {}/{}: writing DisruptionTarget failed ({} {})", node.name, p.ns, p.name,
+                      m.status, m.error));
+  }
+  const ApiResponse r = api_->Post(path + "/eviction", EvictionFor(p.ns, p.name, p.uid));
+  if (r.ok()) Log(fmt::format("node {}: evicted pod {}/{} (priority {}) for MIG repartitioning", node.name, p.ns,
+                              p.name, p.priority));
+  else if (r.status != 429 && r.status != 404)
+    Log(fmt::format("node {}: evicting pod {}/{} failed ({} {})", node.name, p.ns, p.name, r.status, r.error));
 }
 
 bool MigRepartitioner::Finish(const MigNode& node, Op* op, int64_t now_s) {
@@ -202,6 +287,7 @@ void MigRepartitioner::Failed(const MigNode& node, Op* op, const std::string& wh
   op->changed_at = now_s;
   op->seen_pending = false;
   if (op->previous.empty() || !SetLabel(node.name, op->previous)) op->previous = op->config;
+  (void)SetCordon(node.name, true, op);  // a restart now waits for the revert
 }
 
 bool MigRepartitioner::SetLabel(const std::string& node, const std::string& config) {
@@ -211,8 +297,14 @@ bool MigRepartitioner::SetLabel(const std::string& node, const std::string& conf
   return r.ok();
 }
 
-bool MigRepartitioner::SetCordon(const std::string& node, bool cordoned) {
-  const ApiResponse r = api_->Patch("/api/v1/nodes/" + node, {{"spec", {{"unschedulable", cordoned}}}});
+bool MigRepartitioner::SetCordon(const std::string& node, bool cordoned, const Op* op) {
+  json patch = {{"spec", {{"unschedulable", cordoned}}}};
+  if (!cordoned)
+    patch["metadata"]["annotations"][std::string(kRepartitionAnnotation)] = nullptr;
+  else if (op != nullptr)
+    patch["metadata"]["annotations"][std::string(kRepartitionAnnotation)] =
+        AnnotationOf(op->config, op->previous, op->priority, op->phase == Phase::kRevert);
+  const ApiResponse r = api_->Patch("/api/v1/nodes/" + node, patch);
   if (!r.ok()) Log(fmt::format("node {}: {} failed ({} {})", node, cordoned ? "cordoning" : "uncordoning", r.status,
                                r.error));
   return r.ok();

@@ -147,6 +147,16 @@ Result<NodeModel> ReadNodeModel(const json& node, const Catalog& catalog, std::s
   n.product = StringField(l, "nvidia.com/gpu.product");
   n.kind = n.product.empty() ? kNone : catalog.Find(n.product);
   n.mig_config = StringField(l, "nvidia.com/mig.config");
+  for (const auto& [key, value] : l.items()) {
+    constexpr std::string_view kCount = ".count";
+    if (key.rfind(kMigResourcePrefix, 0) != 0 || key.size() <= kMigResourcePrefix.size() + kCount.size() ||
+        key.compare(key.size() - kCount.size(), kCount.size(), kCount) != 0 || !value.is_string())
+      continue;
+    const std::string v = value.get<std::string>();
+    if (!v.empty() && v.size() < 6 && std::all_of(v.begin(), v.end(), ::isdigit))
+      n.gfd_mig_counts[key.substr(kMigResourcePrefix.size(), key.size() - kMigResourcePrefix.size() - kCount.size())] =
+          std::stoi(v);
+  }
   if (!leaf_label.empty()) n.leaf = StringField(l, leaf_label);
   if (!spine_label.empty()) n.spine = StringField(l, spine_label);
   n.zone = StringField(l, "topology.kubernetes.io/zone");

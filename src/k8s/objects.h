@@ -52,6 +52,7 @@ struct NodeModel {
   KindId kind = kNone;                               // the catalog's kind of that product, if known
   int gpu_count = 0;                                 // nvidia.com/gpu.count
   std::string mig_config;                            // nvidia.com/mig.config
+  std::map<std::string, int64_t> gfd_mig_counts;     // GFD's nvidia.com/mig-<profile>.count ("+" written ".")
   std::string leaf, spine, zone;
   bool unschedulable = false;
   bool ready = true;

@@ -33,15 +33,16 @@ std::string NominatedNode(const json& pod) {
 PodEnd PodEndOf(const json& pod) {
   const json* st = Field(pod, "status");
   const std::string phase = st != nullptr ? StringField(*st, "phase") : "";
-  if (phase == "Succeeded") return PodEnd::kDone;
-  if (phase == "Failed") return PodEnd::kFailed;
-  const json* meta = Field(pod, "metadata");
-  if (meta == nullptr || Field(*meta, "deletionTimestamp") == nullptr) return PodEnd::kRunning;
+  bool disrupted = false;
   const json* conditions = st != nullptr ? Field(*st, "conditions") : nullptr;
   if (conditions != nullptr && conditions->is_array())
     for (const json& c : *conditions)
-      if (StringField(c, "type") == "DisruptionTarget" && StringField(c, "status") == "True") return PodEnd::kDisrupted;
-  return PodEnd::kDeleted;
+      disrupted |= StringField(c, "type") == "DisruptionTarget" && StringField(c, "status") == "True";
+  if (phase == "Succeeded") return PodEnd::kDone;
+  if (phase == "Failed") return disrupted ? PodEnd::kDisrupted : PodEnd::kFailed;  // killed by the eviction
+  const json* meta = Field(pod, "metadata");
+  if (meta == nullptr || Field(*meta, "deletionTimestamp") == nullptr) return PodEnd::kRunning;
+  return disrupted ? PodEnd::kDisrupted : PodEnd::kDeleted;
 }
 
 }  // namespace tessera

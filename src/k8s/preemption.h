@@ -23,7 +23,8 @@ std::string NominatedNode(const nlohmann::json& pod);
 
 // How a pod of a run stands: running (or waiting), done (Succeeded), failed (Failed), deleted (its user
 // deleted it: deletionTimestamp set, no disruption condition) or disrupted (evicted or preempted by the
-// system: a DisruptionTarget=True condition with deletionTimestamp set).
+// system: a DisruptionTarget=True condition with deletionTimestamp set, or Failed with it: the eviction
+// killed it).
 enum class PodEnd { kRunning, kDone, kFailed, kDeleted, kDisrupted };
 PodEnd PodEndOf(const nlohmann::json& pod);
 

@@ -103,7 +103,11 @@ Status K8sScheduler::Init() {
     MigRepartitionOptions mo;
     mo.config_map = options_.mig_config_map;
     mo.scheduler_name = options_.scheduler_name;
-    mig_ = std::make_unique<MigRepartitioner>(&api_, mo, log);
+    mo.drain_timeout_s = options_.mig_drain_timeout_s;
+    mig_ = std::make_unique<MigRepartitioner>(
+        &api_, mo, log, [this](const GpuPod& p, const std::string& node, const std::string& why) {
+          return PreemptPod(p, node, why);
+        });
   }
   loop_thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
@@ -114,15 +118,16 @@ Status K8sScheduler::StartService() {
   const auto pods = pods_->Objects();
   for (const auto& [k, p] : pods)
     if (!PodIsOurs(p, options_.scheduler_name)) foreign.push_back(&p);
-  const auto used = UsageByNode(foreign);
+  auto used = UsageByNode(foreign);
+  for (auto& [node, use] : used) use.gpus = 0;  // held GPU by GPU once the Service runs (HoldForeignGpus)
   ClassifyDra();
   std::vector<json> specs;
+  LoadMigSources(/*now=*/true);
   for (const auto& [name, node] : nodes_->Objects()) {
-    auto model = ReadNodeModel(node, Catalog::Default(), options_.leaf_label, options_.spine_label);
-    auto spec = model.ok() ? SpecForNode(*model, used.count(name) ? used.at(name) : NodeUse{})
-                           : Result<json>(model.status());
+    NodeModel model;
+    auto spec = NodeSpecOf(node, used, &model);
     if (spec.ok()) specs.push_back(*spec);
-    else Log(spec.error());
+    else if (!node_said_.count(Meta(node, "name"))) Log(spec.error());  // else reported on the node already
   }
   ServiceConfig cfg;
   cfg.catalog = &Catalog::Default();
@@ -265,6 +270,7 @@ void K8sScheduler::Reconcile() {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
     mig_->Step(nodes_->Objects(), pods_->Objects(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
   }
+  LoadMigSources(/*now=*/false);
   // The DRA path first, so that the loop's nodes this pass already lack what it just allocated.
   ClassifyDra();
   SyncDra();

@@ -10,8 +10,11 @@
 // (dra_jobs.h): nodes whose GPUs only DRA publishes are nodes of the loop, the loop chooses the node and the
 // DRA allocator the devices there when the launch binds. Pods of other schedulers count as used capacity. With a MIG manager
 // ConfigMap, MIG nodes are repartitioned through the GPU Operator for pods no layout holds
-// (mig_repartitioner.h); a node being repartitioned stays cordoned, and once its new layout is advertised
-// it is read again (removed from the Service's cluster and added with its new MIG config).
+// (mig_repartitioner.h); its drains preempt through the loop (PreemptPod), a node being repartitioned
+// stays cordoned, and once its new layout is advertised it is read again (removed from the Service's cluster
+// and added with its new MIG config). Whole GPUs that pods outside the loop use are held GPU by GPU
+// (Service::HoldGpus) and given back when those pods end; pods of ours that ask no GPU are bound outside
+// the loop (BindCpuOnly).
 //
 // Thread safety: Start and Stop from one thread; the rest runs on the scheduler's threads.
 
@@ -58,6 +61,7 @@ struct SchedulerOptions {
   // NS/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml): MIG nodes are repartitioned to
   // its configs when waiting pods need it (mig_repartitioner.h); empty = no repartitioning.
   std::string mig_config_map;
+  int64_t mig_drain_timeout_s = 300;  // a repartition's drain not done by then is abandoned and reported
   int64_t min_runtime_s = 300;  // a job younger than this is not preempted (CycleOptions::min_runtime_s)
   // team -> namespace of its API jobs' pods (team_namespaces.h); a team not here has its API jobs refused.
   // Empty: each team's own namespace, unless NamespaceRefusal refuses it. Namespaces are never created.
@@ -104,15 +108,31 @@ class K8sScheduler {
   // The backend's hooks for preemption and user deletions (scheduler_preempt.cc).
   std::vector<std::pair<nlohmann::json, std::string>> PreemptorOn(const std::set<std::string>& nodes) const;
   void CancelJobOfSlot(JobSlot slot, const std::string& why);
+  // A pod a MIG repartition drains (mig_repartitioner.h PreemptPodFn): when a run of the loop holds it, the
+  // loop preempts its job (the node cordoned in the Service first, so nothing lands back there) and the
+  // backend marks and evicts its pods; false when the loop holds no such run.
+  bool PreemptPod(const GpuPod& pod, const std::string& node, const std::string& why);
   void Loop();
   void Wake();
   void OnPod(WatchEvent e, const nlohmann::json& pod);
   // One pass: nodes, teams, jobs from pods, reasons back to pods.
   void Reconcile();
   void SyncNodes();
+  // The MIG ConfigMaps nodes' nvidia.com/mig.config names are looked up in (mig_node_layout.h):
+  // --mig-config-map, then the one the GPU Operator's ClusterPolicy names (spec.migManager.config.name in
+  // its namespace; without a ClusterPolicy, gpu-operator/default-mig-parted-config). Read again every 30 s.
+  void LoadMigSources(bool now);
+  // The node's spec for the Service (NodeSpecFor, else DraNodeSpec); what Tessera cannot read or model about the node, and a
+  // MIG layout modelled from GFD, is reported on the node (a Warning Event and a log line, once per change).
+  Result<nlohmann::json> NodeSpecOf(const nlohmann::json& node, const std::map<std::string, NodeUse>& used,
+                                    NodeModel* model);
+  void ReportNode(const nlohmann::json& node, const std::string& reason, const std::string& message);
   // A node of the cluster whose spec (its MIG config) or cordon changed; `spec` from NodeSpecFor.
   void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec, bool want_cordon);
   void AddNode(const std::string& name, const nlohmann::json& spec, bool want_cordon);
+  // Holds back, GPU by GPU, the whole GPUs that pods outside the loop use on node `name` (Service::HoldGpus),
+  // so that their capacity is taken at once and given back when they end, even while our tasks run there.
+  void HoldForeignGpus(const std::string& name, const nlohmann::json& spec, int64_t gpus);
   // Bound, unfinished pods whose requests the Service's cluster does not hold (pointers into foreign_pods_).
   std::vector<const nlohmann::json*> ForeignPods();
   // Volcano and KAI Queues as teams: created, and their quota and weight followed (queues.h).
@@ -134,12 +154,18 @@ class K8sScheduler {
   TeamNamespaces TeamNamespacesFor(const std::string& team) const;
   bool Orphaned(const std::string& key, const std::map<std::string, std::vector<nlohmann::json>>& by_key);
   void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
+  // A pod of its own that asks no GPU (no job of the loop, which places GPU work): bound to a node its
+  // filters pass, one without GPUs first; when none passes, kube-scheduler's reason goes on the pod.
+  void BindCpuOnly(const nlohmann::json& pod);
   void WriteReasons();
   // Every PodGroup with pods of ours: its status (phase, counts, Scheduled condition) written when it changes.
   void SyncGroupStatus();
   // A running gang's waiting CPU-only members (no GPU: outside the loop's accounting), each bound to a node
   // its filters pass, beside the gang's members when one passes.
   void BindCompanions(const std::vector<nlohmann::json>& members);
+  // Binds a pod outside the loop's accounting to `node` (judged by AdmitBinding first, assumed in world_
+  // after), with a Scheduled Event; false when refused or the binding failed (logged).
+  bool BindOutsideLoop(const nlohmann::json& pod, const std::string& node);
   bool JobRunning(int64_t id) const;
   // Whether a PodGroup's gang has its GPU members bound (minMember less its CPU-only companions).
   bool GangBound(const std::string& key, const std::map<std::string, nlohmann::json>& members) const;  // the Service's job state now (not the last snapshot's)
@@ -159,9 +185,9 @@ class K8sScheduler {
   void ClassifyDra();
   // The pod's DRA demand as ClassifyDra last judged it (kNotYet when not judged).
   DraJobDemand::Kind DraKindOf(const nlohmann::json& pod) const;
-  // The node's spec for the Service: NodeSpecFor, or for a node whose GPUs only DRA publishes, its whole GPUs
-  // that no DRA-path claim holds.
-  Result<nlohmann::json> SpecForNode(NodeModel model, const NodeUse& foreign) const;
+  // For a node whose GPUs only DRA publishes, its spec for the Service: its whole GPUs that no DRA-path claim
+  // holds; nullopt for any other node.
+  std::optional<Result<nlohmann::json>> DraNodeSpec(NodeModel model, const NodeUse& foreign) const;
   // The backend's binding of a loop pod with claims (any thread): its claims planned on `node` only,
   // allocated and reserved, then the binding (dra_binder.h); nullopt for a pod without claims.
   std::optional<ApiResponse> BindDraPod(const PodRef& pod, const std::string& node);
@@ -205,6 +231,12 @@ class K8sScheduler {
   // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
   std::map<std::string, int64_t> dra_bound_, dra_refused_since_;
   std::unique_ptr<MigRepartitioner> mig_;  // loop thread only
+  // Loop thread (and StartService before it): the MIG configs nodes are resolved with, when they were read,
+  // what was last logged about them, and per node what was last reported on it.
+  std::vector<MigConfigSource> mig_sources_;
+  int64_t mig_sources_at_ = INT64_MIN / 2;
+  std::string mig_sources_said_;
+  std::map<std::string, std::string> node_said_;
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Service> service_;
   std::atomic<bool> stop_{false}, lost_{false};
@@ -220,6 +252,7 @@ class K8sScheduler {
   std::map<std::string, double> unwaited_since_;  // JobKey::str() -> steady seconds since a pending job's pods were all bound
   std::map<std::string, std::pair<std::string, std::string>> said_;  // pod uid -> (reason, message) written
   std::set<std::string> teams_;
+  std::map<std::string, int> held_gpus_;              // node -> GPUs held for pods outside the loop (as set)
   std::map<std::string, QueueQuota> queues_;          // the queues as last read (name -> quota)
   std::map<std::string, std::string> queue_errors_;   // queue -> the error last logged for it
   std::map<int64_t, JobObjects> api_jobs_;            // active API jobs with a container, by id

@@ -1,5 +1,5 @@
 // The scheduler's DRA parts (scheduler.h). Pods whose claims ask only for whole GPUs are jobs of the loop
-// (dra_jobs.h): ClassifyDra judges every pod of ours with claims, SpecForNode makes DRA-only nodes nodes of
+// (dra_jobs.h): ClassifyDra judges every pod of ours with claims, DraNodeSpec makes DRA-only nodes nodes of
 // the loop, BindDraPod carries out the loop's launch (the allocator chooses devices on the node the loop
 // chose). The other pods with claims (MIG slices by CEL, allocationMode All, firstAvailable, ...) stay on
 // the DRA path: planned one at a time (highest priority, then oldest first) against the DRA model and usage
@@ -85,10 +85,9 @@ DraJobDemand::Kind K8sScheduler::DraKindOf(const json& pod) const {
   return it == dra_demand_.end() ? DraJobDemand::Kind::kNotYet : it->second.kind;
 }
 
-Result<json> K8sScheduler::SpecForNode(NodeModel model, const NodeUse& foreign) const {
-  auto spec = NodeSpecFor(model, foreign, Catalog::Default());
+std::optional<Result<json>> K8sScheduler::DraNodeSpec(NodeModel model, const NodeUse& foreign) const {
   auto dra = dra_loop_nodes_.find(model.name);
-  if (spec.ok() || dra == dra_loop_nodes_.end()) return spec;
+  if (dra == dra_loop_nodes_.end()) return std::nullopt;
   // GPUs published only through DRA: the whole GPUs no DRA-path claim holds, of the kind the slices say.
   model.kind = dra->second.kind;
   model.gpu_count = dra->second.free;

@@ -93,14 +93,17 @@ void K8sScheduler::SyncFilters() {
     return nodes;
   };
   std::map<std::string, std::vector<json>> waiting;
+  std::set<std::string> with_pods;  // keys with pods, waiting or not
   {
     std::lock_guard<std::mutex> l(pods_mu_);
     for (const auto& [key, m] : pods_by_key_)
-      for (const auto& [name, p] : m)
+      for (const auto& [name, p] : m) {
+        with_pods.insert(key);
         if (PodWaiting(p)) {
           waiting[key].push_back(p);
           if (key.rfind("podgroup/", 0) == 0) waiting[JobKey{"pod", Meta(p, "namespace"), name}.str()].push_back(p);
         }
+      }
   }
   std::map<int64_t, std::string> key_of_job;
   for (const auto& [key, id] : job_of_key_) key_of_job[id] = key;
@@ -110,11 +113,16 @@ void K8sScheduler::SyncFilters() {
       if (!keys.empty()) key_of_job.emplace(id, keys.front().str());
   }
   auto snap = service_->snapshot();
+  const auto nowhere = std::make_shared<const std::set<std::string>>();
   if (snap)
     for (const auto& [id, status] : snap->pending) {
+      // A job whose pods are there but none waits (a preempted run's pods still terminating) goes nowhere
+      // until one waits; a job whose pods are not seen (yet) anywhere, as before.
       auto key = key_of_job.find(id);
       auto pods = key == key_of_job.end() ? waiting.end() : waiting.find(key->second);
-      masks[id] = pods == waiting.end() ? nullptr : judge(key->second, pods->second.front());
+      masks[id] = pods != waiting.end()                         ? judge(key->second, pods->second.front())
+                  : key != key_of_job.end() && with_pods.count(key->second) ? nowhere
+                                                                             : nullptr;
     }
   for (const auto& [key, id] : job_of_key_)  // submitted since the snapshot
     if (!masks.count(id))

@@ -27,18 +27,42 @@ void K8sScheduler::BindCompanions(const std::vector<json>& members) {
     std::string node = *pass.begin();
     for (const std::string& n : gang_nodes)
       if (pass.count(n)) node = n;
-    const PodRef ref{Meta(*p, "namespace"), Meta(*p, "name"), Meta(*p, "uid")};
-    if (!AdmitBinding(ref, node).empty()) continue;
-    const json binding = BindingObject(ref.ns, ref.name, ref.uid, node);
-    const ApiResponse r = api_.Post(fmt::format("/api/v1/namespaces/{}/pods/{}/binding", ref.ns, ref.name), binding);
-    if (!r.ok()) {
-      ForgetBinding(ref);
-      Log(fmt::format("binding companion {}/{} to {} failed ({} {})", ref.ns, ref.name, node, r.status, r.error));
-      continue;
-    }
-    world_->Assume(*p, node);
-    Log(fmt::format("companion {}/{} (no GPU) bound beside its gang on {}", ref.ns, ref.name, node));
+    if (BindOutsideLoop(*p, node)) Log(fmt::format("companion {}/{} (no GPU) bound beside its gang on {}",
+                                                  Meta(*p, "namespace"), Meta(*p, "name"), node));
   }
+}
+
+void K8sScheduler::BindCpuOnly(const json& pod) {
+  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld());
+  std::map<std::string, int> rejected;
+  const std::set<std::string> pass = world_->Passing(pod, &rejected);
+  if (pass.empty()) return SetReason(pod, "Unschedulable", UnschedulableMessage(world_->num_nodes(), rejected));
+  // A node without GPUs first (GPU nodes keep their CPU and memory for GPU work), else the first that passes.
+  std::set<std::string> gpu_nodes;
+  if (auto views = service_->ListNodes(admin_); views.ok())
+    for (const NodeView& v : views.value()) gpu_nodes.insert(v.name);
+  std::string node = *pass.begin();
+  for (auto it = pass.rbegin(); it != pass.rend(); ++it)
+    if (!gpu_nodes.count(*it)) node = *it;
+  if (BindOutsideLoop(pod, node))
+    Log(fmt::format("pod {}/{} (no GPU: not a job of the loop) bound to {}", Meta(pod, "namespace"), Meta(pod, "name"),
+                    node));
+}
+
+bool K8sScheduler::BindOutsideLoop(const json& pod, const std::string& node) {
+  const PodRef ref{Meta(pod, "namespace"), Meta(pod, "name"), Meta(pod, "uid")};
+  if (!AdmitBinding(ref, node).empty()) return false;  // judged again on the next pass
+  const json binding = BindingObject(ref.ns, ref.name, ref.uid, node);
+  const ApiResponse r = api_.Post(fmt::format("/api/v1/namespaces/{}/pods/{}/binding", ref.ns, ref.name), binding);
+  if (!r.ok()) {
+    ForgetBinding(ref);
+    Log(fmt::format("binding pod {}/{} to {} failed ({} {})", ref.ns, ref.name, node, r.status, r.error));
+    return false;
+  }
+  world_->Assume(pod, node);
+  (void)PostEvent(api_, pod, "Normal", "Scheduled", fmt::format("Successfully assigned {}/{} to {}", ref.ns, ref.name, node),
+                  "tessera");
+  return true;
 }
 
 void K8sScheduler::SyncGroupStatus() {

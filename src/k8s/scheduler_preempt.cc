@@ -1,5 +1,6 @@
 // K8sScheduler's answers to the backend about preemption (who takes the victims' capacity) and about pods
-// their users deleted (the job is cancelled).
+// their users deleted (the job is cancelled), and to the MIG repartitioner about the pods its drains take
+// (the loop preempts their jobs).
 #include <fmt/format.h>
 
 #include "k8s/cluster_view.h"
@@ -44,6 +45,26 @@ void K8sScheduler::CancelJobOfSlot(JobSlot slot, const std::string& why) {
   const auto done = service_->Cancel(admin_, j->id);
   Log(done.ok() ? fmt::format("job {} ({}) cancelled: {}", j->id, j->name, why)
                 : fmt::format("job {} ({}): cancelling it failed: {}", j->id, j->name, done.error().message));
+}
+
+bool K8sScheduler::PreemptPod(const GpuPod& pod, const std::string& node, const std::string& why) {
+  if (!backend_ || !service_) return false;
+  const auto run = backend_->RunOfPod(pod.uid);
+  if (!run) return false;
+  if (run->stopping) return true;  // under way: the backend evicts (and retries a refused eviction)
+  JobPtr j = service_->JobOfSlot(run->slot);
+  if (!j) return false;
+  if (j->state != JobState::kRunning) return true;  // preempted already; its stop is on its way
+  (void)service_->CordonNode(admin_, node);
+  const auto done = service_->Preempt(admin_, j->id, why);
+  if (!done.ok()) {
+    Log(fmt::format("job {} ({}): preempting it failed: {}", j->id, j->name, done.error().message));
+    return false;
+  }
+  if (done->job->state == JobState::kRunning) return false;  // nothing held in the loop: evicted directly
+  Log(fmt::format("job {} ({}) preempted for pod {}/{}: {}; back in the queue", j->id, j->name, pod.ns, pod.name,
+                  why));
+  return true;
 }
 
 }  // namespace tessera

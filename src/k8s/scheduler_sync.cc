@@ -26,6 +26,13 @@ std::string SpecMigConfig(const json& spec) {
   return c == "all-disabled" ? "" : c;
 }
 
+// The per-GPU MIG layouts a node spec gives (null when none).
+json SpecMigLayouts(const json& spec) {
+  const json* mig = Field(spec, "mig");
+  const json* layouts = mig != nullptr ? Field(*mig, "layouts") : nullptr;
+  return layouts != nullptr ? *layouts : json();
+}
+
 std::string Label(const json& node, const char* key) {
   const json* meta = Field(node, "metadata");
   const json* labels = meta != nullptr ? Field(*meta, "labels") : nullptr;
@@ -85,14 +92,17 @@ void K8sScheduler::SyncNodes() {
   const std::map<std::string, NodeUse> used = UsageByNode(ForeignPods());
   const auto nodes = nodes_->Objects();
   for (const auto& [name, node] : nodes) {
-    auto model = ReadNodeModel(node, Catalog::Default(), options_.leaf_label, options_.spine_label);
-    if (!model.ok()) continue;
-    auto spec = SpecForNode(*model, used.count(name) ? used.at(name) : NodeUse{});
-    // A node with no GPU left for Tessera (other pods hold them all) takes nothing new.
-    const bool want_cordon = model->unschedulable || !model->ready || (mig_ && mig_->Holds(name)) || !spec.ok();
+    NodeUse use = used.count(name) ? used.at(name) : NodeUse{};
+    const int64_t outside_gpus = use.gpus;
+    use.gpus = 0;  // held GPU by GPU (HoldForeignGpus): their coming and going never re-reads the node
+    NodeModel model;
+    auto spec = NodeSpecOf(node, {{name, use}}, &model);
+    if (model.name.empty()) continue;  // not read (reported on the node)
+    const bool want_cordon = model.unschedulable || !model.ready || (mig_ && mig_->Holds(name)) || !spec.ok();
     auto it = known.find(name);
     if (it == known.end() && spec.ok()) AddNode(name, *spec, want_cordon);
     else if (it != known.end()) SyncNode(it->second, node, spec.ok() ? *spec : it->second.spec, want_cordon);
+    if (spec.ok()) HoldForeignGpus(name, *spec, outside_gpus);
   }
   for (const auto& [name, v] : known)
     if (!nodes.count(name)) {
@@ -103,6 +113,7 @@ void K8sScheduler::SyncNodes() {
 }
 
 void K8sScheduler::AddNode(const std::string& name, const json& spec, bool want_cordon) {
+  held_gpus_.erase(name);  // a node added anew holds nothing yet
   auto added = service_->AddNode(admin_, spec.dump());
   Log(added.ok() ? "node " + name + " added" : "node " + name + " not added: " + added.error().message);
   if (added.ok() && want_cordon) (void)service_->CordonNode(admin_, name);
@@ -112,7 +123,8 @@ void K8sScheduler::SyncNode(const NodeView& view, const json& node, const json& 
   const std::string& name = view.name;
   // A new MIG layout (applied and advertised: the repartitioner no longer holds the node) is a new node of
   // the cluster: removed once nothing runs there, added with its new config.
-  if (SpecMigConfig(spec) != SpecMigConfig(view.spec) && !(mig_ && mig_->Holds(name)) &&
+  if ((SpecMigConfig(spec) != SpecMigConfig(view.spec) || SpecMigLayouts(spec) != SpecMigLayouts(view.spec)) &&
+      !(mig_ && mig_->Holds(name)) &&
       Label(node, "nvidia.com/mig.config.state") == "success") {
     if (view.state == "ready") (void)service_->CordonNode(admin_, name);
     auto removed = service_->RemoveNode(admin_, name);
@@ -121,9 +133,10 @@ void K8sScheduler::SyncNode(const NodeView& view, const json& node, const json& 
     Log(fmt::format("node {}: MIG config now '{}'", name, SpecMigConfig(spec)));
     return AddNode(name, spec, want_cordon);
   }
-  if (CapacityChanged(spec, view.spec) && !(mig_ && mig_->Holds(name)) && view.state != "removed") {
-    // Allocatable or other pods' use changed: re-read once none of our tasks runs there (until then the
-    // filters keep placements within what the API shows).
+  if (CapacityChanged(spec, view.spec) && !(mig_ && mig_->Holds(name)) && view.state != "removed" &&
+      view.tasks == 0) {
+    // Allocatable, or the CPU and memory other pods use, changed: re-read once none of our tasks runs there
+    // (until then the filters keep placements within what the API shows; GPUs are held one by one).
     if (view.state == "ready") (void)service_->CordonNode(admin_, name);
     if (service_->RemoveNode(admin_, name).ok()) {
       Log(fmt::format("node {}: {} GPUs, {} mCPU, {} MiB for Tessera now", name, spec.value("gpus", 0),
@@ -137,8 +150,22 @@ void K8sScheduler::SyncNode(const NodeView& view, const json& node, const json& 
   if (!want_cordon && view.state == "cordoned") (void)service_->UncordonNode(admin_, name);
 }
 
+void K8sScheduler::HoldForeignGpus(const std::string& name, const json& spec, int64_t gpus) {
+  const int64_t total = spec.value("gpus", int64_t{0});
+  const int want = spec.contains("mig") ? 0 : static_cast<int>(std::clamp<int64_t>(gpus, 0, total));
+  auto it = held_gpus_.find(name);
+  const int was = it == held_gpus_.end() ? 0 : it->second;
+  if (want == was) return;
+  auto held = service_->HoldGpus(admin_, name, want);
+  if (!held.ok()) return;  // not in the Service's cluster (yet)
+  held_gpus_[name] = held.value();
+  Log(fmt::format("node {}: {} of its {} GPUs held for pods outside the loop (was {}): {}", name, held.value(), total,
+                  was, held.value() > was ? "taken off what Tessera places there" : "given back to Tessera"));
+}
+
 // Pods whose requests the Service's cluster does not hold: other schedulers' pods, and ours that no running
-// job of this Service holds (bound by an earlier replica or store, or left from an ended job).
+// job of this Service holds (bound by an earlier replica or store, left from an ended job, or still
+// terminating after their run was stopped).
 std::vector<const json*> K8sScheduler::ForeignPods() {
   foreign_pods_ = pods_->Objects();
   auto snap = service_->snapshot();
@@ -152,8 +179,14 @@ std::vector<const json*> K8sScheduler::ForeignPods() {
         for (const JobKey& k : keys) running.insert(k.str());
   }
   std::vector<const json*> out;
-  for (const auto& [k, p] : foreign_pods_)
-    if (!PodIsOurs(p, options_.scheduler_name) || !running.count(JobKeyOf(p).str())) out.push_back(&p);
+  for (const auto& [k, p] : foreign_pods_) {
+    if (PodIsOurs(p, options_.scheduler_name)) {
+      const auto run = backend_ ? backend_->RunOfPod(Meta(p, "uid")) : std::nullopt;
+      if (run && !run->stopping) continue;  // a run of the loop holds it
+      if (!run && running.count(JobKeyOf(p).str())) continue;
+    }
+    out.push_back(&p);
+  }
   return out;
 }
 
@@ -218,6 +251,13 @@ void K8sScheduler::SyncJobs() {
   std::sort(order.begin(), order.end());
   for (const auto& [neg, key] : order) {
     auto member = members.find(key);
+    if (const json& first = by_key[key].front(); member == members.end() && JobKeyOf(first).kind == "pod") {
+      auto d = ReadPodDemand(first);
+      if (d.ok() && !d->AnyGpu() && !PodUsesDra(first)) {  // not the loop's: bound as kube-scheduler would
+        if (PodWaiting(first)) BindCpuOnly(first);
+        continue;
+      }
+    }
     SubmitJob(member != members.end() ? member->second : JobKeyOf(by_key[key].front()), by_key[key]);
   }
   for (const std::string& key : running_gangs) BindCompanions(by_key[key]);

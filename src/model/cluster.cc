@@ -55,6 +55,15 @@ Status ReadNodeFields(FieldReader& r, const Catalog& catalog, Cluster* c, Node* 
     FieldReader mr(m, r.source(), r.PathOf("mig"));
     mr.Bool("enabled", &n->mig_enabled);
     mr.String("config", &n->mig_config, false);
+    std::vector<std::string> layouts;
+    mr.StringList("layouts", &layouts, false);
+    if (mr.ok() && !layouts.empty() && n->kind == kNone) mr.Fail("layouts", "per-GPU layouts need the node's GPU kind");
+    if (mr.ok() && !layouts.empty()) n->mig_layouts.clear();
+    for (size_t i = 0; mr.ok() && i < layouts.size(); ++i) {
+      auto l = ParseGpuMigLayout(catalog.kind(n->kind), layouts[i]);
+      if (l.ok()) n->mig_layouts.push_back(*l);
+      else mr.Fail("layouts", fmt::format("GPU {}: {}", i, l.error()));
+    }
     if (Status st = mr.Finish(); !st.ok()) return st;
   }
   std::string leaf, spine, tier;
@@ -87,6 +96,9 @@ Status ParseNode(const YAML::Node& y, const YAML::Node& defaults, std::string_vi
   if (n.gpu_count > 0 && n.kind == kNone) r.Fail("gpu", "a node with GPUs needs a GPU kind");
   if (n.mig_enabled && n.kind != kNone && !catalog.kind(n.kind).mig_capable)
     r.Fail("mig", fmt::format("GPU kind '{}' is not MIG-capable", catalog.kind(n.kind).id));
+  if (!n.mig_layouts.empty() && (!n.mig_enabled || static_cast<int>(n.mig_layouts.size()) != n.gpu_count))
+    r.Fail("mig", fmt::format("{} per-GPU layouts for {} GPUs{}", n.mig_layouts.size(), n.gpu_count,
+                              n.mig_enabled ? "" : " (and MIG is not enabled)"));
   if (!r.ok()) return r.status();
   if (n.pool.empty()) n.pool = TierName(n.tier);
   if (c->leaf_names.empty()) Intern(c->leaf_names, "leaf-0");

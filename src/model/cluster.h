@@ -12,6 +12,7 @@
 #include "base/ids.h"
 #include "base/status.h"
 #include "model/catalog.h"
+#include "model/mig.h"
 
 namespace tessera {
 
@@ -42,6 +43,9 @@ struct Node {
   int pcie_group_size = 0;
   bool mig_enabled = false;   // initial MIG mode of every GPU on the node
   std::string mig_config;     // initial layout name ("all-balanced", "all-1g.10gb", ...), empty = none
+  // Explicit initial layouts, one per GPU (YAML `mig.layouts`, ParseGpuMigLayout's text), each valid under
+  // the placement rules; they win over mig_config, which then only names the layout. Empty = mig_config's.
+  std::vector<GpuMigLayout> mig_layouts;
   LeafId leaf = 0;            // leaf switch index (Cluster::leaf_names)
   SpineId spine = 0;          // spine group / block index (Cluster::spine_names)
   Tier tier = Tier::kReserved;

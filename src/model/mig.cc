@@ -147,4 +147,30 @@ Result<MigInstance> ParseMigInstance(const GpuKind& kind, const std::string& tex
   return MigInstance{profile, start};
 }
 
+Result<GpuMigLayout> ParseGpuMigLayout(const GpuKind& kind, const std::string& text) {
+  if (text == "disabled") return GpuMigLayout{false, {}};
+  if (!kind.mig_capable) return Status::Error(fmt::format("GPU kind '{}' is not MIG-capable", kind.id));
+  GpuMigLayout out;
+  for (size_t from = 0; from < text.size();) {
+    const size_t comma = std::min(text.find(',', from), text.size());
+    auto instance = ParseMigInstance(kind, text.substr(from, comma - from));
+    if (!instance.ok()) return instance.status();
+    out.instances.push_back(*instance);
+    from = comma + 1;
+  }
+  if (Status st = CheckMigLayout(kind, out.instances); !st.ok()) return st;
+  std::sort(out.instances.begin(), out.instances.end(), ByStart);
+  return out;
+}
+
+std::string FormatGpuMigLayout(const GpuKind& kind, const GpuMigLayout& layout) {
+  if (!layout.enabled) return "disabled";
+  std::vector<MigInstance> sorted = layout.instances;
+  std::sort(sorted.begin(), sorted.end(), ByStart);
+  std::string out;
+  for (const MigInstance& m : sorted)
+    out += fmt::format("{}{}@{}", out.empty() ? "" : ",", kind.profiles[static_cast<size_t>(m.profile)].name, m.start);
+  return out;
+}
+
 }  // namespace tessera

@@ -32,4 +32,17 @@ std::vector<std::vector<MigInstance>> MaximalMigLayouts(const GpuKind& kind);
 // Parses "PROFILE@START" (e.g. "3g.40gb@4") against `kind`.
 Result<MigInstance> ParseMigInstance(const GpuKind& kind, const std::string& text);
 
+// One GPU's MIG mode and instances, as a node entry may give them explicitly (cluster.h Node::mig_layouts).
+struct GpuMigLayout {
+  bool enabled = true;  // MIG mode; false = the GPU is whole (no instances)
+  std::vector<MigInstance> instances;
+  bool operator==(const GpuMigLayout&) const = default;
+};
+
+// "disabled" (MIG off), "" (MIG on, no instances) or "PROFILE@START,PROFILE@START,..." (the store's per-GPU
+// layout text), checked against the placement rules (CheckMigLayout): an impossible layout is an error.
+Result<GpuMigLayout> ParseGpuMigLayout(const GpuKind& kind, const std::string& text);
+// The inverse of ParseGpuMigLayout (instances in start order).
+std::string FormatGpuMigLayout(const GpuKind& kind, const GpuMigLayout& layout);
+
 }  // namespace tessera

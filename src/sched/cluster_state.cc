@@ -268,6 +268,33 @@ Result<ClusterState> ClusterState::Build(const Cluster& cluster, const Catalog& 
   return s;
 }
 
+namespace {
+
+// Each GPU's initial layout: the node's explicit per-GPU layouts (checked again: a node built in code skips
+// the YAML reader), else the layout its mig_config names on every GPU.
+Result<std::vector<GpuMigLayout>> NodeInitialMigLayouts(const Node& node, const Catalog& catalog) {
+  const size_t gpus = static_cast<size_t>(std::max(0, node.gpu_count));
+  if (!node.mig_layouts.empty()) {
+    if (node.mig_layouts.size() != gpus)
+      return Status::Error(fmt::format("node '{}': {} per-GPU MIG layouts for {} GPUs", node.name,
+                                       node.mig_layouts.size(), gpus));
+    for (size_t i = 0; i < gpus; ++i)
+      if (Status st = CheckMigLayout(catalog.kind(node.kind), node.mig_layouts[i].instances);
+          !st.ok() && node.mig_layouts[i].enabled)
+        return Status::Error(fmt::format("node '{}': GPU {}: MIG layout: {}", node.name, i, st.message()));
+    return node.mig_layouts;
+  }
+  GpuMigLayout all;
+  if (gpus > 0 && node.mig_enabled && !node.mig_config.empty()) {
+    auto l = NamedMigLayout(catalog.kind(node.kind), node.mig_config);
+    if (!l.ok()) return Status::Error(fmt::format("node '{}': mig config: {}", node.name, l.error()));
+    all.instances = *l;
+  }
+  return std::vector<GpuMigLayout>(gpus, all);
+}
+
+}  // namespace
+
 // Appends the state of `node` (an empty node) with id num_nodes(), extending every per-node index.
 Status ClusterState::AppendNode(const Node& node) {
   const NodeId n = num_nodes();
@@ -286,23 +313,19 @@ Status ClusterState::AppendNode(const Node& node) {
   ns.interconnect = node.interconnect;
   ns.free_cpu_milli = node.cpu_milli;
   ns.free_memory_mib = node.memory_mib;
-  std::vector<MigInstance> layout;
-  if (node.gpu_count > 0 && node.mig_enabled && !node.mig_config.empty()) {
-    auto l = NamedMigLayout(catalog_->kind(node.kind), node.mig_config);
-    if (!l.ok()) return Status::Error(fmt::format("node '{}': mig config: {}", node.name, l.error()));
-    layout = *l;
-  }
+  auto layouts = NodeInitialMigLayouts(node, *catalog_);
+  if (!layouts.ok()) return layouts.status();
   for (int i = 0; i < node.gpu_count; ++i) {
     GpuState g;
     g.kind = node.kind;
     g.node = n;
     const GpuKind& kind = catalog_->kind(node.kind);
     g.free_memory_mib = kind.memory_mib;
-    if (node.mig_enabled) {
+    if (node.mig_enabled && (*layouts)[i].enabled) {
       g.mig_enabled = true;
       g.free_milli = 0;
       g.free_memory_mib = 0;
-      for (const MigInstance& m : layout) {
+      for (const MigInstance& m : (*layouts)[i].instances) {
         g.instances[g.n_instances++] = MigSlot{static_cast<int16_t>(m.profile), static_cast<int8_t>(m.start), false};
         g.used_mask |= kind.profiles[m.profile].MaskAt(m.start);
       }

@@ -9,7 +9,7 @@
 
 #include "base/json_depth.h"
 #include "base/thread_priority.h"
-#include "cost/focus.h"
+#include "base/utc_time.h"
 #include "server/jobs_api.h"
 #include "server/json_views.h"
 #include "server/metrics.h"

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_depth.h"
-#include "cost/focus.h"
+#include "base/utc_time.h"
 #include "server/json_views.h"
 #include "server/request_checks.h"
 #include "server/respond.h"

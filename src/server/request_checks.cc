@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "cost/focus.h"
+#include "base/utc_time.h"
 
 namespace tessera {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "base/thread_priority.h"
 #include "control/decisions.h"
-#include "cost/focus.h"
+#include "base/utc_time.h"
 #include "cost/pricebook.h"
 #include "service/service_driver.h"
 

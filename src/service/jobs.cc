@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "sched/requests.h"
@@ -284,6 +285,51 @@ Outcome<JobView> ServiceDriver::Cancel(const Caller& c, int64_t id) {
   });
   if (v.ok() && changed) counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
   return v;
+}
+
+// The preemption a cycle would make, asked for by the backend's owner: the first holding replica is
+// preempted and the driver takes the rest of its group; the capacity is taken at once (no grace period held:
+// the owner has cordoned it), so the job is back in the queue when this returns.
+Outcome<JobView> ServiceDriver::Preempt(const Caller& c, int64_t id, const std::string& reason) {
+  if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin preempts jobs"};
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    JobPtr j = book_->Current(id);
+    if (!j || !book_->Visible(id)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
+    Plan plan;
+    for (JobSlot s : j->state == JobState::kRunning ? ReplicasLocked(id) : std::vector<JobSlot>{}) {
+      const JobPhase phase = loop_->jobs()[s].phase;
+      if (phase != JobPhase::kBound && phase != JobPhase::kRunning) continue;
+      Action a;
+      a.kind = ActionKind::kPreempt;
+      a.job = EngineId(s);
+      a.for_job = EngineId(s);  // >= 0: the capacity is taken now
+      a.reason = reason;
+      plan.actions.push_back(std::move(a));
+      break;
+    }
+    if (plan.actions.empty()) {
+      p->set_value(Status::Ok());
+    } else {
+      Fx fx;
+      fx.plan = &plan;
+      fx_ = &fx;
+      driver_->ApplyPlan(plan, Now());
+      fx_ = nullptr;
+      const auto state = [](JobState s) { return nlohmann::json{{"state", JobStateName(s)}}.dump(); };
+      const JobPtr now = fx.changed.empty() ? j : fx.changed.back();
+      fx.b.audit.push_back(AuditOf(c, "job.preempt", fmt::format("job:{}", id), state(j->state),
+                                   state(now->state), !fx.changed.empty()));
+      PutLocked(std::move(fx.changed), std::move(fx.b), [p](const Status& st) { p->set_value(st); });
+    }
+  }
+  outbox_->Flush();  // the stop, without the lock
+  Notify();
+  const Status st = f.get();
+  if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
+  return Get(c, id);
 }
 
 Outcome<JobView> ServiceDriver::SetPriority(const Caller& c, int64_t id, const std::string& priority_class) {

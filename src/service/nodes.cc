@@ -39,6 +39,7 @@ nlohmann::json NodeSpecJson(const Node& n, const Cluster& c, const Catalog& cat)
   if (n.pcie_group_size > 0) o["pcie_group_size"] = n.pcie_group_size;
   if (n.mig_enabled || !n.mig_config.empty())
     o["mig"] = {{"enabled", n.mig_enabled}, {"config", n.mig_config}};
+  for (const GpuMigLayout& l : n.mig_layouts) o["mig"]["layouts"].push_back(FormatGpuMigLayout(cat.kind(n.kind), l));
   o["leaf"] = n.leaf < static_cast<LeafId>(c.leaf_names.size()) ? c.leaf_names[n.leaf] : "leaf-0";
   o["spine"] = n.spine < static_cast<SpineId>(c.spine_names.size()) ? c.spine_names[n.spine] : "spine-0";
   o["tier"] = TierName(n.tier);
@@ -341,7 +342,7 @@ Outcome<NodeView> ServiceDriver::UncordonNode(const Caller& c, const std::string
                     [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
                       if (Status st = loop_->state().UncordonNode(n); !st.ok())
                         return ApiError{ErrorCode::kFailedPrecondition, "", st.message()};
-                      node_entries_[n] = {};
+                      node_entries_[n].draining = node_entries_[n].unhealthy = false;  // held GPUs stay held
                       return std::nullopt;
                     });
 }
@@ -355,6 +356,36 @@ Outcome<NodeView> ServiceDriver::DrainNode(const Caller& c, const std::string& n
                       DrainJobsLocked(n, Now(), b, changed);
                       return std::nullopt;
                     });
+}
+
+Outcome<int> ServiceDriver::HoldGpus(const Caller& c, const std::string& name, int gpus) {
+  if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin holds GPUs"};
+  int held = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const NodeId n = FindNodeLocked(name);
+    if (n < 0) return ApiError{ErrorCode::kNotFound, "", fmt::format("no node '{}'", name)};
+    ClusterState& state = loop_->state();
+    const NodeState& ns = state.node(n);
+    std::vector<GpuId>& was = node_entries_[n].held;
+    // Those held already keep their hold, then idle GPUs, then busy ones (held once their work ends).
+    std::vector<GpuId> order = was;
+    for (bool idle : {true, false})
+      for (GpuId g = ns.first_gpu + ns.gpu_count - 1; g >= ns.first_gpu; --g)
+        if ((state.TasksOf(g) == 0) == idle && std::find(order.begin(), order.end(), g) == order.end())
+          order.push_back(g);
+    order.resize(std::min<size_t>(order.size(), static_cast<size_t>(std::max(0, gpus))));
+    bool changed = false;
+    for (GpuId g : was)
+      if (std::find(order.begin(), order.end(), g) == order.end()) changed |= state.UncordonGpu(g).ok();
+    for (GpuId g : order)
+      if (std::find(was.begin(), was.end(), g) == was.end()) changed |= state.CordonGpu(g).ok();
+    was = order;
+    held = static_cast<int>(order.size());
+    state_changed_ = state_changed_ || changed;
+  }
+  Notify();  // capacity given back: a cycle looks again
+  return held;
 }
 
 Outcome<NodeView> ServiceDriver::RemoveNode(const Caller& c, const std::string& name) {

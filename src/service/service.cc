@@ -67,6 +67,10 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
 
 Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) { return driver_->Cancel(c, id); }
 
+Outcome<JobView> Service::Preempt(const Caller& c, int64_t id, const std::string& reason) {
+  return driver_->Preempt(c, id, reason);
+}
+
 Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::string& priority_class) {
   return driver_->SetPriority(c, id, priority_class);
 }
@@ -98,6 +102,9 @@ Outcome<NodeView> Service::DrainNode(const Caller& c, const std::string& name) {
 }
 Outcome<NodeView> Service::RemoveNode(const Caller& c, const std::string& name) {
   return driver_->RemoveNode(c, name);
+}
+Outcome<int> Service::HoldGpus(const Caller& c, const std::string& name, int gpus) {
+  return driver_->HoldGpus(c, name, gpus);
 }
 std::vector<std::string> Service::NodeStates() const { return driver_->NodeStates(); }
 

@@ -179,6 +179,11 @@ class Service {
   Outcome<JobView> Get(const Caller& c, int64_t id) const;
   Outcome<JobView> Cancel(const Caller& c, int64_t id);
   Outcome<JobView> SetPriority(const Caller& c, int64_t id, const std::string& priority_class);
+  // Preempts running job `id` for `reason`, a backend's own need (a node drained for a MIG repartition):
+  // its whole group is stopped through the preemption path, as a cycle's preemption (the backend is told
+  // "preempted"), and goes back to the queue at its submit-time place; never Succeeded, Failed or
+  // Cancelled for it. A job that holds no capacity is left as it is. Admin only. (jobs.cc)
+  Outcome<JobView> Preempt(const Caller& c, int64_t id, const std::string& reason);
   // Visible jobs with id > after_id, in id order, at most `limit`; filters empty = any. `more` is set when
   // further jobs match.
   std::vector<JobView> List(const Caller& c, const std::string& state, const std::string& team,
@@ -202,6 +207,12 @@ class Service {
   Outcome<NodeView> UncordonNode(const Caller& c, const std::string& name);
   Outcome<NodeView> DrainNode(const Caller& c, const std::string& name);
   Outcome<NodeView> RemoveNode(const Caller& c, const std::string& name);
+  // Holds `gpus` whole GPUs of node `name` back from placement (capacity that something outside Tessera,
+  // another scheduler's pods, uses now): that many of its GPUs are cordoned one by one, those held already
+  // first, then idle ones; its other GPU cordons are lifted. Work on a held GPU keeps running and its
+  // capacity is held once it ends. Not stored (a driver sets it again after a restart); no audit entry.
+  // Returns the GPUs held (at most the node's). Admin only; 404 for an unknown node. (nodes.cc)
+  Outcome<int> HoldGpus(const Caller& c, const std::string& name, int gpus);
   // Each node's state by id ("removed" for a tombstone), for the cluster view.
   std::vector<std::string> NodeStates() const;
 

@@ -76,6 +76,7 @@ class ServiceDriver {
                           bool* created);
   Outcome<JobView> Cancel(const Caller& c, int64_t id);
   Outcome<JobView> SetPriority(const Caller& c, int64_t id, const std::string& priority_class);
+  Outcome<JobView> Preempt(const Caller& c, int64_t id, const std::string& reason);
   Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
   // The queues' figures from the snapshot into each team's view.
   void AddQueueFigures(std::vector<TeamView>* teams) const;
@@ -89,6 +90,7 @@ class ServiceDriver {
   Outcome<NodeView> UncordonNode(const Caller& c, const std::string& name);
   Outcome<NodeView> DrainNode(const Caller& c, const std::string& name);
   Outcome<NodeView> RemoveNode(const Caller& c, const std::string& name);
+  Outcome<int> HoldGpus(const Caller& c, const std::string& name, int gpus);
   std::vector<std::string> NodeStates() const;
 
   // The loop as Service exposes it (service.h; cycle.cc).
@@ -148,6 +150,7 @@ class ServiceDriver {
   struct NodeEntry {
     bool draining = false;   // a drain was asked (drained once nothing runs there)
     bool unhealthy = false;  // reported unhealthy (kept cordoned)
+    std::vector<GpuId> held;  // GPUs HoldGpus cordoned, in the order they were taken
   };
 
   // Restore (service_driver.cc): teams' queues, MIG layouts, the clock, usage and keys, the jobs.

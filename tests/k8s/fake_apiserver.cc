@@ -21,6 +21,7 @@ struct Res {
   bool namespaced;
   const char* short_name;
   const char* key = nullptr;  // the store's name for it (Create, List, ...); the plural when null
+  bool on_request = false;     // served only once the test asks (ServeKind); else 404, as a CRD not installed
   std::string Key() const { return key != nullptr ? key : plural; }
 };
 
@@ -40,6 +41,7 @@ const Res kResources[] = {
     {"resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false, ""},
     {"resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", true, ""},
     {"resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", true, ""},
+    {"nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", false, "", nullptr, true},
 };
 
 const Res* FindRes(const std::string& group, const std::string& version, const std::string& plural) {
@@ -139,6 +141,16 @@ void FakeApiServer::WriteKubeconfig(const std::string& path, const std::string& 
       url(), ns);
 }
 
+void FakeApiServer::ServeKind(const std::string& resource) {
+  std::lock_guard<std::mutex> l(mu_);
+  served_on_request_.insert(resource);
+}
+
+bool FakeApiServer::KindServed(const std::string& resource) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return served_on_request_.count(resource) > 0;
+}
+
 void FakeApiServer::Routes() {
   auto handler = [this](const httplib::Request& req, httplib::Response& res) {
     std::map<std::string, std::string> query;
@@ -149,6 +161,7 @@ void FakeApiServer::Routes() {
       const std::string group = segs.size() > 2 && segs[0] == "apis" ? segs[1] : "";
       const std::string version = segs.size() > 2 && segs[0] == "apis" ? segs[2] : segs.size() > 1 ? segs[1] : "";
       const Res* r = FindRes(group, version, segs.empty() ? "" : segs.back());
+      if (r != nullptr && r->on_request && !KindServed(r->Key())) r = nullptr;
       if (r == nullptr) {
         res.status = 404;
         res.set_content(StatusOf(404, "NotFound", "the server could not find the requested resource").dump(),
@@ -202,6 +215,7 @@ FakeApiServer::Answer FakeApiServer::Handle(const std::string& method, const std
   std::string ns;
   if (segs.size() > at + 2 && segs[at] == "namespaces") ns = segs[at + 1], at += 2;
   const Res* r = segs.size() > at ? FindRes(group, version, segs[at]) : nullptr;
+  if (r != nullptr && r->on_request && !KindServed(r->Key())) r = nullptr;
   if (r == nullptr) return {404, StatusOf(404, "NotFound", "the server could not find the requested resource")};
   const std::string name = segs.size() > at + 1 ? segs[at + 1] : "";
   const std::string sub = segs.size() > at + 2 ? segs[at + 2] : "";
@@ -218,7 +232,7 @@ FakeApiServer::Answer FakeApiServer::Discovery(const std::vector<std::string>& s
   if (segs == std::vector<std::string>{"apis"}) {
     json groups = json::array();
     for (const Res& r : kResources) {
-      if (std::string(r.group).empty()) continue;
+      if (std::string(r.group).empty() || (r.on_request && !KindServed(r.Key()))) continue;
       const json v = {{"groupVersion", GroupVersion(r)}, {"version", r.version}};
       groups.push_back({{"name", r.group}, {"versions", {v}}, {"preferredVersion", v}});
     }
@@ -228,7 +242,7 @@ FakeApiServer::Answer FakeApiServer::Discovery(const std::vector<std::string>& s
   const std::string version = segs.size() >= 2 ? segs.back() : "";
   json resources = json::array();
   for (const Res& r : kResources) {
-    if (r.group != group || r.version != version) continue;
+    if (r.group != group || r.version != version || (r.on_request && !KindServed(r.Key()))) continue;
     json item = {{"name", r.plural}, {"singularName", ""}, {"namespaced", r.namespaced}, {"kind", r.kind},
                  {"verbs", {"create", "delete", "get", "list", "patch", "update", "watch"}}};
     if (*r.short_name) item["shortNames"] = {r.short_name};

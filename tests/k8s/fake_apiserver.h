@@ -7,6 +7,7 @@
 //    RV, BOOKMARKs when allowWatchBookmarks, an ERROR event with a 410 Status when RV was compacted away;
 //    the stream ends after timeoutSeconds or when CutWatches is called) of nodes, pods, priorityclasses,
 //    poddisruptionbudgets (their status as the test writes it), coscheduling podgroups, Volcano and KAI Queues (Volcano's and KAI's PodGroups are not served: 404);
+//    the GPU Operator's clusterpolicies (nvidia.com/v1) only once ServeKind asks for them (else 404);
 //  - pods: binding (409 when the UID precondition does not match or the pod is already bound; an injected
 //    failure answers 500), eviction (429 while refusals are injected; else the pod is deleted, after its
 //    terminationGracePeriodSeconds with deletionTimestamp set meanwhile), DELETE with
@@ -78,6 +79,9 @@ class FakeApiServer {
   // `message`) without effect.
   void AnswerWith(const std::string& method, const std::string& path_part, int status, const std::string& message,
                   int times = 1000000);
+  // Serves a kind that is not served until asked (clusterpolicies, nvidia.com/v1: the GPU Operator's CRD);
+  // before, its paths answer 404 and discovery leaves it out, as an API server without the CRD.
+  void ServeKind(const std::string& resource);
   void set_bookmark_ms(int ms) { bookmark_ms_ = ms; }
   std::vector<FakeRequest> Requests() const;
   // Bindings that took a node past its allocatable nvidia.com/* devices (counting terminating pods).
@@ -94,6 +98,7 @@ class FakeApiServer {
     nlohmann::json body;
   };
   void Routes();
+  bool KindServed(const std::string& resource) const;
   Answer Handle(const std::string& method, const std::string& path, const std::map<std::string, std::string>& query,
                 const std::string& body);
   Answer Discovery(const std::vector<std::string>& segs) const;
@@ -134,6 +139,7 @@ class FakeApiServer {
   };
   std::vector<Injected> injected_;
   std::set<std::string> fail_binding_;
+  std::set<std::string> served_on_request_;  // kinds served on request (ServeKind)
   std::map<std::string, std::map<std::string, nlohmann::json>> objects_;  // resource -> ns/name -> object
   std::map<std::string, std::vector<Change>> changes_;                    // resource -> changes in rv order
   std::vector<FakeRequest> requests_;

@@ -163,5 +163,71 @@ TEST(MigPlan, ReadsNodesAndTheirGpuPods) {
   EXPECT_EQ(n.Free().at("nvidia.com/gpu"), 6);
 }
 
+// A drain never takes another scheduler's pod nor a production one, nor waits on them: such nodes are
+// refused, with the pod named; ours below the plan's priority are preempted, the others waited for.
+TEST(MigPlan, DrainsNeverTakeForeignOrProductionPods) {
+  const DrainRules rules{"tessera", 100000};
+  GpuPod notebook = GpuPodOf("notebook", 100000, {{"nvidia.com/mig-1g.10gb", 1}});
+  notebook.scheduler = "default-scheduler";
+  GpuPod prod = GpuPodOf("prod", 100000, {{"nvidia.com/mig-1g.10gb", 1}});
+  GpuPod batch = GpuPodOf("batch", 100, {{"nvidia.com/mig-1g.10gb", 1}});
+  prod.scheduler = batch.scheduler = "tessera";
+  EXPECT_FALSE(Evictable(notebook, 2000000000, rules));
+  EXPECT_FALSE(Evictable(prod, 2000000000, rules));  // production, whatever the plan's priority
+  EXPECT_TRUE(Evictable(batch, 100000, rules));
+  EXPECT_FALSE(Evictable(batch, 100, rules));  // not below the plan's priority: waited for
+  EXPECT_TRUE(Evictable(notebook, 2000000000, DrainRules{}));  // without rules, priority alone decides
+
+  std::vector<MigNode> nodes = {MigNodeOf("m0", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}}, {notebook}),
+                                MigNodeOf("m1", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}}, {batch}),
+                                MigNodeOf("m2", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}}, {prod})};
+  EXPECT_NE(DrainRefusal(nodes[0], rules).find("default-scheduler"), std::string::npos) << DrainRefusal(nodes[0], rules);
+  EXPECT_EQ(DrainRefusal(nodes[1], rules), "");
+  EXPECT_NE(DrainRefusal(nodes[2], rules).find("production"), std::string::npos) << DrainRefusal(nodes[2], rules);
+  EXPECT_EQ(DrainRefusal(nodes[2], DrainRules{}), "");
+  for (int priority : {0, 1000}) {  // batch waited for, then preempted: m1 either way
+    std::map<std::string, std::string> refused;
+    const auto plan =
+        PlanRepartitions(Waiting(2, "nvidia.com/gpu", priority, 1), nodes, Configs(), {}, {}, rules, &refused);
+    ASSERT_EQ(plan.size(), 1u) << priority;
+    EXPECT_EQ(plan[0].node, "m1");
+    EXPECT_EQ(plan[0].config, "all-disabled");
+    ASSERT_EQ(refused.size(), 2u);
+    EXPECT_NE(refused["m0"].find("ns/notebook"), std::string::npos) << refused["m0"];
+    EXPECT_NE(refused["m2"].find("ns/prod"), std::string::npos) << refused["m2"];
+  }
+  // Without the rules nothing is refused.
+  std::map<std::string, std::string> none;
+  EXPECT_EQ(PlanRepartitions(Waiting(2, "nvidia.com/gpu", 1000, 1), nodes, Configs(), {}, {}, DrainRules{}, &none)
+                .size(),
+            1u);
+  EXPECT_TRUE(none.empty());
+  // The foreign pod leaving (terminating) lifts the refusal.
+  nodes[0].pods[0].terminating = true;
+  EXPECT_EQ(DrainRefusal(nodes[0], rules), "");
+}
+
+// ReadMigNode keeps what a drain needs to know of each pod: its scheduler and whether it is marked already.
+TEST(MigPlan, ReadsEachPodsSchedulerAndDisruptionMark) {
+  const nlohmann::json node = {{"metadata", {{"name", "m0"}, {"labels", {{"nvidia.com/gpu.count", "8"}}}}},
+                               {"status", {{"allocatable", {{"nvidia.com/mig-1g.10gb", "56"}}}}}};
+  auto pod = [](const char* name, const char* scheduler, bool marked) {
+    nlohmann::json p = {
+        {"metadata", {{"name", name}, {"namespace", "ns"}}},
+        {"spec", {{"nodeName", "m0"}, {"schedulerName", scheduler},
+                  {"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/mig-1g.10gb", "1"}}}}}}}}}},
+        {"status", {{"phase", "Running"}}}};
+    if (marked) p["status"]["conditions"] = {{{"type", "DisruptionTarget"}, {"status", "True"}}};
+    return p;
+  };
+  const auto a = pod("a", "tessera", true), b = pod("b", "default-scheduler", false);
+  const MigNode n = ReadMigNode(node, {&a, &b});
+  ASSERT_EQ(n.pods.size(), 2u);
+  EXPECT_EQ(n.pods[0].scheduler, "tessera");
+  EXPECT_TRUE(n.pods[0].disruption_target);
+  EXPECT_EQ(n.pods[1].scheduler, "default-scheduler");
+  EXPECT_FALSE(n.pods[1].disruption_target);
+}
+
 }  // namespace
 }  // namespace tessera

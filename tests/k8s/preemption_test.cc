@@ -52,7 +52,9 @@ TEST(Preemption, HowAPodEnded) {
   EXPECT_EQ(PodEndOf(p), PodEnd::kDisrupted);
   p["status"]["phase"] = "Succeeded";
   EXPECT_EQ(PodEndOf(p), PodEnd::kDone);
-  p["status"]["phase"] = "Failed";
+  p["status"]["phase"] = "Failed";  // killed by its eviction: a disruption (the job is requeued), not a failure
+  EXPECT_EQ(PodEndOf(p), PodEnd::kDisrupted);
+  p["status"].erase("conditions");
   EXPECT_EQ(PodEndOf(p), PodEnd::kFailed);
   EXPECT_EQ(K8sBackend::RetryDelayMs(0), 1000);
   EXPECT_EQ(K8sBackend::RetryDelayMs(20), 30000);

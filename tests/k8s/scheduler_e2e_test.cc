@@ -558,5 +558,82 @@ TEST_F(SchedulerE2e, DraPodsAreJobsOfTheLoop) {
   EXPECT_EQ(claim["status"]["allocation"]["devices"]["results"].size(), 2u) << claim.dump();
 }
 
+// Nodes whose nvidia.com/mig.config is none of Tessera's names never stop the scheduler: a config of the
+// ConfigMap the GPU Operator's ClusterPolicy names is read from it, a name in no ConfigMap is modelled from
+// what the node advertises (with an Event on the node), a node neither can lay out is refused with an Event;
+// pods asking for the profiles of the first two are placed there.
+TEST_F(SchedulerE2e, NodesWithConfigsTesseraDoesNotNameAreModelledAndPlacedOn) {
+  api_.ServeKind("clusterpolicies");
+  api_.Create("clusterpolicies", {{"metadata", {{"name", "cluster-policy"}}},
+                                  {"spec", {{"migManager", {{"enabled", true}, {"config", {{"name", "site-mig"}}}}}}},
+                                  {"status", {{"state", "ready"}, {"namespace", "gpu-operator"}}}});
+  api_.Create("configmaps",
+              {{"metadata", {{"name", "site-mig"}, {"namespace", "gpu-operator"}}},
+               {"data", {{"config.yaml", "version: v1\nmig-configs:\n  inference-mix:\n    - devices: all\n"
+                                         "      mig-enabled: true\n      mig-devices: {\"4g.40gb\": 1, \"3g.40gb\": 1}\n"
+                                         "  broken:\n    - devices: seven\n"}}}});
+  api_.Create("nodes", MigGpuNode("custom", "leaf-c", "inference-mix",
+                                  {{"nvidia.com/mig-4g.40gb", "8"}, {"nvidia.com/mig-3g.40gb", "8"}}));
+  json gfd = MigGpuNode("gfd", "leaf-c", "site-mix-2g3g", {{"nvidia.com/mig-2g.20gb", "16"}, {"nvidia.com/mig-3g.40gb", "8"}});
+  gfd["metadata"]["labels"]["nvidia.com/mig-2g.20gb.count"] = "16";
+  gfd["metadata"]["labels"]["nvidia.com/mig-3g.40gb.count"] = "8";
+  api_.Create("nodes", gfd);
+  // 8 x 7g.80gb and 8 x 4g.40gb on 8 GPUs: no layout holds them.
+  api_.Create("nodes", MigGpuNode("impossible", "leaf-c", "big-mix",
+                                  {{"nvidia.com/mig-7g.80gb", "8"}, {"nvidia.com/mig-4g.40gb", "8"}}));
+  Start();
+  for (int i = 0; i < 2; ++i) {
+    api_.Create("pods", GpuRequestPod("infer-4g-" + std::to_string(i), "nvidia.com/mig-4g.40gb", 1));
+    api_.Create("pods", GpuRequestPod("infer-2g-" + std::to_string(i), "nvidia.com/mig-2g.20gb", 1));
+  }
+  ASSERT_TRUE(Eventually([&] {
+    for (int i = 0; i < 2; ++i)
+      if (NodeOf(Pod("infer-4g-" + std::to_string(i))).empty() || NodeOf(Pod("infer-2g-" + std::to_string(i))).empty())
+        return false;
+    return true;
+  })) << Unscheduled("infer-4g-0") << " / " << Unscheduled("infer-2g-0");
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(NodeOf(Pod("infer-4g-" + std::to_string(i))), "custom");  // "impossible" advertises 4g.40gb too
+    EXPECT_EQ(NodeOf(Pod("infer-2g-" + std::to_string(i))), "gfd");
+  }
+  std::map<std::string, std::string> reasons;  // kind/name -> reason of Tessera's Warning about it
+  for (const json& e : api_.List("events"))
+    reasons[e["involvedObject"].value("kind", "") + "/" + e["involvedObject"].value("name", "")] = e.value("reason", "");
+  EXPECT_EQ(reasons["ConfigMap/site-mig"], "MigConfigNotRead");  // its config `broken`; the others are used
+  EXPECT_EQ(reasons["Node/gfd"], "MigLayoutFromGfd");
+  EXPECT_EQ(reasons["Node/impossible"], "MigLayoutNotModelled");
+  EXPECT_FALSE(reasons.count("Node/custom")) << reasons["Node/custom"];
+  const Caller admin{"e2e", "", Role::kAdmin, ""};
+  auto nodes = scheduler_->service().ListNodes(admin);
+  ASSERT_TRUE(nodes.ok());
+  std::set<std::string> names;
+  for (const NodeView& v : nodes.value()) names.insert(v.name);
+  EXPECT_TRUE(names.count("custom") && names.count("gfd"));
+  EXPECT_FALSE(names.count("impossible"));
+}
+
+// Without the GPU Operator's ClusterPolicy kind (404), its default ConfigMap is where configs are looked up.
+TEST_F(SchedulerE2e, WithoutAClusterPolicyTheOperatorsDefaultConfigMapIsRead) {
+  api_.Create("configmaps",
+              {{"metadata", {{"name", "default-mig-parted-config"}, {"namespace", "gpu-operator"}}},
+               {"data", {{"config.yaml", "version: v1\nmig-configs:\n  two-threes:\n    - devices: all\n"
+                                         "      mig-enabled: true\n      mig-devices: {\"3g.40gb\": 2}\n"}}}});
+  api_.Create("nodes", MigGpuNode("threes", "leaf-c", "two-threes", {{"nvidia.com/mig-3g.40gb", "16"}}));
+  Start();
+  api_.Create("pods", GpuRequestPod("infer-3g", "nvidia.com/mig-3g.40gb", 1));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("infer-3g")).empty(); })) << Unscheduled("infer-3g");
+  EXPECT_EQ(NodeOf(Pod("infer-3g")), "threes");
+  bool asked = false, read = false;
+  for (const auto& r : api_.Requests()) {
+    asked |= r.path == "/apis/nvidia.com/v1/clusterpolicies" && r.status == 404;
+    read |= r.path == "/api/v1/namespaces/gpu-operator/configmaps/default-mig-parted-config" && r.status == 200;
+  }
+  EXPECT_TRUE(asked);
+  EXPECT_TRUE(read);
+  // Laid out from the ConfigMap's config, not from what it advertises: no Warning about the node.
+  for (const json& e : api_.List("events"))
+    EXPECT_NE(e["involvedObject"].value("name", ""), "threes") << e.dump();
+}
+
 }  // namespace
 }  // namespace tessera

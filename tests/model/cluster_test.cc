@@ -103,5 +103,34 @@ TEST(Tier, SpellingsReadBack) {
       << bad.error();
 }
 
+// A node entry may give each GPU's MIG layout (what the Kubernetes scheduler reads from a node's config);
+// each is checked against the placement rules, and there must be one per GPU.
+TEST(ClusterYaml, PerGpuMigLayoutsAreReadAndChecked) {
+  Cluster c;
+  const std::string ok =
+      R"({"name": "a", "gpu": "a100-80gb", "gpus": 2, "mig": {"enabled": true, "config": "site-mix",
+          "layouts": ["3g.40gb@4,4g.40gb@0", "disabled"]}})";
+  auto n = ParseClusterNode(ok, "node", Catalog::Default(), &c);
+  ASSERT_TRUE(n.ok()) << n.error();
+  ASSERT_EQ(n->mig_layouts.size(), 2u);
+  const GpuKind& a100 = Catalog::Default().kind(n->kind);
+  EXPECT_EQ(FormatGpuMigLayout(a100, n->mig_layouts[0]), "4g.40gb@0,3g.40gb@4");  // in start order
+  EXPECT_FALSE(n->mig_layouts[1].enabled);
+  EXPECT_EQ(n->mig_config, "site-mix");
+  // 4g.40gb may only start at slice 0.
+  auto bad_start = ParseClusterNode(R"({"name": "b", "gpu": "a100-80gb", "gpus": 1,
+      "mig": {"enabled": true, "layouts": ["4g.40gb@4"]}})", "node", Catalog::Default(), &c);
+  ASSERT_FALSE(bad_start.ok());
+  EXPECT_NE(bad_start.error().find("may not start at memory slice 4"), std::string::npos) << bad_start.error();
+  auto overlap = ParseClusterNode(R"({"name": "c", "gpu": "a100-80gb", "gpus": 1,
+      "mig": {"enabled": true, "layouts": ["3g.40gb@0,2g.20gb@2"]}})", "node", Catalog::Default(), &c);
+  ASSERT_FALSE(overlap.ok());
+  EXPECT_NE(overlap.error().find("overlap"), std::string::npos) << overlap.error();
+  auto short_list = ParseClusterNode(R"({"name": "d", "gpu": "a100-80gb", "gpus": 2,
+      "mig": {"enabled": true, "layouts": ["7g.80gb@0"]}})", "node", Catalog::Default(), &c);
+  ASSERT_FALSE(short_list.ok());
+  EXPECT_NE(short_list.error().find("1 per-GPU layouts for 2 GPUs"), std::string::npos) << short_list.error();
+}
+
 }  // namespace
 }  // namespace tessera

@@ -15,44 +15,14 @@
 #include <thread>
 
 #include "testing/certs.h"
+#include "testing/raw_conn.h"
 
 namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::RawConn;
 using Clock = std::chrono::steady_clock;
-
-// A raw loopback connection.
-class RawConn {
- public:
-  explicit RawConn(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ok_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  ~RawConn() { close(fd_); }
-  bool Send(const std::string& d) { return ok_ && send(fd_, d.data(), d.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(d.size()); }
-  // What arrives until the server closes (true) or `wait_s` passes (false).
-  bool ReadToClose(double wait_s, std::string* out) {
-    const auto end = Clock::now() + std::chrono::duration<double>(wait_s);
-    char buf[4096];
-    while (Clock::now() < end) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 50) <= 0) continue;
-      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return true;
-      out->append(buf, static_cast<size_t>(n));
-    }
-    return false;
-  }
-
- private:
-  int fd_ = -1;
-  bool ok_ = false;
-};
 
 class GuardedServerTest : public ::testing::Test {
  protected:

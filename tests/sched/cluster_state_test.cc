@@ -100,6 +100,30 @@ TEST_F(ClusterStateTest, AllBalancedLayoutIsValid) {
   }
 }
 
+// A node may carry each GPU's layout (a Kubernetes node whose MIG config is not one of Tessera's names): the
+// state starts with exactly those instances, a GPU with MIG off whole; an impossible layout refuses the node.
+TEST_F(ClusterStateTest, PerGpuMigLayoutsStartAsGiven) {
+  Cluster c = MakeCluster(1, 2, "a100-80gb");
+  const GpuKind& a100 = cat_.kind(cat_.Find("a100-80gb"));
+  c.nodes[0].mig_enabled = true;
+  c.nodes[0].mig_config = "site-mix";  // no name Tessera knows: the layouts decide
+  c.nodes[0].mig_layouts = {{true, {{a100.FindProfile("2g.20gb"), 0}, {a100.FindProfile("3g.40gb"), 4}}},
+                            {false, {}}};
+  auto s = ClusterState::Build(c, cat_);
+  ASSERT_TRUE(s.ok()) << s.error();
+  const GpuState& mig = s->gpu(s->node(0).first_gpu);
+  ASSERT_TRUE(mig.mig_enabled);
+  ASSERT_EQ(mig.n_instances, 2);
+  EXPECT_EQ(mig.instances[0].profile, a100.FindProfile("2g.20gb"));
+  EXPECT_EQ(mig.instances[1].start, 4);
+  EXPECT_FALSE(s->gpu(s->node(0).first_gpu + 1).mig_enabled);
+  EXPECT_TRUE(s->CheckInvariants().ok());
+  c.nodes[0].mig_layouts[0].instances.push_back({a100.FindProfile("2g.20gb"), 4});  // overlaps the 3g.40gb
+  auto bad = ClusterState::Build(c, cat_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("overlap"), std::string::npos) << bad.error();
+}
+
 Request WholeGpus(JobId id, int gpus) {
   Request r;
   r.id = id;

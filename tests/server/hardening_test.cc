@@ -16,45 +16,15 @@
 #include <thread>
 #include <vector>
 
+#include "testing/raw_conn.h"
 #include "testing/serve_process.h"
 
 namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::RawConn;
 using testing::ServeProcess;
-
-// A connection to the server's port: sends, then reads until close or `wait_s`.
-class Conn {
- public:
-  explicit Conn(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ok_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  ~Conn() { close(fd_); }
-  bool Send(const std::string& d) { return ok_ && send(fd_, d.data(), d.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(d.size()); }
-  // Reads what comes until the server closes (true) or `wait_s` passes (false).
-  bool ReadToClose(double wait_s, std::string* out) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
-    char buf[4096];
-    while (std::chrono::steady_clock::now() < end) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 50) <= 0) continue;
-      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return true;
-      out->append(buf, static_cast<size_t>(n));
-    }
-    return false;
-  }
-
- private:
-  int fd_ = -1;
-  bool ok_ = false;
-};
 
 int StatusOf(const std::string& answer) {
   return answer.rfind("HTTP/1.1 ", 0) == 0 && answer.size() >= 12 ? std::stoi(answer.substr(9, 3)) : 0;
@@ -71,7 +41,7 @@ class HardeningTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   static int Port(const ServeProcess& s) { return std::stoi(s.Url().substr(s.Url().rfind(':') + 1)); }
   static std::string Raw(const ServeProcess& s, const std::string& request, double wait_s = 5) {
-    Conn c(Port(s));
+    RawConn c(Port(s));
     c.Send(request);
     std::string out;
     c.ReadToClose(wait_s, &out);
@@ -100,7 +70,7 @@ TEST_F(HardeningTest, BadBytesAndFramingsGet4xxAndTheServerLives) {
   EXPECT_EQ(StatusOf(Raw(s, post + "Content-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}")), 415);
   EXPECT_EQ(StatusOf(Raw(s, post + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n")), 400);
   // A chunked body is refused once past the limit, long before it is all sent.
-  Conn c(Port(s));
+  RawConn c(Port(s));
   ASSERT_TRUE(c.Send(post + "Transfer-Encoding: chunked\r\n\r\n"));
   std::string chunk = "10000\r\n" + std::string(0x10000, 'a') + "\r\n", answer;
   for (int i = 0; i < 20 && c.Send(chunk); ++i) {
@@ -175,9 +145,9 @@ TEST_F(HardeningTest, SlowClientsAreCutAtTheDeadlineAndCappedPerAddress) {
   ServeProcess s(dir_, {"--request-deadline", "10", "--max-connections-per-address", "3"});
   ASSERT_TRUE(s.Start());
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::unique_ptr<Conn>> slow;
+  std::vector<std::unique_ptr<RawConn>> slow;
   for (int i = 0; i < 3; ++i) {
-    slow.push_back(std::make_unique<Conn>(Port(s)));
+    slow.push_back(std::make_unique<RawConn>(Port(s)));
     ASSERT_TRUE(slow.back()->Send("GET /healthz HTTP/1.1\r\n"));  // never finishes its headers
   }
   // A fourth connection is over the cap once the server holds the three (under load that takes a moment):
@@ -186,7 +156,7 @@ TEST_F(HardeningTest, SlowClientsAreCutAtTheDeadlineAndCappedPerAddress) {
   for (int attempt = 0; attempt < 50 && !refused; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::string out;
-    Conn fourth(Port(s));
+    RawConn fourth(Port(s));
     fourth.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     refused = fourth.ReadToClose(2, &out) && StatusOf(out) == 0;
   }

@@ -13,7 +13,7 @@
 #include "server/http_server.h"
 #include "server/session.h"
 #include "service/simulated_backend.h"
-#include "cost/focus.h"
+#include "base/utc_time.h"
 
 namespace tessera {
 namespace {

@@ -253,5 +253,60 @@ TEST_F(NodesTest, AnUnchangedClusterFileIsNotReported) {
   EXPECT_EQ(States().size(), 2u);
 }
 
+// GPUs held for work outside Tessera (another scheduler's pods) take nothing new at once and are given back
+// at once, while Tessera's own jobs run on the node: no drain, no re-read of the node.
+TEST_F(NodesTest, HeldGpusTakeNothingNewAndComeBack) {
+  ASSERT_TRUE(svc_->CordonNode(admin_, "node-001").ok());
+  const int64_t a = Submit("a", 1);
+  svc_->RunCycleNow();
+  ASSERT_EQ(NodesOf(a), std::set<std::string>{"node-000"});
+  auto held = svc_->HoldGpus(admin_, "node-000", 6);
+  ASSERT_TRUE(held.ok()) << held.error().message;
+  EXPECT_EQ(held.value(), 6);
+  std::vector<int64_t> late;
+  for (int i = 0; i < 3; ++i) late.push_back(Submit("late-" + std::to_string(i), 1));
+  svc_->RunCycleNow();
+  int running = 0;
+  for (int64_t id : late) running += Job(id)->state == JobState::kRunning;
+  EXPECT_EQ(running, 1) << "8 GPUs, 6 held, 1 taken by a";
+  EXPECT_EQ(Job(a)->state, JobState::kRunning);
+  // Given back while a (and one late job) run there: the rest are placed on it.
+  held = svc_->HoldGpus(admin_, "node-000", 0);
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held.value(), 0);
+  svc_->RunCycleNow();
+  for (int64_t id : late) EXPECT_EQ(NodesOf(id), std::set<std::string>{"node-000"}) << id;
+  // Never more than the node has; only an admin; only a known node.
+  EXPECT_EQ(svc_->HoldGpus(admin_, "node-000", 20).value(), 8);
+  EXPECT_EQ(svc_->HoldGpus(member_, "node-000", 1).error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(svc_->HoldGpus(admin_, "nope", 1).error().code, ErrorCode::kNotFound);
+  // Held busy GPUs keep their work: nothing running was stopped.
+  for (int64_t id : late) EXPECT_EQ(Job(id)->state, JobState::kRunning) << id;
+}
+
+// A preemption asked for by the backend's owner (a MIG repartition's drain) stops the job through the
+// preemption path and puts it back in the queue with the reason; a job holding nothing is left as it is.
+TEST_F(NodesTest, APreemptedJobGoesBackToTheQueue) {
+  const int64_t a = Submit("a", 8);
+  svc_->RunCycleNow();
+  ASSERT_EQ(Job(a)->state, JobState::kRunning);
+  EXPECT_EQ(svc_->Preempt(member_, a, "x").error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(svc_->Preempt(admin_, 999, "x").error().code, ErrorCode::kNotFound);
+  auto r = svc_->Preempt(admin_, a, "node node-000 is drained for MIG config all-7g.80gb");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->job->state, JobState::kPending);
+  EXPECT_NE(r->job->message.find("drained for MIG config all-7g.80gb"), std::string::npos) << r->job->message;
+  const int64_t b = Submit("b", 8);  // pending behind a's place in the queue once both nodes are cordoned
+  ASSERT_TRUE(svc_->CordonNode(admin_, "node-000").ok());
+  ASSERT_TRUE(svc_->CordonNode(admin_, "node-001").ok());
+  auto again = svc_->Preempt(admin_, a, "y");  // pending: nothing to preempt
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->job->state, JobState::kPending);
+  ASSERT_TRUE(svc_->UncordonNode(admin_, "node-001").ok());
+  svc_->RunCycleNow();
+  EXPECT_EQ(Job(a)->state, JobState::kRunning) << "a keeps its submit-time place";
+  EXPECT_EQ(Job(b)->state, JobState::kPending);
+}
+
 }  // namespace
 }  // namespace tessera
