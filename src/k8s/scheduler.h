@@ -192,7 +192,7 @@ class K8sScheduler {
   // allocated and reserved, then the binding (dra_binder.h); nullopt for a pod without claims.
   std::optional<ApiResponse> BindDraPod(const PodRef& pod, const std::string& node);
   // Pods with ResourceClaims the loop cannot express (dra_jobs.h): allocated, reserved and bound outside the
-  // Service.
+  // Service, after the loop's pods with claims ahead of them in the queue order (for a while: kDraYieldMs).
   void SyncDra();
   void DraPod(const nlohmann::json& pod, const DraWorld& world, std::map<std::string, nlohmann::json>* claims,
               int64_t now_ms);
@@ -230,6 +230,9 @@ class K8sScheduler {
   std::map<std::string, double> dra_submitted_;
   // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
   std::map<std::string, int64_t> dra_bound_, dra_refused_since_;
+  // Loop thread: uid of a waiting pod with claims that is the loop's (or not judged yet) -> since when (ms);
+  // DRA-path pods behind it in the queue order wait for it a while (SyncDra).
+  std::map<std::string, int64_t> dra_loop_waiting_;
   std::unique_ptr<MigRepartitioner> mig_;  // loop thread only
   // Loop thread (and StartService before it): the MIG configs nodes are resolved with, when they were read,
   // what was last logged about them, and per node what was last reported on it.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "k8s/dra_binder.h"
@@ -52,6 +53,17 @@ constexpr int64_t kRefuseAfterMs = 2000;
 // by the claim controller) tries again this often, this many times.
 constexpr double kDraLaunchRetryS = 0.5;
 constexpr int kDraLaunchTries = 10;
+
+// One queue order across the loop and the DRA path: a DRA-path pod waits while a waiting pod with claims that
+// is the loop's (or not judged yet: its claims are still being made) comes first (higher priority, then
+// older), for at most this long of that pod's wait (a loop job held by its quota or by the loop's order does
+// not hold the DRA path up for longer).
+constexpr int64_t kDraYieldMs = 15000;
+
+// The queue position of a pod with claims (smaller first): priority, then creation, then name.
+std::tuple<int, std::string, std::string> DraQueueOrder(const json& pod) {
+  return {-Priority(pod), Meta(pod, "creationTimestamp"), Meta(pod, "name")};
+}
 
 }  // namespace
 
@@ -130,17 +142,28 @@ void K8sScheduler::SyncDra() {
   if (!dra_) return;
   const int64_t now = NowMs();
   std::vector<json> waiting;
-  std::set<std::string> seen;
+  std::set<std::string> seen, loop_seen;
+  std::vector<std::tuple<int, std::string, std::string>> loop_ahead;  // loop pods DRA-path pods yield to
   for (const auto& [key, p] : pods_->Objects()) {
     if (!PodIsOurs(p, options_.scheduler_name) || !PodUsesDra(p) || !PodWaiting(p)) continue;
-    if (dra_->enabled() && DraKindOf(p) != DraJobDemand::Kind::kDraPath) continue;  // the loop's, or not yet
     const std::string uid = Meta(p, "uid");
+    if (dra_->enabled() && DraKindOf(p) != DraJobDemand::Kind::kDraPath) {  // the loop's, or not judged yet
+      loop_seen.insert(uid);
+      if (now - dra_loop_waiting_.emplace(uid, now).first->second < kDraYieldMs)
+        loop_ahead.push_back(DraQueueOrder(p));
+      continue;
+    }
     seen.insert(uid);
     auto b = dra_bound_.find(uid);
     if (b == dra_bound_.end() || now - b->second > 30000) waiting.push_back(p);
   }
   std::erase_if(dra_bound_, [&](const auto& e) { return !seen.count(e.first) || now - e.second > 30000; });
   std::erase_if(dra_refused_since_, [&](const auto& e) { return !seen.count(e.first); });
+  std::erase_if(dra_loop_waiting_, [&](const auto& e) { return !loop_seen.count(e.first); });
+  if (!loop_ahead.empty()) {
+    const auto first = *std::min_element(loop_ahead.begin(), loop_ahead.end());
+    std::erase_if(waiting, [&](const json& p) { return first < DraQueueOrder(p); });
+  }
   if (waiting.empty()) return;
   if (!dra_->enabled()) {
     for (const json& p : waiting)
@@ -148,11 +171,8 @@ void K8sScheduler::SyncDra() {
                 "tessera: the pod asks for ResourceClaims, but resource.k8s.io/v1 is not served");
     return;
   }
-  std::stable_sort(waiting.begin(), waiting.end(), [](const json& a, const json& b) {
-    const std::string ta = Meta(a, "creationTimestamp"), tb = Meta(b, "creationTimestamp");
-    return std::make_tuple(-Priority(a), ta, Meta(a, "name")) <
-           std::make_tuple(-Priority(b), tb, Meta(b, "name"));
-  });
+  std::stable_sort(waiting.begin(), waiting.end(),
+                   [](const json& a, const json& b) { return DraQueueOrder(a) < DraQueueOrder(b); });
   std::lock_guard<std::mutex> l(dra_mu_);
   DraSync::View view = dra_->Snapshot();
   DraWorld world{view.model, &view.classes, view.usage.get(), &view.claims, DraNodes(), DraPolicy::kTessera};

@@ -558,6 +558,45 @@ TEST_F(SchedulerE2e, DraPodsAreJobsOfTheLoop) {
   EXPECT_EQ(claim["status"]["allocation"]["devices"]["results"].size(), 2u) << claim.dump();
 }
 
+// One queue order across the loop and the DRA path: a pod whose claim asks for 4 whole GPUs (a job of the
+// loop) and one behind it whose claim asks for all of the node's GPUs (allocationMode All: the DRA path) wait
+// together for a node of 4 GPUs that only DRA publishes; the first is bound there and the DRA path does not
+// take the node before it (the second waits with a reason, its claim unallocated).
+TEST_F(SchedulerE2e, TheDraPathDoesNotOvertakeLoopPodsAheadOfIt) {
+  const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
+  json d0 = MigGpuNode("d0", "leaf-d", "all-disabled", json::object());
+  d0["metadata"]["labels"].erase("nvidia.com/mig.config");
+  d0["metadata"]["labels"].erase("nvidia.com/mig.config.state");
+  api_.Create("nodes", d0);
+  NvidiaSliceOptions four;
+  four.gpus = 4;
+  for (const json& slice : NvidiaDynamicMigSlices(a100, "d0", four)) api_.Create("resourceslices", slice);
+  for (const json& dc : NvidiaDeviceClasses()) api_.Create("deviceclasses", dc);
+  auto claimed_pod = [&](const std::string& name, const json& exactly) {
+    api_.Create("resourceclaims", {{"metadata", {{"name", name}, {"namespace", "ml"}}},
+                                   {"spec", {{"devices", {{"requests", {{{"name", "r"}, {"exactly", exactly}}}}}}}}});
+    api_.Create("pods", {{"metadata", {{"name", name}, {"namespace", "ml"}}},
+                         {"spec",
+                          {{"schedulerName", "tessera"},
+                           {"resourceClaims", {{{"name", "dev"}, {"resourceClaimName", name}}}},
+                           {"containers",
+                            {{{"name", "main"},
+                              {"image", "trainer"},
+                              {"resources",
+                               {{"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}, {"claims", {{{"name", "dev"}}}}}}}}}}}});
+  };
+  claimed_pod("a-count", {{"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "ExactCount"}, {"count", 4}});
+  claimed_pod("b-all", {{"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "All"}});
+  Start();
+  ASSERT_TRUE(Eventually([&] { return NodeOf(Pod("a-count")) == "d0"; }))
+      << Unscheduled("a-count") << " / b-all on '" << NodeOf(Pod("b-all")) << "'";
+  ASSERT_TRUE(Eventually([&] { return !Unscheduled("b-all").empty(); })) << Pod("b-all")->dump();
+  EXPECT_TRUE(NodeOf(Pod("b-all")).empty());
+  EXPECT_FALSE((*api_.Get("resourceclaims", "ml", "b-all")).value("status", json::object()).contains("allocation"));
+  const json a = *api_.Get("resourceclaims", "ml", "a-count");
+  EXPECT_EQ(a["status"]["allocation"]["devices"]["results"].size(), 4u) << a.dump();
+}
+
 // Nodes whose nvidia.com/mig.config is none of Tessera's names never stop the scheduler: a config of the
 // ConfigMap the GPU Operator's ClusterPolicy names is read from it, a name in no ConfigMap is modelled from
 // what the node advertises (with an Event on the node), a node neither can lay out is refused with an Event;
