@@ -185,8 +185,8 @@ class K8sScheduler {
   void ClassifyDra();
   // The pod's DRA demand as ClassifyDra last judged it (kNotYet when not judged).
   DraJobDemand::Kind DraKindOf(const nlohmann::json& pod) const;
-  // For a node whose GPUs only DRA publishes, its spec for the Service: its whole GPUs that no DRA-path claim
-  // holds; nullopt for any other node.
+  // For a node whose GPUs only DRA publishes, its spec for the Service: its whole GPUs (those DRA-path claims
+  // use are held GPU by GPU, as other pods' are); nullopt for any other node.
   std::optional<Result<nlohmann::json>> DraNodeSpec(NodeModel model, const NodeUse& foreign) const;
   // The backend's binding of a loop pod with claims (any thread): its claims planned on `node` only,
   // allocated and reserved, then the binding (dra_binder.h); nullopt for a pod without claims.

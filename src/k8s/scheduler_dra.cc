@@ -100,10 +100,11 @@ DraJobDemand::Kind K8sScheduler::DraKindOf(const json& pod) const {
 std::optional<Result<json>> K8sScheduler::DraNodeSpec(NodeModel model, const NodeUse& foreign) const {
   auto dra = dra_loop_nodes_.find(model.name);
   if (dra == dra_loop_nodes_.end()) return std::nullopt;
-  // GPUs published only through DRA: the whole GPUs no DRA-path claim holds, of the kind the slices say.
+  // GPUs published only through DRA: its whole GPUs, of the kind the slices say (those DRA-path claims use
+  // are held GPU by GPU: SyncNodes).
   model.kind = dra->second.kind;
-  model.gpu_count = dra->second.free;
-  model.allocatable_milli[std::string(kGpuResource)] = int64_t{dra->second.free} * 1000;
+  model.gpu_count = dra->second.total;
+  model.allocatable_milli[std::string(kGpuResource)] = int64_t{dra->second.total} * 1000;
   model.mig_config.clear();
   NodeUse use = foreign;
   use.gpus = 0;  // device-plugin GPUs: the node has none

@@ -93,7 +93,9 @@ void K8sScheduler::SyncNodes() {
   const auto nodes = nodes_->Objects();
   for (const auto& [name, node] : nodes) {
     NodeUse use = used.count(name) ? used.at(name) : NodeUse{};
-    const int64_t outside_gpus = use.gpus;
+    int64_t outside_gpus = use.gpus;
+    if (auto dra = dra_loop_nodes_.find(name); dra != dra_loop_nodes_.end())  // GPUs DRA-path claims use
+      outside_gpus += dra->second.total - dra->second.free;
     use.gpus = 0;  // held GPU by GPU (HoldForeignGpus): their coming and going never re-reads the node
     NodeModel model;
     auto spec = NodeSpecOf(node, {{name, use}}, &model);
