@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
+#include "k8s/dra_binder.h"
 #include "k8s/events.h"
 
 namespace tessera {
@@ -21,6 +22,7 @@ std::string PodPath(const PodRef& p) { return fmt::format("/api/v1/namespaces/{}
 }  // namespace
 
 bool PodAsksGpu(const json& pod) {
+  if (PodUsesDra(pod)) return true;
   auto d = ReadPodDemand(pod);
   return d.ok() && d->AnyGpu();
 }
@@ -160,7 +162,6 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   for (size_t i = 0; i < members->size(); ++i) {
     const PodRef& p = (*members)[i];
     const std::string node = hooks_.node_name(spec.tasks[i].node);
-    const json binding = BindingObject(p.ns, p.name, p.uid, node);
     if (std::string why = hooks_.admit ? hooks_.admit(p, node) : ""; !why.empty()) {
       const int unwound = Unwind(bound);
       fail.message = fmt::format("pod {}/{} not bound to node {}: {}{}", p.ns, p.name, node, why,
@@ -168,8 +169,7 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
       Log(fail.message);
       return Emit(fail);
     }
-    const ApiResponse r = Leading() ? api_->Post(PodPath(p) + "/binding", binding)
-                                    : ApiResponse{0, nullptr, ApiClient::kNotLeader};
+    const ApiResponse r = BindOne(p, node);
     if (!r.ok()) {
       if (hooks_.forget) hooks_.forget(p);
       const int unwound = Unwind(bound);
@@ -193,6 +193,13 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
     runs_[spec.slot] = Run{spec.run, now, bound, false, false, spec.tasks.size(), false, {}};
   }
   Emit({BackendEventKind::kStarted, spec.slot, spec.run, now, kNone, ""});
+}
+
+ApiResponse K8sBackend::BindOne(const PodRef& p, const std::string& node) const {
+  if (!Leading()) return ApiResponse{0, nullptr, ApiClient::kNotLeader};
+  if (hooks_.bind)
+    if (std::optional<ApiResponse> r = hooks_.bind(p, node)) return *r;
+  return api_->Post(PodPath(p) + "/binding", BindingObject(p.ns, p.name, p.uid, node));
 }
 
 void K8sBackend::ClearNominated(const std::vector<PodRef>& bound, const std::vector<json>& pods) {
@@ -340,9 +347,7 @@ void K8sBackend::CompleteAdopted(JobSlot slot, uint32_t run, std::vector<PodRef>
     const PodRef p{Meta(waiting[i], "namespace"), Meta(waiting[i], "name"), Meta(waiting[i], "uid")};
     why = hooks_.admit ? hooks_.admit(p, nodes[i]) : "";
     if (!why.empty()) break;
-    const json binding = BindingObject(p.ns, p.name, p.uid, nodes[i]);
-    const ApiResponse r = Leading() ? api_->Post(PodPath(p) + "/binding", binding)
-                                    : ApiResponse{0, nullptr, ApiClient::kNotLeader};
+    const ApiResponse r = BindOne(p, nodes[i]);
     if (!r.ok()) {
       if (hooks_.forget) hooks_.forget(p);
       why = fmt::format("binding pod {}/{} to node {} failed ({} {})", p.ns, p.name, nodes[i], r.status, r.error);

@@ -66,9 +66,13 @@ struct K8sBackendHooks {
       preemptor_on;
   // The run's job is cancelled for `why` (its user deleted a running pod); the loop then stops the run.
   std::function<void(JobSlot, const std::string& why)> cancel;
+  // Binds a pod with ResourceClaims to the node (its claims allocated there and reserved for it first) and
+  // answers as the binding did; nullopt for a pod without claims, which the backend binds itself. Unset:
+  // the backend binds every pod.
+  std::function<std::optional<ApiResponse>(const PodRef&, const std::string& node)> bind;
 };
 
-// Whether the pod asks for nvidia.com/gpu or a MIG slice.
+// Whether the pod asks for nvidia.com/gpu, a MIG slice or ResourceClaims.
 bool PodAsksGpu(const nlohmann::json& pod);
 // The members to bind, in order (those asking for GPUs first): the waiting pods of `pods` (at most `tasks`), or an error saying how many
 // wait when fewer than `tasks` do.
@@ -141,6 +145,8 @@ class K8sBackend final : public Backend {
   void DoLaunch(const LaunchSpec& spec, int64_t now);
   // Clears the nominatedNodeName of bound pods that had one.
   void ClearNominated(const std::vector<PodRef>& bound, const std::vector<nlohmann::json>& pods);
+  // One binding (hooks.bind first), only while leading.
+  ApiResponse BindOne(const PodRef& p, const std::string& node) const;
   void DoStop(JobSlot slot, uint32_t run, bool preempted);
   // Writes nominatedNodeName on the preemptor's pods that take capacity where `victims` run; returns their
   // names (ns/name, joined) or "" when no preemptor is known within a second.

@@ -97,6 +97,7 @@ Status K8sScheduler::Init() {
                                             budgets_.get(),        nodes_.get(),          pods_.get()};
   for (Informer* i : informers) i->Start();
   if (Status st = AwaitSynced(informers); !st.ok()) return st;
+  if (!dra_->WaitSynced(10)) Log("the DRA informers have not listed within 10 s; DRA nodes join the loop later");
   if (Status st = StartService(); !st.ok()) return st;
   if (!options_.mig_config_map.empty()) {
     MigRepartitionOptions mo;
@@ -119,6 +120,7 @@ Status K8sScheduler::StartService() {
     if (!PodIsOurs(p, options_.scheduler_name)) foreign.push_back(&p);
   auto used = UsageByNode(foreign);
   for (auto& [node, use] : used) use.gpus = 0;  // held GPU by GPU once the Service runs (HoldForeignGpus)
+  ClassifyDra();
   std::vector<json> specs;
   LoadMigSources(/*now=*/true);
   for (const auto& [name, node] : nodes_->Objects()) {
@@ -159,6 +161,7 @@ Status K8sScheduler::StartService() {
   hooks.leading = [this] { return !scheduling_stopped_.load() && elector_->IsLeader(); };
   hooks.preemptor_on = [this](const std::set<std::string>& nodes) { return PreemptorOn(nodes); };
   hooks.cancel = [this](JobSlot s, const std::string& why) { CancelJobOfSlot(s, why); };
+  hooks.bind = [this](const PodRef& p, const std::string& node) { return BindDraPod(p, node); };
   backend_ = std::make_unique<K8sBackend>(&api_, hooks);
   auto svc = Service::Start(std::move(cfg), std::move(store).value(), clock_.get(), backend_.get());
   if (!svc.ok()) return svc.status();
@@ -208,7 +211,7 @@ void K8sScheduler::Wake() {
 
 void K8sScheduler::OnPod(WatchEvent e, const json& pod) {
   const JobKey key = JobKeyOf(pod);
-  if (PodIsOurs(pod, options_.scheduler_name) && !PodUsesDra(pod)) {  // DRA pods: SyncDra
+  if (PodIsOurs(pod, options_.scheduler_name)) {  // with claims too: SyncJobs keeps the loop's (ClassifyDra)
     std::lock_guard<std::mutex> l(pods_mu_);
     auto& m = pods_by_key_[key.str()];
     if (e == WatchEvent::kDeleted) m.erase(Meta(pod, "name"));
@@ -268,6 +271,10 @@ void K8sScheduler::Reconcile() {
     mig_->Step(nodes_->Objects(), pods_->Objects(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
   }
   LoadMigSources(/*now=*/false);
+  // The DRA path first, so that the loop's nodes this pass already lack what it just allocated.
+  ClassifyDra();
+  SyncDra();
+  ClassifyDra();
   SyncNodes();
   SyncQueues();
   SyncJobs();
@@ -276,7 +283,6 @@ void K8sScheduler::Reconcile() {
   SyncFilters();
   WriteReasons();
   SyncGroupStatus();
-  SyncDra();
 }
 
 }  // namespace tessera

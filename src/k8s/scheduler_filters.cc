@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
+#include "k8s/dra_binder.h"
 #include "k8s/scheduler.h"
 
 namespace tessera {
@@ -15,7 +16,7 @@ namespace {
 
 // Pods without constraints of their own are judged once per distinct requests (and namespace).
 std::string FilterSignature(const json& pod) {
-  if (PodHasPlacementConstraints(pod)) return "";
+  if (PodHasPlacementConstraints(pod) || PodUsesDra(pod)) return "";
   const json* spec = Field(pod, "spec");
   auto requests = spec != nullptr ? PodResources(*spec) : Result<std::map<std::string, int64_t>>(Status::Error(""));
   if (!requests.ok()) return "";
@@ -70,7 +71,19 @@ void K8sScheduler::SyncFilters() {
     // The job may go where the pod passes, or would once the loop frees (preempts) what it holds there.
     std::map<std::string, int> rejected;
     std::set<std::string> allowed;
-    const std::set<std::string> pass = world.Passing(pod, &rejected, &allowed);
+    std::set<std::string> pass = world.Passing(pod, &rejected, &allowed);
+    if (PodUsesDra(pod)) {  // only DRA nodes with whole GPUs, and the node its allocated claims name
+      auto d = dra_demand_.find(Meta(pod, "uid"));
+      const std::string fixed = d != dra_demand_.end() ? d->second.node : "";
+      auto off = [&](const std::string& n) { return !dra_loop_nodes_.count(n) || (!fixed.empty() && fixed != n); };
+      for (const std::string& n : pass)
+        if (off(n)) ++rejected[fixed.empty() ? "node(s) publish no whole GPU through DRA"
+                                             : "node(s) are not the node of the pod's allocated claims"];
+      std::erase_if(pass, off);
+      std::erase_if(allowed, off);
+    } else {  // a DRA node's GPUs are no device-plugin resources, however much the loop frees there
+      std::erase_if(allowed, [&](const std::string& n) { return dra_loop_nodes_.count(n) && !pass.count(n); });
+    }
     allowed.insert(pass.begin(), pass.end());
     auto nodes = std::make_shared<const std::set<std::string>>(std::move(allowed));
     const std::string message = pass.empty() ? UnschedulableMessage(world.num_nodes(), rejected) : "";

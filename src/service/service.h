@@ -170,7 +170,8 @@ class Service {
   Outcome<std::vector<AuditRow>> Audit(const Caller& c, const AuditQuery& q, bool* more) const;
   // Records an audit entry by `c` without a stored change (a refused request, sessions a cap ended; `after`
   // JSON text); durable when it returns. (admin.cc)
-  Status RecordAudit(const Caller& c, std::string action, std::string target, std::string after, bool changed);
+  Status RecordAudit(const Caller& c, std::string action, std::string target, std::string after,
+                     bool changed);
 
   // `team`: the team an admin names (others: empty or their own). `idempotency_key` may be empty.
   // `created` tells whether this call made the job.
@@ -213,6 +214,12 @@ class Service {
   // capacity is held once it ends. Not stored (a driver sets it again after a restart); no audit entry.
   // Returns the GPUs held (at most the node's). Admin only; 404 for an unknown node. (nodes.cc)
   Outcome<int> HoldGpus(const Caller& c, const std::string& name, int gpus);
+  // Holds `cpu_milli` and `memory_mib` of node `name`'s host capacity back from placement (what pods outside
+  // Tessera use there), replacing the previous hold; what Tessera's tasks use stays theirs (the driver asks
+  // again). The node keeps its place: no remove and re-add. Not stored, no audit entry. Returns what is held.
+  // Admin only; 404 for an unknown node, 400 for negative amounts. (nodes.cc)
+  Outcome<std::pair<int64_t, int64_t>> HoldHost(const Caller& c, const std::string& name, int64_t cpu_milli,
+                                                int64_t memory_mib);
   // Each node's state by id ("removed" for a tombstone), for the cluster view.
   std::vector<std::string> NodeStates() const;
 
