@@ -61,6 +61,7 @@ INSERT INTO leader_lease VALUES ('leader', '', '', 0, '-infinity');
 )sql",
 };
 constexpr int kPgSchemaVersion = static_cast<int>(sizeof(kPgMigrations) / sizeof(kPgMigrations[0]));
+constexpr const char* kIdleTimeout = "SET idle_in_transaction_session_timeout = '1s'";
 constexpr int64_t kMigrationLock = 0x7465737365726131;  // pg_advisory_xact_lock key ("tessera1")
 
 // A query's result, cleared when it goes.
@@ -175,6 +176,9 @@ class PgStore final : public PostgresStore {
 
   Status Open(const std::string& uri) {
     if (Status st = conn_.Connect(uri, RedactUri(uri)); !st.ok()) return st;
+    // A transaction of this process left open (the process stopped mid-commit: SIGSTOP, a hung host) must
+    // not hold the lease's share lock, and so every takeover, for longer than this.
+    if (Status st = conn_.Exec(kIdleTimeout); !st.ok()) return st;
     auto v = MigratePg(conn_);
     if (!v.ok()) return v.status();
     version_ = *v;
@@ -456,7 +460,7 @@ class PgStore final : public PostgresStore {
     if (!commit.ok()) (void)conn_.Exec("ROLLBACK");
     if (!commit.ok() && PQstatus(conn_.raw()) == CONNECTION_BAD) {  // the next group tries a new connection
       PQreset(conn_.raw());
-      if (PQstatus(conn_.raw()) == CONNECTION_OK) (void)PrepareWrites();
+      if (PQstatus(conn_.raw()) == CONNECTION_OK && conn_.Exec(kIdleTimeout).ok()) (void)PrepareWrites();
     }
     return commit;
   }
