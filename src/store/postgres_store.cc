@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include <condition_variable>
+#include <functional>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -123,13 +124,6 @@ class PgConn {
   Status Prepare(const char* stmt, const char* sql) {
     PgResult r(PQprepare(c_, stmt, sql, 0, nullptr));
     if (!r.ok()) return Status::Error(fmt::format("{}: prepare {}: {}", name_, stmt, r.error()));
-    return Status::Ok();
-  }
-  Status Run(const char* stmt, const std::vector<std::string>& params) {
-    std::vector<const char*> values;
-    for (const std::string& p : params) values.push_back(p.c_str());
-    PgResult r(PQexecPrepared(c_, stmt, static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0));
-    if (!r.ok()) return Status::Error(r.error());
     return Status::Ok();
   }
   const std::string& name() const { return name_; }
@@ -375,11 +369,11 @@ class PgStore final : public PostgresStore {
     return Status::Ok();
   }
 
-  Status Apply(const WriteBatch& b) {
-    auto run = [&](const char* stmt, const std::vector<std::string>& p, const std::string& what) {
-      Status st = conn_.Run(stmt, p);
-      return st.ok() ? st : Status::Error(what + ": " + st.message());
-    };
+  // Sends one prepared statement with its parameters; `what` names it in an error.
+  using Sender = std::function<Status(const char* stmt, const std::vector<std::string>& params, const std::string& what)>;
+
+  // Every statement of a batch, through `run`.
+  Status Apply(const WriteBatch& b, const Sender& run) {
     Status st;
     for (size_t i = 0; st.ok() && i < b.teams.size(); ++i) {
       const TeamRow& t = b.teams[i];
@@ -430,6 +424,53 @@ class PgStore final : public PostgresStore {
     return st;
   }
 
+  // One batch in one round trip (libpq's pipeline mode): SAVEPOINT, its statements, RELEASE, then a sync;
+  // the first statement that failed is the batch's error (the ones after it were skipped by the server,
+  // and the caller rolls back to the savepoint). A failure of the connection itself goes to `conn_error`.
+  Status ApplyPipelined(const WriteBatch& b, Status* conn_error) {
+    PGconn* c = conn_.raw();
+    if (PQenterPipelineMode(c) != 1) return *conn_error = Status::Error(conn_.name() + ": " + PQerrorMessage(c));
+    std::vector<std::string> whats;
+    auto send_sql = [&](const char* sql) {
+      if (PQsendQueryParams(c, sql, 0, nullptr, nullptr, nullptr, nullptr, 0) != 1)
+        return Status::Error(conn_.name() + ": " + PQerrorMessage(c));
+      whats.push_back(sql);
+      return Status::Ok();
+    };
+    Sender send = [&](const char* stmt, const std::vector<std::string>& p, const std::string& what) {
+      std::vector<const char*> values;
+      for (const std::string& v : p) values.push_back(v.c_str());
+      if (PQsendQueryPrepared(c, stmt, static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0) != 1)
+        return Status::Error(conn_.name() + ": " + PQerrorMessage(c));
+      whats.push_back(what);
+      return Status::Ok();
+    };
+    Status sent = send_sql("SAVEPOINT batch");
+    if (sent.ok()) sent = Apply(b, send);
+    if (sent.ok()) sent = send_sql("RELEASE SAVEPOINT batch");
+    if (PQpipelineSync(c) != 1 && sent.ok()) sent = Status::Error(conn_.name() + ": " + PQerrorMessage(c));
+    Status first;
+    for (size_t i = 0; i < whats.size(); ++i) {
+      PGresult* r = PQgetResult(c);
+      if (r == nullptr) break;
+      if (PQresultStatus(r) == PGRES_FATAL_ERROR && first.ok()) {
+        std::string m = PQresultErrorMessage(r);
+        while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+        first = Status::Error(whats[i] + ": " + m);
+      }
+      PQclear(r);
+      while ((r = PQgetResult(c)) != nullptr) PQclear(r);  // the end of this statement's results
+    }
+    for (PGresult* r = PQgetResult(c); r != nullptr; r = PQgetResult(c)) {  // the sync
+      const bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+      PQclear(r);
+      if (sync) break;
+    }
+    if (PQexitPipelineMode(c) != 1 || !sent.ok() || PQstatus(c) != CONNECTION_OK)
+      *conn_error = sent.ok() ? Status::Error(conn_.name() + ": " + PQerrorMessage(c)) : sent;
+    return first;
+  }
+
   // Inside the group's transaction: the lease's epoch, share-locked to the commit, must be ours.
   Status CheckFence(int64_t epoch) {
     std::vector<const char*> none;
@@ -451,10 +492,9 @@ class PgStore final : public PostgresStore {
       *fenced = !commit.ok() && commit.message().rfind("fenced", 0) == 0;
     }
     for (size_t i = 0; commit.ok() && i < group.size(); ++i) {
-      commit = conn_.Exec("SAVEPOINT batch");
-      if (!commit.ok()) break;
-      (*results)[i] = Apply(group[i].batch);
-      commit = conn_.Exec((*results)[i].ok() ? "RELEASE SAVEPOINT batch" : "ROLLBACK TO SAVEPOINT batch");
+      (*results)[i] = ApplyPipelined(group[i].batch, &commit);
+      if (commit.ok() && !(*results)[i].ok()) commit = conn_.Exec("ROLLBACK TO SAVEPOINT batch");
+      if (commit.ok() && !(*results)[i].ok()) commit = conn_.Exec("RELEASE SAVEPOINT batch");
     }
     if (commit.ok()) commit = conn_.Exec("COMMIT");
     if (!commit.ok()) (void)conn_.Exec("ROLLBACK");
