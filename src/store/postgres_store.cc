@@ -424,10 +424,11 @@ class PgStore final : public PostgresStore {
     return st;
   }
 
-  // One batch in one round trip (libpq's pipeline mode): SAVEPOINT, its statements, RELEASE, then a sync;
-  // the first statement that failed is the batch's error (the ones after it were skipped by the server,
-  // and the caller rolls back to the savepoint). A failure of the connection itself goes to `conn_error`.
-  Status ApplyPipelined(const WriteBatch& b, Status* conn_error) {
+  // Batches `from`..`to` (exclusive) of a group in one round trip (libpq's pipeline mode): each as SAVEPOINT,
+  // its statements, RELEASE; then one sync. The first statement that failed is the error (the server skips
+  // everything after it up to the sync, and the transaction is then aborted). A failure of the connection
+  // itself goes to `conn_error`.
+  Status ApplyPipelined(const std::deque<Queued>& group, size_t from, size_t to, Status* conn_error) {
     PGconn* c = conn_.raw();
     if (PQenterPipelineMode(c) != 1) return *conn_error = Status::Error(conn_.name() + ": " + PQerrorMessage(c));
     std::vector<std::string> whats;
@@ -445,10 +446,22 @@ class PgStore final : public PostgresStore {
       whats.push_back(what);
       return Status::Ok();
     };
-    Status sent = send_sql("SAVEPOINT batch");
-    if (sent.ok()) sent = Apply(b, send);
-    if (sent.ok()) sent = send_sql("RELEASE SAVEPOINT batch");
+    Status sent;
+    for (size_t i = from; sent.ok() && i < to; ++i) {
+      sent = send_sql("SAVEPOINT batch");
+      if (sent.ok()) sent = Apply(group[i].batch, send);
+      if (sent.ok()) sent = send_sql("RELEASE SAVEPOINT batch");
+    }
     if (PQpipelineSync(c) != 1 && sent.ok()) sent = Status::Error(conn_.name() + ": " + PQerrorMessage(c));
+    Status first = ReadPipeline(whats);
+    if (PQexitPipelineMode(c) != 1 || !sent.ok() || PQstatus(c) != CONNECTION_OK)
+      *conn_error = sent.ok() ? Status::Error(conn_.name() + ": " + PQerrorMessage(c)) : sent;
+    return first;
+  }
+
+  // The results of the pipelined statements `whats` up to the sync: the first error, naming its statement.
+  Status ReadPipeline(const std::vector<std::string>& whats) {
+    PGconn* c = conn_.raw();
     Status first;
     for (size_t i = 0; i < whats.size(); ++i) {
       PGresult* r = PQgetResult(c);
@@ -466,9 +479,17 @@ class PgStore final : public PostgresStore {
       PQclear(r);
       if (sync) break;
     }
-    if (PQexitPipelineMode(c) != 1 || !sent.ok() || PQstatus(c) != CONNECTION_OK)
-      *conn_error = sent.ok() ? Status::Error(conn_.name() + ": " + PQerrorMessage(c)) : sent;
     return first;
+  }
+
+  // BEGIN and, when fenced, the epoch check.
+  Status Begin(int64_t epoch, bool* fenced) {
+    Status st = conn_.Exec("BEGIN");
+    if (st.ok() && epoch > 0) {
+      st = CheckFence(epoch);
+      *fenced = !st.ok() && st.message().rfind("fenced", 0) == 0;
+    }
+    return st;
   }
 
   // Inside the group's transaction: the lease's epoch, share-locked to the commit, must be ours.
@@ -486,15 +507,18 @@ class PgStore final : public PostgresStore {
   // group's error for all).
   Status CommitGroup(std::deque<Queued>& group, int64_t epoch, std::vector<Status>* results, bool* fenced) {
     std::lock_guard<std::mutex> db_lock(db_mu_);
-    Status commit = conn_.Exec("BEGIN");
-    if (commit.ok() && epoch > 0) {
-      commit = CheckFence(epoch);
-      *fenced = !commit.ok() && commit.message().rfind("fenced", 0) == 0;
-    }
-    for (size_t i = 0; commit.ok() && i < group.size(); ++i) {
-      (*results)[i] = ApplyPipelined(group[i].batch, &commit);
-      if (commit.ok() && !(*results)[i].ok()) commit = conn_.Exec("ROLLBACK TO SAVEPOINT batch");
-      if (commit.ok() && !(*results)[i].ok()) commit = conn_.Exec("RELEASE SAVEPOINT batch");
+    Status commit = Begin(epoch, fenced);
+    // The whole group in one round trip; should a batch fail, the group again batch by batch (a round trip
+    // each), so that the failed one alone is rolled back.
+    Status all = commit.ok() ? ApplyPipelined(group, 0, group.size(), &commit) : Status::Ok();
+    if (commit.ok() && !all.ok()) {
+      (void)conn_.Exec("ROLLBACK");
+      commit = Begin(epoch, fenced);
+      for (size_t i = 0; commit.ok() && i < group.size(); ++i) {
+        (*results)[i] = ApplyPipelined(group, i, i + 1, &commit);
+        if (commit.ok() && !(*results)[i].ok()) commit = conn_.Exec("ROLLBACK TO SAVEPOINT batch");
+        if (commit.ok() && !(*results)[i].ok()) commit = conn_.Exec("RELEASE SAVEPOINT batch");
+      }
     }
     if (commit.ok()) commit = conn_.Exec("COMMIT");
     if (!commit.ok()) (void)conn_.Exec("ROLLBACK");
