@@ -63,6 +63,7 @@ INSERT INTO leader_lease VALUES ('leader', '', '', 0, '-infinity');
 };
 constexpr int kPgSchemaVersion = static_cast<int>(sizeof(kPgMigrations) / sizeof(kPgMigrations[0]));
 constexpr const char* kIdleTimeout = "SET idle_in_transaction_session_timeout = '1s'";
+constexpr const char* kFencingCheck = "fencing check";
 constexpr int64_t kMigrationLock = 0x7465737365726131;  // pg_advisory_xact_lock key ("tessera1")
 
 // A query's result, cleared when it goes.
@@ -363,6 +364,9 @@ class PgStore final : public PostgresStore {
          "INSERT INTO audit (time, actor, action, target, source, before, after, changed) VALUES "
          "($1, $2, $3, $4, $5, $6, $7, $8)"},
         {"fence", "SELECT epoch FROM leader_lease WHERE name = 'leader' FOR SHARE"},
+        // Fails (division by zero) unless the lease is at epoch $1; holds the row's share lock to the commit.
+        {"fence_check",
+         "SELECT 1 / (CASE WHEN epoch = $1 THEN 1 ELSE 0 END) FROM leader_lease WHERE name = 'leader' FOR SHARE"},
     };
     for (const auto& [name, sql] : all)
       if (Status st = conn_.Prepare(name, sql); !st.ok()) return st;
@@ -424,11 +428,13 @@ class PgStore final : public PostgresStore {
     return st;
   }
 
+  // With `whole_epoch` >= 0: BEGIN, the fencing check at that epoch (0 = none), the batches, COMMIT.
   // Batches `from`..`to` (exclusive) of a group in one round trip (libpq's pipeline mode): each as SAVEPOINT,
   // its statements, RELEASE; then one sync. The first statement that failed is the error (the server skips
   // everything after it up to the sync, and the transaction is then aborted). A failure of the connection
   // itself goes to `conn_error`.
-  Status ApplyPipelined(const std::deque<Queued>& group, size_t from, size_t to, Status* conn_error) {
+  Status ApplyPipelined(const std::deque<Queued>& group, size_t from, size_t to, Status* conn_error,
+                        int64_t whole_epoch = -1) {
     PGconn* c = conn_.raw();
     if (PQenterPipelineMode(c) != 1) return *conn_error = Status::Error(conn_.name() + ": " + PQerrorMessage(c));
     std::vector<std::string> whats;
@@ -447,11 +453,14 @@ class PgStore final : public PostgresStore {
       return Status::Ok();
     };
     Status sent;
+    if (whole_epoch >= 0) sent = send_sql("BEGIN");
+    if (sent.ok() && whole_epoch > 0) sent = send("fence_check", {S(whole_epoch)}, kFencingCheck);
     for (size_t i = from; sent.ok() && i < to; ++i) {
       sent = send_sql("SAVEPOINT batch");
       if (sent.ok()) sent = Apply(group[i].batch, send);
       if (sent.ok()) sent = send_sql("RELEASE SAVEPOINT batch");
     }
+    if (sent.ok() && whole_epoch >= 0) sent = send_sql("COMMIT");
     if (PQpipelineSync(c) != 1 && sent.ok()) sent = Status::Error(conn_.name() + ": " + PQerrorMessage(c));
     Status first = ReadPipeline(whats);
     if (PQexitPipelineMode(c) != 1 || !sent.ok() || PQstatus(c) != CONNECTION_OK)
@@ -507,11 +516,16 @@ class PgStore final : public PostgresStore {
   // group's error for all).
   Status CommitGroup(std::deque<Queued>& group, int64_t epoch, std::vector<Status>* results, bool* fenced) {
     std::lock_guard<std::mutex> db_lock(db_mu_);
-    Status commit = Begin(epoch, fenced);
-    // The whole group in one round trip; should a batch fail, the group again batch by batch (a round trip
-    // each), so that the failed one alone is rolled back.
-    Status all = commit.ok() ? ApplyPipelined(group, 0, group.size(), &commit) : Status::Ok();
-    if (commit.ok() && !all.ok()) {
+    // BEGIN, the fencing check, the whole group and COMMIT in one round trip; should a batch fail, the
+    // group again batch by batch (a round trip each), so that the failed one alone is rolled back.
+    Status commit;
+    Status all = ApplyPipelined(group, 0, group.size(), &commit, epoch);
+    if (commit.ok() && all.ok()) return Status::Ok();
+    if (commit.ok() && all.message().rfind(kFencingCheck, 0) == 0) {
+      (void)conn_.Exec("ROLLBACK");
+      commit = Begin(epoch, fenced);  // the check again, for the epoch it found
+      if (commit.ok()) commit = Status::Error(conn_.name() + ": fencing check: the lease's epoch changed");
+    } else if (commit.ok()) {
       (void)conn_.Exec("ROLLBACK");
       commit = Begin(epoch, fenced);
       for (size_t i = 0; commit.ok() && i < group.size(); ++i) {
