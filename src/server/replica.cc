@@ -42,7 +42,8 @@ Result<std::unique_ptr<Replica>> Replica::Start(ReplicaOptions options) {
   auto lease = LeaderLease::Open(r->o_.store_uri, InstanceId(r->o_.self_url), r->o_.self_url);
   if (!lease.ok()) return lease.status();
   r->lease_ = std::move(lease).value();
-  auto view = r->o_.make_service(ReadOnlyView(r->reader_.get(), "this replica follows: it writes nothing"), true);
+  auto view =
+      r->o_.make_service(ReadOnlyView(r->reader_.get(), "this replica follows: it writes nothing"), true);
   if (!view.ok()) return view.status();
   r->slot_ = std::make_unique<ServiceSlot>(std::move(view).value());
   r->next_view_ = ReplicaSteadyNow() + r->o_.view_refresh_s;

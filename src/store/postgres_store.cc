@@ -9,9 +9,9 @@
 #include <pthread.h>
 
 #include <condition_variable>
-#include <functional>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -83,7 +83,9 @@ class PgResult {
     return m;
   }
   int rows() const { return PQntuples(r_); }
-  std::string Text(int row, int col) const { return std::string(PQgetvalue(r_, row, col), PQgetlength(r_, row, col)); }
+  std::string Text(int row, int col) const {
+    return std::string(PQgetvalue(r_, row, col), PQgetlength(r_, row, col));
+  }
   int64_t Int(int row, int col) const { return std::strtoll(PQgetvalue(r_, row, col), nullptr, 10); }
   double Real(int row, int col) const { return std::strtod(PQgetvalue(r_, row, col), nullptr); }
   bool Bool(int row, int col) const { return PQgetvalue(r_, row, col)[0] == 't'; }
@@ -106,7 +108,8 @@ class PgConn {
       while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
       return Status::Error(fmt::format("{}: cannot connect: {}", name_, m));
     }
-    PQsetNoticeProcessor(c_, [](void*, const char*) {}, nullptr);  // NOTICEs (IF NOT EXISTS) are not news
+    PQsetNoticeProcessor(
+        c_, [](void*, const char*) {}, nullptr);  // NOTICEs (IF NOT EXISTS) are not news
     return Status::Ok();
   }
   PGconn* raw() const { return c_; }
@@ -145,7 +148,8 @@ Result<int> MigratePg(PgConn& c) {
     (void)c.Exec("ROLLBACK");
     return st;
   };
-  if (Status st = c.Exec(fmt::format("SELECT pg_advisory_xact_lock({})", kMigrationLock)); !st.ok()) return fail(st);
+  if (Status st = c.Exec(fmt::format("SELECT pg_advisory_xact_lock({})", kMigrationLock)); !st.ok())
+    return fail(st);
   if (Status st = c.Exec("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, "
                          "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
       !st.ok())
@@ -154,11 +158,13 @@ Result<int> MigratePg(PgConn& c) {
   if (!v.ok()) return fail(Status::Error(c.name() + ": " + v.error()));
   int version = static_cast<int>(v.Int(0, 0));
   if (version > kPgSchemaVersion)
-    return fail(Status::Error(fmt::format("{}: schema version {} is newer than this tessera ({}); use a newer tessera",
-                                          c.name(), version, kPgSchemaVersion)));
+    return fail(Status::Error(
+        fmt::format("{}: schema version {} is newer than this tessera ({}); use a newer tessera", c.name(),
+                    version, kPgSchemaVersion)));
   for (; version < kPgSchemaVersion; ++version) {
     if (Status st = c.Exec(kPgMigrations[version]); !st.ok()) return fail(st);
-    if (Status st = c.Exec(fmt::format("INSERT INTO schema_migrations (version) VALUES ({})", version + 1)); !st.ok())
+    if (Status st = c.Exec(fmt::format("INSERT INTO schema_migrations (version) VALUES ({})", version + 1));
+        !st.ok())
       return fail(st);
   }
   if (Status st = c.Exec("COMMIT"); !st.ok()) return st;
@@ -212,8 +218,8 @@ class PgStore final : public PostgresStore {
     if (!r.ok()) return Status::Error(conn_.name() + ": " + r.error());
     std::vector<AuditRow> out;
     for (int i = 0; i < r.rows(); ++i)
-      out.push_back({r.Int(i, 0), r.Int(i, 1), r.Text(i, 2), r.Text(i, 3), r.Text(i, 4), r.Text(i, 5), r.Text(i, 6),
-                     r.Text(i, 7), r.Bool(i, 8)});
+      out.push_back({r.Int(i, 0), r.Int(i, 1), r.Text(i, 2), r.Text(i, 3), r.Text(i, 4), r.Text(i, 5),
+                     r.Text(i, 6), r.Text(i, 7), r.Bool(i, 8)});
     *more = static_cast<int>(out.size()) > aq.limit;
     if (*more) out.pop_back();
     return out;
@@ -259,22 +265,26 @@ class PgStore final : public PostgresStore {
         "SELECT name, guaranteed_milli, limit_milli, over_quota_weight, created_at, allowed_classes, version "
         "FROM teams ORDER BY name",
         [&](const PgResult& r, int i) {
-          s->teams.push_back({r.Text(i, 0), r.Int(i, 1), r.Int(i, 2), static_cast<int>(r.Int(i, 3)), r.Int(i, 4),
-                              DecodeClasses(r.Text(i, 5)), static_cast<uint64_t>(r.Int(i, 6))});
+          s->teams.push_back({r.Text(i, 0), r.Int(i, 1), r.Int(i, 2), static_cast<int>(r.Int(i, 3)),
+                              r.Int(i, 4), DecodeClasses(r.Text(i, 5)), static_cast<uint64_t>(r.Int(i, 6))});
           return Status::Ok();
         });
     if (st.ok())
-      st = query("SELECT id, name, team, role, token_hash, created_at FROM users ORDER BY id", [&](const PgResult& r, int i) {
-        s->users.push_back({r.Int(i, 0), r.Text(i, 1), r.Text(i, 2), r.Text(i, 3), r.Text(i, 4), r.Int(i, 5)});
-        return Status::Ok();
-      });
+      st = query("SELECT id, name, team, role, token_hash, created_at FROM users ORDER BY id",
+                 [&](const PgResult& r, int i) {
+                   s->users.push_back(
+                       {r.Int(i, 0), r.Text(i, 1), r.Text(i, 2), r.Text(i, 3), r.Text(i, 4), r.Int(i, 5)});
+                   return Status::Ok();
+                 });
     if (st.ok())
       st = query(
-          "SELECT id, \"user\", team, project, name, class, priority_class, spec, state, submitted_at, started_at, "
+          "SELECT id, \"user\", team, project, name, class, priority_class, spec, state, submitted_at, "
+          "started_at, "
           "finished_at, placements, message FROM jobs ORDER BY id",
           [&](const PgResult& r, int i) {
-            JobRow j{r.Int(i, 0),  r.Text(i, 1), r.Text(i, 2), r.Text(i, 3), r.Text(i, 4), r.Text(i, 5), r.Text(i, 6),
-                     r.Text(i, 7), r.Text(i, 8), r.Int(i, 9),  r.Int(i, 10), r.Int(i, 11), {},           r.Text(i, 13)};
+            JobRow j{r.Int(i, 0),  r.Text(i, 1), r.Text(i, 2), r.Text(i, 3), r.Text(i, 4),
+                     r.Text(i, 5), r.Text(i, 6), r.Text(i, 7), r.Text(i, 8), r.Int(i, 9),
+                     r.Int(i, 10), r.Int(i, 11), {},           r.Text(i, 13)};
             auto p = DecodePlacements(r.Text(i, 12), j.id);
             if (!p.ok()) return p.status();
             j.placements = std::move(p).value();
@@ -282,10 +292,11 @@ class PgStore final : public PostgresStore {
             return Status::Ok();
           });
     if (st.ok())
-      st = query("SELECT \"user\", key, body_hash, job_id FROM idempotency_keys", [&](const PgResult& r, int i) {
-        s->keys.push_back({r.Text(i, 0), r.Text(i, 1), r.Text(i, 2), r.Int(i, 3)});
-        return Status::Ok();
-      });
+      st = query("SELECT \"user\", key, body_hash, job_id FROM idempotency_keys",
+                 [&](const PgResult& r, int i) {
+                   s->keys.push_back({r.Text(i, 0), r.Text(i, 1), r.Text(i, 2), r.Int(i, 3)});
+                   return Status::Ok();
+                 });
     if (st.ok()) st = LoadUsage(s, query);
     if (st.ok())
       st = query("SELECT node, gpu_index, layout FROM mig_layouts", [&](const PgResult& r, int i) {
@@ -295,8 +306,8 @@ class PgStore final : public PostgresStore {
     if (st.ok())
       st = query("SELECT position, name, spec, state, removed, changed_at FROM nodes ORDER BY position",
                  [&](const PgResult& r, int i) {
-                   s->nodes.push_back({static_cast<int>(r.Int(i, 0)), r.Text(i, 1), r.Text(i, 2), r.Text(i, 3),
-                                       r.Bool(i, 4), r.Int(i, 5)});
+                   s->nodes.push_back({static_cast<int>(r.Int(i, 0)), r.Text(i, 1), r.Text(i, 2),
+                                       r.Text(i, 3), r.Bool(i, 4), r.Int(i, 5)});
                    return Status::Ok();
                  });
     if (st.ok())
@@ -310,7 +321,8 @@ class PgStore final : public PostgresStore {
   template <typename Query>
   Status LoadUsage(StoredState* s, Query& query) {
     return query(
-        "SELECT job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, memory_milli, start_s, "
+        "SELECT job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, memory_milli, "
+        "start_s, "
         "end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour FROM usage ORDER BY seq",
         [&](const PgResult& r, int i) {
           UsageRecord u;
@@ -338,24 +350,30 @@ class PgStore final : public PostgresStore {
     const std::pair<const char*, const char*> all[] = {
         {"team",
          "INSERT INTO teams VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO UPDATE SET "
-         "guaranteed_milli = $2, limit_milli = $3, over_quota_weight = $4, created_at = $5, allowed_classes = $6, "
+         "guaranteed_milli = $2, limit_milli = $3, over_quota_weight = $4, created_at = $5, allowed_classes "
+         "= $6, "
          "version = $7"},
         {"user",
-         "INSERT INTO users VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET name = $2, team = $3, "
+         "INSERT INTO users VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET name = $2, team = "
+         "$3, "
          "role = $4, token_hash = $5, created_at = $6"},
         {"job",
-         "INSERT INTO jobs VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) "
+         "INSERT INTO jobs VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT "
+         "(id) "
          "DO UPDATE SET \"user\" = $2, team = $3, project = $4, name = $5, class = $6, priority_class = $7, "
          "spec = $8, state = $9, submitted_at = $10, started_at = $11, finished_at = $12, placements = $13, "
          "message = $14"},
         {"event", "INSERT INTO job_events (job_id, at, kind, detail) VALUES ($1, $2, $3, $4)"},
         {"key", "INSERT INTO idempotency_keys VALUES ($1, $2, $3, $4)"},
         {"usage",
-         "INSERT INTO usage (job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, memory_milli, "
-         "start_s, end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+         "INSERT INTO usage (job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, "
+         "memory_milli, "
+         "start_s, end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour) VALUES ($1, $2, $3, $4, $5, $6, "
+         "$7, $8, "
          "$9, $10, $11, $12, $13, $14, $15)"},
         {"layout",
-         "INSERT INTO mig_layouts VALUES ($1, $2, $3) ON CONFLICT (node, gpu_index) DO UPDATE SET layout = $3"},
+         "INSERT INTO mig_layouts VALUES ($1, $2, $3) ON CONFLICT (node, gpu_index) DO UPDATE SET layout = "
+         "$3"},
         {"node",
          "INSERT INTO nodes VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (position) DO UPDATE SET name = $2, "
          "spec = $3, state = $4, removed = $5, changed_at = $6"},
@@ -366,7 +384,8 @@ class PgStore final : public PostgresStore {
         {"fence", "SELECT epoch FROM leader_lease WHERE name = 'leader' FOR SHARE"},
         // Fails (division by zero) unless the lease is at epoch $1; holds the row's share lock to the commit.
         {"fence_check",
-         "SELECT 1 / (CASE WHEN epoch = $1 THEN 1 ELSE 0 END) FROM leader_lease WHERE name = 'leader' FOR SHARE"},
+         "SELECT 1 / (CASE WHEN epoch = $1 THEN 1 ELSE 0 END) FROM leader_lease WHERE name = 'leader' FOR "
+         "SHARE"},
     };
     for (const auto& [name, sql] : all)
       if (Status st = conn_.Prepare(name, sql); !st.ok()) return st;
@@ -374,27 +393,31 @@ class PgStore final : public PostgresStore {
   }
 
   // Sends one prepared statement with its parameters; `what` names it in an error.
-  using Sender = std::function<Status(const char* stmt, const std::vector<std::string>& params, const std::string& what)>;
+  using Sender = std::function<Status(const char* stmt, const std::vector<std::string>& params,
+                                      const std::string& what)>;
 
   // Every statement of a batch, through `run`.
   Status Apply(const WriteBatch& b, const Sender& run) {
     Status st;
     for (size_t i = 0; st.ok() && i < b.teams.size(); ++i) {
       const TeamRow& t = b.teams[i];
-      st = run("team", {t.name, S(t.guaranteed_milli), S(t.limit_milli), S(t.over_quota_weight), S(t.created_at),
-                        EncodeClasses(t.allowed_classes), S(static_cast<int64_t>(t.version))},
+      st = run("team",
+               {t.name, S(t.guaranteed_milli), S(t.limit_milli), S(t.over_quota_weight), S(t.created_at),
+                EncodeClasses(t.allowed_classes), S(static_cast<int64_t>(t.version))},
                "team '" + t.name + "'");
     }
     for (size_t i = 0; st.ok() && i < b.users.size(); ++i) {
       const UserRow& u = b.users[i];
-      st = run("user", {S(u.id), u.name, u.team, u.role, u.token_hash, S(u.created_at)}, "user '" + u.name + "'");
+      st = run("user", {S(u.id), u.name, u.team, u.role, u.token_hash, S(u.created_at)},
+               "user '" + u.name + "'");
     }
     for (size_t i = 0; st.ok() && i < b.jobs.size(); ++i) {
       const JobRow& j = b.jobs[i];
-      st = run("job",
-               {S(j.id), j.user, j.team, j.project, j.name, j.cls, j.priority_class, j.spec_json, j.state,
-                S(j.submitted_at), S(j.started_at), S(j.finished_at), EncodePlacements(j.placements), j.message},
-               fmt::format("job {}", j.id));
+      st = run(
+          "job",
+          {S(j.id), j.user, j.team, j.project, j.name, j.cls, j.priority_class, j.spec_json, j.state,
+           S(j.submitted_at), S(j.started_at), S(j.finished_at), EncodePlacements(j.placements), j.message},
+          fmt::format("job {}", j.id));
     }
     for (size_t i = 0; st.ok() && i < b.events.size(); ++i) {
       const JobEventRow& e = b.events[i];
@@ -407,9 +430,9 @@ class PgStore final : public PostgresStore {
     for (size_t i = 0; st.ok() && i < b.usage.size(); ++i) {
       const UsageRecord& u = b.usage[i];
       st = run("usage",
-               {S(u.job_id), u.team, u.project, u.queue, u.gpu_kind, S(static_cast<int>(u.tier)), u.pool, u.node,
-                S(u.compute_milli), S(u.memory_milli), S(u.start_s), S(u.end_s), S(u.lost_s), D(u.usd_per_gpu_hour),
-                D(u.list_usd_per_gpu_hour)},
+               {S(u.job_id), u.team, u.project, u.queue, u.gpu_kind, S(static_cast<int>(u.tier)), u.pool,
+                u.node, S(u.compute_milli), S(u.memory_milli), S(u.start_s), S(u.end_s), S(u.lost_s),
+                D(u.usd_per_gpu_hour), D(u.list_usd_per_gpu_hour)},
                fmt::format("usage of job {}", u.job_id));
     }
     for (size_t i = 0; st.ok() && i < b.layouts.size(); ++i)
@@ -419,10 +442,12 @@ class PgStore final : public PostgresStore {
       st = run("node", {S(n.position), n.name, n.spec_json, n.state, n.removed ? "t" : "f", S(n.changed_at)},
                "node '" + n.name + "'");
     }
-    for (auto it = b.meta.begin(); st.ok() && it != b.meta.end(); ++it) st = run("meta", {it->first, it->second}, "meta");
+    for (auto it = b.meta.begin(); st.ok() && it != b.meta.end(); ++it)
+      st = run("meta", {it->first, it->second}, "meta");
     for (size_t i = 0; st.ok() && i < b.audit.size(); ++i) {
       const AuditRow& a = b.audit[i];
-      st = run("audit", {S(a.time), a.actor, a.action, a.target, a.source, a.before, a.after, a.changed ? "t" : "f"},
+      st = run("audit",
+               {S(a.time), a.actor, a.action, a.target, a.source, a.before, a.after, a.changed ? "t" : "f"},
                "audit");
     }
     return st;
@@ -436,7 +461,8 @@ class PgStore final : public PostgresStore {
   Status ApplyPipelined(const std::deque<Queued>& group, size_t from, size_t to, Status* conn_error,
                         int64_t whole_epoch = -1) {
     PGconn* c = conn_.raw();
-    if (PQenterPipelineMode(c) != 1) return *conn_error = Status::Error(conn_.name() + ": " + PQerrorMessage(c));
+    if (PQenterPipelineMode(c) != 1)
+      return *conn_error = Status::Error(conn_.name() + ": " + PQerrorMessage(c));
     std::vector<std::string> whats;
     auto send_sql = [&](const char* sql) {
       if (PQsendQueryParams(c, sql, 0, nullptr, nullptr, nullptr, nullptr, 0) != 1)
@@ -447,7 +473,8 @@ class PgStore final : public PostgresStore {
     Sender send = [&](const char* stmt, const std::vector<std::string>& p, const std::string& what) {
       std::vector<const char*> values;
       for (const std::string& v : p) values.push_back(v.c_str());
-      if (PQsendQueryPrepared(c, stmt, static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0) != 1)
+      if (PQsendQueryPrepared(c, stmt, static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0) !=
+          1)
         return Status::Error(conn_.name() + ": " + PQerrorMessage(c));
       whats.push_back(what);
       return Status::Ok();
@@ -508,8 +535,10 @@ class PgStore final : public PostgresStore {
     if (!r.ok()) return Status::Error(fmt::format("{}: fencing check: {}", conn_.name(), r.error()));
     const int64_t stored = r.rows() == 1 ? r.Int(0, 0) : -1;
     if (stored == epoch) return Status::Ok();
-    return Status::Error(fmt::format("fenced: this replica led at epoch {}, the database is at epoch {}; not the "
-                                     "leader any more", epoch, stored));
+    return Status::Error(
+        fmt::format("fenced: this replica led at epoch {}, the database is at epoch {}; not the "
+                    "leader any more",
+                    epoch, stored));
   }
 
   // One group: BEGIN, the fence, each batch in a savepoint, COMMIT; the per-batch results (or the
@@ -589,7 +618,9 @@ class PgLease final : public LeaderLease {
   Status Open(const std::string& uri) { return conn_.Connect(uri, RedactUri(uri)); }
 
   Result<LeaseState> Read() override {
-    PgResult r = Query("SELECT holder, url, epoch, expires_at > clock_timestamp() FROM leader_lease WHERE name = 'leader'", {});
+    PgResult r = Query(
+        "SELECT holder, url, epoch, expires_at > clock_timestamp() FROM leader_lease WHERE name = 'leader'",
+        {});
     if (!r.ok()) return Status::Error(conn_.name() + ": lease: " + r.error());
     if (r.rows() != 1) return Status::Error(conn_.name() + ": lease: no lease row (schema not migrated?)");
     return LeaseState{r.Text(0, 0), r.Text(0, 1), r.Int(0, 2), r.Bool(0, 3)};
@@ -598,7 +629,8 @@ class PgLease final : public LeaderLease {
   Result<int64_t> TryAcquire(double seconds) override {
     PgResult r = Query(
         "UPDATE leader_lease SET holder = $1, url = $2, epoch = epoch + 1, expires_at = clock_timestamp() + "
-        "make_interval(secs => $3) WHERE name = 'leader' AND (expires_at <= clock_timestamp() OR holder = $1) "
+        "make_interval(secs => $3) WHERE name = 'leader' AND (expires_at <= clock_timestamp() OR holder = "
+        "$1) "
         "RETURNING epoch",
         {id_, url_, D(seconds)});
     if (!r.ok()) return Status::Error(conn_.name() + ": lease: " + r.error());
@@ -607,7 +639,8 @@ class PgLease final : public LeaderLease {
 
   Result<bool> Renew(int64_t epoch, double seconds) override {
     PgResult r = Query(
-        "UPDATE leader_lease SET expires_at = clock_timestamp() + make_interval(secs => $3) WHERE name = 'leader' "
+        "UPDATE leader_lease SET expires_at = clock_timestamp() + make_interval(secs => $3) WHERE name = "
+        "'leader' "
         "AND holder = $1 AND epoch = $2 RETURNING epoch",
         {id_, S(epoch), D(seconds)});
     if (!r.ok()) return Status::Error(conn_.name() + ": lease: " + r.error());
@@ -616,7 +649,8 @@ class PgLease final : public LeaderLease {
 
   Status Release(int64_t epoch) override {
     PgResult r = Query(
-        "UPDATE leader_lease SET expires_at = clock_timestamp() WHERE name = 'leader' AND holder = $1 AND epoch = $2",
+        "UPDATE leader_lease SET expires_at = clock_timestamp() WHERE name = 'leader' AND holder = $1 AND "
+        "epoch = $2",
         {id_, S(epoch)});
     return r.ok() ? Status::Ok() : Status::Error(conn_.name() + ": lease: " + r.error());
   }
@@ -649,7 +683,8 @@ Result<std::unique_ptr<PostgresStore>> OpenPostgresStore(const std::string& uri)
   return std::unique_ptr<PostgresStore>(std::move(s));
 }
 
-Result<std::unique_ptr<LeaderLease>> LeaderLease::Open(const std::string& uri, std::string id, std::string url) {
+Result<std::unique_ptr<LeaderLease>> LeaderLease::Open(const std::string& uri, std::string id,
+                                                       std::string url) {
   auto l = std::make_unique<PgLease>(std::move(id), std::move(url));
   if (Status st = l->Open(uri); !st.ok()) return st;
   return std::unique_ptr<LeaderLease>(std::move(l));

@@ -40,10 +40,10 @@ Result<std::unique_ptr<PostgresStore>> OpenPostgresStore(const std::string& uri)
 std::string RedactUri(const std::string& uri);
 
 struct LeaseState {
-  std::string holder;   // the holder's instance id ("" = never held)
-  std::string url;      // the holder's advertised URL
-  int64_t epoch = 0;    // +1 on every acquisition
-  bool live = false;    // not yet expired by the database's clock
+  std::string holder;  // the holder's instance id ("" = never held)
+  std::string url;     // the holder's advertised URL
+  int64_t epoch = 0;   // +1 on every acquisition
+  bool live = false;   // not yet expired by the database's clock
 };
 
 class LeaderLease {

@@ -26,7 +26,8 @@ std::string EncodePlacements(const std::vector<TaskPlacement>& tasks) {
   nlohmann::json out = nlohmann::json::array();
   for (const TaskPlacement& t : tasks) {
     nlohmann::json gpus = nlohmann::json::array();
-    for (const GpuGrant& g : t.gpus) gpus.push_back({g.gpu, g.milli, g.memory_mib, g.mig_profile, g.mig_start});
+    for (const GpuGrant& g : t.gpus)
+      gpus.push_back({g.gpu, g.milli, g.memory_mib, g.mig_profile, g.mig_start});
     out.push_back({{"node", t.node}, {"gpus", std::move(gpus)}});
   }
   return out.dump();

@@ -53,7 +53,8 @@ TEST(FollowLeaderTest, AWriteToAFollowerGoesToTheLeaderAndStaysThere) {
       res.status = 503;
       res.set_header("Retry-After", "1");
       res.set_header("Tessera-Leader", leader.Url());
-      res.set_content(R"({"error": {"code": "Unavailable", "message": "not the leader"}})", "application/json");
+      res.set_content(R"({"error": {"code": "Unavailable", "message": "not the leader"}})",
+                      "application/json");
     });
   });
   ApiClient c({follower.Url(), "tok"});
@@ -76,7 +77,8 @@ TEST(FollowLeaderTest, NoLeaderYetIsRetriedAndOther503sAreTheAnswer) {
       if (++calls < 3) {  // an election under way: no leader known
         res.status = 503;
         res.set_header("Retry-After", "1");
-        return res.set_content(R"({"error": {"code": "Unavailable", "message": "no leader yet"}})", "application/json");
+        return res.set_content(R"({"error": {"code": "Unavailable", "message": "no leader yet"}})",
+                               "application/json");
       }
       res.status = 201;
       res.set_content(R"({"id": "1"})", "application/json");

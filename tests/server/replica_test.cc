@@ -21,7 +21,9 @@ using testing::ServeProcess;
 
 constexpr int kLease = 2;
 
-std::string Unquoted(const std::string& s) { return s.size() >= 2 && s[0] == '"' ? s.substr(1, s.size() - 2) : s; }
+std::string Unquoted(const std::string& s) {
+  return s.size() >= 2 && s[0] == '"' ? s.substr(1, s.size() - 2) : s;
+}
 
 class ReplicaTest : public ::testing::Test {
  protected:
@@ -34,7 +36,11 @@ class ReplicaTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::vector<std::string> Args() const {
-    return {"--store", uri_, "--lease-seconds", std::to_string(kLease), "--admin-token-file",
+    return {"--store",
+            uri_,
+            "--lease-seconds",
+            std::to_string(kLease),
+            "--admin-token-file",
             (dir_ / "admin-token").string()};
   }
   std::string Admin() const {
@@ -45,7 +51,8 @@ class ReplicaTest : public ::testing::Test {
   }
   static nlohmann::json Leader(const ServeProcess& s, const std::string& token) {
     auto r = s.Get("/api/v1/leader", token);
-    nlohmann::json j = r && r->status == 200 ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
+    nlohmann::json j =
+        r && r->status == 200 ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
     return j.is_object() ? j : nlohmann::json::object();
   }
   // Waits up to `seconds` for `s` to answer /readyz 200; the seconds it took, or -1.
@@ -83,8 +90,8 @@ TEST_F(ReplicaTest, FollowerRedirectsWritesAndTakesOverAfterKill9) {
   EXPECT_GE(epoch, 1);
 
   ASSERT_EQ(a.Post("/api/v1/teams", {{"name", "vision"}, {"guaranteed_gpus", 16}}, admin)->status, 201);
-  const nlohmann::json job = {{"name", "long"},      {"class", "training"}, {"gpus_per_worker", 2},
-                              {"memory_gib", 40},    {"duration_s", 36000}, {"team", "vision"}};
+  const nlohmann::json job = {{"name", "long"},   {"class", "training"}, {"gpus_per_worker", 2},
+                              {"memory_gib", 40}, {"duration_s", 36000}, {"team", "vision"}};
   auto sent = b.Post("/api/v1/jobs", job, admin, "key-1");  // to the follower: not taken
   ASSERT_TRUE(sent);
   EXPECT_EQ(sent->status, 503);

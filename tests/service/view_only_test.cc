@@ -15,7 +15,8 @@ namespace {
 class ViewOnlyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (std::filesystem::temp_directory_path() / ("tessera-view-" + std::to_string(getpid()) + ".db")).string();
+    path_ = (std::filesystem::temp_directory_path() / ("tessera-view-" + std::to_string(getpid()) + ".db"))
+                .string();
     std::filesystem::remove(path_);
     auto s = OpenSqliteStore(path_);
     ASSERT_TRUE(s.ok());
@@ -29,14 +30,15 @@ class ViewOnlyTest : public ::testing::Test {
     ServiceConfig cfg;
     cfg.catalog = &Catalog::Default();
     auto cl = LoadClusterYaml(
-        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: "
+        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
+        "spine: "
         "s, tier: reserved}\nnodes:\n  - {name: node, count: 2, leaf: leaf-0}\n",
         "test", Catalog::Default());
     cfg.cluster = *cl;
     cfg.view_only = view;
     cfg.background_cycles = !view;
-    std::unique_ptr<Store> store = view ? ReadOnlyView(base_.get(), "a follower writes nothing")
-                                        : ReadOnlyView(base_.get(), "unused");
+    std::unique_ptr<Store> store =
+        view ? ReadOnlyView(base_.get(), "a follower writes nothing") : ReadOnlyView(base_.get(), "unused");
     if (!view) {
       auto own = OpenSqliteStore(path_);
       if (!own.ok()) return own.status();
@@ -70,8 +72,12 @@ TEST_F(ViewOnlyTest, AViewShowsTheStoredStateAndRefusesWrites) {
     ASSERT_TRUE(leader.ok()) << leader.error();
     ASSERT_TRUE((*leader)->BootstrapAdmin().ok());
     ASSERT_TRUE((*leader)->CreateTeam(admin, TeamRow{"vision", 8000, -1, 1, 0}).ok());
-    auto spec = ParseJobSpec({{"name", "j"}, {"class", "training"}, {"gpus_per_worker", 1}, {"memory_gib", 40},
-                              {"duration_s", 600}, {"team", "vision"}});
+    auto spec = ParseJobSpec({{"name", "j"},
+                              {"class", "training"},
+                              {"gpus_per_worker", 1},
+                              {"memory_gib", 40},
+                              {"duration_s", 600},
+                              {"team", "vision"}});
     ASSERT_TRUE(spec.ok());
     ASSERT_TRUE((*leader)->Submit(admin, spec.value(), "k").ok());
   }
@@ -82,8 +88,12 @@ TEST_F(ViewOnlyTest, AViewShowsTheStoredStateAndRefusesWrites) {
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].job->name, "j");
   EXPECT_EQ((*view)->Teams(admin).size(), 1u);
-  auto spec = ParseJobSpec({{"name", "k"}, {"class", "training"}, {"gpus_per_worker", 1}, {"memory_gib", 40},
-                            {"duration_s", 600}, {"team", "vision"}});
+  auto spec = ParseJobSpec({{"name", "k"},
+                            {"class", "training"},
+                            {"gpus_per_worker", 1},
+                            {"memory_gib", 40},
+                            {"duration_s", 600},
+                            {"team", "vision"}});
   auto refused = (*view)->Submit(admin, spec.value(), "");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);

@@ -1,13 +1,14 @@
 // What only the PostgreSQL store does, on a real server (tests/testing/postgres_server.h): replicas that
 // open an empty database at once settle its schema; the leader lease (one holder, the epoch only grows,
 // expiry by the database's clock); fencing (a deposed leader's writes are refused whole and it is told).
+#include "store/postgres_store.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <thread>
 
-#include "store/postgres_store.h"
 #include "testing/postgres_server.h"
 
 namespace tessera {

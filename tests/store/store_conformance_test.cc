@@ -100,7 +100,9 @@ using Locations = ::testing::Types<SqliteLocation, PostgresLocation>;
 class LocationNames {
  public:
   template <typename T>
-  static std::string GetName(int) { return T::kName; }
+  static std::string GetName(int) {
+    return T::kName;
+  }
 };
 TYPED_TEST_SUITE(StoreConformance, Locations, LocationNames);
 
@@ -142,7 +144,8 @@ WriteBatch EveryTable() {
   b.meta["clock_s"] = "123";
   b.nodes.push_back({0, "n0", R"({"name":"n0","gpus":8})", "drained", true, 7});
   b.nodes.push_back({1, "n1", R"({"name":"n1","gpus":4})", "cordoned", false, 8});
-  b.audit.push_back({0, 50, "admin", "team.create", "team:vision", "127.0.0.1", "", R"({"name":"vision"})", true});
+  b.audit.push_back(
+      {0, 50, "admin", "team.create", "team:vision", "127.0.0.1", "", R"({"name":"vision"})", true});
   return b;
 }
 
@@ -400,7 +403,8 @@ TYPED_TEST(StoreConformance, ServiceKeysVersionsAndUsageSurviveARestart) {
     ServiceConfig cfg;
     cfg.catalog = &Catalog::Default();
     auto cl = LoadClusterYaml(
-        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: "
+        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
+        "spine: "
         "s, tier: reserved}\nnodes:\n  - {name: node, count: 2, leaf: leaf-0}\n",
         "test", Catalog::Default());
     cfg.cluster = *cl;
@@ -413,8 +417,13 @@ TYPED_TEST(StoreConformance, ServiceKeysVersionsAndUsageSurviveARestart) {
   };
   const Caller admin{"admin", "", Role::kAdmin};
   const Caller ana{"ana", "vision", Role::kTeamLead};
-  auto spec = ParseJobSpec({{"name", "j"}, {"class", "training"}, {"workers", 1}, {"gpus_per_worker", 2},
-                            {"memory_gib", 40}, {"project", "p"}, {"duration_s", 600}});
+  auto spec = ParseJobSpec({{"name", "j"},
+                            {"class", "training"},
+                            {"workers", 1},
+                            {"gpus_per_worker", 2},
+                            {"memory_gib", 40},
+                            {"project", "p"},
+                            {"duration_s", 600}});
   ASSERT_TRUE(spec.ok());
   int64_t id = 0;
   uint64_t version = 0;

@@ -36,7 +36,9 @@ class PostgresServer {
     }
     return Uri(name);
   }
-  std::string Uri(const std::string& db) const { return "postgresql://tessera@localhost/" + db + "?host=" + sock_; }
+  std::string Uri(const std::string& db) const {
+    return "postgresql://tessera@localhost/" + db + "?host=" + sock_;
+  }
   // Runs `sql` on database `db`; the error text, or "".
   std::string Sql(const std::string& sql, const std::string& db = "postgres") const {
     PGconn* c = PQconnectdb(Uri(db).c_str());
@@ -45,7 +47,8 @@ class PostgresServer {
       e = PQerrorMessage(c);
     } else {
       PGresult* r = PQexec(c, sql.c_str());
-      if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) e = PQresultErrorMessage(r);
+      if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+        e = PQresultErrorMessage(r);
       PQclear(r);
     }
     PQfinish(c);
@@ -71,7 +74,8 @@ class PostgresServer {
     });
     if (!dirs.empty()) return dirs.back().string();
     for (const char* d : {"/usr/local/bin", "/usr/bin"})
-      if (std::filesystem::exists(std::string(d) + "/initdb") && std::filesystem::exists(std::string(d) + "/pg_ctl"))
+      if (std::filesystem::exists(std::string(d) + "/initdb") &&
+          std::filesystem::exists(std::string(d) + "/pg_ctl"))
         return d;
     return "";
   }
@@ -88,7 +92,8 @@ class PostgresServer {
              "(scripts/install-deps.sh)";
     root_ = geteuid() == 0;
     const passwd* pw = root_ ? getpwnam("postgres") : nullptr;
-    if (root_ && pw == nullptr) return "running as root, but there is no user `postgres` to run the server as";
+    if (root_ && pw == nullptr)
+      return "running as root, but there is no user `postgres` to run the server as";
     char tmpl[] = "/tmp/tessera-pg-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return "cannot create a temporary directory";
     dir_ = tmpl;
@@ -100,9 +105,11 @@ class PostgresServer {
         if (chown(p.c_str(), pw->pw_uid, pw->pw_gid) != 0) return "cannot hand " + p + " to user postgres";
     if (Run(bin + "/initdb -D " + dir_ + "/data -U tessera -A trust -E UTF8 --no-sync") != 0)
       return "initdb failed (see " + dir_ + "/setup.log)";
-    const std::string opts = "-c listen_addresses='' -c unix_socket_directories='" + sock_ +
-                             "' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200";
-    if (Run(bin + "/pg_ctl -D " + dir_ + "/data -l " + dir_ + "/server.log -w -t 60 -o \"" + opts + "\" start") != 0)
+    const std::string opts =
+        "-c listen_addresses='' -c unix_socket_directories='" + sock_ +
+        "' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200";
+    if (Run(bin + "/pg_ctl -D " + dir_ + "/data -l " + dir_ + "/server.log -w -t 60 -o \"" + opts +
+            "\" start") != 0)
       return "pg_ctl start failed (see " + dir_ + "/server.log)";
     started_ = bin;
     return "";
