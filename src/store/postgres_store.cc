@@ -177,9 +177,6 @@ class PgStore final : public PostgresStore {
 
   Status Open(const std::string& uri) {
     if (Status st = conn_.Connect(uri, RedactUri(uri)); !st.ok()) return st;
-    // A transaction of this process left open (the process stopped mid-commit: SIGSTOP, a hung host) must
-    // not hold the lease's share lock, and so every takeover, for longer than this.
-    if (Status st = conn_.Exec(kIdleTimeout); !st.ok()) return st;
     auto v = MigratePg(conn_);
     if (!v.ok()) return v.status();
     version_ = *v;
@@ -545,6 +542,10 @@ class PgStore final : public PostgresStore {
   // group's error for all).
   Status CommitGroup(std::deque<Queued>& group, int64_t epoch, std::vector<Status>* results, bool* fenced) {
     std::lock_guard<std::mutex> db_lock(db_mu_);
+    // A leader's transaction left open (the process stopped mid-commit: SIGSTOP, a paused VM) must not hold
+    // the lease's share lock, and so every takeover, for longer than this. Not for an unfenced store: a
+    // follower's long Load may pause between its queries.
+    if (epoch > 0 && !idle_timeout_set_) idle_timeout_set_ = conn_.Exec(kIdleTimeout).ok();
     // BEGIN, the fencing check, the whole group and COMMIT in one round trip; should a batch fail, the
     // group again batch by batch (a round trip each), so that the failed one alone is rolled back.
     Status commit;
@@ -567,7 +568,8 @@ class PgStore final : public PostgresStore {
     if (!commit.ok()) (void)conn_.Exec("ROLLBACK");
     if (!commit.ok() && PQstatus(conn_.raw()) == CONNECTION_BAD) {  // the next group tries a new connection
       PQreset(conn_.raw());
-      if (PQstatus(conn_.raw()) == CONNECTION_OK && conn_.Exec(kIdleTimeout).ok()) (void)PrepareWrites();
+      idle_timeout_set_ = false;
+      if (PQstatus(conn_.raw()) == CONNECTION_OK) (void)PrepareWrites();
     }
     return commit;
   }
@@ -608,6 +610,7 @@ class PgStore final : public PostgresStore {
   std::deque<Queued> queue_;
   bool closed_ = false;
   int64_t fence_epoch_ = 0;  // 0 = not fenced (q_mu_)
+  bool idle_timeout_set_ = false;  // on this connection (db_mu_)
   std::function<void()> on_fenced_;
   std::thread writer_;
 };
