@@ -151,7 +151,7 @@ Status K8sScheduler::StartService() {
   cfg.setup.mig_instance_delay_s = 0;  // the GPU Operator's MIG manager owns repartitioning (not done yet)
   cfg.setup.mig_mode_delay_s = 0;
   cfg.log = [this](const std::string& s) { Log(s); };
-  auto store = OpenSqliteStore(options_.db);
+  auto store = OpenStore();
   if (!store.ok()) return store.status();
   clock_ = std::make_unique<ScaledClock>(static_cast<double>(std::time(nullptr)), 1.0);
   K8sBackendHooks hooks;
@@ -186,6 +186,37 @@ Status K8sScheduler::StartService() {
   return Status::Ok();
 }
 
+// The SQLite file, or with options.store the PostgreSQL database, fenced by its lease: taken (once the
+// previous holder's ran out) while this replica holds the Kubernetes Lease.
+Result<std::unique_ptr<Store>> K8sScheduler::OpenStore() {
+  if (options_.store.empty()) return OpenSqliteStore(options_.db);
+  auto pg = OpenPostgresStore(options_.store);
+  if (!pg.ok()) return pg.status();
+  const std::string id = elector_ ? elector_->options().identity : options_.identity;
+  auto lease = LeaderLease::Open(options_.store, id, id);
+  if (!lease.ok()) return lease.status();
+  const double seconds = elector_ ? elector_->options().duration_s : LeaseOptions{}.duration_s;
+  for (bool said = false;;) {
+    auto epoch = (*lease)->TryAcquire(seconds);
+    if (!epoch.ok()) return epoch.status();
+    if (*epoch > 0) {
+      db_epoch_ = *epoch;
+      break;
+    }
+    if (!said) Log("waiting for the previous leader's lease in the database to run out");
+    said = true;
+    if (lost_.load() || !Pause(0.5)) return Status::Error("stopped while waiting for the database's lease");
+  }
+  db_lease_ = std::move(lease).value();
+  (*pg)->Fence(db_epoch_, [this] {
+    Log("the database refused a write: another replica leads; stopping");
+    lost_ = true;
+    Wake();
+  });
+  Log(fmt::format("database lease at epoch {}", db_epoch_));
+  return std::unique_ptr<Store>(std::move(pg).value());
+}
+
 void K8sScheduler::StopScheduling() {
   if (scheduling_stopped_.exchange(true)) return;
   stop_ = true;
@@ -198,6 +229,7 @@ void K8sScheduler::StopScheduling() {
   if (elector_ && !lost_.load() && elector_->IsLeader()) {
     const bool released = elector_->Release(NowUs());
     Log(released ? "released the Lease" : "could not release the Lease (it expires on its own)");
+    if (db_lease_) (void)db_lease_->Release(db_epoch_);
   }
 }
 

@@ -45,6 +45,7 @@
 #include "k8s/queues.h"
 #include "k8s/team_namespaces.h"
 #include "service/service.h"
+#include "store/postgres_store.h"
 
 namespace tessera {
 
@@ -57,6 +58,10 @@ struct SchedulerOptions {
   std::string spine_label;
   std::string lease_namespace;  // empty = the kubeconfig's namespace
   std::string db = "tessera.db";
+  // A PostgreSQL store instead (libpq URI): replicas share it. The database's lease follows the Kubernetes
+  // Lease (taken once the previous leader's ran out, renewed with it) and fences every write, so a
+  // replica that lost the Lease but still runs writes nothing (docs/high-availability.md).
+  std::string store;
   std::string identity;  // the Lease holder identity (hostname_pid when empty)
   // NS/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml): MIG nodes are repartitioned to
   // its configs when waiting pods need it (mig_repartitioner.h); empty = no repartitioning.
@@ -97,6 +102,7 @@ class K8sScheduler {
   K8sScheduler(KubeConfig kube, SchedulerOptions options);
   Status Init();
   Status StartService();
+  Result<std::unique_ptr<Store>> OpenStore();
   // Leadership (scheduler_lease.cc): tries for the Lease every retry period until it leads or is cancelled
   // (configuration problems logged, with back-off); waits for every cache to sync while it leads.
   Status AwaitLeadership();
@@ -221,6 +227,8 @@ class K8sScheduler {
   Caller admin_{"tessera-k8s", "", Role::kAdmin, ""};
   std::unique_ptr<ApiClient> lease_api_;  // the Lease's requests, with short timeouts
   std::unique_ptr<LeaderElector> elector_;
+  std::unique_ptr<LeaderLease> db_lease_;  // with options.store: the database's lease, at db_epoch_
+  int64_t db_epoch_ = 0;
   std::mutex lease_mu_;
   std::condition_variable lease_cv_;  // wakes LeaseLoop and Pause when stopping
   std::atomic<bool> scheduling_stopped_{false};

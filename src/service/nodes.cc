@@ -130,7 +130,7 @@ Status ServiceDriver::RestoreNodes(const StoredState& s) {
   ClusterState& state = loop_->state();
   node_entries_.assign(state.num_nodes(), {});
   WriteBatch b;
-  if (s.nodes.empty()) {
+  if (s.nodes.empty() && !config_->view_only) {
     for (NodeId n = 0; n < state.num_nodes(); ++n) b.nodes.push_back(NodeRowLocked(n, Now()));
     b.meta["cluster"] = ClusterMeta(config_->cluster).dump();
   }
@@ -148,7 +148,7 @@ Status ServiceDriver::RestoreNodes(const StoredState& s) {
   }
   // A drain that had not finished (its jobs still recorded running there) goes on.
   std::vector<JobPtr> changed;
-  for (NodeId n = 0; n < state.num_nodes(); ++n)
+  for (NodeId n = 0; n < state.num_nodes() && !config_->view_only; ++n)
     if (node_entries_[n].draining && !state.node_removed(n)) DrainJobsLocked(n, Now(), &b, &changed);
   RecountKindsLocked();
   if (b.empty() && changed.empty()) return Status::Ok();

@@ -93,6 +93,9 @@ struct ServiceConfig {
   double tick_s = 1.0;            // wall seconds between timer cycles
   double min_cycle_gap_s = 0.1;   // wall seconds between event-driven cycles (at least)
   bool background_cycles = true;  // false: cycles run only through RunCycleNow (tests)
+  // A read-only view of the stored state (a follower replica, server/replica.h): no cycles, and nothing
+  // written at start or stop (an empty store is not seeded, a node's unfinished drain is not continued).
+  bool view_only = false;
   // The cycle's decision (no lock held) runs this much nicer than the process (Linux: per thread), so that
   // requests and the store's writer take the CPU first; 0 = on the cycle thread at its priority.
   int decide_nice = 10;
