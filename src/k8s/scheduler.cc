@@ -115,15 +115,18 @@ Status K8sScheduler::Init() {
 
 Status K8sScheduler::StartService() {
   std::vector<const json*> foreign;
-  const auto pods = pods_->Objects();
+  const auto pods_snap = pods_->Snapshot();
+  const auto& pods = *pods_snap;
   for (const auto& [k, p] : pods)
     if (!PodIsOurs(p, options_.scheduler_name)) foreign.push_back(&p);
   auto used = UsageByNode(foreign);
-  for (auto& [node, use] : used) use.gpus = 0;  // held GPU by GPU once the Service runs (HoldForeignGpus)
+  for (auto& [node, use] : used)  // held GPU by GPU, CPU and memory likewise, once the Service runs
+    use.gpus = use.cpu_milli = use.memory_bytes = 0;     // (HoldForeignGpus, HoldForeignHost)
   ClassifyDra();
   std::vector<json> specs;
   LoadMigSources(/*now=*/true);
-  for (const auto& [name, node] : nodes_->Objects()) {
+  const auto nodes_snap = nodes_->Snapshot();
+  for (const auto& [name, node] : *nodes_snap) {
     NodeModel model;
     auto spec = NodeSpecOf(node, used, &model);
     if (spec.ok()) specs.push_back(*spec);
@@ -162,6 +165,10 @@ Status K8sScheduler::StartService() {
   hooks.preemptor_on = [this](const std::set<std::string>& nodes) { return PreemptorOn(nodes); };
   hooks.cancel = [this](JobSlot s, const std::string& why) { CancelJobOfSlot(s, why); };
   hooks.bind = [this](const PodRef& p, const std::string& node) { return BindDraPod(p, node); };
+  events_ = std::make_unique<EventRecorder>(&api_, "tessera");
+  hooks.event = [this](const json& o, const std::string& type, const std::string& reason, const std::string& m) {
+    events_->Record(o, type, reason, m);
+  };
   backend_ = std::make_unique<K8sBackend>(&api_, hooks);
   auto svc = Service::Start(std::move(cfg), std::move(store).value(), clock_.get(), backend_.get());
   if (!svc.ok()) return svc.status();
@@ -217,6 +224,7 @@ void K8sScheduler::StopScheduling() {
   lease_cv_.notify_all();
   if (backend_) backend_->Shutdown();
   if (loop_thread_.joinable()) loop_thread_.join();
+  if (events_) events_->Stop();
   if (lease_thread_.joinable()) lease_thread_.join();
   if (elector_ && !lost_.load() && elector_->IsLeader()) {
     const bool released = elector_->Release(NowUs());
@@ -250,7 +258,7 @@ void K8sScheduler::OnPod(WatchEvent e, const json& pod) {
     else m[Meta(pod, "name")] = pod;
     if (m.empty()) pods_by_key_.erase(key.str());
   }
-  if (backend_ && service_) backend_->PodsChanged();
+  if (backend_ && service_) backend_->PodsChanged(Meta(pod, "uid"));
   Wake();
 }
 
@@ -287,20 +295,30 @@ std::optional<JobKey> K8sScheduler::KeyOfSlot(JobSlot slot) const {
 
 void K8sScheduler::Loop() {
   while (!stop_.load()) {
+    const int64_t start_us = NowUs();
     if (elector_->IsLeader()) Reconcile();  // a replica that stopped leading writes nothing
+    const int64_t pass_us = NowUs() - start_us;
     std::unique_lock<std::mutex> l(wake_mu_);
     wake_cv_.wait_for(l, std::chrono::seconds(1), [this] { return wake_ || stop_.load(); });
     wake_ = false;
     l.unlock();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a burst of changes makes one pass
+    // A burst of changes makes one pass; passes take at most about half the loop thread's time, so that
+    // the bindings they start get the CPU to go out.
+    std::this_thread::sleep_for(std::chrono::microseconds(std::clamp<int64_t>(pass_us, 50'000, 500'000)));
   }
 }
 
 void K8sScheduler::Reconcile() {
   world_.reset();
+  // Watch events look at their own pod's run only (PodsChanged(uid)); every run is looked at now and then,
+  // for an event that came before its run was recorded.
+  if (const int64_t now_us = NowUs(); backend_ && now_us - all_runs_seen_us_ > 5'000'000) {
+    all_runs_seen_us_ = now_us;
+    backend_->PodsChanged();
+  }
   if (mig_) {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
-    mig_->Step(nodes_->Objects(), pods_->Objects(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
+    mig_->Step(*nodes_->Snapshot(), *pods_->Snapshot(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
   }
   LoadMigSources(/*now=*/false);
   // The DRA path first, so that the loop's nodes this pass already lack what it just allocated.

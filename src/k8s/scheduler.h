@@ -34,6 +34,7 @@
 #include "k8s/cluster_view.h"
 #include "k8s/dra_jobs.h"
 #include "k8s/dra_sync.h"
+#include "k8s/events.h"
 #include "k8s/filters.h"
 #include "k8s/informer.h"
 #include "k8s/job_objects.h"
@@ -233,6 +234,8 @@ class K8sScheduler {
   std::atomic<bool> scheduling_stopped_{false};
   std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_, kai_groups_;
   std::unique_ptr<Informer> volcano_queues_, kai_queues_, budgets_;
+  std::unique_ptr<EventRecorder> events_;
+  int64_t all_runs_seen_us_ = 0;  // when Reconcile last had every run looked at (loop thread)  // Events about pods, off the binding path
   std::unique_ptr<K8sBackend> backend_;
   std::unique_ptr<DraSync> dra_;
   std::mutex
@@ -287,9 +290,12 @@ class K8sScheduler {
   std::map<std::string, nlohmann::json>
       group_status_;  // "API/podgroup/NS/NAME" -> status last written (loop)                // this pass's
                       // (loop thread; reset by Reconcile)
-  std::map<std::string, nlohmann::json>
+  std::shared_ptr<const Informer::ObjectMap>
       foreign_pods_;  // the pods ForeignPods last read (loop thread)             // JobKey::str() -> how many
                       // nodes its first pod passes
+  std::mutex admit_mu_;  // guards admit_world_ (AdmitBinding, on the backend's threads)
+  std::unique_ptr<FilterWorld> admit_world_;
+  int64_t admit_world_us_ = 0;  // when admit_world_ was made
   mutable std::mutex assumed_mu_;  // guards assumed_ (the backend's threads write it)
   std::map<std::string, std::pair<nlohmann::json, std::string>>
       assumed_;                                      // uid -> (pod, node) we bound, until seen

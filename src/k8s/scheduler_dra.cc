@@ -69,7 +69,8 @@ std::tuple<int, std::string, std::string> DraQueueOrder(const json& pod) {
 
 std::vector<std::string> K8sScheduler::DraNodes() const {
   std::vector<std::string> out;
-  for (const auto& [name, node] : nodes_->Objects())
+  const auto nodes_snap = nodes_->Snapshot();
+  for (const auto& [name, node] : *nodes_snap)
     if (NodeSchedulable(node)) out.push_back(name);
   return out;
 }
@@ -81,7 +82,8 @@ void K8sScheduler::ClassifyDra() {
   DraSync::View view = dra_->Snapshot();
   std::map<std::string, bool> class_cache;
   std::set<std::string> foreign;  // pods not done whose claims hold devices the loop does not account
-  for (const auto& [key, p] : pods_->Objects()) {
+  const auto pods_snap = pods_->Snapshot();
+  for (const auto& [key, p] : *pods_snap) {
     const std::string uid = Meta(p, "uid");
     if (PodIsOurs(p, options_.scheduler_name) && PodUsesDra(p)) {
       auto& d = dra_demand_[uid] = DraJobDemandOf(p, view.claims, view.classes, *view.model, &class_cache);
@@ -145,7 +147,8 @@ void K8sScheduler::SyncDra() {
   std::vector<json> waiting;
   std::set<std::string> seen, loop_seen;
   std::vector<std::tuple<int, std::string, std::string>> loop_ahead;  // loop pods DRA-path pods yield to
-  for (const auto& [key, p] : pods_->Objects()) {
+  const auto pods_snap = pods_->Snapshot();
+  for (const auto& [key, p] : *pods_snap) {
     if (!PodIsOurs(p, options_.scheduler_name) || !PodUsesDra(p) || !PodWaiting(p)) continue;
     const std::string uid = Meta(p, "uid");
     if (dra_->enabled() && DraKindOf(p) != DraJobDemand::Kind::kDraPath) {  // the loop's, or not judged yet

@@ -2,6 +2,8 @@
 // the informer cache of nodes and bound pods (any scheduler's) and the bindings not yet seen there.
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
@@ -30,8 +32,9 @@ std::string FilterSignature(const json& pod) {
 }  // namespace
 
 FilterWorld K8sScheduler::MakeFilterWorld() const {
-  const auto pods = pods_->Objects();
-  FilterWorld world(nodes_->Objects(), pods);
+  const auto pods_snap = pods_->Snapshot();
+  const auto& pods = *pods_snap;
+  FilterWorld world(*nodes_->Snapshot(), pods);
   std::lock_guard<std::mutex> l(assumed_mu_);
   for (const auto& [uid, entry] : assumed_) world.Assume(entry.first, entry.second);
   return world;
@@ -46,7 +49,8 @@ std::string K8sScheduler::NoNodeMessage(const json& pod) {
 
 void K8sScheduler::SyncFilters() {
   {  // bindings the cache now shows (or pods gone) need no assuming
-    const auto pods = pods_->Objects();
+    const auto pods_snap = pods_->Snapshot();
+  const auto& pods = *pods_snap;
     std::map<std::string, const json*> by_uid;
     for (const auto& [k, p] : pods) by_uid[Meta(p, "uid")] = &p;
     std::lock_guard<std::mutex> l(assumed_mu_);
@@ -133,16 +137,25 @@ void K8sScheduler::SyncFilters() {
 }
 
 std::string K8sScheduler::AdmitBinding(const PodRef& ref, const std::string& node) {
-  json pod;
-  for (const json& p : PodsOf(JobKey{"pod", ref.ns, ref.name}))
-    if (Meta(p, "uid") == ref.uid) pod = p;
-  if (pod.is_null()) {  // a gang member: find it among every pod
-    for (const auto& [k, p] : pods_->Objects())
-      if (Meta(p, "uid") == ref.uid) pod = p;
+  const auto pods_snap = pods_->Snapshot();
+  auto it = pods_snap->find(ref.ns + "/" + ref.name);
+  if (it == pods_snap->end() || Meta(it->second, "uid") != ref.uid)
+    return "";  // not in the cache: the API server judges the binding (UID precondition)
+  const json& pod = it->second;
+  // One world for a while (kAdmitWorldS), with every binding admitted since assumed on it: a binding costs a
+  // judgement, not a copy of the cluster. Pods other schedulers bound meanwhile are seen at the next one (the
+  // loop's own placements never overlap: the Service's model holds them).
+  constexpr int64_t kAdmitWorldUs = 2'000'000;
+  std::lock_guard<std::mutex> admit(admit_mu_);
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (!admit_world_ || now_us - admit_world_us_ > kAdmitWorldUs) {
+    admit_world_ = std::make_unique<FilterWorld>(MakeFilterWorld());
+    admit_world_us_ = now_us;
   }
-  if (pod.is_null()) return "";  // not in the cache: the API server judges the binding (UID precondition)
-  FilterVerdict v = MakeFilterWorld().Judge(pod, node);
+  FilterVerdict v = admit_world_->Judge(pod, node);
   if (!v.ok()) return fmt::format("{} ({})", v.reasons.front(), v.plugin);
+  admit_world_->Assume(pod, node);
   std::lock_guard<std::mutex> l(assumed_mu_);
   assumed_[ref.uid] = {pod, node};
   return "";

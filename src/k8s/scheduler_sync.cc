@@ -90,7 +90,8 @@ void K8sScheduler::SyncNodes() {
   std::map<std::string, NodeView> known;
   for (NodeView& v : views.value()) known[v.name] = std::move(v);
   const std::map<std::string, NodeUse> used = UsageByNode(ForeignPods());
-  const auto nodes = nodes_->Objects();
+  const auto nodes_snap = nodes_->Snapshot();
+  const auto& nodes = *nodes_snap;
   for (const auto& [name, node] : nodes) {
     NodeUse use = used.count(name) ? used.at(name) : NodeUse{};
     int64_t outside_gpus = use.gpus;
@@ -190,7 +191,7 @@ void K8sScheduler::HoldForeignHost(const std::string& name, int64_t cpu_milli, i
 // job of this Service holds (bound by an earlier replica or store, left from an ended job, or still
 // terminating after their run was stopped).
 std::vector<const json*> K8sScheduler::ForeignPods() {
-  foreign_pods_ = pods_->Objects();
+  foreign_pods_ = pods_->Snapshot();
   auto snap = service_->snapshot();
   std::set<std::string> running;
   for (const auto& [key, id] : job_of_key_)
@@ -202,7 +203,7 @@ std::vector<const json*> K8sScheduler::ForeignPods() {
         for (const JobKey& k : keys) running.insert(k.str());
   }
   std::vector<const json*> out;
-  for (const auto& [k, p] : foreign_pods_) {
+  for (const auto& [k, p] : *foreign_pods_) {
     if (PodIsOurs(p, options_.scheduler_name)) {
       const auto run = backend_ ? backend_->RunOfPod(Meta(p, "uid")) : std::nullopt;
       if (run && !run->stopping) continue;  // a run of the loop holds it
@@ -494,7 +495,7 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
 void K8sScheduler::WriteReasons() {
   auto snap = service_->snapshot();
   if (!snap) return;
-  const size_t nodes = nodes_->Objects().size();
+  const size_t nodes = nodes_->Snapshot()->size();
   constexpr double kDraReasonAfterS = 2.0;
   std::erase_if(dra_submitted_, [&](const auto& e) { return SteadyS() - e.second >= kDraReasonAfterS; });
   for (const auto& [key, id] : job_of_key_) {
@@ -551,10 +552,7 @@ void K8sScheduler::SetReason(const json& pod, const std::string& code, const std
   if (r.ok()) {
     said_[uid] = {reason, msg};
     // kubectl describe shows it under Events, as kube-scheduler's FailedScheduling.
-    const ApiResponse e = PostEvent(api_, pod, "Warning", "FailedScheduling", msg, "tessera");
-    if (!e.ok())
-      Log(fmt::format("pod {}/{}: writing the Event failed ({} {})", Meta(pod, "namespace"),
-                      Meta(pod, "name"), e.status, e.error));
+    if (events_) events_->Record(pod, "Warning", "FailedScheduling", msg);
   } else {
     Log(fmt::format("pod {}/{}: writing the reason failed ({} {})", Meta(pod, "namespace"), Meta(pod, "name"),
                     r.status, r.error));
