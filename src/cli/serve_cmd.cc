@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
+#include <functional>
 #include <thread>
 
 #include "cli/commands.h"
@@ -202,16 +203,15 @@ Result<std::unique_ptr<DemoStream>> StartDemo(const ServeArgs& a, Service& svc, 
   return std::make_unique<DemoStream>(&svc, static_cast<uint64_t>(std::time(nullptr)));
 }
 
-// Serves until SIGTERM or SIGINT (blocked in `sigs`), then stops in order: HTTP, the demo, the service.
-int ServeUntilSignal(ApiServer& server, DemoStream* stream, Service& svc, const sigset_t& sigs) {
+// Serves until SIGTERM or SIGINT (blocked in `sigs`), then stops HTTP, then what `stop_rest` stops.
+int ServeUntilSignal(ApiServer& server, const sigset_t& sigs, const std::function<void()>& stop_rest) {
   std::thread http([&] { server.Serve(); });
   int sig = 0;
   sigwait(&sigs, &sig);
   fmt::print("tessera serve: signal {}, shutting down\n", sig);
   server.Stop();
   http.join();
-  if (stream) stream->Stop();
-  svc.Stop();
+  stop_rest();
   std::fflush(stdout);
   return 0;
 }
@@ -258,15 +258,7 @@ int ServeReplicated(const ServeArgs& a, ServiceConfig base, int port, const sigs
   fmt::print("tessera serve: listening on {}://{}:{} as {} (database {}, lease {} s)\n", scheme,
              a.listen.substr(0, a.listen.rfind(':')), server.port(), self, RedactUri(a.store), a.lease_s);
   std::fflush(stdout);
-  std::thread http([&] { server.Serve(); });
-  int sig = 0;
-  sigwait(&sigs, &sig);
-  fmt::print("tessera serve: signal {}, shutting down\n", sig);
-  server.Stop();
-  http.join();
-  (*replica)->Stop();
-  std::fflush(stdout);
-  return 0;
+  return ServeUntilSignal(server, sigs, [&] { (*replica)->Stop(); });
 }
 
 int Serve(const ServeArgs& a) {
@@ -308,7 +300,10 @@ int Serve(const ServeArgs& a) {
   }
   fmt::print("tessera serve: listening on {} (database {})\n", url, a.db);
   std::fflush(stdout);
-  return ServeUntilSignal(server, stream.get(), svc, sigs);
+  return ServeUntilSignal(server, sigs, [&] {  // the demo, then the service
+    if (stream) stream->Stop();
+    svc.Stop();
+  });
 }
 
 }  // namespace
