@@ -63,7 +63,7 @@ Result<bool> SelectorMatches(const json& selector, const json& labels) {
   return true;
 }
 
-std::vector<std::string> BlockingBudgets(const std::map<std::string, json>& budgets, const json& pod) {
+std::vector<std::string> BlockingBudgets(const ObjectMap& budgets, const json& pod) {
   std::vector<std::string> out;
   const std::string ns = Meta(pod, "namespace");
   const json* meta = Field(pod, "metadata");

@@ -6,6 +6,8 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "k8s/object_map.h"
 #include <string>
 #include <vector>
 
@@ -19,7 +21,7 @@ Result<bool> SelectorMatches(const nlohmann::json& selector, const nlohmann::jso
 
 // The names of the budgets of `budgets` (the informer's objects) that select `pod` and allow no disruption
 // now. A budget without a selector, or without status.disruptionsAllowed yet, blocks nothing.
-std::vector<std::string> BlockingBudgets(const std::map<std::string, nlohmann::json>& budgets,
+std::vector<std::string> BlockingBudgets(const ObjectMap& budgets,
                                          const nlohmann::json& pod);
 
 }  // namespace tessera

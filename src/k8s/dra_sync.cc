@@ -154,7 +154,7 @@ DraSync::View DraSync::Snapshot() {
   }
   {
     std::lock_guard<std::mutex> l(overlay_mu_);
-    v.claims = OverlayClaims(claims_->Objects(), &overlay_, NowS());
+    v.claims = OverlayClaims(claims_->Objects().ToMap(), &overlay_, NowS());
   }
   std::vector<std::string> notes;
   v.usage = std::make_unique<DraUsage>(UsageOfClaims(model_, v.claims, &notes));

@@ -325,7 +325,7 @@ std::set<std::string> DomainsWithMatch(const std::map<std::string, NodeInfo>& no
 
 }  // namespace
 
-FilterWorld::FilterWorld(const std::map<std::string, json>& nodes, const std::map<std::string, json>& pods)
+FilterWorld::FilterWorld(const ObjectMap& nodes, const ObjectMap& pods)
     : impl_(std::make_unique<Impl>()) {
   for (const auto& [k, n] : nodes) {
     const std::string name = Meta(n, "name");

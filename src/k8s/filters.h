@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "k8s/object_map.h"
+
 namespace tessera {
 
 // One node's rejection: the plugin and its reasons (NodeResourcesFit may give several); empty = passes.
@@ -31,7 +33,7 @@ class FilterWorld {
  public:
   // `nodes` and `pods` by any key (the informers' maps). Pods count on their spec.nodeName unless they are
   // Succeeded or Failed; pods whose requests do not parse count with no requests.
-  FilterWorld(const std::map<std::string, nlohmann::json>& nodes, const std::map<std::string, nlohmann::json>& pods);
+  FilterWorld(const ObjectMap& nodes, const ObjectMap& pods);
   ~FilterWorld();
   FilterWorld(FilterWorld&&) noexcept;
 

@@ -53,6 +53,11 @@ std::shared_ptr<const Informer::ObjectMap> Informer::Snapshot() const {
   return snapshot_;
 }
 
+ObjectMap::Ptr Informer::Get(const std::string& key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return objects_.Get(key);
+}
+
 void Informer::Sleep(double s) {
   std::unique_lock<std::mutex> l(mu_);
   cv_.wait_for(l, std::chrono::duration<double>(s), [this] { return stop_.load(); });
@@ -62,8 +67,8 @@ void Informer::Apply(WatchEvent e, const json& obj) {
   const std::string key = KeyOf(obj);
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (e == WatchEvent::kDeleted) objects_.erase(key);
-    else objects_[key] = obj;
+    if (e == WatchEvent::kDeleted) objects_.Erase(key);
+    else objects_.Put(key, obj);
     snapshot_.reset();
   }
   if (on_change_) on_change_(e, obj);
@@ -96,7 +101,7 @@ bool Informer::List() {
   }
   std::map<std::string, json> fresh;
   for (const json& item : r.body["items"]) fresh[KeyOf(item)] = item;
-  std::map<std::string, json> old;
+  ObjectMap old;
   {
     std::lock_guard<std::mutex> l(mu_);
     old = objects_;

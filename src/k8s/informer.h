@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/api_client.h"
+#include "k8s/object_map.h"
 
 namespace tessera {
 
@@ -41,12 +42,15 @@ class Informer {
   bool absent() const { return absent_.load(); }
   // Waits until synced or `timeout_s` passed; returns synced().
   bool WaitSynced(double timeout_s);
-  using ObjectMap = std::map<std::string, nlohmann::json>;
+  using ObjectMap = tessera::ObjectMap;
   // The objects now, by namespace/name: an immutable snapshot shared by every caller until the next change
-  // (one copy per change, however many readers). Keep the pointer while reading it.
+  // (one copy of the map's pointers per change, however many readers; the objects are shared values).
+  // Keep the pointer while reading it.
   std::shared_ptr<const ObjectMap> Snapshot() const;
-  // A copy of the objects now.
+  // The objects now (a copy of pointers).
   ObjectMap Objects() const { return *Snapshot(); }
+  // One object now, or null: no snapshot is made.
+  ObjectMap::Ptr Get(const std::string& key) const;
   const std::string& path() const { return path_; }
   int relists() const { return relists_.load(); }
 
@@ -69,7 +73,7 @@ class Informer {
   Handler on_change_;
   std::function<void(const std::string&)> log_;
   mutable std::mutex mu_;
-  std::map<std::string, nlohmann::json> objects_;
+  ObjectMap objects_;
   mutable std::shared_ptr<const ObjectMap> snapshot_;  // of objects_; null once it changed
   std::string rv_;
   std::atomic<bool> stop_{false}, synced_{false}, absent_{false};

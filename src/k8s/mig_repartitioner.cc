@@ -88,7 +88,7 @@ void MigRepartitioner::LoadConfigs(int64_t now_s) {
   configs_count_ = configs_.size();
 }
 
-void MigRepartitioner::Step(const std::map<std::string, json>& nodes, const std::map<std::string, json>& pods,
+void MigRepartitioner::Step(const ObjectMap& nodes, const ObjectMap& pods,
                             int64_t now_s) {
   LoadConfigs(now_s);
   std::vector<const json*> all;
@@ -148,7 +148,7 @@ void MigRepartitioner::Resume(const json& node, const MigNode& n, int64_t now_s)
   ops_[n.name] = op;
 }
 
-void MigRepartitioner::Plan(const std::vector<MigNode>& nodes, const std::map<std::string, json>& pods,
+void MigRepartitioner::Plan(const std::vector<MigNode>& nodes, const ObjectMap& pods,
                             int64_t now_s) {
   std::vector<WaitingPod> waiting;
   for (const auto& [k, p] : pods) {

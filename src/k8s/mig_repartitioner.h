@@ -38,6 +38,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "k8s/object_map.h"
+
 #include "k8s/api_client.h"
 #include "k8s/mig_plan.h"
 
@@ -65,7 +67,7 @@ class MigRepartitioner {
                    PreemptPodFn preempt = nullptr);
 
   // One pass at `now_s` (seconds; any monotonic origin) over the informers' nodes and pods.
-  void Step(const std::map<std::string, nlohmann::json>& nodes, const std::map<std::string, nlohmann::json>& pods,
+  void Step(const ObjectMap& nodes, const ObjectMap& pods,
             int64_t now_s);
   // Whether `node` is being repartitioned (it must stay cordoned).
   bool Holds(const std::string& node) const { return ops_.count(node) > 0; }
@@ -94,7 +96,7 @@ class MigRepartitioner {
   void Evict(const MigNode& node, const GpuPod& p, const std::string& why);
   bool Finish(const MigNode& node, Op* op, int64_t now_s);
   void Failed(const MigNode& node, Op* op, const std::string& why, int64_t now_s);
-  void Plan(const std::vector<MigNode>& nodes, const std::map<std::string, nlohmann::json>& pods, int64_t now_s);
+  void Plan(const std::vector<MigNode>& nodes, const ObjectMap& pods, int64_t now_s);
   const MigConfig* ConfigNamed(const std::string& name) const;
   DrainRules Rules() const { return {options_.scheduler_name, options_.protected_priority}; }
   bool SetLabel(const std::string& node, const std::string& config);

@@ -124,8 +124,8 @@ Result<QueueQuota> ReadKaiQueue(const json& queue) {
   return q;
 }
 
-std::map<std::string, QueueQuota> ReadQueues(const std::map<std::string, json>& volcano,
-                                             const std::map<std::string, json>& kai,
+std::map<std::string, QueueQuota> ReadQueues(const ObjectMap& volcano,
+                                             const ObjectMap& kai,
                                              std::map<std::string, std::string>* errors) {
   std::map<std::string, QueueQuota> out;
   for (const auto& [name, obj] : volcano) {

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "k8s/object_map.h"
 #include <string>
 #include <string_view>
 
@@ -40,8 +42,8 @@ Result<QueueQuota> ReadKaiQueue(const nlohmann::json& queue);
 
 // Every queue of one listing (name -> object), KAI parents marked as not leaf. Objects that do not read are
 // left out and reported in `errors` (queue name -> message).
-std::map<std::string, QueueQuota> ReadQueues(const std::map<std::string, nlohmann::json>& volcano,
-                                             const std::map<std::string, nlohmann::json>& kai,
+std::map<std::string, QueueQuota> ReadQueues(const ObjectMap& volcano,
+                                             const ObjectMap& kai,
                                              std::map<std::string, std::string>* errors);
 
 // The queue a pod names (label, annotation, then `group`'s spec.queue when `group` is not null); empty for

@@ -27,7 +27,7 @@ int64_t NowUs() {
 
 // The priority classes the loop knows: Tessera's defaults, every Kubernetes PriorityClass (by name and
 // value; PreemptLowerPriority may preempt lower priorities of any team), and "kubernetes-default" (0).
-std::vector<PriorityClass> ClassesOf(const std::map<std::string, json>& k8s_classes) {
+std::vector<PriorityClass> ClassesOf(const ObjectMap& k8s_classes) {
   std::vector<PriorityClass> out = DefaultPriorityClasses();
   auto put = [&](PriorityClass pc) {
     auto it = std::find_if(out.begin(), out.end(), [&](const PriorityClass& p) { return p.name == pc.name; });

@@ -137,11 +137,10 @@ void K8sScheduler::SyncFilters() {
 }
 
 std::string K8sScheduler::AdmitBinding(const PodRef& ref, const std::string& node) {
-  const auto pods_snap = pods_->Snapshot();
-  auto it = pods_snap->find(ref.ns + "/" + ref.name);
-  if (it == pods_snap->end() || Meta(it->second, "uid") != ref.uid)
+  const ObjectMap::Ptr cached = pods_->Get(ref.ns + "/" + ref.name);
+  if (cached == nullptr || Meta(*cached, "uid") != ref.uid)
     return "";  // not in the cache: the API server judges the binding (UID precondition)
-  const json& pod = it->second;
+  const json& pod = *cached;
   // One world for a while (kAdmitWorldS), with every binding admitted since assumed on it: a binding costs a
   // judgement, not a copy of the cluster. Pods other schedulers bound meanwhile are seen at the next one (the
   // loop's own placements never overlap: the Service's model holds them).
