@@ -337,6 +337,8 @@ FilterWorld::FilterWorld(const ObjectMap& nodes, const ObjectMap& pods)
 
 FilterWorld::~FilterWorld() = default;
 FilterWorld::FilterWorld(FilterWorld&&) noexcept = default;
+bool FilterWorld::LabelsMatter() const { return !impl_->with_anti.empty(); }
+
 size_t FilterWorld::num_nodes() const { return impl_->nodes.size(); }
 
 void FilterWorld::Assume(const json& pod, const std::string& node) {

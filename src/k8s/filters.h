@@ -49,6 +49,9 @@ class FilterWorld {
   std::set<std::string> Passing(const nlohmann::json& pod, std::map<std::string, int>* rejected = nullptr,
                                 std::set<std::string>* if_freed = nullptr) const;
   size_t num_nodes() const;
+  // Whether a pod's labels can change its verdicts: some pod counted has required pod anti-affinity terms
+  // (a pod's own affinity terms are placement constraints of its own).
+  bool LabelsMatter() const;
 
   struct Impl;  // opaque
 

@@ -164,7 +164,16 @@ class K8sScheduler {
   bool EnsureNamespace(const std::string& ns);
   TeamNamespaces TeamNamespacesFor(const std::string& team) const;
   bool Orphaned(const std::string& key, const std::map<std::string, std::vector<nlohmann::json>>& by_key);
-  void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods);
+  // A job of pods waiting to be submitted (SyncJobs gathers them; SubmitIntake stores them in one write).
+  struct Intake {
+    JobKey key;
+    JobSpec spec;
+    std::vector<nlohmann::json> waiting;
+    size_t tasks = 0;
+  };
+  // The job of `key`'s pods into `intake`, or its reason written on its pods when it cannot be one.
+  void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods, std::vector<Intake>* intake);
+  void SubmitIntake(std::vector<Intake> intake);
   // A pod of its own that asks no GPU (no job of the loop, which places GPU work): bound to a node its
   // filters pass, one without GPUs first; when none passes, kube-scheduler's reason goes on the pod.
   void BindCpuOnly(const nlohmann::json& pod);
@@ -243,9 +252,10 @@ class K8sScheduler {
   // Loop thread (ClassifyDra): our DRA pods by uid; the DRA nodes' whole GPUs for the loop, by node name.
   std::map<std::string, DraJobDemand> dra_demand_;
   std::map<std::string, DraLoopNode> dra_loop_nodes_;
-  // Loop thread: JobKey::str() -> when a job of DRA pods was submitted (steady seconds); its first reason
-  // waits kDraReasonAfterS (a DRA node's capacity may be re-read meanwhile).
-  std::map<std::string, double> dra_submitted_;
+  // Loop thread: JobKey::str() -> when its job was submitted (steady seconds) and whether its pods use DRA;
+  // its first reason waits kReasonAfterS (its filters are set after its first cycles may run), a DRA job's
+  // kDraReasonAfterS (a DRA node's capacity may be re-read meanwhile).
+  std::map<std::string, std::pair<double, bool>> submitted_;
   // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
   std::map<std::string, int64_t> dra_bound_, dra_refused_since_;
   // Loop thread: uid of a waiting pod with claims that is the loop's (or not judged yet) -> since when (ms);

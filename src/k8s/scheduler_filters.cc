@@ -16,15 +16,16 @@ using json = nlohmann::json;
 
 namespace {
 
-// Pods without constraints of their own are judged once per distinct requests (and namespace).
-std::string FilterSignature(const json& pod) {
+// Pods without constraints of their own are judged once per distinct requests and namespace (and labels,
+// when some counted pod's anti-affinity may select them).
+std::string FilterSignature(const json& pod, bool labels_matter) {
   if (PodHasPlacementConstraints(pod) || PodUsesDra(pod)) return "";
   const json* spec = Field(pod, "spec");
   auto requests = spec != nullptr ? PodResources(*spec) : Result<std::map<std::string, int64_t>>(Status::Error(""));
   if (!requests.ok()) return "";
   const json* meta = Field(pod, "metadata");
   const json* labels = meta != nullptr ? Field(*meta, "labels") : nullptr;
-  std::string sig = Meta(pod, "namespace") + "|" + (labels != nullptr ? labels->dump() : "");
+  std::string sig = Meta(pod, "namespace") + "|" + (labels != nullptr && labels_matter ? labels->dump() : "");
   for (const auto& [r, v] : *requests) sig += fmt::format("|{}={}", r, v);
   return sig;
 }
@@ -65,8 +66,9 @@ void K8sScheduler::SyncFilters() {
   std::map<std::string, std::pair<Service::NodeNames, std::string>> by_signature;
   std::map<std::string, std::string> unschedulable;
   std::map<std::string, size_t> passing;
+  std::map<std::set<std::string>, Service::NodeNames> interned;
   auto judge = [&](const std::string& key, const json& pod) -> Service::NodeNames {
-    const std::string sig = FilterSignature(pod);
+    const std::string sig = FilterSignature(pod, world.LabelsMatter());
     if (auto it = by_signature.find(sig); !sig.empty() && it != by_signature.end()) {
       if (!it->second.second.empty()) unschedulable[key] = it->second.second;
       passing[key] = it->second.first->size();  // (an upper bound; the message is what counts)
@@ -89,7 +91,10 @@ void K8sScheduler::SyncFilters() {
       std::erase_if(allowed, [&](const std::string& n) { return dra_loop_nodes_.count(n) && !pass.count(n); });
     }
     allowed.insert(pass.begin(), pass.end());
-    auto nodes = std::make_shared<const std::set<std::string>>(std::move(allowed));
+    // Equal sets are one shared set: the loop builds one node mask per distinct set.
+    auto [at, fresh] = interned.try_emplace(std::move(allowed));
+    if (fresh) at->second = std::make_shared<const std::set<std::string>>(at->first);
+    const Service::NodeNames nodes = at->second;
     const std::string message = pass.empty() ? UnschedulableMessage(world.num_nodes(), rejected) : "";
     if (!message.empty()) unschedulable[key] = message;
     passing[key] = pass.size();

@@ -273,6 +273,7 @@ void K8sScheduler::SyncJobs() {
     if (waiting) order.push_back({-prio, key});
   }
   std::sort(order.begin(), order.end());
+  std::vector<Intake> intake;
   for (const auto& [neg, key] : order) {
     auto member = members.find(key);
     if (const json& first = by_key[key].front(); member == members.end() && JobKeyOf(first).kind == "pod") {
@@ -282,8 +283,9 @@ void K8sScheduler::SyncJobs() {
         continue;
       }
     }
-    SubmitJob(member != members.end() ? member->second : JobKeyOf(by_key[key].front()), by_key[key]);
+    SubmitJob(member != members.end() ? member->second : JobKeyOf(by_key[key].front()), by_key[key], &intake);
   }
+  SubmitIntake(std::move(intake));
   for (const std::string& key : running_gangs) BindCompanions(by_key[key]);
 }
 
@@ -425,7 +427,7 @@ std::string K8sScheduler::PriorityClassOf(const json& pod) const {
   return "kubernetes-default";
 }
 
-void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
+void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods, std::vector<Intake>* intake) {
   std::vector<json> waiting;
   for (const json& p : pods)
     if (PodWaiting(p)) waiting.push_back(p);
@@ -485,22 +487,50 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
   auto parsed = ParseJobSpec(*spec);
   if (!parsed.ok()) return refuse(waiting, "InvalidArgument", "tessera: " + parsed.error().message);
   EnsureTeam(team);
-  auto job = service_->Submit(admin_, parsed.value(), "");
-  if (!job.ok()) return refuse(waiting, ErrorCodeName(job.error().code), "tessera: " + job.error().message);
-  job_of_key_[key.str()] = job->job->id;
-  if (PodUsesDra(waiting[0])) dra_submitted_[key.str()] = SteadyS();
-  Log(fmt::format("job {}: {} ({} task(s))", job->job->id, key.str(), tasks));
+  intake->push_back({key, std::move(parsed).value(), std::move(waiting), tasks});
+}
+
+// One durable write for the pass's new jobs (a burst of pods costs one commit, not one each).
+void K8sScheduler::SubmitIntake(std::vector<Intake> intake) {
+  if (intake.empty()) return;
+  std::vector<JobSpec> specs;
+  specs.reserve(intake.size());
+  for (const Intake& in : intake) specs.push_back(in.spec);
+  const std::vector<Outcome<JobView>> jobs = service_->SubmitAll(admin_, specs);
+  constexpr size_t kLoggedEach = 20;  // a larger intake is one line
+  int64_t first = -1, last = -1;
+  for (size_t i = 0; i < intake.size(); ++i) {
+    const Intake& in = intake[i];
+    const Outcome<JobView>& job = jobs[i];
+    if (!job.ok()) {
+      for (const json& p : in.waiting) SetReason(p, ErrorCodeName(job.error().code), "tessera: " + job.error().message);
+      continue;
+    }
+    job_of_key_[in.key.str()] = job->job->id;
+    submitted_[in.key.str()] = {SteadyS(), PodUsesDra(in.waiting[0])};
+    if (intake.size() <= kLoggedEach) Log(fmt::format("job {}: {} ({} task(s))", job->job->id, in.key.str(), in.tasks));
+    if (first < 0) first = job->job->id;
+    last = job->job->id;
+  }
+  if (intake.size() > kLoggedEach && first >= 0)
+    Log(fmt::format("jobs {}-{}: {} of {} pod jobs submitted", first, last,
+                    std::count_if(jobs.begin(), jobs.end(), [](const auto& j) { return j.ok(); }), intake.size()));
 }
 
 void K8sScheduler::WriteReasons() {
   auto snap = service_->snapshot();
   if (!snap) return;
   const size_t nodes = nodes_->Snapshot()->size();
-  constexpr double kDraReasonAfterS = 2.0;
-  std::erase_if(dra_submitted_, [&](const auto& e) { return SteadyS() - e.second >= kDraReasonAfterS; });
+  // A job's first cycles may run before its filters were set (SyncFilters follows the submission): only a job
+  // submitted a while ago (DRA: its claims allocated) has a reason to tell; one placed by then has none.
+  constexpr double kReasonAfterS = 1.0, kDraReasonAfterS = 2.0;
+  const double now_s = SteadyS();
+  std::erase_if(submitted_, [&](const auto& e) {
+    return now_s - e.second.first >= (e.second.second ? kDraReasonAfterS : kReasonAfterS);
+  });
   for (const auto& [key, id] : job_of_key_) {
     auto it = snap->pending.find(id);
-    if (it == snap->pending.end() || it->second.code.empty() || dra_submitted_.count(key)) continue;
+    if (it == snap->pending.end() || it->second.code.empty() || submitted_.count(key)) continue;
     // No node passes: kube-scheduler's message alone (the loop's says only that); else how many pass and why
     // the loop still waits.
     auto none = unschedulable_.find(key);

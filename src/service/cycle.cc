@@ -144,13 +144,19 @@ void ServiceDriver::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>*
 void ServiceDriver::ApplyJobNodesLocked(CycleInput* in) const {
   if (job_nodes_.empty() && !job_nodes_strict_) return;
   const std::vector<Node>& nodes = loop_->state().cluster().nodes;
-  const std::set<std::string> none;
   std::map<const std::set<std::string>*, std::shared_ptr<const std::vector<bool>>> masks;  // one per shared set
+  // Strict: a job not judged yet (submitted since the last SetJobNodes) sits this cycle out, without a
+  // verdict: "fits nowhere" would be a reason it does not have.
+  if (job_nodes_strict_)
+    std::erase_if(in->pending, [&](const PendingJob& p) {
+      const JobSlot slot = SlotOf(p.request.id);
+      return HasSlotLocked(slot) && !job_nodes_.count(IdOfSlotLocked(slot));
+    });
   for (PendingJob& p : in->pending) {
     const JobSlot slot = SlotOf(p.request.id);
     if (!HasSlotLocked(slot)) continue;
     auto it = job_nodes_.find(IdOfSlotLocked(slot));
-    const std::set<std::string>* names = it != job_nodes_.end() ? it->second.get() : job_nodes_strict_ ? &none : nullptr;
+    const std::set<std::string>* names = it != job_nodes_.end() ? it->second.get() : nullptr;
     if (names == nullptr) continue;
     auto& mask = masks[names];
     if (mask == nullptr) {

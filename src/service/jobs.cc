@@ -157,6 +157,86 @@ void ServiceDriver::ApplyEffects(const Effects& e, const Status& st) {
   if (added) Notify();
 }
 
+// A new pending job of `team` from `spec` (its id taken, its Submitted event and audit entry added to `b`);
+// nothing is stored or visible yet. Under mu_.
+Outcome<JobPtr> ServiceDriver::NewJobLocked(const Caller& c, const JobSpec& spec, const std::string& team,
+                                            const std::string& body, WriteBatch* b) {
+  const int64_t id = book_->PeekId();
+  int queue = 0;
+  std::string pc;
+  auto req = BuildRequest(spec, team, id, &queue, &pc);
+  if (!req.ok()) return req.error();
+  if (auto e = identity_->ClassPolicy(c, team, pc)) return *e;
+  book_->TakeId(id);
+  auto j = std::make_shared<JobRecord>();
+  j->id = id;
+  j->version = NextVersion();
+  j->user = c.user;
+  j->team = team;
+  j->project = spec.workload.project;
+  j->name = spec.workload.name;
+  j->priority_class = pc;
+  j->cls = spec.workload.cls;
+  j->mig_profile = spec.mig_profile;
+  j->duration_s = spec.workload.duration_s;
+  j->time_limit_s = spec.workload.time_limit_s;
+  j->checkpointable = spec.workload.checkpointable;
+  j->spec_json = body;
+  j->request = req.value();
+  j->replicas = spec.workload.cls == WorkloadClass::kTraining ? 1 : spec.workload.replicas;
+  j->queue = queue;
+  j->submitted_at = Now();
+  b->events.push_back({id, j->submitted_at, "Submitted", "by " + c.user});
+  b->audit.push_back(AuditOf(c, "job.submit", fmt::format("job:{}", id), "",
+                            nlohmann::json{{"team", team},
+                                           {"name", j->name},
+                                           {"project", j->project},
+                                           {"priority_class", pc},
+                                           {"gpus", TotalGpus(*j)}}
+                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                            true));
+  return JobPtr(j);
+}
+
+// Many jobs by one caller in one durable write (no idempotency keys): each refused or accepted as Submit
+// would; returns once the accepted are durable (or the write failed).
+std::vector<Outcome<JobView>> ServiceDriver::SubmitAll(const Caller& c, const std::vector<JobSpec>& specs) {
+  std::vector<Outcome<JobView>> out;
+  out.reserve(specs.size());
+  std::vector<JobPtr> made;
+  WriteBatch b;
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (const JobSpec& spec : specs) {
+      auto named = JobBook::SubmitTeam(c, spec.workload.team);
+      if (!named.ok()) {
+        out.push_back(named.error());
+        continue;
+      }
+      if (!identity_->HasTeam(named.value())) {
+        out.push_back(Invalid("team", fmt::format("field 'team': unknown team '{}'", named.value())));
+        continue;
+      }
+      auto j = NewJobLocked(c, spec, named.value(), spec.body.dump(), &b);
+      if (!j.ok()) {
+        out.push_back(j.error());
+        continue;
+      }
+      made.push_back(j.value());
+      out.push_back(JobView{j.value(), std::nullopt});
+    }
+    if (made.empty()) return out;
+    PutLocked(made, std::move(b), [p](const Status& st) { p->set_value(st); });
+  }
+  const Status st = f.get();
+  for (Outcome<JobView>& o : out)
+    if (o.ok() && !st.ok()) o = ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()};
+  if (st.ok()) counters_.submissions.fetch_add(made.size(), std::memory_order_relaxed);
+  return out;
+}
+
 Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
                                        const std::string& idempotency_key, bool* created) {
   if (created) *created = false;
@@ -184,41 +264,11 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
       return Get(Caller{"", "", Role::kAdmin}, found->job_id);
     }
   }
-  const int64_t id = book_->PeekId();
-  int queue = 0;
-  std::string pc;
-  auto req = BuildRequest(spec, team, id, &queue, &pc);
-  if (!req.ok()) return req.error();
-  if (auto e = identity_->ClassPolicy(c, team, pc)) return *e;
-  book_->TakeId(id);
-  auto j = std::make_shared<JobRecord>();
-  j->id = id;
-  j->version = NextVersion();
-  j->user = c.user;
-  j->team = team;
-  j->project = spec.workload.project;
-  j->name = spec.workload.name;
-  j->priority_class = pc;
-  j->cls = spec.workload.cls;
-  j->mig_profile = spec.mig_profile;
-  j->duration_s = spec.workload.duration_s;
-  j->time_limit_s = spec.workload.time_limit_s;
-  j->checkpointable = spec.workload.checkpointable;
-  j->spec_json = body;
-  j->request = req.value();
-  j->replicas = spec.workload.cls == WorkloadClass::kTraining ? 1 : spec.workload.replicas;
-  j->queue = queue;
-  j->submitted_at = Now();
   WriteBatch b;
-  b.events.push_back({id, j->submitted_at, "Submitted", "by " + c.user});
-  b.audit.push_back(AuditOf(c, "job.submit", fmt::format("job:{}", id), "",
-                            nlohmann::json{{"team", team},
-                                           {"name", j->name},
-                                           {"project", j->project},
-                                           {"priority_class", pc},
-                                           {"gpus", TotalGpus(*j)}}
-                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                            true));
+  auto made = NewJobLocked(c, spec, team, body, &b);
+  if (!made.ok()) return made.error();
+  JobPtr j = made.value();
+  const int64_t id = j->id;
   if (!idempotency_key.empty()) {
     b.keys.push_back({c.user, idempotency_key, hash, id});
     book_->PutKey(key, {hash, id, false});

@@ -65,6 +65,10 @@ Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std
   return driver_->Submit(c, spec, idempotency_key, created);
 }
 
+std::vector<Outcome<JobView>> Service::SubmitAll(const Caller& c, const std::vector<JobSpec>& specs) {
+  return driver_->SubmitAll(c, specs);
+}
+
 Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) { return driver_->Cancel(c, id); }
 
 Outcome<JobView> Service::Preempt(const Caller& c, int64_t id, const std::string& reason) {

@@ -180,6 +180,9 @@ class Service {
   // `created` tells whether this call made the job.
   Outcome<JobView> Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
                           bool* created = nullptr);
+  // Many jobs by one caller (a driver's intake: no idempotency keys), stored in one durable write; one
+  // outcome per spec, in order, each as Submit would answer it. Returns once the accepted are durable.
+  std::vector<Outcome<JobView>> SubmitAll(const Caller& c, const std::vector<JobSpec>& specs);
   Outcome<JobView> Get(const Caller& c, int64_t id) const;
   Outcome<JobView> Cancel(const Caller& c, int64_t id);
   Outcome<JobView> SetPriority(const Caller& c, int64_t id, const std::string& priority_class);
@@ -257,9 +260,9 @@ class Service {
   void SetEvictionBlocked(std::set<int64_t> ids);
   // The nodes (by name) each pending job may go to, for constraints the engine does not model (Kubernetes'
   // node filters, judged by the driver): the cycles after this call place the job only there. Replaces the
-  // previous map. A job absent from it may go to any node, or, with `absent_nowhere`, to none until a
-  // later call names it (a driver that judges every job before it may run); null = any node. Jobs may
-  // share one set.
+  // previous map. A job absent from it may go to any node, or, with `absent_nowhere`, is not considered
+  // (no placement, no pending verdict) until a later call names it (a driver that judges every job before
+  // it may run); null = any node. Jobs may share one set.
   using NodeNames = std::shared_ptr<const std::set<std::string>>;
   void SetJobNodes(std::map<int64_t, NodeNames> nodes, bool absent_nowhere = false);
 

@@ -74,6 +74,7 @@ class ServiceDriver {
   // The job writes and what-if of Service (service.h).
   Outcome<JobView> Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
                           bool* created);
+  std::vector<Outcome<JobView>> SubmitAll(const Caller& c, const std::vector<JobSpec>& specs);
   Outcome<JobView> Cancel(const Caller& c, int64_t id);
   Outcome<JobView> SetPriority(const Caller& c, int64_t id, const std::string& priority_class);
   Outcome<JobView> Preempt(const Caller& c, int64_t id, const std::string& reason);
@@ -195,6 +196,8 @@ class ServiceDriver {
   // commit the store's writer applies the Effects (versions visible, new pending jobs in the loop, usage
   // in the ledger) and then calls `done` (if any): a caller that waits for `done` reads its own write.
   void PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
+  Outcome<JobPtr> NewJobLocked(const Caller& c, const JobSpec& spec, const std::string& team,
+                               const std::string& body, WriteBatch* b);
   void ApplyEffects(const Effects& e, const Status& st);
   // A change of job `id` by `c` (verb names it in a refusal): 404 unless the job is durable and visible to
   // `c`, 403 without the right; else `change` (under the lock) returns the next version and its writes
