@@ -254,8 +254,8 @@ void K8sScheduler::OnPod(WatchEvent e, const json& pod) {
   if (PodIsOurs(pod, options_.scheduler_name)) {  // with claims too: SyncJobs keeps the loop's (ClassifyDra)
     std::lock_guard<std::mutex> l(pods_mu_);
     auto& m = pods_by_key_[key.str()];
-    if (e == WatchEvent::kDeleted) m.erase(Meta(pod, "name"));
-    else m[Meta(pod, "name")] = pod;
+    if (e == WatchEvent::kDeleted) m.Erase(Meta(pod, "name"));
+    else m.Put(Meta(pod, "name"), pod);
     if (m.empty()) pods_by_key_.erase(key.str());
   }
   if (backend_ && service_) backend_->PodsChanged(Meta(pod, "uid"));
@@ -321,18 +321,36 @@ void K8sScheduler::Reconcile() {
     mig_->Step(*nodes_->Snapshot(), *pods_->Snapshot(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
   }
   LoadMigSources(/*now=*/false);
+  // Each step timed: a slow pass says where its time went (what delays every waiting pod).
+  std::vector<std::pair<const char*, int64_t>> steps;
+  int64_t at_us = NowUs();
+  auto step = [&](const char* name, auto&& fn) {
+    fn();
+    const int64_t now_us = NowUs();
+    steps.push_back({name, now_us - at_us});
+    at_us = now_us;
+  };
   // The DRA path first, so that the loop's nodes this pass already lack what it just allocated.
-  ClassifyDra();
-  SyncDra();
-  ClassifyDra();
-  SyncNodes();
-  SyncQueues();
-  SyncJobs();
-  SyncApiJobs();
-  SyncBudgets();
-  SyncFilters();
-  WriteReasons();
-  SyncGroupStatus();
+  step("dra", [&] {
+    ClassifyDra();
+    SyncDra();
+    ClassifyDra();
+  });
+  step("nodes", [&] { SyncNodes(); });
+  step("queues", [&] { SyncQueues(); });
+  step("jobs", [&] { SyncJobs(); });
+  step("api-jobs", [&] { SyncApiJobs(); });
+  step("budgets", [&] { SyncBudgets(); });
+  step("filters", [&] { SyncFilters(); });
+  step("reasons", [&] { WriteReasons(); });
+  step("groups", [&] { SyncGroupStatus(); });
+  int64_t total_us = 0;
+  for (const auto& [name, us] : steps) total_us += us;
+  constexpr int64_t kSlowPassUs = 250'000;
+  if (total_us < kSlowPassUs) return;
+  std::string parts;
+  for (const auto& [name, us] : steps) parts += fmt::format(" {} {} ms", name, us / 1000);
+  Log(fmt::format("slow pass: {} ms:{}", total_us / 1000, parts));
 }
 
 }  // namespace tessera

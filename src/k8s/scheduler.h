@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -163,7 +164,9 @@ class K8sScheduler {
   void ForgetApiJob(int64_t id, bool cancelled);
   bool EnsureNamespace(const std::string& ns);
   TeamNamespaces TeamNamespacesFor(const std::string& team) const;
-  bool Orphaned(const std::string& key, const std::map<std::string, std::vector<nlohmann::json>>& by_key);
+  // Pods by reference into a copy of pods_by_key_ the caller holds (its values are shared, never edited).
+  using PodRefs = std::vector<std::reference_wrapper<const nlohmann::json>>;
+  bool Orphaned(const std::string& key, const std::map<std::string, PodRefs>& by_key);
   // A job of pods waiting to be submitted (SyncJobs gathers them; SubmitIntake stores them in one write).
   struct Intake {
     JobKey key;
@@ -172,7 +175,7 @@ class K8sScheduler {
     size_t tasks = 0;
   };
   // The job of `key`'s pods into `intake`, or its reason written on its pods when it cannot be one.
-  void SubmitJob(const JobKey& key, const std::vector<nlohmann::json>& pods, std::vector<Intake>* intake);
+  void SubmitJob(const JobKey& key, const PodRefs& pods, std::vector<Intake>* intake);
   void SubmitIntake(std::vector<Intake> intake);
   // A pod of its own that asks no GPU (no job of the loop, which places GPU work): bound to a node its
   // filters pass, one without GPUs first; when none passes, kube-scheduler's reason goes on the pod.
@@ -183,13 +186,13 @@ class K8sScheduler {
   void SyncGroupStatus();
   // A running gang's waiting CPU-only members (no GPU: outside the loop's accounting), each bound to a node
   // its filters pass, beside the gang's members when one passes.
-  void BindCompanions(const std::vector<nlohmann::json>& members);
+  void BindCompanions(const PodRefs& members);
   // Binds a pod outside the loop's accounting to `node` (judged by AdmitBinding first, assumed in world_
   // after), with a Scheduled Event; false when refused or the binding failed (logged).
   bool BindOutsideLoop(const nlohmann::json& pod, const std::string& node);
   bool JobRunning(int64_t id) const;
   // Whether a PodGroup's gang has its GPU members bound (minMember less its CPU-only companions).
-  bool GangBound(const std::string& key, const std::map<std::string, nlohmann::json>& members)
+  bool GangBound(const std::string& key, const ObjectMap& members)
       const;  // the Service's job state now (not the last snapshot's)
   // Kubernetes' node filters (filters.h) for every pending job, on the informer cache of nodes and bound pods
   // plus our bindings the cache does not show yet: the Service places each job only on the nodes its first
@@ -277,7 +280,7 @@ class K8sScheduler {
   bool wake_ = false;
 
   mutable std::mutex pods_mu_;
-  std::map<std::string, std::map<std::string, nlohmann::json>> pods_by_key_;  // JobKey::str() -> name -> pod
+  std::map<std::string, ObjectMap> pods_by_key_;  // JobKey::str() -> name -> pod
   // Loop thread only.
   std::map<std::string, int64_t> job_of_key_;  // JobKey::str() -> active job id
   std::map<std::string, double>

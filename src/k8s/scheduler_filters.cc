@@ -16,17 +16,36 @@ using json = nlohmann::json;
 
 namespace {
 
-// Pods without constraints of their own are judged once per distinct requests and namespace (and labels,
-// when some counted pod's anti-affinity may select them).
+// Pods are judged once per distinct signature: namespace, requests and the spec fields the filters read
+// (node selector, affinity, tolerations, topology spread, host ports: the API server's default tolerations
+// make nearly every pod carry some), and labels when they can change a verdict (some counted pod's
+// anti-affinity, or the pod's own spread or pod affinity terms selecting pods like it). Pods with claims are
+// judged one by one ("" = no signature).
 std::string FilterSignature(const json& pod, bool labels_matter) {
-  if (PodHasPlacementConstraints(pod) || PodUsesDra(pod)) return "";
+  if (PodUsesDra(pod)) return "";
   const json* spec = Field(pod, "spec");
   auto requests = spec != nullptr ? PodResources(*spec) : Result<std::map<std::string, int64_t>>(Status::Error(""));
   if (!requests.ok()) return "";
+  std::string sig = Meta(pod, "namespace");
+  for (const auto& [r, v] : *requests) sig += fmt::format("|{}={}", r, v);
+  bool own_terms = false;
+  for (const char* k : {"nodeSelector", "affinity", "tolerations", "topologySpreadConstraints", "containers",
+                        "initContainers"}) {
+    const json* f = Field(*spec, k);
+    if (f == nullptr) continue;
+    if (std::string_view(k).ends_with("ontainers")) {  // their host ports only
+      for (const json& c : *f)
+        if (const json* ports = c.is_object() ? Field(c, "ports") : nullptr; ports != nullptr)
+          sig += "|ports=" + ports->dump();
+      continue;
+    }
+    sig += fmt::format("|{}={}", k, f->dump());
+    own_terms |= std::string_view(k) == "topologySpreadConstraints" ||
+                 (std::string_view(k) == "affinity" && (f->contains("podAffinity") || f->contains("podAntiAffinity")));
+  }
   const json* meta = Field(pod, "metadata");
   const json* labels = meta != nullptr ? Field(*meta, "labels") : nullptr;
-  std::string sig = Meta(pod, "namespace") + "|" + (labels != nullptr && labels_matter ? labels->dump() : "");
-  for (const auto& [r, v] : *requests) sig += fmt::format("|{}={}", r, v);
+  if (labels != nullptr && (labels_matter || own_terms)) sig += "|labels=" + labels->dump();
   return sig;
 }
 

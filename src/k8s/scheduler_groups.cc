@@ -11,7 +11,7 @@ namespace tessera {
 
 using json = nlohmann::json;
 
-void K8sScheduler::BindCompanions(const std::vector<json>& members) {
+void K8sScheduler::BindCompanions(const PodRefs& members) {
   std::set<std::string> gang_nodes;
   std::vector<const json*> companions;
   for (const json& p : members) {

@@ -42,7 +42,7 @@ std::string Label(const json& node, const char* key) {
 
 }  // namespace
 
-bool K8sScheduler::GangBound(const std::string& key, const std::map<std::string, json>& members) const {
+bool K8sScheduler::GangBound(const std::string& key, const ObjectMap& members) const {
   int bound_gpu = 0, companions = 0;
   for (const auto& [name, p] : members) {
     const bool gpu = PodAsksGpu(p);
@@ -215,14 +215,18 @@ std::vector<const json*> K8sScheduler::ForeignPods() {
 }
 
 void K8sScheduler::SyncJobs() {
-  std::map<std::string, std::vector<json>> by_key;
+  std::map<std::string, PodRefs> by_key;  // into `pod_maps`
   std::map<std::string, JobKey> members;  // by_key's keys of PodGroup members that are jobs of their own
   std::set<std::string> running_gangs;    // read before pods_mu_: the Service's lock is never taken under it
   for (const auto& [key, id] : job_of_key_)
     if (key.rfind("podgroup/", 0) == 0 && JobRunning(id)) running_gangs.insert(key);
+  std::map<std::string, ObjectMap> pod_maps;
   {
     std::lock_guard<std::mutex> l(pods_mu_);
-    for (const auto& [key, m] : pods_by_key_) {
+    pod_maps = pods_by_key_;  // pointers: the pods themselves are shared
+  }
+  {
+    for (const auto& [key, m] : pod_maps) {
       // minMember means at least that many: once a group's gang job runs with its GPU members bound, each
       // member still waiting is a job of its own ("pod/NS/NAME"), bound as it fits.
       const bool runs = running_gangs.count(key) > 0 && GangBound(key, m);
@@ -292,7 +296,7 @@ void K8sScheduler::SyncJobs() {
 // A pending job is orphaned once no pod of it waits: at once when its pods are gone or ending; when some
 // are bound, only after kBoundGraceS of that (the job's published state lags its own bindings by a cycle,
 // so a just-bound job still reads pending; pods bound by someone else stay bound).
-bool K8sScheduler::Orphaned(const std::string& key, const std::map<std::string, std::vector<json>>& by_key) {
+bool K8sScheduler::Orphaned(const std::string& key, const std::map<std::string, PodRefs>& by_key) {
   constexpr double kBoundGraceS = 5.0;
   auto pods = by_key.find(key);
   bool waiting = false, bound = false;
@@ -427,7 +431,7 @@ std::string K8sScheduler::PriorityClassOf(const json& pod) const {
   return "kubernetes-default";
 }
 
-void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods, std::vector<Intake>* intake) {
+void K8sScheduler::SubmitJob(const JobKey& key, const PodRefs& pods, std::vector<Intake>* intake) {
   std::vector<json> waiting;
   for (const json& p : pods)
     if (PodWaiting(p)) waiting.push_back(p);
