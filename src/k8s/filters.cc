@@ -262,17 +262,28 @@ NodeInfo ReadNode(const std::string& name, const json& node) {
 
 }  // namespace
 
+struct FilterCache::Impl {
+  // Object -> (the object kept alive, so that its address is not reused while cached; what was read of it,
+  // null when it does not count: not bound, or done).
+  std::unordered_map<const json*, std::pair<ObjectMap::Ptr, std::shared_ptr<const PodInfo>>> pods;
+};
+
+FilterCache::FilterCache() : impl_(std::make_unique<Impl>()) {}
+FilterCache::~FilterCache() = default;
+size_t FilterCache::size() const { return impl_->pods.size(); }
+
 struct FilterWorld::Impl {
   std::map<std::string, NodeInfo> nodes;
-  std::deque<PodInfo> pods;                      // bound, unfinished (stable addresses)
+  std::vector<std::shared_ptr<const PodInfo>> pods;     // bound, unfinished
   std::set<std::pair<std::string, std::string>> known;  // (namespace, name) of the pods counted
   std::vector<const PodInfo*> with_anti;         // bound pods with required anti-affinity terms
 
-  void Add(PodInfo p) {
-    auto node = nodes.find(p.node);
-    if (node == nodes.end() || !known.insert({p.ns, p.name}).second) return;
+  void Add(PodInfo p) { Add(std::make_shared<const PodInfo>(std::move(p))); }
+  void Add(std::shared_ptr<const PodInfo> p) {
+    auto node = nodes.find(p->node);
+    if (node == nodes.end() || !known.insert({p->ns, p->name}).second) return;
     pods.push_back(std::move(p));
-    const PodInfo* pi = &pods.back();
+    const PodInfo* pi = pods.back().get();
     NodeInfo& n = node->second;
     n.bound.push_back(pi);
     for (const auto& [r, v] : pi->requests) n.used[r] += v;
@@ -325,14 +336,27 @@ std::set<std::string> DomainsWithMatch(const std::map<std::string, NodeInfo>& no
 
 }  // namespace
 
-FilterWorld::FilterWorld(const ObjectMap& nodes, const ObjectMap& pods)
+FilterWorld::FilterWorld(const ObjectMap& nodes, const ObjectMap& pods, FilterCache* cache)
     : impl_(std::make_unique<Impl>()) {
   for (const auto& [k, n] : nodes) {
     const std::string name = Meta(n, "name");
     impl_->nodes.emplace(name, ReadNode(name, n));
   }
-  for (const auto& [k, p] : pods)
-    if (!PodDone(p) && !StringField(At(p, "spec"), "nodeName").empty()) impl_->Add(ReadPod(p));
+  auto counts = [](const json& p) { return !PodDone(p) && !StringField(At(p, "spec"), "nodeName").empty(); };
+  if (cache == nullptr) {
+    for (const auto& [k, p] : pods)
+      if (counts(p)) impl_->Add(ReadPod(p));
+    return;
+  }
+  auto& cached = cache->impl_->pods;
+  for (auto it = pods.begin(); it != pods.end(); ++it) {
+    const json& p = (*it).second;
+    auto [at, fresh] = cached.try_emplace(&p);
+    if (fresh) at->second = {it.ptr(), counts(p) ? std::make_shared<const PodInfo>(ReadPod(p)) : nullptr};
+    if (at->second.second) impl_->Add(at->second.second);
+  }
+  // Pods no one else holds any more (changed or gone) leave the cache.
+  std::erase_if(cached, [](const auto& e) { return e.second.first.use_count() == 1; });
 }
 
 FilterWorld::~FilterWorld() = default;
@@ -385,7 +409,7 @@ void SetupAffinity(const FilterWorld::Impl& w, const json& spec, PodView* v) {
   for (const PodTerm& t : PodTerms(spec, "podAffinity", v->info.ns)) {
     auto domains = DomainsWithMatch(w.nodes, t);
     bool any = !domains.empty();
-    for (const PodInfo& p : w.pods) any = any || TermCovers(t, p);
+    for (const auto& p : w.pods) any = any || TermCovers(t, *p);
     v->affinity_free.push_back(!any && TermCovers(t, v->info));
     v->affinity_domains.push_back({t.topology_key, std::move(domains)});
   }

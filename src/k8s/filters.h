@@ -28,12 +28,27 @@ struct FilterVerdict {
   bool ok() const { return reasons.empty(); }
 };
 
+// What FilterWorld reads of each pod, kept across worlds for pods that did not change (an informer's objects
+// are immutable shared values: a changed pod is a new one). One thread at a time.
+class FilterCache {
+ public:
+  FilterCache();
+  ~FilterCache();
+  size_t size() const;
+  struct Impl;  // opaque
+
+ private:
+  friend class FilterWorld;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Nodes and the pods bound to them, as the filters see them.
 class FilterWorld {
  public:
   // `nodes` and `pods` by any key (the informers' maps). Pods count on their spec.nodeName unless they are
   // Succeeded or Failed; pods whose requests do not parse count with no requests.
-  FilterWorld(const ObjectMap& nodes, const ObjectMap& pods);
+  // With `cache`, pods read for an earlier world are not read again.
+  FilterWorld(const ObjectMap& nodes, const ObjectMap& pods, FilterCache* cache = nullptr);
   ~FilterWorld();
   FilterWorld(FilterWorld&&) noexcept;
 

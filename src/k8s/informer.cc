@@ -70,6 +70,7 @@ void Informer::Apply(WatchEvent e, const json& obj) {
     if (e == WatchEvent::kDeleted) objects_.Erase(key);
     else objects_.Put(key, obj);
     snapshot_.reset();
+    ++version_;
   }
   if (on_change_) on_change_(e, obj);
 }

@@ -49,6 +49,8 @@ class Informer {
   std::shared_ptr<const ObjectMap> Snapshot() const;
   // The objects now (a copy of pointers).
   ObjectMap Objects() const { return *Snapshot(); }
+  // Grows with every change applied (a reader that saw version v has nothing new while it stays v).
+  uint64_t version() const { return version_.load(); }
   // One object now, or null: no snapshot is made.
   ObjectMap::Ptr Get(const std::string& key) const;
   const std::string& path() const { return path_; }
@@ -78,6 +80,7 @@ class Informer {
   std::string rv_;
   std::atomic<bool> stop_{false}, synced_{false}, absent_{false};
   std::atomic<int> relists_{0};
+  std::atomic<uint64_t> version_{0};
   std::condition_variable cv_;
   std::thread thread_;
 };

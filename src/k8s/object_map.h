@@ -10,10 +10,9 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 namespace tessera {
 
@@ -40,9 +39,17 @@ class ObjectMap {
     value_type operator*() const { return {it_->first, *it_->second}; }
     Arrow operator->() const { return Arrow{**this}; }
     const_iterator& operator++() { return ++it_, *this; }
-    const_iterator operator++(int) { const_iterator c = *this; ++it_; return c; }
+    const_iterator operator++(int) {
+      const_iterator c = *this;
+      ++it_;
+      return c;
+    }
     const_iterator& operator--() { return --it_, *this; }
-    const_iterator operator--(int) { const_iterator c = *this; --it_; return c; }
+    const_iterator operator--(int) {
+      const_iterator c = *this;
+      --it_;
+      return c;
+    }
     bool operator==(const const_iterator& o) const { return it_ == o.it_; }
     bool operator!=(const const_iterator& o) const { return it_ != o.it_; }
     // The shared value (kept alive past the map's life by whoever holds it).
@@ -56,7 +63,8 @@ class ObjectMap {
   ObjectMap() = default;
   // From plain objects (tests, callers that built their own): each copied once into a shared value.
   ObjectMap(const std::map<std::string, nlohmann::json>& objects) {  // NOLINT: implicit by design
-    for (const auto& [k, v] : objects) map_.emplace_hint(map_.end(), k, std::make_shared<const nlohmann::json>(v));
+    for (const auto& [k, v] : objects)
+      map_.emplace_hint(map_.end(), k, std::make_shared<const nlohmann::json>(v));
   }
 
   const_iterator begin() const { return const_iterator(map_.begin()); }

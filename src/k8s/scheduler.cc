@@ -309,7 +309,10 @@ void K8sScheduler::Loop() {
 }
 
 void K8sScheduler::Reconcile() {
-  world_.reset();
+  if (const int64_t now_us = NowUs(); now_us - world_us_ > kPassWorldUs) {
+    world_.reset();
+    world_us_ = now_us;
+  }
   // Watch events look at their own pod's run only (PodsChanged(uid)); every run is looked at now and then,
   // for an event that came before its run was recorded.
   if (const int64_t now_us = NowUs(); backend_ && now_us - all_runs_seen_us_ > 5'000'000) {

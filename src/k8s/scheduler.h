@@ -198,7 +198,9 @@ class K8sScheduler {
   // plus our bindings the cache does not show yet: the Service places each job only on the nodes its first
   // waiting pod passes; a job no node passes gets kube-scheduler's message (unschedulable_).
   void SyncFilters();
-  FilterWorld MakeFilterWorld() const;
+  // The cache of nodes and pods with our bindings not seen there yet assumed; `cache` (loop thread only)
+  // spares reading pods that did not change since the last world.
+  FilterWorld MakeFilterWorld(FilterCache* cache = nullptr) const;
   // Before each binding (the backend's threads): the filters judged again on the state now, with the
   // bindings made since; "" = bind (and the pod is assumed bound), else why not.
   std::string AdmitBinding(const PodRef& pod, const std::string& node);
@@ -299,7 +301,20 @@ class K8sScheduler {
   std::map<std::string, std::string>
       unschedulable_;  // JobKey::str() -> kube-scheduler's message: no node passes
   std::map<std::string, size_t> passing_;
+  // SyncNodes: each node's last read (its object, spec and model), reused while the object is the same;
+  // cleared when the MIG sources change.
+  struct NodeRead {
+    ObjectMap::Ptr node;
+    Result<nlohmann::json> spec;
+    NodeModel model;
+  };
+  std::map<std::string, NodeRead> node_reads_;
+  uint64_t nodes_seen_ = UINT64_MAX;  // SyncNodes: the nodes informer's version last read in full, and when
+  int64_t nodes_synced_us_ = 0;
   std::unique_ptr<FilterWorld> world_;
+  FilterCache world_cache_;  // loop thread: for world_  // kept up to kPassWorldUs (from world_us_), then built anew
+  static constexpr int64_t kPassWorldUs = 1'000'000;
+  int64_t world_us_ = 0;
   std::map<std::string, nlohmann::json>
       group_status_;  // "API/podgroup/NS/NAME" -> status last written (loop)                // this pass's
                       // (loop thread; reset by Reconcile)

@@ -51,17 +51,17 @@ std::string FilterSignature(const json& pod, bool labels_matter) {
 
 }  // namespace
 
-FilterWorld K8sScheduler::MakeFilterWorld() const {
+FilterWorld K8sScheduler::MakeFilterWorld(FilterCache* cache) const {
   const auto pods_snap = pods_->Snapshot();
   const auto& pods = *pods_snap;
-  FilterWorld world(*nodes_->Snapshot(), pods);
+  FilterWorld world(*nodes_->Snapshot(), pods, cache);
   std::lock_guard<std::mutex> l(assumed_mu_);
   for (const auto& [uid, entry] : assumed_) world.Assume(entry.first, entry.second);
   return world;
 }
 
 std::string K8sScheduler::NoNodeMessage(const json& pod) {
-  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld());
+  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld(&world_cache_));
   std::map<std::string, int> rejected;
   if (!world_->Passing(pod, &rejected).empty()) return "";
   return UnschedulableMessage(world_->num_nodes(), rejected);
@@ -69,17 +69,17 @@ std::string K8sScheduler::NoNodeMessage(const json& pod) {
 
 void K8sScheduler::SyncFilters() {
   {  // bindings the cache now shows (or pods gone) need no assuming
-    const auto pods_snap = pods_->Snapshot();
-  const auto& pods = *pods_snap;
-    std::map<std::string, const json*> by_uid;
-    for (const auto& [k, p] : pods) by_uid[Meta(p, "uid")] = &p;
     std::lock_guard<std::mutex> l(assumed_mu_);
     for (auto it = assumed_.begin(); it != assumed_.end();) {
-      auto p = by_uid.find(it->first);
-      it = p == by_uid.end() || !PodNode(*p->second).empty() ? assumed_.erase(it) : std::next(it);
+      const json& pod = it->second.first;
+      const ObjectMap::Ptr now = pods_->Get(Meta(pod, "namespace") + "/" + Meta(pod, "name"));
+      const bool settled = now == nullptr || Meta(*now, "uid") != it->first || !PodNode(*now).empty();
+      it = settled ? assumed_.erase(it) : std::next(it);
     }
   }
-  world_ = std::make_unique<FilterWorld>(MakeFilterWorld());
+  // One world for up to kPassWorldUs (Reconcile keeps it): building it reads every pod. Our own bindings
+  // since are the Service's model's to count; pods others bound meanwhile are seen at the next one.
+  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld(&world_cache_));
   const FilterWorld& world = *world_;
   std::map<int64_t, Service::NodeNames> masks;
   std::map<std::string, std::pair<Service::NodeNames, std::string>> by_signature;
@@ -140,18 +140,19 @@ void K8sScheduler::SyncFilters() {
     for (const auto& [id, keys] : api_keys_)
       if (!keys.empty()) key_of_job.emplace(id, keys.front().str());
   }
-  auto snap = service_->snapshot();
+  // Every pending job (not the last cycle's: a job not judged yet sits cycles out, SetJobNodes).
   const auto nowhere = std::make_shared<const std::set<std::string>>();
-  if (snap)
-    for (const auto& [id, status] : snap->pending) {
-      // A job whose pods are there but none waits (a preempted run's pods still terminating) goes nowhere
-      // until one waits; a job whose pods are not seen (yet) anywhere, as before.
-      auto key = key_of_job.find(id);
-      auto pods = key == key_of_job.end() ? waiting.end() : waiting.find(key->second);
-      masks[id] = pods != waiting.end()                         ? judge(key->second, pods->second.front())
-                  : key != key_of_job.end() && with_pods.count(key->second) ? nowhere
-                                                                             : nullptr;
-    }
+  bool more = false;
+  for (const JobView& v : service_->List(admin_, "Pending", "", "", 0, 1 << 30, &more)) {
+    const int64_t id = v.job->id;
+    // A job whose pods are there but none waits (a preempted run's pods still terminating) goes nowhere
+    // until one waits; a job whose pods are not seen (yet) anywhere, as before.
+    auto key = key_of_job.find(id);
+    auto pods = key == key_of_job.end() ? waiting.end() : waiting.find(key->second);
+    masks[id] = pods != waiting.end()                                      ? judge(key->second, pods->second.front())
+                : key != key_of_job.end() && with_pods.count(key->second) ? nowhere
+                                                                           : nullptr;
+  }
   for (const auto& [key, id] : job_of_key_)  // submitted since the snapshot
     if (!masks.count(id))
       if (auto pods = waiting.find(key); pods != waiting.end()) masks[id] = judge(key, pods->second.front());

@@ -19,7 +19,7 @@ void K8sScheduler::BindCompanions(const PodRefs& members) {
     if (PodWaiting(p) && !PodAsksGpu(p)) companions.push_back(&p);
   }
   if (companions.empty() || gang_nodes.empty()) return;
-  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld());
+  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld(&world_cache_));
   for (const json* p : companions) {
     const std::set<std::string> pass = world_->Passing(*p);
     if (pass.empty()) continue;  // its reason comes with the next refusal pass
@@ -33,7 +33,7 @@ void K8sScheduler::BindCompanions(const PodRefs& members) {
 }
 
 void K8sScheduler::BindCpuOnly(const json& pod) {
-  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld());
+  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld(&world_cache_));
   std::map<std::string, int> rejected;
   const std::set<std::string> pass = world_->Passing(pod, &rejected);
   if (pass.empty()) return SetReason(pod, "Unschedulable", UnschedulableMessage(world_->num_nodes(), rejected));

@@ -94,6 +94,7 @@ void K8sScheduler::LoadMigSources(bool now) {
       said += "; not read: " + src.error();
     }
   }
+  node_reads_.clear();  // specs read from the old sources are read again
   mig_sources_ = std::move(sources);
   said = fmt::format("MIG configs for nodes' nvidia.com/mig.config: {}, then Tessera's names, then what a node "
                      "advertises{}", read.empty() ? "none from ConfigMaps" : read, said);

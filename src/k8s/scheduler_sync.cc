@@ -85,6 +85,16 @@ int PodPriority(const json& pod) {
 }  // namespace
 
 void K8sScheduler::SyncNodes() {
+  // Every node is read when a node changed, else once per kNodesEveryUs (what pods outside the loop use
+  // changes with them; reading 1,000 nodes each pass would delay every waiting pod).
+  constexpr int64_t kNodesEveryUs = 1'000'000;
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch()).count();
+  // (With a MIG repartitioner or DRA nodes, every pass: their drains and claims change what a node offers.)
+  if (!mig_ && dra_loop_nodes_.empty() && nodes_->version() == nodes_seen_ && now_us - nodes_synced_us_ < kNodesEveryUs)
+    return;
+  nodes_seen_ = nodes_->version();
+  nodes_synced_us_ = now_us;
   auto views = service_->ListNodes(admin_);
   if (!views.ok()) return;
   std::map<std::string, NodeView> known;
@@ -92,7 +102,9 @@ void K8sScheduler::SyncNodes() {
   const std::map<std::string, NodeUse> used = UsageByNode(ForeignPods());
   const auto nodes_snap = nodes_->Snapshot();
   const auto& nodes = *nodes_snap;
-  for (const auto& [name, node] : nodes) {
+  std::map<std::string, NodeRead> reads;
+  for (auto node_it = nodes.begin(); node_it != nodes.end(); ++node_it) {
+    const auto [name, node] = *node_it;
     NodeUse use = used.count(name) ? used.at(name) : NodeUse{};
     int64_t outside_gpus = use.gpus;
     if (auto dra = dra_loop_nodes_.find(name); dra != dra_loop_nodes_.end())  // GPUs DRA-path claims use
@@ -100,8 +112,17 @@ void K8sScheduler::SyncNodes() {
     use.gpus = 0;  // held GPU by GPU (HoldForeignGpus): their coming and going never re-reads the node
     const int64_t outside_cpu = use.cpu_milli, outside_mib = (use.memory_bytes + (1 << 20) - 1) >> 20;
     use.cpu_milli = use.memory_bytes = 0;  // held as well (HoldForeignHost): the node keeps its place
-    NodeModel model;
-    auto spec = NodeSpecOf(node, {{name, use}}, &model);
+    // A node object read before is not read again (its spec depends on it and the MIG sources alone: what
+    // others use there is held apart; a DRA node's spec also on its claims: read each time).
+    auto was = node_reads_.find(name);
+    if (was == node_reads_.end() || was->second.node != node_it.ptr() || dra_loop_nodes_.count(name)) {
+      NodeRead r{node_it.ptr(), Status::Error(""), {}};
+      r.spec = NodeSpecOf(node, {{name, use}}, &r.model);
+      was = node_reads_.insert_or_assign(name, std::move(r)).first;
+    }
+    reads.insert(*was);
+    const NodeModel& model = was->second.model;
+    const Result<json>& spec = was->second.spec;
     if (model.name.empty()) continue;  // not read (reported on the node)
     const bool want_cordon = model.unschedulable || !model.ready || (mig_ && mig_->Holds(name)) || !spec.ok();
     auto it = known.find(name);
@@ -112,6 +133,7 @@ void K8sScheduler::SyncNodes() {
     if (spec.ok()) HoldForeignGpus(name, *spec, outside_gpus);
     if (spec.ok()) HoldForeignHost(name, outside_cpu, outside_mib);
   }
+  node_reads_ = std::move(reads);  // nodes gone leave
   for (const auto& [name, v] : known)
     if (!nodes.count(name)) {
       if (v.state == "ready") (void)service_->CordonNode(admin_, name);

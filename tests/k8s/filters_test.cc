@@ -32,6 +32,7 @@ class FiltersTest : public ::testing::Test {
   void AddPod(const json& p) { pods_["ml/" + p["metadata"]["name"].get<std::string>()] = p; }
   FilterWorld World() const { return FilterWorld(nodes_, pods_); }
   std::map<std::string, json> nodes_, pods_;
+  std::unique_ptr<ObjectMap> last_;
 };
 
 TEST_F(FiltersTest, NodeSelectorAndEveryAffinityOperator) {
@@ -161,6 +162,40 @@ TEST_F(FiltersTest, TopologySpreadKeepsTheSkewAndNeedsTheKey) {
   json anyway = spread;
   anyway["topologySpreadConstraints"][0]["whenUnsatisfiable"] = "ScheduleAnyway";  // a score only
   EXPECT_EQ(w.Passing(FPod("s-3", anyway, {{"app", "s"}})).size(), 3u);
+}
+
+// A world built with a cache judges as one built without, across worlds: a pod replaced (a new object under
+// its key) or gone is read anew, one unchanged is read once; the cache holds only what is still shared.
+TEST_F(FiltersTest, CachedWorldsJudgeAsFreshOnes) {
+  AddNode(FNode("n", {{"kubernetes.io/hostname", "n"}}, json::object(), {{"cpu", "4"}}));
+  AddNode(FNode("m", {{"kubernetes.io/hostname", "m"}}, json::object(), {{"cpu", "4"}}));
+  AddPod(FPod("a", json::object(), json::object(), "n", "3"));
+  AddPod(FPod("b", json::object(), json::object(), "", "1"));  // waiting: not counted
+  FilterCache cache;
+  const json probe = FPod("p", json::object(), json::object(), "", "2");
+  for (int round = 0; round < 4; ++round) {
+    auto objects = std::make_unique<ObjectMap>(pods_);  // new shared values only where pods_ changed
+    if (round > 0) {
+      ObjectMap kept;  // the unchanged pods keep their objects from the last round
+      for (auto it = last_->begin(); it != last_->end(); ++it)
+        if (pods_.count(it->first) && pods_.at(it->first) == it->second) kept.Put(it->first, it.ptr());
+      for (const auto& [k, v] : pods_)
+        if (!kept.count(k)) kept.Put(k, v);
+      objects = std::make_unique<ObjectMap>(kept);
+    }
+    const FilterWorld cached(ObjectMap(nodes_), *objects, &cache);
+    const FilterWorld fresh(ObjectMap(nodes_), *objects);
+    EXPECT_EQ(cached.Passing(probe), fresh.Passing(probe)) << "round " << round;
+    // What the last round's objects alone held leaves at the next build after they are let go.
+    EXPECT_LE(cache.size(), objects->size() + (last_ ? last_->size() : 0)) << "round " << round;
+    last_ = std::move(objects);
+    if (round == 0) pods_["ml/a"] = FPod("a", json::object(), json::object(), "m", "3");  // moved: n frees
+    if (round == 1) pods_.erase("ml/a");                                                   // gone
+    if (round == 2) pods_["ml/b"] = FPod("b", json::object(), json::object(), "n", "3");   // bound
+  }
+  const FilterWorld final_world(ObjectMap(nodes_), *last_, &cache);
+  EXPECT_EQ(final_world.Passing(probe), std::set<std::string>{"m"});
+  EXPECT_EQ(cache.size(), last_->size());
 }
 
 TEST(FiltersMessageTest, SortsReasonsAsKubeScheduler) {

@@ -350,4 +350,57 @@ TEST_F(NodesTest, APreemptedJobGoesBackToTheQueue) {
 }
 
 }  // namespace
+// A driver's intake: many jobs in one call, each accepted or refused on its own, all durable on return.
+TEST_F(NodesTest, SubmitAllAcceptsEachJobOnItsOwnAndStoresThem) {
+  std::vector<JobSpec> specs;
+  for (const char* team : {"vision", "nope", "vision"}) {
+    auto spec = ParseJobSpec({{"name", std::string("j-") + team},
+                              {"team", team},
+                              {"class", "training"},
+                              {"workers", 1},
+                              {"gpus_per_worker", 1},
+                              {"memory_gib", 40},
+                              {"project", "p"},
+                              {"duration_s", 3600}});
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    specs.push_back(spec.value());
+  }
+  const std::vector<Outcome<JobView>> out = svc_->SubmitAll(admin_, specs);
+  ASSERT_EQ(out.size(), 3u);
+  ASSERT_TRUE(out[0].ok()) << out[0].error().message;
+  ASSERT_FALSE(out[1].ok());
+  EXPECT_NE(out[1].error().message.find("nope"), std::string::npos) << out[1].error().message;
+  ASSERT_TRUE(out[2].ok()) << out[2].error().message;
+  EXPECT_LT(out[0]->job->id, out[2]->job->id);  // in the order given
+  const int64_t first = out[0]->job->id, second = out[2]->job->id;
+  Restart(kNodesCluster);
+  EXPECT_EQ(Job(first)->name, "j-vision");
+  EXPECT_EQ(Job(second)->state, JobState::kPending);
+}
+
+// Strict job nodes: a job the driver has not judged yet is left out of cycles (not placed, no verdict),
+// and placed only where the driver then allows it.
+TEST_F(NodesTest, StrictJobNodesLeaveUnjudgedJobsOutOfCycles) {
+  svc_->SetJobNodes({}, /*absent_nowhere=*/true);
+  const int64_t a = Submit("a", 1);
+  svc_->RunCycleNow();
+  EXPECT_EQ(Job(a)->state, JobState::kPending);
+  auto snap = svc_->snapshot();
+  ASSERT_TRUE(snap);
+  EXPECT_EQ(snap->pending.count(a), 0u) << "no verdict for a job not judged yet";
+  auto only = std::make_shared<const std::set<std::string>>(std::set<std::string>{"node-001"});
+  svc_->SetJobNodes({{a, only}}, /*absent_nowhere=*/true);
+  svc_->RunCycleNow();
+  EXPECT_EQ(Job(a)->state, JobState::kRunning);
+  EXPECT_EQ(NodesOf(a), std::set<std::string>{"node-001"});
+  // Judged and allowed nowhere: pending with a verdict.
+  const int64_t b = Submit("b", 1);
+  svc_->SetJobNodes({{a, only}, {b, std::make_shared<const std::set<std::string>>()}}, true);
+  svc_->RunCycleNow();
+  EXPECT_EQ(Job(b)->state, JobState::kPending);
+  snap = svc_->snapshot();
+  ASSERT_TRUE(snap->pending.count(b));
+  EXPECT_FALSE(snap->pending.at(b).code.empty());
+}
+
 }  // namespace tessera
