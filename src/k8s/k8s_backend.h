@@ -122,7 +122,7 @@ class K8sBackend final : public Backend {
   void Shutdown();
   // How long an eviction that a PodDisruptionBudget refuses waits before its next try (attempt 0, 1, ...).
   // Threads carrying out launches and stops (API requests of different jobs in flight at once).
-  static constexpr int kWorkers = 4;
+  static constexpr int kWorkers = 6;
   static int RetryDelayMs(int attempt) { return std::min(30000, 1000 << std::min(attempt, 5)); }
 
  private:
