@@ -42,7 +42,7 @@ struct RssTerm {
   std::string role;
   double start = 0, warm_t = -1, last_t = -1;
   int64_t warm_kib = 0, last_kib = 0;
-  double warm_cpu = 0, last_cpu = 0;  // CPU seconds used by then
+  double warm_cpu = 0, last_cpu = 0;     // CPU seconds used by then
   int64_t warm_jobs = 0, last_jobs = 0;  // submissions acknowledged by then
 };
 
@@ -98,8 +98,8 @@ Status SoakRun::Setup() {
   if (mkdtemp(tmpl) == nullptr) return Status::Error("cannot create a temporary folder");
   dir_ = tmpl;
   std::ofstream(dir_ + "/cluster.yaml")
-      << "name: soak\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
-         "spine: s, tier: reserved}\nnodes:\n  - {name: node, count: 32, leaf: leaf-0}\n";
+      << "name: soak\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: "
+         "nvswitch, spine: s, tier: reserved}\nnodes:\n  - {name: node, count: 32, leaf: leaf-0}\n";
   std::string uri = o_.store;
   if (uri.empty()) {
     auto pg = LocalPostgres::Start();
@@ -120,9 +120,20 @@ Status SoakRun::StartReplicas(const std::string& uri) {
   for (int i = 0; i < o_.replicas; ++i) {
     const int port = SoakFreePort();
     const std::string url = fmt::format("http://127.0.0.1:{}", port);
-    std::vector<std::string> args = {self, "serve", "--store", uri, "--listen", fmt::format("127.0.0.1:{}", port),
-                                      "--advertise", url, "--lease-seconds", fmt::format("{}", o_.lease),
-                                      "--cluster", dir_ + "/cluster.yaml", "--admin-token-file", dir_ + "/admin-token"};
+    std::vector<std::string> args = {self,
+                                     "serve",
+                                     "--store",
+                                     uri,
+                                     "--listen",
+                                     fmt::format("127.0.0.1:{}", port),
+                                     "--advertise",
+                                     url,
+                                     "--lease-seconds",
+                                     fmt::format("{}", o_.lease),
+                                     "--cluster",
+                                     dir_ + "/cluster.yaml",
+                                     "--admin-token-file",
+                                     dir_ + "/admin-token"};
     reps_.push_back(std::make_unique<SoakReplica>(args, port, fmt::format("{}/replica-{}.log", dir_, i)));
     if (Status st = reps_.back()->Start(); !st.ok()) return st;
   }
@@ -162,7 +173,8 @@ Status SoakRun::MakeUser() {
   auto t = Call("POST", "/api/v1/teams", {{"name", "soak"}, {"guaranteed_gpus", 256}}, admin_);
   if (!t || (t->status != 201 && t->status != 409))
     return Status::Error("cannot create team soak: " + (t ? t->body : std::string("no answer")));
-  auto u = Call("POST", "/api/v1/users", {{"name", prefix_ + "lead"}, {"team", "soak"}, {"role", "team-lead"}}, admin_);
+  auto u = Call("POST", "/api/v1/users",
+                {{"name", prefix_ + "lead"}, {"team", "soak"}, {"role", "team-lead"}}, admin_);
   const nlohmann::json j = u ? nlohmann::json::parse(u->body, nullptr, false) : nlohmann::json();
   if (!u || u->status != 201 || !j.is_object() || !j.contains("token") || !j["token"].is_string())
     return Status::Error("cannot create the soak user: " + (u ? u->body : std::string("no answer")));
@@ -268,19 +280,22 @@ Result<client::SoakFinalState> SoakRun::ReadFinal() {
   // A little in the past, so that the service's clock (each replica's own) has passed it.
   f.to = static_cast<int64_t>(std::time(nullptr)) - 5;
   auto u = Call("GET", fmt::format("/api/v1/usage?group_by=job&to={}", f.to), {}, admin_);
-  const nlohmann::json uj = u && u->status == 200 ? nlohmann::json::parse(u->body, nullptr, false) : nlohmann::json();
+  const nlohmann::json uj =
+      u && u->status == 200 ? nlohmann::json::parse(u->body, nullptr, false) : nlohmann::json();
   if (!uj.is_object() || !uj.contains("rows") || !uj["rows"].is_array())
     return Status::Error("GET /api/v1/usage: " + (u ? u->body.substr(0, 200) : std::string("no answer")));
   for (const nlohmann::json& row : uj["rows"])
-    if (row.is_object() && row.value("idle", false) == false && row.contains("job") && row["job"].is_string() &&
-        row.contains("gpu_hours") && row["gpu_hours"].is_number())
+    if (row.is_object() && row.value("idle", false) == false && row.contains("job") &&
+        row["job"].is_string() && row.contains("gpu_hours") && row["gpu_hours"].is_number())
       f.milli_gpu_s[row["job"].get<std::string>()] += std::llround(row["gpu_hours"].get<double>() * 3.6e6);
   std::this_thread::sleep_for(std::chrono::seconds(2));
   std::string page;
   for (int n = 0; n < 100000; ++n) {
-    auto r = Call("GET", "/api/v1/jobs?page_size=1000" + (page.empty() ? "" : "&page_token=" + client::UrlEncode(page)),
-                  {}, admin_);
-    const nlohmann::json j = r && r->status == 200 ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
+    auto r = Call(
+        "GET", "/api/v1/jobs?page_size=1000" + (page.empty() ? "" : "&page_token=" + client::UrlEncode(page)),
+        {}, admin_);
+    const nlohmann::json j =
+        r && r->status == 200 ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
     if (!j.is_object() || !j.contains("jobs") || !j["jobs"].is_array())
       return Status::Error("GET /api/v1/jobs: " + (r ? r->body.substr(0, 200) : std::string("no answer")));
     for (const nlohmann::json& job : j["jobs"]) f.jobs.push_back(job);
@@ -307,7 +322,8 @@ int SoakRun::Go() {
   load_ = &load;
   const double t0 = SoakNow();
   load.Start();
-  next_kill_ = t0 + std::max(o_.warmup, o_.kill_every * std::uniform_real_distribution<double>(0.5, 1.5)(rng_));
+  next_kill_ =
+      t0 + std::max(o_.warmup, o_.kill_every * std::uniform_real_distribution<double>(0.5, 1.5)(rng_));
   Monitor(t0 + length, t0 + length - o_.lease - 3);
   if (kill_t_ >= 0) Monitor(SoakNow() + o_.lease + 5, 0);  // the last takeover
   for (size_t i = 0; i < reps_.size(); ++i)
@@ -319,8 +335,10 @@ int SoakRun::Go() {
   for (size_t i = 0; i < open_.size(); ++i) CloseTerm(static_cast<int>(i));
   const double wall = SoakNow() - t0;
   client::SoakVerdict v;
-  if (auto f = ReadFinal(); f.ok()) v = client::VerifySoak(load.ledger(), prefix_, *f);
-  else failures_.push_back("the final state: " + f.error());
+  if (auto f = ReadFinal(); f.ok())
+    v = client::VerifySoak(load.ledger(), prefix_, *f);
+  else
+    failures_.push_back("the final state: " + f.error());
   return Report(v, load, wall);
 }
 
@@ -332,24 +350,36 @@ nlohmann::json SoakRssJson(const std::vector<RssTerm>& terms, double warmup, dou
     if (t.warm_t < 0 || t.last_t - t.warm_t < warmup) continue;  // too short to judge
     const double ratio = static_cast<double>(t.last_kib) / static_cast<double>(t.warm_kib);
     worst = std::max(worst, ratio);
-    list.push_back({{"replica", t.replica}, {"role", t.role}, {"seconds", std::round(t.last_t - t.start)},
-                    {"warm_mib", t.warm_kib / 1024.0}, {"end_mib", t.last_kib / 1024.0}, {"ratio", ratio},
-                    {"jobs_at_warm", t.warm_jobs}, {"jobs_at_end", t.last_jobs},
+    list.push_back({{"replica", t.replica},
+                    {"role", t.role},
+                    {"seconds", std::round(t.last_t - t.start)},
+                    {"warm_mib", t.warm_kib / 1024.0},
+                    {"end_mib", t.last_kib / 1024.0},
+                    {"ratio", ratio},
+                    {"jobs_at_warm", t.warm_jobs},
+                    {"jobs_at_end", t.last_jobs},
                     {"cpu_share", (t.last_cpu - t.warm_cpu) / (t.last_t - t.warm_t)}});
     if (ratio > 1 + limit_pct / 100)
-      failures->push_back(fmt::format("replica {} ({}, {:.0f} s): RSS {:.1f} MiB at the end, {:.1f} MiB after "
-                                      "warm-up (+{:.1f} %)", t.replica, t.role, t.last_t - t.start,
-                                      t.last_kib / 1024.0, t.warm_kib / 1024.0, (ratio - 1) * 100));
+      failures->push_back(
+          fmt::format("replica {} ({}, {:.0f} s): RSS {:.1f} MiB at the end, {:.1f} MiB after "
+                      "warm-up (+{:.1f} %)",
+                      t.replica, t.role, t.last_t - t.start, t.last_kib / 1024.0, t.warm_kib / 1024.0,
+                      (ratio - 1) * 100));
   }
-  if (list.empty()) failures->push_back("no replica held one role long enough to judge its RSS (2 x warm-up)");
+  if (list.empty())
+    failures->push_back("no replica held one role long enough to judge its RSS (2 x warm-up)");
   return {{"terms_judged", list.size()}, {"max_ratio", worst}, {"terms", list}};
 }
 
 nlohmann::json SoakOpsJson(const client::SoakCounts& c) {
   nlohmann::json ops = nlohmann::json::object();
   for (const auto& [name, s] : c.ops)
-    ops[name] = {{"sent", s.sent}, {"acked", s.acked}, {"refused", s.refused}, {"unanswered", s.unanswered},
-                 {"p50_ms", client::Percentile(s.ms, 0.5)}, {"p99_ms", client::Percentile(s.ms, 0.99)},
+    ops[name] = {{"sent", s.sent},
+                 {"acked", s.acked},
+                 {"refused", s.refused},
+                 {"unanswered", s.unanswered},
+                 {"p50_ms", client::Percentile(s.ms, 0.5)},
+                 {"p99_ms", client::Percentile(s.ms, 0.99)},
                  {"first_refused", s.first_refused}};
   return ops;
 }
@@ -358,36 +388,51 @@ int SoakRun::Report(const client::SoakVerdict& v, const client::SoakLoad& load, 
   const client::SoakLedger ledger = load.ledger();
   const client::SoakCounts counts = load.counts();
   for (double t : takeovers_)
-    if (t > o_.lease + 2) failures_.push_back(fmt::format("a takeover took {:.1f} s, over the lease + 2 s", t));
+    if (t > o_.lease + 2)
+      failures_.push_back(fmt::format("a takeover took {:.1f} s, over the lease + 2 s", t));
   if (kill_t_ >= 0) failures_.push_back("the last kill saw no takeover");
   if (!ledger.unacked_keys.empty())
     failures_.push_back(fmt::format("{} submissions were not acknowledged within their deadline (e.g. {})",
                                     ledger.unacked_keys.size(), *ledger.unacked_keys.begin()));
   const nlohmann::json rss = SoakRssJson(closed_, o_.warmup, o_.rss_limit_pct, &failures_);
   failures_.insert(failures_.end(), v.failures.begin(), v.failures.end());
-  const double worst_takeover = takeovers_.empty() ? 0 : *std::max_element(takeovers_.begin(), takeovers_.end());
-  nlohmann::json out = {
-      {"seconds", std::round(wall_s)}, {"replicas", o_.replicas}, {"clients", o_.clients}, {"seed", o_.seed},
-      {"lease_s", o_.lease}, {"kills", kills_}, {"takeover_s", takeovers_},
-      {"takeover_max_s", worst_takeover}, {"operations", SoakOpsJson(counts)}, {"redirects", counts.redirects},
-      {"resends", counts.resends}, {"submissions_acknowledged", ledger.acked.size()},
-      {"changes_unanswered", ledger.ambiguous.size()}, {"jobs_checked", v.acked_checked},
-      {"changes_checked", v.changes_checked}, {"usage_checked", v.usage_checked}, {"preempted", v.preempted},
-      {"max_usage_diff_gpu_s", v.max_usage_diff_milli_s / 1000.0}, {"rss", rss}, {"failures", failures_},
-      {"ok", failures_.empty()}};
+  const double worst_takeover =
+      takeovers_.empty() ? 0 : *std::max_element(takeovers_.begin(), takeovers_.end());
+  nlohmann::json out = {{"seconds", std::round(wall_s)},
+                        {"replicas", o_.replicas},
+                        {"clients", o_.clients},
+                        {"seed", o_.seed},
+                        {"lease_s", o_.lease},
+                        {"kills", kills_},
+                        {"takeover_s", takeovers_},
+                        {"takeover_max_s", worst_takeover},
+                        {"operations", SoakOpsJson(counts)},
+                        {"redirects", counts.redirects},
+                        {"resends", counts.resends},
+                        {"submissions_acknowledged", ledger.acked.size()},
+                        {"changes_unanswered", ledger.ambiguous.size()},
+                        {"jobs_checked", v.acked_checked},
+                        {"changes_checked", v.changes_checked},
+                        {"usage_checked", v.usage_checked},
+                        {"preempted", v.preempted},
+                        {"max_usage_diff_gpu_s", v.max_usage_diff_milli_s / 1000.0},
+                        {"rss", rss},
+                        {"failures", failures_},
+                        {"ok", failures_.empty()}};
   if (o_.json) {
     fmt::print("{}\n", out.dump(2));
   } else {
-    fmt::print("soak: {:.0f} s, {} replicas, {} kills (takeover max {:.1f} s), {} submissions acknowledged, {} "
-               "changes checked, usage of {} jobs reconciled (max diff {:.3f} GPU-s), RSS max ratio {:.3f} over {} "
-               "terms\n",
-               wall_s, o_.replicas, kills_, worst_takeover, ledger.acked.size(), v.changes_checked,
-               v.usage_checked, v.max_usage_diff_milli_s / 1000.0, rss["max_ratio"].get<double>(),
-               rss["terms_judged"].get<size_t>());
+    fmt::print(
+        "soak: {:.0f} s, {} replicas, {} kills (takeover max {:.1f} s), {} submissions acknowledged, {} "
+        "changes checked, usage of {} jobs reconciled (max diff {:.3f} GPU-s), RSS max ratio {:.3f} over {} "
+        "terms\n",
+        wall_s, o_.replicas, kills_, worst_takeover, ledger.acked.size(), v.changes_checked, v.usage_checked,
+        v.max_usage_diff_milli_s / 1000.0, rss["max_ratio"].get<double>(), rss["terms_judged"].get<size_t>());
     for (const auto& [name, s] : out["operations"].items())
-      fmt::print("  {:<9} sent {:>7} acked {:>7} refused {:>5} unanswered {:>4} p50 {:.1f} ms p99 {:.1f} ms\n", name,
-                 s["sent"].get<int64_t>(), s["acked"].get<int64_t>(), s["refused"].get<int64_t>(),
-                 s["unanswered"].get<int64_t>(), s["p50_ms"].get<double>(), s["p99_ms"].get<double>());
+      fmt::print(
+          "  {:<9} sent {:>7} acked {:>7} refused {:>5} unanswered {:>4} p50 {:.1f} ms p99 {:.1f} ms\n", name,
+          s["sent"].get<int64_t>(), s["acked"].get<int64_t>(), s["refused"].get<int64_t>(),
+          s["unanswered"].get<int64_t>(), s["p50_ms"].get<double>(), s["p99_ms"].get<double>());
     for (const std::string& f : failures_) fmt::print("FAIL: {}\n", f);
     fmt::print("{}\n", failures_.empty() ? "OK" : "FAILED");
   }
@@ -399,23 +444,33 @@ int SoakRun::Report(const client::SoakVerdict& v, const client::SoakLoad& load, 
 
 void RegisterBenchSoak(CLI::App& bench, int* exit_code) {
   auto o = std::make_shared<SoakOptions>();
-  CLI::App* c = bench.add_subcommand("soak", "Replicas on PostgreSQL under mixed load while the leader is killed");
+  CLI::App* c =
+      bench.add_subcommand("soak", "Replicas on PostgreSQL under mixed load while the leader is killed");
   c->add_option("--minutes", o->minutes, "length of the load")->check(CLI::Range(0.0, 1440.0));
   c->add_option("--seconds", o->seconds, "length of the load in seconds (instead of --minutes)")
       ->check(CLI::Range(0.0, 86400.0));
-  c->add_option("--replicas", o->replicas, "tessera serve replicas")->check(CLI::Range(2, 9))->capture_default_str();
-  c->add_option("--store", o->store, "a PostgreSQL URI to use (default: a private server started for the run)");
+  c->add_option("--replicas", o->replicas, "tessera serve replicas")
+      ->check(CLI::Range(2, 9))
+      ->capture_default_str();
+  c->add_option("--store", o->store,
+                "a PostgreSQL URI to use (default: a private server started for the run)");
   c->add_option("--clients", o->clients, "client threads")->check(CLI::Range(1, 256))->capture_default_str();
-  c->add_option("--rate", o->rate, "operations per second, all clients")->check(CLI::Range(0.1, 100000.0))
+  c->add_option("--rate", o->rate, "operations per second, all clients")
+      ->check(CLI::Range(0.1, 100000.0))
       ->capture_default_str();
   c->add_option("--kill-every", o->kill_every, "mean seconds between kills of the leader")
-      ->check(CLI::Range(1.0, 86400.0))->capture_default_str();
-  c->add_option("--warmup", o->warmup, "seconds before the first kill and into a role before its RSS is taken")
-      ->check(CLI::Range(0.0, 3600.0))->capture_default_str();
-  c->add_option("--lease-seconds", o->lease, "the replicas' --lease-seconds")->check(CLI::Range(1.0, 60.0))
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  c->add_option("--warmup", o->warmup,
+                "seconds before the first kill and into a role before its RSS is taken")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  c->add_option("--lease-seconds", o->lease, "the replicas' --lease-seconds")
+      ->check(CLI::Range(1.0, 60.0))
       ->capture_default_str();
   c->add_option("--rss-limit", o->rss_limit_pct, "percent RSS may grow from warm-up to the end of a role")
-      ->check(CLI::Range(0.0, 1000.0))->capture_default_str();
+      ->check(CLI::Range(0.0, 1000.0))
+      ->capture_default_str();
   c->add_option("--seed", o->seed, "random seed (load and kill moments)")->capture_default_str();
   c->add_flag("--json", o->json, "print JSON");
   c->add_flag("--keep", o->keep, "keep the work folder (replica logs) when something fails");

@@ -53,7 +53,8 @@ std::string PostgresBinDir() {
   });
   if (!dirs.empty()) return dirs.back().string();
   for (const char* d : {"/usr/local/bin", "/usr/bin"})
-    if (std::filesystem::exists(std::string(d) + "/initdb") && std::filesystem::exists(std::string(d) + "/pg_ctl"))
+    if (std::filesystem::exists(std::string(d) + "/initdb") &&
+        std::filesystem::exists(std::string(d) + "/pg_ctl"))
       return d;
   return "";
 }
@@ -88,8 +89,9 @@ Result<std::unique_ptr<LocalPostgres>> LocalPostgres::Start() {
   std::unique_ptr<LocalPostgres> pg(new LocalPostgres());
   pg->bin_ = PostgresBinDir();
   if (pg->bin_.empty())
-    return Status::Error("PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian's `postgresql` "
-                         "package (scripts/install-deps.sh), or pass --store URI");
+    return Status::Error(
+        "PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian's `postgresql` "
+        "package (scripts/install-deps.sh), or pass --store URI");
   pg->root_ = geteuid() == 0;
   const passwd* pw = pg->root_ ? getpwnam("postgres") : nullptr;
   if (pg->root_ && pw == nullptr) return Status::Error("running as root, but there is no user `postgres`");
@@ -101,20 +103,22 @@ Result<std::unique_ptr<LocalPostgres>> LocalPostgres::Start() {
   std::ofstream(pg->dir_ + "/setup.log").flush();
   if (pg->root_)
     for (const std::string& p : {pg->dir_, pg->sock_, pg->dir_ + "/setup.log"})
-      if (chown(p.c_str(), pw->pw_uid, pw->pw_gid) != 0) return Status::Error("cannot hand " + p + " to postgres");
+      if (chown(p.c_str(), pw->pw_uid, pw->pw_gid) != 0)
+        return Status::Error("cannot hand " + p + " to postgres");
   const std::string data = pg->dir_ + "/data";
-  if (Status st = pg->Run({pg->bin_ + "/initdb", "-D", data, "-U", "tessera", "-A", "trust", "-E", "UTF8",
-                           "--no-sync"});
+  if (Status st = pg->Run(
+          {pg->bin_ + "/initdb", "-D", data, "-U", "tessera", "-A", "trust", "-E", "UTF8", "--no-sync"});
       !st.ok())
     return st;
-  const std::string opts = "-c listen_addresses='' -c unix_socket_directories='" + pg->sock_ +
-                           "' -c max_connections=200";
+  const std::string opts =
+      "-c listen_addresses='' -c unix_socket_directories='" + pg->sock_ + "' -c max_connections=200";
   if (Status st = pg->Run({pg->bin_ + "/pg_ctl", "-D", data, "-l", pg->dir_ + "/server.log", "-w", "-t", "60",
                            "-o", opts, "start"});
       !st.ok())
     return st;
   pg->started_ = true;
-  if (Status st = pg->Run({pg->bin_ + "/createdb", "-h", pg->sock_, "-U", "tessera", "tessera"}); !st.ok()) return st;
+  if (Status st = pg->Run({pg->bin_ + "/createdb", "-h", pg->sock_, "-U", "tessera", "tessera"}); !st.ok())
+    return st;
   return pg;
 }
 

@@ -42,7 +42,8 @@ class SoakClient {
     while (!load_.stop_.load()) {
       OneOperation();
       std::unique_lock<std::mutex> lock(load_.stop_mu_);
-      load_.stop_cv_.wait_for(lock, std::chrono::duration<double>(gap(rng_)), [&] { return load_.stop_.load(); });
+      load_.stop_cv_.wait_for(lock, std::chrono::duration<double>(gap(rng_)),
+                              [&] { return load_.stop_.load(); });
     }
   }
 
@@ -91,7 +92,8 @@ class SoakClient {
   void ChangePriority() {
     static const char* const kClasses[] = {"training", "training-high", "best-effort"};
     const std::string id = PickOwn();
-    const nlohmann::json body = {{"priority_class", kClasses[std::uniform_int_distribution<int>(0, 2)(rng_)]}};
+    const nlohmann::json body = {
+        {"priority_class", kClasses[std::uniform_int_distribution<int>(0, 2)(rng_)]}};
     bool ambiguous = false;
     Record(id, Write("priority", "PATCH", "/api/v1/jobs/" + id, body.dump(), "", &ambiguous), ambiguous);
   }
@@ -282,7 +284,8 @@ void JudgeWrites(const SoakLedger& ledger, const std::string& prefix, const std:
   for (const auto& [key, id] : ledger.acked) {
     ++judge.v.acked_checked;
     auto it = by_name.find(key);
-    if (it == by_name.end()) judge.Fail(fmt::format("acknowledged submission {} (job {}) is missing", key, id));
+    if (it == by_name.end())
+      judge.Fail(fmt::format("acknowledged submission {} (job {}) is missing", key, id));
     else if (it->second.size() == 1 && JsonText(*it->second[0], "id") != id)
       judge.Fail(fmt::format("submission {} was acknowledged as job {} but is job {}", key, id,
                              JsonText(*it->second[0], "id")));
@@ -296,7 +299,8 @@ void JudgeWrites(const SoakLedger& ledger, const std::string& prefix, const std:
       ++judge.v.changes_checked;
       auto it = by_id.find(id);
       const std::string got = it == by_id.end() ? "(no job)" : JsonText(*it->second, field);
-      if (got != value) judge.Fail(fmt::format("job {}: {} is {}, an acknowledged write answered {}", id, field, got, value));
+      if (got != value)
+        judge.Fail(fmt::format("job {}: {} is {}, an acknowledged write answered {}", id, field, got, value));
     }
   };
   check(ledger.priority, "priority_class");
@@ -304,7 +308,8 @@ void JudgeWrites(const SoakLedger& ledger, const std::string& prefix, const std:
 }
 
 // A job's usage against its run interval clipped at `to`: equal within one second per GPU, or, for a job
-// that was preempted (several runs; started_at is its last), at most its GPUs times `to` minus its submission.
+// that was preempted (several runs; started_at is its last), at most its GPUs times `to` minus its
+// submission.
 void JudgeUsage(const SoakFinalState& f, const std::string& prefix, SoakJudge& judge) {
   for (const nlohmann::json& j : f.jobs) {
     if (!j.is_object() || !JsonText(j, "name").starts_with(prefix)) continue;
@@ -316,23 +321,26 @@ void JudgeUsage(const SoakFinalState& f, const std::string& prefix, SoakJudge& j
     if (JsonText(j, "message").find("preempt") != std::string::npos) {
       ++judge.v.preempted;
       const int64_t bound = gpus * 1000 * std::max<int64_t>(0, f.to - SoakUnixTime(j, "submitted_at"));
-      if (used > bound) judge.Fail(fmt::format("job {} (preempted) used {} milli-GPU-s, more than {}", id, used, bound));
+      if (used > bound)
+        judge.Fail(fmt::format("job {} (preempted) used {} milli-GPU-s, more than {}", id, used, bound));
       continue;
     }
     int64_t want = 0;
-    if (start >= 0 && start < f.to) want = gpus * 1000 * ((end_at >= 0 ? std::min(end_at, f.to) : f.to) - start);
+    if (start >= 0 && start < f.to)
+      want = gpus * 1000 * ((end_at >= 0 ? std::min(end_at, f.to) : f.to) - start);
     const int64_t diff = std::llabs(used - want);
     ++judge.v.usage_checked;
     judge.v.max_usage_diff_milli_s = std::max(judge.v.max_usage_diff_milli_s, diff);
     if (diff > gpus * 1000)
-      judge.Fail(fmt::format("job {} ({} GPUs, {} to {}): usage {} milli-GPU-s, its run interval {}", id, gpus,
-                             JsonText(j, "started_at"), JsonText(j, "finished_at"), used, want));
+      judge.Fail(fmt::format("job {} ({} GPUs, {} to {}): usage {} milli-GPU-s, its run interval {}", id,
+                             gpus, JsonText(j, "started_at"), JsonText(j, "finished_at"), used, want));
   }
 }
 
 }  // namespace
 
-SoakVerdict VerifySoak(const SoakLedger& ledger, const std::string& key_prefix, const SoakFinalState& final_state) {
+SoakVerdict VerifySoak(const SoakLedger& ledger, const std::string& key_prefix,
+                       const SoakFinalState& final_state) {
   SoakJudge judge;
   JudgeWrites(ledger, key_prefix, final_state.jobs, judge);
   JudgeUsage(final_state, key_prefix, judge);

@@ -13,7 +13,8 @@ TEST(BenchSoakCliTest, AShortSoakKillsTheLeaderAndLosesNothing) {
   // Twelve seconds are no steady state for RSS (a process a few seconds old still grows): the RSS terms are
   // judged and reported, against a wide limit; docs/reliability.md has the 20-minute run at 10 %.
   const CliRun r = Tessera(
-      "bench soak --seconds 12 --replicas 2 --warmup 3 --kill-every 4 --lease-seconds 3 --clients 8 --rate 60 "
+      "bench soak --seconds 12 --replicas 2 --warmup 3 --kill-every 4 --lease-seconds 3 --clients 8 --rate "
+      "60 "
       "--seed 3 --rss-limit 100 --json");
   const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << r.out;

@@ -116,8 +116,9 @@ class SoakTestReplica {
       const std::string key = req.get_header_value("Idempotency-Key");
       std::string id = req.matches.size() > 1 ? req.matches[1].str() : "";
       if (id.empty()) id = ids_.emplace(key, std::to_string(ids_.size() + 1)).first->second;
-      res.set_content(nlohmann::json({{"id", id}, {"state", "Pending"}, {"priority_class", "training"}}).dump(),
-                      "application/json");
+      res.set_content(
+          nlohmann::json({{"id", id}, {"state", "Pending"}, {"priority_class", "training"}}).dump(),
+          "application/json");
     };
     server_.Post("/api/v1/jobs", write);
     server_.Post(R"(/api/v1/jobs/([^/:]+):cancel)", write);

@@ -1,7 +1,8 @@
 // `tessera k8s scheduler --store postgresql://...`: the real scheduler against the in-process fake API
 // server with its state in a real PostgreSQL server (testing/postgres_server.h). Placements land in the
 // database under the database's lease; a second scheduler on the same database, once the first stopped,
-// takes the lease at a higher epoch, adopts the bound pods (same nodes, no job written twice) and places more.
+// takes the lease at a higher epoch, adopts the bound pods (same nodes, no job written twice) and places
+// more.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -26,13 +27,18 @@ json PgSchedNode(const std::string& name) {
   return {{"metadata",
            {{"name", name},
             {"labels",
-             {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}, {"nvidia.com/gpu.count", "8"},
-              {"nvidia.com/mig.capable", "true"}, {"nvidia.com/mig.strategy", "mixed"},
-              {"nvidia.com/mig.config", "all-disabled"}, {"nvidia.com/mig.config.state", "success"},
+             {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"},
+              {"nvidia.com/gpu.count", "8"},
+              {"nvidia.com/mig.capable", "true"},
+              {"nvidia.com/mig.strategy", "mixed"},
+              {"nvidia.com/mig.config", "all-disabled"},
+              {"nvidia.com/mig.config.state", "success"},
               {"tessera.io/leaf", "leaf-a"}}}}},
           {"spec", json::object()},
           {"status",
-           {{"allocatable", alloc}, {"capacity", alloc}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+           {{"allocatable", alloc},
+            {"capacity", alloc},
+            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
 }
 
 json PgSchedPod(const std::string& name, int gpus) {
@@ -125,7 +131,8 @@ TEST_F(SchedulerPostgres, PlacementsLiveInTheDatabaseAndTheNextLeaderAdoptsThem)
     return n;
   };
   std::map<int64_t, std::pair<std::string, size_t>> first;
-  ASSERT_TRUE(Eventually([&] { return running(first = StoredJobs()) == 2; })) << first.size() << " jobs stored";
+  ASSERT_TRUE(Eventually([&] { return running(first = StoredJobs()) == 2; }))
+      << first.size() << " jobs stored";
   EXPECT_EQ(first.size(), 2u);
   const int64_t epoch = Epoch();
   EXPECT_GE(epoch, 1);
@@ -140,7 +147,8 @@ TEST_F(SchedulerPostgres, PlacementsLiveInTheDatabaseAndTheNextLeaderAdoptsThem)
   EXPECT_EQ(NodeOf("small"), small);
   EXPECT_NE(NodeOf("late"), big);
   std::map<int64_t, std::pair<std::string, size_t>> second;
-  ASSERT_TRUE(Eventually([&] { return running(second = StoredJobs()) == 3; })) << second.size() << " jobs stored";
+  ASSERT_TRUE(Eventually([&] { return running(second = StoredJobs()) == 3; }))
+      << second.size() << " jobs stored";
   EXPECT_EQ(second.size(), 3u) << "a bound pod's job was written again";
   for (const auto& [id, j] : first) EXPECT_EQ(second.count(id), 1u) << "job " << id << " is gone";
 }

@@ -114,7 +114,8 @@ TEST(ChargebackTest, UsageOutsideTheIntervalCountsNothing) {
   ASSERT_TRUE(cluster.ok()) << cluster.error();
   const std::vector<PriceBook> books = {PriceBook::Default()};
   Chargeback cb(&Catalog::Default(), &books);
-  const std::vector<UsageRecord> usage = {Held("early", 0, 600), Held("inside", 1000, 1600), Held("late", 3000, 3600)};
+  const std::vector<UsageRecord> usage = {Held("early", 0, 600), Held("inside", 1000, 1600),
+                                          Held("late", 3000, 3600)};
   UsageQuery q;
   q.from = 900;
   q.to = 2000;
