@@ -172,6 +172,7 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   place->callback([o, exit_code] { *exit_code = RunBenchPlace(*o); });
   RegisterBenchCycle(*bench, exit_code);
   RegisterBenchApi(*bench, exit_code);
+  RegisterBenchSoak(*bench, exit_code);
   RegisterBenchDra(*bench, exit_code);
 }
 

@@ -19,6 +19,7 @@ void RegisterClient(CLI::App& app, int* exit_code);  // job, queue, usage
 void RegisterAdminClient(CLI::App& app, int* exit_code);  // team, user, cluster
 void RegisterNode(CLI::App& app, int* exit_code);  // node list|add|cordon|uncordon|drain|remove
 void RegisterBenchApi(CLI::App& bench, int* exit_code);  // bench api
+void RegisterBenchSoak(CLI::App& bench, int* exit_code);  // bench soak
 void RegisterK8s(CLI::App& app, int* exit_code);  // k8s extender
 // Subcommands of `simulate` (each in its own simulate_*_cmd.cc).
 void RegisterFgdHarness(CLI::App& simulate, int* exit_code);

@@ -301,6 +301,9 @@ void ApiServer::Guards() {
   h.set_pre_routing_handler([this, max_body](Req req, Res res) {
     slot_->Pin();  // this request's service, to its end (the post-routing handler unpins)
     if (options_.replica && IsWrite(req) && !options_.replica->Leading()) {
+      // Answered before its body is read: the connection cannot carry another request.
+      if (RequestGuard* g = RequestGuard::Current()) g->CloseAfterResponse();
+      res.set_header("Connection", "close");
       SendNotLeader(res);
       return HR::Handled;
     }

@@ -58,8 +58,10 @@ Result<UsageLedgerOf> BuildLedger(const std::vector<UsageRecord>& usage, const C
   std::map<std::string, const Node*> by_name;
   for (const Node& n : cluster.nodes) by_name[n.name] = &n;
   for (const UsageRecord& rec : usage) {
+    const int64_t lo = std::max(rec.start_s, from), hi = std::min(rec.end_s, to);
+    if (lo >= hi) continue;  // wholly outside [from, to)
     auto node = by_name.find(rec.node);
-    const std::vector<int64_t> cuts = BookCuts(books, std::max(rec.start_s, from), std::min(rec.end_s, to));
+    const std::vector<int64_t> cuts = BookCuts(books, lo, hi);
     for (size_t k = 0; k + 1 < cuts.size(); ++k) {
       UsageRecord u = rec;
       u.start_s = cuts[k];

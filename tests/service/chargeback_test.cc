@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "cost/pricebook.h"
 #include "model/catalog.h"
 
@@ -103,6 +105,30 @@ nodes:
   for (const UsageRow& r : rows.value()) (r.team == "a" ? a : b) += r.idle ? 0 : r.cost;
   EXPECT_NEAR(a, 1.5, 1e-9);
   EXPECT_NEAR(b, 0.0, 1e-9);
+}
+
+// Usage wholly outside [from, to) counts nothing: a job that started after `to`, or ended before `from`
+// (it was once charged the gap between them).
+TEST(ChargebackTest, UsageOutsideTheIntervalCountsNothing) {
+  auto cluster = LoadClusterYaml(kChargebackCluster, "test", Catalog::Default());
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  const std::vector<PriceBook> books = {PriceBook::Default()};
+  Chargeback cb(&Catalog::Default(), &books);
+  const std::vector<UsageRecord> usage = {Held("early", 0, 600), Held("inside", 1000, 1600),
+                                          Held("late", 3000, 3600)};
+  UsageQuery q;
+  q.from = 900;
+  q.to = 2000;
+  auto built = cb.Ledger(q, usage, 0, *cluster, 3600);
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  auto rows = cb.Rows(Caller{"admin", "", Role::kAdmin}, q, built.value());
+  ASSERT_TRUE(rows.ok());
+  std::map<std::string, double> hours;
+  for (const UsageRow& r : rows.value())
+    if (!r.idle) hours[r.team] += r.gpu_hours;
+  EXPECT_DOUBLE_EQ(hours["inside"], 600.0 / 3600);
+  EXPECT_DOUBLE_EQ(hours["early"], 0.0);
+  EXPECT_DOUBLE_EQ(hours["late"], 0.0);
 }
 
 }  // namespace

@@ -41,22 +41,53 @@ export function serviceNow() {
 // What api() returns for 304 Not Modified (a poll with `since` whose answer did not change).
 export const NOT_MODIFIED = Object.freeze({ notModified: true });
 
+// A replica that does not lead answers a write 503. With `Tessera-Leader: URL` the portal cannot send the
+// write there itself (the session lives on this replica, and another origin's API is closed to this page):
+// the follower handler is told the leader's URL and the error says where to go. Without one (a takeover in
+// progress) the write is sent again after Retry-After, up to three times.
+let onFollower = () => {};
+export function setFollowerHandler(fn) { onFollower = fn; }
+
+// The leader's URL when it is an http(s) URL (it becomes a link), else ''.
+export function leaderLink(url) {
+  try {
+    const u = new URL(url);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : '';
+  } catch (e) { return ''; }
+}
+
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
 export async function api(method, path, body) {
   const headers = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (method !== 'GET' && method !== 'HEAD' && csrfToken) headers['X-CSRF-Token'] = csrfToken;
-  const r = await fetch(path, {
-    method, headers, credentials: 'same-origin',
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let json = null;
-  try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
-  if (r.status === 401 && !path.startsWith('/api/v1/session')) onSignedOut();
-  if (r.status === 304) return NOT_MODIFIED;
-  if (!r.ok) throw new ApiError(r.status, json, text);
-  noteServiceTime(json);
-  return json;
+  for (let attempt = 0; ; attempt++) {
+    const r = await fetch(path, {
+      method, headers, credentials: 'same-origin',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    let json = null;
+    try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
+    if (r.status === 401 && !path.startsWith('/api/v1/session')) onSignedOut();
+    if (r.status === 304) return NOT_MODIFIED;
+    if (r.status === 503 && method !== 'GET' && method !== 'HEAD') {
+      const leader = leaderLink(r.headers.get('Tessera-Leader') || '');
+      if (leader) {
+        onFollower(leader);
+        const e = new ApiError(r.status, null,
+          `this replica only reads (it follows the leader); make changes in the portal at ${leader}`);
+        e.leader = leader;
+        throw e;
+      }
+      const wait = Number(r.headers.get('Retry-After'));
+      if (attempt < 3 && wait > 0) { await sleep(Math.min(wait, 5) * 1000); continue; }
+    }
+    if (!r.ok) throw new ApiError(r.status, json, text);
+    noteServiceTime(json);
+    return json;
+  }
 }
 
 // Lists come either as a bare array or wrapped ({"jobs": [...]}, {"teams": [...]}).

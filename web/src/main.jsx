@@ -1,6 +1,6 @@
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, setCsrfToken, setSignedOutHandler } from './api.js';
+import { api, leaderLink, setCsrfToken, setFollowerHandler, setSignedOutHandler } from './api.js';
 import { SignIn } from './pages/signin.jsx';
 import { Jobs } from './pages/jobs.jsx';
 import { JobPage } from './pages/job.jsx';
@@ -31,9 +31,29 @@ function useRoute() {
   return route;
 }
 
+// On a follower replica: where the leader is (writes are made there), shown above every page.
+function LeaderBanner({ leader }) {
+  if (leader === null) return null;
+  return (
+    <p class="leader-banner" role="alert" data-testid="leader-banner">
+      This replica only reads: it follows the leader. {leader
+        ? <>Submit, cancel and change jobs in the portal at <a href={leader + '/'}>{leader}</a>.</>
+        : <>No leader is known yet; changes are possible once one takes over.</>}
+    </p>
+  );
+}
+
 function Shell({ me, onSignOut }) {
   const route = useRoute();
   const main = useRef(null);
+  const [leader, setLeader] = useState(null); // null: this replica leads (or is the only one)
+  useEffect(() => {
+    setFollowerHandler(url => setLeader(url));
+    api('GET', '/api/v1/leader').then(j => {
+      if (j && j.role === 'follower') setLeader(leaderLink(j.leader || ''));
+    }).catch(() => {});
+    return () => setFollowerHandler(() => {});
+  }, []);
   useEffect(() => {
     // A title per page; focus moves to the new page's heading so that screen readers announce the page.
     const name = route.page === 'jobs' && route.arg ? `Job ${route.arg}` : TITLES[route.page] || 'Not found';
@@ -67,6 +87,7 @@ function Shell({ me, onSignOut }) {
           <button type="button" class="link" onClick={onSignOut}>Sign out</button>
         </span>
       </header>
+      <LeaderBanner leader={leader} />
       <Announcer />
       <main id="main" ref={main} tabIndex={-1}>{page}</main>
     </>

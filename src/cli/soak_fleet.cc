@@ -1,0 +1,200 @@
+// LocalPostgres and SoakReplica (soak_fleet.h).
+#include "cli/soak_fleet.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace tessera::cli {
+namespace {
+
+// Spawns argv with stdout and stderr appended to `log`; the child's pid, or -1.
+pid_t SpawnLogged(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (std::string& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+// The folder with initdb, pg_ctl and createdb: the newest /usr/lib/postgresql/N/bin, else PATH's.
+std::string PostgresBinDir() {
+  std::vector<std::filesystem::path> dirs;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/usr/lib/postgresql", ec))
+    if (std::filesystem::exists(e.path() / "bin" / "initdb")) dirs.push_back(e.path() / "bin");
+  std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) {
+    return std::atoi(a.parent_path().filename().c_str()) < std::atoi(b.parent_path().filename().c_str());
+  });
+  if (!dirs.empty()) return dirs.back().string();
+  for (const char* d : {"/usr/local/bin", "/usr/bin"})
+    if (std::filesystem::exists(std::string(d) + "/initdb") &&
+        std::filesystem::exists(std::string(d) + "/pg_ctl"))
+      return d;
+  return "";
+}
+
+}  // namespace
+
+int SoakFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+Status LocalPostgres::Run(std::vector<std::string> argv) const {
+  if (root_) argv.insert(argv.begin(), {"runuser", "-u", "postgres", "--"});
+  const pid_t pid = SpawnLogged(argv, dir_ + "/setup.log");
+  if (pid < 0) return Status::Error("cannot run " + argv[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  return Status::Error(fmt::format("{} failed (see {}/setup.log)", argv[root_ ? 4 : 0], dir_));
+}
+
+Result<std::unique_ptr<LocalPostgres>> LocalPostgres::Start() {
+  std::unique_ptr<LocalPostgres> pg(new LocalPostgres());
+  pg->bin_ = PostgresBinDir();
+  if (pg->bin_.empty())
+    return Status::Error(
+        "PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian's `postgresql` "
+        "package (scripts/install-deps.sh), or pass --store URI");
+  pg->root_ = geteuid() == 0;
+  const passwd* pw = pg->root_ ? getpwnam("postgres") : nullptr;
+  if (pg->root_ && pw == nullptr) return Status::Error("running as root, but there is no user `postgres`");
+  char tmpl[] = "/tmp/tessera-soak-pg-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return Status::Error("cannot create a temporary folder");
+  pg->dir_ = tmpl;
+  pg->sock_ = pg->dir_ + "/sock";
+  std::filesystem::create_directory(pg->sock_);
+  std::ofstream(pg->dir_ + "/setup.log").flush();
+  if (pg->root_)
+    for (const std::string& p : {pg->dir_, pg->sock_, pg->dir_ + "/setup.log"})
+      if (chown(p.c_str(), pw->pw_uid, pw->pw_gid) != 0)
+        return Status::Error("cannot hand " + p + " to postgres");
+  const std::string data = pg->dir_ + "/data";
+  if (Status st = pg->Run(
+          {pg->bin_ + "/initdb", "-D", data, "-U", "tessera", "-A", "trust", "-E", "UTF8", "--no-sync"});
+      !st.ok())
+    return st;
+  const std::string opts =
+      "-c listen_addresses='' -c unix_socket_directories='" + pg->sock_ + "' -c max_connections=200";
+  if (Status st = pg->Run({pg->bin_ + "/pg_ctl", "-D", data, "-l", pg->dir_ + "/server.log", "-w", "-t", "60",
+                           "-o", opts, "start"});
+      !st.ok())
+    return st;
+  pg->started_ = true;
+  if (Status st = pg->Run({pg->bin_ + "/createdb", "-h", pg->sock_, "-U", "tessera", "tessera"}); !st.ok())
+    return st;
+  return pg;
+}
+
+LocalPostgres::~LocalPostgres() {
+  if (started_) (void)Run({bin_ + "/pg_ctl", "-D", dir_ + "/data", "-m", "immediate", "-w", "stop"});
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+SoakReplica::SoakReplica(std::vector<std::string> args, int port, std::string log)
+    : args_(std::move(args)), port_(port), log_(std::move(log)) {}
+
+Status SoakReplica::Start() {
+  if (pid_ > 0) return Status::Ok();
+  pid_ = SpawnLogged(args_, log_);
+  return pid_ > 0 ? Status::Ok() : Status::Error("cannot start " + args_[0]);
+}
+
+void SoakReplica::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void SoakReplica::Stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  for (int i = 0; i < 100; ++i) {
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  Kill();
+}
+
+int SoakReplica::Probe(const std::string& path, double timeout_s) const {
+  if (pid_ <= 0) return 0;
+  httplib::Client c(url());
+  const auto us = static_cast<time_t>(timeout_s * 1e6);
+  c.set_connection_timeout(us / 1000000, us % 1000000);
+  c.set_read_timeout(us / 1000000, us % 1000000);
+  auto r = c.Get(path);
+  return r ? r->status : 0;
+}
+
+int64_t SoakReplica::RssKib() const {
+  if (pid_ <= 0) return 0;
+  std::ifstream f(fmt::format("/proc/{}/status", pid_));
+  std::string key;
+  while (f >> key) {
+    if (key == "VmRSS:") {
+      int64_t kib = 0;
+      f >> kib;
+      return kib;
+    }
+    f.ignore(1 << 16, '\n');
+  }
+  return 0;
+}
+
+double SoakReplica::CpuSeconds() const {
+  if (pid_ <= 0) return 0;
+  std::ifstream f(fmt::format("/proc/{}/stat", pid_));
+  std::string line;
+  std::getline(f, line);
+  const size_t close = line.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i)
+    if (i == 14 || i == 15) ticks += std::atof(field.c_str());  // utime, stime
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace tessera::cli
