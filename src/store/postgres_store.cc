@@ -382,29 +382,32 @@ class PgStore final : public PostgresStore {
          "($1, $2, $3, $4, $5, $6, $7, $8)"},
         // A commit group's rows of the busy tables, one statement per table (PgArrayRows), in batch order.
         {"jobs_rows",
-         "INSERT INTO jobs SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], "
-         "$6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], "
-         "$13::text[], $14::text[]) ON CONFLICT (id) DO UPDATE SET \"user\" = EXCLUDED.\"user\", team = "
-         "EXCLUDED.team, project = EXCLUDED.project, name = EXCLUDED.name, class = EXCLUDED.class, "
-         "priority_class = EXCLUDED.priority_class, spec = EXCLUDED.spec, state = EXCLUDED.state, submitted_at "
-         "= EXCLUDED.submitted_at, started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at, "
-         "placements = EXCLUDED.placements, message = EXCLUDED.message"},
+         "INSERT INTO jobs SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], "
+         "$5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::bigint[], "
+         "$12::bigint[], $13::text[], $14::text[]) ON CONFLICT (id) DO UPDATE SET \"user\" = "
+         "EXCLUDED.\"user\", team = EXCLUDED.team, project = EXCLUDED.project, name = EXCLUDED.name, "
+         "class = EXCLUDED.class, priority_class = EXCLUDED.priority_class, spec = EXCLUDED.spec, state "
+         "= EXCLUDED.state, submitted_at = EXCLUDED.submitted_at, started_at = EXCLUDED.started_at, "
+         "finished_at = EXCLUDED.finished_at, placements = EXCLUDED.placements, message = "
+         "EXCLUDED.message"},
         {"events_rows",
          "INSERT INTO job_events (job_id, at, kind, detail) SELECT a, b, c, d FROM unnest($1::bigint[], "
          "$2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS r(a, b, c, d, n) ORDER BY n"},
         {"keys_rows",
-         "INSERT INTO idempotency_keys SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])"},
+         "INSERT INTO idempotency_keys SELECT * FROM unnest($1::text[], $2::text[], $3::text[], "
+         "$4::bigint[])"},
         {"usage_rows",
          "INSERT INTO usage (job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, "
-         "memory_milli, start_s, end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour) SELECT a, b, c, d, e, "
-         "f, g, h, i, j, k, l, m, o, p FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], "
-         "$6::bigint[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], "
-         "$13::bigint[], $14::float8[], $15::float8[]) WITH ORDINALITY AS r(a, b, c, d, e, f, g, h, i, j, k, l, "
-         "m, o, p, n) ORDER BY n"},
+         "memory_milli, start_s, end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour) SELECT a, b, c, "
+         "d, e, f, g, h, i, j, k, l, m, o, p FROM unnest($1::bigint[], $2::text[], $3::text[], "
+         "$4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], "
+         "$11::bigint[], $12::bigint[], $13::bigint[], $14::float8[], $15::float8[]) WITH ORDINALITY AS "
+         "r(a, b, c, d, e, f, g, h, i, j, k, l, m, o, p, n) ORDER BY n"},
         {"audit_rows",
-         "INSERT INTO audit (time, actor, action, target, source, before, after, changed) SELECT a, b, c, d, e, "
-         "f, g, h FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], "
-         "$7::text[], $8::boolean[]) WITH ORDINALITY AS r(a, b, c, d, e, f, g, h, n) ORDER BY n"},
+         "INSERT INTO audit (time, actor, action, target, source, before, after, changed) SELECT a, b, "
+         "c, d, e, f, g, h FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], "
+         "$6::text[], $7::text[], $8::boolean[]) WITH ORDINALITY AS r(a, b, c, d, e, f, g, h, n) ORDER "
+         "BY n"},
         {"fence", "SELECT epoch FROM leader_lease WHERE name = 'leader' FOR SHARE"},
         // Fails (division by zero) unless the lease is at epoch $1; holds the row's share lock to the commit.
         {"fence_check",
@@ -439,7 +442,8 @@ class PgStore final : public PostgresStore {
       const IdempotencyRow& k = b.keys[i];
       st = run("key", {k.user, k.key, k.body_hash, S(k.job_id)}, fmt::format("idempotency key '{}'", k.key));
     }
-    for (size_t i = 0; st.ok() && i < b.usage.size(); ++i) st = run("usage", UsageValues(b.usage[i]), fmt::format("usage of job {}", b.usage[i].job_id));
+    for (size_t i = 0; st.ok() && i < b.usage.size(); ++i)
+      st = run("usage", UsageValues(b.usage[i]), fmt::format("usage of job {}", b.usage[i].job_id));
     for (size_t i = 0; st.ok() && i < b.audit.size(); ++i) {
       const AuditRow& a = b.audit[i];
       st = run("audit",
@@ -450,9 +454,21 @@ class PgStore final : public PostgresStore {
   }
 
   static std::vector<std::string> UsageValues(const UsageRecord& u) {
-    return {S(u.job_id), u.team,   u.project,         u.queue,           u.gpu_kind,
-            S(static_cast<int>(u.tier)), u.pool, u.node, S(u.compute_milli), S(u.memory_milli),
-            S(u.start_s),   S(u.end_s), S(u.lost_s), D(u.usd_per_gpu_hour), D(u.list_usd_per_gpu_hour)};
+    return {S(u.job_id),
+            u.team,
+            u.project,
+            u.queue,
+            u.gpu_kind,
+            S(static_cast<int>(u.tier)),
+            u.pool,
+            u.node,
+            S(u.compute_milli),
+            S(u.memory_milli),
+            S(u.start_s),
+            S(u.end_s),
+            S(u.lost_s),
+            D(u.usd_per_gpu_hour),
+            D(u.list_usd_per_gpu_hour)};
   }
 
   // Teams, users, MIG layouts, nodes and meta rows of a batch, a statement each.
@@ -502,16 +518,21 @@ class PgStore final : public PostgresStore {
       for (const IdempotencyRow& k : q.batch.keys) keys.Add({k.user, k.key, k.body_hash, S(k.job_id)});
       for (const UsageRecord& u : q.batch.usage) {
         const std::vector<std::string> v = UsageValues(u);
-        usage.Add({v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14]});
+        usage.Add(
+            {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14]});
       }
       for (const AuditRow& a : q.batch.audit)
-        audit.Add({S(a.time), a.actor, a.action, a.target, a.source, a.before, a.after, a.changed ? "t" : "f"});
+        audit.Add(
+            {S(a.time), a.actor, a.action, a.target, a.source, a.before, a.after, a.changed ? "t" : "f"});
     }
-    const std::pair<const char*, const PgArrayRows*> busy[] = {
-        {"jobs_rows", &jobs}, {"events_rows", &events}, {"keys_rows", &keys}, {"usage_rows", &usage},
-        {"audit_rows", &audit}};
+    const std::pair<const char*, const PgArrayRows*> busy[] = {{"jobs_rows", &jobs},
+                                                               {"events_rows", &events},
+                                                               {"keys_rows", &keys},
+                                                               {"usage_rows", &usage},
+                                                               {"audit_rows", &audit}};
     for (const auto& [stmt, rows] : busy)
-      if (st.ok() && rows->rows() > 0) st = run(stmt, rows->Literals(), fmt::format("{} ({})", stmt, rows->rows()));
+      if (st.ok() && rows->rows() > 0)
+        st = run(stmt, rows->Literals(), fmt::format("{} ({})", stmt, rows->rows()));
     return st;
   }
 
