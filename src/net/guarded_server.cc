@@ -12,8 +12,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <climits>
 #include <cmath>
+#include <string>
+#include <string_view>
 
 #include "base/thread_priority.h"
 
@@ -166,13 +169,48 @@ class GuardedStream final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
 
+  // A response's status line and headers wait for its body, so that both leave in one send (one TCP
+  // segment, one TLS record, one wake-up of the client); Flush sends them when no body follows. A 1xx
+  // (100 Continue) goes at once: the client waits for it before sending the body.
   ssize_t write(const char* ptr, size_t size) override {
+    const std::string_view data(ptr, size);
+    if (head_.empty() && data.starts_with("HTTP/1.") && !data.starts_with("HTTP/1.1 1") &&
+        data.ends_with("\r\n\r\n")) {
+      head_.assign(data);
+      return static_cast<ssize_t>(size);
+    }
+    if (head_.empty()) return WriteSome(ptr, size);
+    head_.append(data);
+    const bool sent = SendAll(head_);
+    head_.clear();
+    return sent ? static_cast<ssize_t>(size) : -1;
+  }
+  // Sends a held response head; false when the connection failed.
+  bool Flush() {
+    if (head_.empty()) return true;
+    const bool sent = SendAll(head_);
+    head_.clear();
+    return sent;
+  }
+  bool SendAll(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = WriteSome(data.data(), data.size());
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  // Plain sockets: a send that would block waits for room (the write timeout), else no poll first.
+  ssize_t WriteSome(const char* ptr, size_t size) {
     if (ssl_ == nullptr) {
-      if (!is_writable()) return -1;
-      ssize_t n;
-      do n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
-      while (n < 0 && errno == EINTR);
-      return n;
+      for (;;) {
+        const ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n >= 0 || errno == EINTR) {
+          if (n >= 0) return n;
+          continue;
+        }
+        if ((errno != EAGAIN && errno != EWOULDBLOCK) || !is_writable()) return -1;
+      }
     }
     const double end = SteadyNow() + write_timeout_s_;
     for (;;) {
@@ -182,17 +220,34 @@ class GuardedStream final : public httplib::Stream {
       if (ev == 0 || !WaitFor(fd_, ev, end - SteadyNow())) return -1;
     }
   }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { Endpoint(fd_, true, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { Endpoint(fd_, false, ip, port); }
+  // Both ends are asked once per connection (httplib asks for every request).
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    if (remote_port_ == -2) Endpoint(fd_, true, remote_ip_, remote_port_);
+    ip = remote_ip_;
+    port = remote_port_;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    if (local_port_ == -2) Endpoint(fd_, false, local_ip_, local_port_);
+    ip = local_ip_;
+    port = local_port_;
+  }
   socket_t socket() const override { return fd_; }
   bool buffered() const { return pos_ < len_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0); }
 
  private:
   // Reads what the socket has by the request's deadline into buf_: bytes read, 0 at the end, -1 on error.
+  // Plain sockets: what has arrived is read without a poll first; past the deadline nothing is.
   ssize_t Fill() {
     if (ssl_ == nullptr) {
-      if (!is_readable()) return -1;
+      if (SteadyNow() >= guard_->deadline_) {
+        guard_->deadline_passed_ = true;
+        return -1;
+      }
       ssize_t n;
+      do n = ::recv(fd_, buf_, sizeof buf_, MSG_DONTWAIT);
+      while (n < 0 && errno == EINTR);
+      if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
+      if (!is_readable()) return -1;
       do n = ::recv(fd_, buf_, sizeof buf_, 0);
       while (n < 0 && errno == EINTR);
       return n;
@@ -217,6 +272,9 @@ class GuardedStream final : public httplib::Stream {
   ConnectionLimits limits_;
   char buf_[16384];
   size_t pos_ = 0, len_ = 0;
+  std::string head_;  // a response's status line and headers, held for its body
+  mutable std::string remote_ip_, local_ip_;
+  mutable int remote_port_ = -2, local_port_ = -2;  // -2: not asked yet
 };
 
 GuardedServer::GuardedServer(ConnectionLimits limits) : limits_(limits) {}
@@ -310,6 +368,7 @@ bool GuardedServer::ServeConnection(socket_t sock, SSL* ssl, RequestGuard& guard
     guard.Reset(start + limits_.request_deadline_s);
     bool closed = false;
     ret = process_request(strm, count == 1, closed, nullptr);
+    if (!strm.Flush()) ret = false;
     if (guard.close_ || guard.over_limit_ || guard.headers_over_) {
       if (ssl != nullptr) SSL_shutdown(ssl);
       if (!guard.deadline_passed_) LingeringClose(sock);  // a slow client gets no more time

@@ -37,7 +37,9 @@ struct ConnectionLimits {
   double request_deadline_s = 10;  // headers and body of one request
   int64_t max_header_bytes = 64 * 1024;  // request line and headers of one request
   int max_header_lines = 128;            // request line and header lines of one request
-  int max_per_address = 32;        // open connections from one client address
+  // Open connections from one client address: 64, the connections of `tessera bench api` (one load
+  // generator) at its default concurrency.
+  int max_per_address = 64;
   double keep_alive_s = 5;         // an idle keep-alive connection is closed after this
   double write_timeout_s = 5;      // per write of a response
 };

@@ -35,7 +35,8 @@ struct ServerOptions {
   int port = 8080;          // 0 = any free port
   std::string tls_cert;     // both set: HTTPS
   std::string tls_key;
-  int threads = 192;        // worker threads (one per open keep-alive connection)
+  // Worker threads (one per open keep-alive connection): 6 addresses at the per-address cap to hold them all.
+  int threads = 384;
   // Niceness added to the worker threads (Linux: per thread), so that the store's writer and the cycle's
   // short locked sections, which every request waits for, win a contended core over request parsing.
   int request_nice = 2;

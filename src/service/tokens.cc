@@ -4,6 +4,8 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <memory>
+
 namespace tessera {
 namespace {
 
@@ -25,9 +27,18 @@ Result<std::string> NewToken() {
   return "tsr_" + Hex(bytes, sizeof bytes);
 }
 
+// SHA-256 fetched once (EVP_sha256() in EVP_Digest looks the algorithm up again on every call, under a
+// lock), hashed on a context kept per thread (every request hashes its token).
 std::string Sha256Hex(std::string_view text) {
+  static EVP_MD* const fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  const EVP_MD* md_type = fetched != nullptr ? fetched : EVP_sha256();
+  thread_local std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
+  if (ctx && EVP_DigestInit_ex2(ctx.get(), md_type, nullptr) == 1 &&
+      EVP_DigestUpdate(ctx.get(), text.data(), text.size()) == 1 && EVP_DigestFinal_ex(ctx.get(), md, &n) == 1)
+    return Hex(md, n);
+  n = 0;
   EVP_Digest(text.data(), text.size(), md, &n, EVP_sha256(), nullptr);
   return Hex(md, n);
 }

@@ -14,8 +14,10 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
+#include "store/pg_arrays.h"
 #include "store/row_codec.h"
 
 namespace tessera {
@@ -378,6 +380,34 @@ class PgStore final : public PostgresStore {
         {"audit",
          "INSERT INTO audit (time, actor, action, target, source, before, after, changed) VALUES "
          "($1, $2, $3, $4, $5, $6, $7, $8)"},
+        // A commit group's rows of the busy tables, one statement per table (PgArrayRows), in batch order.
+        {"jobs_rows",
+         "INSERT INTO jobs SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], "
+         "$5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::bigint[], "
+         "$12::bigint[], $13::text[], $14::text[]) ON CONFLICT (id) DO UPDATE SET \"user\" = "
+         "EXCLUDED.\"user\", team = EXCLUDED.team, project = EXCLUDED.project, name = EXCLUDED.name, "
+         "class = EXCLUDED.class, priority_class = EXCLUDED.priority_class, spec = EXCLUDED.spec, state "
+         "= EXCLUDED.state, submitted_at = EXCLUDED.submitted_at, started_at = EXCLUDED.started_at, "
+         "finished_at = EXCLUDED.finished_at, placements = EXCLUDED.placements, message = "
+         "EXCLUDED.message"},
+        {"events_rows",
+         "INSERT INTO job_events (job_id, at, kind, detail) SELECT a, b, c, d FROM unnest($1::bigint[], "
+         "$2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS r(a, b, c, d, n) ORDER BY n"},
+        {"keys_rows",
+         "INSERT INTO idempotency_keys SELECT * FROM unnest($1::text[], $2::text[], $3::text[], "
+         "$4::bigint[])"},
+        {"usage_rows",
+         "INSERT INTO usage (job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, "
+         "memory_milli, start_s, end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour) SELECT a, b, c, "
+         "d, e, f, g, h, i, j, k, l, m, o, p FROM unnest($1::bigint[], $2::text[], $3::text[], "
+         "$4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], "
+         "$11::bigint[], $12::bigint[], $13::bigint[], $14::float8[], $15::float8[]) WITH ORDINALITY AS "
+         "r(a, b, c, d, e, f, g, h, i, j, k, l, m, o, p, n) ORDER BY n"},
+        {"audit_rows",
+         "INSERT INTO audit (time, actor, action, target, source, before, after, changed) SELECT a, b, "
+         "c, d, e, f, g, h FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], "
+         "$6::text[], $7::text[], $8::boolean[]) WITH ORDINALITY AS r(a, b, c, d, e, f, g, h, n) ORDER "
+         "BY n"},
         {"fence", "SELECT epoch FROM leader_lease WHERE name = 'leader' FOR SHARE"},
         // Fails (division by zero) unless the lease is at epoch $1; holds the row's share lock to the commit.
         {"fence_check",
@@ -393,21 +423,9 @@ class PgStore final : public PostgresStore {
   using Sender = std::function<Status(const char* stmt, const std::vector<std::string>& params,
                                       const std::string& what)>;
 
-  // Every statement of a batch, through `run`.
+  // Every statement of a batch, through `run`: the rarely written tables, then the busy ones.
   Status Apply(const WriteBatch& b, const Sender& run) {
-    Status st;
-    for (size_t i = 0; st.ok() && i < b.teams.size(); ++i) {
-      const TeamRow& t = b.teams[i];
-      st = run("team",
-               {t.name, S(t.guaranteed_milli), S(t.limit_milli), S(t.over_quota_weight), S(t.created_at),
-                EncodeClasses(t.allowed_classes), S(static_cast<int64_t>(t.version))},
-               "team '" + t.name + "'");
-    }
-    for (size_t i = 0; st.ok() && i < b.users.size(); ++i) {
-      const UserRow& u = b.users[i];
-      st = run("user", {S(u.id), u.name, u.team, u.role, u.token_hash, S(u.created_at)},
-               "user '" + u.name + "'");
-    }
+    Status st = ApplyRare(b, run);
     for (size_t i = 0; st.ok() && i < b.jobs.size(); ++i) {
       const JobRow& j = b.jobs[i];
       st = run(
@@ -424,13 +442,49 @@ class PgStore final : public PostgresStore {
       const IdempotencyRow& k = b.keys[i];
       st = run("key", {k.user, k.key, k.body_hash, S(k.job_id)}, fmt::format("idempotency key '{}'", k.key));
     }
-    for (size_t i = 0; st.ok() && i < b.usage.size(); ++i) {
-      const UsageRecord& u = b.usage[i];
-      st = run("usage",
-               {S(u.job_id), u.team, u.project, u.queue, u.gpu_kind, S(static_cast<int>(u.tier)), u.pool,
-                u.node, S(u.compute_milli), S(u.memory_milli), S(u.start_s), S(u.end_s), S(u.lost_s),
-                D(u.usd_per_gpu_hour), D(u.list_usd_per_gpu_hour)},
-               fmt::format("usage of job {}", u.job_id));
+    for (size_t i = 0; st.ok() && i < b.usage.size(); ++i)
+      st = run("usage", UsageValues(b.usage[i]), fmt::format("usage of job {}", b.usage[i].job_id));
+    for (size_t i = 0; st.ok() && i < b.audit.size(); ++i) {
+      const AuditRow& a = b.audit[i];
+      st = run("audit",
+               {S(a.time), a.actor, a.action, a.target, a.source, a.before, a.after, a.changed ? "t" : "f"},
+               "audit");
+    }
+    return st;
+  }
+
+  static std::vector<std::string> UsageValues(const UsageRecord& u) {
+    return {S(u.job_id),
+            u.team,
+            u.project,
+            u.queue,
+            u.gpu_kind,
+            S(static_cast<int>(u.tier)),
+            u.pool,
+            u.node,
+            S(u.compute_milli),
+            S(u.memory_milli),
+            S(u.start_s),
+            S(u.end_s),
+            S(u.lost_s),
+            D(u.usd_per_gpu_hour),
+            D(u.list_usd_per_gpu_hour)};
+  }
+
+  // Teams, users, MIG layouts, nodes and meta rows of a batch, a statement each.
+  Status ApplyRare(const WriteBatch& b, const Sender& run) {
+    Status st;
+    for (size_t i = 0; st.ok() && i < b.teams.size(); ++i) {
+      const TeamRow& t = b.teams[i];
+      st = run("team",
+               {t.name, S(t.guaranteed_milli), S(t.limit_milli), S(t.over_quota_weight), S(t.created_at),
+                EncodeClasses(t.allowed_classes), S(static_cast<int64_t>(t.version))},
+               "team '" + t.name + "'");
+    }
+    for (size_t i = 0; st.ok() && i < b.users.size(); ++i) {
+      const UserRow& u = b.users[i];
+      st = run("user", {S(u.id), u.name, u.team, u.role, u.token_hash, S(u.created_at)},
+               "user '" + u.name + "'");
     }
     for (size_t i = 0; st.ok() && i < b.layouts.size(); ++i)
       st = run("layout", {b.layouts[i].node, S(b.layouts[i].gpu_index), b.layouts[i].layout}, "MIG layout");
@@ -441,20 +495,52 @@ class PgStore final : public PostgresStore {
     }
     for (auto it = b.meta.begin(); st.ok() && it != b.meta.end(); ++it)
       st = run("meta", {it->first, it->second}, "meta");
-    for (size_t i = 0; st.ok() && i < b.audit.size(); ++i) {
-      const AuditRow& a = b.audit[i];
-      st = run("audit",
-               {S(a.time), a.actor, a.action, a.target, a.source, a.before, a.after, a.changed ? "t" : "f"},
-               "audit");
-    }
     return st;
   }
 
-  // With `whole_epoch` >= 0: BEGIN, the fencing check at that epoch (0 = none), the batches, COMMIT.
-  // Batches `from`..`to` (exclusive) of a group in one round trip (libpq's pipeline mode): each as SAVEPOINT,
-  // its statements, RELEASE; then one sync. The first statement that failed is the error (the server skips
-  // everything after it up to the sync, and the transaction is then aborted). A failure of the connection
-  // itself goes to `conn_error`.
+  // A whole group without savepoints: the rare tables row by row in batch order, then one statement per
+  // busy table over every batch (PgArrayRows; rows in batch order). A job written twice in the group keeps
+  // its last row, as the row by row upserts would leave it.
+  Status ApplyGroupRows(const std::deque<Queued>& group, const Sender& run) {
+    Status st;
+    for (size_t b = 0; st.ok() && b < group.size(); ++b) st = ApplyRare(group[b].batch, run);
+    std::unordered_map<int64_t, const JobRow*> last_job;
+    for (const Queued& q : group)
+      for (const JobRow& j : q.batch.jobs) last_job[j.id] = &j;
+    PgArrayRows jobs(14), events(4), keys(4), usage(15), audit(8);
+    for (const Queued& q : group) {
+      for (const JobRow& j : q.batch.jobs)
+        if (last_job[j.id] == &j)
+          jobs.Add({S(j.id), j.user, j.team, j.project, j.name, j.cls, j.priority_class, j.spec_json, j.state,
+                    S(j.submitted_at), S(j.started_at), S(j.finished_at), EncodePlacements(j.placements),
+                    j.message});
+      for (const JobEventRow& e : q.batch.events) events.Add({S(e.job_id), S(e.at), e.kind, e.detail});
+      for (const IdempotencyRow& k : q.batch.keys) keys.Add({k.user, k.key, k.body_hash, S(k.job_id)});
+      for (const UsageRecord& u : q.batch.usage) {
+        const std::vector<std::string> v = UsageValues(u);
+        usage.Add(
+            {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14]});
+      }
+      for (const AuditRow& a : q.batch.audit)
+        audit.Add(
+            {S(a.time), a.actor, a.action, a.target, a.source, a.before, a.after, a.changed ? "t" : "f"});
+    }
+    const std::pair<const char*, const PgArrayRows*> busy[] = {{"jobs_rows", &jobs},
+                                                               {"events_rows", &events},
+                                                               {"keys_rows", &keys},
+                                                               {"usage_rows", &usage},
+                                                               {"audit_rows", &audit}};
+    for (const auto& [stmt, rows] : busy)
+      if (st.ok() && rows->rows() > 0)
+        st = run(stmt, rows->Literals(), fmt::format("{} ({})", stmt, rows->rows()));
+    return st;
+  }
+
+  // One round trip (libpq's pipeline mode), then one sync. With `whole_epoch` >= 0: BEGIN, the fencing
+  // check at that epoch (0 = none), the whole group without savepoints (ApplyGroupRows), COMMIT. Else
+  // batches `from`..`to` (exclusive) of a group, each as SAVEPOINT, its statements, RELEASE. The first
+  // statement that failed is the error (the server skips everything after it up to the sync, and the
+  // transaction is then aborted). A failure of the connection itself goes to `conn_error`.
   Status ApplyPipelined(const std::deque<Queued>& group, size_t from, size_t to, Status* conn_error,
                         int64_t whole_epoch = -1) {
     PGconn* c = conn_.raw();
@@ -479,7 +565,8 @@ class PgStore final : public PostgresStore {
     Status sent;
     if (whole_epoch >= 0) sent = send_sql("BEGIN");
     if (sent.ok() && whole_epoch > 0) sent = send("fence_check", {S(whole_epoch)}, kFencingCheck);
-    for (size_t i = from; sent.ok() && i < to; ++i) {
+    if (sent.ok() && whole_epoch >= 0) sent = ApplyGroupRows(group, send);
+    for (size_t i = from; sent.ok() && whole_epoch < 0 && i < to; ++i) {
       sent = send_sql("SAVEPOINT batch");
       if (sent.ok()) sent = Apply(group[i].batch, send);
       if (sent.ok()) sent = send_sql("RELEASE SAVEPOINT batch");
@@ -546,8 +633,9 @@ class PgStore final : public PostgresStore {
     // the lease's share lock, and so every takeover, for longer than this. Not for an unfenced store: a
     // follower's long Load may pause between its queries.
     if (epoch > 0 && !idle_timeout_set_) idle_timeout_set_ = conn_.Exec(kIdleTimeout).ok();
-    // BEGIN, the fencing check, the whole group and COMMIT in one round trip; should a batch fail, the
-    // group again batch by batch (a round trip each), so that the failed one alone is rolled back.
+    // BEGIN, the fencing check, the whole group and COMMIT in one round trip; should a statement fail, the
+    // group again batch by batch, each in a savepoint (a round trip each), so that the failed one alone is
+    // rolled back.
     Status commit;
     Status all = ApplyPipelined(group, 0, group.size(), &commit, epoch);
     if (commit.ok() && all.ok()) return Status::Ok();

@@ -362,6 +362,7 @@ class SqliteStore final : public Store {
 
   struct Statements {
     Stmt team, user, job, event, key, usage, layout, node, meta, audit, savepoint, release, rollback_to;
+    Stmt begin, commit, rollback;
     Status Prepare(sqlite3* db) {
       const std::pair<Stmt*, const char*> all[] = {
           {&team, "INSERT OR REPLACE INTO teams VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
@@ -381,6 +382,9 @@ class SqliteStore final : public Store {
           {&savepoint, "SAVEPOINT batch"},
           {&release, "RELEASE batch"},
           {&rollback_to, "ROLLBACK TO batch"},
+          {&begin, "BEGIN IMMEDIATE"},
+          {&commit, "COMMIT"},
+          {&rollback, "ROLLBACK"},
       };
       for (const auto& [s, sql] : all)
         if (Status st = s->Prepare(db, sql); !st.ok()) return st;
@@ -489,7 +493,30 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
-  // Takes everything queued, applies each batch in a savepoint of one transaction, commits, then reports.
+  // One transaction for the whole group, without savepoints; should a batch fail, the group again with
+  // each batch in a savepoint, so that the failed one alone is rolled back. The per-batch results go to
+  // `results`; the commit's status is returned.
+  Status CommitGroup(const std::deque<Queued>& group, std::vector<Status>* results) {
+    Statements& s = *stmts_;
+    Status commit = s.begin.Run();
+    bool failed = false;
+    for (size_t i = 0; commit.ok() && !failed && i < group.size(); ++i) failed = !Apply(group[i].batch).ok();
+    if (commit.ok() && failed) {
+      (void)s.rollback.Run();
+      commit = s.begin.Run();
+      for (size_t i = 0; commit.ok() && i < group.size(); ++i) {
+        (void)s.savepoint.Run();
+        (*results)[i] = Apply(group[i].batch);
+        if (!(*results)[i].ok()) (void)s.rollback_to.Run();
+        (void)s.release.Run();
+      }
+    }
+    if (commit.ok()) commit = s.commit.Run();
+    if (!commit.ok()) (void)s.rollback.Run();
+    return commit;
+  }
+
+  // Takes everything queued, commits it as one transaction (CommitGroup), then reports.
   void WriterLoop() {
     pthread_setname_np(pthread_self(), "tessera-writer");
     for (;;) {
@@ -504,15 +531,7 @@ class SqliteStore final : public Store {
       Status commit;
       {
         std::lock_guard<std::mutex> db_lock(db_mu_);
-        commit = Exec("BEGIN IMMEDIATE");
-        for (size_t i = 0; commit.ok() && i < group.size(); ++i) {
-          (void)stmts_->savepoint.Run();
-          results[i] = Apply(group[i].batch);
-          if (!results[i].ok()) (void)stmts_->rollback_to.Run();
-          (void)stmts_->release.Run();
-        }
-        if (commit.ok()) commit = Exec("COMMIT");
-        if (!commit.ok()) (void)Exec("ROLLBACK");
+        commit = CommitGroup(group, &results);
       }
       for (size_t i = 0; i < group.size(); ++i) group[i].done(commit.ok() ? results[i] : commit);
       // Under a steady stream of commits a background checkpoint never catches up with the WAL's end, and

@@ -1,5 +1,6 @@
 // GuardedServer in-process, over real sockets: TLS with and without client certificates, the handshake
-// under the request deadline, header caps answered 431, the per-address connection cap.
+// under the request deadline, header caps answered 431, the per-address connection cap, answers with and
+// without a body (the head waits for the body), 100 Continue.
 #include "net/guarded_server.h"
 
 #include <arpa/inet.h>
@@ -42,6 +43,9 @@ class GuardedServerTest : public ::testing::Test {
     if (tls != nullptr) ASSERT_TRUE(server_->UseTls(*tls).ok());
     server_->Get("/who", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(RequestGuard::Current()->peer_verified() ? "verified" : "anonymous", "text/plain");
+    });
+    server_->Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(req.body, "text/plain");
     });
     server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
       res.status = GuardedServer::ErrorStatus(res.status);
@@ -153,6 +157,40 @@ TEST(GuardedServerTls, UnusableFilesAreNamed) {
   EXPECT_NE(st.message().find("/nonexistent/cert.pem"), std::string::npos) << st.message();
   EXPECT_FALSE(s.tls());
   EXPECT_FALSE(s.UseTls({"", "", ""}).ok());
+}
+
+// The head of an answer waits for its body; an answer without one (HEAD) is sent when the request ends.
+TEST_F(GuardedServerTest, AnswersWithAndWithoutABodyArriveWhole) {
+  Start(ConnectionLimits{});
+  RawConn c(port_);
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("HEAD /who HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string out;
+  EXPECT_FALSE(c.ReadToClose(0.5, &out));  // kept alive
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  EXPECT_EQ(out.find("anonymous"), std::string::npos) << out;
+  out.clear();
+  ASSERT_TRUE(c.Send("GET /who HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  EXPECT_TRUE(c.ReadToClose(3, &out));
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  EXPECT_EQ(out.substr(out.size() - 9), "anonymous") << out;
+}
+
+// "100 Continue" goes out at once: the client waits for it before it sends the body.
+TEST_F(GuardedServerTest, ContinueIsSentBeforeTheBody) {
+  Start(ConnectionLimits{});
+  RawConn c(port_);
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(
+      c.Send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n"
+             "Connection: close\r\n\r\n"));
+  std::string out;
+  EXPECT_FALSE(c.ReadToClose(0.5, &out));
+  EXPECT_EQ(out.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0), 0u) << out;
+  ASSERT_TRUE(c.Send("hello"));
+  EXPECT_TRUE(c.ReadToClose(3, &out));
+  EXPECT_NE(out.find("HTTP/1.1 200"), std::string::npos) << out;
+  EXPECT_EQ(out.substr(out.size() - 5), "hello");
 }
 
 }  // namespace

@@ -275,6 +275,58 @@ TYPED_TEST(StoreConformance, AFailedBatchLeavesNothingAndOthersCommit) {
   EXPECT_EQ((*audit)[1].target, "job:4");
 }
 
+// Batches queued together (the writer commits what queued behind its last commit as one group): every
+// batch's events, audit entries and usage in the order written, a job written by several batches keeps
+// the last one's row, and text with quotes, backslashes, braces, commas and non-ASCII letters comes back
+// as written.
+TYPED_TEST(StoreConformance, BatchesQueuedTogetherKeepOrderLastRowsAndText) {
+  auto s = this->Open();
+  ASSERT_NE(s, nullptr);
+  const std::string odd = "a \"quoted\" {brace}, back\\slash\\\" NULL é";
+  std::vector<std::future<Status>> results;
+  for (int i = 0; i < 40; ++i) {
+    WriteBatch b;
+    JobRow j = ConformanceJob(1 + i % 2);
+    j.message = odd + std::to_string(i);
+    j.spec_json = R"({"name":"x\"y","n":)" + std::to_string(i) + "}";
+    b.jobs.push_back(j);
+    b.events.push_back({1 + i % 2, i, "Changed", odd + std::to_string(i)});
+    b.audit.push_back({0, i, "ana", "job.change", "job:" + std::to_string(i), odd, "", "{}", i % 3 == 0});
+    UsageRecord u;
+    u.job_id = 100 - i;
+    u.team = odd;
+    u.usd_per_gpu_hour = i / 7.0;
+    b.usage.push_back(u);
+    auto p = std::make_shared<std::promise<Status>>();
+    results.push_back(p->get_future());
+    s->Write(std::move(b), [p](const Status& st) { p->set_value(st); });
+  }
+  for (auto& r : results) ASSERT_TRUE(r.get().ok());
+  auto st = s->Load();
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_EQ(st->jobs.size(), 2u);
+  EXPECT_EQ(st->jobs[0].message, odd + "38");
+  EXPECT_EQ(st->jobs[1].message, odd + "39");
+  EXPECT_EQ(st->jobs[1].spec_json, R"({"name":"x\"y","n":39})");
+  ASSERT_EQ(st->usage.size(), 40u);
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_EQ(st->usage[i].job_id, 100 - i);
+    EXPECT_EQ(st->usage[i].team, odd);
+    EXPECT_EQ(st->usage[i].usd_per_gpu_hour, i / 7.0);
+  }
+  bool more = false;
+  AuditQuery all;
+  all.limit = 100;
+  auto audit = s->ReadAudit(all, &more);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 40u);
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_EQ((*audit)[i].time, i);
+    EXPECT_EQ((*audit)[i].source, odd);
+    EXPECT_EQ((*audit)[i].changed, i % 3 == 0);
+  }
+}
+
 TYPED_TEST(StoreConformance, ConcurrentWritersAreAllDurable) {
   {
     auto s = this->Open();
