@@ -299,7 +299,7 @@ TEST(ScenarioTest, PolicyVariants) {
       "  smig-half: {policy: static-mig, static_mig: {share: 0.5, layout: all-balanced}}\n"
       "  smig-all: {policy: static-mig, static_mig: {share: 1.0, layout: all-balanced}}\n"
       "  t-as-bestfit: {policy: tessera, off: [topology, separate_classes, frag_aware, scorer,"
-      " share_instances]}\n"
+      " share_instances, harvest]}\n"
       "  t-no-topology: {policy: tessera, off: [topology]}\n");
   ASSERT_TRUE(s.ok()) << s.error();
   auto mig_nodes = [&](const std::string& p) {
@@ -343,6 +343,37 @@ TEST(ScenarioTest, SanityAnchors) {
   out = RunScenario(*s, {"k8s-default"}, Catalog::Default());
   ASSERT_TRUE(out.ok()) << out.error();
   for (const RunResult& r : out->variants[0].runs[0]) EXPECT_LT(r.gpu_utilization, 0.25);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The opportunistic tier (sim/harvest.h) is tessera's: on by default for it and its variants, off for every
+// baseline, off for a variant with `off: [harvest]` and for every policy with `harvest: {enabled: false}`.
+TEST(ScenarioTest, HarvestingIsTesserasAndVariantsCanTurnItOff) {
+  const std::string variants =
+      "policy_variants:\n  tessera-no-harvest: {policy: tessera, off: [harvest]}\n"
+      "  tessera-no-sharing: {policy: tessera, off: [share_instances]}\n";
+  auto s = ParseScenarioText(std::string(kBase) + variants + "workload: {}\n");
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_TRUE(HarvestsFor(*s, "tessera"));
+  EXPECT_TRUE(HarvestsFor(*s, "tessera-no-sharing"));
+  EXPECT_FALSE(HarvestsFor(*s, "tessera-no-harvest"));
+  EXPECT_FALSE(HarvestsFor(*s, "bestfit"));
+  EXPECT_FALSE(HarvestsFor(*s, "k8s-mps"));
+  auto p = MakeScenarioPolicy(*s, "tessera-no-harvest");  // the engine never sees `harvest`
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ((*p)->name(), "tessera-no-harvest");
+  auto off = ParseScenarioText(std::string(kBase) + "harvest: {enabled: false, grace_s: 10}\nworkload: {}\n");
+  ASSERT_TRUE(off.ok()) << off.error();
+  EXPECT_FALSE(HarvestsFor(*off, "tessera"));
+  EXPECT_EQ(off->sim.harvest.grace_s, 10);
+  auto bad = ParseScenarioText(std::string(kBase) + "harvest: {slo_margin: 2}\nworkload: {}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("harvest.slo_margin"), std::string::npos) << bad.error();
 }
 
 }  // namespace
