@@ -37,6 +37,10 @@ struct HarvestOptions {
   // Also harvest compute nobody holds: free whole GPUs and idle MIG instances (reserved for a gang that waits
   // for more GPUs to drain, or fragments), until a bind or a repartition takes them.
   bool free_compute = true;
+  // Gangs of up to this many GPUs harvest too, all on one node, at their slowest place's pace times their
+  // step-time efficiency there (1 = single-GPU jobs only). Measured on the mixed scenario, 8 raised tessera's
+  // utilisation to 0.736 but started training ahead of its share (mix deviation 0.021 > 0.02), so 1.
+  int gang_max_gpus = 1;
   // Units whose owner is latency-sensitive (production inference) are left alone unless true.
   bool sensitive_units = false;
 };

@@ -302,6 +302,7 @@ Status ReadSimSections(FieldReader& top, Scenario* s) {
   ho.min_cap_milli = static_cast<int>(min_cap);
   hv.Bool("sensitive_units", &ho.sensitive_units, false);
   hv.Bool("free_compute", &ho.free_compute, false);
+  hv.Int("gang_max_gpus", &ho.gang_max_gpus, false, 1, 64);
   if (Status st = hv.Finish(); !st.ok()) return st;
   FieldReader sh(top.Child("sharing"), top.source(), "sharing", true);
   SharingOptions& so = s->sim.sharing;

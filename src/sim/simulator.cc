@@ -59,28 +59,33 @@ struct Unit {
   JobSlot harvester = kNoSlot;  // a waiting job running on its idle compute (sim/harvest.h)
 };
 
-// A waiting job running on a unit's idle compute (sim/harvest.h). Its progress since the last checkpoint is
-// kept here; a checkpoint moves it into the job's remaining work, an eviction loses it.
+// One GPU (or MIG instance) a harvester runs on: beside a unit's one owner, or on compute nobody holds (a
+// free whole GPU or an idle MIG instance: reserved for a gang, or a fragment) until a bind or a repartition
+// takes it.
+struct HarvestPlace {
+  std::pair<GpuId, int> key;
+  int free_capacity = 0;  // > 0: compute nobody holds, of this capacity
+};
+
+// A waiting job running on idle compute (sim/harvest.h), one place per GPU it asks for, all on one node. Its
+// progress since the last checkpoint is kept here; a checkpoint moves it into the job's remaining work, an
+// eviction loses it. A gang progresses at the pace of its slowest place times its step-time efficiency.
 struct Harvester {
-  std::pair<GpuId, int> unit;
-  // On compute nobody holds (a free whole GPU or an idle MIG instance: reserved for a gang, or a fragment)
-  // rather than beside an inference owner: it runs at min(its compute, the unit's), with no interference,
-  // until a bind or a repartition takes the GPU.
-  bool free = false;
-  int free_capacity = 0;
-  int64_t accrued_s = 0;   // free harvesters: progress accrued up to here
+  std::vector<HarvestPlace> places;
+  double efficiency = 1;
+  int64_t accrued_s = 0;   // progress accrued up to here
   int64_t run_from_s = 0;  // progress starts here (after a restore or a checkpoint write)
   int64_t next_checkpoint_s = 0;
   double work_s = 0;          // ideal seconds of work since the last checkpoint
   double useful_milli_s = 0;  // the compute they took inside the window (thousandths x seconds)
 };
 
-// Where a harvester may start: a unit with one owner (cap at the owner's declared demand), a free whole GPU
-// or an idle MIG instance (its compute), with the memory left for a harvester.
+// Where a harvester may run: a unit with one owner (cap at the owner's declared demand), a free whole GPU or
+// an idle MIG instance (its compute), with the memory left for a harvester.
 struct HarvestSlot {
   int cap = 0;
-  std::pair<GpuId, int> key;
-  int free_capacity = 0;  // > 0: compute nobody holds
+  HarvestPlace place;
+  NodeId node = kNone;
   int64_t memory_left_mib = 0;
 };
 
@@ -168,17 +173,19 @@ class SimRun final : public DriverListener, public InstantSource {
   int OwnerReal(const Unit& u, int64_t epoch) const;
   double OwnerSlo(const Unit& u) const;
   int HarvestCap(const Unit& u, int64_t epoch) const;
-  void AccrueHarvest(Unit& u, int64_t from, int64_t to);
+  int PlaceCap(const HarvestPlace& p, int64_t epoch) const;
+  double PlaceUseful(const HarvestPlace& p, int64_t epoch, double compute) const;
   void HarvestedOwnerTime(const Unit& u, SloAccum* acc, SimJob& owner, int64_t a, int64_t b);
   void SettleHarvests(int64_t now);
   void StartHarvests(int64_t now);
   std::vector<HarvestSlot> HarvestSlots() const;
-  // free_capacity > 0: on compute nobody holds, of that capacity; 0: beside the unit's owner.
-  void StartHarvest(JobSlot j, std::pair<GpuId, int> key, int free_capacity, int64_t now);
-  void EndHarvest(JobSlot j, bool evicted);
+  bool PickPlaces(const TraceJob& spec, const std::vector<HarvestSlot>& slots,
+                  std::vector<size_t>* chosen) const;
+  void StartHarvest(JobSlot j, std::vector<HarvestPlace> places, int64_t now);
+  void EndHarvest(JobSlot j, bool evicted, int64_t now);
   void SettleHarvester(JobSlot j, int64_t now);
   int HarvesterCap(const Harvester& h, int64_t epoch) const;
-  bool StillFree(const Harvester& h) const;
+  bool StillFree(const HarvestPlace& p) const;
   void EvictTakenFree(const std::vector<TaskPlacement>* tasks, JobSlot taker, int64_t now);
   void CountServed(SimJob& j, int64_t now);
   void UpdateGuaranteeWaits(int64_t now);
@@ -429,7 +436,7 @@ double SimRun::DemandFactor(JobSlot j, int64_t epoch) const {
 // each member's slowdown from the members' real demands (sharing.h), its replica-seconds (on the first unit of
 // its grants only) and those above its class's SLO. A replica alone is the reference (slowdown 1).
 void SimRun::CloseUnit(Unit& u, int64_t now) {
-  if (u.harvester != kNoSlot) AccrueHarvest(u, u.since_s, now);
+  if (u.harvester != kNoSlot) SettleHarvester(u.harvester, now);
   const int64_t a = std::max(u.since_s, w0_), b = std::min(now, w1_);
   u.since_s = now;
   if (b <= a || u.members.empty()) return;
@@ -505,21 +512,16 @@ int SimRun::HarvestCap(const Unit& u, int64_t epoch) const {
                          OwnerSlo(u) * opt_.harvest.slo_margin);
 }
 
-// The harvester's progress and the compute it took over [from, to), epoch by epoch (none before run_from_s:
-// a restore or a checkpoint write).
-void SimRun::AccrueHarvest(Unit& u, int64_t from, int64_t to) {
-  Harvester& h = harvesters_.at(u.harvester);
-  if (u.members.size() != 1) return;
-  const double compute = std::max(1, jobs_[u.harvester.value()].spec->compute_milli);
-  const int64_t ep = std::max<int64_t>(1, opt_.demand_epoch_s);
-  for (int64_t s = std::max(from, h.run_from_s); s < to;) {
-    const int64_t e = s / ep, t = std::min(to, (e + 1) * ep);
-    const double useful =
-        std::min(compute, HarvestUsefulMilli(opt_.sharing, OwnerReal(u, e), HarvestCap(u, e), u.capacity));
-    h.work_s += useful / compute * static_cast<double>(t - s);
-    h.useful_milli_s += useful * InWindow(s, t);
-    s = t;
-  }
+int SimRun::PlaceCap(const HarvestPlace& p, int64_t epoch) const {
+  return p.free_capacity > 0 ? p.free_capacity : HarvestCap(units_.at(p.key), epoch);
+}
+
+// The compute a place gives a harvester of `compute` (its demand) over an epoch, contention taken off.
+double SimRun::PlaceUseful(const HarvestPlace& p, int64_t epoch, double compute) const {
+  if (p.free_capacity > 0) return std::min<double>(compute, p.free_capacity);
+  const Unit& u = units_.at(p.key);
+  return std::min(compute,
+                  HarvestUsefulMilli(opt_.sharing, OwnerReal(u, epoch), HarvestCap(u, epoch), u.capacity));
 }
 
 // The owner's SLO time over [a, b) (inside the window) beside its harvester: per epoch at the cap for its
@@ -545,59 +547,70 @@ void SimRun::HarvestedOwnerTime(const Unit& u, SloAccum* acc, SimJob& owner, int
   }
 }
 
-// A harvester leaves its unit: evicted, its work since the last checkpoint is lost; else (it completed) the
-// caller has kept its work. REQUIRES: its unit was closed at the current time.
-void SimRun::EndHarvest(JobSlot j, bool evicted) {
+// A harvester leaves: evicted, its work since the last checkpoint is lost; else (it completed) the caller has
+// kept its work. Its owners' units are closed at `now` first.
+void SimRun::EndHarvest(JobSlot j, bool evicted, int64_t now) {
+  if (!harvesters_.count(j)) return;
+  const std::vector<HarvestPlace> places = harvesters_.at(j).places;
+  for (const HarvestPlace& p : places)
+    if (auto u = units_.find(p.key); p.free_capacity == 0 && u != units_.end()) CloseUnit(u->second, now);
   auto it = harvesters_.find(j);
-  if (it == harvesters_.end()) return;
   if (evicted) {
     harvest_lost_ += it->second.useful_milli_s;
     ++res_.harvest_evictions;
   }
-  if (!it->second.free)
-    if (auto u = units_.find(it->second.unit); u != units_.end()) u->second.harvester = kNoSlot;
+  for (const HarvestPlace& p : places)
+    if (auto u = units_.find(p.key); p.free_capacity == 0 && u != units_.end() && u->second.harvester == j)
+      u->second.harvester = kNoSlot;
   harvesters_.erase(it);
 }
 
-// Brings a harvester's progress up to `now` (a free one here; one beside an owner through its unit).
+// Brings a harvester's progress up to `now`, epoch by epoch (none before run_from_s: a restore or a
+// checkpoint write). REQUIRES: its places' units have not changed since it last accrued.
 void SimRun::SettleHarvester(JobSlot j, int64_t now) {
   Harvester& h = harvesters_.at(j);
-  if (!h.free) return CloseUnit(units_.at(h.unit), now);
   const double compute = std::max(1, jobs_[j.value()].spec->compute_milli);
-  const double useful = std::min<double>(compute, h.free_capacity);
-  const int64_t from = std::max(h.accrued_s, h.run_from_s);
-  if (from < now) {
-    h.work_s += useful / compute * static_cast<double>(now - from);
-    h.useful_milli_s += useful * InWindow(from, now);
+  const double n = static_cast<double>(h.places.size());
+  const int64_t ep = std::max<int64_t>(1, opt_.demand_epoch_s);
+  for (int64_t s = std::max(h.accrued_s, h.run_from_s); s < now;) {
+    const int64_t e = s / ep, t = std::min(now, (e + 1) * ep);
+    double pace = compute;
+    for (const HarvestPlace& p : h.places) pace = std::min(pace, PlaceUseful(p, e, compute));
+    h.work_s += pace / compute * h.efficiency * static_cast<double>(t - s);
+    h.useful_milli_s += n * pace * h.efficiency * InWindow(s, t);
+    s = t;
   }
   h.accrued_s = std::max(h.accrued_s, now);
 }
 
 int SimRun::HarvesterCap(const Harvester& h, int64_t epoch) const {
-  if (h.free) return h.free_capacity;
-  return HarvestCap(units_.at(h.unit), epoch);
+  int cap = 0;
+  for (const HarvestPlace& p : h.places) cap += PlaceCap(p, epoch);
+  return cap;
 }
 
-// Whether a free harvester's GPU or instance is still held by nobody.
-bool SimRun::StillFree(const Harvester& h) const {
-  const GpuState& g = state().gpu(h.unit.first);
-  if (h.unit.second < 0) return g.WholeFree();
+// Whether a place on compute nobody held is still held by nobody.
+bool SimRun::StillFree(const HarvestPlace& p) const {
+  const GpuState& g = state().gpu(p.key.first);
+  if (p.key.second < 0) return g.WholeFree();
   if (!g.mig_enabled) return false;
   for (int i = 0; i < g.n_instances; ++i)
-    if (g.instances[i].start == h.unit.second) return !g.instances[i].busy;
+    if (g.instances[i].start == p.key.second) return !g.instances[i].busy;
   return false;
 }
 
-// Free harvesters whose compute a bind or a repartition took are evicted; a job bound onto one's GPU starts
-// after the harvester's termination grace period.
+// Harvesters some of whose free compute a bind or a repartition took are evicted; a job bound onto one of
+// those GPUs starts after the harvester's termination grace period.
 void SimRun::EvictTakenFree(const std::vector<TaskPlacement>* tasks, JobSlot taker, int64_t now) {
-  std::vector<JobSlot> taken;
+  std::vector<std::pair<JobSlot, GpuId>> taken;
   for (const auto& [slot, h] : harvesters_)
-    if (h.free && !StillFree(h)) taken.push_back(slot);
-  for (JobSlot j : taken) {
-    const GpuId gpu = harvesters_.at(j).unit.first;
-    SettleHarvester(j, now);
-    EndHarvest(j, true);
+    for (const HarvestPlace& p : h.places)
+      if (p.free_capacity > 0 && !StillFree(p)) taken.push_back({slot, p.key.first});
+  for (const auto& [j, gpu] : taken) {
+    if (harvesters_.count(j)) {
+      SettleHarvester(j, now);
+      EndHarvest(j, true, now);
+    }
     if (tasks == nullptr) continue;
     for (const TaskPlacement& t : *tasks)
       for (const GpuGrant& g : t.gpus)
@@ -617,7 +630,7 @@ void SimRun::SettleHarvests(int64_t now) {
     ControlJob& cj = loop().jobs()[j];
     if (h.work_s >= cj.remaining_work_s) {
       harvest_useful_ += h.useful_milli_s * std::min(1.0, cj.remaining_work_s / std::max(1e-9, h.work_s));
-      EndHarvest(j, false);
+      EndHarvest(j, false, now);
       cj.remaining_work_s = 0;
       cj.phase = JobPhase::kDone;
       done.push_back(j);
@@ -655,18 +668,23 @@ void SimRun::CountServed(SimJob& j, int64_t now) {
   }
 }
 
-void SimRun::StartHarvest(JobSlot j, std::pair<GpuId, int> key, int free_capacity, int64_t now) {
+void SimRun::StartHarvest(JobSlot j, std::vector<HarvestPlace> places, int64_t now) {
+  const SimJob& sj = jobs_[j.value()];
   Harvester h;
-  h.unit = key;
-  h.free = free_capacity > 0;
-  h.free_capacity = free_capacity;
-  h.accrued_s = now;
-  if (!h.free) {
-    Unit& u = units_.at(key);
+  if (places.size() > 1) {  // a gang on one node: its step time there
+    TaskPlacement t;
+    t.node = state().gpu(places.front().key.first).node;
+    for (const HarvestPlace& p : places) t.gpus.push_back(GpuGrant{p.key.first});
+    h.efficiency = physics_->EfficiencyOf(*sj.spec, {t});
+  }
+  for (const HarvestPlace& p : places) {
+    if (p.free_capacity > 0) continue;
+    Unit& u = units_.at(p.key);
     CloseUnit(u, now);
     u.harvester = j;
   }
-  const SimJob& sj = jobs_[j.value()];
+  h.places = std::move(places);
+  h.accrued_s = now;
   const bool restore = restore_on_start_.count(j) > 0 || job(j).remaining_work_s < sj.spec->duration_s - 1e-9;
   h.run_from_s = now + (restore ? opt_.harvest.restore_s : 0);
   if (restore) {
@@ -674,7 +692,7 @@ void SimRun::StartHarvest(JobSlot j, std::pair<GpuId, int> key, int free_capacit
     harvest_lost_ += HarvesterCap(h, now / ep) * InWindow(now, h.run_from_s);
   }
   h.next_checkpoint_s = h.run_from_s + opt_.harvest.checkpoint_every_s;
-  harvesters_[j] = h;
+  harvesters_[j] = std::move(h);
   ++res_.harvest_starts;
   CountServed(jobs_[j.value()], now);
 }
@@ -688,50 +706,84 @@ std::vector<HarvestSlot> SimRun::HarvestSlots() const {
     const int cap = HarvestCapMilli(opt_.sharing, std::max(0, owner.compute_milli), u.capacity,
                                     OwnerSlo(u) * opt_.harvest.slo_margin);
     if (cap >= opt_.harvest.min_cap_milli)
-      out.push_back({cap, key, 0, u.memory_mib - u.members_mib - 2 * opt_.sharing.context_mib});
+      out.push_back({cap,
+                     {key, 0},
+                     state().gpu(key.first).node,
+                     u.memory_mib - u.members_mib - 2 * opt_.sharing.context_mib});
   }
   if (!opt_.harvest.free_compute) return out;
   std::set<std::pair<GpuId, int>> taken;
   for (const auto& [slot, h] : harvesters_)
-    if (h.free) taken.insert(h.unit);
+    for (const HarvestPlace& p : h.places)
+      if (p.free_capacity > 0) taken.insert(p.key);
   for (GpuId g = 0; g < state().num_gpus(); ++g) {
     const GpuState& gs = state().gpu(g);
     const GpuKind& kind = state().kind_of_gpu(g);
     if (gs.WholeFree() && !taken.count({g, -1}))
-      out.push_back({kMilliPerGpu, {g, -1}, kMilliPerGpu, kind.memory_mib - opt_.sharing.context_mib});
+      out.push_back(
+          {kMilliPerGpu, {{g, -1}, kMilliPerGpu}, gs.node, kind.memory_mib - opt_.sharing.context_mib});
     if (!gs.mig_enabled) continue;
     for (int i = 0; i < gs.n_instances; ++i) {
       const MigSlot& m = gs.instances[i];
       if (m.busy || taken.count({g, m.start})) continue;
       const int cap = kind.ProfileComputeMilli(m.profile);
       if (cap >= opt_.harvest.min_cap_milli)
-        out.push_back(
-            {cap, {g, m.start}, cap, kind.profiles[m.profile].usable_mib - opt_.sharing.context_mib});
+        out.push_back({cap,
+                       {{g, m.start}, cap},
+                       gs.node,
+                       kind.profiles[m.profile].usable_mib - opt_.sharing.context_mib});
     }
   }
   return out;
 }
 
-// At a harvest tick, after the cycle: waiting single-GPU checkpointable preemptible training, in queue order,
-// each onto the slot with the largest cap whose memory holds it.
+// Places for a waiting job among `slots` (by cap, largest first): the first that holds a single-GPU job's
+// memory; for a gang of G GPUs (G <= gang_max_gpus), G slots on G distinct GPUs of one node, on the node
+// where the G-th best such slot is best (a gang runs at its slowest member's pace).
+bool SimRun::PickPlaces(const TraceJob& spec, const std::vector<HarvestSlot>& slots,
+                        std::vector<size_t>* chosen) const {
+  const size_t g = static_cast<size_t>(spec.GpuRequests());
+  chosen->clear();
+  if (g == 1) {
+    for (size_t f = 0; f < slots.size(); ++f)
+      if (spec.memory_mib <= slots[f].memory_left_mib) return chosen->push_back(f), true;
+    return false;
+  }
+  std::map<NodeId, std::vector<size_t>> by_node;
+  std::map<NodeId, std::set<GpuId>> gpus;
+  for (size_t f = 0; f < slots.size(); ++f) {
+    const HarvestSlot& x = slots[f];
+    if (spec.memory_mib > x.memory_left_mib || by_node[x.node].size() >= g) continue;
+    if (!gpus[x.node].insert(x.place.key.first).second) continue;
+    by_node[x.node].push_back(f);
+  }
+  int best = -1;
+  for (const auto& [node, fs] : by_node)
+    if (fs.size() == g && slots[fs.back()].cap > best) best = slots[fs.back()].cap, *chosen = fs;
+  return best >= 0;
+}
+
+// At a harvest tick, after the cycle: waiting checkpointable preemptible training of whole GPUs, in queue
+// order, each on the slots PickPlaces finds.
 void SimRun::StartHarvests(int64_t now) {
   std::vector<HarvestSlot> free = HarvestSlots();
   std::stable_sort(free.begin(), free.end(),
                    [](const HarvestSlot& x, const HarvestSlot& y) { return x.cap > y.cap; });
   const std::vector<JobSlot> pending = loop().jobs().pending();
+  std::vector<size_t> chosen;
   for (JobSlot j : pending) {
     if (free.empty()) break;
     const ControlJob& cj = job(j);
     const TraceJob& spec = *jobs_[j.value()].spec;
     if (harvesters_.count(j) || spec.cls != WorkloadClass::kTraining || !cj.checkpointable ||
-        !cj.preemptible || cj.request.TotalGpus() != 1 || cj.remaining_work_s <= 0)
+        !cj.preemptible || spec.gpus_per_task < 1 || spec.GpuRequests() > opt_.harvest.gang_max_gpus ||
+        cj.remaining_work_s <= 0 || !PickPlaces(spec, free, &chosen))
       continue;
-    for (size_t f = 0; f < free.size(); ++f) {
-      if (spec.memory_mib > free[f].memory_left_mib) continue;
-      StartHarvest(j, free[f].key, free[f].free_capacity, now);
-      free.erase(free.begin() + static_cast<std::ptrdiff_t>(f));
-      break;
-    }
+    std::vector<HarvestPlace> places;
+    for (size_t f : chosen) places.push_back(free[f].place);
+    StartHarvest(j, std::move(places), now);
+    std::sort(chosen.rbegin(), chosen.rend());
+    for (size_t f : chosen) free.erase(free.begin() + static_cast<std::ptrdiff_t>(f));
   }
 }
 
@@ -774,7 +826,7 @@ void SimRun::JoinUnits(JobSlot idx) {
               kSaturated, InWindow(now_, now_ + opt_.harvest.grace_s), true);
           j.violated = true;
         }
-        EndHarvest(u.harvester, true);
+        EndHarvest(u.harvester, true, now_);
       }
       u.members_mib += j.spec->memory_mib;
       u.members.push_back(idx);
@@ -797,7 +849,7 @@ void SimRun::LeaveUnits(JobSlot idx) {
         u.members_mib -= j.spec->memory_mib;
         break;
       }
-    if (u.members.empty() && u.harvester != kNoSlot) EndHarvest(u.harvester, true);  // the owner left
+    if (u.members.empty() && u.harvester != kNoSlot) EndHarvest(u.harvester, true, now_);  // the owner left
     if (u.members.empty()) units_.erase(it);
     else RescaleUsed(u);
   }
@@ -868,7 +920,7 @@ void SimRun::OnBound(const Applied& a, int64_t now) {
   const int64_t granted = a.granted_s;
   if (harvesters_.count(idx)) {  // bound for real: it stops harvesting
     SettleHarvester(idx, now);
-    EndHarvest(idx, true);
+    EndHarvest(idx, true, now);
   }
   EvictTakenFree(&cj.tasks, idx, now);
   if (Tenancy()) {
