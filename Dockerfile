@@ -22,7 +22,7 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 FROM debian:bookworm-slim
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libtcmalloc-minimal4 libcurl4 libsqlite3-0 libyaml-cpp0.7 libfmt9 libcpp-httplib0.11 libssl3 \
+      libtcmalloc-minimal4 libcurl4 libsqlite3-0 libpq5 libyaml-cpp0.7 libfmt9 libcpp-httplib0.11 libssl3 \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 # A numeric non-root user (runAsNonRoot can check it); the store's default directory is its own.

@@ -9,7 +9,7 @@ what=${1:-test}
 pkgs=(build-essential cmake ninja-build pkg-config git python3 ccache
       nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev libsqlite3-dev sqlite3
       libcpp-httplib-dev libcurl4-openssl-dev libgoogle-perftools-dev libssl-dev openssl libjs-chart.js
-      libgtest-dev libgmock-dev libbenchmark-dev)
+      libgtest-dev libgmock-dev libbenchmark-dev libpq-dev postgresql)
 # The web portal: built with node and npm (a newer node already installed is kept).
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 if [[ $what != run ]]; then

@@ -73,7 +73,7 @@ int RunMigConfig(const std::string& gpu) {
 }
 
 struct SchedulerArgs {
-  std::string kubeconfig, listen, team_namespaces;
+  std::string kubeconfig, listen, team_namespaces, admin_token_file;
   SchedulerOptions options;
 };
 
@@ -152,7 +152,7 @@ int RunScheduler(SchedulerArgs a) {
   if (!sched.ok()) return fmt::print(stderr, "tessera k8s scheduler: {}\n", sched.error()), 1;
   Service& svc = (*sched)->service();
   if (auto admin = svc.BootstrapAdmin(); admin.ok() && !admin->empty()) {
-    const std::string path = a.options.db + ".admin-token";
+    const std::string path = a.admin_token_file.empty() ? a.options.db + ".admin-token" : a.admin_token_file;
     const Status st = WriteSecret(path, *admin);
     LogLine(st.ok() ? "created user admin; its token is in " + path + " (mode 0600)" : st.message());
   }
@@ -209,6 +209,12 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{30} * 86400));
   sc->add_option("--db", s->options.db, "SQLite store (created if missing)")->capture_default_str();
+  sc->add_option("--store", s->options.store,
+                 "PostgreSQL connection URI instead of --db: replicas share the database, whose lease follows "
+                 "the Kubernetes Lease and fences every write (docs/high-availability.md)")
+      ->type_name("URI");
+  sc->add_option("--admin-token-file", s->admin_token_file,
+                 "where the bootstrap admin token goes (default <db>.admin-token)");
   sc->add_option("--listen", s->listen, "HOST:PORT: serve Tessera's API and portal there");
   sc->add_option("--team-namespaces", s->team_namespaces,
                  "YAML or JSON file mapping team: namespace for jobs with a container from the API (a team "

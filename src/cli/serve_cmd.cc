@@ -7,11 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
+#include <functional>
 #include <thread>
 
 #include "cli/commands.h"
@@ -20,16 +22,21 @@
 #include "cost/pricebook.h"
 #include "base/file.h"
 #include "server/http_server.h"
+#include "server/replica.h"
 #include "service/demo.h"
 #include "service/replay.h"
 #include "service/service.h"
 #include "service/simulated_backend.h"
+#include "store/postgres_store.h"
 
 namespace tessera::cli {
 namespace {
 
 struct ServeArgs {
   std::string db = "tessera.db";
+  std::string store;      // --store postgresql://...: replicas on one PostgreSQL database
+  std::string advertise;  // this replica's URL for the others (default http(s)://--listen)
+  double lease_s = 10;
   std::string listen = "127.0.0.1:8080";
   std::string cluster, tenancy, admin_token_file, tls_cert, tls_key;
   bool demo = false;
@@ -196,18 +203,62 @@ Result<std::unique_ptr<DemoStream>> StartDemo(const ServeArgs& a, Service& svc, 
   return std::make_unique<DemoStream>(&svc, static_cast<uint64_t>(std::time(nullptr)));
 }
 
-// Serves until SIGTERM or SIGINT (blocked in `sigs`), then stops in order: HTTP, the demo, the service.
-int ServeUntilSignal(ApiServer& server, DemoStream* stream, Service& svc, const sigset_t& sigs) {
+// Serves until SIGTERM or SIGINT (blocked in `sigs`), then stops HTTP, then what `stop_rest` stops.
+int ServeUntilSignal(ApiServer& server, const sigset_t& sigs, const std::function<void()>& stop_rest) {
   std::thread http([&] { server.Serve(); });
   int sig = 0;
   sigwait(&sigs, &sig);
   fmt::print("tessera serve: signal {}, shutting down\n", sig);
   server.Stop();
   http.join();
-  if (stream) stream->Stop();
-  svc.Stop();
+  stop_rest();
   std::fflush(stdout);
   return 0;
+}
+
+// `--store`: one of several replicas on a PostgreSQL database (server/replica.h). Each leadership term and
+// each follower view is a service of its own, with its own clock and simulated backend.
+int ServeReplicated(const ServeArgs& a, ServiceConfig base, int port, const sigset_t& sigs) {
+  const std::string scheme = a.tls_cert.empty() ? "http" : "https";
+  const std::string self = !a.advertise.empty() ? a.advertise : fmt::format("{}://{}", scheme, a.listen);
+  if (a.advertise.empty() && port == 0)
+    return fmt::print(stderr, "--store with --listen port 0: give --advertise URL\n"), 2;
+  ReplicaOptions ro;
+  ro.store_uri = a.store;
+  ro.self_url = self;
+  ro.lease_s = a.lease_s;
+  ro.log = [](const std::string& line) { fmt::print(stderr, "tessera serve: {}\n", line); };
+  ro.make_service = [&a, base](std::unique_ptr<Store> store, bool view) -> Result<std::shared_ptr<Service>> {
+    ServiceConfig cfg = base;
+    cfg.view_only = view;
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    auto clock = std::make_shared<ScaledClock>(now, a.speed);
+    auto backend = std::make_shared<SimulatedBackend>(clock.get(), a.backend_latency_s, a.backend_failures,
+                                                      static_cast<uint64_t>(std::time(nullptr)));
+    auto svc = Service::Start(std::move(cfg), std::move(store), clock.get(), backend.get());
+    if (!svc.ok()) return svc.status();
+    return std::shared_ptr<Service>(svc.value().release(), [clock, backend](Service* s) { delete s; });
+  };
+  ro.on_lead = [&a](Service& svc) {
+    auto admin = svc.BootstrapAdmin();
+    if (!admin.ok()) return (void)fmt::print(stderr, "tessera serve: bootstrap admin: {}\n", admin.error());
+    if (admin->empty()) return;
+    const std::string token_file = a.admin_token_file.empty() ? "tessera.admin-token" : a.admin_token_file;
+    if (Status st = WriteSecret(token_file, *admin); !st.ok())
+      return (void)fmt::print(stderr, "tessera serve: {}\n", st.message());
+    fmt::print("created user admin; its token is in {} (mode 0600)\n", token_file);
+    std::fflush(stdout);
+  };
+  auto replica = Replica::Start(std::move(ro));
+  if (!replica.ok()) return fmt::print(stderr, "{}\n", replica.error()), 1;
+  ServerOptions so = ServerOptionsOf(a, port);
+  so.replica = replica->get();
+  ApiServer server((*replica)->slot(), so);
+  if (Status st = server.Bind(); !st.ok()) return fmt::print(stderr, "{}\n", st.message()), 1;
+  fmt::print("tessera serve: listening on {}://{}:{} as {} (database {}, lease {} s)\n", scheme,
+             a.listen.substr(0, a.listen.rfind(':')), server.port(), self, RedactUri(a.store), a.lease_s);
+  std::fflush(stdout);
+  return ServeUntilSignal(server, sigs, [&] { (*replica)->Stop(); });
 }
 
 int Serve(const ServeArgs& a) {
@@ -216,7 +267,16 @@ int Serve(const ServeArgs& a) {
   if (port < 0) return fmt::print(stderr, "--listen: '{}' is not HOST:PORT\n", a.listen), 2;
   if (auto proxies = TrustedProxies::Parse(a.trusted_proxies); !proxies.ok())
     return fmt::print(stderr, "{}\n", proxies.error()), 2;
+  if (!a.store.empty() && (a.db_given || a.demo || !a.replay.empty()))
+    return fmt::print(stderr, "--store: not with --db, --demo or --replay (they use a local SQLite file)\n"), 2;
+  if (!a.store.empty() && a.store.rfind("postgresql://", 0) != 0 && a.store.rfind("postgres://", 0) != 0)
+    return fmt::print(stderr, "--store: expected a postgresql:// connection URI\n"), 2;
   if (!a.replay.empty()) return ServeReplay(a);
+  if (!a.store.empty()) {
+    auto cfg = LoadServiceConfig(a);
+    if (!cfg.ok()) return fmt::print(stderr, "{}\n", cfg.error()), 1;
+    return ServeReplicated(a, std::move(cfg).value(), port, sigs);
+  }
   auto cfg = LoadServiceConfig(a);
   if (!cfg.ok()) return fmt::print(stderr, "{}\n", cfg.error()), 1;
   auto store = OpenSqliteStore(a.db);
@@ -240,7 +300,10 @@ int Serve(const ServeArgs& a) {
   }
   fmt::print("tessera serve: listening on {} (database {})\n", url, a.db);
   std::fflush(stdout);
-  return ServeUntilSignal(server, stream.get(), svc, sigs);
+  return ServeUntilSignal(server, sigs, [&] {  // the demo, then the service
+    if (stream) stream->Stop();
+    svc.Stop();
+  });
 }
 
 }  // namespace
@@ -249,6 +312,19 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* c = app.add_subcommand("serve", "Run the control plane: REST API, SQLite store, scheduling cycles");
   c->add_option("--db", a->db, "SQLite database file (created if missing)")->capture_default_str();
+  c->add_option("--store", a->store,
+                "PostgreSQL connection URI (postgresql://USER@HOST:PORT/DB, ?host=/dir for a Unix socket): "
+                "several replicas share it, one leads (docs/high-availability.md); default: --db")
+      ->type_name("URI");
+  c->add_option("--advertise", a->advertise,
+                "with --store: this replica's URL, which followers name to clients in Tessera-Leader "
+                "(default http(s)://--listen)")
+      ->type_name("URL");
+  c->add_option("--lease-seconds", a->lease_s,
+                "with --store: the leader's lease; a follower takes over this long after the leader stopped "
+                "renewing it")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
   c->add_option("--listen", a->listen, "HOST:PORT to listen on")->capture_default_str();
   c->add_option("--cluster", a->cluster,
                 "cluster YAML; it seeds an empty database, whose nodes are used afterwards (tessera node ...) "

@@ -3,7 +3,9 @@
 #include <httplib.h>
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -70,8 +72,29 @@ std::string UrlEncode(const std::string& s) {
 
 ApiClient::ApiClient(ClientConfig config) : config_(std::move(config)) {}
 
+// A replica that does not lead answers a write 503 with `Tessera-Leader: URL` (or, while none is known,
+// `Retry-After`): the call goes to the leader (which later calls keep using), or is tried again after the
+// wait, a few times.
 ApiResponse ApiClient::Call(const std::string& method, const std::string& path, const std::string& body,
                             const std::string& idempotency_key) {
+  ApiResponse out;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::string leader;
+    bool retry = false;
+    out = CallOnce(method, path, body, idempotency_key, &leader, &retry);
+    if (out.status != 503 || (!retry && leader.empty())) return out;
+    if (!leader.empty() && leader != config_.server &&
+        (leader.starts_with("http://") || leader.starts_with("https://"))) {
+      config_.server = leader;
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // Retry-After: 1 while no leader is known
+  }
+  return out;
+}
+
+ApiResponse ApiClient::CallOnce(const std::string& method, const std::string& path, const std::string& body,
+                                const std::string& idempotency_key, std::string* leader, bool* retry) {
   ApiResponse out;
   std::unique_ptr<httplib::Client> cli;
   try {
@@ -97,6 +120,8 @@ ApiResponse ApiClient::Call(const std::string& method, const std::string& path, 
     return out;
   }
   out.status = r->status;
+  *leader = r->get_header_value("Tessera-Leader");
+  *retry = r->get_header_value("Retry-After") == "1";
   if (r->status < 200 || r->status >= 300) {
     out.kind = ApiResponse::Kind::kRefused;
     out.error = ErrorMessage(r);

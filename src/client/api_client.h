@@ -76,6 +76,8 @@ class ApiClient {
  private:
   ApiResponse Call(const std::string& method, const std::string& path, const std::string& body,
                    const std::string& idempotency_key = "");
+  ApiResponse CallOnce(const std::string& method, const std::string& path, const std::string& body,
+                       const std::string& idempotency_key, std::string* leader, bool* retry);
   ClientConfig config_;
 };
 

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "base/json_depth.h"
 
@@ -58,6 +59,7 @@ std::unique_ptr<httplib::ClientImpl> MakeClient(const KubeConfig& k, const std::
   c->set_connection_timeout(connect_s);
   c->set_read_timeout(read_s);
   c->set_write_timeout(read_s);
+  c->set_tcp_nodelay(true);
   const std::string token = k.Token();
   if (!token.empty()) c->set_bearer_token_auth(token.c_str());
   return c;
@@ -94,7 +96,46 @@ std::string QueryEscape(const std::string& s) {
   return out;
 }
 
-ApiClient::ApiClient(KubeConfig config) : config_(std::move(config)) {
+// The kept-alive connections, the bearer token (re-read from its file at most once a minute, as client-go
+// does) and the request rate limiter.
+struct ApiClient::Pool {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::unique_ptr<httplib::ClientImpl>> idle;
+  int in_flight = 0;
+  std::string token;
+  std::chrono::steady_clock::time_point token_read{};
+  double qps = 0, tokens = 0;
+  int burst = 0;
+  std::chrono::steady_clock::time_point refilled{};
+};
+
+ApiClient::~ApiClient() = default;
+
+void ApiClient::set_rate_limit(double qps, int burst) {
+  std::lock_guard<std::mutex> l(pool_->mu);
+  pool_->qps = qps;
+  pool_->burst = std::max(1, burst);
+  pool_->tokens = pool_->burst;
+  pool_->refilled = std::chrono::steady_clock::now();
+}
+
+void ApiClient::WaitForToken() const {
+  std::unique_lock<std::mutex> l(pool_->mu);
+  while (pool_->qps > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    pool_->tokens = std::min<double>(pool_->burst, pool_->tokens + pool_->qps * std::chrono::duration<double>(
+                                                                                   now - pool_->refilled).count());
+    pool_->refilled = now;
+    if (pool_->tokens >= 1) {
+      pool_->tokens -= 1;
+      return;
+    }
+    pool_->cv.wait_for(l, std::chrono::duration<double>((1 - pool_->tokens) / pool_->qps));
+  }
+}
+
+ApiClient::ApiClient(KubeConfig config) : config_(std::move(config)), pool_(std::make_unique<Pool>()) {
   std::string rest = config_.server;
   const size_t sep = rest.find("://");
   scheme_ = sep == std::string::npos ? "https" : rest.substr(0, sep);
@@ -117,13 +158,52 @@ ApiResponse ApiClient::Call(const std::string& method, const std::string& path, 
     refused.error = kNotLeader;
     return refused;
   }
-  auto c = MakeClient(config_, scheme_, host_, port_, connect_s_, read_s_);
+  WaitForToken();
+  std::unique_ptr<httplib::ClientImpl> c;
+  std::string token;
+  {
+    std::unique_lock<std::mutex> l(pool_->mu);
+    pool_->cv.wait(l, [&] { return !pool_->idle.empty() || pool_->in_flight < kMaxConnections; });
+    ++pool_->in_flight;
+    if (!pool_->idle.empty()) {
+      c = std::move(pool_->idle.back());
+      pool_->idle.pop_back();
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (pool_->token_read == std::chrono::steady_clock::time_point{} || now - pool_->token_read > std::chrono::minutes(1)) {
+      pool_->token = config_.Token();
+      pool_->token_read = now;
+    }
+    token = pool_->token;
+  }
   const httplib::Headers h = {{"Accept", "application/json"}, {"User-Agent", "tessera-k8s-scheduler"}};
-  if (method == "GET") return FromResult(c->Get(path.c_str(), h));
-  if (method == "POST") return FromResult(c->Post(path.c_str(), h, body, content_type.c_str()));
-  if (method == "PUT") return FromResult(c->Put(path.c_str(), h, body, content_type.c_str()));
-  if (method == "PATCH") return FromResult(c->Patch(path.c_str(), h, body, content_type.c_str()));
-  return FromResult(c->Delete(path.c_str(), h, body, content_type.c_str()));
+  auto send = [&] {
+    if (!c) {
+      c = MakeClient(config_, scheme_, host_, port_, connect_s_, read_s_);
+      c->set_keep_alive(true);
+      ++connections_opened_;
+    }
+    if (!token.empty()) c->set_bearer_token_auth(token.c_str());
+    if (method == "GET") return c->Get(path.c_str(), h);
+    if (method == "POST") return c->Post(path.c_str(), h, body, content_type.c_str());
+    if (method == "PUT") return c->Put(path.c_str(), h, body, content_type.c_str());
+    if (method == "PATCH") return c->Patch(path.c_str(), h, body, content_type.c_str());
+    return c->Delete(path.c_str(), h, body, content_type.c_str());
+  };
+  const bool reused = c != nullptr;
+  httplib::Result r = send();
+  if (!r && reused) {  // the server closed the idle connection as the request went out: once more, anew
+    c.reset();
+    r = send();
+  }
+  const bool reusable = static_cast<bool>(r) && r->get_header_value("Connection") != "close";
+  {
+    std::lock_guard<std::mutex> l(pool_->mu);
+    --pool_->in_flight;
+    if (reusable) pool_->idle.push_back(std::move(c));
+  }
+  pool_->cv.notify_one();
+  return FromResult(r);
 }
 
 ApiResponse ApiClient::Get(const std::string& path) const { return Call("GET", path, "", ""); }
@@ -143,6 +223,7 @@ ApiResponse ApiClient::Delete(const std::string& path, const json& options) cons
 int ApiClient::Watch(const std::string& path, const std::function<bool(const json&)>& on_event,
                      const std::atomic<bool>& stop, int read_timeout_s) const {
   auto c = MakeClient(config_, scheme_, host_, port_, connect_s_, read_s_);
+  ++connections_opened_;
   c->set_read_timeout(read_timeout_s);
   const httplib::Headers h = {{"Accept", "application/json"}, {"User-Agent", "tessera-k8s-scheduler"}};
   std::string buffer;

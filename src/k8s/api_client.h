@@ -4,11 +4,17 @@
 // verification when the kubeconfig says insecure-skip-tls-verify), a bearer token re-read per request,
 // client certificates when given.
 //
-// Thread safety: every method may be called from any thread; each request uses its own connection.
-// set_timeouts and set_write_guard are set up before the client is shared.
+// Connections: requests share a small pool of kept-alive connections (at most kMaxConnections in flight at
+// once; a caller beyond that waits for one), as client-go shares its transport; a watch holds its own. A
+// connection that failed is closed, never reused. Requests may be limited to `qps` per second with bursts
+// of `burst` (a token bucket, as client-go's --kube-api-qps and --kube-api-burst); off by default.
+//
+// Thread safety: every method may be called from any thread. set_timeouts, set_rate_limit and
+// set_write_guard are set up before the client is shared.
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -26,10 +32,17 @@ struct ApiResponse {
 
 class ApiClient {
  public:
+  static constexpr int kMaxConnections = 6;
   explicit ApiClient(KubeConfig config);
+  ~ApiClient();
   const KubeConfig& config() const { return config_; }
   // Connect and read timeouts of each request (default 5 s and 30 s; watches set their own read timeout).
   void set_timeouts(int connect_s, int read_s) { connect_s_ = connect_s, read_s_ = read_s; }
+  // At most `qps` requests per second on average, `burst` at once (qps <= 0: no limit). Watches are not
+  // counted (they are long-lived streams).
+  void set_rate_limit(double qps, int burst);
+  // Connections opened so far (pooled requests and watches), for the scheduler's figures.
+  int64_t connections_opened() const { return connections_opened_.load(); }
   // Writes (POST, PUT, PATCH, DELETE) are sent only while `guard` answers true; otherwise they answer
   // status 0 with kNotLeader as the error, without a request (a scheduler writes only while it leads).
   void set_write_guard(std::function<bool()> guard) { write_guard_ = std::move(guard); }
@@ -53,12 +66,16 @@ class ApiClient {
  private:
   ApiResponse Call(const std::string& method, const std::string& path, const std::string& body,
                    const std::string& content_type) const;
+  struct Pool;
+  void WaitForToken() const;
 
   KubeConfig config_;
   std::string scheme_, host_;
   int port_ = 443;
   int connect_s_ = 5, read_s_ = 30;
   std::function<bool()> write_guard_;
+  std::unique_ptr<Pool> pool_;
+  mutable std::atomic<int64_t> connections_opened_{0};
 };
 
 // Percent-encodes a query parameter value.

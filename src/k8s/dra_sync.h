@@ -7,8 +7,8 @@
 // read back, and capacity is free again only once the claim controller deallocated the claim). Claims this
 // process wrote are overlaid until the watch catches up, so nothing is allocated twice in between.
 //
-// Thread safety: Start/Stop from one thread; Snapshot and Wrote from the loop thread only (the model is
-// rebuilt there); informer handlers set flags, drop overlay entries the watch caught up with (a claim
+// Thread safety: Start/Stop from one thread; Snapshot and Wrote from one thread at a time, the view used
+// meanwhile (the model is rebuilt in Snapshot; the scheduler serializes its loop and its backend's launches); informer handlers set flags, drop overlay entries the watch caught up with (a claim
 // deleted meanwhile included), and wake the loop.
 
 #include <atomic>
@@ -61,9 +61,9 @@ class DraSync {
     std::map<std::string, nlohmann::json> claims;
     std::unique_ptr<DraUsage> usage;
   };
-  // Loop thread: the model (rebuilt when slices changed), classes, claims and usage now.
+  // The model (rebuilt when slices changed), classes, claims and usage now.
   View Snapshot();
-  // Loop thread: a claim as the API server returned it after our write.
+  // A claim as the API server returned it after our write.
   void Wrote(const nlohmann::json& claim);
 
  private:

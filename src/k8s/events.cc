@@ -62,4 +62,79 @@ ApiResponse PostEvent(const ApiClient& api, const json& object, const std::strin
   return api.Post(fmt::format("/api/v1/namespaces/{}/events", e["metadata"]["namespace"].get<std::string>()), e);
 }
 
+EventRecorder::EventRecorder(const ApiClient* api, std::string component, double qps, int burst, size_t max_queued)
+    : api_(api), component_(std::move(component)), qps_(qps), burst_(std::max(1, burst)), max_queued_(max_queued) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+EventRecorder::~EventRecorder() { Stop(); }
+
+void EventRecorder::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+    queue_.clear();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EventRecorder::Record(const json& object, const std::string& type, const std::string& reason,
+                           const std::string& message) {
+  json e = EventFor(object, type, reason, message, component_, Rfc3339Now());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return;
+    if (queue_.size() >= max_queued_) {
+      ++dropped_;
+      return;
+    }
+    queue_.push_back(std::move(e));
+  }
+  cv_.notify_all();
+}
+
+int64_t EventRecorder::posted() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return posted_;
+}
+
+int64_t EventRecorder::dropped() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return dropped_;
+}
+
+void EventRecorder::Flush() {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [this] { return stop_ || (queue_.empty() && !posting_); });
+}
+
+void EventRecorder::Loop() {
+  using Clock = std::chrono::steady_clock;
+  double tokens = burst_;
+  Clock::time_point refilled = Clock::now();
+  std::unique_lock<std::mutex> l(mu_);
+  while (true) {
+    cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    const Clock::time_point now = Clock::now();
+    tokens = std::min<double>(burst_, tokens + qps_ * std::chrono::duration<double>(now - refilled).count());
+    refilled = now;
+    if (tokens < 1) {  // wait for the next token (or Stop)
+      cv_.wait_for(l, std::chrono::duration<double>((1 - tokens) / qps_), [this] { return stop_; });
+      continue;
+    }
+    tokens -= 1;
+    json e = std::move(queue_.front());
+    queue_.pop_front();
+    posting_ = true;
+    l.unlock();
+    (void)api_->Post(fmt::format("/api/v1/namespaces/{}/events", e["metadata"]["namespace"].get<std::string>()), e);
+    l.lock();
+    posting_ = false;
+    ++posted_;
+    cv_.notify_all();
+  }
+}
+
 }  // namespace tessera

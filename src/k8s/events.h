@@ -3,7 +3,12 @@
 // (source.component and reportingComponent = `component`). The Event lives in the object's namespace
 // ("default" for cluster-scoped objects such as Nodes).
 
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -20,5 +25,38 @@ nlohmann::json EventFor(const nlohmann::json& object, const std::string& type, c
 // Posts it; returns the API server's answer.
 ApiResponse PostEvent(const ApiClient& api, const nlohmann::json& object, const std::string& type,
                       const std::string& reason, const std::string& message, const std::string& component);
+
+// Writes Events off the caller's path, as client-go's broadcaster does: Record queues and returns at once; a
+// thread of its own posts them at most `qps` per second with bursts of `burst` (a token bucket), so a burst
+// of bindings is not slowed by an Event per pod. When `max_queued` wait, a new one is dropped and counted
+// (an Event is a hint for `kubectl describe`, never state). Stop (or the destructor) posts nothing more.
+class EventRecorder {
+ public:
+  EventRecorder(const ApiClient* api, std::string component, double qps = 20, int burst = 100,
+                size_t max_queued = 1000);
+  ~EventRecorder();
+  void Record(const nlohmann::json& object, const std::string& type, const std::string& reason,
+              const std::string& message);
+  void Stop();
+  int64_t posted() const;
+  int64_t dropped() const;
+  // Returns once nothing is queued (tests).
+  void Flush();
+
+ private:
+  void Loop();
+
+  const ApiClient* api_;
+  const std::string component_;
+  const double qps_;
+  const int burst_;
+  const size_t max_queued_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<nlohmann::json> queue_;
+  bool stop_ = false, posting_ = false;
+  int64_t posted_ = 0, dropped_ = 0;
+  std::thread thread_;
+};
 
 }  // namespace tessera

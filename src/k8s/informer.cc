@@ -47,9 +47,10 @@ bool Informer::WaitSynced(double timeout_s) {
   return synced();
 }
 
-std::map<std::string, json> Informer::Objects() const {
+std::shared_ptr<const Informer::ObjectMap> Informer::Snapshot() const {
   std::lock_guard<std::mutex> l(mu_);
-  return objects_;
+  if (!snapshot_) snapshot_ = std::make_shared<const ObjectMap>(objects_);
+  return snapshot_;
 }
 
 void Informer::Sleep(double s) {
@@ -63,6 +64,7 @@ void Informer::Apply(WatchEvent e, const json& obj) {
     std::lock_guard<std::mutex> l(mu_);
     if (e == WatchEvent::kDeleted) objects_.erase(key);
     else objects_[key] = obj;
+    snapshot_.reset();
   }
   if (on_change_) on_change_(e, obj);
 }

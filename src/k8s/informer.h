@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -40,8 +41,12 @@ class Informer {
   bool absent() const { return absent_.load(); }
   // Waits until synced or `timeout_s` passed; returns synced().
   bool WaitSynced(double timeout_s);
-  // The objects now, by namespace/name.
-  std::map<std::string, nlohmann::json> Objects() const;
+  using ObjectMap = std::map<std::string, nlohmann::json>;
+  // The objects now, by namespace/name: an immutable snapshot shared by every caller until the next change
+  // (one copy per change, however many readers). Keep the pointer while reading it.
+  std::shared_ptr<const ObjectMap> Snapshot() const;
+  // A copy of the objects now.
+  ObjectMap Objects() const { return *Snapshot(); }
   const std::string& path() const { return path_; }
   int relists() const { return relists_.load(); }
 
@@ -65,6 +70,7 @@ class Informer {
   std::function<void(const std::string&)> log_;
   mutable std::mutex mu_;
   std::map<std::string, nlohmann::json> objects_;
+  mutable std::shared_ptr<const ObjectMap> snapshot_;  // of objects_; null once it changed
   std::string rv_;
   std::atomic<bool> stop_{false}, synced_{false}, absent_{false};
   std::atomic<int> relists_{0};

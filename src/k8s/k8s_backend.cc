@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
+#include "k8s/dra_binder.h"
 #include "k8s/events.h"
 
 namespace tessera {
@@ -21,6 +22,7 @@ std::string PodPath(const PodRef& p) { return fmt::format("/api/v1/namespaces/{}
 }  // namespace
 
 bool PodAsksGpu(const json& pod) {
+  if (PodUsesDra(pod)) return true;
   auto d = ReadPodDemand(pod);
   return d.ok() && d->AnyGpu();
 }
@@ -50,7 +52,7 @@ bool RunOver(const std::vector<PodRef>& run, const std::vector<json>& now, bool*
 }
 
 K8sBackend::K8sBackend(const ApiClient* api, K8sBackendHooks hooks) : api_(api), hooks_(std::move(hooks)) {
-  worker_ = std::thread([this] { Work(); });
+  for (int i = 0; i < kWorkers; ++i) workers_.emplace_back([this] { Work(); });
 }
 
 K8sBackend::~K8sBackend() { Shutdown(); }
@@ -64,11 +66,18 @@ void K8sBackend::Shutdown() {
     retries_.clear();
   }
   cv_.notify_all();
-  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+  for (std::thread& w : workers_)
+    if (w.joinable() && w.get_id() != std::this_thread::get_id()) w.join();
 }
 
 void K8sBackend::Log(const std::string& s) const {
   if (hooks_.log) hooks_.log(s);
+}
+
+void K8sBackend::Event(const json& object, const std::string& type, const std::string& reason,
+                       const std::string& message) const {
+  if (hooks_.event) return hooks_.event(object, type, reason, message);
+  (void)PostEvent(*api_, object, type, reason, message, "tessera");
 }
 
 bool K8sBackend::Pause(int ms) const {
@@ -76,24 +85,33 @@ bool K8sBackend::Pause(int ms) const {
   return !cv_.wait_for(l, std::chrono::milliseconds(ms), [this] { return stop_; });
 }
 
+std::deque<K8sBackend::QueuedWork>::iterator K8sBackend::NextRunnable() {
+  return std::find_if(work_.begin(), work_.end(), [this](const QueuedWork& w) { return !active_.count(w.slot); });
+}
+
 void K8sBackend::Work() {
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     auto due = std::chrono::steady_clock::time_point::max();
     for (const Retry& r : retries_) due = std::min(due, r.at);
-    cv_.wait_until(l, due, [&] { return stop_ || !work_.empty() || std::chrono::steady_clock::now() >= due; });
+    cv_.wait_until(l, due, [&] {
+      return stop_ || NextRunnable() != work_.end() || std::chrono::steady_clock::now() >= due;
+    });
     if (stop_) return;
-    if (work_.empty()) {
+    auto next = NextRunnable();
+    if (next == work_.end()) {
       RunRetries(l);
       continue;
     }
-    auto w = std::move(work_.front());
-    work_.pop_front();
-    busy_ = true;
+    QueuedWork w = std::move(*next);
+    work_.erase(next);
+    ++busy_;
+    active_.insert(w.slot);
     l.unlock();
-    w();
+    w.fn();
     l.lock();
-    busy_ = false;
+    --busy_;
+    active_.erase(w.slot);
     cv_.notify_all();
   }
 }
@@ -119,7 +137,7 @@ void K8sBackend::RunRetries(std::unique_lock<std::mutex>& l) {
 
 void K8sBackend::Drain() {
   std::unique_lock<std::mutex> l(mu_);
-  cv_.wait(l, [this] { return stop_ || (work_.empty() && !busy_); });
+  cv_.wait(l, [this] { return stop_ || (work_.empty() && busy_ == 0); });
 }
 
 void K8sBackend::Emit(BackendEvent e) {
@@ -135,7 +153,7 @@ void K8sBackend::Emit(BackendEvent e) {
 LaunchAck K8sBackend::Launch(const LaunchSpec& spec, int64_t now) {
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (!stop_) work_.push_back([this, spec, now] { DoLaunch(spec, now); });
+    if (!stop_) work_.push_back({spec.slot, [this, spec, now] { DoLaunch(spec, now); }});
   }
   cv_.notify_all();
   LaunchAck ack;
@@ -160,7 +178,6 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   for (size_t i = 0; i < members->size(); ++i) {
     const PodRef& p = (*members)[i];
     const std::string node = hooks_.node_name(spec.tasks[i].node);
-    const json binding = BindingObject(p.ns, p.name, p.uid, node);
     if (std::string why = hooks_.admit ? hooks_.admit(p, node) : ""; !why.empty()) {
       const int unwound = Unwind(bound);
       fail.message = fmt::format("pod {}/{} not bound to node {}: {}{}", p.ns, p.name, node, why,
@@ -168,8 +185,7 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
       Log(fail.message);
       return Emit(fail);
     }
-    const ApiResponse r = Leading() ? api_->Post(PodPath(p) + "/binding", binding)
-                                    : ApiResponse{0, nullptr, ApiClient::kNotLeader};
+    const ApiResponse r = BindOne(p, node);
     if (!r.ok()) {
       if (hooks_.forget) hooks_.forget(p);
       const int unwound = Unwind(bound);
@@ -183,9 +199,8 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   for (size_t i = 0; i < bound.size(); ++i) {  // as kube-scheduler's Scheduled events
     const PodRef& p = bound[i];
     const json pod = {{"kind", "Pod"}, {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}}}};
-    (void)PostEvent(*api_, pod, "Normal", "Scheduled",
-                    fmt::format("Successfully assigned {}/{} to {}", p.ns, p.name, hooks_.node_name(spec.tasks[i].node)),
-                    "tessera");
+    Event(pod, "Normal", "Scheduled",
+          fmt::format("Successfully assigned {}/{} to {}", p.ns, p.name, hooks_.node_name(spec.tasks[i].node)));
   }
   ClearNominated(bound, pods);
   {
@@ -193,6 +208,13 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
     runs_[spec.slot] = Run{spec.run, now, bound, false, false, spec.tasks.size(), false, {}};
   }
   Emit({BackendEventKind::kStarted, spec.slot, spec.run, now, kNone, ""});
+}
+
+ApiResponse K8sBackend::BindOne(const PodRef& p, const std::string& node) const {
+  if (!Leading()) return ApiResponse{0, nullptr, ApiClient::kNotLeader};
+  if (hooks_.bind)
+    if (std::optional<ApiResponse> r = hooks_.bind(p, node)) return *r;
+  return api_->Post(PodPath(p) + "/binding", BindingObject(p.ns, p.name, p.uid, node));
 }
 
 void K8sBackend::ClearNominated(const std::vector<PodRef>& bound, const std::vector<json>& pods) {
@@ -243,7 +265,7 @@ void K8sBackend::Stop(JobSlot slot, uint32_t run, int64_t, std::string_view reas
   const bool preempted = reason.substr(0, 9) == "preempted";
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (!stop_) work_.push_back([this, slot, run, preempted] { DoStop(slot, run, preempted); });
+    if (!stop_) work_.push_back({slot, [this, slot, run, preempted] { DoStop(slot, run, preempted); }});
   }
   cv_.notify_all();
 }
@@ -298,8 +320,7 @@ void K8sBackend::MarkDisruption(const PodRef& p, const std::string& by) {
                                     "application/strategic-merge-patch+json");
   if (!r.ok()) Log(fmt::format("pod {}/{}: writing DisruptionTarget failed ({} {})", p.ns, p.name, r.status, r.error));
   const json pod = {{"kind", "Pod"}, {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}}}};
-  (void)PostEvent(*api_, pod, "Normal", "Preempted", by.empty() ? "Preempted by a higher priority job" : "Preempted by " + by,
-                  "tessera");
+  Event(pod, "Normal", "Preempted", by.empty() ? "Preempted by a higher priority job" : "Preempted by " + by);
 }
 
 void K8sBackend::Evict(JobSlot slot, uint32_t run, const PodRef& p, int attempt) {
@@ -340,9 +361,7 @@ void K8sBackend::CompleteAdopted(JobSlot slot, uint32_t run, std::vector<PodRef>
     const PodRef p{Meta(waiting[i], "namespace"), Meta(waiting[i], "name"), Meta(waiting[i], "uid")};
     why = hooks_.admit ? hooks_.admit(p, nodes[i]) : "";
     if (!why.empty()) break;
-    const json binding = BindingObject(p.ns, p.name, p.uid, nodes[i]);
-    const ApiResponse r = Leading() ? api_->Post(PodPath(p) + "/binding", binding)
-                                    : ApiResponse{0, nullptr, ApiClient::kNotLeader};
+    const ApiResponse r = BindOne(p, nodes[i]);
     if (!r.ok()) {
       if (hooks_.forget) hooks_.forget(p);
       why = fmt::format("binding pod {}/{} to node {} failed ({} {})", p.ns, p.name, nodes[i], r.status, r.error);
@@ -359,12 +378,12 @@ void K8sBackend::CompleteAdopted(JobSlot slot, uint32_t run, std::vector<PodRef>
     return;
   }
   runs_.erase(it);
-  work_.push_back([this, bound, slot, run, why] {
+  work_.push_back({slot, [this, bound, slot, run, why] {
     const int unwound = Unwind(bound);
     Log(fmt::format("a gang found partly bound after a restart could not be completed ({}): {} member(s) "
                     "deleted, back to the queue", why, unwound));
     Emit({BackendEventKind::kInterrupted, slot, run, 0, kNone, "partly bound after a restart; unwound"});
-  });
+  }});
 }
 
 std::vector<BackendEvent> K8sBackend::Poll(int64_t now) {
@@ -396,11 +415,16 @@ void K8sBackend::OnEvents(std::function<void()> wake) {
   wake_ = std::move(wake);
 }
 
-void K8sBackend::PodsChanged() {
+void K8sBackend::PodsChanged(const std::string& uid) {
   std::map<JobSlot, Run> runs;
   {
     std::lock_guard<std::mutex> l(mu_);
-    runs = runs_;
+    if (uid.empty()) runs = runs_;
+    else
+      for (const auto& [slot, r] : runs_)
+        if (r.adopted || r.pods.empty() ||
+            std::any_of(r.pods.begin(), r.pods.end(), [&](const PodRef& p) { return p.uid == uid; }))
+          runs.emplace(slot, r);
   }
   for (auto& [slot, r] : runs) {
     const std::optional<JobKey> key = hooks_.key_of(slot);
@@ -425,7 +449,7 @@ void K8sBackend::PodsChanged() {
         std::vector<std::string> rest(free.begin(), free.end());
         rest.resize(std::min(rest.size(), r.tasks - refs.size()));
         if (rest.size() < r.tasks - refs.size()) rest.clear();  // the placement is unknown: unwind
-        work_.push_back([this, s = slot, run = r.run, refs, waiting, rest] { CompleteAdopted(s, run, refs, waiting, rest); });
+        work_.push_back({slot, [this, s = slot, run = r.run, refs, waiting, rest] { CompleteAdopted(s, run, refs, waiting, rest); }});
         cv_.notify_all();
         continue;
       }
@@ -456,10 +480,14 @@ std::optional<BackendEvent> K8sBackend::RunEnd(JobSlot slot, Run& r, const std::
     cancel = !deleted.empty() && !r.stopping && !r.cancelling && !r.pods.empty() && hooks_.cancel;
     if (cancel) it->second.cancelling = true;
   }
-  if (cancel) {
+  if (cancel) {  // on a worker: the watch that saw the deletion goes on at once
     const std::string why = fmt::format("pod {} was deleted while it ran (by its user)", deleted);
     Log(fmt::format("cancelling the job: {}", why));
-    hooks_.cancel(slot, why);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!stop_) work_.push_back({slot, [this, slot, why] { hooks_.cancel(slot, why); }});
+    }
+    cv_.notify_all();
     return std::nullopt;
   }
   bool failed = false;

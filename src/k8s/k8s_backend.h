@@ -66,9 +66,17 @@ struct K8sBackendHooks {
       preemptor_on;
   // The run's job is cancelled for `why` (its user deleted a running pod); the loop then stops the run.
   std::function<void(JobSlot, const std::string& why)> cancel;
+  // Binds a pod with ResourceClaims to the node (its claims allocated there and reserved for it first) and
+  // answers as the binding did; nullopt for a pod without claims, which the backend binds itself. Unset:
+  // the backend binds every pod.
+  std::function<std::optional<ApiResponse>(const PodRef&, const std::string& node)> bind;
+  // Records an Event about a pod off the caller's path (EventRecorder); empty: posted at once.
+  std::function<void(const nlohmann::json& object, const std::string& type, const std::string& reason,
+                     const std::string& message)>
+      event;
 };
 
-// Whether the pod asks for nvidia.com/gpu or a MIG slice.
+// Whether the pod asks for nvidia.com/gpu, a MIG slice or ResourceClaims.
 bool PodAsksGpu(const nlohmann::json& pod);
 // The members to bind, in order (those asking for GPUs first): the waiting pods of `pods` (at most `tasks`), or an error saying how many
 // wait when fewer than `tasks` do.
@@ -104,13 +112,17 @@ class K8sBackend final : public Backend {
   };
   std::optional<PodRun> RunOfPod(const std::string& uid) const;
   // Pods changed: runs whose pods are all done or gone end (kEnded, kFailed, or kStopped when stopped).
-  void PodsChanged();
+  // With `uid`, only the pod with that UID changed: only the runs holding it (and runs whose pods are not
+  // known yet) are looked at, so a watch event costs what its run has, not what every run has.
+  void PodsChanged(const std::string& uid = "");
   // Makes the queued work now (tests); returns when the queue is empty (retries may remain).
   void Drain();
   // Ends the backend's work now: waits end, queued work is dropped and later calls are ignored; returns
   // once the work in progress ended (its API calls time out at worst).
   void Shutdown();
   // How long an eviction that a PodDisruptionBudget refuses waits before its next try (attempt 0, 1, ...).
+  // Threads carrying out launches and stops (API requests of different jobs in flight at once).
+  static constexpr int kWorkers = 4;
   static int RetryDelayMs(int attempt) { return std::min(30000, 1000 << std::min(attempt, 5)); }
 
  private:
@@ -141,6 +153,8 @@ class K8sBackend final : public Backend {
   void DoLaunch(const LaunchSpec& spec, int64_t now);
   // Clears the nominatedNodeName of bound pods that had one.
   void ClearNominated(const std::vector<PodRef>& bound, const std::vector<nlohmann::json>& pods);
+  // One binding (hooks.bind first), only while leading.
+  ApiResponse BindOne(const PodRef& p, const std::string& node) const;
   void DoStop(JobSlot slot, uint32_t run, bool preempted);
   // Writes nominatedNodeName on the preemptor's pods that take capacity where `victims` run; returns their
   // names (ns/name, joined) or "" when no preemptor is known within a second.
@@ -164,20 +178,30 @@ class K8sBackend final : public Backend {
   int Unwind(const std::vector<PodRef>& bound);
   void Emit(BackendEvent e);
   void Log(const std::string& s) const;
+  void Event(const nlohmann::json& object, const std::string& type, const std::string& reason,
+             const std::string& message) const;
 
   const ApiClient* api_;
   K8sBackendHooks hooks_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::deque<std::function<void()>> work_;
-  bool busy_ = false;
+  // Queued work of one job (a launch, a stop, ...): works of different jobs run at once on kWorkers threads
+  // (bindings of many jobs in flight together), those of one job in order, one at a time.
+  struct QueuedWork {
+    JobSlot slot = kNoSlot;
+    std::function<void()> fn;
+  };
+  std::deque<QueuedWork>::iterator NextRunnable();
+  std::deque<QueuedWork> work_;
+  std::set<JobSlot> active_;  // slots whose work runs now
+  int busy_ = 0;
   bool stop_ = false;
   std::atomic<bool> shutdown_{false};
   std::vector<Retry> retries_;
   std::vector<BackendEvent> events_;
   std::map<JobSlot, Run> runs_;
   std::function<void()> wake_;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace tessera

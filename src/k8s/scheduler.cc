@@ -97,6 +97,7 @@ Status K8sScheduler::Init() {
                                             budgets_.get(),        nodes_.get(),          pods_.get()};
   for (Informer* i : informers) i->Start();
   if (Status st = AwaitSynced(informers); !st.ok()) return st;
+  if (!dra_->WaitSynced(10)) Log("the DRA informers have not listed within 10 s; DRA nodes join the loop later");
   if (Status st = StartService(); !st.ok()) return st;
   if (!options_.mig_config_map.empty()) {
     MigRepartitionOptions mo;
@@ -114,14 +115,18 @@ Status K8sScheduler::Init() {
 
 Status K8sScheduler::StartService() {
   std::vector<const json*> foreign;
-  const auto pods = pods_->Objects();
+  const auto pods_snap = pods_->Snapshot();
+  const auto& pods = *pods_snap;
   for (const auto& [k, p] : pods)
     if (!PodIsOurs(p, options_.scheduler_name)) foreign.push_back(&p);
   auto used = UsageByNode(foreign);
-  for (auto& [node, use] : used) use.gpus = 0;  // held GPU by GPU once the Service runs (HoldForeignGpus)
+  for (auto& [node, use] : used)  // held GPU by GPU, CPU and memory likewise, once the Service runs
+    use.gpus = use.cpu_milli = use.memory_bytes = 0;     // (HoldForeignGpus, HoldForeignHost)
+  ClassifyDra();
   std::vector<json> specs;
   LoadMigSources(/*now=*/true);
-  for (const auto& [name, node] : nodes_->Objects()) {
+  const auto nodes_snap = nodes_->Snapshot();
+  for (const auto& [name, node] : *nodes_snap) {
     NodeModel model;
     auto spec = NodeSpecOf(node, used, &model);
     if (spec.ok()) specs.push_back(*spec);
@@ -146,7 +151,7 @@ Status K8sScheduler::StartService() {
   cfg.setup.mig_instance_delay_s = 0;  // the GPU Operator's MIG manager owns repartitioning (not done yet)
   cfg.setup.mig_mode_delay_s = 0;
   cfg.log = [this](const std::string& s) { Log(s); };
-  auto store = OpenSqliteStore(options_.db);
+  auto store = OpenStore();
   if (!store.ok()) return store.status();
   clock_ = std::make_unique<ScaledClock>(static_cast<double>(std::time(nullptr)), 1.0);
   K8sBackendHooks hooks;
@@ -159,6 +164,11 @@ Status K8sScheduler::StartService() {
   hooks.leading = [this] { return !scheduling_stopped_.load() && elector_->IsLeader(); };
   hooks.preemptor_on = [this](const std::set<std::string>& nodes) { return PreemptorOn(nodes); };
   hooks.cancel = [this](JobSlot s, const std::string& why) { CancelJobOfSlot(s, why); };
+  hooks.bind = [this](const PodRef& p, const std::string& node) { return BindDraPod(p, node); };
+  events_ = std::make_unique<EventRecorder>(&api_, "tessera");
+  hooks.event = [this](const json& o, const std::string& type, const std::string& reason, const std::string& m) {
+    events_->Record(o, type, reason, m);
+  };
   backend_ = std::make_unique<K8sBackend>(&api_, hooks);
   auto svc = Service::Start(std::move(cfg), std::move(store).value(), clock_.get(), backend_.get());
   if (!svc.ok()) return svc.status();
@@ -176,6 +186,37 @@ Status K8sScheduler::StartService() {
   return Status::Ok();
 }
 
+// The SQLite file, or with options.store the PostgreSQL database, fenced by its lease: taken (once the
+// previous holder's ran out) while this replica holds the Kubernetes Lease.
+Result<std::unique_ptr<Store>> K8sScheduler::OpenStore() {
+  if (options_.store.empty()) return OpenSqliteStore(options_.db);
+  auto pg = OpenPostgresStore(options_.store);
+  if (!pg.ok()) return pg.status();
+  const std::string id = elector_ ? elector_->options().identity : options_.identity;
+  auto lease = LeaderLease::Open(options_.store, id, id);
+  if (!lease.ok()) return lease.status();
+  const double seconds = elector_ ? elector_->options().duration_s : LeaseOptions{}.duration_s;
+  for (bool said = false;;) {
+    auto epoch = (*lease)->TryAcquire(seconds);
+    if (!epoch.ok()) return epoch.status();
+    if (*epoch > 0) {
+      db_epoch_ = *epoch;
+      break;
+    }
+    if (!said) Log("waiting for the previous leader's lease in the database to run out");
+    said = true;
+    if (lost_.load() || !Pause(0.5)) return Status::Error("stopped while waiting for the database's lease");
+  }
+  db_lease_ = std::move(lease).value();
+  (*pg)->Fence(db_epoch_, [this] {
+    Log("the database refused a write: another replica leads; stopping");
+    lost_ = true;
+    Wake();
+  });
+  Log(fmt::format("database lease at epoch {}", db_epoch_));
+  return std::unique_ptr<Store>(std::move(pg).value());
+}
+
 void K8sScheduler::StopScheduling() {
   if (scheduling_stopped_.exchange(true)) return;
   stop_ = true;
@@ -183,10 +224,12 @@ void K8sScheduler::StopScheduling() {
   lease_cv_.notify_all();
   if (backend_) backend_->Shutdown();
   if (loop_thread_.joinable()) loop_thread_.join();
+  if (events_) events_->Stop();
   if (lease_thread_.joinable()) lease_thread_.join();
   if (elector_ && !lost_.load() && elector_->IsLeader()) {
     const bool released = elector_->Release(NowUs());
     Log(released ? "released the Lease" : "could not release the Lease (it expires on its own)");
+    if (db_lease_) (void)db_lease_->Release(db_epoch_);
   }
 }
 
@@ -208,14 +251,14 @@ void K8sScheduler::Wake() {
 
 void K8sScheduler::OnPod(WatchEvent e, const json& pod) {
   const JobKey key = JobKeyOf(pod);
-  if (PodIsOurs(pod, options_.scheduler_name) && !PodUsesDra(pod)) {  // DRA pods: SyncDra
+  if (PodIsOurs(pod, options_.scheduler_name)) {  // with claims too: SyncJobs keeps the loop's (ClassifyDra)
     std::lock_guard<std::mutex> l(pods_mu_);
     auto& m = pods_by_key_[key.str()];
     if (e == WatchEvent::kDeleted) m.erase(Meta(pod, "name"));
     else m[Meta(pod, "name")] = pod;
     if (m.empty()) pods_by_key_.erase(key.str());
   }
-  if (backend_ && service_) backend_->PodsChanged();
+  if (backend_ && service_) backend_->PodsChanged(Meta(pod, "uid"));
   Wake();
 }
 
@@ -252,22 +295,36 @@ std::optional<JobKey> K8sScheduler::KeyOfSlot(JobSlot slot) const {
 
 void K8sScheduler::Loop() {
   while (!stop_.load()) {
+    const int64_t start_us = NowUs();
     if (elector_->IsLeader()) Reconcile();  // a replica that stopped leading writes nothing
+    const int64_t pass_us = NowUs() - start_us;
     std::unique_lock<std::mutex> l(wake_mu_);
     wake_cv_.wait_for(l, std::chrono::seconds(1), [this] { return wake_ || stop_.load(); });
     wake_ = false;
     l.unlock();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a burst of changes makes one pass
+    // A burst of changes makes one pass; passes take at most about half the loop thread's time, so that
+    // the bindings they start get the CPU to go out.
+    std::this_thread::sleep_for(std::chrono::microseconds(std::clamp<int64_t>(pass_us, 50'000, 500'000)));
   }
 }
 
 void K8sScheduler::Reconcile() {
   world_.reset();
+  // Watch events look at their own pod's run only (PodsChanged(uid)); every run is looked at now and then,
+  // for an event that came before its run was recorded.
+  if (const int64_t now_us = NowUs(); backend_ && now_us - all_runs_seen_us_ > 5'000'000) {
+    all_runs_seen_us_ = now_us;
+    backend_->PodsChanged();
+  }
   if (mig_) {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
-    mig_->Step(nodes_->Objects(), pods_->Objects(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
+    mig_->Step(*nodes_->Snapshot(), *pods_->Snapshot(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
   }
   LoadMigSources(/*now=*/false);
+  // The DRA path first, so that the loop's nodes this pass already lack what it just allocated.
+  ClassifyDra();
+  SyncDra();
+  ClassifyDra();
   SyncNodes();
   SyncQueues();
   SyncJobs();
@@ -276,7 +333,6 @@ void K8sScheduler::Reconcile() {
   SyncFilters();
   WriteReasons();
   SyncGroupStatus();
-  SyncDra();
 }
 
 }  // namespace tessera

@@ -2,17 +2,19 @@
 // The Kubernetes scheduler: `tessera serve` with the Kubernetes backend. It becomes the leader (a Lease),
 // lists and watches nodes, pods, PriorityClasses, PodDisruptionBudgets (a job whose pods a budget protects
 // now is no victim, budgets.h), PodGroups (coscheduling, Volcano and KAI) and Queues (Volcano and KAI: a
-// queue is a team with its quota, queues.h); a kind that is not served is not used), starts the one Service (store, loop, API) over the cluster those nodes make,
-// and keeps the two in step: nodes that arrive, cordon or go change the Service's cluster through its
-// nodes API; pods with our schedulerName become jobs (a PodGroup is one gang job of its pods, minMember
-// tasks); the backend (k8s_backend.h) binds what the loop places; pending reasons go back to the pods as a
-// PodScheduled=False condition. Pods of other schedulers count as used capacity. With a MIG manager
-// ConfigMap, MIG nodes are repartitioned through the GPU Operator for pods no layout holds
-// (mig_repartitioner.h); its drains preempt through the loop (PreemptPod), a node being repartitioned
-// stays cordoned, and once its new layout is advertised it is read again (removed from the Service's cluster
-// and added with its new MIG config). Whole GPUs that pods outside the loop use are held GPU by GPU
-// (Service::HoldGpus) and given back when those pods end; pods of ours that ask no GPU are bound outside
-// the loop (BindCpuOnly).
+// queue is a team with its quota, queues.h); a kind that is not served is not used), starts the one Service
+// (store, loop, API) over the cluster those nodes make, and keeps the two in step: nodes that arrive, cordon
+// or go change the Service's cluster through its nodes API; pods with our schedulerName become jobs (a
+// PodGroup is one gang job of its pods, minMember tasks); the backend (k8s_backend.h) binds what the loop
+// places; pending reasons go back to the pods as a PodScheduled=False condition. Pods with ResourceClaims
+// that ask only for whole GPUs are jobs too (dra_jobs.h): nodes whose GPUs only DRA publishes are nodes of
+// the loop, the loop chooses the node and the DRA allocator the devices there when the launch binds. Pods of
+// other schedulers count as used capacity. With a MIG manager ConfigMap, MIG nodes are repartitioned through
+// the GPU Operator for pods no layout holds (mig_repartitioner.h); its drains preempt through the loop
+// (PreemptPod), a node being repartitioned stays cordoned, and once its new layout is advertised it is read
+// again (removed from the Service's cluster and added with its new MIG config). Whole GPUs that pods outside
+// the loop use are held GPU by GPU (Service::HoldGpus) and given back when those pods end; pods of ours that
+// ask no GPU are bound outside the loop (BindCpuOnly).
 //
 // Thread safety: Start and Stop from one thread; the rest runs on the scheduler's threads.
 
@@ -21,16 +23,18 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "k8s/api_client.h"
 #include "k8s/budgets.h"
 #include "k8s/cluster_view.h"
+#include "k8s/dra_jobs.h"
 #include "k8s/dra_sync.h"
+#include "k8s/events.h"
 #include "k8s/filters.h"
 #include "k8s/informer.h"
 #include "k8s/job_objects.h"
@@ -41,6 +45,7 @@
 #include "k8s/queues.h"
 #include "k8s/team_namespaces.h"
 #include "service/service.h"
+#include "store/postgres_store.h"
 
 namespace tessera {
 
@@ -53,7 +58,11 @@ struct SchedulerOptions {
   std::string spine_label;
   std::string lease_namespace;  // empty = the kubeconfig's namespace
   std::string db = "tessera.db";
-  std::string identity;         // the Lease holder identity (hostname_pid when empty)
+  // A PostgreSQL store instead (libpq URI): replicas share it. The database's lease follows the Kubernetes
+  // Lease (taken once the previous leader's ran out, renewed with it) and fences every write, so a
+  // replica that lost the Lease but still runs writes nothing (docs/high-availability.md).
+  std::string store;
+  std::string identity;  // the Lease holder identity (hostname_pid when empty)
   // NS/NAME of the GPU Operator MIG manager's ConfigMap (key config.yaml): MIG nodes are repartitioned to
   // its configs when waiting pods need it (mig_repartitioner.h); empty = no repartitioning.
   std::string mig_config_map;
@@ -93,6 +102,7 @@ class K8sScheduler {
   K8sScheduler(KubeConfig kube, SchedulerOptions options);
   Status Init();
   Status StartService();
+  Result<std::unique_ptr<Store>> OpenStore();
   // Leadership (scheduler_lease.cc): tries for the Lease every retry period until it leads or is cancelled
   // (configuration problems logged, with back-off); waits for every cache to sync while it leads.
   Status AwaitLeadership();
@@ -118,17 +128,22 @@ class K8sScheduler {
   // --mig-config-map, then the one the GPU Operator's ClusterPolicy names (spec.migManager.config.name in
   // its namespace; without a ClusterPolicy, gpu-operator/default-mig-parted-config). Read again every 30 s.
   void LoadMigSources(bool now);
-  // The node's spec for the Service (NodeSpecFor); what Tessera cannot read or model about the node, and a
-  // MIG layout modelled from GFD, is reported on the node (a Warning Event and a log line, once per change).
+  // The node's spec for the Service (NodeSpecFor, else DraNodeSpec); what Tessera cannot read or model about
+  // the node, and a MIG layout modelled from GFD, is reported on the node (a Warning Event and a log line,
+  // once per change).
   Result<nlohmann::json> NodeSpecOf(const nlohmann::json& node, const std::map<std::string, NodeUse>& used,
                                     NodeModel* model);
   void ReportNode(const nlohmann::json& node, const std::string& reason, const std::string& message);
   // A node of the cluster whose spec (its MIG config) or cordon changed; `spec` from NodeSpecFor.
-  void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec, bool want_cordon);
+  void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec,
+                bool want_cordon);
   void AddNode(const std::string& name, const nlohmann::json& spec, bool want_cordon);
   // Holds back, GPU by GPU, the whole GPUs that pods outside the loop use on node `name` (Service::HoldGpus),
   // so that their capacity is taken at once and given back when they end, even while our tasks run there.
   void HoldForeignGpus(const std::string& name, const nlohmann::json& spec, int64_t gpus);
+  // Holds the CPU and memory pods outside the loop use on the node (Service::HoldHost), asking again until
+  // all of it is held.
+  void HoldForeignHost(const std::string& name, int64_t cpu_milli, int64_t memory_mib);
   // Bound, unfinished pods whose requests the Service's cluster does not hold (pointers into foreign_pods_).
   std::vector<const nlohmann::json*> ForeignPods();
   // Volcano and KAI Queues as teams: created, and their quota and weight followed (queues.h).
@@ -136,8 +151,8 @@ class K8sScheduler {
   void SyncJobs();
   // The job's team: the queue its first pod names (through `group` or its own labels), else its namespace;
   // empty with `why` set when the named queue cannot take it.
-  std::string TeamOf(const JobKey& key, const nlohmann::json& pod, const nlohmann::json* group, std::string* reason,
-                     std::string* why);
+  std::string TeamOf(const JobKey& key, const nlohmann::json& pod, const nlohmann::json* group,
+                     std::string* reason, std::string* why);
   void EnsureTeam(const std::string& name);
   // Jobs from the API with a container become pods (and a PodGroup) in their team's namespace
   // (job_objects.h): created while the job is active and its pods are missing, deleted when it is cancelled.
@@ -154,7 +169,8 @@ class K8sScheduler {
   // filters pass, one without GPUs first; when none passes, kube-scheduler's reason goes on the pod.
   void BindCpuOnly(const nlohmann::json& pod);
   void WriteReasons();
-  // Every PodGroup with pods of ours: its status (phase, counts, Scheduled condition) written when it changes.
+  // Every PodGroup with pods of ours: its status (phase, counts, Scheduled condition) written when it
+  // changes.
   void SyncGroupStatus();
   // A running gang's waiting CPU-only members (no GPU: outside the loop's accounting), each bound to a node
   // its filters pass, beside the gang's members when one passes.
@@ -164,7 +180,8 @@ class K8sScheduler {
   bool BindOutsideLoop(const nlohmann::json& pod, const std::string& node);
   bool JobRunning(int64_t id) const;
   // Whether a PodGroup's gang has its GPU members bound (minMember less its CPU-only companions).
-  bool GangBound(const std::string& key, const std::map<std::string, nlohmann::json>& members) const;  // the Service's job state now (not the last snapshot's)
+  bool GangBound(const std::string& key, const std::map<std::string, nlohmann::json>& members)
+      const;  // the Service's job state now (not the last snapshot's)
   // Kubernetes' node filters (filters.h) for every pending job, on the informer cache of nodes and bound pods
   // plus our bindings the cache does not show yet: the Service places each job only on the nodes its first
   // waiting pod passes; a job no node passes gets kube-scheduler's message (unschedulable_).
@@ -176,7 +193,19 @@ class K8sScheduler {
   void ForgetBinding(const PodRef& pod);
   // kube-scheduler's message when no node passes the pod's filters (on this pass's world_), else "".
   std::string NoNodeMessage(const nlohmann::json& pod);
-  // Pods with ResourceClaims (scheduler_dra.cc): allocated, reserved and bound outside the Service.
+  // Pods with ResourceClaims (scheduler_dra.cc): which are jobs of the loop and what each asks
+  // (dra_demand_), and what the loop may place on each DRA node (dra_loop_nodes_).
+  void ClassifyDra();
+  // The pod's DRA demand as ClassifyDra last judged it (kNotYet when not judged).
+  DraJobDemand::Kind DraKindOf(const nlohmann::json& pod) const;
+  // For a node whose GPUs only DRA publishes, its spec for the Service: its whole GPUs (those DRA-path claims
+  // use are held GPU by GPU, as other pods' are); nullopt for any other node.
+  std::optional<Result<nlohmann::json>> DraNodeSpec(NodeModel model, const NodeUse& foreign) const;
+  // The backend's binding of a loop pod with claims (any thread): its claims planned on `node` only,
+  // allocated and reserved, then the binding (dra_binder.h); nullopt for a pod without claims.
+  std::optional<ApiResponse> BindDraPod(const PodRef& pod, const std::string& node);
+  // Pods with ResourceClaims the loop cannot express (dra_jobs.h): allocated, reserved and bound outside the
+  // Service, after the loop's pods with claims ahead of them in the queue order (for a while: kDraYieldMs).
   void SyncDra();
   void DraPod(const nlohmann::json& pod, const DraWorld& world, std::map<std::string, nlohmann::json>* claims,
               int64_t now_ms);
@@ -198,15 +227,30 @@ class K8sScheduler {
   Caller admin_{"tessera-k8s", "", Role::kAdmin, ""};
   std::unique_ptr<ApiClient> lease_api_;  // the Lease's requests, with short timeouts
   std::unique_ptr<LeaderElector> elector_;
+  std::unique_ptr<LeaderLease> db_lease_;  // with options.store: the database's lease, at db_epoch_
+  int64_t db_epoch_ = 0;
   std::mutex lease_mu_;
   std::condition_variable lease_cv_;  // wakes LeaseLoop and Pause when stopping
   std::atomic<bool> scheduling_stopped_{false};
   std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_, kai_groups_;
   std::unique_ptr<Informer> volcano_queues_, kai_queues_, budgets_;
+  std::unique_ptr<EventRecorder> events_;
+  int64_t all_runs_seen_us_ = 0;  // when Reconcile last had every run looked at (loop thread)  // Events about pods, off the binding path
   std::unique_ptr<K8sBackend> backend_;
   std::unique_ptr<DraSync> dra_;
+  std::mutex
+      dra_mu_;  // guards every use of dra_->Snapshot()'s view and dra_->Wrote (loop and backend threads)
+  // Loop thread (ClassifyDra): our DRA pods by uid; the DRA nodes' whole GPUs for the loop, by node name.
+  std::map<std::string, DraJobDemand> dra_demand_;
+  std::map<std::string, DraLoopNode> dra_loop_nodes_;
+  // Loop thread: JobKey::str() -> when a job of DRA pods was submitted (steady seconds); its first reason
+  // waits kDraReasonAfterS (a DRA node's capacity may be re-read meanwhile).
+  std::map<std::string, double> dra_submitted_;
   // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
   std::map<std::string, int64_t> dra_bound_, dra_refused_since_;
+  // Loop thread: uid of a waiting pod with claims that is the loop's (or not judged yet) -> since when (ms);
+  // DRA-path pods behind it in the queue order wait for it a while (SyncDra).
+  std::map<std::string, int64_t> dra_loop_waiting_;
   std::unique_ptr<MigRepartitioner> mig_;  // loop thread only
   // Loop thread (and StartService before it): the MIG configs nodes are resolved with, when they were read,
   // what was last logged about them, and per node what was last reported on it.
@@ -225,27 +269,38 @@ class K8sScheduler {
   mutable std::mutex pods_mu_;
   std::map<std::string, std::map<std::string, nlohmann::json>> pods_by_key_;  // JobKey::str() -> name -> pod
   // Loop thread only.
-  std::map<std::string, int64_t> job_of_key_;                       // JobKey::str() -> active job id
-  std::map<std::string, double> unwaited_since_;  // JobKey::str() -> steady seconds since a pending job's pods were all bound
+  std::map<std::string, int64_t> job_of_key_;  // JobKey::str() -> active job id
+  std::map<std::string, double>
+      unwaited_since_;  // JobKey::str() -> steady seconds since a pending job's pods were all bound
   std::map<std::string, std::pair<std::string, std::string>> said_;  // pod uid -> (reason, message) written
   std::set<std::string> teams_;
-  std::map<std::string, int> held_gpus_;              // node -> GPUs held for pods outside the loop (as set)
-  std::map<std::string, QueueQuota> queues_;          // the queues as last read (name -> quota)
-  std::map<std::string, std::string> queue_errors_;   // queue -> the error last logged for it
-  std::map<int64_t, JobObjects> api_jobs_;            // active API jobs with a container, by id
-  std::set<std::string> namespaces_;                  // namespaces known to exist
-  std::set<std::string> missing_namespaces_;          // namespaces found missing (logged once)
+  std::map<std::string, std::pair<int64_t, int64_t>> held_host_;  // node -> mCPU, MiB held in full (as set)
+  std::map<std::string, int> held_gpus_;             // node -> GPUs held for pods outside the loop (as set)
+  std::map<std::string, QueueQuota> queues_;         // the queues as last read (name -> quota)
+  std::map<std::string, std::string> queue_errors_;  // queue -> the error last logged for it
+  std::map<int64_t, JobObjects> api_jobs_;           // active API jobs with a container, by id
+  std::set<std::string> namespaces_;                 // namespaces known to exist
+  std::set<std::string> missing_namespaces_;         // namespaces found missing (logged once)
   std::set<int64_t> without_container_;              // API jobs that run nowhere but in the loop
   std::set<int64_t> eviction_blocked_;               // as last given to the Service
-  std::map<std::string, std::string> unschedulable_;  // JobKey::str() -> kube-scheduler's message: no node passes
+  std::map<std::string, std::string>
+      unschedulable_;  // JobKey::str() -> kube-scheduler's message: no node passes
   std::map<std::string, size_t> passing_;
   std::unique_ptr<FilterWorld> world_;
-  std::map<std::string, nlohmann::json> group_status_;  // "API/podgroup/NS/NAME" -> status last written (loop)                // this pass's (loop thread; reset by Reconcile)
-  std::map<std::string, nlohmann::json> foreign_pods_;  // the pods ForeignPods last read (loop thread)             // JobKey::str() -> how many nodes its first pod passes
-  mutable std::mutex assumed_mu_;                     // guards assumed_ (the backend's threads write it)
-  std::map<std::string, std::pair<nlohmann::json, std::string>> assumed_;  // uid -> (pod, node) we bound, until seen
-  mutable std::mutex api_mu_;                         // guards api_keys_ (the backend's threads read it)
-  std::map<int64_t, std::vector<JobKey>> api_keys_;   // job id -> the key of each of its loop replicas
+  std::map<std::string, nlohmann::json>
+      group_status_;  // "API/podgroup/NS/NAME" -> status last written (loop)                // this pass's
+                      // (loop thread; reset by Reconcile)
+  std::shared_ptr<const Informer::ObjectMap>
+      foreign_pods_;  // the pods ForeignPods last read (loop thread)             // JobKey::str() -> how many
+                      // nodes its first pod passes
+  std::mutex admit_mu_;  // guards admit_world_ (AdmitBinding, on the backend's threads)
+  std::unique_ptr<FilterWorld> admit_world_;
+  int64_t admit_world_us_ = 0;  // when admit_world_ was made
+  mutable std::mutex assumed_mu_;  // guards assumed_ (the backend's threads write it)
+  std::map<std::string, std::pair<nlohmann::json, std::string>>
+      assumed_;                                      // uid -> (pod, node) we bound, until seen
+  mutable std::mutex api_mu_;                        // guards api_keys_ (the backend's threads read it)
+  std::map<int64_t, std::vector<JobKey>> api_keys_;  // job id -> the key of each of its loop replicas
 };
 
 }  // namespace tessera

@@ -61,7 +61,8 @@ void K8sScheduler::MaterializeApiJob(const JobRecord& job) {
     if (!r.ok() && r.status != 409)
       Log(fmt::format("job {}: creating its PodGroup failed ({} {})", job.id, r.status, r.error));
   }
-  const auto pods = pods_->Objects();
+  const auto pods_snap = pods_->Snapshot();
+  const auto& pods = *pods_snap;
   for (const json& want : o.pods) {
     const std::string path = fmt::format("/api/v1/namespaces/{}/pods", o.ns);
     auto have = pods.find(o.ns + "/" + Meta(want, "name"));
@@ -81,7 +82,8 @@ void K8sScheduler::ForgetApiJob(int64_t id, bool cancelled) {
   auto it = api_jobs_.find(id);
   if (it == api_jobs_.end()) return;
   if (cancelled) {  // its pods go with it; a finished job's pods stay, as a Job's do
-    const auto pods = pods_->Objects();
+    const auto pods_snap = pods_->Snapshot();
+  const auto& pods = *pods_snap;
     for (const json& p : it->second.pods) {
       auto have = pods.find(it->second.ns + "/" + Meta(p, "name"));
       if (have != pods.end() && !PodTerminal(have->second))

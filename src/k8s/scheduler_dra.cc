@@ -1,10 +1,14 @@
-// The scheduler's DRA pass (scheduler.h): our waiting pods with ResourceClaims are planned one at a time
-// (highest priority, then oldest first) against the DRA model and usage (dra_sync.h), their claims
-// allocated and reserved, then bound (dra_binder.h). They never become Service jobs.
+// The scheduler's DRA parts (scheduler.h). Pods whose claims ask only for whole GPUs are jobs of the loop
+// (dra_jobs.h): ClassifyDra judges every pod of ours with claims, DraNodeSpec makes DRA-only nodes nodes of
+// the loop, BindDraPod carries out the loop's launch (the allocator chooses devices on the node the loop
+// chose). The other pods with claims (MIG slices by CEL, allocationMode All, firstAvailable, ...) stay on
+// the DRA path: planned one at a time (highest priority, then oldest first) against the DRA model and usage
+// (dra_sync.h), their claims allocated and reserved, then bound (dra_binder.h), outside quotas and preemption.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "k8s/dra_binder.h"
@@ -45,29 +49,125 @@ bool NodeSchedulable(const json& node) {
 // catching up with a release); an unsupported request gets it at once.
 constexpr int64_t kRefuseAfterMs = 2000;
 
+// A loop launch whose claims do not fit on the chosen node yet (a victim's claims still being deallocated
+// by the claim controller) tries again this often, this many times.
+constexpr double kDraLaunchRetryS = 0.5;
+constexpr int kDraLaunchTries = 10;
+
+// One queue order across the loop and the DRA path: a DRA-path pod waits while a waiting pod with claims that
+// is the loop's (or not judged yet: its claims are still being made) comes first (higher priority, then
+// older), for at most this long of that pod's wait (a loop job held by its quota or by the loop's order does
+// not hold the DRA path up for longer).
+constexpr int64_t kDraYieldMs = 15000;
+
+// The queue position of a pod with claims (smaller first): priority, then creation, then name.
+std::tuple<int, std::string, std::string> DraQueueOrder(const json& pod) {
+  return {-Priority(pod), Meta(pod, "creationTimestamp"), Meta(pod, "name")};
+}
+
 }  // namespace
 
 std::vector<std::string> K8sScheduler::DraNodes() const {
   std::vector<std::string> out;
-  for (const auto& [name, node] : nodes_->Objects())
+  const auto nodes_snap = nodes_->Snapshot();
+  for (const auto& [name, node] : *nodes_snap)
     if (NodeSchedulable(node)) out.push_back(name);
   return out;
+}
+
+void K8sScheduler::ClassifyDra() {
+  dra_demand_.clear();
+  if (!dra_ || !dra_->enabled()) return dra_loop_nodes_.clear();
+  std::lock_guard<std::mutex> l(dra_mu_);
+  DraSync::View view = dra_->Snapshot();
+  std::map<std::string, bool> class_cache;
+  std::set<std::string> foreign;  // pods not done whose claims hold devices the loop does not account
+  const auto pods_snap = pods_->Snapshot();
+  for (const auto& [key, p] : *pods_snap) {
+    const std::string uid = Meta(p, "uid");
+    if (PodIsOurs(p, options_.scheduler_name) && PodUsesDra(p)) {
+      auto& d = dra_demand_[uid] = DraJobDemandOf(p, view.claims, view.classes, *view.model, &class_cache);
+      if (d.kind == DraJobDemand::Kind::kWholeGpus) continue;
+    }
+    if (!PodTerminal(p)) foreign.insert(uid);
+  }
+  dra_loop_nodes_ = DraLoopNodes(*view.model, view.claims, foreign);
+}
+
+DraJobDemand::Kind K8sScheduler::DraKindOf(const json& pod) const {
+  auto it = dra_demand_.find(Meta(pod, "uid"));
+  return it == dra_demand_.end() ? DraJobDemand::Kind::kNotYet : it->second.kind;
+}
+
+std::optional<Result<json>> K8sScheduler::DraNodeSpec(NodeModel model, const NodeUse& foreign) const {
+  auto dra = dra_loop_nodes_.find(model.name);
+  if (dra == dra_loop_nodes_.end()) return std::nullopt;
+  // GPUs published only through DRA: its whole GPUs, of the kind the slices say (those DRA-path claims use
+  // are held GPU by GPU: SyncNodes).
+  model.kind = dra->second.kind;
+  model.gpu_count = dra->second.total;
+  model.allocatable_milli[std::string(kGpuResource)] = int64_t{dra->second.total} * 1000;
+  model.mig_config.clear();
+  NodeUse use = foreign;
+  use.gpus = 0;  // device-plugin GPUs: the node has none
+  return NodeSpecFor(model, use, Catalog::Default());
+}
+
+std::optional<ApiResponse> K8sScheduler::BindDraPod(const PodRef& ref, const std::string& node) {
+  json pod;
+  for (const json& p : PodsOf(JobKey{"pod", ref.ns, ref.name}))  // a pod's own job, or a gang member
+    if (Meta(p, "uid") == ref.uid) pod = p;
+  if (pod.is_null() || !PodUsesDra(pod)) return std::nullopt;
+  if (!dra_ || !dra_->enabled()) return ApiResponse{0, nullptr, "resource.k8s.io/v1 is not served"};
+  std::string why;
+  for (int attempt = 0; attempt < kDraLaunchTries; ++attempt) {
+    if (attempt > 0 && !Pause(kDraLaunchRetryS)) break;
+    std::lock_guard<std::mutex> l(dra_mu_);
+    DraSync::View view = dra_->Snapshot();
+    DraWorld world{view.model, &view.classes, view.usage.get(), &view.claims, {node}, DraPolicy::kTessera};
+    const DraPodPlan plan = PlanDraPod(pod, world);
+    if (plan.kind == DraPodPlan::Kind::kBind && plan.node == node) {
+      const DraBindOutcome out = ExecuteDraPlan(pod, plan, view.claims, DraCallOf(&api_));
+      for (const json& c : out.claims_now) dra_->Wrote(c);
+      if (!out.bound) return ApiResponse{409, nullptr, "DRA: " + out.error};
+      Log(fmt::format("pod {}/{}: claims allocated on {} for the loop ({} claim(s))", ref.ns, ref.name, node,
+                      plan.claims.size()));
+      return ApiResponse{201, json::object(), ""};
+    }
+    why = plan.kind == DraPodPlan::Kind::kBind ? "its claims are allocated on " + plan.node : plan.message;
+    if (plan.kind == DraPodPlan::Kind::kBind || (plan.kind == DraPodPlan::Kind::kRefuse && plan.reason != "Unschedulable"))
+      break;  // only capacity being released is worth waiting for
+  }
+  return ApiResponse{409, nullptr, "DRA: " + why};
 }
 
 void K8sScheduler::SyncDra() {
   if (!dra_) return;
   const int64_t now = NowMs();
   std::vector<json> waiting;
-  std::set<std::string> seen;
-  for (const auto& [key, p] : pods_->Objects()) {
+  std::set<std::string> seen, loop_seen;
+  std::vector<std::tuple<int, std::string, std::string>> loop_ahead;  // loop pods DRA-path pods yield to
+  const auto pods_snap = pods_->Snapshot();
+  for (const auto& [key, p] : *pods_snap) {
     if (!PodIsOurs(p, options_.scheduler_name) || !PodUsesDra(p) || !PodWaiting(p)) continue;
     const std::string uid = Meta(p, "uid");
+    if (dra_->enabled() && DraKindOf(p) != DraJobDemand::Kind::kDraPath) {  // the loop's, or not judged yet
+      loop_seen.insert(uid);
+      if (now - dra_loop_waiting_.emplace(uid, now).first->second < kDraYieldMs)
+        loop_ahead.push_back(DraQueueOrder(p));
+      continue;
+    }
     seen.insert(uid);
     auto b = dra_bound_.find(uid);
     if (b == dra_bound_.end() || now - b->second > 30000) waiting.push_back(p);
   }
   std::erase_if(dra_bound_, [&](const auto& e) { return !seen.count(e.first) || now - e.second > 30000; });
   std::erase_if(dra_refused_since_, [&](const auto& e) { return !seen.count(e.first); });
+  std::erase_if(dra_loop_waiting_, [&](const auto& e) { return !loop_seen.count(e.first); });
+  if (!loop_ahead.empty()) {
+    const auto first = *std::min_element(loop_ahead.begin(), loop_ahead.end());
+    std::erase_if(waiting, [&](const json& p) { return first < DraQueueOrder(p); });
+  }
   if (waiting.empty()) return;
   if (!dra_->enabled()) {
     for (const json& p : waiting)
@@ -75,11 +175,9 @@ void K8sScheduler::SyncDra() {
                 "tessera: the pod asks for ResourceClaims, but resource.k8s.io/v1 is not served");
     return;
   }
-  std::stable_sort(waiting.begin(), waiting.end(), [](const json& a, const json& b) {
-    const std::string ta = Meta(a, "creationTimestamp"), tb = Meta(b, "creationTimestamp");
-    return std::make_tuple(-Priority(a), ta, Meta(a, "name")) <
-           std::make_tuple(-Priority(b), tb, Meta(b, "name"));
-  });
+  std::stable_sort(waiting.begin(), waiting.end(),
+                   [](const json& a, const json& b) { return DraQueueOrder(a) < DraQueueOrder(b); });
+  std::lock_guard<std::mutex> l(dra_mu_);
   DraSync::View view = dra_->Snapshot();
   DraWorld world{view.model, &view.classes, view.usage.get(), &view.claims, DraNodes(), DraPolicy::kTessera};
   // A PodGroup's waiting pods are placed together (all or none); other pods one at a time.
@@ -106,7 +204,10 @@ void K8sScheduler::SyncDra() {
 void K8sScheduler::DraRefuse(const json& pod, const std::string& reason, const std::string& message,
                              int64_t now) {
   const int64_t since = dra_refused_since_.emplace(Meta(pod, "uid"), now).first->second;
-  if (reason != "Unschedulable" || now - since >= kRefuseAfterMs) SetReason(pod, reason, message);
+  auto d = dra_demand_.find(Meta(pod, "uid"));
+  const std::string path = d == dra_demand_.end() ? "" : fmt::format(" (placed by the DRA allocator outside "
+                                                                      "Tessera's queue and quotas: {})", d->second.why);
+  if (reason != "Unschedulable" || now - since >= kRefuseAfterMs) SetReason(pod, reason, message + path);
 }
 
 void K8sScheduler::DraPod(const json& pod, const DraWorld& world, std::map<std::string, json>* claims,

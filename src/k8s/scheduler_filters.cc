@@ -2,9 +2,12 @@
 // the informer cache of nodes and bound pods (any scheduler's) and the bindings not yet seen there.
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
+#include "k8s/dra_binder.h"
 #include "k8s/scheduler.h"
 
 namespace tessera {
@@ -15,7 +18,7 @@ namespace {
 
 // Pods without constraints of their own are judged once per distinct requests (and namespace).
 std::string FilterSignature(const json& pod) {
-  if (PodHasPlacementConstraints(pod)) return "";
+  if (PodHasPlacementConstraints(pod) || PodUsesDra(pod)) return "";
   const json* spec = Field(pod, "spec");
   auto requests = spec != nullptr ? PodResources(*spec) : Result<std::map<std::string, int64_t>>(Status::Error(""));
   if (!requests.ok()) return "";
@@ -29,8 +32,9 @@ std::string FilterSignature(const json& pod) {
 }  // namespace
 
 FilterWorld K8sScheduler::MakeFilterWorld() const {
-  const auto pods = pods_->Objects();
-  FilterWorld world(nodes_->Objects(), pods);
+  const auto pods_snap = pods_->Snapshot();
+  const auto& pods = *pods_snap;
+  FilterWorld world(*nodes_->Snapshot(), pods);
   std::lock_guard<std::mutex> l(assumed_mu_);
   for (const auto& [uid, entry] : assumed_) world.Assume(entry.first, entry.second);
   return world;
@@ -45,7 +49,8 @@ std::string K8sScheduler::NoNodeMessage(const json& pod) {
 
 void K8sScheduler::SyncFilters() {
   {  // bindings the cache now shows (or pods gone) need no assuming
-    const auto pods = pods_->Objects();
+    const auto pods_snap = pods_->Snapshot();
+  const auto& pods = *pods_snap;
     std::map<std::string, const json*> by_uid;
     for (const auto& [k, p] : pods) by_uid[Meta(p, "uid")] = &p;
     std::lock_guard<std::mutex> l(assumed_mu_);
@@ -70,7 +75,19 @@ void K8sScheduler::SyncFilters() {
     // The job may go where the pod passes, or would once the loop frees (preempts) what it holds there.
     std::map<std::string, int> rejected;
     std::set<std::string> allowed;
-    const std::set<std::string> pass = world.Passing(pod, &rejected, &allowed);
+    std::set<std::string> pass = world.Passing(pod, &rejected, &allowed);
+    if (PodUsesDra(pod)) {  // only DRA nodes with whole GPUs, and the node its allocated claims name
+      auto d = dra_demand_.find(Meta(pod, "uid"));
+      const std::string fixed = d != dra_demand_.end() ? d->second.node : "";
+      auto off = [&](const std::string& n) { return !dra_loop_nodes_.count(n) || (!fixed.empty() && fixed != n); };
+      for (const std::string& n : pass)
+        if (off(n)) ++rejected[fixed.empty() ? "node(s) publish no whole GPU through DRA"
+                                             : "node(s) are not the node of the pod's allocated claims"];
+      std::erase_if(pass, off);
+      std::erase_if(allowed, off);
+    } else {  // a DRA node's GPUs are no device-plugin resources, however much the loop frees there
+      std::erase_if(allowed, [&](const std::string& n) { return dra_loop_nodes_.count(n) && !pass.count(n); });
+    }
     allowed.insert(pass.begin(), pass.end());
     auto nodes = std::make_shared<const std::set<std::string>>(std::move(allowed));
     const std::string message = pass.empty() ? UnschedulableMessage(world.num_nodes(), rejected) : "";
@@ -120,16 +137,25 @@ void K8sScheduler::SyncFilters() {
 }
 
 std::string K8sScheduler::AdmitBinding(const PodRef& ref, const std::string& node) {
-  json pod;
-  for (const json& p : PodsOf(JobKey{"pod", ref.ns, ref.name}))
-    if (Meta(p, "uid") == ref.uid) pod = p;
-  if (pod.is_null()) {  // a gang member: find it among every pod
-    for (const auto& [k, p] : pods_->Objects())
-      if (Meta(p, "uid") == ref.uid) pod = p;
+  const auto pods_snap = pods_->Snapshot();
+  auto it = pods_snap->find(ref.ns + "/" + ref.name);
+  if (it == pods_snap->end() || Meta(it->second, "uid") != ref.uid)
+    return "";  // not in the cache: the API server judges the binding (UID precondition)
+  const json& pod = it->second;
+  // One world for a while (kAdmitWorldS), with every binding admitted since assumed on it: a binding costs a
+  // judgement, not a copy of the cluster. Pods other schedulers bound meanwhile are seen at the next one (the
+  // loop's own placements never overlap: the Service's model holds them).
+  constexpr int64_t kAdmitWorldUs = 2'000'000;
+  std::lock_guard<std::mutex> admit(admit_mu_);
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (!admit_world_ || now_us - admit_world_us_ > kAdmitWorldUs) {
+    admit_world_ = std::make_unique<FilterWorld>(MakeFilterWorld());
+    admit_world_us_ = now_us;
   }
-  if (pod.is_null()) return "";  // not in the cache: the API server judges the binding (UID precondition)
-  FilterVerdict v = MakeFilterWorld().Judge(pod, node);
+  FilterVerdict v = admit_world_->Judge(pod, node);
   if (!v.ok()) return fmt::format("{} ({})", v.reasons.front(), v.plugin);
+  admit_world_->Assume(pod, node);
   std::lock_guard<std::mutex> l(assumed_mu_);
   assumed_[ref.uid] = {pod, node};
   return "";

@@ -60,8 +60,7 @@ bool K8sScheduler::BindOutsideLoop(const json& pod, const std::string& node) {
     return false;
   }
   world_->Assume(pod, node);
-  (void)PostEvent(api_, pod, "Normal", "Scheduled", fmt::format("Successfully assigned {}/{} to {}", ref.ns, ref.name, node),
-                  "tessera");
+  if (events_) events_->Record(pod, "Normal", "Scheduled", fmt::format("Successfully assigned {}/{} to {}", ref.ns, ref.name, node));
   return true;
 }
 

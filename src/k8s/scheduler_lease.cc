@@ -90,6 +90,16 @@ void K8sScheduler::LeaseLoop() {
     const bool leading = elector_->TryAcquireOrRenew(WallUs());
     if (const std::string p = elector_->problem(); !p.empty() && p != said) Log("renewing the Lease: " + p);
     said = elector_->problem();
+    if (leading && db_lease_) {  // the database's lease goes with the Kubernetes one
+      auto renewed = db_lease_->Renew(db_epoch_, lo.duration_s);
+      if (renewed.ok() && !*renewed) {
+        Log("lost the database's lease (another replica took it); stopping");
+        lost_ = true;
+        Wake();
+        return;
+      }
+      if (!renewed.ok()) Log("renewing the database's lease: " + renewed.error());
+    }
     if (!leading) {
       Log(fmt::format("lost the Lease: no renewal within the renew deadline ({} s); stopping (another replica "
                       "takes over)", lo.renew_deadline_s));

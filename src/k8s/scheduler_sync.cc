@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
+#include "k8s/dra_binder.h"
 #include "k8s/events.h"
 #include "k8s/scheduler.h"
 #include "service/workload_json.h"
@@ -71,6 +72,10 @@ bool CapacityChanged(const json& spec, const json& view) {
   return false;
 }
 
+double SteadyS() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 int PodPriority(const json& pod) {
   const json* spec = Field(pod, "spec");
   const json* p = spec != nullptr ? Field(*spec, "priority") : nullptr;
@@ -85,19 +90,27 @@ void K8sScheduler::SyncNodes() {
   std::map<std::string, NodeView> known;
   for (NodeView& v : views.value()) known[v.name] = std::move(v);
   const std::map<std::string, NodeUse> used = UsageByNode(ForeignPods());
-  const auto nodes = nodes_->Objects();
+  const auto nodes_snap = nodes_->Snapshot();
+  const auto& nodes = *nodes_snap;
   for (const auto& [name, node] : nodes) {
     NodeUse use = used.count(name) ? used.at(name) : NodeUse{};
-    const int64_t outside_gpus = use.gpus;
+    int64_t outside_gpus = use.gpus;
+    if (auto dra = dra_loop_nodes_.find(name); dra != dra_loop_nodes_.end())  // GPUs DRA-path claims use
+      outside_gpus += dra->second.total - dra->second.free;
     use.gpus = 0;  // held GPU by GPU (HoldForeignGpus): their coming and going never re-reads the node
+    const int64_t outside_cpu = use.cpu_milli, outside_mib = (use.memory_bytes + (1 << 20) - 1) >> 20;
+    use.cpu_milli = use.memory_bytes = 0;  // held as well (HoldForeignHost): the node keeps its place
     NodeModel model;
     auto spec = NodeSpecOf(node, {{name, use}}, &model);
     if (model.name.empty()) continue;  // not read (reported on the node)
     const bool want_cordon = model.unschedulable || !model.ready || (mig_ && mig_->Holds(name)) || !spec.ok();
     auto it = known.find(name);
-    if (it == known.end() && spec.ok()) AddNode(name, *spec, want_cordon);
-    else if (it != known.end()) SyncNode(it->second, node, spec.ok() ? *spec : it->second.spec, want_cordon);
+    if (it == known.end() && spec.ok())
+      AddNode(name, *spec, want_cordon);
+    else if (it != known.end())
+      SyncNode(it->second, node, spec.ok() ? *spec : it->second.spec, want_cordon);
     if (spec.ok()) HoldForeignGpus(name, *spec, outside_gpus);
+    if (spec.ok()) HoldForeignHost(name, outside_cpu, outside_mib);
   }
   for (const auto& [name, v] : known)
     if (!nodes.count(name)) {
@@ -109,6 +122,7 @@ void K8sScheduler::SyncNodes() {
 
 void K8sScheduler::AddNode(const std::string& name, const json& spec, bool want_cordon) {
   held_gpus_.erase(name);  // a node added anew holds nothing yet
+  held_host_.erase(name);
   auto added = service_->AddNode(admin_, spec.dump());
   Log(added.ok() ? "node " + name + " added" : "node " + name + " not added: " + added.error().message);
   if (added.ok() && want_cordon) (void)service_->CordonNode(admin_, name);
@@ -118,20 +132,21 @@ void K8sScheduler::SyncNode(const NodeView& view, const json& node, const json& 
   const std::string& name = view.name;
   // A new MIG layout (applied and advertised: the repartitioner no longer holds the node) is a new node of
   // the cluster: removed once nothing runs there, added with its new config.
-  if ((SpecMigConfig(spec) != SpecMigConfig(view.spec) || SpecMigLayouts(spec) != SpecMigLayouts(view.spec)) &&
-      !(mig_ && mig_->Holds(name)) &&
-      Label(node, "nvidia.com/mig.config.state") == "success") {
+  if ((SpecMigConfig(spec) != SpecMigConfig(view.spec) ||
+       SpecMigLayouts(spec) != SpecMigLayouts(view.spec)) &&
+      !(mig_ && mig_->Holds(name)) && Label(node, "nvidia.com/mig.config.state") == "success") {
     if (view.state == "ready") (void)service_->CordonNode(admin_, name);
     auto removed = service_->RemoveNode(admin_, name);
-    if (!removed.ok()) return Log(fmt::format("node {}: MIG config now {}, not yet re-read: {}", name,
-                                              SpecMigConfig(spec), removed.error().message));
+    if (!removed.ok())
+      return Log(fmt::format("node {}: MIG config now {}, not yet re-read: {}", name, SpecMigConfig(spec),
+                             removed.error().message));
     Log(fmt::format("node {}: MIG config now '{}'", name, SpecMigConfig(spec)));
     return AddNode(name, spec, want_cordon);
   }
   if (CapacityChanged(spec, view.spec) && !(mig_ && mig_->Holds(name)) && view.state != "removed" &&
       view.tasks == 0) {
-    // Allocatable, or the CPU and memory other pods use, changed: re-read once none of our tasks runs there
-    // (until then the filters keep placements within what the API shows; GPUs are held one by one).
+    // Allocatable changed: re-read once none of our tasks runs there (until then the filters keep placements
+    // within what the API shows). What other pods use is held in place (HoldForeignGpus, HoldForeignHost).
     if (view.state == "ready") (void)service_->CordonNode(admin_, name);
     if (service_->RemoveNode(admin_, name).ok()) {
       Log(fmt::format("node {}: {} GPUs, {} mCPU, {} MiB for Tessera now", name, spec.value("gpus", 0),
@@ -154,15 +169,29 @@ void K8sScheduler::HoldForeignGpus(const std::string& name, const json& spec, in
   auto held = service_->HoldGpus(admin_, name, want);
   if (!held.ok()) return;  // not in the Service's cluster (yet)
   held_gpus_[name] = held.value();
-  Log(fmt::format("node {}: {} of its {} GPUs held for pods outside the loop (was {}): {}", name, held.value(), total,
-                  was, held.value() > was ? "taken off what Tessera places there" : "given back to Tessera"));
+  Log(fmt::format("node {}: {} of its {} GPUs held for pods outside the loop (was {}): {}", name,
+                  held.value(), total, was,
+                  held.value() > was ? "taken off what Tessera places there" : "given back to Tessera"));
+}
+
+void K8sScheduler::HoldForeignHost(const std::string& name, int64_t cpu_milli, int64_t memory_mib) {
+  const std::pair<int64_t, int64_t> want{cpu_milli, memory_mib};
+  auto it = held_host_.find(name);
+  if (it != held_host_.end() && it->second == want) return;  // held in full already
+  auto held = service_->HoldHost(admin_, name, cpu_milli, memory_mib);
+  if (!held.ok()) return;  // not in the Service's cluster (yet)
+  // Held in part (our tasks use the rest): asked again next sync, until it is all held.
+  if (held.value() == want)
+    held_host_[name] = want;
+  else
+    held_host_.erase(name);
 }
 
 // Pods whose requests the Service's cluster does not hold: other schedulers' pods, and ours that no running
 // job of this Service holds (bound by an earlier replica or store, left from an ended job, or still
 // terminating after their run was stopped).
 std::vector<const json*> K8sScheduler::ForeignPods() {
-  foreign_pods_ = pods_->Objects();
+  foreign_pods_ = pods_->Snapshot();
   auto snap = service_->snapshot();
   std::set<std::string> running;
   for (const auto& [key, id] : job_of_key_)
@@ -174,7 +203,7 @@ std::vector<const json*> K8sScheduler::ForeignPods() {
         for (const JobKey& k : keys) running.insert(k.str());
   }
   std::vector<const json*> out;
-  for (const auto& [k, p] : foreign_pods_) {
+  for (const auto& [k, p] : *foreign_pods_) {
     if (PodIsOurs(p, options_.scheduler_name)) {
       const auto run = backend_ ? backend_->RunOfPod(Meta(p, "uid")) : std::nullopt;
       if (run && !run->stopping) continue;  // a run of the loop holds it
@@ -188,7 +217,7 @@ std::vector<const json*> K8sScheduler::ForeignPods() {
 void K8sScheduler::SyncJobs() {
   std::map<std::string, std::vector<json>> by_key;
   std::map<std::string, JobKey> members;  // by_key's keys of PodGroup members that are jobs of their own
-  std::set<std::string> running_gangs;  // read before pods_mu_: the Service's lock is never taken under it
+  std::set<std::string> running_gangs;    // read before pods_mu_: the Service's lock is never taken under it
   for (const auto& [key, id] : job_of_key_)
     if (key.rfind("podgroup/", 0) == 0 && JobRunning(id)) running_gangs.insert(key);
   {
@@ -208,6 +237,12 @@ void K8sScheduler::SyncJobs() {
       }
     }
   }
+  // Pods with claims the loop cannot express (or not yet: their claims are still being made) are not its.
+  std::erase_if(by_key, [&](const auto& e) {
+    return std::any_of(e.second.begin(), e.second.end(), [&](const json& p) {
+      return PodUsesDra(p) && !PodTerminal(p) && DraKindOf(p) != DraJobDemand::Kind::kWholeGpus;
+    });
+  });
   // Active jobs: drop the finished, cancel the pending ones whose pods are gone or placed elsewhere.
   for (auto it = job_of_key_.begin(); it != job_of_key_.end();) {
     auto job = service_->Get(admin_, it->second);
@@ -242,7 +277,7 @@ void K8sScheduler::SyncJobs() {
     auto member = members.find(key);
     if (const json& first = by_key[key].front(); member == members.end() && JobKeyOf(first).kind == "pod") {
       auto d = ReadPodDemand(first);
-      if (d.ok() && !d->AnyGpu()) {  // no job of the loop: bound as kube-scheduler would
+      if (d.ok() && !d->AnyGpu() && !PodUsesDra(first)) {  // not the loop's: bound as kube-scheduler would
         if (PodWaiting(first)) BindCpuOnly(first);
         continue;
       }
@@ -272,7 +307,8 @@ bool K8sScheduler::Orphaned(const std::string& key, const std::map<std::string, 
     unwaited_since_.erase(key);
     return true;
   }
-  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const double now =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   auto [since, fresh] = unwaited_since_.emplace(key, now);
   if (now - since->second < kBoundGraceS) return false;
   unwaited_since_.erase(since);
@@ -315,7 +351,8 @@ void K8sScheduler::SyncQueues() {
       row.limit_milli = q.limit_milli;
       row.over_quota_weight = q.over_quota_weight;
       auto t = service_->CreateTeam(admin_, row);
-      if (!t.ok() && t.error().code != ErrorCode::kAlreadyExists) Log("queue " + name + ": " + t.error().message);
+      if (!t.ok() && t.error().code != ErrorCode::kAlreadyExists)
+        Log("queue " + name + ": " + t.error().message);
       teams_.insert(name);
       continue;
     }
@@ -323,9 +360,10 @@ void K8sScheduler::SyncQueues() {
         now->second.over_quota_weight == q.over_quota_weight)
       continue;
     auto t = service_->UpdateTeam(admin_, name, change);
-    Log(t.ok() ? fmt::format("queue {}: {} GPUs guaranteed, limit {}, weight {}", name, q.guaranteed_milli / 1000.0,
-                             q.limit_milli < 0 ? std::string("none") : fmt::format("{}", q.limit_milli / 1000.0),
-                             q.over_quota_weight)
+    Log(t.ok() ? fmt::format(
+                     "queue {}: {} GPUs guaranteed, limit {}, weight {}", name, q.guaranteed_milli / 1000.0,
+                     q.limit_milli < 0 ? std::string("none") : fmt::format("{}", q.limit_milli / 1000.0),
+                     q.over_quota_weight)
                : "queue " + name + ": " + t.error().message);
   }
 }
@@ -342,8 +380,10 @@ std::string K8sScheduler::TeamOf(const JobKey& key, const json& pod, const json*
   auto it = queues_.find(queue);
   if (it == queues_.end()) {
     *reason = "QueueNotFound";
-    *why = fmt::format("tessera: queue '{}' does not exist (scheduling.volcano.sh/v1beta1 or scheduling.run.ai/v2 "
-                       "Queue); the pods wait for it", queue);
+    *why = fmt::format(
+        "tessera: queue '{}' does not exist (scheduling.volcano.sh/v1beta1 or scheduling.run.ai/v2 "
+        "Queue); the pods wait for it",
+        queue);
     return "";
   }
   if (!it->second.leaf) {
@@ -366,19 +406,22 @@ void K8sScheduler::SyncBudgets() {
       auto pods = pods_by_key_.find(key);
       if (pods == pods_by_key_.end()) continue;
       for (const auto& [name, pod] : pods->second)
-        if (!PodNode(pod).empty() && !PodTerminal(pod) && !BlockingBudgets(budgets, pod).empty()) blocked.insert(id);
+        if (!PodNode(pod).empty() && !PodTerminal(pod) && !BlockingBudgets(budgets, pod).empty())
+          blocked.insert(id);
     }
   }
   if (blocked == eviction_blocked_) return;
   eviction_blocked_ = blocked;
   service_->SetEvictionBlocked(std::move(blocked));
-  Log(fmt::format("{} running job(s) protected by PodDisruptionBudgets: no victims", eviction_blocked_.size()));
+  Log(fmt::format("{} running job(s) protected by PodDisruptionBudgets: no victims",
+                  eviction_blocked_.size()));
 }
 
 std::string K8sScheduler::PriorityClassOf(const json& pod) const {
   const json* spec = Field(pod, "spec");
   const json* pc = spec != nullptr ? Field(*spec, "priorityClassName") : nullptr;
-  if (pc != nullptr && pc->is_string() && classes_->Objects().count(pc->get<std::string>())) return pc->get<std::string>();
+  if (pc != nullptr && pc->is_string() && classes_->Objects().count(pc->get<std::string>()))
+    return pc->get<std::string>();
   return "kubernetes-default";
 }
 
@@ -403,15 +446,17 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
       tasks = min_member > 0 ? static_cast<size_t>(min_member) : waiting.size();
     }
     if (!group)
-      return refuse(waiting, "PodGroupNotFound",
-                    fmt::format("tessera: PodGroup {}/{} does not exist (scheduling.x-k8s.io/v1alpha1, "
-                                "scheduling.volcano.sh/v1beta1 or scheduling.run.ai/v2alpha2); the pods wait for it",
-                                key.ns, key.name));
+      return refuse(
+          waiting, "PodGroupNotFound",
+          fmt::format("tessera: PodGroup {}/{} does not exist (scheduling.x-k8s.io/v1alpha1, "
+                      "scheduling.volcano.sh/v1beta1 or scheduling.run.ai/v2alpha2); the pods wait for it",
+                      key.ns, key.name));
   }
   if (waiting.size() < tasks)
-    return refuse(waiting, "GangIncomplete", fmt::format("tessera: PodGroup {} has {} of its {} members (minMember) "
-                                                         "waiting; it is placed once all are there",
-                                                         key.name, waiting.size(), tasks));
+    return refuse(waiting, "GangIncomplete",
+                  fmt::format("tessera: PodGroup {} has {} of its {} members (minMember) "
+                              "waiting; it is placed once all are there",
+                              key.name, waiting.size(), tasks));
   std::string reason, why;
   const std::string team = TeamOf(key, waiting[0], group ? &*group : nullptr, &reason, &why);
   if (team.empty()) return refuse(waiting, reason, why);
@@ -429,38 +474,42 @@ void K8sScheduler::SubmitJob(const JobKey& key, const std::vector<json>& pods) {
   for (size_t i = 0; i < tasks; ++i) {
     auto d = ReadPodDemand(waiting[i]);
     if (!d.ok()) return refuse({waiting[i]}, "InvalidPod", "tessera: " + d.error());
+    if (auto dra = dra_demand_.find(Meta(waiting[i], "uid")); dra != dra_demand_.end())
+      d->gpus += dra->second.gpus;
     demands.push_back(*d);
   }
   auto spec = JobSpecFor(key, demands, static_cast<int>(tasks), PriorityClassOf(waiting[0]));
-  if (!spec.ok()) return refuse(waiting, "Unsupported", fmt::format("tessera: {} {}", key.name, spec.error()));
+  if (!spec.ok())
+    return refuse(waiting, "Unsupported", fmt::format("tessera: {} {}", key.name, spec.error()));
   (*spec)["team"] = team;
   auto parsed = ParseJobSpec(*spec);
   if (!parsed.ok()) return refuse(waiting, "InvalidArgument", "tessera: " + parsed.error().message);
   EnsureTeam(team);
   auto job = service_->Submit(admin_, parsed.value(), "");
-  if (!job.ok())
-    return refuse(waiting, ErrorCodeName(job.error().code), "tessera: " + job.error().message);
+  if (!job.ok()) return refuse(waiting, ErrorCodeName(job.error().code), "tessera: " + job.error().message);
   job_of_key_[key.str()] = job->job->id;
+  if (PodUsesDra(waiting[0])) dra_submitted_[key.str()] = SteadyS();
   Log(fmt::format("job {}: {} ({} task(s))", job->job->id, key.str(), tasks));
 }
 
 void K8sScheduler::WriteReasons() {
   auto snap = service_->snapshot();
   if (!snap) return;
-  const size_t nodes = nodes_->Objects().size();
+  const size_t nodes = nodes_->Snapshot()->size();
+  constexpr double kDraReasonAfterS = 2.0;
+  std::erase_if(dra_submitted_, [&](const auto& e) { return SteadyS() - e.second >= kDraReasonAfterS; });
   for (const auto& [key, id] : job_of_key_) {
     auto it = snap->pending.find(id);
-    if (it == snap->pending.end() || it->second.code.empty()) continue;
+    if (it == snap->pending.end() || it->second.code.empty() || dra_submitted_.count(key)) continue;
     // No node passes: kube-scheduler's message alone (the loop's says only that); else how many pass and why
     // the loop still waits.
     auto none = unschedulable_.find(key);
     auto pass = passing_.find(key);
-    const std::string message =
-        none != unschedulable_.end()
-            ? none->second
-            : fmt::format("{}/{} nodes pass the pod's filters; tessera: {}: {}",
-                          pass == passing_.end() ? nodes : pass->second, nodes, it->second.code,
-                          it->second.message.str());
+    const std::string message = none != unschedulable_.end()
+                                    ? none->second
+                                    : fmt::format("{}/{} nodes pass the pod's filters; tessera: {}: {}",
+                                                  pass == passing_.end() ? nodes : pass->second, nodes,
+                                                  it->second.code, it->second.message.str());
     std::vector<json> pods;
     {
       std::lock_guard<std::mutex> l(pods_mu_);
@@ -491,20 +540,22 @@ void K8sScheduler::SetReason(const json& pod, const std::string& code, const std
   if (said != said_.end() && said->second == std::make_pair(reason, msg)) return;
   const json patch = {{"status",
                        {{"conditions",
-                         {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", reason}, {"message", msg},
-                           {"lastProbeTime", nullptr}, {"lastTransitionTime", Rfc3339Now()}}}}}}};
-  const ApiResponse r = api_.Patch(fmt::format("/api/v1/namespaces/{}/pods/{}/status", Meta(pod, "namespace"),
-                                               Meta(pod, "name")),
-                                   patch, "application/strategic-merge-patch+json");
+                         {{{"type", "PodScheduled"},
+                           {"status", "False"},
+                           {"reason", reason},
+                           {"message", msg},
+                           {"lastProbeTime", nullptr},
+                           {"lastTransitionTime", Rfc3339Now()}}}}}}};
+  const ApiResponse r = api_.Patch(
+      fmt::format("/api/v1/namespaces/{}/pods/{}/status", Meta(pod, "namespace"), Meta(pod, "name")), patch,
+      "application/strategic-merge-patch+json");
   if (r.ok()) {
     said_[uid] = {reason, msg};
     // kubectl describe shows it under Events, as kube-scheduler's FailedScheduling.
-    const ApiResponse e = PostEvent(api_, pod, "Warning", "FailedScheduling", msg, "tessera");
-    if (!e.ok()) Log(fmt::format("pod {}/{}: writing the Event failed ({} {})", Meta(pod, "namespace"), Meta(pod, "name"),
-                                 e.status, e.error));
+    if (events_) events_->Record(pod, "Warning", "FailedScheduling", msg);
   } else {
     Log(fmt::format("pod {}/{}: writing the reason failed ({} {})", Meta(pod, "namespace"), Meta(pod, "name"),
-                       r.status, r.error));
+                    r.status, r.error));
   }
 }
 

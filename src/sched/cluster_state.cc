@@ -1,7 +1,8 @@
 #include "sched/cluster_state.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <map>
 
 #include "model/mig.h"
@@ -19,18 +20,18 @@ bool IsInference(bool inference) { return inference; }
 Status JoinShared(GpuState& g, const GpuKind& kind, const GpuGrant& grant, MigSlot& m) {
   const MigProfile& p = kind.profiles[m.profile];
   if (m.busy && !m.Shared())
-    return Status::Error(fmt::format("GPU {}: instance {}@{} is held by one task and cannot be shared", grant.gpu,
-                                     p.name, static_cast<int>(m.start)));
+    return Status::Error(fmt::format("GPU {}: instance {}@{} is held by one task and cannot be shared",
+                                     grant.gpu, p.name, static_cast<int>(m.start)));
   if (grant.milli <= 0 || grant.memory_mib < 0)
     return Status::Error(fmt::format("GPU {}: a shared grant needs a positive share", grant.gpu));
   if (m.shared_milli + grant.milli > kind.ProfileComputeMilli(m.profile))
-    return Status::Error(fmt::format("GPU {}: instance {}@{} has {} of {} milli in use, {} more do not fit", grant.gpu,
-                                     p.name, static_cast<int>(m.start), m.shared_milli,
+    return Status::Error(fmt::format("GPU {}: instance {}@{} has {} of {} milli in use, {} more do not fit",
+                                     grant.gpu, p.name, static_cast<int>(m.start), m.shared_milli,
                                      kind.ProfileComputeMilli(m.profile), grant.milli));
   if (m.shared_memory_mib + grant.memory_mib > p.usable_mib)
-    return Status::Error(fmt::format("GPU {}: instance {}@{} has {} of {} MiB in use, {} more do not fit", grant.gpu,
-                                     p.name, static_cast<int>(m.start), m.shared_memory_mib, p.usable_mib,
-                                     grant.memory_mib));
+    return Status::Error(fmt::format("GPU {}: instance {}@{} has {} of {} MiB in use, {} more do not fit",
+                                     grant.gpu, p.name, static_cast<int>(m.start), m.shared_memory_mib,
+                                     p.usable_mib, grant.memory_mib));
   if (m.sharers >= kMaxSharers)
     return Status::Error(fmt::format("GPU {}: instance {}@{} already has {} sharers", grant.gpu, p.name,
                                      static_cast<int>(m.start), m.sharers));
@@ -46,10 +47,10 @@ Status JoinShared(GpuState& g, const GpuKind& kind, const GpuGrant& grant, MigSl
 
 // Removes one sharer from instance `m`; the last one leaves it idle. REQUIRES: the grant joined it.
 void LeaveShared(GpuState& g, const GpuGrant& grant, MigSlot& m) {
-  TESSERA_CHECK(m.busy && m.sharers > 0 && m.shared_milli >= grant.milli && m.shared_memory_mib >= grant.memory_mib &&
-                    (!grant.latency_sensitive || m.sensitive > 0),
-                fmt::format("Release of GPU {}: the shared instance at {} does not hold this grant", grant.gpu,
-                            static_cast<int>(grant.mig_start)));
+  TESSERA_CHECK(m.busy && m.sharers > 0 && m.shared_milli >= grant.milli &&
+                    m.shared_memory_mib >= grant.memory_mib && (!grant.latency_sensitive || m.sensitive > 0),
+                fmt::format("Release of GPU {}: the shared instance at {} does not hold this grant",
+                            grant.gpu, static_cast<int>(grant.mig_start)));
   --m.sharers;
   m.sensitive = static_cast<int8_t>(m.sensitive - (grant.latency_sensitive ? 1 : 0));
   m.shared_milli = static_cast<int16_t>(m.shared_milli - grant.milli);
@@ -62,11 +63,14 @@ void LeaveShared(GpuState& g, const GpuGrant& grant, MigSlot& m) {
   }
 }
 
-// The steps of ApplyGrant, in its order; each returns an error (leaving `g` unspecified) when it does not fit.
+// The steps of ApplyGrant, in its order; each returns an error (leaving `g` unspecified) when it does not
+// fit.
 Status ApplyModeChange(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
   if (grant.disable_mig) {
-    if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: disable_mig on a GPU not in MIG mode", grant.gpu));
-    if (g.busy_mask) return Status::Error(fmt::format("GPU {}: MIG mode can change only on an idle GPU", grant.gpu));
+    if (!g.mig_enabled)
+      return Status::Error(fmt::format("GPU {}: disable_mig on a GPU not in MIG mode", grant.gpu));
+    if (g.busy_mask)
+      return Status::Error(fmt::format("GPU {}: MIG mode can change only on an idle GPU", grant.gpu));
     g.mig_enabled = false;
     g.n_instances = 0;
     g.used_mask = 0;
@@ -75,9 +79,12 @@ Status ApplyModeChange(GpuState& g, const GpuKind& kind, const GpuGrant& grant) 
     g.free_memory_mib = kind.memory_mib;
   }
   if (grant.enable_mig) {
-    if (!kind.mig_capable) return Status::Error(fmt::format("GPU {}: kind {} is not MIG-capable", grant.gpu, kind.id));
-    if (g.mig_enabled) return Status::Error(fmt::format("GPU {}: enable_mig on a GPU already in MIG mode", grant.gpu));
-    if (g.tasks) return Status::Error(fmt::format("GPU {}: MIG mode can change only on an idle GPU", grant.gpu));
+    if (!kind.mig_capable)
+      return Status::Error(fmt::format("GPU {}: kind {} is not MIG-capable", grant.gpu, kind.id));
+    if (g.mig_enabled)
+      return Status::Error(fmt::format("GPU {}: enable_mig on a GPU already in MIG mode", grant.gpu));
+    if (g.tasks)
+      return Status::Error(fmt::format("GPU {}: MIG mode can change only on an idle GPU", grant.gpu));
     g.mig_enabled = true;
     g.free_milli = 0;
     g.free_memory_mib = 0;
@@ -87,11 +94,13 @@ Status ApplyModeChange(GpuState& g, const GpuKind& kind, const GpuGrant& grant) 
 
 Status ApplyDestroy(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
   if (!grant.destroy_mask) return Status::Ok();
-  if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: destroy on a GPU not in MIG mode", grant.gpu));
+  if (!g.mig_enabled)
+    return Status::Error(fmt::format("GPU {}: destroy on a GPU not in MIG mode", grant.gpu));
   for (int s = 0; s < 8; ++s) {
     if (!((grant.destroy_mask >> s) & 1u)) continue;
     if ((g.busy_mask >> s) & 1u)
-      return Status::Error(fmt::format("GPU {}: instance at slice {} is busy and cannot be destroyed", grant.gpu, s));
+      return Status::Error(
+          fmt::format("GPU {}: instance at slice {} is busy and cannot be destroyed", grant.gpu, s));
     int idx = -1;
     for (int i = 0; i < g.n_instances; ++i)
       if (g.instances[i].start == s) idx = i;
@@ -106,13 +115,15 @@ Status ApplyDestroy(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
 
 // A grant of (a place in) a MIG instance, created first when the grant says so.
 Status ApplyMigGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
-  if (!g.mig_enabled) return Status::Error(fmt::format("GPU {}: MIG grant on a GPU not in MIG mode", grant.gpu));
+  if (!g.mig_enabled)
+    return Status::Error(fmt::format("GPU {}: MIG grant on a GPU not in MIG mode", grant.gpu));
   if (grant.mig_profile >= static_cast<int>(kind.profiles.size()))
     return Status::Error(fmt::format("GPU {}: unknown MIG profile index {}", grant.gpu, grant.mig_profile));
   const MigProfile& p = kind.profiles[grant.mig_profile];
   if (grant.create_instance) {
     std::vector<MigInstance> existing;
-    for (int i = 0; i < g.n_instances; ++i) existing.push_back({g.instances[i].profile, g.instances[i].start});
+    for (int i = 0; i < g.n_instances; ++i)
+      existing.push_back({g.instances[i].profile, g.instances[i].start});
     if (!CanAddInstance(kind, existing, {grant.mig_profile, grant.mig_start}))
       return Status::Error(fmt::format("GPU {}: {}@{} does not fit the current layout", grant.gpu, p.name,
                                        static_cast<int>(grant.mig_start)));
@@ -127,8 +138,8 @@ Status ApplyMigGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
                                      static_cast<int>(grant.mig_start)));
   if (grant.shared) return JoinShared(g, kind, grant, g.instances[idx]);
   if (g.instances[idx].busy)
-    return Status::Error(fmt::format("GPU {}: instance {}@{} is busy", grant.gpu, p.name,
-                                     static_cast<int>(grant.mig_start)));
+    return Status::Error(
+        fmt::format("GPU {}: instance {}@{} is busy", grant.gpu, p.name, static_cast<int>(grant.mig_start)));
   if (grant.memory_mib > p.usable_mib)
     return Status::Error(fmt::format("GPU {}: needs {} MiB, instance {} has {} MiB usable", grant.gpu,
                                      grant.memory_mib, p.name, p.usable_mib));
@@ -140,12 +151,13 @@ Status ApplyMigGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
 
 // A whole GPU, or a share of one, outside MIG.
 Status ApplyPlainGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) {
-  if (g.mig_enabled) return Status::Error(fmt::format("GPU {}: whole/share grant on a GPU in MIG mode", grant.gpu));
+  if (g.mig_enabled)
+    return Status::Error(fmt::format("GPU {}: whole/share grant on a GPU in MIG mode", grant.gpu));
   if (grant.milli >= kMilliPerGpu) {
     if (g.tasks) return Status::Error(fmt::format("GPU {}: whole GPU requested but it is in use", grant.gpu));
     if (grant.memory_mib > kind.memory_mib)
-      return Status::Error(fmt::format("GPU {}: needs {} MiB, GPU has {} MiB", grant.gpu, grant.memory_mib,
-                                       kind.memory_mib));
+      return Status::Error(
+          fmt::format("GPU {}: needs {} MiB, GPU has {} MiB", grant.gpu, grant.memory_mib, kind.memory_mib));
     g.free_milli = 0;
     g.free_memory_mib = 0;
     ++g.tasks;
@@ -153,10 +165,11 @@ Status ApplyPlainGrant(GpuState& g, const GpuKind& kind, const GpuGrant& grant) 
   }
   if (grant.milli <= 0) return Status::Error(fmt::format("GPU {}: share must be positive", grant.gpu));
   if (g.free_milli < grant.milli)
-    return Status::Error(fmt::format("GPU {}: needs {} milli, {} free", grant.gpu, grant.milli, g.free_milli));
+    return Status::Error(
+        fmt::format("GPU {}: needs {} milli, {} free", grant.gpu, grant.milli, g.free_milli));
   if (g.free_memory_mib < grant.memory_mib)
-    return Status::Error(fmt::format("GPU {}: needs {} MiB, {} MiB free", grant.gpu, grant.memory_mib,
-                                     g.free_memory_mib));
+    return Status::Error(
+        fmt::format("GPU {}: needs {} MiB, {} MiB free", grant.gpu, grant.memory_mib, g.free_memory_mib));
   g.free_milli = static_cast<int16_t>(g.free_milli - grant.milli);
   g.free_memory_mib -= grant.memory_mib;
   ++g.tasks;
@@ -178,15 +191,16 @@ Status CheckSlot(const GpuKind& kind, const MigSlot& m) {
   const MigProfile& p = kind.profiles[m.profile];
   if (!m.Shared()) {
     if (m.sharers != 0 || m.sensitive != 0 || m.shared_milli != 0 || m.shared_memory_mib != 0)
-      return Status::Error(fmt::format("instance {}@{} holds shared demand without sharers", p.name, (int)m.start));
+      return Status::Error(
+          fmt::format("instance {}@{} holds shared demand without sharers", p.name, (int)m.start));
     return Status::Ok();
   }
   if (!m.busy) return Status::Error(fmt::format("shared instance {}@{} is not busy", p.name, (int)m.start));
   if (m.sensitive < 0 || m.sensitive > m.sharers)
-    return Status::Error(fmt::format("instance {}@{}: {} latency-sensitive of {} sharers", p.name, (int)m.start,
-                                     m.sensitive, m.sharers));
-  if (m.shared_milli <= 0 || m.shared_milli > kind.ProfileComputeMilli(m.profile) || m.shared_memory_mib < 0 ||
-      m.shared_memory_mib > p.usable_mib)
+    return Status::Error(fmt::format("instance {}@{}: {} latency-sensitive of {} sharers", p.name,
+                                     (int)m.start, m.sensitive, m.sharers));
+  if (m.shared_milli <= 0 || m.shared_milli > kind.ProfileComputeMilli(m.profile) ||
+      m.shared_memory_mib < 0 || m.shared_memory_mib > p.usable_mib)
     return Status::Error(fmt::format("instance {}@{}: shared demand {} milli / {} MiB out of range", p.name,
                                      (int)m.start, m.shared_milli, m.shared_memory_mib));
   return Status::Ok();
@@ -196,25 +210,38 @@ Status CheckSlot(const GpuKind& kind, const MigSlot& m) {
 
 const char* SpanName(Span s) {
   switch (s) {
-    case Span::kOneGpu: return "one-gpu";
-    case Span::kOneNode: return "one-node";
-    case Span::kOneLeaf: return "one-leaf";
-    case Span::kOneSpine: return "one-spine";
-    case Span::kCrossSpine: return "cross-spine";
+    case Span::kOneGpu:
+      return "one-gpu";
+    case Span::kOneNode:
+      return "one-node";
+    case Span::kOneLeaf:
+      return "one-leaf";
+    case Span::kOneSpine:
+      return "one-spine";
+    case Span::kCrossSpine:
+      return "cross-spine";
   }
   return "?";
 }
 
 const char* NoFitCodeName(NoFitCode c) {
   switch (c) {
-    case NoFitCode::kNone: return "None";
-    case NoFitCode::kInvalid: return "Invalid";
-    case NoFitCode::kRequestExceedsCluster: return "RequestExceedsCluster";
-    case NoFitCode::kResources: return "Resources";
-    case NoFitCode::kMigProfileUnavailable: return "MigProfileUnavailable";
-    case NoFitCode::kMemory: return "Memory";
-    case NoFitCode::kTopologyUnsatisfiable: return "TopologyUnsatisfiable";
-    case NoFitCode::kFragmented: return "Fragmented";
+    case NoFitCode::kNone:
+      return "None";
+    case NoFitCode::kInvalid:
+      return "Invalid";
+    case NoFitCode::kRequestExceedsCluster:
+      return "RequestExceedsCluster";
+    case NoFitCode::kResources:
+      return "Resources";
+    case NoFitCode::kMigProfileUnavailable:
+      return "MigProfileUnavailable";
+    case NoFitCode::kMemory:
+      return "Memory";
+    case NoFitCode::kTopologyUnsatisfiable:
+      return "TopologyUnsatisfiable";
+    case NoFitCode::kFragmented:
+      return "Fragmented";
   }
   return "?";
 }
@@ -326,7 +353,8 @@ Status ClusterState::AppendNode(const Node& node) {
       g.free_milli = 0;
       g.free_memory_mib = 0;
       for (const MigInstance& m : (*layouts)[i].instances) {
-        g.instances[g.n_instances++] = MigSlot{static_cast<int16_t>(m.profile), static_cast<int8_t>(m.start), false};
+        g.instances[g.n_instances++] =
+            MigSlot{static_cast<int16_t>(m.profile), static_cast<int8_t>(m.start), false};
         g.used_mask |= kind.profiles[m.profile].MaskAt(m.start);
       }
     }
@@ -348,6 +376,7 @@ Status ClusterState::AppendNode(const Node& node) {
     node_flags_.push_back(0);
     host_hold_.push_back({0, 0});
   }
+  if (!outside_hold_.empty()) outside_hold_.push_back({0, 0});
   RefreshNode(n);
   return Status::Ok();
 }
@@ -436,7 +465,8 @@ Status ClusterState::CanApply(const std::vector<TaskPlacement>& tasks, int64_t c
   std::map<GpuId, GpuState> copies;
   std::map<NodeId, std::pair<int64_t, int64_t>> node_use;
   for (const TaskPlacement& t : tasks) {
-    if (t.node < 0 || t.node >= num_nodes()) return Status::Error(fmt::format("node index {} out of range", t.node));
+    if (t.node < 0 || t.node >= num_nodes())
+      return Status::Error(fmt::format("node index {} out of range", t.node));
     auto& use = node_use[t.node];
     use.first += cpu_milli;
     use.second += host_memory_mib;
@@ -451,8 +481,8 @@ Status ClusterState::CanApply(const std::vector<TaskPlacement>& tasks, int64_t c
   }
   for (const auto& [n, use] : node_use) {
     if (use.first > nodes_[n].free_cpu_milli)
-      return Status::Error(fmt::format("node {}: needs {} CPU milli, {} free", cluster_->nodes[n].name, use.first,
-                                       nodes_[n].free_cpu_milli));
+      return Status::Error(fmt::format("node {}: needs {} CPU milli, {} free", cluster_->nodes[n].name,
+                                       use.first, nodes_[n].free_cpu_milli));
     if (use.second > nodes_[n].free_memory_mib)
       return Status::Error(fmt::format("node {}: needs {} MiB host memory, {} free", cluster_->nodes[n].name,
                                        use.second, nodes_[n].free_memory_mib));
@@ -472,14 +502,16 @@ void ClusterState::Apply(const std::vector<TaskPlacement>& tasks, int64_t cpu_mi
       Status st = ApplyGrant(gpus_[gr.gpu], catalog_->kind(gpus_[gr.gpu].kind), gr);
       TESSERA_CHECK(st.ok(), "Apply without CanApply: " + st.message());
     }
-    if (IsInference(inference)) ++ns.inference_tasks;
-    else ++ns.training_tasks;
+    if (IsInference(inference))
+      ++ns.inference_tasks;
+    else
+      ++ns.training_tasks;
     RefreshNode(t.node);
   }
 }
 
-void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli, int64_t host_memory_mib,
-                           bool inference) {
+void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli,
+                           int64_t host_memory_mib, bool inference) {
   for (const TaskPlacement& t : tasks) {
     NodeState& ns = nodes_[t.node];
     ns.free_cpu_milli += cpu_milli;
@@ -492,8 +524,10 @@ void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_
       if (gr.mig_profile >= 0 && gr.shared) {
         MigSlot* slot = nullptr;
         for (int i = 0; i < g.n_instances; ++i)
-          if (g.instances[i].start == gr.mig_start && g.instances[i].profile == gr.mig_profile) slot = &g.instances[i];
-        TESSERA_CHECK(slot != nullptr, fmt::format("Release of GPU {}: no instance at {}", gr.gpu, (int)gr.mig_start));
+          if (g.instances[i].start == gr.mig_start && g.instances[i].profile == gr.mig_profile)
+            slot = &g.instances[i];
+        TESSERA_CHECK(slot != nullptr,
+                      fmt::format("Release of GPU {}: no instance at {}", gr.gpu, (int)gr.mig_start));
         LeaveShared(g, gr, *slot);
       } else if (gr.mig_profile >= 0) {
         bool found = false;
@@ -504,7 +538,8 @@ void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_
             found = true;
           }
         }
-        TESSERA_CHECK(found, fmt::format("Release of GPU {}: no busy instance at {}", gr.gpu, (int)gr.mig_start));
+        TESSERA_CHECK(found,
+                      fmt::format("Release of GPU {}: no busy instance at {}", gr.gpu, (int)gr.mig_start));
         g.busy_mask &= static_cast<uint8_t>(~(1u << gr.mig_start));
       } else if (gr.milli >= kMilliPerGpu) {
         g.free_milli = kMilliPerGpu;
@@ -518,8 +553,10 @@ void ClusterState::Release(const std::vector<TaskPlacement>& tasks, int64_t cpu_
       --g.tasks;
       if (!holds_.empty() && holds_[gr.gpu].on()) Absorb(gr.gpu);
     }
-    if (IsInference(inference)) --ns.inference_tasks;
-    else --ns.training_tasks;
+    if (IsInference(inference))
+      --ns.inference_tasks;
+    else
+      --ns.training_tasks;
     RefreshNode(t.node);
   }
 }
@@ -538,7 +575,8 @@ Status ClusterState::SetMigMode(GpuId g, bool enabled) {
   if (!enabled && !copy.mig_enabled) return Status::Ok();
   if (copy.tasks) return Status::Error(fmt::format("GPU {}: MIG mode can change only on an idle GPU", g));
   if (enabled) {
-    if (!kind.mig_capable) return Status::Error(fmt::format("GPU {}: kind {} is not MIG-capable", g, kind.id));
+    if (!kind.mig_capable)
+      return Status::Error(fmt::format("GPU {}: kind {} is not MIG-capable", g, kind.id));
     copy.mig_enabled = true;
     copy.free_milli = 0;
     copy.free_memory_mib = 0;
@@ -561,8 +599,10 @@ Status ClusterState::CreateInstance(GpuId g, int profile, int start) {
   const GpuKind& kind = catalog_->kind(gs.kind);
   if (!gs.mig_enabled) return Status::Error(fmt::format("GPU {}: not in MIG mode", g));
   std::vector<MigInstance> existing;
-  for (int i = 0; i < gs.n_instances; ++i) existing.push_back({gs.instances[i].profile, gs.instances[i].start});
-  if (profile < 0 || profile >= static_cast<int>(kind.profiles.size()) || !CanAddInstance(kind, existing, {profile, start}))
+  for (int i = 0; i < gs.n_instances; ++i)
+    existing.push_back({gs.instances[i].profile, gs.instances[i].start});
+  if (profile < 0 || profile >= static_cast<int>(kind.profiles.size()) ||
+      !CanAddInstance(kind, existing, {profile, start}))
     return Status::Error(fmt::format("GPU {}: instance does not fit the layout", g));
   gs.instances[gs.n_instances++] = MigSlot{static_cast<int16_t>(profile), static_cast<int8_t>(start), false};
   gs.used_mask |= kind.profiles[profile].MaskAt(start);
@@ -578,7 +618,8 @@ Status ClusterState::DestroyInstance(GpuId g, int start) {
   gr.destroy_mask = static_cast<uint8_t>(1u << start);
   gr.milli = 0;
   if (!copy.mig_enabled) return Status::Error(fmt::format("GPU {}: not in MIG mode", g));
-  if ((copy.busy_mask >> start) & 1u) return Status::Error(fmt::format("GPU {}: instance at {} is busy", g, start));
+  if ((copy.busy_mask >> start) & 1u)
+    return Status::Error(fmt::format("GPU {}: instance at {} is busy", g, start));
   int idx = -1;
   for (int i = 0; i < copy.n_instances; ++i)
     if (copy.instances[i].start == start) idx = i;
@@ -615,10 +656,12 @@ Status ClusterState::Relayout(GpuId g, const std::vector<MigInstance>& layout) {
     if (busy) {
       bool same = false;
       for (int i = 0; i < gs.n_instances; ++i)
-        if (gs.instances[i].busy && gs.instances[i].start == m.start && gs.instances[i].profile == m.profile) same = true;
+        if (gs.instances[i].busy && gs.instances[i].start == m.start && gs.instances[i].profile == m.profile)
+          same = true;
       busy = same;
     }
-    next.instances[next.n_instances++] = MigSlot{static_cast<int16_t>(m.profile), static_cast<int8_t>(m.start), busy};
+    next.instances[next.n_instances++] =
+        MigSlot{static_cast<int16_t>(m.profile), static_cast<int8_t>(m.start), busy};
     next.used_mask |= kind.profiles[m.profile].MaskAt(m.start);
   }
   gs = next;
@@ -661,9 +704,11 @@ Status ClusterState::CheckShareGpu(GpuId g) const {
   if (gs.free_memory_mib < 0 || gs.free_memory_mib > kind.memory_mib)
     return Status::Error(fmt::format("GPU {}: free memory {} out of range", g, gs.free_memory_mib));
   if (gs.share_sensitive < 0 || gs.share_sensitive > gs.tasks)
-    return Status::Error(fmt::format("GPU {}: {} latency-sensitive shares of {} tasks", g, gs.share_sensitive, gs.tasks));
+    return Status::Error(
+        fmt::format("GPU {}: {} latency-sensitive shares of {} tasks", g, gs.share_sensitive, gs.tasks));
   if ((gs.free_milli == kMilliPerGpu) != (gs.tasks == 0))
-    return Status::Error(fmt::format("GPU {}: free_milli {} disagrees with {} tasks", g, gs.free_milli, gs.tasks));
+    return Status::Error(
+        fmt::format("GPU {}: free_milli {} disagrees with {} tasks", g, gs.free_milli, gs.tasks));
   return Status::Ok();
 }
 
@@ -681,7 +726,8 @@ Status ClusterState::CheckMigGpu(GpuId g, int* shared, SharedBound* bound) const
     layout.push_back({gs.instances[i].profile, gs.instances[i].start});
     mask |= kind.profiles[gs.instances[i].profile].MaskAt(gs.instances[i].start);
     const MigSlot& m = gs.instances[i];
-    if (Status st = CheckSlot(kind, m); !st.ok()) return Status::Error(fmt::format("GPU {}: {}", g, st.message()));
+    if (Status st = CheckSlot(kind, m); !st.ok())
+      return Status::Error(fmt::format("GPU {}: {}", g, st.message()));
     if (m.busy) {
       busy |= static_cast<uint8_t>(1u << m.start);
       busy_count += std::max<int>(1, m.sharers);
@@ -741,8 +787,8 @@ Status ClusterState::CheckInvariants() const {
       free_whole += gs.WholeFree();
       idle += gs.Idle();
     }
-    if (free_whole != ns.free_whole || mig != ns.mig_gpus || idle != ns.idle_gpus || milli != ns.free_milli_total ||
-        shared != ns.shared_slots || !(bound == ns.shared))
+    if (free_whole != ns.free_whole || mig != ns.mig_gpus || idle != ns.idle_gpus ||
+        milli != ns.free_milli_total || shared != ns.shared_slots || !(bound == ns.shared))
       return Status::Error(fmt::format("node {}: aggregates out of date", n));
     if (ns.free_cpu_milli < 0 || ns.free_memory_mib < 0)
       return Status::Error(fmt::format("node {}: negative free CPU or memory", n));
@@ -760,7 +806,8 @@ Status ClusterState::CheckInvariants() const {
 
 Status ClusterState::Cordoned(GpuId g) const {
   if (gpu_cordoned(g))
-    return Status::Error(fmt::format("GPU {} on node {} is cordoned", g, cluster_->nodes[gpus_[g].node].name));
+    return Status::Error(
+        fmt::format("GPU {} on node {} is cordoned", g, cluster_->nodes[gpus_[g].node].name));
   return Status::Ok();
 }
 
@@ -852,13 +899,14 @@ Status ClusterState::CheckHold(GpuId g) const {
   if (h.by_node != node_cordoned(gs.node))
     return Status::Error(fmt::format("GPU {}: node cordon out of date", g));
   if (!gs.mig_enabled) {
-    if (gs.free_milli != 0 || gs.free_memory_mib != 0 || gs.tasks < 1 || h.milli < 0 || h.milli > kMilliPerGpu ||
-        h.memory_mib < 0 || (h.milli == kMilliPerGpu) != (gs.tasks == 1))
+    if (gs.free_milli != 0 || gs.free_memory_mib != 0 || gs.tasks < 1 || h.milli < 0 ||
+        h.milli > kMilliPerGpu || h.memory_mib < 0 || (h.milli == kMilliPerGpu) != (gs.tasks == 1))
       return Status::Error(fmt::format("GPU {}: cordoned GPU shows free capacity or miscounts its hold", g));
     return Status::Ok();
   }
   for (int i = 0; i < gs.n_instances; ++i)
-    if (!gs.instances[i].busy) return Status::Error(fmt::format("GPU {}: idle instance on a cordoned GPU", g));
+    if (!gs.instances[i].busy)
+      return Status::Error(fmt::format("GPU {}: idle instance on a cordoned GPU", g));
   if ((h.instances & gs.busy_mask) != h.instances)
     return Status::Error(fmt::format("GPU {}: held instance not marked busy", g));
   return Status::Ok();
@@ -926,14 +974,37 @@ Status ClusterState::RemoveNode(NodeId n) {
   if (!node_cordoned(n)) return Status::Error(fmt::format("node {} is not drained: cordon it first", name));
   const NodeState& ns = nodes_[n];
   int tasks = 0;
-  for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g) tasks += gpus_[g].tasks - PhantomTasks(g);
+  for (GpuId g = ns.first_gpu; g < ns.first_gpu + ns.gpu_count; ++g)
+    tasks += gpus_[g].tasks - PhantomTasks(g);
   tasks = std::max(tasks, ns.inference_tasks + ns.training_tasks);
-  if (tasks > 0 || host_hold_[n].first != cluster_->nodes[n].cpu_milli ||
-      host_hold_[n].second != cluster_->nodes[n].memory_mib)
+  const auto outside = outside_host(n);
+  if (tasks > 0 || host_hold_[n].first + outside.first != cluster_->nodes[n].cpu_milli ||
+      host_hold_[n].second + outside.second != cluster_->nodes[n].memory_mib)
     return Status::Error(fmt::format("node {} still runs {} task(s): drain it first", name, tasks));
   node_flags_[n] |= kNodeRemoved;
   ++nodes_[n].version;
   return Status::Ok();
+}
+
+Result<std::pair<int64_t, int64_t>> ClusterState::HoldOutsideHost(NodeId n, int64_t cpu_milli,
+                                                                  int64_t memory_mib) {
+  if (n < 0 || n >= num_nodes()) return Status::Error(fmt::format("node index {} out of range", n));
+  if (node_removed(n)) return Status::Error(fmt::format("node {} was removed", cluster_->nodes[n].name));
+  if (cpu_milli < 0 || memory_mib < 0) return Status::Error("a host hold cannot be negative");
+  if (outside_hold_.empty()) outside_hold_.assign(nodes_.size(), {0, 0});
+  std::pair<int64_t, int64_t>& held = outside_hold_[n];
+  // What a hold may take: the node's free host capacity, or what its cordon holds (invariant: a cordoned
+  // node shows none free).
+  const bool cordoned = node_cordoned(n);
+  int64_t& free_cpu = cordoned ? host_hold_[n].first : nodes_[n].free_cpu_milli;
+  int64_t& free_mem = cordoned ? host_hold_[n].second : nodes_[n].free_memory_mib;
+  const int64_t cpu = std::min(cpu_milli, held.first + free_cpu);
+  const int64_t mem = std::min(memory_mib, held.second + free_mem);
+  free_cpu -= cpu - held.first;
+  free_mem -= mem - held.second;
+  held = {cpu, mem};
+  ++nodes_[n].version;
+  return held;
 }
 
 Result<NodeId> ClusterState::AddNode(const Node& node) {

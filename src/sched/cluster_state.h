@@ -16,8 +16,8 @@
 #include "base/ids.h"
 #include "base/status.h"
 #include "model/catalog.h"
-#include "model/mig.h"
 #include "model/cluster.h"
+#include "model/mig.h"
 #include "sched/placement.h"
 #include "sched/sharing.h"
 #include "sched/task_shape.h"
@@ -27,11 +27,11 @@ namespace tessera {
 // One MIG GPU instance that exists on a GPU. It is idle, held by one task (dedicated), or shared by
 // `sharers` tasks (docs/sharing.md) whose summed compute and memory it records exactly.
 struct MigSlot {
-  int16_t profile = -1;  // index into GpuKind::profiles
-  int8_t start = -1;     // first memory slice
-  bool busy = false;     // a task runs in it (dedicated or shared)
-  int8_t sharers = 0;    // tasks sharing it (0 = idle or dedicated)
-  int8_t sensitive = 0;  // of which latency-sensitive
+  int16_t profile = -1;           // index into GpuKind::profiles
+  int8_t start = -1;              // first memory slice
+  bool busy = false;              // a task runs in it (dedicated or shared)
+  int8_t sharers = 0;             // tasks sharing it (0 = idle or dedicated)
+  int8_t sensitive = 0;           // of which latency-sensitive
   int16_t shared_milli = 0;       // summed compute demand of the sharers (thousandths of a full GPU)
   int64_t shared_memory_mib = 0;  // summed memory of the sharers
   bool Shared() const { return sharers > 0; }
@@ -57,10 +57,10 @@ struct GpuState {
   NodeId node = kNone;
   bool mig_enabled = false;
   uint8_t n_instances = 0;
-  uint8_t used_mask = 0;   // memory slices covered by instances
-  uint8_t busy_mask = 0;   // start bits of busy instances
+  uint8_t used_mask = 0;  // memory slices covered by instances
+  uint8_t busy_mask = 0;  // start bits of busy instances
   int16_t free_milli = kMilliPerGpu;
-  int16_t tasks = 0;       // tasks holding this GPU (shares, instances or whole)
+  int16_t tasks = 0;            // tasks holding this GPU (shares, instances or whole)
   int16_t share_sensitive = 0;  // of its fractional shares (non-MIG), the latency-sensitive ones
   int64_t free_memory_mib = 0;
   std::array<MigSlot, 8> instances{};
@@ -74,9 +74,9 @@ struct GpuState {
 // latency-sensitive ones. A join test that is monotone in each figure and fails on these fails on every
 // instance (sharing.h: MaxJoinMilli).
 struct SharedBound {
-  int64_t max_left_mib = 0;         // usable memory minus the sharers' memory
-  int32_t max_headroom_milli = 0;   // compute minus the sharers' summed demand (thousandths of a GPU)
-  int32_t min_capacity_milli = 0;   // the instance's compute
+  int64_t max_left_mib = 0;        // usable memory minus the sharers' memory
+  int32_t max_headroom_milli = 0;  // compute minus the sharers' summed demand (thousandths of a GPU)
+  int32_t min_capacity_milli = 0;  // the instance's compute
   int8_t min_sharers = 0;
   int8_t min_sensitive = 0;
   void Add(const GpuKind& kind, const MigSlot& m);
@@ -94,18 +94,18 @@ struct NodeState {
   Interconnect interconnect = Interconnect::kPcie;
   int64_t free_cpu_milli = 0;
   int64_t free_memory_mib = 0;
-  int free_whole = 0;        // GPUs with WholeFree()
-  int mig_gpus = 0;          // GPUs with MIG enabled
-  int idle_gpus = 0;         // GPUs with no task (MIG or not)
-  int32_t free_milli_total = 0;  // sum of free_milli over non-MIG GPUs
-  int inference_tasks = 0;   // tasks of inference classes on this node
-  int training_tasks = 0;    // tasks of training class on this node
+  int free_whole = 0;                   // GPUs with WholeFree()
+  int mig_gpus = 0;                     // GPUs with MIG enabled
+  int idle_gpus = 0;                    // GPUs with no task (MIG or not)
+  int32_t free_milli_total = 0;         // sum of free_milli over non-MIG GPUs
+  int inference_tasks = 0;              // tasks of inference classes on this node
+  int training_tasks = 0;               // tasks of training class on this node
   uint32_t idle_profile_mask = 0;       // bit p: some GPU has an idle instance of profile p
   uint32_t creatable_profile_mask = 0;  // bit p: some MIG GPU has free slices for profile p
-  int idle_mig_gpus = 0;     // MIG GPUs with no busy instance (can be relaid out or switched off)
-  int shared_slots = 0;      // MIG instances shared by several tasks (candidates for one more sharer)
-  SharedBound shared;        // over those instances: what joining the least loaded one could find at best
-  uint32_t version = 0;      // bumped on every change (for memo caches)
+  int idle_mig_gpus = 0;                // MIG GPUs with no busy instance (can be relaid out or switched off)
+  int shared_slots = 0;  // MIG instances shared by several tasks (candidates for one more sharer)
+  SharedBound shared;    // over those instances: what joining the least loaded one could find at best
+  uint32_t version = 0;  // bumped on every change (for memo caches)
 };
 
 class ClusterState {
@@ -141,7 +141,9 @@ class ClusterState {
   uint64_t gpu_kinds_present() const { return gpu_kinds_present_; }
   // Node bitset: nodes with at least one free whole GPU (NodeState::free_whole > 0).
   const std::vector<uint64_t>& free_whole_nodes() const { return free_whole_nodes_; }
-  const std::vector<uint64_t>& creatable_profile_nodes(KindId k, int p) const { return create_nodes_[k * 32 + p]; }
+  const std::vector<uint64_t>& creatable_profile_nodes(KindId k, int p) const {
+    return create_nodes_[k * 32 + p];
+  }
 
   // Checks that `tasks` can be applied now (every grant fits); no change on error.
   Status CanApply(const std::vector<TaskPlacement>& tasks, int64_t cpu_milli, int64_t host_memory_mib) const;
@@ -177,6 +179,14 @@ class ClusterState {
   // Removes a drained node: refused, with the reason, unless it is cordoned and no task holds any of its
   // GPUs, CPU or memory.
   Status RemoveNode(NodeId n);
+  // Holds `cpu_milli` and `memory_mib` of the node's host capacity for work outside this state (another
+  // scheduler's pods), replacing the previous hold: a larger hold takes only what is free now (what tasks use
+  // stays theirs; the caller asks again later), a smaller one gives back at once. The node keeps its id and
+  // place. Returns the amounts held. Error on a removed node or negative amounts.
+  Result<std::pair<int64_t, int64_t>> HoldOutsideHost(NodeId n, int64_t cpu_milli, int64_t memory_mib);
+  std::pair<int64_t, int64_t> outside_host(NodeId n) const {
+    return outside_hold_.empty() ? std::pair<int64_t, int64_t>{0, 0} : outside_hold_[n];
+  }
   bool node_cordoned(NodeId n) const { return !node_flags_.empty() && (node_flags_[n] & kNodeCordoned); }
   bool node_removed(NodeId n) const { return !node_flags_.empty() && (node_flags_[n] & kNodeRemoved); }
   bool gpu_cordoned(GpuId g) const { return !holds_.empty() && holds_[g].on(); }
@@ -204,7 +214,9 @@ class ClusterState {
   // The workload's typical tasks the control loop learned from submissions (control/workload_learner.h);
   // null: not learned. A policy whose node score counts typical tasks uses it where it was given none.
   const std::shared_ptr<const TaskShapeDistribution>& learned_workload() const { return learned_workload_; }
-  void set_learned_workload(std::shared_ptr<const TaskShapeDistribution> w) { learned_workload_ = std::move(w); }
+  void set_learned_workload(std::shared_ptr<const TaskShapeDistribution> w) {
+    learned_workload_ = std::move(w);
+  }
 
   // Shared instances of a GPU can be closed to new sharers (a placement hint, not allocation state): the
   // cycle closes the GPUs a gang reservation counts on, so that joining sharers cannot keep them busy past
@@ -256,19 +268,20 @@ class ClusterState {
 
   const Catalog* catalog_ = nullptr;
   const Cluster* cluster_ = nullptr;
-  std::shared_ptr<const Cluster> owned_cluster_;  // the cluster once a node was added (copy on write)
-  std::vector<CordonHold> holds_;   // per GPU; empty until something is cordoned
-  std::vector<uint8_t> node_flags_; // per node; empty until something is cordoned
+  std::shared_ptr<const Cluster> owned_cluster_;        // the cluster once a node was added (copy on write)
+  std::vector<CordonHold> holds_;                       // per GPU; empty until something is cordoned
+  std::vector<uint8_t> node_flags_;                     // per node; empty until something is cordoned
   std::vector<std::pair<int64_t, int64_t>> host_hold_;  // per node: CPU milli and MiB a node cordon holds
+  std::vector<std::pair<int64_t, int64_t>> outside_hold_;  // per node: HoldOutsideHost; empty until used
   std::vector<NodeState> nodes_;
   std::vector<GpuState> gpus_;
   std::vector<int> leaf_free_whole_;
   std::vector<uint8_t> free_whole_index_;
   std::vector<uint8_t> convertible_index_;
   std::vector<uint32_t> mig_profile_index_;
-  std::vector<std::vector<uint64_t>> idle_nodes_;    // [kind * 32 + profile] -> node bitset
-  std::vector<uint64_t> shared_nodes_;               // node bitset: shared_slots > 0
-  std::vector<uint64_t> free_whole_nodes_;           // node bitset: free_whole > 0
+  std::vector<std::vector<uint64_t>> idle_nodes_;  // [kind * 32 + profile] -> node bitset
+  std::vector<uint64_t> shared_nodes_;             // node bitset: shared_slots > 0
+  std::vector<uint64_t> free_whole_nodes_;         // node bitset: free_whole > 0
   uint64_t gpu_kinds_present_ = 0;
   std::vector<std::vector<uint64_t>> create_nodes_;  // [kind * 32 + profile] -> node bitset
   // Per kind: profiles (bit p) with an allowed start free under each 8-bit used mask, and media profiles.
@@ -276,7 +289,7 @@ class ClusterState {
   std::vector<uint32_t> media_profiles_;
   int num_leaves_ = 0;
   int num_spines_ = 0;
-  std::vector<int64_t> drain_s_;  // empty = drain times off
+  std::vector<int64_t> drain_s_;         // empty = drain times off
   std::vector<uint8_t> sharing_closed_;  // per GPU; empty = none closed
   LearnedHeadroom learned_headroom_;
   std::shared_ptr<const TaskShapeDistribution> learned_workload_;

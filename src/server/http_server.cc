@@ -87,8 +87,15 @@ bool TimeOrSend400(const httplib::Request& req, const char* name, int64_t* out, 
 
 using Authed = std::function<httplib::Server::Handler(AuthedHandler)>;
 
+// A request that changes state (only the leader answers it): POST, PUT, PATCH, DELETE under /api/, but a
+// portal sign-in or sign-out (this process's own sessions).
+bool IsWrite(const httplib::Request& req) {
+  if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH" && req.method != "DELETE") return false;
+  return req.path.starts_with("/api/") && req.path != "/api/v1/session";
+}
+
 // Handlers per resource; `authed` wraps a handler that needs a caller (ApiServer::Routes' authentication).
-void RegisterTeamRoutes(httplib::Server& h, Service* s, const Authed& authed) {
+void RegisterTeamRoutes(httplib::Server& h, ServiceRef s, const Authed& authed) {
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
   h.Post("/api/v1/teams", authed([s](const Caller& c, Req req, Res res) {
@@ -119,7 +126,7 @@ void RegisterTeamRoutes(httplib::Server& h, Service* s, const Authed& authed) {
 
 }
 
-void RegisterUserRoutes(httplib::Server& h, Service* s, const Authed& authed) {
+void RegisterUserRoutes(httplib::Server& h, ServiceRef s, const Authed& authed) {
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
   h.Post("/api/v1/users", authed([s](const Caller& c, Req req, Res res) {
@@ -142,7 +149,7 @@ void RegisterUserRoutes(httplib::Server& h, Service* s, const Authed& authed) {
 
 }
 
-void RegisterJobRoutes(httplib::Server& h, Service* s, const Authed& authed) {
+void RegisterJobRoutes(httplib::Server& h, ServiceRef s, const Authed& authed) {
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
   h.Post("/api/v1/jobs", authed([s](const Caller& c, Req req, Res res) {
@@ -188,7 +195,7 @@ void RegisterJobRoutes(httplib::Server& h, Service* s, const Authed& authed) {
   }));
 }
 
-void RegisterReportRoutes(httplib::Server& h, Service* s, const Authed& authed) {
+void RegisterReportRoutes(httplib::Server& h, ServiceRef s, const Authed& authed) {
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
   h.Get("/api/v1/queue", authed([s](const Caller& c, Req, Res res) {
@@ -219,12 +226,21 @@ void RegisterReportRoutes(httplib::Server& h, Service* s, const Authed& authed) 
 }  // namespace
 
 ApiServer::ApiServer(Service* service, ServerOptions options)
-    : service_(service),
+    : ApiServer(static_cast<ServiceSlot*>(nullptr), std::move(options)) {
+  own_slot_ = ServiceSlot::Unowned(service);
+  slot_ = own_slot_.get();
+  service_ = ServiceRef(slot_);
+  portal_ = std::make_unique<PortalApi>(service_, options_.clock_speed, !options_.tls_cert.empty(), options_.sessions);
+}
+
+ApiServer::ApiServer(ServiceSlot* slot, ServerOptions options)
+    : slot_(slot),
+      service_(slot),
       options_(std::move(options)),
       credential_limiter_({options_.sign_in_failures_per_min, options_.sign_in_extra_checks_per_min}),
       token_limiter_(options_.rate_limit_per_min),
       address_limiter_(options_.rate_limit_per_min) {
-  portal_ = std::make_unique<PortalApi>(service_, options_.clock_speed, !options_.tls_cert.empty(), options_.sessions);
+  if (slot_) portal_ = std::make_unique<PortalApi>(service_, options_.clock_speed, !options_.tls_cert.empty(), options_.sessions);
 }
 ApiServer::~ApiServer() = default;
 
@@ -266,6 +282,15 @@ void ApiServer::Stop() {
   portal_->Stop();
 }
 
+void ApiServer::SendNotLeader(httplib::Response& res) const {
+  const LeaderInfo i = options_.replica->Info();
+  res.set_header("Retry-After", "1");
+  if (!i.leader.empty() && !i.leading) res.set_header("Tessera-Leader", i.leader);
+  SendError(res, {ErrorCode::kUnavailable, "",
+                  i.leader.empty() ? "this replica does not lead and no leader is known yet; retry"
+                                   : "this replica does not lead; send writes to " + i.leader});
+}
+
 // The checks before routing, the answers to protocol errors, and what every answer gets.
 void ApiServer::Guards() {
   httplib::Server& h = *http_;
@@ -274,6 +299,11 @@ void ApiServer::Guards() {
   using HR = httplib::Server::HandlerResponse;
   const size_t max_body = options_.max_body_bytes;
   h.set_pre_routing_handler([this, max_body](Req req, Res res) {
+    slot_->Pin();  // this request's service, to its end (the post-routing handler unpins)
+    if (options_.replica && IsWrite(req) && !options_.replica->Leading()) {
+      SendNotLeader(res);
+      return HR::Handled;
+    }
     if (auto e = CheckRequest(req, max_body)) {
       counters_.refused_requests.fetch_add(1, std::memory_order_relaxed);
       SendFinalError(res, *e);
@@ -296,6 +326,11 @@ void ApiServer::Guards() {
     return HR::Unhandled;
   });
   h.set_post_routing_handler([this](Req req, Res res) {
+    slot_->Unpin();
+    // A write that failed because this replica stopped leading while it ran (the database refused it).
+    if (options_.replica && res.status >= 500 && IsWrite(req) && !options_.replica->Leading() &&
+        !res.has_header("Tessera-Leader"))
+      SendNotLeader(res);
     if (req.path.starts_with("/api/")) res.set_header("Cache-Control", "no-store");
     if (res.status == 429) counters_.rate_limited.fetch_add(1, std::memory_order_relaxed);
     if (res.status != 401) return;
@@ -354,7 +389,7 @@ std::string ApiServer::ServerMetrics() const {
 
 // GET /api/v1/audit (admin only): filters actor, target, action, since; paged by id.
 void ApiServer::AuditRoute(const std::function<httplib::Server::Handler(CallerHandler)>& authed) {
-  Service* s = service_;
+  ServiceRef s = service_;
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
   http_->Get("/api/v1/audit", authed([s](const Caller& c, Req req, Res res) {
@@ -421,7 +456,7 @@ void ApiServer::AuditRefusal(const Caller& c, const httplib::Request& req, const
 
 void ApiServer::Routes() {
   httplib::Server& h = *http_;
-  Service* s = service_;
+  ServiceRef s = service_;
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
   // Wraps a handler that needs a caller: a bearer token, or the portal's session cookie (CSRF-checked).
@@ -447,10 +482,22 @@ void ApiServer::Routes() {
   RegisterNodeRoutes(h, s, authed);
 
   h.Get("/healthz", [](Req, Res res) { res.set_content("ok\n", "text/plain"); });
-  h.Get("/readyz", [s](Req, Res res) {
+  const ReplicaRole* replica = options_.replica;
+  h.Get("/readyz", [s, replica](Req, Res res) {
+    if (replica && !replica->Leading()) {
+      res.status = 503;
+      return res.set_content("follower\n", "text/plain");
+    }
     res.status = s->Ready() ? 200 : 503;
     res.set_content(s->Ready() ? "ready\n" : "starting\n", "text/plain");
   });
+  // Who leads (any authenticated caller). Without replicas this process is the leader.
+  h.Get("/api/v1/leader", authed([replica](const Caller&, Req, Res res) {
+    LeaderInfo i = replica ? replica->Info() : LeaderInfo{"", 0, "", true};
+    auto url = [](const std::string& u) { return u.empty() ? nlohmann::json(nullptr) : nlohmann::json(u); };
+    SendJson(res, 200, {{"leader", url(i.leader)}, {"epoch", i.epoch}, {"self", url(i.self)},
+                        {"role", i.leading ? "leader" : "follower"}});
+  }));
   h.Get("/metrics", [this, s](Req, Res res) {
     res.set_content(MetricsText(*s) + ServerMetrics(), "text/plain; version=0.0.4; charset=utf-8");
   });

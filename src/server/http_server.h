@@ -20,7 +20,9 @@
 #include "net/guarded_server.h"
 #include "server/client_address.h"
 #include "server/credential_limits.h"
+#include "server/replica_role.h"
 #include "server/request_checks.h"
+#include "server/service_slot.h"
 #include "server/session.h"
 #include "service/service.h"
 
@@ -51,6 +53,10 @@ struct ServerOptions {
   // refuses a malformed one.
   std::vector<std::string> trusted_proxies;
   SessionLimits sessions;   // the portal's sessions: timeouts, 32 per user
+  // One of several replicas on one database (server/replica.h), or null (the only one). A follower answers
+  // /readyz 503 and a write 503 with `Retry-After: 1` and `Tessera-Leader: URL`; GET /api/v1/leader says
+  // who leads. Must outlive the server.
+  const ReplicaRole* replica = nullptr;
 };
 
 // What the server counts beyond the service's counters (appended to /metrics).
@@ -61,6 +67,8 @@ struct ServerCounters {
 class ApiServer {
  public:
   ApiServer(Service* service, ServerOptions options);
+  // Answers with the slot's current service (replaced while serving: server/service_slot.h).
+  ApiServer(ServiceSlot* slot, ServerOptions options);
   ~ApiServer();
   // Binds the listening socket; the error names the address or the TLS files.
   Status Bind();
@@ -82,7 +90,11 @@ class ApiServer {
   // Records a 403 answered to `c` in the audit log (server/refusal_audit.h).
   void AuditRefusal(const Caller& c, const httplib::Request& req, const httplib::Response& res);
   std::string ServerMetrics() const;
-  Service* service_;
+  // A follower's answer to a write: 503, Retry-After, Tessera-Leader.
+  void SendNotLeader(httplib::Response& res) const;
+  std::unique_ptr<ServiceSlot> own_slot_;  // the one-service constructor's
+  ServiceSlot* slot_;
+  ServiceRef service_;
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<PortalApi> portal_;  // the web portal, its sessions and the utilisation history

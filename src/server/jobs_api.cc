@@ -97,7 +97,7 @@ std::string VersionOf(const std::string& text) {
 }  // namespace
 
 void RegisterJobListRoute(
-    httplib::Server& h, Service* s,
+    httplib::Server& h, ServiceRef s,
     const std::function<std::function<void(const httplib::Request&, httplib::Response&)>(AuthedHandler)>&
         authed) {
   h.Get("/api/v1/jobs", authed([s](const Caller& c, const httplib::Request& req, httplib::Response& res) {

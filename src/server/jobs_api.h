@@ -9,7 +9,7 @@
 namespace tessera {
 
 void RegisterJobListRoute(
-    httplib::Server& http, Service* service,
+    httplib::Server& http, ServiceRef service,
     const std::function<std::function<void(const httplib::Request&, httplib::Response&)>(AuthedHandler)>&
         authed);
 

@@ -19,7 +19,7 @@ void SendNode(httplib::Response& res, int status, const Outcome<NodeView>& r) {
 
 }  // namespace
 
-void RegisterNodeRoutes(httplib::Server& h, Service* s,
+void RegisterNodeRoutes(httplib::Server& h, ServiceRef s,
                         const std::function<std::function<void(const httplib::Request&, httplib::Response&)>(
                             AuthedHandler)>& authed) {
   using Req = const httplib::Request&;

@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "server/service_slot.h"
 #include "service/service.h"
 
 namespace httplib {
@@ -17,7 +18,7 @@ namespace tessera {
 using AuthedHandler = std::function<void(const Caller&, const httplib::Request&, httplib::Response&)>;
 
 // Registers the routes; `authed` wraps a handler that needs a caller (ApiServer's authentication).
-void RegisterNodeRoutes(httplib::Server& http, Service* service,
+void RegisterNodeRoutes(httplib::Server& http, ServiceRef service,
                         const std::function<std::function<void(const httplib::Request&, httplib::Response&)>(
                             AuthedHandler)>& authed);
 

@@ -72,7 +72,7 @@ bool IfMatch(const httplib::Request& req, std::optional<uint64_t>* out, httplib:
 
 std::string TeamEtag(const TeamView& t) { return fmt::format("\"{}\"", t.version); }
 
-PortalApi::PortalApi(Service* service, double speed, bool secure_cookies, SessionLimits session_limits)
+PortalApi::PortalApi(ServiceRef service, double speed, bool secure_cookies, SessionLimits session_limits)
     : service_(service),
       speed_(speed > 0 ? speed : 1),
       secure_cookies_(secure_cookies),
@@ -121,7 +121,7 @@ void PortalApi::RegisterAdmin(
     httplib::Server& http,
     const std::function<httplib::Server::Handler(
         std::function<void(const Caller&, const httplib::Request&, httplib::Response&)>)>& authed) {
-  Service* s = service_;
+  ServiceRef s = service_;
   auto token_route = [this, s](bool revoke) {
     return [this, s, revoke](const Caller& c, const httplib::Request& req, httplib::Response& res) {
       auto r = s->ReplaceToken(c, req.matches[1], revoke);

@@ -19,6 +19,7 @@
 #include "server/history.h"
 #include "server/portal.h"
 #include "server/session.h"
+#include "server/service_slot.h"
 #include "service/service.h"
 
 namespace tessera {
@@ -29,7 +30,7 @@ std::string TeamEtag(const TeamView& t);
 class PortalApi {
  public:
   // `speed`: service seconds per wall second (the clock's, for the page's clock estimate).
-  PortalApi(Service* service, double speed, bool secure_cookies, SessionLimits session_limits = {});
+  PortalApi(ServiceRef service, double speed, bool secure_cookies, SessionLimits session_limits = {});
   ~PortalApi();
   // Registers the portal's routes and the history endpoint (`authed` wraps a handler that needs a caller;
   // `limit` runs the sign-in's and the session cookie's credential checks under the server's limits).
@@ -52,7 +53,7 @@ class PortalApi {
       std::function<void(const Caller&, const httplib::Request&, httplib::Response&)>)>;
   void RegisterAdmin(httplib::Server& http, const Authed& authed);
 
-  Service* service_;
+  ServiceRef service_;
   double speed_;
   bool secure_cookies_;
   SessionStore sessions_;

@@ -39,7 +39,8 @@ nlohmann::json NodeSpecJson(const Node& n, const Cluster& c, const Catalog& cat)
   if (n.pcie_group_size > 0) o["pcie_group_size"] = n.pcie_group_size;
   if (n.mig_enabled || !n.mig_config.empty())
     o["mig"] = {{"enabled", n.mig_enabled}, {"config", n.mig_config}};
-  for (const GpuMigLayout& l : n.mig_layouts) o["mig"]["layouts"].push_back(FormatGpuMigLayout(cat.kind(n.kind), l));
+  for (const GpuMigLayout& l : n.mig_layouts)
+    o["mig"]["layouts"].push_back(FormatGpuMigLayout(cat.kind(n.kind), l));
   o["leaf"] = n.leaf < static_cast<LeafId>(c.leaf_names.size()) ? c.leaf_names[n.leaf] : "leaf-0";
   o["spine"] = n.spine < static_cast<SpineId>(c.spine_names.size()) ? c.spine_names[n.spine] : "spine-0";
   o["tier"] = TierName(n.tier);
@@ -129,7 +130,7 @@ Status ServiceDriver::RestoreNodes(const StoredState& s) {
   ClusterState& state = loop_->state();
   node_entries_.assign(state.num_nodes(), {});
   WriteBatch b;
-  if (s.nodes.empty()) {
+  if (s.nodes.empty() && !config_->view_only) {
     for (NodeId n = 0; n < state.num_nodes(); ++n) b.nodes.push_back(NodeRowLocked(n, Now()));
     b.meta["cluster"] = ClusterMeta(config_->cluster).dump();
   }
@@ -147,7 +148,7 @@ Status ServiceDriver::RestoreNodes(const StoredState& s) {
   }
   // A drain that had not finished (its jobs still recorded running there) goes on.
   std::vector<JobPtr> changed;
-  for (NodeId n = 0; n < state.num_nodes(); ++n)
+  for (NodeId n = 0; n < state.num_nodes() && !config_->view_only; ++n)
     if (node_entries_[n].draining && !state.node_removed(n)) DrainJobsLocked(n, Now(), &b, &changed);
   RecountKindsLocked();
   if (b.empty() && changed.empty()) return Status::Ok();
@@ -254,6 +255,26 @@ Outcome<NodeView> ServiceDriver::CommitNodeLocked(std::unique_lock<std::mutex>* 
   Notify();
   if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()};
   return v;
+}
+
+Outcome<std::pair<int64_t, int64_t>> ServiceDriver::HoldHost(const Caller& c, const std::string& name,
+                                                             int64_t cpu_milli, int64_t memory_mib) {
+  if (c.role != Role::kAdmin)
+    return ApiError{ErrorCode::kPermissionDenied, "", "only an admin holds capacity"};
+  std::pair<int64_t, int64_t> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const NodeId n = FindNodeLocked(name);
+    if (n < 0) return ApiError{ErrorCode::kNotFound, "", fmt::format("no node '{}'", name)};
+    ClusterState& state = loop_->state();
+    const auto was = state.outside_host(n);
+    auto r = state.HoldOutsideHost(n, cpu_milli, memory_mib);
+    if (!r.ok()) return Invalid("", r.error());
+    held = *r;
+    state_changed_ = state_changed_ || held != was;
+  }
+  Notify();
+  return held;
 }
 
 Outcome<NodeView> ServiceDriver::ChangeNode(const Caller& c, const std::string& name,

@@ -106,6 +106,10 @@ Outcome<NodeView> Service::RemoveNode(const Caller& c, const std::string& name) 
 Outcome<int> Service::HoldGpus(const Caller& c, const std::string& name, int gpus) {
   return driver_->HoldGpus(c, name, gpus);
 }
+Outcome<std::pair<int64_t, int64_t>> Service::HoldHost(const Caller& c, const std::string& name,
+                                                       int64_t cpu_milli, int64_t memory_mib) {
+  return driver_->HoldHost(c, name, cpu_milli, memory_mib);
+}
 std::vector<std::string> Service::NodeStates() const { return driver_->NodeStates(); }
 
 void Service::RunCycleNow() { driver_->RunCycleNow(); }

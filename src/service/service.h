@@ -93,6 +93,9 @@ struct ServiceConfig {
   double tick_s = 1.0;            // wall seconds between timer cycles
   double min_cycle_gap_s = 0.1;   // wall seconds between event-driven cycles (at least)
   bool background_cycles = true;  // false: cycles run only through RunCycleNow (tests)
+  // A read-only view of the stored state (a follower replica, server/replica.h): no cycles, and nothing
+  // written at start or stop (an empty store is not seeded, a node's unfinished drain is not continued).
+  bool view_only = false;
   // The cycle's decision (no lock held) runs this much nicer than the process (Linux: per thread), so that
   // requests and the store's writer take the CPU first; 0 = on the cycle thread at its priority.
   int decide_nice = 10;
@@ -170,7 +173,8 @@ class Service {
   Outcome<std::vector<AuditRow>> Audit(const Caller& c, const AuditQuery& q, bool* more) const;
   // Records an audit entry by `c` without a stored change (a refused request, sessions a cap ended; `after`
   // JSON text); durable when it returns. (admin.cc)
-  Status RecordAudit(const Caller& c, std::string action, std::string target, std::string after, bool changed);
+  Status RecordAudit(const Caller& c, std::string action, std::string target, std::string after,
+                     bool changed);
 
   // `team`: the team an admin names (others: empty or their own). `idempotency_key` may be empty.
   // `created` tells whether this call made the job.
@@ -213,6 +217,12 @@ class Service {
   // capacity is held once it ends. Not stored (a driver sets it again after a restart); no audit entry.
   // Returns the GPUs held (at most the node's). Admin only; 404 for an unknown node. (nodes.cc)
   Outcome<int> HoldGpus(const Caller& c, const std::string& name, int gpus);
+  // Holds `cpu_milli` and `memory_mib` of node `name`'s host capacity back from placement (what pods outside
+  // Tessera use there), replacing the previous hold; what Tessera's tasks use stays theirs (the driver asks
+  // again). The node keeps its place: no remove and re-add. Not stored, no audit entry. Returns what is held.
+  // Admin only; 404 for an unknown node, 400 for negative amounts. (nodes.cc)
+  Outcome<std::pair<int64_t, int64_t>> HoldHost(const Caller& c, const std::string& name, int64_t cpu_milli,
+                                                int64_t memory_mib);
   // Each node's state by id ("removed" for a tombstone), for the cluster view.
   std::vector<std::string> NodeStates() const;
 

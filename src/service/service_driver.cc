@@ -53,7 +53,7 @@ Status ServiceDriver::Start(const StoredState& loaded) {
     std::lock_guard<std::mutex> lock(mu_);
     PublishLocked(nullptr, Now());
   }
-  if (c.background_cycles) cycle_thread_ = std::thread([this] { CycleLoop(); });
+  if (c.background_cycles && !c.view_only) cycle_thread_ = std::thread([this] { CycleLoop(); });
   return Status::Ok();
 }
 
@@ -65,7 +65,7 @@ void ServiceDriver::Stop() {
     wake_cv_.notify_all();
   }
   if (cycle_thread_.joinable()) cycle_thread_.join();
-  if (!loop_) return;           // not started
+  if (!loop_ || config_->view_only) return;  // not started, or nothing to keep
   backend_->OnEvents(nullptr);  // a backend that outlives the service wakes nothing
   // Keep the service clock's position and the queues' usage, so that a restart continues from them.
   WriteBatch b;
@@ -152,7 +152,9 @@ Status ServiceDriver::RestoreMetaLocked(const StoredState& s) {
     }
   }
   if (auto it = s.meta.find("queue_usage"); it != s.meta.end()) RestoreUsageLocked(it->second);
-  if (ledger_start == 0) {
+  if (ledger_start == 0 && config_->view_only) {
+    ledger_start = Now();  // not written: the leader writes its own
+  } else if (ledger_start == 0) {
     ledger_start = Now();
     WriteBatch b;
     b.meta["ledger_start"] = std::to_string(ledger_start);

@@ -91,6 +91,8 @@ class ServiceDriver {
   Outcome<NodeView> DrainNode(const Caller& c, const std::string& name);
   Outcome<NodeView> RemoveNode(const Caller& c, const std::string& name);
   Outcome<int> HoldGpus(const Caller& c, const std::string& name, int gpus);
+  Outcome<std::pair<int64_t, int64_t>> HoldHost(const Caller& c, const std::string& name, int64_t cpu_milli,
+                                                int64_t memory_mib);
   std::vector<std::string> NodeStates() const;
 
   // The loop as Service exposes it (service.h; cycle.cc).
@@ -103,7 +105,8 @@ class ServiceDriver {
   JobPtr JobOfSlot(JobSlot slot) const;
   std::string NodeName(NodeId n) const;
   void SetEvictionBlocked(std::set<int64_t> ids);
-  void SetJobNodes(std::map<int64_t, std::shared_ptr<const std::set<std::string>>> nodes, bool absent_nowhere);
+  void SetJobNodes(std::map<int64_t, std::shared_ptr<const std::set<std::string>>> nodes,
+                   bool absent_nowhere);
 
  private:
   // Limits the pending jobs of `in` to the nodes SetJobNodes gave them (Request::nodes).
@@ -148,8 +151,8 @@ class ServiceDriver {
   };
   // Per node id, what the allocation state does not hold (under mu_).
   struct NodeEntry {
-    bool draining = false;   // a drain was asked (drained once nothing runs there)
-    bool unhealthy = false;  // reported unhealthy (kept cordoned)
+    bool draining = false;    // a drain was asked (drained once nothing runs there)
+    bool unhealthy = false;   // reported unhealthy (kept cordoned)
     std::vector<GpuId> held;  // GPUs HoldGpus cordoned, in the order they were taken
   };
 
@@ -288,8 +291,8 @@ class ServiceDriver {
   std::map<int64_t, std::string> reason_;  // job -> the reason of its last bind or preemption
   std::set<int64_t> eviction_blocked_;     // jobs no cycle may preempt now (SetEvictionBlocked)
   std::map<int64_t, std::shared_ptr<const std::set<std::string>>> job_nodes_;  // SetJobNodes
-  bool job_nodes_strict_ = false;  // a job absent from job_nodes_ goes nowhere
-  std::vector<KindStats> kind_stats_;      // by KindId (live nodes)
+  bool job_nodes_strict_ = false;      // a job absent from job_nodes_ goes nowhere
+  std::vector<KindStats> kind_stats_;  // by KindId (live nodes)
   std::vector<NodeEntry> node_entries_;
   int64_t stored_clock_ = 0;   // the clock position last written
   bool state_changed_ = true;  // allocation changed since the last published snapshot

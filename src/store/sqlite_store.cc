@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "store/row_codec.h"
 #include "store/store.h"
 
 namespace tessera {
@@ -73,20 +74,6 @@ CREATE INDEX audit_by_target ON audit (target);
 };
 constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
 
-std::string EncodeClasses(const std::optional<std::vector<std::string>>& c) {
-  return c ? nlohmann::json(*c).dump() : std::string();
-}
-
-std::optional<std::vector<std::string>> DecodeClasses(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  std::vector<std::string> out;
-  if (j.is_array())
-    for (const auto& c : j)
-      if (c.is_string()) out.push_back(c.get<std::string>());
-  return out;
-}
-
 // Creates the database file 0600 if it is missing, and makes an existing one (and its -wal, -shm) 0600.
 Status PrivateFiles(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -96,40 +83,6 @@ Status PrivateFiles(const std::string& path) {
   if (rc != 0) return Status::Error(fmt::format("{}: cannot make the database 0600: {}", path, std::strerror(errno)));
   for (const char* suffix : {"-wal", "-shm", "-journal"}) (void)::chmod((path + suffix).c_str(), 0600);
   return Status::Ok();
-}
-
-std::string EncodePlacements(const std::vector<TaskPlacement>& tasks) {
-  if (tasks.empty()) return "[]";
-  nlohmann::json out = nlohmann::json::array();
-  for (const TaskPlacement& t : tasks) {
-    nlohmann::json gpus = nlohmann::json::array();
-    for (const GpuGrant& g : t.gpus) gpus.push_back({g.gpu, g.milli, g.memory_mib, g.mig_profile, g.mig_start});
-    out.push_back({{"node", t.node}, {"gpus", std::move(gpus)}});
-  }
-  return out.dump();
-}
-
-Result<std::vector<TaskPlacement>> DecodePlacements(const std::string& text, int64_t job) {
-  std::vector<TaskPlacement> out;
-  try {
-    for (const auto& t : nlohmann::json::parse(text)) {
-      TaskPlacement tp;
-      tp.node = t.at("node").get<NodeId>();
-      for (const auto& g : t.at("gpus")) {
-        GpuGrant gg;
-        gg.gpu = g.at(0).get<GpuId>();
-        gg.milli = g.at(1).get<int>();
-        gg.memory_mib = g.at(2).get<int64_t>();
-        gg.mig_profile = g.at(3).get<int16_t>();
-        gg.mig_start = g.at(4).get<int8_t>();
-        tp.gpus.push_back(gg);
-      }
-      out.push_back(std::move(tp));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return Status::Error(fmt::format("job {}: stored placements unreadable: {}", job, e.what()));
-  }
-  return out;
 }
 
 // A prepared statement, reset after each use.

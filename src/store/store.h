@@ -163,4 +163,9 @@ class Store {
 // database's mode) is made 0600. The error names the path and the problem.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
 
+// A read-only view of `base` (which must outlive it): Load, ReadAudit and schema_version are base's, every
+// Write is refused with `why` (on the view's own thread, as every store answers), Close leaves base open. A
+// replica that follows another builds its view of the state on one.
+std::unique_ptr<Store> ReadOnlyView(Store* base, std::string why);
+
 }  // namespace tessera

@@ -98,6 +98,10 @@ test('every answer of the tour is documented and matches its schema', async () =
   assert.equal(u.status, 201);
   const member = u.json.token;
   await call('GET', '/api/v1/users');
+  const leader = await call('GET', '/api/v1/leader', { token: member });  // one process: it leads
+  assert.equal(leader.status, 200);
+  assert.equal(leader.json.role, 'leader');
+  assert.equal((await call('GET', '/api/v1/leader', { token: '' })).status, 401);
   const j = await call('POST', '/api/v1/jobs', { body: job });
   assert.equal(j.status, 201);
   const id = j.json.id;

@@ -113,7 +113,9 @@ void PatchStatus(json* pod, json patch) {
 }  // namespace
 
 FakeApiServer::FakeApiServer() : server_(std::make_unique<httplib::Server>()) {
-  server_->new_task_queue = [] { return new httplib::ThreadPool(32); };
+  server_->new_task_queue = [] { return new httplib::ThreadPool(128); };  // kept-alive connections hold a thread each
+  // As kube-apiserver (Go's net/http): a kept-alive connection serves any number of requests.
+  server_->set_keep_alive_max_count(1 << 20);
   Routes();
   port_ = server_->bind_to_any_port("127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });

@@ -47,6 +47,19 @@ TEST(K8sBackend, MembersAskingForGpusAreBoundFirst) {
   EXPECT_EQ((*both)[1].name, "launcher");
 }
 
+// A pod whose GPUs come through ResourceClaims is a GPU member too (its containers ask for no nvidia.com/gpu).
+TEST(K8sBackend, APodWithClaimsIsAGpuMember) {
+  json launcher = BackendPod("launcher", "l");
+  launcher["spec"]["containers"] = {{{"name", "c"}, {"resources", {{"requests", {{"cpu", "2"}}}}}}};
+  json worker = BackendPod("worker", "w");
+  worker["spec"]["resourceClaims"] = {{{"name", "gpu"}, {"resourceClaimTemplateName", "one-gpu"}}};
+  worker["spec"]["containers"] = {{{"name", "c"}, {"resources", {{"claims", {{{"name", "gpu"}}}}}}}};
+  EXPECT_TRUE(PodAsksGpu(worker));
+  auto one = MembersToBind({launcher, worker}, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ((*one)[0].name, "worker");
+}
+
 TEST(K8sBackend, ARunIsOverWhenEveryPodIsDoneOrGone) {
   const std::vector<PodRef> run = {{"ml", "g-0", "a"}, {"ml", "g-1", "b"}};
   bool failed = false;

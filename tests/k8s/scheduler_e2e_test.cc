@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <set>
 
 #include <chrono>
 #include <cstdio>
@@ -449,6 +450,151 @@ TEST_F(SchedulerE2e, PodsABudgetProtectsAreNoVictims) {
   for (const auto& r : api_.Requests())
     if (r.method == "POST" && r.path.find("/eviction") != std::string::npos)
       EXPECT_NE(r.path.find("/pods/low-3/"), std::string::npos) << r.path;
+}
+
+// Pods whose claims ask for whole GPUs are jobs of the loop: on two nodes whose GPUs only DRA publishes, a
+// Volcano Queue's capability caps its team's DRA pods (the one over it waits with a reason naming the limit),
+// the jobs show in the Service with their team and its allocated GPUs, and a higher-priority DRA pod on the
+// full DRA nodes is bound after the loop evicts a lower-priority one (whose claim the test deallocates, as
+// the resourceclaim controller would).
+TEST_F(SchedulerE2e, DraPodsAreJobsOfTheLoop) {
+  const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
+  NvidiaSliceOptions four;
+  four.gpus = 4;
+  for (const std::string n : {"d0", "d1"}) {
+    json node = MigGpuNode(n, "leaf-d", "all-disabled", json::object());
+    node["metadata"]["labels"].erase("nvidia.com/mig.config");
+    node["metadata"]["labels"].erase("nvidia.com/mig.config.state");
+    api_.Create("nodes", node);
+    for (const json& slice : NvidiaDynamicMigSlices(a100, n, four)) api_.Create("resourceslices", slice);
+  }
+  for (const json& dc : NvidiaDeviceClasses()) api_.Create("deviceclasses", dc);
+  api_.Create("queues", {{"metadata", {{"name", "capped"}}}, {"spec", {{"capability", {{"nvidia.com/gpu", "2"}}}}}});
+  auto dra_pod = [&](const std::string& name, int gpus, const std::string& priority_class, const std::string& queue) {
+    api_.Create("resourceclaims",
+                {{"metadata", {{"name", name + "-gpu"}, {"namespace", "ml"}}},
+                 {"spec", {{"devices", {{"requests", {{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.nvidia.com"},
+                                                                                      {"allocationMode", "ExactCount"},
+                                                                                      {"count", gpus}}}}}}}}}}});
+    json p = {{"metadata", {{"name", name}, {"namespace", "ml"}}},
+              {"spec",
+               {{"schedulerName", "tessera"},
+                {"priorityClassName", priority_class},
+                {"resourceClaims", {{{"name", "gpu"}, {"resourceClaimName", name + "-gpu"}}}},
+                {"containers",
+                 {{{"name", "main"},
+                   {"image", "trainer"},
+                   {"resources", {{"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}, {"claims", {{{"name", "gpu"}}}}}}}}}}}};
+    if (!queue.empty()) p["metadata"]["annotations"] = {{"scheduling.volcano.sh/queue-name", queue}};
+    api_.Create("pods", p);
+  };
+  // The resourceclaim controller's part: a claim reserved only for pods that are gone is deallocated.
+  auto deallocate_orphans = [&] {
+    std::set<std::string> uids;
+    for (const json& p : api_.List("pods")) uids.insert(p["metadata"].value("uid", ""));
+    for (const json& c : api_.List("resourceclaims")) {
+      const json reserved = c.value("status", json::object()).value("reservedFor", json::array());
+      bool live = false;
+      for (const json& r : reserved) live |= uids.count(r.value("uid", "")) > 0;
+      if (!reserved.empty() && !live) (void)api_.Patch("resourceclaims", "ml", c["metadata"]["name"].get<std::string>(), {{"status", nullptr}});
+    }
+  };
+  min_runtime_s_ = 0;
+  Start();
+  for (int i = 0; i < 3; ++i) dra_pod("capped-" + std::to_string(i), 1, "tessera-serving", "capped");
+  ASSERT_TRUE(Eventually([&] {
+    int bound = 0;
+    for (int i = 0; i < 3; ++i) bound += !NodeOf(Pod("capped-" + std::to_string(i))).empty();
+    return bound == 2;
+  }));
+  std::string waiting;
+  for (int i = 0; i < 3; ++i)
+    if (NodeOf(Pod("capped-" + std::to_string(i))).empty()) waiting = "capped-" + std::to_string(i);
+  ASSERT_TRUE(Eventually([&] { return !Unscheduled(waiting).empty(); }));
+  std::string message;
+  const json waiting_pod = *Pod(waiting);
+  for (const json& c : waiting_pod["status"]["conditions"])
+    if (c.value("type", "") == "PodScheduled") message = c.value("message", "");
+  EXPECT_TRUE(message.find("limit") != std::string::npos || message.find("quota") != std::string::npos) << message;
+  for (int i = 0; i < 3; ++i) {
+    const std::string node = NodeOf(Pod("capped-" + std::to_string(i)));
+    EXPECT_TRUE(node.empty() || node == "d0" || node == "d1") << node;
+  }
+  // The Service's view: jobs with their team (the waiting one pending), the team's allocated GPUs.
+  Caller admin{"admin", "", Role::kAdmin};
+  bool more = false;
+  int running = 0, pending = 0;
+  for (const JobView& v : scheduler_->service().List(admin, "", "", "", 0, 1000, &more)) {
+    if (v.job->name.rfind("capped-", 0) != 0) continue;
+    EXPECT_EQ(v.job->team, "capped");
+    running += v.job->state == JobState::kRunning;
+    pending += v.job->state == JobState::kPending && v.job->name == waiting;
+  }
+  EXPECT_EQ(running, 2);
+  EXPECT_EQ(pending, 1);
+  ASSERT_TRUE(Eventually([&] {
+    for (const TeamView& t : scheduler_->service().Teams(admin))
+      if (t.name == "capped") return t.allocated_milli == 2000;
+    return false;
+  }));
+  // The rest of the 8 DRA GPUs go to low-priority pods; then a critical 2-GPU pod preempts.
+  for (int i = 0; i < 6; ++i) dra_pod("batch-" + std::to_string(i), 1, "low", "");
+  ASSERT_TRUE(Eventually([&] {
+    for (int i = 0; i < 6; ++i)
+      if (NodeOf(Pod("batch-" + std::to_string(i))).empty()) return false;
+    return true;
+  }));
+  dra_pod("prod", 2, "critical", "");
+  ASSERT_TRUE(Eventually([&] {
+    deallocate_orphans();
+    return !NodeOf(Pod("prod")).empty();
+  })) << Unscheduled("prod");
+  int gone = 0;
+  for (int i = 0; i < 6; ++i) gone += !Pod("batch-" + std::to_string(i)).has_value();
+  EXPECT_GE(gone, 1);
+  EXPECT_LE(gone, 2);
+  EXPECT_TRUE(Pod("capped-0") && Pod("capped-1") && Pod("capped-2")) << "a victim of higher priority";
+  const json claim = *api_.Get("resourceclaims", "ml", "prod-gpu");
+  EXPECT_EQ(claim["status"]["allocation"]["devices"]["results"].size(), 2u) << claim.dump();
+}
+
+// One queue order across the loop and the DRA path: a pod whose claim asks for 4 whole GPUs (a job of the
+// loop) and one behind it whose claim asks for all of the node's GPUs (allocationMode All: the DRA path) wait
+// together for a node of 4 GPUs that only DRA publishes; the first is bound there and the DRA path does not
+// take the node before it (the second waits with a reason, its claim unallocated).
+TEST_F(SchedulerE2e, TheDraPathDoesNotOvertakeLoopPodsAheadOfIt) {
+  const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
+  json d0 = MigGpuNode("d0", "leaf-d", "all-disabled", json::object());
+  d0["metadata"]["labels"].erase("nvidia.com/mig.config");
+  d0["metadata"]["labels"].erase("nvidia.com/mig.config.state");
+  api_.Create("nodes", d0);
+  NvidiaSliceOptions four;
+  four.gpus = 4;
+  for (const json& slice : NvidiaDynamicMigSlices(a100, "d0", four)) api_.Create("resourceslices", slice);
+  for (const json& dc : NvidiaDeviceClasses()) api_.Create("deviceclasses", dc);
+  auto claimed_pod = [&](const std::string& name, const json& exactly) {
+    api_.Create("resourceclaims", {{"metadata", {{"name", name}, {"namespace", "ml"}}},
+                                   {"spec", {{"devices", {{"requests", {{{"name", "r"}, {"exactly", exactly}}}}}}}}});
+    api_.Create("pods", {{"metadata", {{"name", name}, {"namespace", "ml"}}},
+                         {"spec",
+                          {{"schedulerName", "tessera"},
+                           {"resourceClaims", {{{"name", "dev"}, {"resourceClaimName", name}}}},
+                           {"containers",
+                            {{{"name", "main"},
+                              {"image", "trainer"},
+                              {"resources",
+                               {{"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}, {"claims", {{{"name", "dev"}}}}}}}}}}}});
+  };
+  claimed_pod("a-count", {{"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "ExactCount"}, {"count", 4}});
+  claimed_pod("b-all", {{"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "All"}});
+  Start();
+  ASSERT_TRUE(Eventually([&] { return NodeOf(Pod("a-count")) == "d0"; }))
+      << Unscheduled("a-count") << " / b-all on '" << NodeOf(Pod("b-all")) << "'";
+  ASSERT_TRUE(Eventually([&] { return !Unscheduled("b-all").empty(); })) << Pod("b-all")->dump();
+  EXPECT_TRUE(NodeOf(Pod("b-all")).empty());
+  EXPECT_FALSE((*api_.Get("resourceclaims", "ml", "b-all")).value("status", json::object()).contains("allocation"));
+  const json a = *api_.Get("resourceclaims", "ml", "a-count");
+  EXPECT_EQ(a["status"]["allocation"]["devices"]["results"].size(), 4u) << a.dump();
 }
 
 // Nodes whose nvidia.com/mig.config is none of Tessera's names never stop the scheduler: a config of the

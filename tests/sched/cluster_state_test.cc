@@ -231,6 +231,37 @@ TEST_F(ClusterStateTest, RemovingANodeNeedsADrainAndLeavesATombstone) {
   EXPECT_TRUE(s->CheckInvariants().ok()) << s->CheckInvariants().message();
 }
 
+TEST_F(ClusterStateTest, OutsideHostHoldTakesWhatIsFreeAndGivesBackInPlace) {
+  Cluster c = MakeCluster(1, 8, "h100-80gb");
+  const int64_t cpu = c.nodes[0].cpu_milli, mem = c.nodes[0].memory_mib;
+  auto s = ClusterState::Build(c, cat_);
+  ASSERT_TRUE(s.ok());
+  std::vector<TaskPlacement> t = {{0, {GpuGrant{0, kMilliPerGpu, 1000}}}};
+  s->Apply(t, cpu - 4000, 1024, false);
+  auto held = s->HoldOutsideHost(0, 6000, 2048);
+  ASSERT_TRUE(held.ok()) << held.error();
+  EXPECT_EQ(*held, (std::pair<int64_t, int64_t>{4000, 2048})) << "only the free CPU can be held";
+  EXPECT_EQ(s->node(0).free_cpu_milli, 0);
+  EXPECT_EQ(s->node(0).free_memory_mib, mem - 1024 - 2048);
+  ASSERT_TRUE(s->CheckInvariants().ok()) << s->CheckInvariants().message();
+  s->Release(t, cpu - 4000, 1024, false);
+  held = s->HoldOutsideHost(0, 6000, 2048);  // asked again once the task ended
+  EXPECT_EQ(*held, (std::pair<int64_t, int64_t>{6000, 2048}));
+  EXPECT_EQ(s->node(0).free_cpu_milli, cpu - 6000);
+  ASSERT_TRUE(s->CordonNode(0).ok());
+  held = s->HoldOutsideHost(0, 1000, 0);  // a smaller hold on a cordoned node goes back to the cordon
+  EXPECT_EQ(s->node(0).free_cpu_milli, 0);
+  EXPECT_TRUE(s->CheckInvariants().ok()) << s->CheckInvariants().message();
+  ASSERT_TRUE(s->UncordonNode(0).ok());
+  EXPECT_EQ(s->node(0).free_cpu_milli, cpu - 1000);
+  EXPECT_EQ(s->node(0).free_memory_mib, mem);
+  EXPECT_FALSE(s->HoldOutsideHost(0, -1, 0).ok());
+  ASSERT_TRUE(s->CordonNode(0).ok());
+  ASSERT_TRUE(s->RemoveNode(0).ok()) << "a node whose host capacity is partly held outside is still drained";
+  EXPECT_FALSE(s->HoldOutsideHost(0, 0, 0).ok());
+  EXPECT_EQ(s->num_nodes(), 1);
+}
+
 TEST_F(ClusterStateTest, AddedNodeIsPlacedOnLikeAnyOther) {
   Cluster c = MakeCluster(1, 8, "h100-80gb");
   auto s = ClusterState::Build(c, cat_);
@@ -304,10 +335,18 @@ TEST_P(RandomSequenceTest, InvariantsHoldAndReleaseReturnsToEmpty) {
       const NodeId n = static_cast<NodeId>(rng() % s->num_nodes());
       const GpuId g = static_cast<GpuId>(rng() % s->num_gpus());
       switch (rng() % 6) {
-        case 0: ASSERT_TRUE(s->CordonNode(n).ok()); break;
-        case 1: EXPECT_EQ(s->UncordonNode(n).ok(), !s->node_removed(n)); break;
-        case 2: ASSERT_TRUE(s->CordonGpu(g).ok()); break;
-        case 3: EXPECT_EQ(s->UncordonGpu(g).ok(), !s->node_removed(s->gpu(g).node)); break;
+        case 0:
+          ASSERT_TRUE(s->CordonNode(n).ok());
+          break;
+        case 1:
+          EXPECT_EQ(s->UncordonNode(n).ok(), !s->node_removed(n));
+          break;
+        case 2:
+          ASSERT_TRUE(s->CordonGpu(g).ok());
+          break;
+        case 3:
+          EXPECT_EQ(s->UncordonGpu(g).ok(), !s->node_removed(s->gpu(g).node));
+          break;
         case 4: {
           const bool can = s->node_cordoned(n) && !s->node_removed(n) && !holds_node(n);
           Status st = s->RemoveNode(n);
@@ -326,7 +365,8 @@ TEST_P(RandomSequenceTest, InvariantsHoldAndReleaseReturnsToEmpty) {
       }
     } else if (!held.empty() && (rng() % 3 == 0)) {
       size_t i = rng() % held.size();
-      s->Release(held[i].t, held[i].r.cpu_milli, held[i].r.host_memory_mib, held[i].r.cls != WorkloadClass::kTraining);
+      s->Release(held[i].t, held[i].r.cpu_milli, held[i].r.host_memory_mib,
+                 held[i].r.cls != WorkloadClass::kTraining);
       held.erase(held.begin() + static_cast<long>(i));
     } else {
       Request r;
@@ -380,7 +420,8 @@ TEST_P(RandomSequenceTest, InvariantsHoldAndReleaseReturnsToEmpty) {
     ASSERT_TRUE(inv.ok()) << "step " << step << ": " << inv.message();
   }
   EXPECT_GT(placed, 500) << "the sequence must exercise placement, not only refusals";
-  for (auto& h : held) s->Release(h.t, h.r.cpu_milli, h.r.host_memory_mib, h.r.cls != WorkloadClass::kTraining);
+  for (auto& h : held)
+    s->Release(h.t, h.r.cpu_milli, h.r.host_memory_mib, h.r.cls != WorkloadClass::kTraining);
   EXPECT_EQ(s->AllocatedMilli(), 0);
   EXPECT_GT(s->num_nodes(), static_cast<int>(c.nodes.size())) << "the sequence added nodes";
   for (GpuId g = 0; g < s->num_gpus(); ++g) {

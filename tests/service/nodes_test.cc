@@ -63,8 +63,14 @@ class NodesTest : public ::testing::Test {
     Open(cluster);
   }
   int64_t Submit(const std::string& name, int gpus) {
-    auto spec = ParseJobSpec({{"name", name}, {"class", "training"}, {"workers", 1}, {"gpus_per_worker", gpus},
-                              {"memory_gib", 40}, {"project", "p"}, {"duration_s", 36000}, {"checkpointable", true},
+    auto spec = ParseJobSpec({{"name", name},
+                              {"class", "training"},
+                              {"workers", 1},
+                              {"gpus_per_worker", gpus},
+                              {"memory_gib", 40},
+                              {"project", "p"},
+                              {"duration_s", 36000},
+                              {"checkpointable", true},
                               {"checkpoint_interval_s", 600}});
     EXPECT_TRUE(spec.ok()) << spec.error().message;
     auto r = svc_->Submit(member_, spec.value(), "");
@@ -127,7 +133,8 @@ TEST_F(NodesTest, BadNodesAreRefusedNamingTheField) {
       {R"({"name": "x", "gpu": "h999", "gpus": 8, "leaf": "leaf-0", "spine": "s"})", "gpu"},
       {R"({"name": "x", "gpu": "h100-80gb", "gpus": 8, "leaf": "leaf-9", "spine": "s"})", "leaf"},
       {R"({"name": "x", "gpu": "h100-80gb", "gpus": 8, "leaf": "leaf-0", "spine": "t"})", "spine"},
-      {R"({"name": "x", "gpu": "h100-80gb", "gpus": 8, "tier": "gold", "leaf": "leaf-0", "spine": "s"})", "tier"},
+      {R"({"name": "x", "gpu": "h100-80gb", "gpus": 8, "tier": "gold", "leaf": "leaf-0", "spine": "s"})",
+       "tier"},
       {R"({"name": "x", "gpu": "h100-80gb", "gpus": 8, "colour": "red"})", "colour"},
       {R"({"name": "a/b", "gpu": "h100-80gb", "gpus": 8, "leaf": "leaf-0", "spine": "s"})", "name"},
       {R"({"name": "node-000", "gpu": "h100-80gb", "gpus": 8, "leaf": "leaf-0", "spine": "s"})", "name",
@@ -282,6 +289,40 @@ TEST_F(NodesTest, HeldGpusTakeNothingNewAndComeBack) {
   EXPECT_EQ(svc_->HoldGpus(admin_, "nope", 1).error().code, ErrorCode::kNotFound);
   // Held busy GPUs keep their work: nothing running was stopped.
   for (int64_t id : late) EXPECT_EQ(Job(id)->state, JobState::kRunning) << id;
+}
+
+// Host CPU and memory held for pods outside Tessera keep the node where it is (no remove and re-add): what
+// no longer fits goes elsewhere, and comes back once the hold shrinks.
+TEST_F(NodesTest, HeldHostCapacityKeepsTheNodeInPlace) {
+  auto held = svc_->HoldHost(admin_, "node-000", 190000, 2000 * 1024);
+  ASSERT_TRUE(held.ok()) << held.error().message;
+  EXPECT_EQ(held.value(), (std::pair<int64_t, int64_t>{190000, 2000 * 1024}));
+  auto big = [&](const std::string& name) {
+    auto spec = ParseJobSpec({{"name", name},
+                              {"class", "training"},
+                              {"workers", 1},
+                              {"gpus_per_worker", 1},
+                              {"memory_gib", 40},
+                              {"host_memory_gib", 100},
+                              {"project", "p"},
+                              {"duration_s", 36000}});
+    EXPECT_TRUE(spec.ok()) << spec.error().message;
+    auto r = svc_->Submit(member_, spec.value(), "");
+    return r.ok() ? r->job->id : int64_t{-1};
+  };
+  const int64_t a = big("a");
+  svc_->RunCycleNow();
+  EXPECT_EQ(NodesOf(a), std::set<std::string>{"node-001"}) << "48 GiB of node-000 are left";
+  ASSERT_TRUE(svc_->HoldHost(admin_, "node-000", 0, 0).ok());
+  ASSERT_TRUE(svc_->CordonNode(admin_, "node-001").ok());
+  const int64_t b = big("b");
+  svc_->RunCycleNow();
+  EXPECT_EQ(NodesOf(b), std::set<std::string>{"node-000"});
+  EXPECT_EQ(States(), (std::map<std::string, std::string>{{"node-000", "ready"}, {"node-001", "cordoned"}}))
+      << "no tombstone, no new node";
+  EXPECT_EQ(svc_->HoldHost(member_, "node-000", 1, 1).error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(svc_->HoldHost(admin_, "nope", 1, 1).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(svc_->HoldHost(admin_, "node-000", -1, 1).error().code, ErrorCode::kInvalidArgument);
 }
 
 // A preemption asked for by the backend's owner (a MIG repartition's drain) stops the job through the

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -49,15 +50,19 @@ class ServeProcess {
   ServeProcess(const ServeProcess&) = delete;
   ServeProcess& operator=(const ServeProcess&) = delete;
 
-  // Starts the server; true once /readyz answers 200 (within 30 s).
+  // Starts the server; true once /readyz answers 200 (a replica with --store: /healthz) within 30 s.
   bool Start() {
     if (!std::filesystem::exists(dir_ / "cluster.yaml"))
       std::ofstream(dir_ / "cluster.yaml")
           << "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
              "spine: s, tier: reserved}\nnodes:\n  - {name: node, count: 4, leaf: leaf-0}\n";
     port_ = FreePort();
-    std::vector<std::string> args = {::tessera::testing::TesseraBinary(), "serve", "--db", (dir_ / "t.db").string(), "--listen",
+    // With --store (a replica on PostgreSQL) there is no SQLite file, and a follower is never ready: it is
+    // up once /healthz answers.
+    const bool replica = std::find(extra_.begin(), extra_.end(), "--store") != extra_.end();
+    std::vector<std::string> args = {::tessera::testing::TesseraBinary(), "serve", "--listen",
                                      "127.0.0.1:" + std::to_string(port_), "--cluster", (dir_ / "cluster.yaml").string()};
+    if (!replica) args.insert(args.begin() + 2, {"--db", (dir_ / "t.db").string()});
     args.insert(args.end(), extra_.begin(), extra_.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -71,7 +76,7 @@ class ServeProcess {
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) return false;
     for (int i = 0; i < 300; ++i) {
-      auto r = Get("/readyz", "");
+      auto r = Get(replica ? "/healthz" : "/readyz", "");
       if (r && r->status == 200) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }

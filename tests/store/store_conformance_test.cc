@@ -1,0 +1,481 @@
+// The Store contract, run against every store: SQLite (a file) and PostgreSQL (a real server this test
+// process starts, tests/testing/postgres_server.h). Round trip of every table, upserts by key, atomic
+// batches inside a group commit (a reused idempotency key fails its batch alone), concurrent writers, the
+// audit log's filters and cursor, usage records in order, a schema newer than the binary refused, and the
+// service on top: idempotency keys, team versions (If-Match) and usage across a restart.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include "service/manual_clock.h"
+#include "service/service.h"
+#include "service/simulated_backend.h"
+#include "store/postgres_store.h"
+#include "store/store.h"
+#include "testing/postgres_server.h"
+
+namespace tessera {
+namespace {
+
+// Where a store lives, for the typed suite: Prepare() makes an empty one, Open() opens it (again).
+struct SqliteLocation {
+  static constexpr const char* kName = "sqlite";
+  std::string path;
+  bool Prepare(std::string* why) {
+    static std::atomic<int> next{0};
+    auto dir = std::filesystem::temp_directory_path() / ("tessera-conformance-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    path = (dir / ("s" + std::to_string(next++) + ".db")).string();
+    std::filesystem::remove(path);
+    return true;
+  }
+  Result<std::unique_ptr<Store>> Open() { return OpenSqliteStore(path); }
+  std::string Sql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    char* err = nullptr;
+    std::string e;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) e = err ? err : "error";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    return e;
+  }
+};
+
+struct PostgresLocation {
+  static constexpr const char* kName = "postgresql";
+  std::string uri, db;
+  bool Prepare(std::string* why) {
+    testing::PostgresServer& server = testing::PostgresServer::Shared();
+    uri = server.NewDatabase();
+    if (uri.empty()) *why = "PostgreSQL: " + server.error();
+    const size_t from = uri.find("localhost/") + 10;
+    db = uri.substr(from, uri.find('?') - from);
+    return !uri.empty();
+  }
+  Result<std::unique_ptr<Store>> Open() {
+    auto s = OpenPostgresStore(uri);
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<Store>(std::move(s).value());
+  }
+  std::string Sql(const std::string& sql) { return testing::PostgresServer::Shared().Sql(sql, db); }
+};
+
+JobRow ConformanceJob(int64_t id) {
+  JobRow j;
+  j.id = id;
+  j.user = "ana";
+  j.team = "vision";
+  j.project = "p";
+  j.name = "job-" + std::to_string(id);
+  j.cls = "training";
+  j.priority_class = "training";
+  j.spec_json = "{}";
+  j.state = "Pending";
+  j.submitted_at = 100 + id;
+  return j;
+}
+
+template <typename Location>
+class StoreConformance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    ASSERT_TRUE(where_.Prepare(&why)) << why;
+  }
+  std::unique_ptr<Store> Open() {
+    auto s = where_.Open();
+    EXPECT_TRUE(s.ok()) << s.error();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+  Location where_;
+};
+
+using Locations = ::testing::Types<SqliteLocation, PostgresLocation>;
+class LocationNames {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    return T::kName;
+  }
+};
+TYPED_TEST_SUITE(StoreConformance, Locations, LocationNames);
+
+WriteBatch EveryTable() {
+  WriteBatch b;
+  b.teams.push_back({"vision", 8000, 16000, 2, 5, std::vector<std::string>{"training", "batch"}, 3});
+  b.users.push_back({1, "ana", "vision", "team-lead", "abc123", 6});
+  JobRow j = ConformanceJob(1);
+  j.state = "Running";
+  j.started_at = 200;
+  j.message = "it's \"quoted\"\n";
+  TaskPlacement t;
+  t.node = 1;
+  GpuGrant g;
+  g.gpu = 9;
+  g.milli = 1000;
+  g.memory_mib = 4096;
+  GpuGrant m;
+  m.gpu = 10;
+  m.milli = 142;
+  m.mig_profile = 3;
+  m.mig_start = 4;
+  t.gpus = {g, m};
+  j.placements = {t};
+  b.jobs.push_back(j);
+  b.events.push_back({1, 200, "Started", "bound"});
+  b.keys.push_back({"ana", "key-1", "hash", 1});
+  UsageRecord u;
+  u.team = "vision";
+  u.job_id = 1;
+  u.gpu_kind = "h100-80gb";
+  u.tier = Tier::kSpot;
+  u.node = "n1";
+  u.start_s = 200;
+  u.end_s = 260;
+  u.usd_per_gpu_hour = 2.5;
+  b.usage.push_back(u);
+  b.layouts.push_back({"n1", 2, "3g.40gb@4"});
+  b.meta["clock_s"] = "123";
+  b.nodes.push_back({0, "n0", R"({"name":"n0","gpus":8})", "drained", true, 7});
+  b.nodes.push_back({1, "n1", R"({"name":"n1","gpus":4})", "cordoned", false, 8});
+  b.audit.push_back(
+      {0, 50, "admin", "team.create", "team:vision", "127.0.0.1", "", R"({"name":"vision"})", true});
+  return b;
+}
+
+TYPED_TEST(StoreConformance, RoundTripsEveryTable) {
+  int version = 0;
+  {
+    auto s = this->Open();
+    ASSERT_NE(s, nullptr);
+    version = s->schema_version();
+    EXPECT_GT(version, 0);
+    ASSERT_TRUE(s->WriteAndWait(EveryTable()).ok());
+  }
+  auto s = this->Open();  // reopened: the migrations do not run again
+  ASSERT_NE(s, nullptr);
+  auto st = s->Load();
+  ASSERT_TRUE(st.ok()) << st.error();
+  EXPECT_EQ(st->schema_version, version);
+  ASSERT_EQ(st->teams.size(), 1u);
+  EXPECT_EQ(st->teams[0].limit_milli, 16000);
+  EXPECT_EQ(st->teams[0].over_quota_weight, 2);
+  EXPECT_EQ(st->teams[0].version, 3u);
+  EXPECT_EQ(st->teams[0].allowed_classes, (std::vector<std::string>{"training", "batch"}));
+  ASSERT_EQ(st->users.size(), 1u);
+  EXPECT_EQ(st->users[0].token_hash, "abc123");
+  ASSERT_EQ(st->jobs.size(), 1u);
+  const JobRow& j = st->jobs[0];
+  EXPECT_EQ(j.state, "Running");
+  EXPECT_EQ(j.message, "it's \"quoted\"\n");
+  ASSERT_EQ(j.placements.size(), 1u);
+  ASSERT_EQ(j.placements[0].gpus.size(), 2u);
+  EXPECT_EQ(j.placements[0].node, 1);
+  EXPECT_EQ(j.placements[0].gpus[1].mig_profile, 3);
+  EXPECT_EQ(j.placements[0].gpus[1].mig_start, 4);
+  EXPECT_EQ(j.placements[0].gpus[1].milli, 142);
+  EXPECT_EQ(j.placements[0].gpus[0].memory_mib, 4096);
+  ASSERT_EQ(st->keys.size(), 1u);
+  EXPECT_EQ(st->keys[0].job_id, 1);
+  ASSERT_EQ(st->usage.size(), 1u);
+  EXPECT_EQ(st->usage[0].tier, Tier::kSpot);
+  EXPECT_EQ(st->usage[0].end_s, 260);
+  EXPECT_DOUBLE_EQ(st->usage[0].usd_per_gpu_hour, 2.5);
+  ASSERT_EQ(st->layouts.size(), 1u);
+  EXPECT_EQ(st->layouts[0].layout, "3g.40gb@4");
+  EXPECT_EQ(st->meta["clock_s"], "123");
+  ASSERT_EQ(st->nodes.size(), 2u);
+  EXPECT_TRUE(st->nodes[0].removed);
+  EXPECT_EQ(st->nodes[0].state, "drained");
+  EXPECT_EQ(st->nodes[1].spec_json, R"({"name":"n1","gpus":4})");
+  EXPECT_FALSE(st->nodes[1].removed);
+  EXPECT_EQ(st->nodes[1].changed_at, 8);
+  bool more = true;
+  auto audit = s->ReadAudit(AuditQuery{}, &more);
+  ASSERT_TRUE(audit.ok()) << audit.error();
+  ASSERT_EQ(audit->size(), 1u);
+  EXPECT_FALSE(more);
+  EXPECT_EQ((*audit)[0].after, R"({"name":"vision"})");
+  EXPECT_TRUE((*audit)[0].changed);
+}
+
+// Teams, users, jobs, nodes, layouts and meta are replaced by their key: a team's new version, a user's
+// rotated token, a job's new state, a node's new state.
+TYPED_TEST(StoreConformance, UpsertsReplaceRowsByKey) {
+  auto s = this->Open();
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->WriteAndWait(EveryTable()).ok());
+  WriteBatch later;
+  later.teams.push_back({"vision", 4000, -1, 1, 5, std::nullopt, 4});
+  later.users.push_back({1, "ana", "vision", "team-lead", "rotated", 6});
+  JobRow j = ConformanceJob(1);
+  j.state = "Succeeded";
+  j.finished_at = 300;
+  later.jobs.push_back(j);
+  later.nodes.push_back({1, "n1", R"({"name":"n1","gpus":4})", "ready", false, 9});
+  later.layouts.push_back({"n1", 2, ""});
+  later.meta["clock_s"] = "456";
+  ASSERT_TRUE(s->WriteAndWait(std::move(later)).ok());
+  auto st = s->Load();
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_EQ(st->teams.size(), 1u);
+  EXPECT_EQ(st->teams[0].version, 4u);
+  EXPECT_EQ(st->teams[0].guaranteed_milli, 4000);
+  EXPECT_EQ(st->teams[0].allowed_classes, std::nullopt);
+  ASSERT_EQ(st->users.size(), 1u);
+  EXPECT_EQ(st->users[0].token_hash, "rotated");
+  ASSERT_EQ(st->jobs.size(), 1u);
+  EXPECT_EQ(st->jobs[0].state, "Succeeded");
+  EXPECT_TRUE(st->jobs[0].placements.empty());
+  ASSERT_EQ(st->nodes.size(), 2u);
+  EXPECT_EQ(st->nodes[1].state, "ready");
+  ASSERT_EQ(st->layouts.size(), 1u);
+  EXPECT_EQ(st->layouts[0].layout, "");
+  EXPECT_EQ(st->meta["clock_s"], "456");
+}
+
+TYPED_TEST(StoreConformance, AFailedBatchLeavesNothingAndOthersCommit) {
+  auto s = this->Open();
+  ASSERT_NE(s, nullptr);
+  WriteBatch first;
+  first.jobs.push_back(ConformanceJob(1));
+  first.keys.push_back({"ana", "k", "h", 1});
+  ASSERT_TRUE(s->WriteAndWait(std::move(first)).ok());
+  // Several batches queued together: the one reusing the key fails as a whole (its job row too).
+  std::vector<std::future<Status>> results;
+  for (int64_t id = 2; id <= 4; ++id) {
+    WriteBatch b;
+    b.jobs.push_back(ConformanceJob(id));
+    b.keys.push_back({"ana", id == 3 ? "k" : "k" + std::to_string(id), "h", id});
+    b.audit.push_back({0, id, "ana", "job.submit", "job:" + std::to_string(id), "", "", "{}", true});
+    auto p = std::make_shared<std::promise<Status>>();
+    results.push_back(p->get_future());
+    s->Write(std::move(b), [p](const Status& st) { p->set_value(st); });
+  }
+  EXPECT_TRUE(results[0].get().ok());
+  EXPECT_FALSE(results[1].get().ok());
+  EXPECT_TRUE(results[2].get().ok());
+  auto st = s->Load();
+  ASSERT_TRUE(st.ok());
+  std::vector<int64_t> ids;
+  for (const JobRow& j : st->jobs) ids.push_back(j.id);
+  EXPECT_EQ(ids, (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(st->keys.size(), 3u);
+  bool more = false;
+  auto audit = s->ReadAudit(AuditQuery{}, &more);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 2u);  // the failed batch's audit entry went with it
+  EXPECT_EQ((*audit)[0].target, "job:2");
+  EXPECT_EQ((*audit)[1].target, "job:4");
+}
+
+TYPED_TEST(StoreConformance, ConcurrentWritersAreAllDurable) {
+  {
+    auto s = this->Open();
+    ASSERT_NE(s, nullptr);
+    std::vector<std::thread> threads;
+    std::atomic<int> failed{0};
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 25; ++i) {
+          WriteBatch b;
+          b.jobs.push_back(ConformanceJob(1 + t * 25 + i));
+          b.events.push_back({1 + t * 25 + i, 1, "Submitted", ""});
+          if (!s->WriteAndWait(std::move(b)).ok()) ++failed;
+        }
+      });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failed.load(), 0);
+    s->Close();
+    WriteBatch late;
+    late.jobs.push_back(ConformanceJob(999));
+    EXPECT_FALSE(s->WriteAndWait(std::move(late)).ok());  // closed
+  }
+  auto s = this->Open();
+  ASSERT_NE(s, nullptr);
+  auto st = s->Load();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->jobs.size(), 200u);
+}
+
+TYPED_TEST(StoreConformance, AuditFiltersAndPagesById) {
+  auto s = this->Open();
+  ASSERT_NE(s, nullptr);
+  WriteBatch b;
+  for (int i = 0; i < 7; ++i)
+    b.audit.push_back({0, 100 + i, i % 2 ? "ana" : "admin", i < 3 ? "team.create" : "job.cancel",
+                       "job:" + std::to_string(i % 3), "10.0.0.1", "", "{}", i != 6});
+  ASSERT_TRUE(s->WriteAndWait(std::move(b)).ok());
+  bool more = false;
+  AuditQuery q;
+  q.limit = 3;
+  auto page1 = s->ReadAudit(q, &more);
+  ASSERT_TRUE(page1.ok()) << page1.error();
+  ASSERT_EQ(page1->size(), 3u);
+  EXPECT_TRUE(more);
+  q.after_id = page1->back().id;
+  auto page2 = s->ReadAudit(q, &more);
+  ASSERT_TRUE(page2.ok());
+  ASSERT_EQ(page2->size(), 3u);
+  EXPECT_GT(page2->front().id, page1->back().id);
+  EXPECT_EQ(page2->front().time, 103);
+  q.after_id = page2->back().id;
+  auto page3 = s->ReadAudit(q, &more);
+  ASSERT_EQ(page3->size(), 1u);
+  EXPECT_FALSE(more);
+  EXPECT_FALSE(page3->front().changed);
+  AuditQuery f;
+  f.actor = "ana";
+  f.action = "job.cancel";
+  f.since = 104;
+  auto filtered = s->ReadAudit(f, &more);
+  ASSERT_TRUE(filtered.ok());
+  ASSERT_EQ(filtered->size(), 1u);  // times 103 (ana, cancel) is before `since`; 105 is ana's other
+  EXPECT_EQ(filtered->front().time, 105);
+  AuditQuery by_target;
+  by_target.target = "job:0";
+  auto targets = s->ReadAudit(by_target, &more);
+  ASSERT_EQ(targets->size(), 3u);  // i = 0, 3, 6
+}
+
+TYPED_TEST(StoreConformance, UsageRecordsKeepTheirOrderAndValues) {
+  auto s = this->Open();
+  ASSERT_NE(s, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    WriteBatch b;
+    for (int k = 0; k < 2; ++k) {
+      UsageRecord u;
+      u.job_id = 10 - i * 2 - k;  // written in an order that is not the job ids'
+      u.team = "vision";
+      u.queue = "vision";
+      u.gpu_kind = "a100-80gb";
+      u.compute_milli = 142 + k;
+      u.memory_milli = 125;
+      u.start_s = 1000 + i;
+      u.end_s = 1000 + i + 3600;
+      u.lost_s = k;
+      u.usd_per_gpu_hour = 1.0 / 3.0;
+      u.list_usd_per_gpu_hour = -1;
+      b.usage.push_back(u);
+    }
+    ASSERT_TRUE(s->WriteAndWait(std::move(b)).ok());
+  }
+  auto st = s->Load();
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->usage.size(), 6u);
+  for (int n = 0; n < 6; ++n) {
+    EXPECT_EQ(st->usage[n].job_id, 10 - n);
+    EXPECT_EQ(st->usage[n].compute_milli, 142 + n % 2);
+    EXPECT_EQ(st->usage[n].lost_s, n % 2);
+    EXPECT_EQ(st->usage[n].usd_per_gpu_hour, 1.0 / 3.0);  // exactly
+    EXPECT_EQ(st->usage[n].list_usd_per_gpu_hour, -1);
+  }
+}
+
+TYPED_TEST(StoreConformance, ASchemaNewerThanTheBinaryIsRefused) {
+  int version = 0;
+  {
+    auto s = this->Open();
+    ASSERT_NE(s, nullptr);
+    version = s->schema_version();
+  }
+  ASSERT_EQ(this->where_.Sql("INSERT INTO schema_migrations (version, applied_at) VALUES (" +
+                             std::to_string(version + 1) + ", " +
+                             (std::string(TypeParam::kName) == "sqlite" ? "0" : "now()") + ")"),
+            "");
+  auto again = this->where_.Open();
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().find("newer than this tessera"), std::string::npos) << again.error();
+}
+
+// The service on each store: an idempotency key names its job across a restart, a stale If-Match is
+// refused, and a finished job's usage is recorded once.
+TYPED_TEST(StoreConformance, ServiceKeysVersionsAndUsageSurviveARestart) {
+  testing::ManualClock clock;
+  SimulatedBackend backend(&clock);
+  auto open = [&]() -> std::unique_ptr<Service> {
+    ServiceConfig cfg;
+    cfg.catalog = &Catalog::Default();
+    auto cl = LoadClusterYaml(
+        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
+        "spine: "
+        "s, tier: reserved}\nnodes:\n  - {name: node, count: 2, leaf: leaf-0}\n",
+        "test", Catalog::Default());
+    cfg.cluster = *cl;
+    cfg.background_cycles = false;
+    auto store = this->Open();
+    if (!store) return nullptr;
+    auto s = Service::Start(std::move(cfg), std::move(store), &clock, &backend);
+    EXPECT_TRUE(s.ok()) << s.error();
+    return s.ok() ? std::move(s).value() : nullptr;
+  };
+  const Caller admin{"admin", "", Role::kAdmin};
+  const Caller ana{"ana", "vision", Role::kTeamLead};
+  auto spec = ParseJobSpec({{"name", "j"},
+                            {"class", "training"},
+                            {"workers", 1},
+                            {"gpus_per_worker", 2},
+                            {"memory_gib", 40},
+                            {"project", "p"},
+                            {"duration_s", 600}});
+  ASSERT_TRUE(spec.ok());
+  int64_t id = 0;
+  uint64_t version = 0;
+  {
+    auto svc = open();
+    ASSERT_NE(svc, nullptr);
+    ASSERT_TRUE(svc->BootstrapAdmin().ok());
+    auto team = svc->CreateTeam(admin, TeamRow{"vision", 8000, -1, 1, 0});
+    ASSERT_TRUE(team.ok()) << team.error().message;
+    ASSERT_TRUE(svc->CreateUser(admin, "ana", "vision", "team-lead").ok());
+    bool created = false;
+    auto r = svc->Submit(ana, spec.value(), "key-1", &created);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(created);
+    id = r->job->id;
+    svc->RunCycleNow();
+    clock.now_ += 600;
+    svc->RunCycleNow();
+    auto done = svc->Get(ana, id);
+    ASSERT_TRUE(done.ok());
+    EXPECT_EQ(JobStateName(done->job->state), std::string("Succeeded"));
+    TeamChange change;
+    change.guaranteed_milli = 16000;
+    auto updated = svc->UpdateTeam(admin, "vision", change);
+    ASSERT_TRUE(updated.ok());
+    version = updated->version;
+  }
+  auto svc = open();
+  ASSERT_NE(svc, nullptr);
+  bool created = true;
+  auto again = svc->Submit(ana, spec.value(), "key-1", &created);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_FALSE(created);
+  EXPECT_EQ(again->job->id, id);
+  TeamChange stale;
+  stale.limit_milli = 32000;
+  stale.if_version = version - 1;
+  auto refused = svc->UpdateTeam(admin, "vision", stale);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kPreconditionFailed);
+  stale.if_version = version;
+  EXPECT_TRUE(svc->UpdateTeam(admin, "vision", stale).ok());
+  UsageQuery q;
+  q.group_by = "job";
+  q.to = static_cast<int64_t>(clock.now_);
+  auto usage = svc->Usage(admin, q);
+  ASSERT_TRUE(usage.ok()) << usage.error().message;
+  double gpu_hours = 0;
+  for (const UsageRow& row : usage.value())
+    if (!row.idle) gpu_hours += row.gpu_hours;
+  EXPECT_NEAR(gpu_hours, 2 * 600 / 3600.0, 1e-9);  // 2 GPUs for 600 s, once
+}
+
+}  // namespace
+}  // namespace tessera
