@@ -167,6 +167,13 @@ class SimRun final : public DriverListener, public InstantSource {
   // The opportunistic tier (sim/harvest.h).
   // Not with capacity tiers or tenancy: their hooks and queue records follow regular holds only.
   bool Harvesting() const { return opt_.harvest.enabled && hook_ == nullptr && !Tenancy(); }
+  // Whether the next harvest tick counts as an instant when the run's own next one is `t_next`: while
+  // harvesters run (each ends: it completes, or its owner or a bind evicts it), or while a job waits and
+  // something else is still to come. Never else, so a run to completion ends.
+  bool HarvestTickDue(int64_t t_next) const {
+    return Harvesting() &&
+           (!harvesters_.empty() || (!loop_->jobs().pending().empty() && t_next != INT64_MAX));
+  }
   double InWindow(int64_t s, int64_t t) const {
     return static_cast<double>(std::max<int64_t>(0, std::min(t, w1_) - std::max(s, w0_)));
   }
@@ -1090,19 +1097,19 @@ void SimRun::Run() {
     int64_t own = INT64_MAX;
     if (!backlog_ && next_arrival_ < order_.size()) own = trace_[order_[next_arrival_]].submit_s;
     if (hook_) own = std::min(own, hook_->NextTimeS());  // issue 5
-    if (Harvesting()) own = std::min(own, next_harvest_s_);
     if (first) own = std::min<int64_t>(own, 0), first = false;
     bool tick = false;  // multi-tenant runs: a periodic cycle while jobs wait (guards expire, reclaim)
-    const int64_t t_next = driver_->NextInstant(now_, own, opt_.horizon_s, &tick);
+    int64_t t_next = driver_->NextInstant(now_, own, opt_.horizon_s, &tick);
+    if (HarvestTickDue(t_next) && next_harvest_s_ < t_next) t_next = next_harvest_s_, tick = false;
     if (t_next == INT64_MAX) break;
     if (opt_.horizon_s > 0 && t_next > opt_.horizon_s) break;
     Advance(t_next);
     const int64_t now = now_ = t_next;
-    const bool harvest_tick = Harvesting() && now >= next_harvest_s_;
+    const bool harvest_tick = Harvesting() && now >= next_harvest_s_;  // also at an instant past the tick
     if (harvest_tick) SettleHarvests(now);  // checkpoints and completions before the cycle
     const bool changed = driver_->RunInstant(now, tick, *this);
-    if (harvest_tick) {  // new harvesters on what the cycle left waiting
-      StartHarvests(now);
+    if (harvest_tick) StartHarvests(now);  // new harvesters on what the cycle left waiting
+    if (now >= next_harvest_s_) {          // the next tick: the next demand epoch's start
       const int64_t ep = std::max<int64_t>(1, opt_.demand_epoch_s);
       next_harvest_s_ = (now / ep + 1) * ep;
     }

@@ -136,6 +136,21 @@ TEST(HarvestSimTest, AnEvictionLosesTheWorkSinceTheLastCheckpoint) {
   EXPECT_NEAR(PolicySummary({r})["lost_compute"]["mean"].get<double>(), r.lost_compute, 1e-4);
 }
 
+// A run to completion (horizon 0) with harvesting ends: harvest ticks come only while harvesters run or a
+// job waits with something else still to come. The eviction run above ends at the same instant.
+TEST(HarvestSimTest, ARunToCompletionEnds) {
+  const RunResult r = RunHarvest(OwnerAndWaiter(1500), true, 0);
+  EXPECT_EQ(r.jobs_completed, 2);
+  EXPECT_EQ(r.harvest_evictions, 1);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 4500);
+  // A job that can never start (2 GPUs on a 1-GPU cluster) waits; harvesting does not keep the run going.
+  std::vector<TraceJob> jobs = OwnerAndWaiter(1500);
+  jobs[1].gpus_per_task = 2;
+  const RunResult stuck = RunHarvest(jobs, true, 0);
+  EXPECT_EQ(stuck.jobs_completed, 1);
+  EXPECT_EQ(stuck.harvest_starts, 0);
+}
+
 TEST(HarvestSimTest, TheJsonReportsWhetherARunHarvested) {
   const RunResult r = RunHarvest(OwnerAndWaiter(10000), true, 8000);
   const nlohmann::json j = PolicySummary({r});
