@@ -164,7 +164,7 @@ std::vector<std::string> EngineOff(const std::vector<std::string>& off) {
   return out;
 }
 
-// `policy_variants: {NAME: {policy: BASE, static_mig: {share, layout}, off: [feature, ...]}}`.
+// `policy_variants: {NAME: {policy: BASE, static_mig: {share, layout}, off: [feature, ...], harvest: B}}`.
 Status ReadPolicyVariants(FieldReader& top, std::map<std::string, PolicyVariant>* out) {
   const YAML::Node m = top.Map("policy_variants");
   if (!top.ok() || !m.IsDefined()) return top.status();
@@ -180,6 +180,8 @@ Status ReadPolicyVariants(FieldReader& top, std::map<std::string, PolicyVariant>
     r.String("policy", &v.base, true);
     if (r.ok() && !MakePolicy(v.base).ok()) r.Fail("policy", fmt::format("unknown policy '{}'", v.base));
     r.StringList("off", &v.off, false);
+    r.Bool("harvest", &v.harvest, false);
+    if (r.ok() && v.harvest && v.base != "tessera") r.Fail("harvest", "only for policy tessera");
     if (r.ok() && !EngineOff(v.off).empty()) {
       PolicyOptions o;
       o.off = EngineOff(v.off);
@@ -289,7 +291,7 @@ Status ReadSimSections(FieldReader& top, Scenario* s) {
   if (Status st = sm.Finish(); !st.ok()) return st;
   FieldReader hv(top.Child("harvest"), top.source(), "harvest", true);
   HarvestOptions& ho = s->sim.harvest;
-  ho.enabled = true;  // for tessera (HarvestsFor); `harvest: {enabled: false}` turns it off
+  ho.enabled = false;  // `harvest: {enabled: true}`: every tessera run; else per variant (HarvestsFor)
   hv.Bool("enabled", &ho.enabled, false);
   hv.Int("grace_s", &ho.grace_s, false, 0, 86400);
   hv.Int("checkpoint_every_s", &ho.checkpoint_every_s, false, 60, 86400 * 7);
@@ -617,10 +619,9 @@ std::vector<TraceJob> JobsFor(const Scenario& s, const ScenarioVariant& v, uint6
 }
 
 bool HarvestsFor(const Scenario& s, const std::string& policy) {
-  if (!s.sim.harvest.enabled) return false;
   auto v = s.policy_variants.find(policy);
-  if (v == s.policy_variants.end()) return policy == "tessera";
-  return v->second.base == "tessera" &&
+  if (v == s.policy_variants.end()) return policy == "tessera" && s.sim.harvest.enabled;
+  return v->second.base == "tessera" && (s.sim.harvest.enabled || v->second.harvest) &&
          std::find(v->second.off.begin(), v->second.off.end(), kHarvestFeature) == v->second.off.end();
 }
 

@@ -351,29 +351,39 @@ TEST(ScenarioTest, SanityAnchors) {
 namespace tessera {
 namespace {
 
-// The opportunistic tier (sim/harvest.h) is tessera's: on by default for it and its variants, off for every
-// baseline, off for a variant with `off: [harvest]` and for every policy with `harvest: {enabled: false}`.
-TEST(ScenarioTest, HarvestingIsTesserasAndVariantsCanTurnItOff) {
+// The opportunistic tier (sim/harvest.h) is a simulator option of tessera's: off unless a tessera variant
+// says `harvest: true` or the scenario `harvest: {enabled: true}` (then tessera and its variants), never for
+// a baseline or a variant with `off: [harvest]`.
+TEST(ScenarioTest, HarvestingIsAnOptionOfTesserasAndVariants) {
   const std::string variants =
       "policy_variants:\n  tessera-no-harvest: {policy: tessera, off: [harvest]}\n"
+      "  tessera-harvest: {policy: tessera, harvest: true}\n"
       "  tessera-no-sharing: {policy: tessera, off: [share_instances]}\n";
   auto s = ParseScenarioText(std::string(kBase) + variants + "workload: {}\n");
   ASSERT_TRUE(s.ok()) << s.error();
-  EXPECT_TRUE(HarvestsFor(*s, "tessera"));
-  EXPECT_TRUE(HarvestsFor(*s, "tessera-no-sharing"));
-  EXPECT_FALSE(HarvestsFor(*s, "tessera-no-harvest"));
+  EXPECT_FALSE(HarvestsFor(*s, "tessera"));
+  EXPECT_TRUE(HarvestsFor(*s, "tessera-harvest"));
+  EXPECT_FALSE(HarvestsFor(*s, "tessera-no-sharing"));
   EXPECT_FALSE(HarvestsFor(*s, "bestfit"));
-  EXPECT_FALSE(HarvestsFor(*s, "k8s-mps"));
   auto p = MakeScenarioPolicy(*s, "tessera-no-harvest");  // the engine never sees `harvest`
   ASSERT_TRUE(p.ok()) << p.error();
   EXPECT_EQ((*p)->name(), "tessera-no-harvest");
-  auto off = ParseScenarioText(std::string(kBase) + "harvest: {enabled: false, grace_s: 10}\nworkload: {}\n");
-  ASSERT_TRUE(off.ok()) << off.error();
-  EXPECT_FALSE(HarvestsFor(*off, "tessera"));
-  EXPECT_EQ(off->sim.harvest.grace_s, 10);
+  auto on = ParseScenarioText(std::string(kBase) + variants + "harvest: {enabled: true, grace_s: 10}\n" +
+                              "workload: {}\n");
+  ASSERT_TRUE(on.ok()) << on.error();
+  EXPECT_TRUE(HarvestsFor(*on, "tessera"));
+  EXPECT_TRUE(HarvestsFor(*on, "tessera-no-sharing"));
+  EXPECT_FALSE(HarvestsFor(*on, "tessera-no-harvest"));
+  EXPECT_FALSE(HarvestsFor(*on, "bestfit"));
+  EXPECT_FALSE(HarvestsFor(*on, "k8s-mps"));
+  EXPECT_EQ(on->sim.harvest.grace_s, 10);
   auto bad = ParseScenarioText(std::string(kBase) + "harvest: {slo_margin: 2}\nworkload: {}\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("harvest.slo_margin"), std::string::npos) << bad.error();
+  auto base = ParseScenarioText(std::string(kBase) +
+                                "policy_variants:\n  x: {policy: bestfit, harvest: true}\nworkload: {}\n");
+  ASSERT_FALSE(base.ok());
+  EXPECT_NE(base.error().find("only for policy tessera"), std::string::npos) << base.error();
 }
 
 }  // namespace
