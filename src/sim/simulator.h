@@ -144,7 +144,7 @@ struct SimOptions {
   // Keep the run's decisions (control/decisions.h) in RunResult::decisions.
   bool record_decisions = false;
   // The opportunistic tier (sim/harvest.h): waiting preemptible training on compute inference holds and
-  // does not use. Off by default; scenarios turn it on for tessera.
+  // does not use. Off by default; scenarios turn it on for tessera variants (scenario.h HarvestsFor).
   HarvestOptions harvest;
 };
 
