@@ -43,6 +43,10 @@ Result<std::unique_ptr<Replay>> Replay::Prepare(Scenario scenario, const std::st
   if (sc.tiers)
     return Status::Error(scenario_path + ": --replay: capacity tiers (spot, autoscaling) are not modelled by the "
                                          "service yet; replay a scenario without 'tiers'");
+  if (HarvestsFor(sc, "tessera"))
+    return Status::Error(scenario_path +
+                         ": --replay: the opportunistic tier (harvest: {enabled: true}) is not "
+                         "modelled by the service yet; replay a scenario without it");
   if (sc.seeds.empty()) return Status::Error(scenario_path + ": --replay: the scenario has no seeds");
   r->seed_ = seed != 0 ? seed : sc.seeds.front();
   r->jobs_ = JobsFor(sc, sc.variants.front(), r->seed_);

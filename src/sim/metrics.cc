@@ -148,6 +148,19 @@ void AddUtilization(const std::vector<RunResult>& runs, json& o) {
     return r.training_gpus_allocated > 0 ? r.effective_training_throughput / r.training_gpus_allocated : 0.0;
   }));
   o["oom_events"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.oom_events); }));
+  // The opportunistic tier (sim/harvest.h): compute lost to evictions, checkpoint writes and restores (a
+  // share of the fleet, never in gpu_utilization) and the harvested part of gpu_utilization.
+  o["lost_compute"] = SpreadJson(Collect(runs, [](const RunResult& r) { return r.lost_compute; }));
+  o["harvested_utilization"] =
+      SpreadJson(Collect(runs, [](const RunResult& r) { return r.harvested_utilization; }));
+  const auto count = [&](int64_t RunResult::*f) {
+    return SpreadJson(Collect(runs, [&](const RunResult& r) { return static_cast<double>(r.*f); }), 1);
+  };
+  o["harvest"] = {{"enabled", runs.front().harvest_enabled},
+                  {"starts", count(&RunResult::harvest_starts)},
+                  {"evictions", count(&RunResult::harvest_evictions)},
+                  {"completions", count(&RunResult::harvest_completions)},
+                  {"checkpoints", count(&RunResult::harvest_checkpoints)}};
 }
 
 // Latency under sharing, per SLO class (docs/sharing.md): violations of the class's SLO and the p99 slowdown.

@@ -156,7 +156,15 @@ void ReadPolicies(FieldReader& r, std::string_view key, const std::map<std::stri
     if (r.ok() && !variants.count(p) && !MakePolicy(p).ok()) r.Fail(key, fmt::format("unknown policy '{}'", p));
 }
 
-// `policy_variants: {NAME: {policy: BASE, static_mig: {share, layout}, off: [feature, ...]}}`.
+// A variant's features off without `harvest` (a simulator feature, not the engine's).
+std::vector<std::string> EngineOff(const std::vector<std::string>& off) {
+  std::vector<std::string> out;
+  for (const std::string& f : off)
+    if (f != kHarvestFeature) out.push_back(f);
+  return out;
+}
+
+// `policy_variants: {NAME: {policy: BASE, static_mig: {share, layout}, off: [feature, ...], harvest: B}}`.
 Status ReadPolicyVariants(FieldReader& top, std::map<std::string, PolicyVariant>* out) {
   const YAML::Node m = top.Map("policy_variants");
   if (!top.ok() || !m.IsDefined()) return top.status();
@@ -172,9 +180,11 @@ Status ReadPolicyVariants(FieldReader& top, std::map<std::string, PolicyVariant>
     r.String("policy", &v.base, true);
     if (r.ok() && !MakePolicy(v.base).ok()) r.Fail("policy", fmt::format("unknown policy '{}'", v.base));
     r.StringList("off", &v.off, false);
-    if (r.ok() && !v.off.empty()) {
+    r.Bool("harvest", &v.harvest, false);
+    if (r.ok() && v.harvest && v.base != "tessera") r.Fail("harvest", "only for policy tessera");
+    if (r.ok() && !EngineOff(v.off).empty()) {
       PolicyOptions o;
-      o.off = v.off;
+      o.off = EngineOff(v.off);
       if (auto p = MakePolicy(v.base, o); !p.ok()) r.Fail("off", p.error());
     }
     if (r.ok() && r.Has("static_mig")) {
@@ -279,6 +289,23 @@ Status ReadSimSections(FieldReader& top, Scenario* s) {
   sm.Double("share", &s->static_mig.share, false, 0, 1);
   sm.String("layout", &s->static_mig.layout, false);
   if (Status st = sm.Finish(); !st.ok()) return st;
+  FieldReader hv(top.Child("harvest"), top.source(), "harvest", true);
+  HarvestOptions& ho = s->sim.harvest;
+  ho.enabled = false;  // `harvest: {enabled: true}`: every tessera run; else per variant (HarvestsFor)
+  hv.Bool("enabled", &ho.enabled, false);
+  hv.Int("grace_s", &ho.grace_s, false, 0, 86400);
+  hv.Int("checkpoint_every_s", &ho.checkpoint_every_s, false, 60, 86400 * 7);
+  hv.Int("checkpoint_cost_s", &ho.checkpoint_cost_s, false, 0, 86400);
+  hv.Int("restore_s", &ho.restore_s, false, 0, 86400);
+  hv.Int("react_s", &ho.react_s, false, 0, 86400);
+  hv.Double("slo_margin", &ho.slo_margin, false, 0.1, 1);
+  int64_t min_cap = ho.min_cap_milli;
+  hv.Int("min_cap_milli", &min_cap, false, 1, 1000);
+  ho.min_cap_milli = static_cast<int>(min_cap);
+  hv.Bool("sensitive_units", &ho.sensitive_units, false);
+  hv.Bool("free_compute", &ho.free_compute, false);
+  hv.Int("gang_max_gpus", &ho.gang_max_gpus, false, 1, 64);
+  if (Status st = hv.Finish(); !st.ok()) return st;
   FieldReader sh(top.Child("sharing"), top.source(), "sharing", true);
   SharingOptions& so = s->sim.sharing;
   std::string mode;
@@ -553,7 +580,7 @@ Result<std::unique_ptr<Policy>> MakeScenarioPolicy(const Scenario& s, const std:
   if (it == s.policy_variants.end()) return MakePolicy(name, popt);
   const PolicyVariant& v = it->second;
   if (!v.off.empty()) {  // an ablation: the engine with features off, reporting the variant's name
-    popt.off = v.off;
+    popt.off = EngineOff(v.off);
     popt.name = name;
   }
   return MakePolicy(v.base, popt);
@@ -589,6 +616,13 @@ std::vector<TraceJob> JobsFor(const Scenario& s, const ScenarioVariant& v, uint6
   if (!s.use_generator) return s.trace_jobs;
   return GenerateJobs(v.generator, s.arrivals, s.cluster.TotalGpus(), s.sim.horizon_s, seed, v.generator.overload,
                       s.largest_gpu_memory_mib);
+}
+
+bool HarvestsFor(const Scenario& s, const std::string& policy) {
+  auto v = s.policy_variants.find(policy);
+  if (v == s.policy_variants.end()) return policy == "tessera" && s.sim.harvest.enabled;
+  return v->second.base == "tessera" && (s.sim.harvest.enabled || v->second.harvest) &&
+         std::find(v->second.off.begin(), v->second.off.end(), kHarvestFeature) == v->second.off.end();
 }
 
 CycleSpec CycleFor(const Scenario& s, std::string_view policy) {
@@ -672,6 +706,7 @@ Status RunPolicyTask(const Scenario& s, const std::vector<std::string>& policies
   o.sharing = SharingFor(out->bases[p], o.sharing);
   o.failure_seed = s.seeds[t.seed];
   o.gang_backfill = out->cycles[p].gang_backfill;
+  o.harvest.enabled = HarvestsFor(s, policies[p]);
   o.record_decisions = s.sim.record_decisions && t.v == 0 && t.seed == 0 && p == 0;  // the first run only
   std::unique_ptr<SimHook> hook;  // issue 5: one tiers hook per run
   if (s.tiers) hook = MakeTierHook(s.tiers, cluster, catalog, jobs, s.seeds[t.seed]);

@@ -38,8 +38,13 @@ struct PolicyVariant {
   std::string base;                  // a registered policy
   bool has_static_mig = false;       // base static-mig: this share and layout instead of the scenario's
   StaticMigSetup static_mig;
-  std::vector<std::string> off;      // engine policies: features off (sched/policy.h EngineFeatures)
+  std::vector<std::string> off;  // engine policies: features off (sched/policy.h EngineFeatures), and
+                                 // for tessera `harvest` (the simulator's opportunistic tier)
+  bool harvest = false;          // base tessera: `harvest: true` runs it with the opportunistic tier
 };
+
+// The feature name that turns tessera's opportunistic tier off in a variant (`off: [harvest]`).
+inline constexpr const char* kHarvestFeature = "harvest";
 
 // One point of a sweep (or the only variant of a plain scenario).
 struct ScenarioVariant {
@@ -135,6 +140,11 @@ struct ScenarioOutcome {
 
 // The cycle `policy` gets in scenario `s`.
 CycleSpec CycleFor(const Scenario& s, std::string_view policy);
+// Whether `policy` (a registered policy or a variant) runs with the opportunistic tier (sim/harvest.h), a
+// simulator-only feature (the service's replay refuses a scenario whose tessera would harvest): a tessera
+// variant with `harvest: true`, or tessera and its variants when the scenario's `harvest: {enabled: true}`;
+// never with `off: [harvest]`.
+bool HarvestsFor(const Scenario& s, const std::string& policy);
 // Whether every policy of `o` ran with the same cycle.
 bool SameCycle(const ScenarioOutcome& o);
 // The upper bound of one (variant, seed) job stream (sim/bound.h).

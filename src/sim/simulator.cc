@@ -44,6 +44,7 @@ struct SimJob {
   std::vector<std::pair<GpuId, int>> units;
   double base_used_milli = 0;
   bool violated = false;
+  bool served = false;  // counted in the served mix (first bound, or first harvested, inside the window)
 };
 
 // A unit of compute that inference replicas run on: a MIG instance, a whole GPU or a GPU shared by
@@ -53,6 +54,39 @@ struct Unit {
   std::vector<int> caps;  // each member's grant (thousandths), for per-client caps
   int capacity = 0;       // thousandths of a GPU
   int64_t since_s = 0;
+  int64_t memory_mib = 0;       // usable memory of the instance or GPU
+  int64_t members_mib = 0;      // the members' memory
+  JobSlot harvester = kNoSlot;  // a waiting job running on its idle compute (sim/harvest.h)
+};
+
+// One GPU (or MIG instance) a harvester runs on: beside a unit's one owner, or on compute nobody holds (a
+// free whole GPU or an idle MIG instance: reserved for a gang, or a fragment) until a bind or a repartition
+// takes it.
+struct HarvestPlace {
+  std::pair<GpuId, int> key;
+  int free_capacity = 0;  // > 0: compute nobody holds, of this capacity
+};
+
+// A waiting job running on idle compute (sim/harvest.h), one place per GPU it asks for, all on one node. Its
+// progress since the last checkpoint is kept here; a checkpoint moves it into the job's remaining work, an
+// eviction loses it. A gang progresses at the pace of its slowest place times its step-time efficiency.
+struct Harvester {
+  std::vector<HarvestPlace> places;
+  double efficiency = 1;
+  int64_t accrued_s = 0;   // progress accrued up to here
+  int64_t run_from_s = 0;  // progress starts here (after a restore or a checkpoint write)
+  int64_t next_checkpoint_s = 0;
+  double work_s = 0;          // ideal seconds of work since the last checkpoint
+  double useful_milli_s = 0;  // the compute they took inside the window (thousandths x seconds)
+};
+
+// Where a harvester may run: a unit with one owner (cap at the owner's declared demand), a free whole GPU or
+// an idle MIG instance (its compute), with the memory left for a harvester.
+struct HarvestSlot {
+  int cap = 0;
+  HarvestPlace place;
+  NodeId node = kNone;
+  int64_t memory_left_mib = 0;
 };
 
 // Slowdown histogram: bucket b holds slowdowns in (1.02^(b-1), 1.02^b] (bucket 0: exactly 1); the last one
@@ -108,6 +142,7 @@ class SimRun final : public DriverListener, public InstantSource {
  private:
   ControlLoop& loop() { return *loop_; }
   ClusterState& state() { return loop_->state(); }
+  const ClusterState& state() const { return loop_->state(); }
   const ControlJob& job(JobSlot j) { return loop_->jobs()[j]; }
   bool Tenancy() const { return opt_.tenancy != nullptr; }
 
@@ -129,6 +164,37 @@ class SimRun final : public DriverListener, public InstantSource {
   double DemandFactor(JobSlot j, int64_t epoch) const;
   void SloFigures(int64_t end);
   bool AncestorsWithin(int q, int64_t units) const;
+  // The opportunistic tier (sim/harvest.h).
+  // Not with capacity tiers or tenancy: their hooks and queue records follow regular holds only.
+  bool Harvesting() const { return opt_.harvest.enabled && hook_ == nullptr && !Tenancy(); }
+  // Whether the next harvest tick counts as an instant when the run's own next one is `t_next`: while
+  // harvesters run (each ends: it completes, or its owner or a bind evicts it), or while a job waits and
+  // something else is still to come. Never else, so a run to completion ends.
+  bool HarvestTickDue(int64_t t_next) const {
+    return Harvesting() &&
+           (!harvesters_.empty() || (!loop_->jobs().pending().empty() && t_next != INT64_MAX));
+  }
+  double InWindow(int64_t s, int64_t t) const {
+    return static_cast<double>(std::max<int64_t>(0, std::min(t, w1_) - std::max(s, w0_)));
+  }
+  int OwnerReal(const Unit& u, int64_t epoch) const;
+  double OwnerSlo(const Unit& u) const;
+  int HarvestCap(const Unit& u, int64_t epoch) const;
+  int PlaceCap(const HarvestPlace& p, int64_t epoch) const;
+  double PlaceUseful(const HarvestPlace& p, int64_t epoch, double compute) const;
+  void HarvestedOwnerTime(const Unit& u, SloAccum* acc, SimJob& owner, int64_t a, int64_t b);
+  void SettleHarvests(int64_t now);
+  void StartHarvests(int64_t now);
+  std::vector<HarvestSlot> HarvestSlots() const;
+  bool PickPlaces(const TraceJob& spec, const std::vector<HarvestSlot>& slots,
+                  std::vector<size_t>* chosen) const;
+  void StartHarvest(JobSlot j, std::vector<HarvestPlace> places, int64_t now);
+  void EndHarvest(JobSlot j, bool evicted, int64_t now);
+  void SettleHarvester(JobSlot j, int64_t now);
+  int HarvesterCap(const Harvester& h, int64_t epoch) const;
+  bool StillFree(const HarvestPlace& p) const;
+  void EvictTakenFree(const std::vector<TaskPlacement>* tasks, JobSlot taker, int64_t now);
+  void CountServed(SimJob& j, int64_t now);
   void UpdateGuaranteeWaits(int64_t now);
   double LimitFactor(JobSlot j) const;
 
@@ -160,6 +226,14 @@ class SimRun final : public DriverListener, public InstantSource {
   // Per SLO class: replica-seconds, those above the SLO, and the slowdown histogram over replica-seconds.
   std::map<std::string, SloAccum> slo_acc_;
   size_t next_arrival_ = 0;
+  // The opportunistic tier: harvesters by job, jobs whose next regular start restores a harvest checkpoint,
+  // the next harvest tick, and the compute (thousandths x seconds inside the window) harvesters kept and
+  // lost.
+  std::map<JobSlot, Harvester> harvesters_;
+  std::set<JobSlot> restore_on_start_;
+  std::set<JobSlot> grace_on_start_;  // bound onto a free harvester's GPU: it starts after the grace period
+  int64_t next_harvest_s_ = 0;
+  double harvest_useful_ = 0, harvest_lost_ = 0;
 
   // Integrals over [w0_, w1_].
   std::array<Accum, kClasses> cls_acc_{};
@@ -187,6 +261,7 @@ Status SimRun::Init() {
   res_.time_limit_factor_min = opt_.time_limit_factor_min;
   res_.time_limit_factor_max = opt_.time_limit_factor_max;
   res_.sharing_mode = SharingModeName(opt_.sharing.mode);
+  res_.harvest_enabled = Harvesting();
   res_.gpus = state.num_gpus();
   if (res_.gpus == 0) return Status::Error("simulate: the cluster has no GPUs");
   capacity_milli_ = 1000.0 * res_.gpus;
@@ -368,6 +443,7 @@ double SimRun::DemandFactor(JobSlot j, int64_t epoch) const {
 // each member's slowdown from the members' real demands (sharing.h), its replica-seconds (on the first unit of
 // its grants only) and those above its class's SLO. A replica alone is the reference (slowdown 1).
 void SimRun::CloseUnit(Unit& u, int64_t now) {
+  if (u.harvester != kNoSlot) SettleHarvester(u.harvester, now);
   const int64_t a = std::max(u.since_s, w0_), b = std::min(now, w1_);
   u.since_s = now;
   if (b <= a || u.members.empty()) return;
@@ -387,6 +463,7 @@ void SimRun::CloseUnit(Unit& u, int64_t now) {
              static_cast<double>(std::max(0, m.spec->compute_milli)),
              prod ? opt_.sharing.sensitive_slo : opt_.sharing.standard_slo, static_cast<double>(u.caps[i]), 0, &m};
   }
+  if (k == 1 && u.harvester != kNoSlot) return HarvestedOwnerTime(u, ms[0].acc, *ms[0].job, a, b);
   if (k == 1) {
     if (ms[0].acc) ms[0].acc->Add(1.0, static_cast<double>(b - a), false);
     return;
@@ -421,6 +498,302 @@ void SimRun::KilledReplicaTime(JobSlot j, int64_t now) {
       kSaturated, static_cast<double>(b - a), true);
 }
 
+// --- The opportunistic tier (sim/harvest.h). A harvested unit has one owner. ---
+
+// The owner's real demand in demand epoch `epoch` (thousandths of a GPU).
+int SimRun::OwnerReal(const Unit& u, int64_t epoch) const {
+  const JobSlot owner = u.members.front();
+  return static_cast<int>(
+      std::lround(std::max(0, jobs_[owner.value()].spec->compute_milli) * DemandFactor(owner, epoch)));
+}
+
+double SimRun::OwnerSlo(const Unit& u) const {
+  return jobs_[u.members.front().value()].spec->latency_sensitive ? opt_.sharing.sensitive_slo
+                                                                  : opt_.sharing.standard_slo;
+}
+
+// The harvester's cap over epoch `epoch`: the throttle follows the owner's demand.
+int SimRun::HarvestCap(const Unit& u, int64_t epoch) const {
+  if (u.members.size() != 1) return 0;
+  return HarvestCapMilli(opt_.sharing, OwnerReal(u, epoch), u.capacity,
+                         OwnerSlo(u) * opt_.harvest.slo_margin);
+}
+
+int SimRun::PlaceCap(const HarvestPlace& p, int64_t epoch) const {
+  return p.free_capacity > 0 ? p.free_capacity : HarvestCap(units_.at(p.key), epoch);
+}
+
+// The compute a place gives a harvester of `compute` (its demand) over an epoch, contention taken off.
+double SimRun::PlaceUseful(const HarvestPlace& p, int64_t epoch, double compute) const {
+  if (p.free_capacity > 0) return std::min<double>(compute, p.free_capacity);
+  const Unit& u = units_.at(p.key);
+  return std::min(compute,
+                  HarvestUsefulMilli(opt_.sharing, OwnerReal(u, epoch), HarvestCap(u, epoch), u.capacity));
+}
+
+// The owner's SLO time over [a, b) (inside the window) beside its harvester: per epoch at the cap for its
+// real demand, except the first react_s of an epoch, where a higher cap of the epoch before still holds.
+void SimRun::HarvestedOwnerTime(const Unit& u, SloAccum* acc, SimJob& owner, int64_t a, int64_t b) {
+  const int64_t ep = std::max<int64_t>(1, opt_.demand_epoch_s);
+  const double slo = OwnerSlo(u);
+  for (int64_t s = a; s < b;) {
+    const int64_t e = s / ep, t = std::min(b, (e + 1) * ep);
+    const int own = OwnerReal(u, e), cap = HarvestCap(u, e);
+    const int64_t lag = s == e * ep ? std::min(t - s, opt_.harvest.react_s) : 0;
+    const int old_cap = lag > 0 ? std::max(cap, HarvestCap(u, e - 1)) : cap;
+    for (const auto& [len, c] :
+         {std::pair<int64_t, int>{lag, old_cap}, std::pair<int64_t, int>{t - s - lag, cap}}) {
+      if (len <= 0) continue;
+      double slow = HarvestedOwnerSlowdown(opt_.sharing, own, c, u.capacity);
+      if (!(slow < kSaturated)) slow = kSaturated;
+      const bool over = slow > slo + 1e-9;
+      if (acc) acc->Add(slow, static_cast<double>(len), over);
+      owner.violated |= over;
+    }
+    s = t;
+  }
+}
+
+// A harvester leaves: evicted, its work since the last checkpoint is lost; else (it completed) the caller has
+// kept its work. Its owners' units are closed at `now` first.
+void SimRun::EndHarvest(JobSlot j, bool evicted, int64_t now) {
+  if (!harvesters_.count(j)) return;
+  const std::vector<HarvestPlace> places = harvesters_.at(j).places;
+  for (const HarvestPlace& p : places)
+    if (auto u = units_.find(p.key); p.free_capacity == 0 && u != units_.end()) CloseUnit(u->second, now);
+  auto it = harvesters_.find(j);
+  if (evicted) {
+    harvest_lost_ += it->second.useful_milli_s;
+    ++res_.harvest_evictions;
+  }
+  for (const HarvestPlace& p : places)
+    if (auto u = units_.find(p.key); p.free_capacity == 0 && u != units_.end() && u->second.harvester == j)
+      u->second.harvester = kNoSlot;
+  harvesters_.erase(it);
+}
+
+// Brings a harvester's progress up to `now`, epoch by epoch (none before run_from_s: a restore or a
+// checkpoint write). REQUIRES: its places' units have not changed since it last accrued.
+void SimRun::SettleHarvester(JobSlot j, int64_t now) {
+  Harvester& h = harvesters_.at(j);
+  const double compute = std::max(1, jobs_[j.value()].spec->compute_milli);
+  const double n = static_cast<double>(h.places.size());
+  const int64_t ep = std::max<int64_t>(1, opt_.demand_epoch_s);
+  for (int64_t s = std::max(h.accrued_s, h.run_from_s); s < now;) {
+    const int64_t e = s / ep, t = std::min(now, (e + 1) * ep);
+    double pace = compute;
+    for (const HarvestPlace& p : h.places) pace = std::min(pace, PlaceUseful(p, e, compute));
+    h.work_s += pace / compute * h.efficiency * static_cast<double>(t - s);
+    h.useful_milli_s += n * pace * h.efficiency * InWindow(s, t);
+    s = t;
+  }
+  h.accrued_s = std::max(h.accrued_s, now);
+}
+
+int SimRun::HarvesterCap(const Harvester& h, int64_t epoch) const {
+  int cap = 0;
+  for (const HarvestPlace& p : h.places) cap += PlaceCap(p, epoch);
+  return cap;
+}
+
+// Whether a place on compute nobody held is still held by nobody.
+bool SimRun::StillFree(const HarvestPlace& p) const {
+  const GpuState& g = state().gpu(p.key.first);
+  if (p.key.second < 0) return g.WholeFree();
+  if (!g.mig_enabled) return false;
+  for (int i = 0; i < g.n_instances; ++i)
+    if (g.instances[i].start == p.key.second) return !g.instances[i].busy;
+  return false;
+}
+
+// Harvesters some of whose free compute a bind or a repartition took are evicted; a job bound onto one of
+// those GPUs starts after the harvester's termination grace period.
+void SimRun::EvictTakenFree(const std::vector<TaskPlacement>* tasks, JobSlot taker, int64_t now) {
+  std::vector<std::pair<JobSlot, GpuId>> taken;
+  for (const auto& [slot, h] : harvesters_)
+    for (const HarvestPlace& p : h.places)
+      if (p.free_capacity > 0 && !StillFree(p)) taken.push_back({slot, p.key.first});
+  for (const auto& [j, gpu] : taken) {
+    if (harvesters_.count(j)) {
+      SettleHarvester(j, now);
+      EndHarvest(j, true, now);
+    }
+    if (tasks == nullptr) continue;
+    for (const TaskPlacement& t : *tasks)
+      for (const GpuGrant& g : t.gpus)
+        if (g.gpu == gpu) grace_on_start_.insert(taker);
+  }
+}
+
+// At a harvest tick, before the cycle: each harvester completes (its job leaves the queue, done) or, when
+// due, writes a checkpoint (its work so far becomes the job's; no progress while it writes).
+void SimRun::SettleHarvests(int64_t now) {
+  std::vector<JobSlot> slots;
+  for (const auto& [slot, h] : harvesters_) slots.push_back(slot);
+  std::vector<JobSlot> done;
+  for (JobSlot j : slots) {
+    SettleHarvester(j, now);
+    Harvester& h = harvesters_.at(j);
+    ControlJob& cj = loop().jobs()[j];
+    if (h.work_s >= cj.remaining_work_s) {
+      harvest_useful_ += h.useful_milli_s * std::min(1.0, cj.remaining_work_s / std::max(1e-9, h.work_s));
+      EndHarvest(j, false, now);
+      cj.remaining_work_s = 0;
+      cj.phase = JobPhase::kDone;
+      done.push_back(j);
+      ++res_.jobs_completed;
+      ++res_.harvest_completions;
+      res_.makespan_s = static_cast<double>(now);
+      const SimJob& sj = jobs_[j.value()];
+      if (sj.in_window)
+        res_.by_class[WorkloadClassName(sj.spec->cls)].jct_s.push_back(
+            static_cast<double>(now - cj.submit_s));
+      if (sj.in_window) res_.by_team[sj.spec->team].jct_s.push_back(static_cast<double>(now - cj.submit_s));
+      continue;
+    }
+    if (now < h.next_checkpoint_s || h.work_s <= 0) continue;
+    harvest_useful_ += h.useful_milli_s;
+    cj.remaining_work_s = std::max(1.0, cj.remaining_work_s - h.work_s);
+    h.work_s = h.useful_milli_s = 0;
+    restore_on_start_.insert(j);
+    const int64_t ep = std::max<int64_t>(1, opt_.demand_epoch_s);
+    harvest_lost_ += HarvesterCap(h, now / ep) * InWindow(now, now + opt_.harvest.checkpoint_cost_s);
+    h.run_from_s = now + opt_.harvest.checkpoint_cost_s;
+    h.next_checkpoint_s = h.run_from_s + opt_.harvest.checkpoint_every_s;
+    ++res_.harvest_checkpoints;
+  }
+  if (!done.empty()) loop().jobs().ErasePending(done);
+}
+
+void SimRun::CountServed(SimJob& j, int64_t now) {
+  if (j.served) return;
+  j.served = true;
+  if (now < w0_ || now >= w1_) return;
+  for (ClassStats* s : {&res_.by_class[WorkloadClassName(j.spec->cls)], &res_.by_team[j.spec->team]}) {
+    ++s->jobs_started;
+    s->gpu_requests_served += j.spec->GpuRequests();
+  }
+}
+
+void SimRun::StartHarvest(JobSlot j, std::vector<HarvestPlace> places, int64_t now) {
+  const SimJob& sj = jobs_[j.value()];
+  Harvester h;
+  if (places.size() > 1) {  // a gang on one node: its step time there
+    TaskPlacement t;
+    t.node = state().gpu(places.front().key.first).node;
+    for (const HarvestPlace& p : places) t.gpus.push_back(GpuGrant{p.key.first});
+    h.efficiency = physics_->EfficiencyOf(*sj.spec, {t});
+  }
+  for (const HarvestPlace& p : places) {
+    if (p.free_capacity > 0) continue;
+    Unit& u = units_.at(p.key);
+    CloseUnit(u, now);
+    u.harvester = j;
+  }
+  h.places = std::move(places);
+  h.accrued_s = now;
+  const bool restore = restore_on_start_.count(j) > 0 || job(j).remaining_work_s < sj.spec->duration_s - 1e-9;
+  h.run_from_s = now + (restore ? opt_.harvest.restore_s : 0);
+  if (restore) {
+    const int64_t ep = std::max<int64_t>(1, opt_.demand_epoch_s);
+    harvest_lost_ += HarvesterCap(h, now / ep) * InWindow(now, h.run_from_s);
+  }
+  h.next_checkpoint_s = h.run_from_s + opt_.harvest.checkpoint_every_s;
+  harvesters_[j] = std::move(h);
+  ++res_.harvest_starts;
+  CountServed(jobs_[j.value()], now);
+}
+
+std::vector<HarvestSlot> SimRun::HarvestSlots() const {
+  std::vector<HarvestSlot> out;
+  for (const auto& [key, u] : units_) {
+    if (u.members.size() != 1 || u.harvester != kNoSlot) continue;
+    const TraceJob& owner = *jobs_[u.members.front().value()].spec;
+    if (owner.latency_sensitive && !opt_.harvest.sensitive_units) continue;
+    const int cap = HarvestCapMilli(opt_.sharing, std::max(0, owner.compute_milli), u.capacity,
+                                    OwnerSlo(u) * opt_.harvest.slo_margin);
+    if (cap >= opt_.harvest.min_cap_milli)
+      out.push_back({cap,
+                     {key, 0},
+                     state().gpu(key.first).node,
+                     u.memory_mib - u.members_mib - 2 * opt_.sharing.context_mib});
+  }
+  if (!opt_.harvest.free_compute) return out;
+  std::set<std::pair<GpuId, int>> taken;
+  for (const auto& [slot, h] : harvesters_)
+    for (const HarvestPlace& p : h.places)
+      if (p.free_capacity > 0) taken.insert(p.key);
+  for (GpuId g = 0; g < state().num_gpus(); ++g) {
+    const GpuState& gs = state().gpu(g);
+    const GpuKind& kind = state().kind_of_gpu(g);
+    if (gs.WholeFree() && !taken.count({g, -1}))
+      out.push_back(
+          {kMilliPerGpu, {{g, -1}, kMilliPerGpu}, gs.node, kind.memory_mib - opt_.sharing.context_mib});
+    if (!gs.mig_enabled) continue;
+    for (int i = 0; i < gs.n_instances; ++i) {
+      const MigSlot& m = gs.instances[i];
+      if (m.busy || taken.count({g, m.start})) continue;
+      const int cap = kind.ProfileComputeMilli(m.profile);
+      if (cap >= opt_.harvest.min_cap_milli)
+        out.push_back({cap,
+                       {{g, m.start}, cap},
+                       gs.node,
+                       kind.profiles[m.profile].usable_mib - opt_.sharing.context_mib});
+    }
+  }
+  return out;
+}
+
+// Places for a waiting job among `slots` (by cap, largest first): the first that holds a single-GPU job's
+// memory; for a gang of G GPUs (G <= gang_max_gpus), G slots on G distinct GPUs of one node, on the node
+// where the G-th best such slot is best (a gang runs at its slowest member's pace).
+bool SimRun::PickPlaces(const TraceJob& spec, const std::vector<HarvestSlot>& slots,
+                        std::vector<size_t>* chosen) const {
+  const size_t g = static_cast<size_t>(spec.GpuRequests());
+  chosen->clear();
+  if (g == 1) {
+    for (size_t f = 0; f < slots.size(); ++f)
+      if (spec.memory_mib <= slots[f].memory_left_mib) return chosen->push_back(f), true;
+    return false;
+  }
+  std::map<NodeId, std::vector<size_t>> by_node;
+  std::map<NodeId, std::set<GpuId>> gpus;
+  for (size_t f = 0; f < slots.size(); ++f) {
+    const HarvestSlot& x = slots[f];
+    if (spec.memory_mib > x.memory_left_mib || by_node[x.node].size() >= g) continue;
+    if (!gpus[x.node].insert(x.place.key.first).second) continue;
+    by_node[x.node].push_back(f);
+  }
+  int best = -1;
+  for (const auto& [node, fs] : by_node)
+    if (fs.size() == g && slots[fs.back()].cap > best) best = slots[fs.back()].cap, *chosen = fs;
+  return best >= 0;
+}
+
+// At a harvest tick, after the cycle: waiting checkpointable preemptible training of whole GPUs, in queue
+// order, each on the slots PickPlaces finds.
+void SimRun::StartHarvests(int64_t now) {
+  std::vector<HarvestSlot> free = HarvestSlots();
+  std::stable_sort(free.begin(), free.end(),
+                   [](const HarvestSlot& x, const HarvestSlot& y) { return x.cap > y.cap; });
+  const std::vector<JobSlot> pending = loop().jobs().pending();
+  std::vector<size_t> chosen;
+  for (JobSlot j : pending) {
+    if (free.empty()) break;
+    const ControlJob& cj = job(j);
+    const TraceJob& spec = *jobs_[j.value()].spec;
+    if (harvesters_.count(j) || spec.cls != WorkloadClass::kTraining || !cj.checkpointable ||
+        !cj.preemptible || spec.gpus_per_task < 1 || spec.GpuRequests() > opt_.harvest.gang_max_gpus ||
+        cj.remaining_work_s <= 0 || !PickPlaces(spec, free, &chosen))
+      continue;
+    std::vector<HarvestPlace> places;
+    for (size_t f : chosen) places.push_back(free[f].place);
+    StartHarvest(j, std::move(places), now);
+    std::sort(chosen.rbegin(), chosen.rend());
+    for (size_t f : chosen) free.erase(free.begin() + static_cast<std::ptrdiff_t>(f));
+  }
+}
+
 // Time-slicing's context switches cost the unit useful time: each member's utilisation is its declared use
 // scaled by min(1, useful capacity / summed declared demand), recomputed on every change of the unit.
 void SimRun::RescaleUsed(const Unit& u) {
@@ -451,6 +824,18 @@ void SimRun::JoinUnits(JobSlot idx) {
       Unit& u = units_[key];
       CloseUnit(u, now_);
       u.capacity = g.mig_profile >= 0 ? kind.ProfileComputeMilli(g.mig_profile) : kMilliPerGpu;
+      u.memory_mib = g.mig_profile >= 0 ? kind.profiles[g.mig_profile].usable_mib : kind.memory_mib;
+      if (u.harvester != kNoSlot) {  // a second replica: the harvester is evicted
+        // A newcomer that does not fit beside the harvester's memory waits its grace period.
+        const int64_t harvester_mib = jobs_[u.harvester.value()].spec->memory_mib;
+        if (u.members_mib + harvester_mib + j.spec->memory_mib > u.memory_mib) {
+          slo_acc_[j.spec->latency_sensitive ? "production-inference" : WorkloadClassName(j.spec->cls)].Add(
+              kSaturated, InWindow(now_, now_ + opt_.harvest.grace_s), true);
+          j.violated = true;
+        }
+        EndHarvest(u.harvester, true, now_);
+      }
+      u.members_mib += j.spec->memory_mib;
       u.members.push_back(idx);
       u.caps.push_back(std::min(g.milli, u.capacity));
       j.units.push_back(key);
@@ -468,8 +853,10 @@ void SimRun::LeaveUnits(JobSlot idx) {
       if (u.members[i] == idx) {
         u.members.erase(u.members.begin() + static_cast<std::ptrdiff_t>(i));
         u.caps.erase(u.caps.begin() + static_cast<std::ptrdiff_t>(i));
+        u.members_mib -= j.spec->memory_mib;
         break;
       }
+    if (u.members.empty() && u.harvester != kNoSlot) EndHarvest(u.harvester, true, now_);  // the owner left
     if (u.members.empty()) units_.erase(it);
     else RescaleUsed(u);
   }
@@ -538,6 +925,11 @@ void SimRun::OnBound(const Applied& a, int64_t now) {
   SimJob& j = jobs_[idx.value()];
   const ControlJob& cj = job(idx);
   const int64_t granted = a.granted_s;
+  if (harvesters_.count(idx)) {  // bound for real: it stops harvesting
+    SettleHarvester(idx, now);
+    EndHarvest(idx, true, now);
+  }
+  EvictTakenFree(&cj.tasks, idx, now);
   if (Tenancy()) {
     if (res_.job_records[idx.value()].first_bind_s < 0) res_.job_records[idx.value()].first_bind_s = granted;
     queue_waiting_[cj.queue] -= res_.job_records[idx.value()].gpu_milli;
@@ -547,13 +939,14 @@ void SimRun::OnBound(const Applied& a, int64_t now) {
     ClassStats& c = res_.by_class[WorkloadClassName(j.spec->cls)];
     ClassStats& t = res_.by_team[j.spec->team];
     for (ClassStats* s : {&c, &t}) {
-      // Served mix: work first started inside the window (whenever it arrived).
-      if (now >= w0_ && now < w1_) {
+      // Served mix: work first started inside the window (whenever it arrived), harvesting included.
+      if (now >= w0_ && now < w1_ && !j.served) {
         ++s->jobs_started;
         s->gpu_requests_served += j.spec->GpuRequests();
       }
       if (j.in_window) s->queue_delays_s.push_back(static_cast<double>(granted - cj.submit_s));
     }
+    j.served = true;
   }
   res_.mig_repartitions += a.mig_mode_gpus + a.mig_instance_gpus;
   j.alloc_milli = static_cast<double>(cj.held_milli);
@@ -561,7 +954,13 @@ void SimRun::OnBound(const Applied& a, int64_t now) {
 }
 
 int64_t SimRun::ExtraStartDelay(JobSlot j, int64_t now) {
-  return hook_ ? hook_->OnBind(j, job(j).tasks, now) : 0;  // issue 5: restart cost
+  int64_t delay = hook_ ? hook_->OnBind(j, job(j).tasks, now) : 0;  // issue 5: restart cost
+  if (grace_on_start_.erase(j)) delay += opt_.harvest.grace_s;
+  if (restore_on_start_.erase(j)) {  // it resumes from a checkpoint it wrote while harvesting
+    delay += opt_.harvest.restore_s;
+    harvest_lost_ += kMilliPerGpu * InWindow(now, now + opt_.harvest.restore_s);
+  }
+  return delay;
 }
 
 void SimRun::OnPreempted(const Applied& a, int64_t now) {
@@ -578,6 +977,7 @@ void SimRun::OnPreempted(const Applied& a, int64_t now) {
 
 void SimRun::OnApplied(const Applied& a, int64_t now) {
   if (a.kind == ActionKind::kRepartition) {  // per GPU (an unknown job: one conflict)
+    EvictTakenFree(nullptr, kNoSlot, now);
     res_.mig_repartitions += a.gpus_reconfigured;
     res_.apply_conflicts += a.gpus_failed > 0 ? a.gpus_failed : (a.conflict ? 1 : 0);
     return;
@@ -625,10 +1025,14 @@ int SimRun::Cycle(int64_t now) {
   return driver_->ApplyPlan(plan, now);
 }
 
-// Backlog arrivals: jobs become visible in trace order whenever fewer than backlog_depth wait.
+// Backlog arrivals: jobs become visible in trace order whenever fewer than backlog_depth wait. A harvester
+// runs (on harvested compute) and does not count as waiting, though it stays in the queue for a regular
+// start.
 int SimRun::ReleaseBacklog(int64_t now) {
   int n = 0;
-  while (backlog_ && loop().jobs().pending().size() < static_cast<size_t>(std::max(1, opt_.backlog_depth)) &&
+  while (backlog_ &&
+         loop().jobs().pending().size() - harvesters_.size() <
+             static_cast<size_t>(std::max(1, opt_.backlog_depth)) &&
          next_arrival_ < order_.size()) {
     MarkArrival(SlotOfTraceJob(order_[next_arrival_++]), now);
     ++n;
@@ -695,12 +1099,20 @@ void SimRun::Run() {
     if (hook_) own = std::min(own, hook_->NextTimeS());  // issue 5
     if (first) own = std::min<int64_t>(own, 0), first = false;
     bool tick = false;  // multi-tenant runs: a periodic cycle while jobs wait (guards expire, reclaim)
-    const int64_t t_next = driver_->NextInstant(now_, own, opt_.horizon_s, &tick);
+    int64_t t_next = driver_->NextInstant(now_, own, opt_.horizon_s, &tick);
+    if (HarvestTickDue(t_next) && next_harvest_s_ < t_next) t_next = next_harvest_s_, tick = false;
     if (t_next == INT64_MAX) break;
     if (opt_.horizon_s > 0 && t_next > opt_.horizon_s) break;
     Advance(t_next);
     const int64_t now = now_ = t_next;
+    const bool harvest_tick = Harvesting() && now >= next_harvest_s_;  // also at an instant past the tick
+    if (harvest_tick) SettleHarvests(now);  // checkpoints and completions before the cycle
     const bool changed = driver_->RunInstant(now, tick, *this);
+    if (harvest_tick) StartHarvests(now);  // new harvesters on what the cycle left waiting
+    if (now >= next_harvest_s_) {          // the next tick: the next demand epoch's start
+      const int64_t ep = std::max<int64_t>(1, opt_.demand_epoch_s);
+      next_harvest_s_ = (now / ep + 1) * ep;
+    }
     if (Tenancy() && changed) UpdateGuaranteeWaits(now);
     if (hook_) hook_->AfterCycles(now, state(), pending);  // issue 5: autoscaling
   }
@@ -735,15 +1147,22 @@ RunResult SimRun::Finish() {
   if (hook_) hook_->End(end, &res_);  // issue 5
   const double window = static_cast<double>(std::max<int64_t>(1, std::min(end, w1_) - w0_));
   const double denom = capacity_milli_ * window;
+  for (auto& [slot, h] : harvesters_) {  // work in progress at the end counts, as a running job's does
+    SettleHarvester(slot, end);
+    harvest_useful_ += h.useful_milli_s;
+  }
   res_.gpu_allocation = total_alloc_ / denom;
-  res_.gpu_utilization = total_used_ / denom;
+  res_.gpu_utilization = (total_used_ + harvest_useful_) / denom;
+  res_.harvested_utilization = harvest_useful_ / denom;
+  res_.lost_compute = harvest_lost_ / denom;
   res_.effective_training_throughput = eff_integral_ / window;
   res_.training_gpus_allocated = train_alloc_integral_ / 1000.0 / window;
   for (int c = 0; c < kClasses; ++c) {
     const std::string name = WorkloadClassName(static_cast<WorkloadClass>(c));
     if (!res_.by_class.count(name) && cls_acc_[c].alloc == 0) continue;
     res_.by_class[name].allocation = cls_acc_[c].alloc / denom;
-    res_.by_class[name].utilization = cls_acc_[c].used / denom;
+    res_.by_class[name].utilization =
+        (cls_acc_[c].used + (c == static_cast<int>(WorkloadClass::kTraining) ? harvest_useful_ : 0)) / denom;
   }
   for (size_t k = 0; k < team_names_.size(); ++k) {
     res_.by_team[team_names_[k]].allocation = team_acc_[k].alloc / denom;

@@ -30,6 +30,7 @@
 #include "sched/policy.h"
 #include "sched/sharing.h"
 #include "sched/step_time.h"
+#include "sim/harvest.h"
 #include "sim/trace.h"
 
 namespace tessera {
@@ -142,6 +143,9 @@ struct SimOptions {
   uint64_t demand_seed = 0;
   // Keep the run's decisions (control/decisions.h) in RunResult::decisions.
   bool record_decisions = false;
+  // The opportunistic tier (sim/harvest.h): waiting preemptible training on compute inference holds and
+  // does not use. Off by default; scenarios turn it on for tessera variants (scenario.h HarvestsFor).
+  HarvestOptions harvest;
 };
 
 // The time limit (whole seconds) a user gave trace job `index` of a run with options `o`: its duration times
@@ -214,6 +218,14 @@ struct RunResult {
   double lost_gpu_s = 0;                  // GPU-seconds of work lost to preemption (since last checkpoint)
   int64_t job_failures = 0;               // injected failures of running jobs (SimOptions::gpu_mtbf_h)
   double failure_lost_gpu_s = 0;          // GPU-seconds of work they lost (since the last checkpoint)
+  // The opportunistic tier (SimOptions::harvest), time-averaged shares of the fleet's compute inside the
+  // window: what harvesters turned into kept progress (included in gpu_utilization and the training class's
+  // utilisation), and what they spent without keeping it (work lost to evictions since the last checkpoint,
+  // checkpoint writes, restores; never in gpu_utilization).
+  bool harvest_enabled = false;
+  double harvested_utilization = 0;
+  double lost_compute = 0;
+  int64_t harvest_starts = 0, harvest_evictions = 0, harvest_completions = 0, harvest_checkpoints = 0;
   // Per SLO class (production-inference, inference, ...), from the real demand: how many replicas spent any
   // time inside the window above their SLO, and the p99 slowdown over replica-time (1 = alone; 1000 =
   // saturated).

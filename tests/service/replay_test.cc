@@ -93,6 +93,14 @@ TEST(Replay, RefusesWhatTheServiceDoesNotModel) {
                                Catalog::Default());
   ASSERT_FALSE(tiers.ok());
   EXPECT_NE(tiers.error().find("tiers"), std::string::npos) << tiers.error();
+  // The opportunistic tier is the simulator's (sim/harvest.h): a scenario whose tessera harvests is refused,
+  // the shipped one (its tessera-harvest variant aside) is not.
+  Scenario harvesting = Shipped("mixed-inference-training.yaml", 3600);
+  EXPECT_TRUE(Replay::Prepare(harvesting, "mixed", 0, Catalog::Default()).ok());
+  harvesting.sim.harvest.enabled = true;
+  auto refused = Replay::Prepare(harvesting, "mixed", 0, Catalog::Default());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("opportunistic tier"), std::string::npos) << refused.error();
 }
 
 // Users' time limits are estimates (the shipped scenarios draw them, 1-4x the duration): the replay submits

@@ -299,7 +299,7 @@ TEST(ScenarioTest, PolicyVariants) {
       "  smig-half: {policy: static-mig, static_mig: {share: 0.5, layout: all-balanced}}\n"
       "  smig-all: {policy: static-mig, static_mig: {share: 1.0, layout: all-balanced}}\n"
       "  t-as-bestfit: {policy: tessera, off: [topology, separate_classes, frag_aware, scorer,"
-      " share_instances]}\n"
+      " share_instances, harvest]}\n"
       "  t-no-topology: {policy: tessera, off: [topology]}\n");
   ASSERT_TRUE(s.ok()) << s.error();
   auto mig_nodes = [&](const std::string& p) {
@@ -343,6 +343,47 @@ TEST(ScenarioTest, SanityAnchors) {
   out = RunScenario(*s, {"k8s-default"}, Catalog::Default());
   ASSERT_TRUE(out.ok()) << out.error();
   for (const RunResult& r : out->variants[0].runs[0]) EXPECT_LT(r.gpu_utilization, 0.25);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The opportunistic tier (sim/harvest.h) is a simulator option of tessera's: off unless a tessera variant
+// says `harvest: true` or the scenario `harvest: {enabled: true}` (then tessera and its variants), never for
+// a baseline or a variant with `off: [harvest]`.
+TEST(ScenarioTest, HarvestingIsAnOptionOfTesserasAndVariants) {
+  const std::string variants =
+      "policy_variants:\n  tessera-no-harvest: {policy: tessera, off: [harvest]}\n"
+      "  tessera-harvest: {policy: tessera, harvest: true}\n"
+      "  tessera-no-sharing: {policy: tessera, off: [share_instances]}\n";
+  auto s = ParseScenarioText(std::string(kBase) + variants + "workload: {}\n");
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_FALSE(HarvestsFor(*s, "tessera"));
+  EXPECT_TRUE(HarvestsFor(*s, "tessera-harvest"));
+  EXPECT_FALSE(HarvestsFor(*s, "tessera-no-sharing"));
+  EXPECT_FALSE(HarvestsFor(*s, "bestfit"));
+  auto p = MakeScenarioPolicy(*s, "tessera-no-harvest");  // the engine never sees `harvest`
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ((*p)->name(), "tessera-no-harvest");
+  auto on = ParseScenarioText(std::string(kBase) + variants + "harvest: {enabled: true, grace_s: 10}\n" +
+                              "workload: {}\n");
+  ASSERT_TRUE(on.ok()) << on.error();
+  EXPECT_TRUE(HarvestsFor(*on, "tessera"));
+  EXPECT_TRUE(HarvestsFor(*on, "tessera-no-sharing"));
+  EXPECT_FALSE(HarvestsFor(*on, "tessera-no-harvest"));
+  EXPECT_FALSE(HarvestsFor(*on, "bestfit"));
+  EXPECT_FALSE(HarvestsFor(*on, "k8s-mps"));
+  EXPECT_EQ(on->sim.harvest.grace_s, 10);
+  auto bad = ParseScenarioText(std::string(kBase) + "harvest: {slo_margin: 2}\nworkload: {}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("harvest.slo_margin"), std::string::npos) << bad.error();
+  auto base = ParseScenarioText(std::string(kBase) +
+                                "policy_variants:\n  x: {policy: bestfit, harvest: true}\nworkload: {}\n");
+  ASSERT_FALSE(base.ok());
+  EXPECT_NE(base.error().find("only for policy tessera"), std::string::npos) << base.error();
 }
 
 }  // namespace
