@@ -153,9 +153,6 @@ void K8sScheduler::SyncFilters() {
                 : key != key_of_job.end() && with_pods.count(key->second) ? nowhere
                                                                            : nullptr;
   }
-  for (const auto& [key, id] : job_of_key_)  // submitted since the snapshot
-    if (!masks.count(id))
-      if (auto pods = waiting.find(key); pods != waiting.end()) masks[id] = judge(key, pods->second.front());
   service_->SetJobNodes(std::move(masks), /*absent_nowhere=*/true);
   unschedulable_ = std::move(unschedulable);
   passing_ = std::move(passing);

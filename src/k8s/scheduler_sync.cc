@@ -102,7 +102,7 @@ void K8sScheduler::SyncNodes() {
   const std::map<std::string, NodeUse> used = UsageByNode(ForeignPods());
   const auto nodes_snap = nodes_->Snapshot();
   const auto& nodes = *nodes_snap;
-  std::map<std::string, NodeRead> reads;
+  std::set<std::string> read_now;
   for (auto node_it = nodes.begin(); node_it != nodes.end(); ++node_it) {
     const auto [name, node] = *node_it;
     NodeUse use = used.count(name) ? used.at(name) : NodeUse{};
@@ -120,7 +120,7 @@ void K8sScheduler::SyncNodes() {
       r.spec = NodeSpecOf(node, {{name, use}}, &r.model);
       was = node_reads_.insert_or_assign(name, std::move(r)).first;
     }
-    reads.insert(*was);
+    read_now.insert(name);
     const NodeModel& model = was->second.model;
     const Result<json>& spec = was->second.spec;
     if (model.name.empty()) continue;  // not read (reported on the node)
@@ -133,7 +133,7 @@ void K8sScheduler::SyncNodes() {
     if (spec.ok()) HoldForeignGpus(name, *spec, outside_gpus);
     if (spec.ok()) HoldForeignHost(name, outside_cpu, outside_mib);
   }
-  node_reads_ = std::move(reads);  // nodes gone leave
+  std::erase_if(node_reads_, [&](const auto& e) { return !read_now.count(e.first); });  // nodes gone leave
   for (const auto& [name, v] : known)
     if (!nodes.count(name)) {
       if (v.state == "ready") (void)service_->CordonNode(admin_, name);
