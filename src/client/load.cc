@@ -1,13 +1,17 @@
 #include "client/load.h"
 
 #include <curl/curl.h>
+#include <fmt/format.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <unordered_map>
 
 namespace tessera::client {
 namespace {
@@ -38,17 +42,26 @@ struct Conn {
   }
 };
 
-// The run: `concurrency` keep-alive connections driven by one curl multi handle on this thread, each
-// sending its next request as soon as the answer to the last one is in (a closed loop, as `concurrency`
-// blocking clients would, without a thread per connection competing with the server for the CPU).
+// The run: `concurrency` keep-alive connections driven by one curl multi handle on this thread through
+// its socket interface (curl tells which sockets to watch, epoll says which are ready, so a wake-up costs
+// one system call however many connections there are), each sending its next request as soon as the
+// answer to the last one is in (a closed loop, as `concurrency` blocking clients would, without a thread
+// per connection competing with the server for the CPU).
 class Run {
  public:
-  explicit Run(const LoadOptions& o) : o_(o), multi_(curl_multi_init()) {}
+  explicit Run(const LoadOptions& o)
+      : o_(o), multi_(curl_multi_init()), epoll_(epoll_create1(EPOLL_CLOEXEC)) {
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, OnSocket);
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, OnTimer);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+  }
   ~Run() {
     for (auto& c : conns_)
       if (c->easy) curl_multi_remove_handle(multi_, c->easy);
     conns_.clear();
     curl_multi_cleanup(multi_);
+    if (epoll_ >= 0) close(epoll_);
   }
 
   LoadResult Go() {
@@ -58,20 +71,90 @@ class Run {
       conns_.push_back(std::make_unique<Conn>());
       Send(*conns_.back());
     }
-    while (finished_ < started_) {
-      int running = 0;
-      if (curl_multi_perform(multi_, &running) != CURLM_OK) break;
-      Collect();
-      if (finished_ < started_) curl_multi_poll(multi_, nullptr, 0, 100, nullptr);
-    }
+    while (finished_ < started_ && epoll_ >= 0) Step();
     LoadResult r;
     r.wall_s = std::chrono::duration<double>(SteadyClock::now() - start).count();
     r.errors = errors_ + (o_.requests - finished_);
-    r.first_error = first_error_;
+    r.first_error = epoll_ >= 0 ? first_error_ : "epoll_create1 failed";
     r.submissions_per_second = r.wall_s > 0 ? static_cast<double>(latencies_ms_.size()) / r.wall_s : 0;
     r.p50_ms = Percentile(latencies_ms_, 0.50);
     r.p99_ms = Percentile(latencies_ms_, 0.99);
     return r;
+  }
+
+ private:
+  // Waits for ready sockets or curl's timer (at most 100 ms), lets curl act on them, then collects.
+  void Step() {
+    int running = 0;
+    const auto now = SteadyClock::now();
+    int wait_ms = 100;
+    if (timer_at_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*timer_at_ - now).count();
+      wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 100));
+    }
+    epoll_event ev[64];
+    const int n = wait_ms == 0 ? 0 : epoll_wait(epoll_, ev, 64, wait_ms);
+    for (int i = 0; i < n; ++i) {
+      if (auto it = watched_.find(ev[i].data.fd); it != watched_.end() && it->second.idle) {
+        OnIdleEvent(ev[i].data.fd);
+        continue;
+      }
+      const int flags = ((ev[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                        ((ev[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                        ((ev[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+      curl_multi_socket_action(multi_, ev[i].data.fd, flags, &running);
+    }
+    if (timer_at_ && SteadyClock::now() >= *timer_at_) {
+      timer_at_.reset();
+      curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+    Collect();
+  }
+
+  // curl's socket callback: watch `s` for what curl waits on. A socket curl stops waiting on (its
+  // transfer ended; the connection is kept for the next) stays registered, as `watched_` remembers, so
+  // that a keep-alive connection costs no epoll_ctl per request; an event on it before curl waits on it
+  // again removes it then (OnIdleEvent), and a socket curl closes leaves the map (OnClose).
+  static int OnSocket(CURL*, curl_socket_t s, int what, void* self, void*) {
+    auto* run = static_cast<Run*>(self);
+    if (what == CURL_POLL_REMOVE) {
+      if (auto it = run->watched_.find(s); it != run->watched_.end()) it->second.idle = true;
+      return 0;
+    }
+    const uint32_t events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+    auto [it, fresh] = run->watched_.try_emplace(s, Watch{events, false});
+    if (!fresh && it->second.events == events) {
+      it->second.idle = false;
+      return 0;
+    }
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = s;
+    if (epoll_ctl(run->epoll_, fresh ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s, &ev) != 0)
+      epoll_ctl(run->epoll_, fresh ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s, &ev);
+    it->second = Watch{events, false};
+    return 0;
+  }
+
+  // An event on a socket curl does not wait on: unwatched until curl asks again (or it is closed).
+  void OnIdleEvent(int fd) {
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+    watched_.erase(fd);
+  }
+
+  static int OnClose(void* self, curl_socket_t s) {
+    static_cast<Run*>(self)->watched_.erase(s);  // closing removes it from the epoll set
+    return close(s);
+  }
+
+  // curl's timer callback: act on CURL_SOCKET_TIMEOUT after `ms` (-1: no timer).
+  static int OnTimer(CURLM*, long ms, void* self) {
+    auto* run = static_cast<Run*>(self);
+    if (ms < 0)
+      run->timer_at_.reset();
+    else
+      run->timer_at_ = SteadyClock::now() + std::chrono::milliseconds(ms);
+    return 0;
   }
 
  private:
@@ -87,6 +170,8 @@ class Run {
       curl_easy_setopt(c.easy, CURLOPT_WRITEFUNCTION, Append);
       curl_easy_setopt(c.easy, CURLOPT_WRITEDATA, &c.answer);
       curl_easy_setopt(c.easy, CURLOPT_PRIVATE, &c);
+      curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETFUNCTION, OnClose);
+      curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETDATA, this);
     }
     curl_slist_free_all(c.headers);
     c.headers = nullptr;
@@ -129,6 +214,13 @@ class Run {
 
   const LoadOptions& o_;
   CURLM* multi_;
+  int epoll_;
+  std::optional<SteadyClock::time_point> timer_at_;
+  struct Watch {
+    uint32_t events;
+    bool idle;  // curl does not wait on it now
+  };
+  std::unordered_map<int, Watch> watched_;  // the sockets in epoll_
   std::vector<std::unique_ptr<Conn>> conns_;
   int started_ = 0, finished_ = 0;
   int64_t errors_ = 0;

@@ -124,6 +124,63 @@ double SteadyNow() {
 
 RequestGuard* RequestGuard::Current() { return current_guard; }
 
+std::shared_ptr<ResponseGate> RequestGuard::HoldResponse() {
+  if (fd_ < 0) return nullptr;
+  gate_ = std::make_shared<ResponseGate>(fd_);
+  return gate_;
+}
+
+void ResponseGate::SendSomeLocked() {
+  while (sent_ < answer_.size() && !failed_send_) {
+    const ssize_t n =
+        ::send(fd_, answer_.data() + sent_, answer_.size() - sent_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent_ += static_cast<size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return;
+    } else if (!(n < 0 && errno == EINTR)) {
+      failed_send_ = true;
+    }
+  }
+}
+
+void ResponseGate::Settle(bool ok, std::string failure) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (settled_) return;
+  settled_ = true;
+  ok_ = ok;
+  failure_ = std::move(failure);
+  if (armed_) {
+    if (!ok_) answer_ = std::move(failure_);
+    SendSomeLocked();
+  }
+  cv_.notify_all();
+}
+
+void ResponseGate::Abandon() {
+  std::lock_guard<std::mutex> lock(mu_);
+  failed_send_ = true;
+}
+
+void ResponseGate::Arm() {
+  std::lock_guard<std::mutex> lock(mu_);
+  armed_ = true;
+  if (!settled_) return;
+  if (!ok_) answer_ = std::move(failure_);
+  SendSomeLocked();
+}
+
+ResponseGate::Held ResponseGate::Progress(double seconds, double write_timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!settled_ && seconds > 0)
+    cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return settled_; });
+  if (!settled_) return Held::kWaiting;
+  const double end = SteadyNow() + write_timeout_s;
+  for (SendSomeLocked(); sent_ < answer_.size() && !failed_send_; SendSomeLocked())
+    if (!WaitFor(fd_, POLLOUT, end - SteadyNow())) failed_send_ = true;
+  return ok_ && !failed_send_ ? Held::kSent : Held::kClose;
+}
+
 // A socket stream (plain, or TLS when `ssl` is set) whose reads end at the request's deadline and at its
 // body budget. Reads are buffered (httplib reads the request line and headers a byte at a time).
 class GuardedStream final : public httplib::Stream {
@@ -173,6 +230,10 @@ class GuardedStream final : public httplib::Stream {
   // segment, one TLS record, one wake-up of the client); Flush sends them when no body follows. A 1xx
   // (100 Continue) goes at once: the client waits for it before sending the body.
   ssize_t write(const char* ptr, size_t size) override {
+    if (guard_->gate_) {  // a held answer: sent by ResponseGate
+      guard_->gate_->answer_.append(ptr, size);
+      return static_cast<ssize_t>(size);
+    }
     const std::string_view data(ptr, size);
     if (head_.empty() && data.starts_with("HTTP/1.") && !data.starts_with("HTTP/1.1 1") &&
         data.ends_with("\r\n\r\n")) {
@@ -232,6 +293,30 @@ class GuardedStream final : public httplib::Stream {
     port = local_port_;
   }
   socket_t socket() const override { return fd_; }
+  // Waits up to `seconds` for a request's first bytes; true when some are buffered or the connection
+  // ended (then reads see the end). Plain sockets: one blocking read with a receive timeout, instead of a
+  // poll and a read.
+  bool Await(double seconds) {
+    if (buffered()) return true;
+    if (ssl_ != nullptr) return WaitFor(fd_, POLLIN, seconds);
+    if (seconds != rcv_timeout_s_) {
+      rcv_timeout_s_ = seconds;
+      timeval tv{static_cast<time_t>(seconds),
+                 static_cast<suseconds_t>((seconds - std::floor(seconds)) * 1e6)};
+      if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1;  // zero would mean no timeout
+      setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+    ssize_t n;
+    do n = ::recv(fd_, buf_, sizeof buf_, 0);
+    while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      pos_ = 0;
+      len_ = static_cast<size_t>(n);
+      return true;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    return true;  // the end, or an error: the next read meets it again
+  }
   bool buffered() const { return pos_ < len_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0); }
 
  private:
@@ -272,6 +357,7 @@ class GuardedStream final : public httplib::Stream {
   ConnectionLimits limits_;
   char buf_[16384];
   size_t pos_ = 0, len_ = 0;
+  double rcv_timeout_s_ = -1;  // the socket's receive timeout, as Await last set it
   std::string head_;  // a response's status line and headers, held for its body
   mutable std::string remote_ip_, local_ip_;
   mutable int remote_port_ = -2, local_port_ = -2;  // -2: not asked yet
@@ -352,31 +438,58 @@ void GuardedServer::Release(const std::string& address) {
 }
 
 // httplib's keep-alive loop over a GuardedStream: wait (keep_alive_s at most) for a request's first byte,
-// then give the whole request `request_deadline_s`.
+// then give the whole request `request_deadline_s`. An answer a handler held (ResponseGate) is sent before
+// the next request is answered and before the connection closes.
 bool GuardedServer::ServeConnection(socket_t sock, SSL* ssl, RequestGuard& guard) {
   GuardedStream strm(sock, ssl, &guard, limits_);
+  guard.fd_ = ssl == nullptr ? sock : -1;
+  std::shared_ptr<ResponseGate> held;
   bool ret = false;
   for (size_t count = keep_alive_max_count_; count > 0 && svr_sock_ != INVALID_SOCKET; --count) {
-    bool readable = strm.buffered();
-    for (double waited = 0; !readable && waited < limits_.keep_alive_s && svr_sock_ != INVALID_SOCKET;
-         waited += 0.1)
-      readable = WaitFor(sock, POLLIN, std::min(0.1, limits_.keep_alive_s - waited));
-    if (!readable) break;
+    bool readable = strm.buffered(), go_on = true;
+    for (double waited = 0;
+         !readable && go_on && waited < limits_.keep_alive_s && svr_sock_ != INVALID_SOCKET; waited += 0.1) {
+      if (held) go_on = Settled(held, 0);  // the rest of an answer the socket did not take at once
+      readable = go_on && strm.Await(std::min(0.1, limits_.keep_alive_s - waited));
+    }
+    if (!readable || (held && !Settled(held, kHeldAnswerWaitS))) break;
     // The first request's deadline runs from the connection's start, later ones from their first byte.
     const double now = SteadyNow();
     const double start = count == keep_alive_max_count_ && accepted_at > 0 ? std::min(now, accepted_at) : now;
     guard.Reset(start + limits_.request_deadline_s);
     bool closed = false;
     ret = process_request(strm, count == 1, closed, nullptr);
-    if (!strm.Flush()) ret = false;
+    if (guard.gate_) {
+      held = std::move(guard.gate_);
+      held->Arm();
+    } else if (!strm.Flush()) {
+      ret = false;
+    }
     if (guard.close_ || guard.over_limit_ || guard.headers_over_) {
+      if (held) Settled(held, kHeldAnswerWaitS);
       if (ssl != nullptr) SSL_shutdown(ssl);
       if (!guard.deadline_passed_) LingeringClose(sock);  // a slow client gets no more time
       break;
     }
     if (!ret || closed || guard.deadline_passed_) break;
   }
+  if (held && !Settled(held, kHeldAnswerWaitS)) held->Abandon();  // the descriptor closes: nothing more on it
   return ret;
+}
+
+// Drives a held answer: true once it is sent and the connection may go on (`held` is then reset) or while
+// its outcome is not known after `seconds`; false when the connection must close.
+bool GuardedServer::Settled(std::shared_ptr<ResponseGate>& held, double seconds) {
+  switch (held->Progress(seconds, limits_.write_timeout_s)) {
+    case ResponseGate::Held::kWaiting:
+      return seconds <= 0;
+    case ResponseGate::Held::kSent:
+      held.reset();
+      return true;
+    case ResponseGate::Held::kClose:
+      return false;
+  }
+  return false;
 }
 
 // A TLS connection: the handshake within the request deadline, then the keep-alive loop.

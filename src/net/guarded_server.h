@@ -20,6 +20,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -44,10 +45,47 @@ struct ConnectionLimits {
   double write_timeout_s = 5;      // per write of a response
 };
 
+// A response held back until something it states is true (a durable write): the handler's answer is
+// written into the gate instead of the socket, and whichever comes second, the answer (Arm, on the
+// connection's thread) or the outcome (Settle, on any thread), sends it: the answer as written when the
+// outcome is good, else `failure`, a whole HTTP response, after which the connection closes. The thread
+// that settles never blocks on the socket: what the socket does not take at once, the connection's thread
+// sends. The connection's thread waits for a held answer to be sent before it answers the next request on
+// the connection or closes it, so answers leave in order and never on a closed descriptor.
+class ResponseGate {
+ public:
+  explicit ResponseGate(int fd) : fd_(fd) {}
+  // The outcome: `ok`, or not and the response to send instead. Once; later calls change nothing.
+  void Settle(bool ok, std::string failure = {});
+
+ private:
+  friend class GuardedStream;
+  friend class GuardedServer;
+  // The connection's thread: the answer is written whole.
+  void Arm();
+  enum class Held { kWaiting, kSent, kClose };
+  // The connection's thread: waits up to `seconds` for the outcome, then sends what is left (blocking up
+  // to `write_timeout_s`): kWaiting (no outcome yet), kSent (the connection may go on), kClose.
+  Held Progress(double seconds, double write_timeout_s);
+  void SendSomeLocked();  // what the socket takes without blocking
+  void Abandon();         // the connection closes: nothing is sent from now on
+
+  int fd_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string answer_;  // written by the handler's thread before Arm, read by either after
+  std::string failure_;
+  size_t sent_ = 0;
+  bool armed_ = false, settled_ = false, ok_ = false, failed_send_ = false;
+};
+
 // The state of the request being read on this thread (null outside a GuardedServer connection).
 class RequestGuard {
  public:
   static RequestGuard* Current();
+  // The answer to this request waits for the gate's outcome (see ResponseGate); null where it cannot
+  // (TLS connections): the handler then waits itself before answering.
+  std::shared_ptr<ResponseGate> HoldResponse();
   // From now on at most `bytes` more may be read for this request (its body).
   void LimitBody(int64_t bytes) { body_budget_ = bytes; }
   // The connection closes after this response (an unread body may follow).
@@ -67,7 +105,10 @@ class RequestGuard {
     body_budget_ = -1;
     header_bytes_ = header_lines_ = 0;
     over_limit_ = deadline_passed_ = close_ = headers_over_ = false;
+    gate_.reset();
   }
+  int fd_ = -1;                         // plain connections: the socket (answers may be held)
+  std::shared_ptr<ResponseGate> gate_;  // the answer being written goes here
   double deadline_ = 0;       // steady seconds
   int64_t body_budget_ = -1;  // -1 = not limited (the request line and headers)
   int64_t header_bytes_ = 0, header_lines_ = 0;  // read of the request line and headers so far
@@ -106,6 +147,9 @@ class GuardedServer : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override;
   bool ServeTls(socket_t sock, RequestGuard& guard);
   bool ServeConnection(socket_t sock, ssl_st* ssl, RequestGuard& guard);
+  bool Settled(std::shared_ptr<ResponseGate>& held, double seconds);
+  // How long a connection waits for a held answer's outcome (a durable write) before it gives up on it.
+  static constexpr double kHeldAnswerWaitS = 60;
   bool Admit(const std::string& address);
   void Release(const std::string& address);
 

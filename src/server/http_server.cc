@@ -149,6 +149,17 @@ void RegisterUserRoutes(httplib::Server& h, ServiceRef s, const Authed& authed) 
 
 }
 
+// The whole HTTP answer to a submission whose write failed after its answer was held: 503, and the
+// connection closes (the answer held for it was never sent).
+std::string NotStoredAnswer(const Status& st) {
+  const std::string body = ErrorJson(ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()})
+                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return fmt::format(
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+      "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",
+      body.size(), body);
+}
+
 void RegisterJobRoutes(httplib::Server& h, ServiceRef s, const Authed& authed) {
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
@@ -161,7 +172,15 @@ void RegisterJobRoutes(httplib::Server& h, ServiceRef s, const Authed& authed) {
     const std::string key = req.get_header_value("Idempotency-Key");
     if (key.size() > 255) return SendError(res, Invalid("Idempotency-Key", "Idempotency-Key: at most 255 characters"));
     bool created = false;
-    auto r = s->Submit(c, spec.value(), key, &created);
+    // On a plain connection the answer waits in a gate for the write to be durable (sent by whichever
+    // thread comes second), so this thread goes back to its connection at once.
+    std::shared_ptr<ResponseGate> gate;
+    if (RequestGuard* g = RequestGuard::Current()) gate = g->HoldResponse();
+    std::function<void(const Status&)> on_durable;
+    if (gate)
+      on_durable = [gate](const Status& st) { gate->Settle(st.ok(), st.ok() ? "" : NotStoredAnswer(st)); };
+    auto r = s->Submit(c, spec.value(), key, &created, std::move(on_durable));
+    if (gate && !(r.ok() && created)) gate->Settle(true);  // nothing was queued: the answer is final now
     if (!r.ok()) return SendError(res, r.error());
     SendJson(res, created ? 201 : 200, JobJson(r.value(), *s));
   }));

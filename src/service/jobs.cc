@@ -238,7 +238,8 @@ std::vector<Outcome<JobView>> ServiceDriver::SubmitAll(const Caller& c, const st
 }
 
 Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
-                                       const std::string& idempotency_key, bool* created) {
+                                       const std::string& idempotency_key, bool* created,
+                                       std::function<void(const Status&)> on_durable) {
   if (created) *created = false;
   auto named = JobBook::SubmitTeam(c, spec.workload.team);
   if (!named.ok()) return named.error();
@@ -272,6 +273,15 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
   if (!idempotency_key.empty()) {
     b.keys.push_back({c.user, idempotency_key, hash, id});
     book_->PutKey(key, {hash, id, false});
+  }
+  if (on_durable) {
+    PutLocked({j}, std::move(b), [this, key, on_durable = std::move(on_durable)](const Status& st) {
+      if (!key.second.empty()) book_->SettleKey(key, st.ok());
+      if (st.ok()) counters_.submissions.fetch_add(1, std::memory_order_relaxed);
+      on_durable(st);
+    });
+    if (created) *created = true;
+    return JobView{j, std::nullopt};
   }
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();

@@ -61,8 +61,8 @@ JobPage Service::ListJobs(const Caller& c, const JobQuery& q) const {
 std::vector<QueueEntry> Service::Queue(const Caller& c) const { return book_.Queue(c, *snapshot()); }
 
 Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
-                                 bool* created) {
-  return driver_->Submit(c, spec, idempotency_key, created);
+                                 bool* created, std::function<void(const Status&)> on_durable) {
+  return driver_->Submit(c, spec, idempotency_key, created, std::move(on_durable));
 }
 
 std::vector<Outcome<JobView>> Service::SubmitAll(const Caller& c, const std::vector<JobSpec>& specs) {

@@ -28,6 +28,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -177,9 +178,13 @@ class Service {
                      bool changed);
 
   // `team`: the team an admin names (others: empty or their own). `idempotency_key` may be empty.
-  // `created` tells whether this call made the job.
+  // `created` tells whether this call made the job. It returns once the job is durable, unless
+  // `on_durable` is given: then a job this call made (`*created`) is returned as soon as its write is
+  // queued, and `on_durable` is called once with the write's status (on the store's thread, after the job
+  // became visible); nothing may be told of the job before a good status. `on_durable` is not called when
+  // the call made no job (refused, or an idempotent replay: returned once durable, as without it).
   Outcome<JobView> Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
-                          bool* created = nullptr);
+                          bool* created = nullptr, std::function<void(const Status&)> on_durable = nullptr);
   // Many jobs by one caller (a driver's intake: no idempotency keys), stored in one durable write; one
   // outcome per spec, in order, each as Submit would answer it. Returns once the accepted are durable.
   std::vector<Outcome<JobView>> SubmitAll(const Caller& c, const std::vector<JobSpec>& specs);

@@ -73,7 +73,7 @@ class ServiceDriver {
 
   // The job writes and what-if of Service (service.h).
   Outcome<JobView> Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
-                          bool* created);
+                          bool* created, std::function<void(const Status&)> on_durable = nullptr);
   std::vector<Outcome<JobView>> SubmitAll(const Caller& c, const std::vector<JobSpec>& specs);
   Outcome<JobView> Cancel(const Caller& c, int64_t id);
   Outcome<JobView> SetPriority(const Caller& c, int64_t id, const std::string& priority_class);

@@ -1,6 +1,6 @@
 // GuardedServer in-process, over real sockets: TLS with and without client certificates, the handshake
 // under the request deadline, header caps answered 431, the per-address connection cap, answers with and
-// without a body (the head waits for the body), 100 Continue.
+// without a body (the head waits for the body), 100 Continue, answers held for an outcome (ResponseGate).
 #include "net/guarded_server.h"
 
 #include <arpa/inet.h>
@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -47,6 +48,15 @@ class GuardedServerTest : public ::testing::Test {
     server_->Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(req.body, "text/plain");
     });
+    // POST /held: the answer waits for the test to settle its gate (kept in held_); ?now settles it in the
+    // handler, before the answer is written.
+    server_->Post("/held", [this](const httplib::Request& req, httplib::Response& res) {
+      std::shared_ptr<ResponseGate> gate = RequestGuard::Current()->HoldResponse();
+      if (gate && req.has_param("now")) gate->Settle(true);
+      std::lock_guard<std::mutex> lock(held_mu_);
+      held_.push_back(gate);
+      res.set_content("held " + req.body, "text/plain");
+    });
     server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
       res.status = GuardedServer::ErrorStatus(res.status);
     });
@@ -71,7 +81,21 @@ class GuardedServerTest : public ::testing::Test {
     return cli.Get(path.c_str());
   }
 
+  // The gate of the `i`th held answer, once its handler ran (null: not held, or not yet).
+  std::shared_ptr<ResponseGate> Held(size_t i) {
+    for (int tries = 0; tries < 300; ++tries) {
+      {
+        std::lock_guard<std::mutex> lock(held_mu_);
+        if (held_.size() > i) return held_[i];
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return nullptr;
+  }
+
   fs::path dir_;
+  std::mutex held_mu_;
+  std::vector<std::shared_ptr<ResponseGate>> held_;
   std::unique_ptr<GuardedServer> server_;
   std::thread thread_;
   int port_ = 0;
@@ -191,6 +215,80 @@ TEST_F(GuardedServerTest, ContinueIsSentBeforeTheBody) {
   EXPECT_TRUE(c.ReadToClose(3, &out));
   EXPECT_NE(out.find("HTTP/1.1 200"), std::string::npos) << out;
   EXPECT_EQ(out.substr(out.size() - 5), "hello");
+}
+
+// A held answer leaves once its outcome is good, and a request sent behind it (pipelined) is answered after
+// it, never before.
+TEST_F(GuardedServerTest, HeldAnswersWaitForTheirOutcomeAndLeaveInOrder) {
+  Start(ConnectionLimits{});
+  RawConn c(port_);
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(
+      c.Send("POST /held HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nonePOST /echo HTTP/1.1\r\n"
+             "Host: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\ntwo"));
+  std::shared_ptr<ResponseGate> gate = Held(0);
+  ASSERT_NE(gate, nullptr);
+  std::string out;
+  EXPECT_FALSE(c.ReadToClose(0.4, &out));
+  EXPECT_EQ(out, "") << "nothing before the outcome";
+  gate->Settle(true);
+  EXPECT_TRUE(c.ReadToClose(3, &out));
+  const size_t first = out.find("held one"), second = out.find("two");
+  ASSERT_NE(first, std::string::npos) << out;
+  ASSERT_NE(second, std::string::npos) << out;
+  EXPECT_LT(first, second) << out;
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+}
+
+// An outcome known before the answer is written (the write was quick) sends the answer as it is written.
+TEST_F(GuardedServerTest, AnAnswerSettledBeforeItIsWrittenLeavesAtOnce) {
+  Start(ConnectionLimits{});
+  RawConn c(port_);
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("POST /held?now=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na"));
+  std::string out;
+  EXPECT_FALSE(c.ReadToClose(0.5, &out));  // kept alive
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  EXPECT_EQ(out.substr(out.size() - 6), "held a") << out;
+  out.clear();
+  ASSERT_TRUE(c.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nConnection: close\r\n\r\nb"));
+  EXPECT_TRUE(c.ReadToClose(3, &out));
+  EXPECT_EQ(out.substr(out.size() - 1), "b") << out;
+}
+
+// A bad outcome sends the failure answer instead of the held one, and the connection closes: a request
+// behind it is not answered.
+TEST_F(GuardedServerTest, AFailedOutcomeSendsItsAnswerAndCloses) {
+  Start(ConnectionLimits{});
+  RawConn c(port_);
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("POST /held HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"));
+  std::shared_ptr<ResponseGate> gate = Held(0);
+  ASSERT_NE(gate, nullptr);
+  ASSERT_TRUE(c.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\ntwo"));
+  const std::string failure =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nConnection: close\r\n\r\nlost";
+  gate->Settle(false, failure);
+  gate->Settle(true);  // a second outcome changes nothing
+  std::string out;
+  EXPECT_TRUE(c.ReadToClose(3, &out));
+  EXPECT_EQ(out, failure);
+}
+
+// TLS connections cannot hold answers: the handler is told so (it then waits itself).
+TEST_F(GuardedServerTest, TlsConnectionsDoNotHoldAnswers) {
+  const testing::TestCerts certs = Certs();
+  const TlsFiles tls{certs.server_cert, certs.server_key, ""};
+  Start(ConnectionLimits{}, &tls);
+  httplib::SSLClient cli("127.0.0.1", port_);
+  cli.set_ca_cert_path(certs.ca.c_str());
+  cli.enable_server_certificate_verification(true);
+  auto r = cli.Post("/held", "x", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "held x");
+  std::lock_guard<std::mutex> lock(held_mu_);
+  ASSERT_EQ(held_.size(), 1u);  // the handler ran before the answer came
+  EXPECT_EQ(held_[0], nullptr);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Service over a real SQLite file with a manual clock and the simulated backend: submission and
 // validation, roles and team isolation, idempotency, scheduling and completion with usage, restart from
 // the store alone.
+#include "service/service.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,14 +10,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-#include <nlohmann/json.hpp>
 
 #include "cost/pricebook.h"
 #include "manual_clock.h"
-#include "service/service.h"
 #include "service/simulated_backend.h"
 #include "service/tokens.h"
 #include "testing/paths.h"
@@ -231,6 +233,38 @@ TEST_F(ServiceTest, IdempotencyKeyMakesOneJob) {
   EXPECT_NE(SubmitOk(other_member_, Training("a", 1), "k1"), a);  // keys are per user
   bool more = false;
   EXPECT_EQ(svc_->List(admin_, "", "", "", 0, 100, &more).size(), 2u);
+}
+
+// With on_durable, a new job is returned once its write is queued and the callback comes once, after the
+// job is visible; a replay of its key and a refusal make no callback.
+TEST_F(ServiceTest, OnDurableIsCalledOnceTheNewJobIsStoredAndVisible) {
+  std::promise<std::pair<Status, bool>> told;
+  std::atomic<int> calls{0};
+  bool created = false;
+  Outcome<JobView> r = svc_->Submit(member_, Training("a", 1), "k1", &created, [&](const Status& st) {
+    bool more = false;
+    const bool visible = svc_->List(admin_, "", "", "", 0, 100, &more).size() == 1;
+    if (calls.fetch_add(1) == 0) told.set_value({st, visible});
+  });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(created);
+  const int64_t id = r->job->id;
+  auto f = told.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const auto [status, visible] = f.get();
+  EXPECT_TRUE(status.ok());
+  EXPECT_TRUE(visible) << "visible before the callback";
+  EXPECT_TRUE(svc_->Get(member_, id).ok());
+  bool again = true;
+  int replay_calls = 0;
+  auto replay = svc_->Submit(member_, Training("a", 1), "k1", &again, [&](const Status&) { ++replay_calls; });
+  ASSERT_TRUE(replay.ok());
+  EXPECT_FALSE(again);
+  EXPECT_EQ(replay->job->id, id);
+  auto refused = svc_->Submit(viewer_, Training("b", 1), "", nullptr, [&](const Status&) { ++replay_calls; });
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(replay_calls, 0);
+  EXPECT_EQ(calls.load(), 1);
 }
 
 TEST_F(ServiceTest, SchedulesRunsFinishesAndCharges) {
