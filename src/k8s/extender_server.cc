@@ -122,10 +122,10 @@ Status ExtenderServer::Bind() {
   return Status::Ok();
 }
 
-void ExtenderServer::Serve() { server_->listen_after_bind(); }
+void ExtenderServer::Serve() { server_->Serve(); }
 
 void ExtenderServer::Stop() {
-  if (server_) server_->stop();
+  if (server_) server_->Stop();
 }
 
 Result<std::string> ReadTokenFile(const std::string& path) {

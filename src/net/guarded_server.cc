@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "base/thread_priority.h"
 
@@ -401,7 +403,32 @@ Result<int> GuardedServer::Bind(const std::string& host, int port) {
   const int bound = port == 0 ? bind_to_any_port(host) : (bind_to_port(host, port) ? port : -1);
   if (bound <= 0) return Status::Error(fmt::format("cannot listen on {}:{} (in use, or not an address of this host)", host, port));
   if (listen_fd_ >= 0) ::listen(listen_fd_, 4096);
+  host_ = host;
+  port_ = bound;
   return bound;
+}
+
+void GuardedServer::Serve() {
+  while (!stopping_.load()) {
+    listen_after_bind();
+    if (stopping_.load()) break;
+    const int error = errno;  // the accept's, unless the pool's shutdown changed it
+    fmt::print(stderr, "tessera: the listener on {}:{} stopped accepting (last error: {}); listening again\n",
+               host_, port_, std::strerror(error));
+    resumed_.fetch_add(1);
+    for (int tries = 0; !stopping_.load(); ++tries) {
+      if (Bind(host_, port_).ok()) break;
+      if (tries % 100 == 0)
+        fmt::print(stderr, "tessera: cannot listen on {}:{} again yet; retrying\n", host_, port_);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  stop();  // a socket bound again as Stop came is closed too
+}
+
+void GuardedServer::Stop() {
+  stopping_.store(true);
+  stop();
 }
 
 void GuardedServer::UseWorkers(size_t threads, int nice) {

@@ -134,6 +134,15 @@ class GuardedServer : public httplib::Server {
   // 5: a burst of connections would wait for SYN retransmission, 1 s and more); the port, or an error naming
   // the address.
   Result<int> Bind(const std::string& host, int port);
+  // Serves until Stop. cpp-httplib's accept loop ends for good on an accept error other than "too many
+  // open files" (a signal, no buffers or memory, a firewall's refusal), closing the listening socket: then
+  // the address is bound again and serving resumes, with a line on stderr, for as long as Stop is not
+  // called (the connections in flight finish meanwhile; new ones are refused until it listens again).
+  void Serve();
+  // Stops serving (Serve returns): use this, not stop(), so that Serve does not resume.
+  void Stop();
+  // How many times Serve resumed after the accept loop ended on its own.
+  int resumed() const { return resumed_.load(); }
   // `threads` workers, each at `nice` levels below the process (0: unchanged). Use this rather than
   // new_task_queue: the first request's deadline then counts the time a connection waited for a worker.
   void UseWorkers(size_t threads, int nice = 0);
@@ -160,6 +169,10 @@ class GuardedServer : public httplib::Server {
   mutable std::mutex mu_;
   std::map<std::string, int> open_;  // per client address
   std::atomic<uint64_t> refused_{0};
+  std::string host_;  // as bound: Serve binds it again after a failure
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> resumed_{0};
 };
 
 // Steady-clock seconds.

@@ -294,10 +294,10 @@ Status ApiServer::Bind() {
 
 void ApiServer::Serve() {
   portal_->Start();
-  http_->listen_after_bind();
+  guarded_->Serve();
 }
 void ApiServer::Stop() {
-  if (http_) http_->stop();
+  if (guarded_) guarded_->Stop();
   portal_->Stop();
 }
 

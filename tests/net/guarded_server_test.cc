@@ -291,5 +291,52 @@ TEST_F(GuardedServerTest, TlsConnectionsDoNotHoldAnswers) {
   EXPECT_EQ(held_[0], nullptr);
 }
 
+// The listening socket of this process on `port` (-1: none).
+int ListeningSocketOn(int port) {
+  for (int fd = 3; fd < 1024; ++fd) {
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    sockaddr_in a{};
+    socklen_t alen = sizeof a;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0 && ntohs(a.sin_port) == port)
+      return fd;
+  }
+  return -1;
+}
+
+// An accept that fails for good (here: the listening socket shut down under it, so accept says EINVAL)
+// ends cpp-httplib's accept loop, which closes the socket; Serve binds the address again and serves on,
+// until Stop.
+TEST(GuardedServerServe, ResumesAfterTheAcceptLoopEndsAndStopsOnStop) {
+  GuardedServer server{ConnectionLimits{}};
+  server.Get("/who",
+             [](const httplib::Request&, httplib::Response& res) { res.set_content("here", "text/plain"); });
+  auto port = server.Bind("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status().message();
+  std::thread serving([&] { server.Serve(); });
+  auto first = httplib::Client("127.0.0.1", *port).Get("/who");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->body, "here");
+  const int fd = ListeningSocketOn(*port);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(shutdown(fd, SHUT_RDWR), 0);
+  for (int i = 0; i < 300 && server.resumed() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server.resumed(), 1);
+  std::string body;
+  for (int i = 0; i < 100 && body.empty(); ++i) {  // refused while it binds again
+    if (auto again = httplib::Client("127.0.0.1", *port).Get("/who"))
+      body = again->body;
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(body, "here");
+  server.Stop();
+  serving.join();  // Stop ends Serve
+  EXPECT_FALSE(httplib::Client("127.0.0.1", *port).Get("/who"));
+  EXPECT_EQ(server.resumed(), 1);
+}
+
 }  // namespace
 }  // namespace tessera
