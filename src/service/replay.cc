@@ -178,7 +178,8 @@ bool Replay::CancelDue(int64_t now) {
   for (int32_t i : cancels_.TakeDue(now)) {
     if (!error_.ok() || ids_[i] < 0 || Over(i)) continue;
     auto v = service_->Cancel(Caller{"admin", "", Role::kAdmin}, ids_[i]);
-    if (!v.ok()) error_ = Status::Error(fmt::format("replay: job {}: cancel: {}", jobs_[i].id, v.error().message));
+    if (!v.ok())
+      error_ = Status::Error(fmt::format("replay: job {}: cancel: {}", jobs_[i].id, v.error().message));
     any = true;
   }
   return any;

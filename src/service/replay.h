@@ -5,7 +5,7 @@
 // arrivals included), on a virtual clock that jumps to the next event, with the scenario's simulated
 // cluster (sim/sim_backend.h) as the backend; the service's driver runs the instants (control/driver.h).
 // The run ends when the scenario does (its horizon, or when nothing is left to happen). A trace job's
-// cancel_s is carried out through the service's cancel (as an admin), at the instant the simulator cancels it.
+// cancel_s goes through the service's cancel (as an admin), at the instant the simulator cancels it.
 //
 // Refused with a clear message: scenarios with capacity tiers (spot, autoscaling) and with time limits
 // other than the jobs' durations, which the service does not model yet.
