@@ -49,4 +49,29 @@ Result<int64_t> ParseIsoUtc(std::string_view text) {
   return unix_s;
 }
 
+std::string FormatIsoUtcMicros(int64_t unix_us) {
+  const int64_t s = unix_us >= 0 ? unix_us / 1000000 : -((-unix_us + 999999) / 1000000);
+  const std::string sec = FormatIsoUtc(s);
+  return fmt::format("{}.{:06d}Z", sec.substr(0, sec.size() - 1), unix_us - s * 1000000);
+}
+
+Result<int64_t> ParseIsoUtcMicros(std::string_view text) {
+  // "YYYY-MM-DDTHH:MM:SS" then an optional fraction, then "Z".
+  const size_t dot = text.size() > 19 && text[19] == '.' ? 19 : std::string_view::npos;
+  const std::string_view whole = dot == std::string_view::npos ? text : text.substr(0, 19);
+  auto s = ParseIsoUtc(dot == std::string_view::npos ? whole : std::string(whole) + "Z");
+  const std::string bad =
+      fmt::format("'{}' is not a UTC time of the form YYYY-MM-DDTHH:MM:SS[.ffffff]Z", text);
+  if (!s.ok()) return Status::Error(bad);
+  int64_t frac = 0;
+  if (dot != std::string_view::npos) {
+    size_t i = 20, digits = 0;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits)
+      if (digits < 6) frac = frac * 10 + (text[i] - '0');
+    if (digits == 0 || i + 1 != text.size() || text[i] != 'Z') return Status::Error(bad);
+    for (; digits < 6; ++digits) frac *= 10;
+  }
+  return *s * 1000000 + frac;
+}
+
 }  // namespace tessera

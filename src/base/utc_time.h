@@ -19,5 +19,9 @@ int64_t NextMonthStartUnix(int64_t unix_s);
 std::string FormatDateUtc(int64_t unix_s);
 // Parses exactly "YYYY-MM-DDTHH:MM:SSZ" (a real date and time); the error names the text.
 Result<int64_t> ParseIsoUtc(std::string_view text);
+// Microseconds: "2025-01-01T00:00:00.123456Z" (Kubernetes' MicroTime) of unix microseconds, and back; the
+// parser takes any number of fraction digits (none: whole seconds, without the dot), keeping six.
+std::string FormatIsoUtcMicros(int64_t unix_us);
+Result<int64_t> ParseIsoUtcMicros(std::string_view text);
 
 }  // namespace tessera

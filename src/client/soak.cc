@@ -10,6 +10,8 @@
 #include <memory>
 #include <random>
 
+#include "base/utc_time.h"
+
 namespace tessera::client {
 
 namespace {
@@ -256,10 +258,8 @@ std::string JsonText(const nlohmann::json& j, const char* key) {
 
 // Unix seconds of an ISO 8601 UTC time "YYYY-MM-DDTHH:MM:SSZ"; -1 for null or unreadable.
 int64_t SoakUnixTime(const nlohmann::json& j, const char* key) {
-  const std::string s = JsonText(j, key);
-  std::tm tm{};
-  if (s.size() < 19 || strptime(s.substr(0, 19).c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return -1;
-  return static_cast<int64_t>(timegm(&tm));
+  auto t = ParseIsoUtc(JsonText(j, key));
+  return t.ok() ? *t : -1;
 }
 
 class SoakJudge {

@@ -10,6 +10,7 @@
 #include <map>
 #include <tuple>
 
+#include "base/utc_time.h"
 #include "cost/cost_model.h"
 
 namespace tessera {

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "base/status.h"
-#include "base/utc_time.h"  // the export writes ISO times
 #include "model/cluster.h"
 
 namespace tessera {

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "base/utc_time.h"
 #include "k8s/objects.h"
 
 namespace tessera {
@@ -24,13 +25,7 @@ std::string EventName(const std::string& object_name) {
 
 }  // namespace
 
-std::string Rfc3339Now() {
-  const time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                     tm.tm_min, tm.tm_sec);
-}
+std::string Rfc3339Now() { return FormatIsoUtc(static_cast<int64_t>(std::time(nullptr))); }
 
 json EventFor(const json& object, const std::string& type, const std::string& reason, const std::string& message,
               const std::string& component, const std::string& now) {

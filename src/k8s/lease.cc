@@ -6,35 +6,17 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "base/utc_time.h"
+
 namespace tessera {
 
 using json = nlohmann::json;
 
-std::string MicroTime(int64_t unix_us) {
-  const time_t s = static_cast<time_t>(unix_us / 1000000);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec, unix_us % 1000000);
-}
+std::string MicroTime(int64_t unix_us) { return FormatIsoUtcMicros(unix_us); }
 
 int64_t ParseMicroTime(const std::string& s) {
-  std::tm tm{};
-  int frac_len = 0;
-  long frac = 0;
-  if (s.size() < 20) return -1;
-  if (sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-             &tm.tm_sec) != 6)
-    return -1;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  if (s[19] == '.') {
-    size_t i = 20;
-    for (; i < s.size() && isdigit(static_cast<unsigned char>(s[i])); ++i)
-      if (frac_len < 6) frac = frac * 10 + (s[i] - '0'), ++frac_len;
-    for (; frac_len < 6; ++frac_len) frac *= 10;
-  }
-  return static_cast<int64_t>(timegm(&tm)) * 1000000 + frac;
+  auto t = ParseIsoUtcMicros(s);
+  return t.ok() ? *t : -1;
 }
 
 bool LeaseAvailable(const json& spec, const std::string& identity, int64_t now_us) {

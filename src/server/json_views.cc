@@ -6,6 +6,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "base/utc_time.h"
 #include "cost/focus.h"
 
 namespace tessera {

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "base/utc_time.h"
 #include "cost/cost_model.h"
 #include "cost/focus.h"
 #include "cost/pricebook.h"

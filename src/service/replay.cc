@@ -103,6 +103,7 @@ Status Replay::Setup(const Catalog& catalog) {
   if (!backend.ok()) return backend.status();
   backend_ = std::move(backend).value();
   order_.resize(jobs_.size());
+  ids_.assign(jobs_.size(), -1);
   for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int32_t>(i);
   if (!backlog_)
     std::stable_sort(order_.begin(), order_.end(),
@@ -124,7 +125,7 @@ ServiceConfig Replay::Config() const {
 }
 
 // The job as POST /api/v1/jobs takes it; a trace team "team/queue" is the team and its project.
-Status Replay::Submit(const TraceJob& j) {
+Status Replay::Submit(const TraceJob& j, int64_t now) {
   nlohmann::json b;
   b["name"] = std::to_string(j.id);
   b["class"] = WorkloadClassName(j.cls);
@@ -161,23 +162,43 @@ Status Replay::Submit(const TraceJob& j) {
     if (s.value() >= static_cast<int32_t>(by_slot_.size())) by_slot_.resize(s.value() + 1, nullptr);
     by_slot_[s.value()] = &j;
   }
+  const int32_t index = static_cast<int32_t>(&j - jobs_.data());
+  ids_[index] = v->job->id;
+  cancels_.Arrived(index, j, now);
   return Status::Ok();
+}
+
+bool Replay::Over(int32_t index) const {
+  JobPtr job = ids_[index] < 0 ? nullptr : service_->JobOfSlot(service_->LoopSlotsOf(ids_[index]).front());
+  return job != nullptr && Terminal(job->state);
+}
+
+bool Replay::CancelDue(int64_t now) {
+  bool any = false;
+  for (int32_t i : cancels_.TakeDue(now)) {
+    if (!error_.ok() || ids_[i] < 0 || Over(i)) continue;
+    auto v = service_->Cancel(Caller{"admin", "", Role::kAdmin}, ids_[i]);
+    if (!v.ok())
+      error_ = Status::Error(fmt::format("replay: job {}: cancel: {}", jobs_[i].id, v.error().message));
+    any = true;
+  }
+  return any;
 }
 
 bool Replay::Arrive(int64_t now) {
   bool any = false;
   while (error_.ok() && !backlog_ && next_ < order_.size() && jobs_[order_[next_]].submit_s == now) {
-    error_ = Submit(jobs_[order_[next_++]]);
+    error_ = Submit(jobs_[order_[next_++]], now);
     any = true;
   }
-  return any;
+  return CancelDue(now) || any;
 }
 
 int Replay::ReleaseBacklog(int64_t now) {
   int n = 0;
   const size_t depth = static_cast<size_t>(std::max(1, scenario_.sim.backlog_depth));
   while (error_.ok() && backlog_ && next_ < order_.size() && service_->WaitingJobs() < depth) {
-    error_ = Submit(jobs_[order_[next_++]]);
+    error_ = Submit(jobs_[order_[next_++]], now);
     ++n;
   }
   return n;
@@ -192,6 +213,7 @@ Status Replay::Run(Service& service, const std::function<void(const std::string&
   int64_t now = 0;
   while (error_.ok()) {
     int64_t own = !backlog_ && next_ < order_.size() ? jobs_[order_[next_]].submit_s : INT64_MAX;
+    own = std::min(own, cancels_.NextS([&](int32_t i) { return Over(i); }));
     if (first) own = std::min<int64_t>(own, 0), first = false;
     bool tick = false;
     const int64_t t = service.NextInstant(now, own, horizon, &tick);

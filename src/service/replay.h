@@ -4,7 +4,8 @@
 // submission path (validation, store, idempotency) at the times the simulator submits them (backlog
 // arrivals included), on a virtual clock that jumps to the next event, with the scenario's simulated
 // cluster (sim/sim_backend.h) as the backend; the service's driver runs the instants (control/driver.h).
-// The run ends when the scenario does (its horizon, or when nothing is left to happen).
+// The run ends when the scenario does (its horizon, or when nothing is left to happen). A trace job's
+// cancel_s goes through the service's cancel (as an admin), at the instant the simulator cancels it.
 //
 // Refused with a clear message: scenarios with capacity tiers (spot, autoscaling) and with time limits
 // other than the jobs' durations, which the service does not model yet.
@@ -20,6 +21,7 @@
 #include "service/service.h"
 #include "sim/scenario.h"
 #include "sim/sim_backend.h"
+#include "sim/trace_cancels.h"
 
 namespace tessera {
 
@@ -52,7 +54,10 @@ class Replay final : public InstantSource {
 
  private:
   Replay() = default;
-  Status Submit(const TraceJob& j);
+  Status Submit(const TraceJob& j, int64_t now);
+  // The trace's cancellations due at `now`, through the service's cancel; returns whether any job changed.
+  bool CancelDue(int64_t now);
+  bool Over(int32_t index) const;
   Status Setup(const Catalog& catalog);
 
   Scenario scenario_;
@@ -67,6 +72,8 @@ class Replay final : public InstantSource {
   LoopSetup setup_;
   std::unique_ptr<SimulatedCluster> backend_;
   std::vector<const TraceJob*> by_slot_;  // the loop's slot -> its trace job
+  std::vector<int64_t> ids_;              // trace index -> the service's job id (-1 = not submitted)
+  TraceCancels cancels_;                  // the trace's cancel_s, due after each arrival
   VirtualClock clock_;
   Service* service_ = nullptr;
   Status error_;

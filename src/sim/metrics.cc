@@ -206,6 +206,8 @@ void AddCounts(const std::vector<RunResult>& runs, json& o) {
       SpreadJson(Collect(runs, [](const RunResult& r) { return r.failure_lost_gpu_s / 3600.0; }), 1);
   o["makespan_h"] = SpreadJson(Collect(runs, [](const RunResult& r) { return r.makespan_s / 3600.0; }), 2);
   o["jobs_completed"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.jobs_completed); }), 1);
+  o["jobs_cancelled"] =
+      SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.jobs_cancelled); }), 1);
   o["unplaced_jobs"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.unplaced_jobs); }), 1);
   // Runs whose backlog stream ran out before the horizon (their utilisation measures the stream).
   o["backlog_ran_dry"] = std::count_if(runs.begin(), runs.end(), [](const RunResult& r) {

@@ -20,6 +20,7 @@
 #include "sched/sharing.h"
 #include "sim/event_queue.h"
 #include "sim/sim_backend.h"
+#include "sim/trace_cancels.h"
 
 namespace tessera {
 namespace {
@@ -153,6 +154,8 @@ class SimRun final : public DriverListener, public InstantSource {
   void ReleaseMetrics(const Released& r, int64_t now, bool completed);
   void OnLeftHold(JobSlot j, const std::vector<TaskPlacement>& tasks);
   void MarkArrival(JobSlot j, int64_t now);
+  bool CancelDue(int64_t now);
+  void CancelJob(JobSlot j, int64_t now);
   void OnBound(const Applied& a, int64_t now);
   void OnPreempted(const Applied& a, int64_t now);
   void OnCompleted(const Released& r, int64_t now);
@@ -226,6 +229,7 @@ class SimRun final : public DriverListener, public InstantSource {
   // Per SLO class: replica-seconds, those above the SLO, and the slowdown histogram over replica-seconds.
   std::map<std::string, SloAccum> slo_acc_;
   size_t next_arrival_ = 0;
+  TraceCancels cancels_;  // the trace's cancel_s, due after each arrival
   // The opportunistic tier: harvesters by job, jobs whose next regular start restores a harvest checkpoint,
   // the next harvest tick, and the compute (thousandths x seconds inside the window) harvesters kept and
   // lost.
@@ -895,6 +899,7 @@ void SimRun::OnStarted(JobSlot idx, int64_t now, double efficiency, bool) {
 void SimRun::MarkArrival(JobSlot idx, int64_t now) {
   SimJob& j = jobs_[idx.value()];
   loop().Submit(idx, now);
+  cancels_.Arrived(idx.value(), *j.spec, now);
   j.in_window = now >= w0_ && now < w1_;
   if (Tenancy()) {
     const Request& req = job(idx).request;
@@ -1047,7 +1052,38 @@ bool SimRun::Arrive(int64_t now) {
     MarkArrival(SlotOfTraceJob(order_[next_arrival_++]), now);
     any = true;
   }
+  return CancelDue(now) || any;
+}
+
+// The trace's cancellations due at `now` (after the instant's arrivals, as the service's replay makes them).
+bool SimRun::CancelDue(int64_t now) {
+  bool any = false;
+  for (int32_t i : cancels_.TakeDue(now)) {
+    const JobPhase phase = job(SlotOfTraceJob(i)).phase;
+    if (phase == JobPhase::kFuture || phase == JobPhase::kDone || phase == JobPhase::kFailed) continue;
+    CancelJob(SlotOfTraceJob(i), now);
+    any = true;
+  }
   return any;
+}
+
+// A cancel: a waiting job leaves the queue (a harvester stops harvesting), a holding one is stopped and its
+// usage ends now (Driver::Cancel reports the release).
+void SimRun::CancelJob(JobSlot idx, int64_t now) {
+  const ControlJob& cj = job(idx);
+  if (harvesters_.count(idx)) {
+    SettleHarvester(idx, now);
+    EndHarvest(idx, false, now);
+  }
+  if (Tenancy()) {
+    const int64_t waiting = res_.job_records[idx.value()].gpu_milli;
+    if (cj.phase == JobPhase::kBound || cj.phase == JobPhase::kRunning)
+      queue_alloc_[cj.queue] -= UnitsOf(state(), cj.tasks, opt_.tenancy->cycle.slice_units);
+    else  // pending, or terminating after a preemption (its hold was counted as waiting again)
+      queue_waiting_[cj.queue] -= waiting;
+  }
+  ++res_.jobs_cancelled;
+  driver_->Cancel(idx, now, "cancelled (the trace's cancel_s)");
 }
 
 // Issue 5: node arrivals, spot notices and reclaims, applied like cycle actions.
@@ -1096,6 +1132,10 @@ void SimRun::Run() {
   while (true) {
     int64_t own = INT64_MAX;
     if (!backlog_ && next_arrival_ < order_.size()) own = trace_[order_[next_arrival_]].submit_s;
+    own = std::min(own, cancels_.NextS([&](int32_t i) {
+      const JobPhase phase = job(SlotOfTraceJob(i)).phase;
+      return phase == JobPhase::kDone || phase == JobPhase::kFailed;
+    }));
     if (hook_) own = std::min(own, hook_->NextTimeS());  // issue 5
     if (first) own = std::min<int64_t>(own, 0), first = false;
     bool tick = false;  // multi-tenant runs: a periodic cycle while jobs wait (guards expire, reclaim)

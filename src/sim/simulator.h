@@ -203,6 +203,7 @@ struct RunResult {
   int64_t apply_conflicts = 0;    // actions the simulator could not apply (engine/simulator disagreement)
   int64_t jobs_completed = 0;
   int64_t jobs_failed = 0;
+  int64_t jobs_cancelled = 0;     // by the trace's cancel_s
   int64_t unplaced_jobs = 0;      // pending at the end
   // Backlog arrivals: when the stream had no job left to release (-1 = never). Before the horizon, the
   // run's utilisation is set by the stream's length, not by the policy.

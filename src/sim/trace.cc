@@ -19,7 +19,7 @@ const std::set<std::string> kJobFields = {
     "id",          "submit_s",        "class",      "team",       "priority",       "tasks",
     "gpus_per_task", "compute_milli", "memory_mib", "cpu_milli",  "host_memory_mib", "gpu_kinds",
     "duration_s",  "grad_bytes",      "step_compute_s", "checkpointable", "params_billion", "precision",
-    "light",       "latency_sensitive"};
+    "light",       "latency_sensitive", "cancel_s"};
 
 // Range limits of the numeric job fields: wide enough for any real trace, narrow enough that the engine's
 // int64 sums (submit + duration, tasks * memory) and int casts cannot overflow.
@@ -164,6 +164,7 @@ std::string TraceJobToJson(const TraceJob& j) {
   if (!j.precision.empty()) o["precision"] = j.precision;
   if (j.light) o["light"] = true;
   if (j.latency_sensitive) o["latency_sensitive"] = true;
+  if (j.cancel_s >= 0) o["cancel_s"] = j.cancel_s;
   return o.dump();
 }
 
@@ -218,6 +219,7 @@ Status ReadJobFields(const json& j, const std::string& where, TraceJob* t) {
   TRY(Get(j, "precision", &t->precision, where));
   TRY(Get(j, "light", &t->light, where));
   TRY(Get(j, "latency_sensitive", &t->latency_sensitive, where));
+  TRY(GetInt(j, "cancel_s", 0, kMaxSeconds, &t->cancel_s, where));
   if (t->gpus_per_task == 0 && t->tasks > 1)
     return FieldError(where, "tasks", "a sub-GPU job (gpus_per_task 0) has one task");
   if (t->duration_s == 0) return FieldError(where, "duration_s", "must be positive (or -1 for runs-forever)");

@@ -43,6 +43,9 @@ struct TraceJob {
   bool light = false;                   // inference: a light replica (compute 0.05-0.2)
   // Inference: a production (latency-sensitive) replica; its SLO class is production-inference.
   bool latency_sensitive = false;
+  // Cancelled this many seconds after it arrives (a running job is stopped then, a waiting one leaves the
+  // queue; sim/trace_cancels.h); -1 = never.
+  int64_t cancel_s = -1;
 
   int GpuRequests() const { return tasks * (gpus_per_task == 0 ? 1 : gpus_per_task); }
 };

@@ -22,6 +22,23 @@ TEST(UtcTime, RefusesWhatIsNotAnExactUtcTime) {
   }
 }
 
+// Kubernetes' MicroTime: six fraction digits written; any number read (none: whole seconds).
+TEST(UtcTime, MicrosecondsBothWays) {
+  const int64_t t = int64_t{1767225600} * 1000000 + 123456;
+  EXPECT_EQ(FormatIsoUtcMicros(t), "2026-01-01T00:00:00.123456Z");
+  EXPECT_EQ(*ParseIsoUtcMicros(FormatIsoUtcMicros(t)), t);
+  EXPECT_EQ(FormatIsoUtcMicros(int64_t{1709251199} * 1000000 + 7), "2024-02-29T23:59:59.000007Z");
+  EXPECT_EQ(*ParseIsoUtcMicros("2026-01-01T00:00:01Z"), int64_t{1767225601} * 1000000);
+  EXPECT_EQ(*ParseIsoUtcMicros("2026-01-01T00:00:01.5Z"), int64_t{1767225601} * 1000000 + 500000);
+  EXPECT_EQ(*ParseIsoUtcMicros("2026-01-01T00:00:01.123456789Z"), int64_t{1767225601} * 1000000 + 123456);
+  for (const char* bad : {"yesterday", "2026-01-01T00:00:01.Z", "2026-01-01T00:00:01.5",
+                          "2026-02-30T00:00:00.1Z", "2026-01-01T00:00:01.5Zx", ""}) {
+    auto r = ParseIsoUtcMicros(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().find(bad), std::string::npos) << r.error();
+  }
+}
+
 TEST(UtcTime, MonthsAndDates) {
   const int64_t leap_day = *ParseIsoUtc("2024-02-29T12:34:56Z");
   EXPECT_EQ(FormatIsoUtc(MonthStartUnix(leap_day)), "2024-02-01T00:00:00Z");

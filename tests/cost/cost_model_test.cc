@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "base/utc_time.h"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "sim/multi_tenant.h"
 #include "store/store.h"
@@ -86,6 +88,63 @@ TEST(Replay, MultiTenantScenarioMakesTheSimulatorsDecisions) {
   ASSERT_GT(sim.size(), 100u);
   EXPECT_GT(Count(sim, "\"event\":\"preempt\""), 0);
   ExpectSame(sim, Replayed(sc, "multi-tenant"));
+}
+
+// A trace with cancellations (cancel_s, seconds after arrival): a running gang, a MIG replica, a job that
+// waits, one cancelled as it arrives and one whose cancel comes after it ended, on 2 H100 nodes and a MIG
+// A100 node with a production job that preempts training. Both drivers cancel at the same instants.
+Scenario WithCancellations(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "cluster.yaml")
+      << "name: cancels\n"
+         "defaults: {cpu: 128, memory_gib: 1024, spine: spine-0, tier: reserved, interconnect: nvswitch}\n"
+         "nodes:\n"
+         "  - {name: h100, count: 2, gpu: h100-80gb, gpus: 8, leaf: leaf-0}\n"
+         "  - {name: a100-mig, count: 1, gpu: a100-80gb, gpus: 4, leaf: leaf-0, mig: {enabled: true, config: "
+         "all-balanced}}\n";
+  std::ofstream trace(dir / "trace.jsonl");
+  trace << R"({"format": "tessera-trace", "version": 1})" << "\n";
+  int id = 0;
+  auto job = [&](nlohmann::json extra) {
+    nlohmann::json j = {{"id", id++}, {"submit_s", 0}, {"class", "training"}, {"team", "research"},
+                        {"priority", 400}, {"tasks", 1}, {"gpus_per_task", 1}, {"compute_milli", 900},
+                        {"memory_mib", 40000}, {"cpu_milli", 4000}, {"host_memory_mib", 32768},
+                        {"duration_s", 3600}, {"gpu_kinds", {"h100-80gb"}}};
+    j.update(extra);
+    trace << j.dump() << "\n";
+  };
+  job({{"tasks", 2}, {"gpus_per_task", 4}, {"duration_s", 5400}, {"checkpointable", true}, {"cancel_s", 2400}});
+  job({{"gpus_per_task", 8}, {"duration_s", 5400}, {"checkpointable", true}});
+  for (int i = 0; i < 4; ++i)  // MIG replicas; two are cancelled while they run
+    job({{"submit_s", 60 + 10 * i}, {"team", "serving"}, {"priority", 800}, {"gpus_per_task", 0},
+         {"compute_milli", 100}, {"memory_mib", 8000}, {"duration_s", 4000}, {"gpu_kinds", {"a100-80gb"}},
+         {"class", "inference"}, {"cancel_s", i % 2 == 0 ? 600 + 100 * i : 9000}});
+  job({{"submit_s", 900}, {"team", "prod"}, {"priority", 1000}, {"latency_sensitive", true}, {"gpus_per_task", 8},
+       {"compute_milli", 600}, {"memory_mib", 60000}, {"duration_s", 1800}, {"class", "inference"}});
+  job({{"submit_s", 1000}, {"gpus_per_task", 8}, {"duration_s", 1200}, {"cancel_s", 300}});  // waits, cancelled
+  job({{"submit_s", 1200}, {"gpus_per_task", 2}, {"duration_s", 1200}, {"cancel_s", 0}});   // on arrival
+  trace.close();
+  const std::string text = "name: cancels\ncluster: " + (dir / "cluster.yaml").string() + "\ntrace: " +
+                           (dir / "trace.jsonl").string() +
+                           "\nseeds: 1\nfirst_seed: 1\nthreads: 1\npolicies: [tessera]\nhorizon_h: 0\n";
+  auto sc = ParseScenario(text, "cancels.yaml", dir.string(), Catalog::Default());
+  EXPECT_TRUE(sc.ok()) << sc.error();
+  return sc.ok() ? std::move(sc).value() : Scenario{};
+}
+
+TEST(Replay, CancellationsInTheTraceMakeTheSameDecisions) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tessera-cancels-" + std::to_string(getpid()));
+  const Scenario sc = WithCancellations(dir);
+  ASSERT_FALSE(sc.trace_jobs.empty());
+  const auto sim = Simulated(sc);
+  std::filesystem::remove_all(dir);
+  // The gang (job 0), replicas 2 and 4, the waiting job 7 and job 8 on arrival; replica 3's and 5's cancels
+  // come after they ended.
+  EXPECT_EQ(Count(sim, "\"event\":\"cancel\""), 5) << ::testing::PrintToString(sim);
+  EXPECT_GT(Count(sim, "\"event\":\"preempt\""), 0);
+  EXPECT_GT(Count(sim, "\"mig\":\""), 0);
+  EXPECT_EQ(Count(sim, "\"job\":\"8\""), 1) << "cancelled as it arrived, never started";
+  ExpectSame(sim, Replayed(sc, "cancels"));
 }
 
 TEST(Replay, RefusesWhatTheServiceDoesNotModel) {

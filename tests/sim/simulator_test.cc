@@ -2,6 +2,7 @@
 #include "sim/simulator.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "sched/policy.h"
 #include "sim/event_queue.h"
@@ -224,6 +225,45 @@ TEST(SimulatorTest, ABacklogThatRunsOutSaysWhen) {
   EXPECT_EQ(full.backlog_dry_s, -1);
   EXPECT_GT(full.jobs_completed, whole_count.jobs_completed);
   EXPECT_GT(full.gpu_utilization, whole_count.gpu_utilization);
+}
+
+// cancel_s (seconds after arrival): a running job is stopped then and its GPU freed at once, a waiting one
+// leaves the queue, and a cancellation of a job that has ended is dropped (the run does not go on for it).
+TEST(SimulatorTest, TraceCancellationsStopRunningAndWaitingJobs) {
+  auto whole = [](int64_t id, int64_t submit_s, int64_t duration_s, int64_t cancel_s) {
+    TraceJob j;
+    j.id = id;
+    j.cls = WorkloadClass::kTraining;
+    j.submit_s = submit_s;
+    j.duration_s = duration_s;
+    j.cancel_s = cancel_s;
+    j.memory_mib = 10000;
+    return j;
+  };
+  // One GPU: job 0 runs from 0 and is cancelled at 300; job 1 waits from 100 and is cancelled at 200;
+  // job 2 waits from 150, starts at 300 on the freed GPU and ends at 700 (its cancel at 10150 comes late).
+  const std::vector<TraceJob> jobs = {whole(0, 0, 1000, 300), whole(1, 100, 200, 100), whole(2, 150, 400, 10000)};
+  SimOptions o;
+  o.horizon_s = 0;
+  o.record_decisions = true;
+  RunResult r = RunSim(OneGpuCluster(), jobs, "k8s-default", o);
+  std::vector<std::string> got;
+  for (const std::string& line : r.decisions) {
+    const nlohmann::json d = nlohmann::json::parse(line);
+    got.push_back(d["event"].get<std::string>() + " " + d["job"].get<std::string>() + " @" +
+                  std::to_string(d["t"].get<int64_t>()));
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"start 0 @0", "cancel 1 @200", "cancel 0 @300", "start 2 @300",
+                                           "end 2 @700"}));
+  EXPECT_EQ(r.jobs_cancelled, 2);
+  EXPECT_EQ(r.jobs_completed, 1);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 700);
+  // Busy 0-300 (job 0) and 300-700 (job 2): 700 GPU-seconds. The run lasts until 1000, when job 0's end as
+  // first planned passes in the simulated cluster (a stopped run's events go stale, and are ignored), not
+  // until job 2's cancel at 10150.
+  EXPECT_NEAR(r.gpu_allocation * 1000, 700, 1e-6);
+  EXPECT_NEAR(r.gpu_utilization * 1000, 700, 1e-6);
+  EXPECT_TRUE(r.all_completed);
 }
 
 }  // namespace

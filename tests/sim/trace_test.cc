@@ -27,6 +27,25 @@ TEST(TraceTest, RoundTrip) {
   for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(TraceJobToJson((*back)[i]), TraceJobToJson(jobs[i]));
 }
 
+// cancel_s (seconds after arrival) is read and written back; a job without one writes none.
+TEST(TraceTest, CancelAfterArrivalRoundTrips) {
+  const std::string text = "{\"format\": \"tessera-trace\", \"version\": 1}\n"
+                           "{\"id\": 1, \"duration_s\": 600, \"cancel_s\": 120}\n"
+                           "{\"id\": 2, \"duration_s\": 600, \"cancel_s\": 0}\n"
+                           "{\"id\": 3, \"duration_s\": 600}\n";
+  auto jobs = ReadTrace(text, "t.jsonl");
+  ASSERT_TRUE(jobs.ok()) << jobs.error();
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_EQ((*jobs)[0].cancel_s, 120);
+  EXPECT_EQ((*jobs)[1].cancel_s, 0);
+  EXPECT_EQ((*jobs)[2].cancel_s, -1);
+  EXPECT_EQ(nlohmann::json::parse(TraceJobToJson((*jobs)[0])).value("cancel_s", -7), 120);
+  EXPECT_FALSE(nlohmann::json::parse(TraceJobToJson((*jobs)[2])).contains("cancel_s"));
+  auto back = ReadTrace(WriteTrace(*jobs, "{}"), "t.jsonl");
+  ASSERT_TRUE(back.ok()) << back.error();
+  for (size_t i = 0; i < jobs->size(); ++i) EXPECT_EQ((*back)[i].cancel_s, (*jobs)[i].cancel_s);
+}
+
 TEST(TraceTest, BadInputTable) {
   const std::string h = "{\"format\": \"tessera-trace\", \"version\": 1}\n";
   struct Case {
@@ -64,6 +83,9 @@ TEST(TraceTest, BadInputTable) {
       {h + "{\"id\": 1, \"team\": 5, \"duration_s\": 5}\n", "t.jsonl:2: field 'team': wrong type (5)"},
       {h + "{\"id\": 1, \"checkpointable\": 1, \"duration_s\": 5}\n", "t.jsonl:2: field 'checkpointable': wrong type"},
       {h + "{\"id\": 1, \"gpu_kinds\": [1], \"duration_s\": 5}\n", "t.jsonl:2: field 'gpu_kinds': wrong type"},
+      {h + "{\"id\": 1, \"cancel_s\": -1, \"duration_s\": 5}\n", "t.jsonl:2: field 'cancel_s': must be an integer in 0.."},
+      {h + "{\"id\": 1, \"cancel_s\": \"1h\", \"duration_s\": 5}\n", "t.jsonl:2: field 'cancel_s': wrong type"},
+      {h + "{\"id\": 1, \"cancel_s\": 2.5, \"duration_s\": 5}\n", "t.jsonl:2: field 'cancel_s': must be an integer"},
       // Syntax errors give the column; the header's fields are checked for type too.
       {h + "{\"id\": 1, \"duration_s\": nan}\n", "t.jsonl:2:26: not a JSON object: syntax error"},
       {h + "{\"a\": }\n", "t.jsonl:2:"},
