@@ -23,18 +23,15 @@ bool NodeEligible(const NodeState& ns, const Request& r) {
          ns.free_cpu_milli >= r.cpu_milli && ns.free_memory_mib >= r.host_memory_mib;
 }
 
-// The largest non-media profile (memory, then compute slices) whose memory and compute do not exceed the
-// need, or -1.
-int LargestContainedProfile(const GpuKind& kind, int64_t memory_mib, int64_t milli) {
-  int best = -1;
+// The non-media profile of `kind` with the compute and memory slices `r` names, or -1. (The kinds a job may
+// use are those whose profile of that name holds its memory: the service's request building says so.)
+int NamedProfile(const GpuKind& kind, const Request& r) {
   for (int p = 0; p < static_cast<int>(kind.profiles.size()); ++p) {
     const MigProfile& m = kind.profiles[p];
-    if (m.media || m.usable_mib > memory_mib || kind.ProfileComputeMilli(p) > milli) continue;
-    if (best < 0 || std::tie(m.memory_slices, m.compute_slices) >
-                        std::tie(kind.profiles[best].memory_slices, kind.profiles[best].compute_slices))
-      best = p;
+    if (!m.media && m.compute_slices == r.mig_compute_slices && m.memory_slices == r.mig_memory_slices)
+      return p;
   }
-  return best;
+  return -1;
 }
 
 // Per-kind MIG profile choice for one request, computed lazily.
@@ -55,8 +52,10 @@ struct ProfileChoice {
         if (!kind.profiles[p].media && kind.profiles[p].usable_mib >= r.gpu_memory_mib &&
             kind.ProfileComputeMilli(p) >= r.gpu_milli)
           covering[k] |= 1u << p;
-      if (exact) {  // the need is a named profile's, at most its largest across kinds: that profile here
-        profile[k] = static_cast<int16_t>(kind.mig_capable ? LargestContainedProfile(kind, r.gpu_memory_mib, r.gpu_milli) : -1);
+      if (exact) {  // the named profile here, else the smallest that holds the need: one profile only
+        profile[k] = static_cast<int16_t>(!kind.mig_capable          ? -1
+                                          : r.mig_compute_slices > 0 ? NamedProfile(kind, r)
+                                                                     : profile[k]);
         covering[k] = profile[k] >= 0 ? 1u << profile[k] : 0;
       } else if (r.cls == WorkloadClass::kTraining) {  // training never takes a larger slice than it needs
         covering[k] = profile[k] >= 0 ? 1u << profile[k] : 0;

@@ -21,6 +21,10 @@ struct Request {
   int gpus_per_task = 1;
   int gpu_milli = 1000;          // sub-GPU tasks: compute share of one full GPU (1..1000); whole: 1000
   int64_t gpu_memory_mib = 0;    // memory needed on each GPU (or in the MIG instance / share)
+  // A MIG instance of a named profile (a pod's nvidia.com/mig-<profile> resource): its compute and memory
+  // slices, which name the same profile on every kind that has it (0: no profile named). Where MIG layouts
+  // are fixed (PolicyTraits::exact_mig_profiles) the task takes exactly that profile.
+  int8_t mig_compute_slices = 0, mig_memory_slices = 0;
   int64_t cpu_milli = 0;         // per task
   int64_t host_memory_mib = 0;   // per task
   uint64_t kind_mask = 0;        // bit k = GPU kind k allowed; 0 = any kind

@@ -69,6 +69,8 @@ Outcome<Request> ServiceDriver::BuildRequest(const JobSpec& spec, const std::str
   uint64_t profile_kinds = 0;
   int64_t profile_mib = 0;
   int profile_milli = 0;
+  int named_compute = 0, named_memory = 0;
+  int64_t largest_named_mib = 0;  // over the kinds offering the named profile, whatever the job's memory
   for (KindId kid = 0; kid < static_cast<KindId>(kind_stats_.size()); ++kid) {
     const KindStats& ks = kind_stats_[kid];
     if (ks.total_gpus == 0 || !r.KindAllowed(kid)) continue;
@@ -78,27 +80,33 @@ Outcome<Request> ServiceDriver::BuildRequest(const JobSpec& spec, const std::str
     max_memory = std::max(max_memory, k.memory_mib);
     if (!spec.mig_profile.empty()) {
       const int p = k.FindProfile(spec.mig_profile);
-      if (p >= 0 && kid < 64) {
+      if (p >= 0 && kid < 64) largest_named_mib = std::max(largest_named_mib, k.profiles[p].usable_mib);
+      // Only kinds whose instance of that name holds the job's memory (a name's memory differs by kind).
+      if (p >= 0 && kid < 64 && k.profiles[p].usable_mib >= r.gpu_memory_mib) {
         profile_kinds |= uint64_t{1} << kid;
+        named_compute = k.profiles[p].compute_slices;
+        named_memory = k.profiles[p].memory_slices;
         profile_mib = std::max(profile_mib, k.profiles[p].usable_mib);
         profile_milli = std::max(profile_milli, k.ProfileComputeMilli(p));
       }
     }
   }
   if (!spec.mig_profile.empty()) {
-    if (profile_kinds == 0)
+    if (profile_kinds == 0 && largest_named_mib == 0)
       return Invalid("mig_profile",
                      fmt::format("field 'mig_profile': no GPU in the cluster offers MIG profile '{}'",
                                  spec.mig_profile));
-    if (r.gpu_memory_mib > profile_mib)
+    if (profile_kinds == 0)
       return Invalid(MemoryField(spec),
                      fmt::format("memory of {} MiB is above what a {} instance has ({} MiB)",
-                                 r.gpu_memory_mib, spec.mig_profile, profile_mib));
+                                 r.gpu_memory_mib, spec.mig_profile, largest_named_mib));
     r.kind_mask = profile_kinds;
     r.gpus_per_task = 0;
     r.allow_share = false;
     r.gpu_memory_mib = profile_mib;
     r.gpu_milli = profile_milli;
+    r.mig_compute_slices = static_cast<int8_t>(named_compute);
+    r.mig_memory_slices = static_cast<int8_t>(named_memory);
   } else {
     if (total_gpus == 0) return Invalid("gpu_kinds", "no GPU in the cluster is of an allowed kind");
     if (r.gpus_per_task > max_gpus)

@@ -12,6 +12,7 @@
 #include "sched/harness_policies.h"
 #include "sched/node_scorer.h"
 #include "sched/policy.h"
+#include "test_util.h"
 
 namespace tessera {
 namespace {
@@ -479,6 +480,39 @@ TEST(HarnessPoliciesTest, FactoryBuildsEngineVariants) {
   auto k8s = MakePolicy("tessera", fixed);
   ASSERT_TRUE(k8s.ok()) << k8s.error();
   EXPECT_EQ((*k8s)->name(), "tessera");
+}
+
+// Where the GPU Operator fixes MIG layouts (fixed_mig), a task takes exactly one profile: the one a pod
+// names (by its slices), else the smallest that holds its memory, never a smaller one it would overflow.
+TEST(HarnessPoliciesTest, FixedMigTakesTheNamedProfileOrOneThatHoldsTheMemory) {
+  Cluster c = testing::MakeCluster(1, 1, "a100-80gb");
+  c.nodes[0].mig_enabled = true;
+  c.nodes[0].mig_config = "all-balanced";  // per GPU: 3g.40gb, 2g.20gb, 1g.10gb x 2
+  auto state = ClusterState::Build(c, Catalog::Default());
+  ASSERT_TRUE(state.ok()) << state.error();
+  PolicyOptions fixed;
+  fixed.fixed_mig = true;
+  auto policy = MakePolicy("tessera", fixed);
+  ASSERT_TRUE(policy.ok()) << policy.error();
+  const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
+  auto profile_of = [&](const Request& r) {
+    PlaceResult res = (*policy)->Place(*state, r);
+    return res.ok && !res.tasks.empty() && !res.tasks[0].gpus.empty()
+               ? a100.profiles[res.tasks[0].gpus[0].mig_profile].name
+               : "none: " + res.reason;
+  };
+  EXPECT_EQ(profile_of(testing::Replica(1, 200, 30000)), "3g.40gb") << "30,000 MiB does not fit a 2g.20gb";
+  EXPECT_EQ(profile_of(testing::Replica(2, 100, 5000)), "1g.10gb");
+  Request named = testing::Replica(3, 100, 0);
+  const MigProfile& two = a100.profiles[a100.FindProfile("2g.20gb")];
+  named.mig_compute_slices = static_cast<int8_t>(two.compute_slices);
+  named.mig_memory_slices = static_cast<int8_t>(two.memory_slices);
+  named.gpu_memory_mib = two.usable_mib;
+  named.gpu_milli = a100.ProfileComputeMilli(a100.FindProfile("2g.20gb"));
+  EXPECT_EQ(profile_of(named), "2g.20gb");
+  named.mig_compute_slices = 1;  // 1g.20gb: this layout has none, and no other profile stands in for it
+  named.mig_memory_slices = 2;
+  EXPECT_EQ(profile_of(named).rfind("none", 0), 0u);
 }
 
 }  // namespace
