@@ -30,7 +30,8 @@ struct SoakOptions {
   int replicas = 2, clients = 16;
   std::string store;
   double rate = 40, kill_every = 60, warmup = 30, lease = 5;
-  double rss_limit_pct = 10;  // RSS at a role's end may be this much above its warm-up value
+  double rss_limit_pct = 10;
+  int64_t retain_ended = 100;  // the replicas' --retain-ended  // RSS at a role's end may be this much above its warm-up value
   uint64_t seed = 1;
   bool json = false, keep = false;
 };
@@ -130,6 +131,8 @@ Status SoakRun::StartReplicas(const std::string& uri) {
                                      url,
                                      "--lease-seconds",
                                      fmt::format("{}", o_.lease),
+                                     "--retain-ended",
+                                     fmt::format("{}", o_.retain_ended),
                                      "--cluster",
                                      dir_ + "/cluster.yaml",
                                      "--admin-token-file",
@@ -403,6 +406,7 @@ int SoakRun::Report(const client::SoakVerdict& v, const client::SoakLoad& load, 
                         {"clients", o_.clients},
                         {"seed", o_.seed},
                         {"lease_s", o_.lease},
+                        {"retain_ended", o_.retain_ended},
                         {"kills", kills_},
                         {"takeover_s", takeovers_},
                         {"takeover_max_s", worst_takeover},
@@ -467,6 +471,11 @@ void RegisterBenchSoak(CLI::App& bench, int* exit_code) {
       ->capture_default_str();
   c->add_option("--lease-seconds", o->lease, "the replicas' --lease-seconds")
       ->check(CLI::Range(1.0, 60.0))
+      ->capture_default_str();
+  c->add_option("--retain-ended", o->retain_ended,
+                "the replicas' --retain-ended: ended jobs each keeps in memory (small, so that its memory is "
+                "at its bound within the warm-up)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
       ->capture_default_str();
   c->add_option("--rss-limit", o->rss_limit_pct, "percent RSS may grow from warm-up to the end of a role")
       ->check(CLI::Range(0.0, 1000.0))

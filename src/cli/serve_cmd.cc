@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <functional>
+#include <limits>
 #include <thread>
 
 #include "cli/commands.h"
@@ -37,6 +38,7 @@ struct ServeArgs {
   std::string store;      // --store postgresql://...: replicas on one PostgreSQL database
   std::string advertise;  // this replica's URL for the others (default http(s)://--listen)
   double lease_s = 10;
+  int64_t retain_ended = ServiceConfig{}.retain_ended_jobs;
   std::string listen = "127.0.0.1:8080";
   std::string cluster, tenancy, admin_token_file, tls_cert, tls_key;
   bool demo = false;
@@ -148,6 +150,7 @@ Result<ServiceConfig> LoadServiceConfig(const ServeArgs& a) {
   if (!cluster.ok()) return cluster.status();
   cfg.cluster = std::move(cluster).value();
   cfg.log = [](const std::string& line) { fmt::print(stderr, "tessera serve: {}\n", line); };
+  cfg.retain_ended_jobs = a.retain_ended;
   auto books = ServeBooks(a.prices);
   if (!books.ok()) return books.status();
   cfg.price_books = std::move(books).value();
@@ -324,6 +327,11 @@ void RegisterServe(CLI::App& app, int* exit_code) {
                 "with --store: the leader's lease; a follower takes over this long after the leader stopped "
                 "renewing it")
       ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  c->add_option("--retain-ended", a->retain_ended,
+                "ended jobs kept in memory (the most recently ended); the others are read from the database "
+                "when asked for; -1 = all")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   c->add_option("--listen", a->listen, "HOST:PORT to listen on")->capture_default_str();
   c->add_option("--cluster", a->cluster,

@@ -88,8 +88,57 @@ void JobBook::TakeId(int64_t id) {
 }
 
 JobPtr JobBook::LookupLocked(int64_t id, bool visible) const {
-  if (id < 1 || id > static_cast<int64_t>(jobs_.size())) return nullptr;
-  return visible ? jobs_[id - 1].visible : jobs_[id - 1].current;
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return nullptr;
+  return visible ? it->second.visible : it->second.current;
+}
+
+void JobBook::Page(Store* store, int64_t retain_ended, std::function<JobPtr(const JobRow&)> page_in) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (store == nullptr || retain_ended < 0) return;
+  store_ = store;
+  retain_ended_ = retain_ended;
+  page_in_ = std::move(page_in);
+}
+
+void JobBook::EndedLocked(const JobPtr& j) {
+  if (!paged()) return;
+  ended_.emplace_back(j->finished_at, j->id);
+  TrimLocked();
+}
+
+void JobBook::TrimLocked() {
+  while (static_cast<int64_t>(ended_.size()) > retain_ended_) {
+    const int64_t id = ended_.front().second;
+    ended_.pop_front();
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.current == it->second.visible && it->second.visible &&
+        Terminal(it->second.visible->state))
+      jobs_.erase(it);
+  }
+}
+
+void JobBook::FinishRestore() {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (!paged()) return;
+  std::sort(ended_.begin(), ended_.end());
+  TrimLocked();
+}
+
+size_t JobBook::InMemory() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return jobs_.size();
+}
+
+JobPtr JobBook::PageIn(int64_t id) const {
+  if (!paged() || id < 1) return nullptr;
+  JobRowQuery q;
+  q.id = id;
+  q.states = {"Succeeded", "Failed", "Cancelled"};
+  q.limit = 1;
+  auto rows = store_->ReadJobs(q, nullptr);
+  if (!rows.ok() || rows->empty()) return nullptr;
+  return page_in_(rows->front());
 }
 
 JobPtr JobBook::Current(int64_t id) const {
@@ -104,7 +153,7 @@ JobPtr JobBook::Visible(int64_t id) const {
 
 void JobBook::ForEachCurrent(const std::function<void(const JobRecord&)>& f) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  for (const Entry& e : jobs_)
+  for (const auto& [id, e] : jobs_)
     if (e.current) f(*e.current);
 }
 
@@ -113,9 +162,9 @@ std::vector<bool> JobBook::SetCurrent(const std::vector<JobPtr>& next) {
   fresh.reserve(next.size());
   std::unique_lock<std::shared_mutex> lock(mu_);
   for (const JobPtr& j : next) {
-    if (static_cast<int64_t>(jobs_.size()) < j->id) jobs_.resize(j->id);
-    fresh.push_back(jobs_[j->id - 1].current == nullptr);
-    SetCurrentLocked(jobs_[j->id - 1], j);
+    Entry& e = jobs_[j->id];
+    fresh.push_back(e.current == nullptr);
+    SetCurrentLocked(e, j);
   }
   return fresh;
 }
@@ -125,12 +174,16 @@ std::vector<bool> JobBook::Commit(const std::vector<JobPtr>& next, const std::ve
   std::unique_lock<std::shared_mutex> lock(mu_);
   for (size_t i = 0; i < next.size(); ++i) {
     const JobPtr& j = next[i];
-    Entry& e = jobs_[j->id - 1];
+    auto it = jobs_.find(j->id);
+    if (it == jobs_.end()) continue;
+    Entry& e = it->second;
     if (ok) {
       if (!e.visible || e.visible->version < j->version) e.visible = j;
       added[i] = fresh[i] && e.current == j;
+      if (e.current == j && e.visible == j && Terminal(j->state) && !j->stopping) EndedLocked(j);  // may erase e
     } else if (fresh[i] && e.current == j) {
       SetCurrentLocked(e, nullptr);
+      jobs_.erase(it);
     }
   }
   return added;
@@ -138,10 +191,11 @@ std::vector<bool> JobBook::Commit(const std::vector<JobPtr>& next, const std::ve
 
 void JobBook::Restore(JobPtr j) {
   std::unique_lock<std::shared_mutex> lock(mu_);
-  if (static_cast<int64_t>(jobs_.size()) < j->id) jobs_.resize(j->id);
   next_id_ = std::max(next_id_, j->id + 1);
-  SetCurrentLocked(jobs_[j->id - 1], j);
-  jobs_[j->id - 1].visible = j;
+  Entry& e = jobs_[j->id];
+  SetCurrentLocked(e, j);
+  e.visible = j;
+  if (paged() && Terminal(j->state) && !j->stopping) ended_.emplace_back(j->finished_at, j->id);
 }
 
 void JobBook::SetCurrentLocked(Entry& e, JobPtr j) {
@@ -182,6 +236,7 @@ void JobBook::SettleKey(const IdemKey& key, bool ok) {
 
 Outcome<JobView> JobBook::Get(const Caller& c, int64_t id, const Snapshot& snap) const {
   JobPtr j = Visible(id);
+  if (!j && Current(id) == nullptr) j = PageIn(id);  // an ended job that left memory
   if (!j || !CanSee(c, *j)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
   return ViewOf(j, snap);
 }
@@ -189,11 +244,28 @@ Outcome<JobView> JobBook::Get(const Caller& c, int64_t id, const Snapshot& snap)
 std::vector<JobView> JobBook::List(const Caller& c, const std::string& state, const std::string& team,
                                    const std::string& project, int64_t after_id, int limit, bool* more,
                                    const Snapshot& snap) const {
+  if (paged()) {  // the paged list, in id order
+    JobQuery q;
+    JobState s;
+    if (!state.empty() && !ParseJobState(state, &s)) {
+      *more = false;
+      return {};
+    }
+    if (!state.empty()) q.states = {s};
+    q.team = team;
+    q.project = project;
+    q.has_after = after_id > 0;
+    q.after_id = after_id;
+    q.limit = limit;
+    JobPage page = ListPaged(c, q, snap);
+    *more = page.more;
+    return std::move(page.jobs);
+  }
   std::vector<JobView> out;
   *more = false;
   std::shared_lock<std::shared_mutex> lock(mu_);
-  for (int64_t id = std::max<int64_t>(after_id, 0) + 1; id <= static_cast<int64_t>(jobs_.size()); ++id) {
-    const JobPtr& j = jobs_[id - 1].visible;
+  for (auto it = jobs_.upper_bound(std::max<int64_t>(after_id, 0)); it != jobs_.end(); ++it) {
+    const JobPtr& j = it->second.visible;
     if (!j || !CanSee(c, *j)) continue;
     if (!state.empty() && state != JobStateName(j->state)) continue;
     if (!team.empty() && team != j->team) continue;

@@ -9,6 +9,10 @@
 //    made current before its write (SetCurrent) and visible after the write committed (Commit).
 //  - Reads take mu_ shared, and nothing holds it across a store write or a cycle: a GET never waits for
 //    the driver.
+//  - Retention (Page): with a store, ended jobs (Succeeded, Failed, Cancelled) beyond the `retain_ended`
+//    most recently ended leave memory, and every read answers as if they were kept: a job by id, the lists
+//    and the replays of their idempotency keys read ended jobs from the store (durable = visible), paged in
+//    through `page_in` (which takes the driver's lock; it is never called with mu_ held).
 //  - Writes (SetCurrent, Commit, Restore, the ids) come from the driver with the driver's lock held. Lock
 //    order: the driver's lock, then mu_; the JobBook calls nothing that takes another lock while holding
 //    mu_. The idempotency keys have their own lock (idem_mu_), never held with mu_.
@@ -17,6 +21,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -28,6 +33,7 @@
 
 #include "service/identity.h"
 #include "service/job_record.h"
+#include "store/store.h"
 
 namespace tessera {
 
@@ -39,6 +45,16 @@ class JobBook {
   // The team a submission by `c` goes to (`named`: the team its spec names, may be empty), or why `c` may
   // not submit it (a viewer submits nothing; an admin names the team; others submit to their own team).
   static Outcome<std::string> SubmitTeam(const Caller& c, const std::string& named);
+
+  // Ended jobs beyond `retain_ended` (>= 0) leave memory; reads of ended jobs go to `store` (outlives the
+  // book), each row made a record by `page_in`. Before any job is restored or written.
+  void Page(Store* store, int64_t retain_ended, std::function<JobPtr(const JobRow&)> page_in);
+  // After Restore: the restored ended jobs beyond the retention leave memory (oldest end first).
+  void FinishRestore();
+  // Stored ended job `id` as a record (null: not stored, not ended, or no store).
+  JobPtr PageIn(int64_t id) const;
+  // Jobs held in memory (tests and metrics).
+  size_t InMemory() const;
 
   // A new version number, increasing over all jobs.
   uint64_t NextVersion() { return versions_.fetch_add(1) + 1; }
@@ -95,12 +111,25 @@ class JobBook {
     JobPtr visible;  // latest durable version
   };
   JobPtr LookupLocked(int64_t id, bool visible) const;
+  bool paged() const { return store_ != nullptr; }
+  // An ended version became visible: it counts towards the retention; the oldest beyond it leave.
+  void EndedLocked(const JobPtr& j);
+  void TrimLocked();
+  // ListJobs with ended jobs from the store (jobs_list.cc).
+  JobPage ListPaged(const Caller& c, const JobQuery& q, const Snapshot& snap) const;
+  // The first q.limit of `rows` in the order of `q` into `page` (`more` when rows are left).
+  static void TakePage(const JobQuery& q, const Snapshot& snap, std::vector<std::pair<int64_t, JobPtr>>* rows,
+                       JobPage* page);
   // Entry `e`'s latest version becomes `j` (may be null): active_ follows. REQUIRES: mu_ held exclusively.
   void SetCurrentLocked(Entry& e, JobPtr j);
 
   std::atomic<uint64_t> versions_{1};
   mutable std::shared_mutex mu_;  // jobs_ and next_id_
-  std::vector<Entry> jobs_;       // index id - 1
+  std::map<int64_t, Entry> jobs_;  // by id: live jobs and the retained ended ones
+  std::deque<std::pair<int64_t, int64_t>> ended_;  // (finished_at, id) of ended jobs in memory, oldest first
+  Store* store_ = nullptr;
+  int64_t retain_ended_ = -1;
+  std::function<JobPtr(const JobRow&)> page_in_;
   std::map<std::string, std::pair<int64_t, int64_t>> active_;  // per team: (pending, running) of current
   int64_t next_id_ = 1;
   mutable std::mutex idem_mu_;

@@ -309,10 +309,13 @@ Outcome<JobView> ServiceDriver::ChangeJob(const Caller& c, int64_t id, const cha
                                           const ChangeFn& change) {
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
+  const JobPtr stored = book_->Current(id) ? nullptr : book_->PageIn(id);  // an ended job not in memory
   {
     std::lock_guard<std::mutex> lock(mu_);
     JobPtr j = book_->Current(id);
-    if (!j || !book_->Visible(id) || !JobBook::CanSee(c, *j))
+    const bool visible = j ? book_->Visible(id) != nullptr : stored != nullptr;
+    if (!j) j = stored;
+    if (!j || !visible || !JobBook::CanSee(c, *j))
       return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
     if (!JobBook::CanChange(c, *j))
       return ApiError{ErrorCode::kPermissionDenied, "",
@@ -362,10 +365,13 @@ Outcome<JobView> ServiceDriver::Preempt(const Caller& c, int64_t id, const std::
   if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin preempts jobs"};
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
+  const JobPtr stored = book_->Current(id) ? nullptr : book_->PageIn(id);  // an ended job not in memory
   {
     std::lock_guard<std::mutex> lock(mu_);
     JobPtr j = book_->Current(id);
-    if (!j || !book_->Visible(id)) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
+    const bool visible = j ? book_->Visible(id) != nullptr : stored != nullptr;
+    if (!j) j = stored;
+    if (!j || !visible) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
     Plan plan;
     for (JobSlot s : j->state == JobState::kRunning ? ReplicasLocked(id) : std::vector<JobSlot>{}) {
       const JobPhase phase = loop_->jobs()[s].phase;

@@ -16,13 +16,14 @@ Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* cloc
       [this](const TeamRow& row) { driver_->TeamChanged(row); });
   driver_ = std::make_unique<ServiceDriver>(&config_, store_.get(), clock_, backend_, &book_, identity_.get(),
                                             chargeback_.get());
+  book_.Page(store_.get(), config_.retain_ended_jobs, [this](const JobRow& row) { return driver_->PageIn(row); });
 }
 
 Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::unique_ptr<Store> store,
                                                 Clock* clock, Backend* backend) {
   if (config.catalog == nullptr) return Status::Error("service: no GPU catalog");
   if (config.tenancy.priority_classes.empty()) config.tenancy.priority_classes = DefaultPriorityClasses();
-  auto loaded = store->Load();
+  auto loaded = store->Load(LoadLimits{config.retain_ended_jobs});
   if (!loaded.ok()) return loaded.status();
   if (backend == nullptr) return Status::Error("service: no backend");
   if (Status st = ServiceDriver::LoadStoredCluster(*loaded, &config); !st.ok()) return st;

@@ -106,6 +106,9 @@ struct ServiceConfig {
   std::shared_ptr<const Policy> policy;
   LoopSetup setup;
   bool tenancy_cycle = true;
+  // Ended jobs (Succeeded, Failed, Cancelled) kept in memory: the most recently ended this many; the others
+  // are read from the store when asked for (job_book.h). Negative: every job stays in memory.
+  int64_t retain_ended_jobs = 5000;
   // Keep the driver's decisions (TakeDecisionLines).
   bool record_decisions = false;
   std::function<void(const std::string&)> log;  // operator notes (e.g. a cluster file ignored); may be empty
@@ -241,6 +244,8 @@ class Service {
   const Catalog& catalog() const { return *config_.catalog; }
   const std::vector<PriorityClass>& priority_classes() const { return config_.tenancy.priority_classes; }
   int64_t Now() const { return static_cast<int64_t>(clock_->Now()); }
+  // Jobs held in memory: the live ones and the retained ended ones (ServiceConfig::retain_ended_jobs).
+  size_t JobsInMemory() const { return book_.InMemory(); }
   // Pending and running jobs per team (every team listed; from the job book, without the driver lock).
   std::map<std::string, std::pair<int64_t, int64_t>> JobCountsByTeam() const;
   // Runs one cycle now and waits until its changes are durable and visible (tests; the cycle thread runs

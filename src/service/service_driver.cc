@@ -165,8 +165,8 @@ Status ServiceDriver::RestoreMetaLocked(const StoredState& s) {
   return Status::Ok();
 }
 
-// One stored job back in the table (and in the loop when pending or running).
-Status ServiceDriver::RestoreJobLocked(const JobRow& row) {
+// The record of stored job `row` (version 1) as the API shows it.
+Result<std::shared_ptr<JobRecord>> ServiceDriver::RecordOfRowLocked(const JobRow& row) const {
   auto spec = ParseJobSpec(nlohmann::json::parse(row.spec_json, nullptr, false));
   if (!spec.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, spec.error().message));
   auto j = std::make_shared<JobRecord>();
@@ -198,6 +198,20 @@ Status ServiceDriver::RestoreJobLocked(const JobRow& row) {
   j->placements = row.placements;
   j->message = row.message;
   j->version = 1;
+  return j;
+}
+
+JobPtr ServiceDriver::PageIn(const JobRow& row) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto j = RecordOfRowLocked(row);
+  return j.ok() ? JobPtr(std::move(j).value()) : nullptr;
+}
+
+// One stored job back in the table (and in the loop when pending or running).
+Status ServiceDriver::RestoreJobLocked(const JobRow& row) {
+  auto made = RecordOfRowLocked(row);
+  if (!made.ok()) return made.status();
+  JobPtr j = std::move(made).value();
   book_->Restore(j);
   if (j->state == JobState::kPending) AddToLoopLocked(*j, /*queued=*/true);
   if (j->state != JobState::kRunning) return Status::Ok();
@@ -215,6 +229,8 @@ Status ServiceDriver::Restore(const StoredState& s) {
   if (Status st = RestoreMetaLocked(s); !st.ok()) return st;
   for (const JobRow& row : s.jobs)
     if (Status st = RestoreJobLocked(row); !st.ok()) return st;
+  if (s.max_job_id > 0) book_->TakeId(s.max_job_id);  // ended jobs not loaded keep their ids
+  book_->FinishRestore();
   return Status::Ok();
 }
 

@@ -76,6 +76,8 @@ class ServiceDriver {
                           bool* created, std::function<void(const Status&)> on_durable = nullptr);
   std::vector<Outcome<JobView>> SubmitAll(const Caller& c, const std::vector<JobSpec>& specs);
   Outcome<JobView> Cancel(const Caller& c, int64_t id);
+  // Stored job `row` as a record (null when it no longer parses): the JobBook's pager. Takes mu_.
+  JobPtr PageIn(const JobRow& row) const;
   Outcome<JobView> SetPriority(const Caller& c, int64_t id, const std::string& priority_class);
   Outcome<JobView> Preempt(const Caller& c, int64_t id, const std::string& reason);
   Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
@@ -162,6 +164,7 @@ class ServiceDriver {
   void RestoreLayoutsLocked(const StoredState& s);
   Status RestoreMetaLocked(const StoredState& s);
   Status RestoreJobLocked(const JobRow& row);
+  Result<std::shared_ptr<JobRecord>> RecordOfRowLocked(const JobRow& row) const;
   Status ResumeLocked(const JobRecord& j);
   int EnsureQueue(const std::string& team, const TeamRow* row);  // under mu_
   // Each queue's decayed usage as kept in the store's meta, and back (ignored when unreadable).

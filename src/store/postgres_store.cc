@@ -62,6 +62,11 @@ CREATE TABLE leader_lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, url TEXT
                            epoch BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL);
 INSERT INTO leader_lease VALUES ('leader', '', '', 0, '-infinity');
 )sql",
+    // 3: reads of jobs a replica does not keep in memory, by state and by end.
+    R"sql(
+CREATE INDEX jobs_by_state ON jobs (state);
+CREATE INDEX jobs_by_finished ON jobs (finished_at, id);
+)sql",
 };
 constexpr int kPgSchemaVersion = static_cast<int>(sizeof(kPgMigrations) / sizeof(kPgMigrations[0]));
 constexpr const char* kIdleTimeout = "SET idle_in_transaction_session_timeout = '1s'";
@@ -173,6 +178,21 @@ Result<int> MigratePg(PgConn& c) {
   return version;
 }
 
+constexpr const char* kPgJobColumns =
+    "SELECT id, \"user\", team, project, name, class, priority_class, spec, state, submitted_at, started_at, "
+    "finished_at, placements, message";
+
+// The job of row `i` read with kPgJobColumns.
+Result<JobRow> PgJobOf(const PgResult& r, int i) {
+  JobRow j{r.Int(i, 0),  r.Text(i, 1), r.Text(i, 2), r.Text(i, 3), r.Text(i, 4),
+           r.Text(i, 5), r.Text(i, 6), r.Text(i, 7), r.Text(i, 8), r.Int(i, 9),
+           r.Int(i, 10), r.Int(i, 11), {},           r.Text(i, 13)};
+  auto p = DecodePlacements(r.Text(i, 12), j.id);
+  if (!p.ok()) return p.status();
+  j.placements = std::move(p).value();
+  return j;
+}
+
 class PgStore final : public PostgresStore {
  public:
   ~PgStore() override { Close(); }
@@ -195,16 +215,37 @@ class PgStore final : public PostgresStore {
     on_fenced_ = std::move(on_fenced);
   }
 
-  Result<StoredState> Load() override {
+  using Store::Load;
+  Result<StoredState> Load(const LoadLimits& limits) override {
     std::lock_guard<std::mutex> db_lock(db_mu_);
     StoredState s;
     s.schema_version = version_;
     // One snapshot of every table (a concurrent writer's commit is either wholly in it or not at all).
     if (Status st = conn_.Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); !st.ok()) return st;
-    Status st = LoadTables(&s);
+    Status st = LoadTables(&s, limits);
     (void)conn_.Exec(st.ok() ? "COMMIT" : "ROLLBACK");
     if (!st.ok()) return Status::Error(fmt::format("{}: {}", conn_.name(), st.message()));
     return s;
+  }
+
+  Result<std::vector<JobRow>> ReadJobs(const JobRowQuery& q, int64_t* total) override {
+    const JobsSql sql = BuildJobsSql(q, /*postgres=*/true);
+    std::lock_guard<std::mutex> db_lock(db_mu_);
+    PgResult r = conn_.Query(
+        std::string(kPgJobColumns) + " FROM jobs WHERE " + sql.with_cursor + " " + sql.order_limit, sql.params);
+    if (!r.ok()) return Status::Error(conn_.name() + ": " + r.error());
+    std::vector<JobRow> out;
+    for (int i = 0; i < r.rows(); ++i) {
+      auto j = PgJobOf(r, i);
+      if (!j.ok()) return j.status();
+      out.push_back(std::move(j).value());
+    }
+    if (total != nullptr) {
+      PgResult n = conn_.Query("SELECT COUNT(*) FROM jobs WHERE " + sql.filters, sql.params);
+      if (!n.ok()) return Status::Error(conn_.name() + ": " + n.error());
+      *total = n.Int(0, 0);
+    }
+    return out;
   }
 
   Result<std::vector<AuditRow>> ReadAudit(const AuditQuery& aq, bool* more) override {
@@ -252,7 +293,8 @@ class PgStore final : public PostgresStore {
     Done done;
   };
 
-  Status LoadTables(StoredState* s) {
+  Status LoadTables(StoredState* s, const LoadLimits& limits) {
+    const std::string jobs = LoadedJobsCondition(limits);
     auto query = [&](const char* sql, const std::function<Status(const PgResult&, int)>& row) {
       PgResult r = conn_.Query(sql);
       if (!r.ok()) return Status::Error(r.error());
@@ -276,20 +318,18 @@ class PgStore final : public PostgresStore {
                    return Status::Ok();
                  });
     if (st.ok())
-      st = query(
-          "SELECT id, \"user\", team, project, name, class, priority_class, spec, state, submitted_at, "
-          "started_at, "
-          "finished_at, placements, message FROM jobs ORDER BY id",
-          [&](const PgResult& r, int i) {
-            JobRow j{r.Int(i, 0),  r.Text(i, 1), r.Text(i, 2), r.Text(i, 3), r.Text(i, 4),
-                     r.Text(i, 5), r.Text(i, 6), r.Text(i, 7), r.Text(i, 8), r.Int(i, 9),
-                     r.Int(i, 10), r.Int(i, 11), {},           r.Text(i, 13)};
-            auto p = DecodePlacements(r.Text(i, 12), j.id);
-            if (!p.ok()) return p.status();
-            j.placements = std::move(p).value();
-            s->jobs.push_back(std::move(j));
-            return Status::Ok();
-          });
+      st = query((std::string(kPgJobColumns) + " FROM jobs WHERE " + jobs + " ORDER BY id").c_str(),
+                 [&](const PgResult& r, int i) {
+                   auto j = PgJobOf(r, i);
+                   if (!j.ok()) return j.status();
+                   s->jobs.push_back(std::move(j).value());
+                   return Status::Ok();
+                 });
+    if (st.ok())
+      st = query("SELECT COALESCE(MAX(id), 0) FROM jobs", [&](const PgResult& r, int i) {
+        s->max_job_id = r.Int(i, 0);
+        return Status::Ok();
+      });
     if (st.ok())
       st = query("SELECT \"user\", key, body_hash, job_id FROM idempotency_keys",
                  [&](const PgResult& r, int i) {

@@ -16,7 +16,11 @@ class ReadOnlyStore final : public Store {
     refuser_ = std::thread([this] { RefuseLoop(); });
   }
   ~ReadOnlyStore() override { Close(); }
-  Result<StoredState> Load() override { return base_->Load(); }
+  using Store::Load;
+  Result<StoredState> Load(const LoadLimits& limits) override { return base_->Load(limits); }
+  Result<std::vector<JobRow>> ReadJobs(const JobRowQuery& q, int64_t* total) override {
+    return base_->ReadJobs(q, total);
+  }
   void Write(WriteBatch, Done done) override {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(done));

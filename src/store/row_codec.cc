@@ -56,4 +56,64 @@ Result<std::vector<TaskPlacement>> DecodePlacements(const std::string& text, int
   return out;
 }
 
+namespace {
+
+// The column a read sorts by ("id" for an order not known).
+const char* OrderColumn(const std::string& order) {
+  for (const char* c : {"submitted_at", "started_at", "finished_at"})
+    if (order == c) return c;
+  return "id";
+}
+
+}  // namespace
+
+JobsSql BuildJobsSql(const JobRowQuery& q, bool postgres) {
+  JobsSql out;
+  auto param = [&](const std::string& v) {
+    out.params.push_back(v);
+    return fmt::format("{}{}", postgres ? '$' : '?', out.params.size());
+  };
+  std::vector<std::string> conds;
+  if (q.id > 0) conds.push_back(fmt::format("id = {}", q.id));
+  if (!q.states.empty()) {
+    std::string in;
+    for (const std::string& s : q.states) in += (in.empty() ? "" : ", ") + param(s);
+    conds.push_back("state IN (" + in + ")");
+  }
+  if (!q.team.empty()) conds.push_back("team = " + param(q.team));
+  if (!q.project.empty()) conds.push_back("project = " + param(q.project));
+  if (!q.search.empty()) {
+    const std::string n = param(q.search);
+    const char* has = postgres ? "strpos" : "instr";
+    conds.push_back(fmt::format("({0}(lower(name), {1}) > 0 OR {0}(lower(project), {1}) > 0 OR "
+                                "{0}(lower(\"user\"), {1}) > 0 OR CAST(id AS TEXT) = {1})",
+                                has, n));
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& c : v) s += (s.empty() ? "" : " AND ") + c;
+    return s.empty() ? std::string("TRUE") : s;
+  };
+  out.filters = join(conds);
+  const std::string col = OrderColumn(q.order);
+  if (q.has_after) {
+    if (col == "id")
+      conds.push_back(fmt::format("id > {}", q.after_id));
+    else
+      conds.push_back(fmt::format("({0} < {1} OR ({0} = {1} AND id < {2}))", col, q.after_key, q.after_id));
+  }
+  out.with_cursor = join(conds);
+  out.order_limit = col == "id" ? "ORDER BY id" : fmt::format("ORDER BY {} DESC, id DESC", col);
+  out.order_limit += fmt::format(" LIMIT {}", std::max(q.limit, 0));
+  return out;
+}
+
+std::string LoadedJobsCondition(const LoadLimits& limits) {
+  if (limits.retain_ended < 0) return "TRUE";
+  return fmt::format(
+      "state IN ('Pending', 'Running') OR id IN (SELECT id FROM jobs WHERE state NOT IN ('Pending', "
+      "'Running') ORDER BY finished_at DESC, id DESC LIMIT {})",
+      limits.retain_ended);
+}
+
 }  // namespace tessera

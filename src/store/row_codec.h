@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "sched/placement.h"
+#include "store/store.h"
 
 namespace tessera {
 
@@ -17,5 +18,16 @@ std::optional<std::vector<std::string>> DecodeClasses(const std::string& text);
 std::string EncodePlacements(const std::vector<TaskPlacement>& tasks);
 // The error names job `job`.
 Result<std::vector<TaskPlacement>> DecodePlacements(const std::string& text, int64_t job);
+
+// The SQL of a jobs read (Store::ReadJobs) in one dialect: the conditions (after WHERE) without and with
+// the cursor, and the ORDER BY and LIMIT. Text values are parameters (`params`, named ?N for SQLite and $N
+// for PostgreSQL, 1-based); integers are written in.
+struct JobsSql {
+  std::string filters, with_cursor, order_limit;
+  std::vector<std::string> params;
+};
+JobsSql BuildJobsSql(const JobRowQuery& q, bool postgres);
+// The condition (after WHERE) on jobs that Load(limits) reads: live ones and the most recently ended.
+std::string LoadedJobsCondition(const LoadLimits& limits);
 
 }  // namespace tessera

@@ -71,6 +71,11 @@ CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL,
                     after TEXT NOT NULL, changed INTEGER NOT NULL);
 CREATE INDEX audit_by_target ON audit (target);
 )sql",
+    // 4: reads of jobs a replica does not keep in memory, by state and by end.
+    R"sql(
+CREATE INDEX jobs_by_state ON jobs (state);
+CREATE INDEX jobs_by_finished ON jobs (finished_at, id);
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
 
@@ -131,6 +136,20 @@ class Stmt {
   sqlite3* db_ = nullptr;
   sqlite3_stmt* s_ = nullptr;
 };
+
+constexpr const char* kJobColumns =
+    "SELECT id, user, team, project, name, class, priority_class, spec, state, submitted_at, started_at, "
+    "finished_at, placements, message";
+
+// The job of a row read with kJobColumns.
+Result<JobRow> JobOf(const Stmt& q) {
+  JobRow j{q.Int(0), q.Text(1), q.Text(2),  q.Text(3),  q.Text(4),  q.Text(5), q.Text(6),
+           q.Text(7), q.Text(8), q.Int(9), q.Int(10), q.Int(11), {},        q.Text(13)};
+  auto p = DecodePlacements(q.Text(12), j.id);
+  if (!p.ok()) return p.status();
+  j.placements = std::move(p).value();
+  return j;
+}
 
 class SqliteStore final : public Store {
  public:
@@ -235,8 +254,10 @@ class SqliteStore final : public Store {
 
   int schema_version() const override { return version_; }
 
-  Result<StoredState> Load() override {
+  using Store::Load;
+  Result<StoredState> Load(const LoadLimits& limits) override {
     std::lock_guard<std::mutex> db_lock(db_mu_);
+    const std::string jobs = LoadedJobsCondition(limits);
     StoredState s;
     s.schema_version = version_;
     Status st = Query(
@@ -253,17 +274,17 @@ class SqliteStore final : public Store {
       });
     if (st.ok())
       st = Query(
-          "SELECT id, user, team, project, name, class, priority_class, spec, state, submitted_at, started_at, "
-          "finished_at, placements, message FROM jobs ORDER BY id",
-          [&](Stmt& q) {
-            JobRow j{q.Int(0),  q.Text(1), q.Text(2), q.Text(3), q.Text(4), q.Text(5), q.Text(6),
-                     q.Text(7), q.Text(8), q.Int(9),  q.Int(10), q.Int(11), {},        q.Text(13)};
-            auto p = DecodePlacements(q.Text(12), j.id);
-            if (!p.ok()) return p.status();
-            j.placements = std::move(p).value();
-            s.jobs.push_back(std::move(j));
+          (std::string(kJobColumns) + " FROM jobs WHERE " + jobs + " ORDER BY id").c_str(), [&](Stmt& q) {
+            auto j = JobOf(q);
+            if (!j.ok()) return j.status();
+            s.jobs.push_back(std::move(j).value());
             return Status::Ok();
           });
+    if (st.ok())
+      st = Query("SELECT COALESCE(MAX(id), 0) FROM jobs", [&](Stmt& q) {
+        s.max_job_id = q.Int(0);
+        return Status::Ok();
+      });
     if (st.ok())
       st = Query("SELECT user, key, body_hash, job_id FROM idempotency_keys", [&](Stmt& q) {
         s.keys.push_back({q.Text(0), q.Text(1), q.Text(2), q.Int(3)});
@@ -310,6 +331,34 @@ class SqliteStore final : public Store {
       });
     if (!st.ok()) return Status::Error(fmt::format("{}: {}", path_, st.message()));
     return s;
+  }
+
+  Result<std::vector<JobRow>> ReadJobs(const JobRowQuery& jq, int64_t* total) override {
+    const JobsSql sql = BuildJobsSql(jq, /*postgres=*/false);
+    std::lock_guard<std::mutex> db_lock(db_mu_);
+    auto run = [&](const std::string& text, const std::function<Status(Stmt&)>& row) {
+      Stmt q;
+      if (Status st = q.Prepare(db_, text.c_str()); !st.ok()) return st;
+      for (size_t i = 0; i < sql.params.size(); ++i) q.Bind(static_cast<int>(i + 1), sql.params[i]);
+      while (q.Step())
+        if (Status st = row(q); !st.ok()) return st;
+      return Status::Ok();
+    };
+    std::vector<JobRow> out;
+    Status st = run(std::string(kJobColumns) + " FROM jobs WHERE " + sql.with_cursor + " " + sql.order_limit,
+                    [&](Stmt& q) {
+                      auto j = JobOf(q);
+                      if (!j.ok()) return j.status();
+                      out.push_back(std::move(j).value());
+                      return Status::Ok();
+                    });
+    if (st.ok() && total != nullptr)
+      st = run("SELECT COUNT(*) FROM jobs WHERE " + sql.filters, [&](Stmt& q) {
+        *total = q.Int(0);
+        return Status::Ok();
+      });
+    if (!st.ok()) return Status::Error(path_ + ": " + st.message());
+    return out;
   }
 
   Result<std::vector<AuditRow>> ReadAudit(const AuditQuery& aq, bool* more) override {

@@ -5,7 +5,9 @@
 // ledger, idempotency keys and the schema version.
 //
 // Contract:
-//  - Load() returns everything stored, for a process that rebuilds its state at start.
+//  - Load() returns everything stored, for a process that rebuilds its state at start; Load(limits) leaves
+//    out the ended jobs (Succeeded, Failed, Cancelled) beyond the most recently ended `retain_ended` (every
+//    idempotency key is loaded: a replay names its job even when the job is not). ReadJobs reads any job later (a replica keeps only some in memory).
 //  - Write(batch, done) is one state change: all of the batch or none of it becomes durable. Batches are
 //    applied in the order Write was called; `done` runs (on the store's writer thread) only after the
 //    transaction holding the batch committed durably, or with the error that rejected it. Concurrent
@@ -114,6 +116,7 @@ struct AuditQuery {
 
 struct StoredState {
   int schema_version = 0;
+  int64_t max_job_id = 0;               // the highest job id stored (loaded or not)
   std::vector<TeamRow> teams;
   std::vector<UserRow> users;
   std::vector<JobRow> jobs;             // by id
@@ -122,6 +125,27 @@ struct StoredState {
   std::vector<MigLayoutRow> layouts;
   std::vector<NodeRow> nodes;           // by position
   std::map<std::string, std::string> meta;
+};
+
+// What Load leaves out: ended jobs beyond the `retain_ended` most recently ended (by finished_at, then id).
+// Negative: nothing left out.
+struct LoadLimits {
+  int64_t retain_ended = -1;
+};
+
+// A read of stored jobs: the filters (empty = any), the order and a keyset cursor, at most `limit` rows.
+struct JobRowQuery {
+  int64_t id = 0;                   // > 0: that job alone
+  std::vector<std::string> states;  // state names; empty = any
+  std::string team, project;
+  // Lower-case text: a substring of the lower-cased name, project or user, or the job's id in decimal.
+  std::string search;
+  // The order: "id" ascending, or newest first by "submitted_at", "started_at", "finished_at" (then id).
+  std::string order = "id";
+  // Resume after the row with this sort key and id.
+  bool has_after = false;
+  int64_t after_key = 0, after_id = 0;
+  int limit = 100;
 };
 
 // One state change. Teams, users and jobs are upserted by name / id, nodes by position; events, keys and
@@ -148,7 +172,11 @@ class Store {
  public:
   using Done = std::function<void(const Status&)>;
   virtual ~Store() = default;
-  virtual Result<StoredState> Load() = 0;
+  Result<StoredState> Load() { return Load(LoadLimits{}); }
+  virtual Result<StoredState> Load(const LoadLimits& limits) = 0;
+  // The jobs matching `q` in its order, at most q.limit; `total` (may be null) gets how many match the
+  // filters, the cursor aside.
+  virtual Result<std::vector<JobRow>> ReadJobs(const JobRowQuery& q, int64_t* total) = 0;
   virtual void Write(WriteBatch batch, Done done) = 0;
   virtual void Close() = 0;
   virtual int schema_version() const = 0;

@@ -1,12 +1,16 @@
 // The Store contract, run against every store: SQLite (a file) and PostgreSQL (a real server this test
 // process starts, tests/testing/postgres_server.h). Round trip of every table, upserts by key, atomic
 // batches inside a group commit (a reused idempotency key fails its batch alone), concurrent writers, the
-// audit log's filters and cursor, usage records in order, a schema newer than the binary refused, and the
-// service on top: idempotency keys, team versions (If-Match) and usage across a restart.
+// audit log's filters and cursor, usage records in order, a schema newer than the binary refused, reads of
+// jobs (filters, orders, cursor) and loads within a retention of ended jobs, and the service on top:
+// idempotency keys, team versions (If-Match) and usage across a restart, and the same answers whether its
+// ended jobs stay in memory or are read from the store.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <future>
@@ -444,6 +448,216 @@ TYPED_TEST(StoreConformance, ASchemaNewerThanTheBinaryIsRefused) {
   auto again = this->where_.Open();
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.error().find("newer than this tessera"), std::string::npos) << again.error();
+}
+
+// Jobs read by filters, in each order with a keyset cursor; a load within a retention leaves out the ended
+// jobs beyond the most recently ended (not their keys), and still names the highest id.
+TYPED_TEST(StoreConformance, ReadsJobsAndLoadsWithinARetention) {
+  auto s = this->Open();
+  ASSERT_NE(s, nullptr);
+  WriteBatch b;
+  const std::vector<std::pair<const char*, int64_t>> states = {{"Succeeded", 500}, {"Running", -1},
+                                                               {"Failed", 400},    {"Cancelled", 600},
+                                                               {"Pending", -1},    {"Succeeded", 300}};
+  for (size_t i = 0; i < states.size(); ++i) {
+    JobRow j = ConformanceJob(static_cast<int64_t>(i) + 1);
+    j.state = states[i].first;
+    j.finished_at = states[i].second;
+    if (j.id == 3) {
+      j.user = "Bob";
+      j.project = "Quantum";
+    }
+    b.jobs.push_back(j);
+    b.keys.push_back({"ana", "k" + std::to_string(j.id), "h", j.id});
+  }
+  ASSERT_TRUE(s->WriteAndWait(std::move(b)).ok());
+  auto ids = [](const Result<std::vector<JobRow>>& rows) {
+    std::vector<int64_t> out;
+    if (rows.ok())
+      for (const JobRow& r : *rows) out.push_back(r.id);
+    return out;
+  };
+  JobRowQuery q;
+  q.states = {"Succeeded", "Failed", "Cancelled"};
+  q.order = "finished_at";
+  q.limit = 2;
+  int64_t total = 0;
+  auto first = s->ReadJobs(q, &total);
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_EQ(ids(first), (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(total, 4);
+  q.has_after = true;
+  q.after_key = 500;
+  q.after_id = 1;
+  EXPECT_EQ(ids(s->ReadJobs(q, nullptr)), (std::vector<int64_t>{3, 6}));
+  JobRowQuery by_id;
+  by_id.has_after = true;
+  by_id.after_id = 2;
+  by_id.limit = 3;
+  EXPECT_EQ(ids(s->ReadJobs(by_id, &total)), (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(total, 6);
+  JobRowQuery search;
+  search.search = "bob";
+  EXPECT_EQ(ids(s->ReadJobs(search, nullptr)), (std::vector<int64_t>{3}));
+  search.search = "quant";
+  EXPECT_EQ(ids(s->ReadJobs(search, nullptr)), (std::vector<int64_t>{3}));
+  search.search = "job-5";
+  EXPECT_EQ(ids(s->ReadJobs(search, nullptr)), (std::vector<int64_t>{5}));
+  JobRowQuery one;
+  one.id = 2;
+  EXPECT_EQ(ids(s->ReadJobs(one, nullptr)), (std::vector<int64_t>{2}));
+  JobRowQuery other;
+  other.team = "other";
+  EXPECT_EQ(ids(s->ReadJobs(other, &total)), (std::vector<int64_t>{}));
+  EXPECT_EQ(total, 0);
+  auto loaded = s->Load(LoadLimits{2});
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  std::vector<int64_t> got, keyed;
+  for (const JobRow& r : loaded->jobs) got.push_back(r.id);
+  for (const IdempotencyRow& k : loaded->keys) keyed.push_back(k.job_id);
+  std::sort(keyed.begin(), keyed.end());
+  EXPECT_EQ(got, (std::vector<int64_t>{1, 2, 4, 5}));  // live, and the two ended last (4 at 600, 1 at 500)
+  EXPECT_EQ(keyed, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));  // every key: a replay names its job
+  EXPECT_EQ(loaded->max_job_id, 6);
+  EXPECT_EQ(s->Load()->jobs.size(), 6u);
+}
+
+// What the API shows of a job, for comparing answers.
+std::string JobText(const JobView& v) {
+  const JobRecord& j = *v.job;
+  return fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", j.id, JobStateName(j.state), j.name, j.team,
+                     j.project, j.user, j.priority_class, TotalGpus(j), j.request.tasks * j.replicas,
+                     j.submitted_at, j.started_at, j.finished_at, j.placements.size(), j.message,
+                     v.pending.has_value());
+}
+
+std::string PageText(const JobPage& p) {
+  std::string out = fmt::format("total {} more {}:", p.total, p.more);
+  for (const JobView& v : p.jobs) out += " [" + JobText(v) + "]";
+  return out;
+}
+
+// Every read a client makes of jobs, as text: each job by id (and one past the last), pages of several
+// queries walked with their cursor, the id-ordered list, a key's replay, a cancel and a priority change of
+// an ended job.
+std::string JobAnswers(Service& svc, const Caller& ana, const JobSpec& spec, int64_t last) {
+  std::string out;
+  for (int64_t id = 1; id <= last + 1; ++id) {
+    auto g = svc.Get(ana, id);
+    out += g.ok() ? JobText(g.value()) : "404";
+    out += "\n";
+  }
+  std::vector<JobQuery> queries(5);
+  queries[1].states = {JobState::kSucceeded};
+  queries[2].states = {JobState::kRunning, JobState::kCancelled};
+  queries[2].sort = JobSort::kEnded;
+  queries[3].search = "J-2";
+  queries[3].sort = JobSort::kSubmitted;
+  queries[4].team = "vision";
+  queries[4].sort = JobSort::kStarted;
+  for (JobQuery q : queries) {
+    q.limit = 2;
+    for (int page = 0; page < 10; ++page) {
+      JobPage p = svc.ListJobs(ana, q);
+      out += PageText(p) + "\n";
+      if (!p.more || p.jobs.empty()) break;
+      q.has_after = true;
+      q.after_id = p.jobs.back().job->id;
+      q.after_key = JobSortKey(*p.jobs.back().job, q.sort);
+    }
+  }
+  bool more = false;
+  for (const JobView& v : svc.List(ana, "", "", "", 1, 3, &more)) out += JobText(v) + "\n";
+  for (const JobView& v : svc.List(ana, "Succeeded", "vision", "p", 0, 100, &more)) out += JobText(v) + "\n";
+  out += fmt::format("more {}\n", more);
+  bool created = true;
+  auto replay = svc.Submit(ana, spec, "key-1", &created);
+  out += replay.ok() ? fmt::format("replay {} {}\n", replay->job->id, created) : "replay failed\n";
+  auto cancel = svc.Cancel(ana, 1);
+  out += cancel.ok() ? "cancel " + JobText(cancel.value()) + "\n" : "cancel " + cancel.error().message + "\n";
+  auto pc = svc.SetPriority(ana, 1, "batch");
+  out += pc.ok() ? "priority ok\n" : fmt::format("priority {}\n", static_cast<int>(pc.error().code));
+  return out;
+}
+
+// A service that keeps one ended job in memory answers every read of jobs as one that keeps them all.
+TYPED_TEST(StoreConformance, ServiceAnswersTheSameWithEndedJobsInTheStore) {
+  testing::ManualClock clock;
+  SimulatedBackend backend(&clock);
+  auto open = [&](int64_t retain) -> std::unique_ptr<Service> {
+    ServiceConfig cfg;
+    cfg.catalog = &Catalog::Default();
+    auto cl = LoadClusterYaml(
+        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
+        "spine: s, tier: reserved}\nnodes:\n  - {name: node, count: 2, leaf: leaf-0}\n",
+        "test", Catalog::Default());
+    cfg.cluster = *cl;
+    cfg.background_cycles = false;
+    cfg.retain_ended_jobs = retain;
+    auto store = this->Open();
+    if (!store) return nullptr;
+    auto s = Service::Start(std::move(cfg), std::move(store), &clock, &backend);
+    EXPECT_TRUE(s.ok()) << s.error();
+    return s.ok() ? std::move(s).value() : nullptr;
+  };
+  const Caller admin{"admin", "", Role::kAdmin};
+  const Caller ana{"ana", "vision", Role::kTeamLead};
+  auto spec_of = [](int i, int gpus) {
+    return ParseJobSpec({{"name", fmt::format("j-{}", i)},
+                         {"class", "training"},
+                         {"workers", 1},
+                         {"gpus_per_worker", gpus},
+                         {"memory_gib", 40},
+                         {"project", i % 2 ? "p" : "q"},
+                         {"duration_s", 100 * i}});
+  };
+  std::string kept, paged;
+  int64_t last = 0;
+  {
+    auto svc = open(1);
+    ASSERT_NE(svc, nullptr);
+    ASSERT_TRUE(svc->BootstrapAdmin().ok());
+    ASSERT_TRUE(svc->CreateTeam(admin, TeamRow{"vision", 16000, -1, 1, 0}).ok());
+    ASSERT_TRUE(svc->CreateUser(admin, "ana", "vision", "team-lead").ok());
+    for (int i = 1; i <= 6; ++i) {
+      auto r = svc->Submit(ana, spec_of(i, 2).value(), i == 1 ? "key-1" : "");
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      last = r->job->id;
+      clock.now_ += 1;
+      svc->RunCycleNow();
+    }
+    auto big = svc->Submit(ana, spec_of(7, 8).value(), "");  // waits for GPUs
+    ASSERT_TRUE(big.ok());
+    last = big->job->id;
+    ASSERT_TRUE(svc->Cancel(ana, 5).ok());
+    clock.now_ += 320;
+    svc->RunCycleNow();  // 1, 2, 3 succeed
+    EXPECT_EQ(svc->JobsInMemory(), 4u);  // 4, 6, 7 live, one ended kept
+    paged = JobAnswers(*svc, ana, spec_of(1, 2).value(), last);
+  }
+  auto svc = open(-1);
+  ASSERT_NE(svc, nullptr);
+  EXPECT_EQ(svc->JobsInMemory(), static_cast<size_t>(last));
+  svc->RunCycleNow();  // the pending job's reasons, as the first service had them
+  kept = JobAnswers(*svc, ana, spec_of(1, 2).value(), last);
+  EXPECT_EQ(paged, kept);
+  EXPECT_NE(kept.find("Succeeded"), std::string::npos);
+  EXPECT_NE(kept.find("Cancelled"), std::string::npos);
+  EXPECT_NE(kept.find("replay 1 false"), std::string::npos) << kept;
+  ASSERT_TRUE(svc->Cancel(ana, last).ok());  // the highest id ends
+  svc.reset();
+  auto again = open(0);  // no ended job in memory after a restart; the next id still follows the highest
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->JobsInMemory(), 2u);
+  auto next = again->Submit(ana, spec_of(8, 1).value(), "");
+  ASSERT_TRUE(next.ok()) << next.error().message;
+  EXPECT_EQ(next->job->id, last + 1);
+  bool created = true;
+  auto replay = again->Submit(ana, spec_of(1, 2).value(), "key-1", &created);  // its job is not in memory
+  ASSERT_TRUE(replay.ok()) << replay.error().message;
+  EXPECT_FALSE(created);
+  EXPECT_EQ(replay->job->id, 1);
+  EXPECT_EQ(JobStateName(replay->job->state), std::string("Succeeded"));
 }
 
 // The service on each store: an idempotency key names its job across a restart, a stale If-Match is
