@@ -471,7 +471,7 @@ bool GuardedServer::ServeConnection(socket_t sock, SSL* ssl, RequestGuard& guard
   GuardedStream strm(sock, ssl, &guard, limits_);
   guard.fd_ = ssl == nullptr ? sock : -1;
   std::shared_ptr<ResponseGate> held;
-  bool ret = false;
+  bool ret = false, gave_up = false;
   for (size_t count = keep_alive_max_count_; count > 0 && svr_sock_ != INVALID_SOCKET; --count) {
     bool readable = strm.buffered(), go_on = true;
     for (double waited = 0;
@@ -479,7 +479,11 @@ bool GuardedServer::ServeConnection(socket_t sock, SSL* ssl, RequestGuard& guard
       if (held) go_on = Settled(held, 0);  // the rest of an answer the socket did not take at once
       readable = go_on && strm.Await(std::min(0.1, limits_.keep_alive_s - waited));
     }
-    if (!readable || (held && !Settled(held, kHeldAnswerWaitS))) break;
+    if (!readable) break;
+    if (held && !Settled(held, kHeldAnswerWaitS)) {
+      gave_up = true;  // waited its outcome out (or must close): not again below
+      break;
+    }
     // The first request's deadline runs from the connection's start, later ones from their first byte.
     const double now = SteadyNow();
     const double start = count == keep_alive_max_count_ && accepted_at > 0 ? std::min(now, accepted_at) : now;
@@ -500,7 +504,7 @@ bool GuardedServer::ServeConnection(socket_t sock, SSL* ssl, RequestGuard& guard
     }
     if (!ret || closed || guard.deadline_passed_) break;
   }
-  if (held && !Settled(held, kHeldAnswerWaitS)) held->Abandon();  // the descriptor closes: nothing more on it
+  if (held && (gave_up || !Settled(held, kHeldAnswerWaitS))) held->Abandon();  // the descriptor closes
   return ret;
 }
 

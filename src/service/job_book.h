@@ -117,6 +117,10 @@ class JobBook {
   void TrimLocked();
   // ListJobs with ended jobs from the store (jobs_list.cc).
   JobPage ListPaged(const Caller& c, const JobQuery& q, const Snapshot& snap) const;
+  // The jobs held in memory (`live_only`: not ended) that `c` may see and `q` matches: counted into
+  // page->total, those past the cursor added to `rows` with their sort key (jobs_list.cc).
+  void CollectHeld(const Caller& c, const JobQuery& q, const std::string& needle, bool live_only,
+                   std::vector<std::pair<int64_t, JobPtr>>* rows, JobPage* page) const;
   // The first q.limit of `rows` in the order of `q` into `page` (`more` when rows are left).
   static void TakePage(const JobQuery& q, const Snapshot& snap, std::vector<std::pair<int64_t, JobPtr>>* rows,
                        JobPage* page);

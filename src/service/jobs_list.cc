@@ -58,18 +58,21 @@ JobPage JobBook::ListJobs(const Caller& c, const JobQuery& q, const Snapshot& sn
   JobPage page;
   const std::string needle = Lower(q.search);
   std::vector<std::pair<int64_t, JobPtr>> rows;  // (sort key, job)
-  {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    for (const auto& [id, s] : jobs_) {
-      const JobPtr& j = s.visible;
-      if (!j || !CanSee(c, *j) || !Matches(*j, q, needle)) continue;
-      ++page.total;
-      const int64_t key = JobSortKey(*j, q.sort);
-      if (AfterCursor(q, key, j->id)) rows.push_back({key, j});
-    }
-  }
+  CollectHeld(c, q, needle, /*live_only=*/false, &rows, &page);
   TakePage(q, snap, &rows, &page);
   return page;
+}
+
+void JobBook::CollectHeld(const Caller& c, const JobQuery& q, const std::string& needle, bool live_only,
+                          std::vector<std::pair<int64_t, JobPtr>>* rows, JobPage* page) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (const auto& [id, s] : jobs_) {
+    const JobPtr& j = s.visible;
+    if (!j || (live_only && Terminal(j->state)) || !CanSee(c, *j) || !Matches(*j, q, needle)) continue;
+    ++page->total;
+    const int64_t key = JobSortKey(*j, q.sort);
+    if (AfterCursor(q, key, j->id)) rows->push_back({key, j});
+  }
 }
 
 // The ended jobs come from the store (every visible version is durable), the live ones from memory: a job
@@ -78,16 +81,7 @@ JobPage JobBook::ListPaged(const Caller& c, const JobQuery& q, const Snapshot& s
   JobPage page;
   const std::string needle = Lower(q.search);
   std::vector<std::pair<int64_t, JobPtr>> rows;  // (sort key, job)
-  {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    for (const auto& [id, s] : jobs_) {
-      const JobPtr& j = s.visible;
-      if (!j || Terminal(j->state) || !CanSee(c, *j) || !Matches(*j, q, needle)) continue;
-      ++page.total;
-      const int64_t key = JobSortKey(*j, q.sort);
-      if (AfterCursor(q, key, j->id)) rows.push_back({key, j});
-    }
-  }
+  CollectHeld(c, q, needle, /*live_only=*/true, &rows, &page);
   JobRowQuery sq;
   for (JobState s : {JobState::kSucceeded, JobState::kFailed, JobState::kCancelled})
     if (q.states.empty() || std::find(q.states.begin(), q.states.end(), s) != q.states.end())
