@@ -702,6 +702,17 @@ class PgStore final : public PostgresStore {
     return commit;
   }
 
+  // Calls the fencing callback once (it must not block: the writer runs it).
+  void TellFenced() {
+    std::function<void()> f;
+    {
+      std::lock_guard<std::mutex> lock(q_mu_);
+      f = std::move(on_fenced_);
+      on_fenced_ = nullptr;
+    }
+    if (f) f();
+  }
+
   void WriterLoop() {
     pthread_setname_np(pthread_self(), "tessera-pgwrite");
     for (;;) {
@@ -717,16 +728,9 @@ class PgStore final : public PostgresStore {
       std::vector<Status> results(group.size());
       bool fenced = false;
       Status commit = CommitGroup(group, epoch, &results, &fenced);
+      // The owner hears it was fenced before any refused writer hears its answer.
+      if (fenced) TellFenced();
       for (size_t i = 0; i < group.size(); ++i) group[i].done(commit.ok() ? results[i] : commit);
-      if (fenced) {
-        std::function<void()> f;
-        {
-          std::lock_guard<std::mutex> lock(q_mu_);
-          f = std::move(on_fenced_);
-          on_fenced_ = nullptr;
-        }
-        if (f) f();
-      }
     }
   }
 

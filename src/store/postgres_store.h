@@ -28,7 +28,7 @@ namespace tessera {
 class PostgresStore : public Store {
  public:
   // From now on, a transaction commits only while the lease's epoch is `epoch`; `on_fenced` runs once, on
-  // the writer thread, when one was refused for another epoch.
+  // the writer thread, when one was refused for another epoch, before the refused writers are answered.
   virtual void Fence(int64_t epoch, std::function<void()> on_fenced) = 0;
 };
 
