@@ -9,7 +9,8 @@ the PostgreSQL backends' CPU ticks, the load average) and the medians.
 `pg` starts a PostgreSQL server for the run (initdb into a temporary folder as user `postgres` when run as
 root, Unix socket only, default settings: fsync and synchronous_commit on). STAT=PREFIX counts the server's
 system calls, context switches and CPU time with `perf stat`; PERF=PREFIX records a `perf record` profile
-(PERF_F: frequency, PERF_G: call-graph options).
+(PERF_F: frequency, PERF_G: call-graph options); LAT=PREFIX writes each run's latencies (bench api
+--latencies) to PREFIX.STORE.BINARY.TIME.csv.
 
 usage: scripts/bench-submissions.py [--rounds R] [--stores sqlite,pg] [--extra "SERVE FLAGS"] LABEL=TESSERA...
 """
@@ -103,8 +104,10 @@ def one(exe, gen, store, pg, n, conc, extra):
         if os.environ.get("PERF"):
             perf = subprocess.Popen(["perf", "record", "-F", os.environ.get("PERF_F", "2000")] + os.environ.get("PERF_G", "-g").split() + ["-o", os.environ["PERF"] + "." + store, "-p", str(p.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
+        lat = (["--latencies", "%s.%s.%s.%d.csv" % (os.environ["LAT"], store, os.path.basename(exe), time.time_ns())]
+               if os.environ.get("LAT") else [])
         r = subprocess.run([gen, "bench", "api", "--url", url, "--token", tok, "--requests", str(n),
-                            "--concurrency", str(conc), "--json"], capture_output=True, text=True, timeout=600)
+                            "--concurrency", str(conc), "--json"] + lat, capture_output=True, text=True, timeout=600)
         if perf: perf.send_signal(signal.SIGINT); perf.wait()
         t1 = ticks(p.pid); pg1 = pg.backend_ticks() if store == "pg" else 0
         res = json.loads(r.stdout[r.stdout.index("{"):])
@@ -114,6 +117,7 @@ def one(exe, gen, store, pg, n, conc, extra):
         os.killpg(p.pid, signal.SIGTERM)
         try: p.wait(20)
         except subprocess.TimeoutExpired: os.killpg(p.pid, signal.SIGKILL); p.wait()
+        if os.environ.get("KEEP_LOG"): shutil.copy(work + "/serve.log", os.environ["KEEP_LOG"] + ".%d.log" % time.time_ns())
         shutil.rmtree(work, True)
 
 def main():

@@ -65,7 +65,11 @@ class Run {
   }
 
   LoadResult Go() {
-    const auto start = SteadyClock::now();
+    start_ = SteadyClock::now();
+    start_unix_ms_ =
+        std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    const auto start = start_;
     const int n = std::max(1, std::min(o_.concurrency, std::max(1, o_.requests)));
     for (int i = 0; i < n; ++i) {
       conns_.push_back(std::make_unique<Conn>());
@@ -79,6 +83,8 @@ class Run {
     r.submissions_per_second = r.wall_s > 0 ? static_cast<double>(latencies_ms_.size()) / r.wall_s : 0;
     r.p50_ms = Percentile(latencies_ms_, 0.50);
     r.p99_ms = Percentile(latencies_ms_, 0.99);
+    r.samples = std::move(samples_);
+    r.start_unix_ms = start_unix_ms_;
     return r;
   }
 
@@ -203,6 +209,7 @@ class Run {
       ++finished_;
       if (result == CURLE_OK && status >= 200 && status < 300) {
         latencies_ms_.push_back(ms);
+        samples_.push_back({std::chrono::duration<double, std::milli>(c->sent - start_).count(), ms});
       } else {
         if (errors_++ == 0)
           first_error_ = result != CURLE_OK ? std::string(curl_easy_strerror(result))
@@ -226,6 +233,9 @@ class Run {
   int64_t errors_ = 0;
   std::string first_error_;
   std::vector<double> latencies_ms_;
+  SteadyClock::time_point start_;
+  double start_unix_ms_ = 0;
+  std::vector<LoadResult::Sample> samples_;
 };
 
 }  // namespace

@@ -20,6 +20,13 @@ struct LoadResult {
   int64_t errors = 0;                 // non-2xx answers and transport failures
   double wall_s = 0;
   std::string first_error;  // the first failure's HTTP status and body, or transport error
+  // Each acknowledged submission in the order answered: when it was sent (ms after the run's start) and
+  // its latency (ms). The run started at start_unix_ms (the system clock, to line samples up with logs).
+  struct Sample {
+    double sent_ms, latency_ms;
+  };
+  std::vector<Sample> samples;
+  double start_unix_ms = 0;
 };
 
 // `concurrency` keep-alive connections (libcurl's multi interface, one thread) POST training jobs to

@@ -2,6 +2,7 @@
 // SQLite file: output, JSON, exit status (0, 1 refused, 2 usage or connection), configuration sources.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -285,10 +286,38 @@ TEST_F(ClientCliTest, NodesFromTheCli) {
 }
 
 TEST_F(ClientCliTest, BenchApiSubmitsDistinctDurableJobs) {
-  CliRun r = Tessera("bench api --url " + server_->Url() + " --token " + token_ + " --requests 60 --concurrency 4 --json");
+  const std::string csv = (dir_ / "latencies.csv").string();
+  CliRun r = Tessera("bench api --url " + server_->Url() + " --token " + token_ +
+                     " --requests 60 --concurrency 4 --json --latencies " + csv);
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["errors"], 0);
+  // One line per acknowledged submission: when it was sent (the system clock, ms) and its latency.
+  std::ifstream in(csv);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, "sent_unix_ms,latency_ms");
+  int rows = 0;
+  double max_ms = 0;
+  const double now_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+  while (std::getline(in, line)) {
+    const size_t comma = line.find(',');
+    ASSERT_NE(comma, std::string::npos) << line;
+    const double sent = std::stod(line.substr(0, comma)), ms = std::stod(line.substr(comma + 1));
+    EXPECT_GT(sent, now_ms - 600'000) << line;
+    EXPECT_LE(sent, now_ms) << line;
+    EXPECT_GE(ms, 0) << line;
+    max_ms = std::max(max_ms, ms);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 60);
+  EXPECT_GE(max_ms, j["p99_ms"].get<double>());
+  CliRun unwritable = Tessera("bench api --url http://127.0.0.1:1 --token x --requests 1 --latencies " +
+                                  (dir_ / "no" / "such" / "dir.csv").string(),
+                              true);
+  EXPECT_EQ(unwritable.code, 2);
+  EXPECT_NE(unwritable.out.find("--latencies: cannot write"), std::string::npos) << unwritable.out;
   EXPECT_GT(j["submissions_per_second"].get<double>(), 0);
   EXPECT_LE(j["p50_ms"].get<double>(), j["p99_ms"].get<double>());
   EXPECT_TRUE(Eventually([&] { return nlohmann::json::parse(Cli("job list --all --json").out)["jobs"].size() == 60; }));
