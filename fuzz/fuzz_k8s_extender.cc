@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_input.h"
-#include "k8s/extender.h"
-#include "k8s/quantity.h"
+#include "k8s/api/quantity.h"
+#include "k8s/extender/extender.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tessera;

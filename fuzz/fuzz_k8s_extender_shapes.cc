@@ -8,7 +8,7 @@
 
 #include "base/json_depth.h"
 #include "fuzz_input.h"
-#include "k8s/extender.h"
+#include "k8s/extender/extender.h"
 
 namespace {
 

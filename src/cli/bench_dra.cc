@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/bench_cycle.h"
-#include "k8s/dra_bench.h"
+#include "k8s/dra/dra_bench.h"
 
 namespace tessera::cli {
 namespace {

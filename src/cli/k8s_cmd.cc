@@ -1,11 +1,9 @@
 // `tessera k8s ...`: Tessera on Kubernetes (docs/kubernetes.md). `k8s extender` answers kube-scheduler's
-// extender calls (src/k8s/extender.h).
+// extender calls (src/k8s/extender/extender.h).
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
-
 
 #include <atomic>
 #include <chrono>
@@ -16,9 +14,9 @@
 
 #include "cli/commands.h"
 #include "cli/process.h"
-#include "k8s/extender.h"
-#include "k8s/extender_server.h"
-#include "k8s/mig_config.h"
+#include "k8s/extender/extender.h"
+#include "k8s/extender/extender_server.h"
+#include "k8s/mig/mig_config.h"
 #include "k8s/scheduler.h"
 #include "k8s/team_namespaces.h"
 #include "model/catalog.h"

@@ -6,12 +6,11 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
-
-#include "k8s/object_map.h"
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "k8s/api/object_map.h"
 
 namespace tessera {
 

@@ -6,14 +6,13 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/status.h"
-#include "k8s/mig_node_layout.h"
-#include "k8s/objects.h"
+#include "k8s/api/objects.h"
+#include "k8s/mig/mig_node_layout.h"
 #include "model/catalog.h"
 #include "model/cluster.h"
 

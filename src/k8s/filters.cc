@@ -8,8 +8,8 @@
 #include <optional>
 #include <tuple>
 
-#include "k8s/objects.h"
-#include "k8s/quantity.h"
+#include "k8s/api/objects.h"
+#include "k8s/api/quantity.h"
 
 namespace tessera {
 namespace {

@@ -11,13 +11,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "k8s/object_map.h"
+#include "k8s/api/object_map.h"
 
 namespace tessera {
 

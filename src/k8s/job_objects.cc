@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "k8s/objects.h"
+#include "k8s/api/objects.h"
 #include "service/service.h"
 #include "service/workload_json.h"
 

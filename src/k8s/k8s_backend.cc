@@ -4,12 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "k8s/api/events.h"
 #include "k8s/cluster_view.h"
-#include "k8s/dra_binder.h"
-#include "k8s/events.h"
+#include "k8s/dra/dra_binder.h"
 
 namespace tessera {
 

@@ -30,16 +30,15 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "control/backend.h"
-#include "k8s/api_client.h"
+#include "k8s/api/api_client.h"
 #include "k8s/pod_jobs.h"
 #include "k8s/preemption.h"
 

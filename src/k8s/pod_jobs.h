@@ -6,14 +6,13 @@
 // of its own. The job's team is the namespace, its priority class the pod's. Pure functions.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/status.h"
-#include "k8s/objects.h"
+#include "k8s/api/objects.h"
 
 namespace tessera {
 

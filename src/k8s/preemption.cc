@@ -1,7 +1,7 @@
 #include "k8s/preemption.h"
 
+#include "k8s/api/objects.h"
 #include "k8s/cluster_view.h"
-#include "k8s/objects.h"
 
 namespace tessera {
 

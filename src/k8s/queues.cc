@@ -5,8 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "k8s/objects.h"
-#include "k8s/quantity.h"
+#include "k8s/api/objects.h"
+#include "k8s/api/quantity.h"
 
 namespace tessera {
 

@@ -14,12 +14,11 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
-
-#include "k8s/object_map.h"
 #include <string>
 #include <string_view>
 
 #include "base/status.h"
+#include "k8s/api/object_map.h"
 
 namespace tessera {
 

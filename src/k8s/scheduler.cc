@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
-#include "k8s/dra_binder.h"
+#include "k8s/dra/dra_binder.h"
 #include "sched/policy.h"
 #include "service/workload_json.h"
 #include "store/store.h"

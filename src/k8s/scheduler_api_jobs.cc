@@ -1,10 +1,11 @@
 // Jobs submitted through Tessera's API with a container become Kubernetes objects (job_objects.h); the
 // loop places them like pods' jobs and the backend binds the pods it created.
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
+#include "k8s/api/objects.h"
 #include "k8s/cluster_view.h"
-#include "k8s/objects.h"
 #include "k8s/scheduler.h"
 
 namespace tessera {

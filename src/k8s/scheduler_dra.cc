@@ -8,11 +8,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
-#include "k8s/dra_binder.h"
-#include "k8s/objects.h"
+#include "k8s/api/objects.h"
+#include "k8s/dra/dra_binder.h"
 #include "k8s/scheduler.h"
 
 namespace tessera {

@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <chrono>
-
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
-#include "k8s/dra_binder.h"
+#include "k8s/dra/dra_binder.h"
 #include "k8s/scheduler.h"
 
 namespace tessera {

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "k8s/api/events.h"
 #include "k8s/cluster_view.h"
-#include "k8s/events.h"
 #include "k8s/scheduler.h"
 
 namespace tessera {

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "k8s/events.h"
+#include "k8s/api/events.h"
 #include "k8s/scheduler.h"
 
 namespace tessera {

@@ -6,9 +6,9 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "k8s/api/events.h"
 #include "k8s/cluster_view.h"
-#include "k8s/dra_binder.h"
-#include "k8s/events.h"
+#include "k8s/dra/dra_binder.h"
 #include "k8s/scheduler.h"
 #include "service/workload_json.h"
 

@@ -6,15 +6,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
-#include "k8s/api_client.h"
+#include "k8s/api/api_client.h"
+#include "k8s/api/informer.h"
+#include "k8s/api/kubeconfig.h"
+#include "k8s/api/lease.h"
 #include "k8s/fake_apiserver.h"
-#include "k8s/informer.h"
 #include "k8s/k8s_backend.h"
-#include "k8s/kubeconfig.h"
-#include "k8s/lease.h"
 
 namespace tessera {
 namespace {

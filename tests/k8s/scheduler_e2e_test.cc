@@ -5,19 +5,18 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <regex>
-#include <set>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <thread>
 
-#include "k8s/dra_nvidia.h"
+#include "k8s/api/kubeconfig.h"
+#include "k8s/dra/dra_nvidia.h"
 #include "k8s/fake_apiserver.h"
-#include "k8s/kubeconfig.h"
 #include "k8s/scheduler.h"
 #include "service/workload_json.h"
 

@@ -13,14 +13,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <mutex>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 
+#include "k8s/api/kubeconfig.h"
+#include "k8s/api/lease.h"
 #include "k8s/fake_apiserver.h"
-#include "k8s/kubeconfig.h"
-#include "k8s/lease.h"
 #include "k8s/scheduler.h"
 #include "testing/paths.h"
 #include "testing/serve_process.h"

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "k8s/api/kubeconfig.h"
 #include "k8s/fake_apiserver.h"
-#include "k8s/kubeconfig.h"
 #include "k8s/scheduler.h"
 #include "store/postgres_store.h"
 #include "testing/postgres_server.h"

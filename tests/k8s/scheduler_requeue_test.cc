@@ -13,12 +13,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-#include <nlohmann/json.hpp>
 
+#include "k8s/api/kubeconfig.h"
 #include "k8s/fake_apiserver.h"
-#include "k8s/kubeconfig.h"
 #include "k8s/scheduler.h"
 #include "service/workload_json.h"
 

@@ -1,0 +1,104 @@
+#pragma once
+// Which MIG nodes to repartition, and to which config of the MIG manager's ConfigMap, for the GPU pods that
+// no node can hold as the nodes are partitioned now (kubernetes-contracts.md section 4.3). Pure functions:
+// objects and configs in, a plan out.
+//
+// The rule: waiting pods (highest priority first) take the free devices of schedulable nodes first, then
+// what nodes being repartitioned will offer; for the pods left, each MIG-capable node (strategy mixed) not
+// being repartitioned is scored against each config: how many of them it would hold (first fit), then
+// what its drain costs (memory slices of the GPU pods there that may not be preempted and must be waited
+// for, then how many are evicted: those of lower priority than the pods it is for), then the config's
+// order in the ConfigMap. The best (node, config) is taken, its pods leave the list, and so on while pods
+// are left and a pair holds any. A (node, config) that failed recently is not tried again.
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "k8s/mig/mig_config.h"
+
+namespace tessera {
+
+inline constexpr std::string_view kMigConfigLabel = "nvidia.com/mig.config";
+inline constexpr std::string_view kMigStateLabel = "nvidia.com/mig.config.state";
+
+// Device resources (nvidia.com/gpu, nvidia.com/mig-<profile>) -> whole units.
+using Devices = std::map<std::string, int64_t>;
+
+struct GpuPod {
+  std::string ns, name, uid;
+  int priority = 0;
+  bool terminating = false;  // deletionTimestamp set
+  Devices requests;
+  std::string scheduler;           // spec.schedulerName
+  bool disruption_target = false;  // a DisruptionTarget=True condition (marked for eviction already)
+};
+
+// What a drain may do to the GPU pods of a node: never evict another scheduler's pod nor a pod at or above
+// `protected_priority` (production), nor wait on one (when it ends is not ours to know): a node where such a
+// pod runs is not drained at all. Ours of the plan's priority or above (below production) are waited for.
+struct DrainRules {
+  std::string scheduler_name;          // ours; empty: every pod counts as ours
+  int protected_priority = INT32_MAX;  // pods at or above it are never evicted
+};
+// Whether a drain for pods of `priority` may evict `p`.
+bool Evictable(const GpuPod& p, int priority, const DrainRules& rules);
+
+struct MigNode {
+  std::string name, uid;
+  int gpus = 0;               // nvidia.com/gpu.count
+  bool capable = false;       // nvidia.com/mig.capable=true and nvidia.com/mig.strategy=mixed
+  bool schedulable = true;    // not cordoned, Ready
+  std::string config, state;  // nvidia.com/mig.config, nvidia.com/mig.config.state
+  Devices allocatable;        // device resources only
+  std::vector<GpuPod> pods;   // bound, unfinished pods that ask for devices
+  Devices Free() const;       // allocatable less what `pods` request (never below 0)
+};
+
+// Why `node` may not be drained ("" when it may): an unfinished GPU pod there of another scheduler, or of
+// production priority.
+std::string DrainRefusal(const MigNode& node, const DrainRules& rules);
+
+struct Repartition {
+  std::string node, config;
+  int priority = 0;                   // of the highest-priority pod it is for: GPU pods below it are evicted
+  std::vector<std::string> for_pods;  // ns/name
+};
+
+// The mig-parted config file (`version: v1`, `mig-configs`) as configs this planner can use: one spec with
+// `devices: all` and no device-filter (other configs are skipped, named in *skipped); names that are not
+// valid label values are skipped too. Error when the text is not a mig-parted config.
+Result<std::vector<MigConfig>> ParseMigParted(const std::string& text, std::vector<std::string>* skipped);
+
+// What a node of `gpus` GPUs advertises under the mixed strategy once `config` is applied.
+Devices DevicesOf(const MigConfig& config, int gpus);
+// Whether the node's allocatable shows exactly the devices of `config` (zero counts may be absent).
+bool Advertises(const MigNode& node, const MigConfig& config);
+
+// A node and the GPU pods bound there (`pods`: every pod; those of other nodes are ignored).
+MigNode ReadMigNode(const nlohmann::json& node, const std::vector<const nlohmann::json*>& pods);
+// A pod's device requests (empty when it asks none or does not parse).
+Devices DeviceRequests(const nlohmann::json& pod);
+
+struct WaitingPod {
+  std::string ns, name;
+  int priority = 0;
+  Devices requests;
+};
+
+// `busy`: node -> the config it is being repartitioned to (its devices count as coming);
+// `failed`: (node, config) pairs not to try. Nodes DrainRefusal refuses are not candidates; *refused (when
+// given) gets node -> why, for each such node that was otherwise one.
+std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const std::vector<MigNode>& nodes,
+                                          const std::vector<MigConfig>& configs,
+                                          const std::map<std::string, std::string>& busy,
+                                          const std::set<std::pair<std::string, std::string>>& failed,
+                                          const DrainRules& rules = {},
+                                          std::map<std::string, std::string>* refused = nullptr);
+
+}  // namespace tessera

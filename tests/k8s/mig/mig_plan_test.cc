@@ -1,0 +1,245 @@
+// Which MIG nodes are repartitioned to which config, for the pods no layout holds: free devices first,
+// then the cheapest drain (pods that must be waited for, then evictions), failed pairs skipped.
+#include "k8s/mig/mig_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera {
+namespace {
+
+const char* kConfigs = R"(version: v1
+mig-configs:
+  all-disabled:
+    - devices: all
+      mig-enabled: false
+  all-1g.10gb:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"1g.10gb": 7}
+  all-3g.40gb:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"3g.40gb": 2}
+  all-2g.20gb:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"2g.20gb": 3}
+  per-gpu:
+    - devices: [0, 1]
+      mig-enabled: false
+  filtered:
+    - device-filter: "0x20B210DE"
+      devices: all
+      mig-enabled: false
+)";
+
+std::vector<MigConfig> Configs() {
+  std::vector<std::string> skipped;
+  auto c = ParseMigParted(kConfigs, &skipped);
+  EXPECT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(skipped.size(), 2u);
+  return *c;
+}
+
+MigNode MigNodeOf(const std::string& name, const std::string& config, Devices alloc,
+                  std::vector<GpuPod> pods = {}) {
+  MigNode n;
+  n.name = name;
+  n.gpus = 8;
+  n.capable = true;
+  n.config = config;
+  n.state = "success";
+  n.allocatable = std::move(alloc);
+  n.pods = std::move(pods);
+  return n;
+}
+
+GpuPod GpuPodOf(const std::string& name, int priority, Devices req) {
+  return {"ns", name, "uid-" + name, priority, false, req};
+}
+
+std::vector<WaitingPod> Waiting(int n, const std::string& resource, int priority, int64_t each = 1) {
+  std::vector<WaitingPod> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back({"serving", resource + std::to_string(i), priority, {{resource, each}}});
+  return out;
+}
+
+TEST(MigPlan, ParsesTheConfigsItCanUse) {
+  const auto c = Configs();
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0].name, "all-disabled");
+  EXPECT_FALSE(c[0].enabled);
+  EXPECT_EQ(c[2].counts.at("3g.40gb"), 2);
+  std::vector<std::string> skipped;
+  EXPECT_FALSE(ParseMigParted("version: v2\nmig-configs: {}\n", &skipped).ok());
+  EXPECT_FALSE(ParseMigParted("[", &skipped).ok());
+  EXPECT_FALSE(ParseMigParted("version: v1\n", &skipped).ok());
+}
+
+TEST(MigPlan, AdvertisesMatchesTheDevicePluginsCounts) {
+  const auto c = Configs();
+  MigNode n = MigNodeOf("a", "all-3g.40gb", {{"nvidia.com/mig-3g.40gb", 16}, {"nvidia.com/gpu", 0}});
+  EXPECT_TRUE(Advertises(n, c[2]));
+  EXPECT_FALSE(Advertises(n, c[1]));
+  n.allocatable["nvidia.com/mig-1g.10gb"] = 7;  // a stale resource still advertised
+  EXPECT_FALSE(Advertises(n, c[2]));
+  EXPECT_EQ(DevicesOf(c[0], 8), (Devices{{"nvidia.com/gpu", 8}}));
+}
+
+// The k8s-mig phase 1 shape: 3g.40gb is offered nowhere; the node whose drain waits for least is chosen,
+// lower-priority pods there are evicted; 1g.10gb pods fit the free instances and need nothing.
+TEST(MigPlan, PicksTheCheapestDrainForPodsNoLayoutHolds) {
+  std::vector<MigNode> nodes = {MigNodeOf("a100-0", "all-disabled", {{"nvidia.com/gpu", 8}},
+                                          {GpuPodOf("batch-0", 0, {{"nvidia.com/gpu", 2}}),
+                                           GpuPodOf("batch-1", 0, {{"nvidia.com/gpu", 2}}),
+                                           GpuPodOf("finetune", 1000, {{"nvidia.com/gpu", 2}})}),
+                                MigNodeOf("a100-1", "all-disabled", {{"nvidia.com/gpu", 8}},
+                                          {GpuPodOf("train", 1000, {{"nvidia.com/gpu", 8}})}),
+                                MigNodeOf("a100-2", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}},
+                                          {GpuPodOf("embed", 1000, {{"nvidia.com/mig-1g.10gb", 20}})})};
+  auto waiting = Waiting(12, "nvidia.com/mig-3g.40gb", 500);
+  const auto one_g = Waiting(8, "nvidia.com/mig-1g.10gb", 500);
+  waiting.insert(waiting.end(), one_g.begin(), one_g.end());
+  const auto plan = PlanRepartitions(waiting, nodes, Configs(), {}, {});
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].node, "a100-0");
+  EXPECT_EQ(plan[0].config, "all-3g.40gb");
+  EXPECT_EQ(plan[0].priority, 500);
+  EXPECT_EQ(plan[0].for_pods.size(), 12u);
+  // Being repartitioned, it counts as coming supply: nothing more is planned.
+  EXPECT_TRUE(PlanRepartitions(waiting, nodes, Configs(), {{"a100-0", "all-3g.40gb"}}, {}).empty());
+  // That pair failed: another config of the same node (none holds 3g.40gb) or another node.
+  const auto again = PlanRepartitions(waiting, nodes, Configs(), {}, {{"a100-0", "all-3g.40gb"}});
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].config, "all-3g.40gb");
+  EXPECT_NE(again[0].node, "a100-0");
+}
+
+// Whole-GPU pods: every MIG node goes back to MIG off, one per 8-GPU pod; a cordoned node is not used.
+TEST(MigPlan, WholeGpuPodsTurnMigOff) {
+  std::vector<MigNode> nodes = {MigNodeOf("a", "all-3g.40gb", {{"nvidia.com/mig-3g.40gb", 16}}),
+                                MigNodeOf("b", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}}),
+                                MigNodeOf("c", "all-2g.20gb", {{"nvidia.com/mig-2g.20gb", 24}})};
+  nodes[2].schedulable = false;
+  const auto plan = PlanRepartitions(Waiting(3, "nvidia.com/gpu", 1000, 8), nodes, Configs(), {}, {});
+  ASSERT_EQ(plan.size(), 2u);
+  for (const Repartition& r : plan) EXPECT_EQ(r.config, "all-disabled");
+  EXPECT_NE(plan[0].node, plan[1].node);
+  EXPECT_NE(plan[0].node, "c");
+  // Pods that fit what is free already need no repartitioning.
+  nodes[0] = MigNodeOf("a", "all-disabled", {{"nvidia.com/gpu", 8}});
+  nodes[1] = MigNodeOf("b", "all-disabled", {{"nvidia.com/gpu", 8}});
+  EXPECT_TRUE(PlanRepartitions(Waiting(2, "nvidia.com/gpu", 1000, 8), nodes, Configs(), {}, {}).empty());
+}
+
+TEST(MigPlan, ReadsNodesAndTheirGpuPods) {
+  const nlohmann::json node = {{"metadata",
+                                {{"name", "a100-0"},
+                                 {"uid", "u"},
+                                 {"labels",
+                                  {{"nvidia.com/gpu.count", "8"},
+                                   {"nvidia.com/mig.capable", "true"},
+                                   {"nvidia.com/mig.strategy", "mixed"},
+                                   {"nvidia.com/mig.config", "all-disabled"},
+                                   {"nvidia.com/mig.config.state", "success"}}}}},
+                               {"spec", {{"unschedulable", true}}},
+                               {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}, {"cpu", "255500m"}}}}}};
+  auto pod = [](const char* name, const char* node, const char* phase, const char* gpus) {
+    return nlohmann::json{
+        {"metadata", {{"name", name}, {"namespace", "ns"}}},
+        {"spec",
+         {{"nodeName", node},
+          {"priority", 7},
+          {"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", gpus}}}}}}}}}},
+        {"status", {{"phase", phase}}}};
+  };
+  const auto a = pod("a", "a100-0", "Running", "2"), b = pod("b", "a100-0", "Succeeded", "2"),
+             c = pod("c", "other", "Running", "2"), d = pod("d", "a100-0", "Running", "0");
+  const MigNode n = ReadMigNode(node, {&a, &b, &c, &d});
+  EXPECT_EQ(n.gpus, 8);
+  EXPECT_TRUE(n.capable);
+  EXPECT_FALSE(n.schedulable);
+  EXPECT_EQ(n.config, "all-disabled");
+  EXPECT_EQ(n.allocatable, (Devices{{"nvidia.com/gpu", 8}}));
+  ASSERT_EQ(n.pods.size(), 1u);
+  EXPECT_EQ(n.pods[0].name, "a");
+  EXPECT_EQ(n.pods[0].priority, 7);
+  EXPECT_EQ(n.Free().at("nvidia.com/gpu"), 6);
+}
+
+// A drain never takes another scheduler's pod nor a production one, nor waits on them: such nodes are
+// refused, with the pod named; ours below the plan's priority are preempted, the others waited for.
+TEST(MigPlan, DrainsNeverTakeForeignOrProductionPods) {
+  const DrainRules rules{"tessera", 100000};
+  GpuPod notebook = GpuPodOf("notebook", 100000, {{"nvidia.com/mig-1g.10gb", 1}});
+  notebook.scheduler = "default-scheduler";
+  GpuPod prod = GpuPodOf("prod", 100000, {{"nvidia.com/mig-1g.10gb", 1}});
+  GpuPod batch = GpuPodOf("batch", 100, {{"nvidia.com/mig-1g.10gb", 1}});
+  prod.scheduler = batch.scheduler = "tessera";
+  EXPECT_FALSE(Evictable(notebook, 2000000000, rules));
+  EXPECT_FALSE(Evictable(prod, 2000000000, rules));  // production, whatever the plan's priority
+  EXPECT_TRUE(Evictable(batch, 100000, rules));
+  EXPECT_FALSE(Evictable(batch, 100, rules));                  // not below the plan's priority: waited for
+  EXPECT_TRUE(Evictable(notebook, 2000000000, DrainRules{}));  // without rules, priority alone decides
+
+  std::vector<MigNode> nodes = {MigNodeOf("m0", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}}, {notebook}),
+                                MigNodeOf("m1", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}}, {batch}),
+                                MigNodeOf("m2", "all-1g.10gb", {{"nvidia.com/mig-1g.10gb", 56}}, {prod})};
+  EXPECT_NE(DrainRefusal(nodes[0], rules).find("default-scheduler"), std::string::npos)
+      << DrainRefusal(nodes[0], rules);
+  EXPECT_EQ(DrainRefusal(nodes[1], rules), "");
+  EXPECT_NE(DrainRefusal(nodes[2], rules).find("production"), std::string::npos)
+      << DrainRefusal(nodes[2], rules);
+  EXPECT_EQ(DrainRefusal(nodes[2], DrainRules{}), "");
+  for (int priority : {0, 1000}) {  // batch waited for, then preempted: m1 either way
+    std::map<std::string, std::string> refused;
+    const auto plan = PlanRepartitions(Waiting(2, "nvidia.com/gpu", priority, 1), nodes, Configs(), {}, {},
+                                       rules, &refused);
+    ASSERT_EQ(plan.size(), 1u) << priority;
+    EXPECT_EQ(plan[0].node, "m1");
+    EXPECT_EQ(plan[0].config, "all-disabled");
+    ASSERT_EQ(refused.size(), 2u);
+    EXPECT_NE(refused["m0"].find("ns/notebook"), std::string::npos) << refused["m0"];
+    EXPECT_NE(refused["m2"].find("ns/prod"), std::string::npos) << refused["m2"];
+  }
+  // Without the rules nothing is refused.
+  std::map<std::string, std::string> none;
+  EXPECT_EQ(
+      PlanRepartitions(Waiting(2, "nvidia.com/gpu", 1000, 1), nodes, Configs(), {}, {}, DrainRules{}, &none)
+          .size(),
+      1u);
+  EXPECT_TRUE(none.empty());
+  // The foreign pod leaving (terminating) lifts the refusal.
+  nodes[0].pods[0].terminating = true;
+  EXPECT_EQ(DrainRefusal(nodes[0], rules), "");
+}
+
+// ReadMigNode keeps what a drain needs to know of each pod: its scheduler and whether it is marked already.
+TEST(MigPlan, ReadsEachPodsSchedulerAndDisruptionMark) {
+  const nlohmann::json node = {{"metadata", {{"name", "m0"}, {"labels", {{"nvidia.com/gpu.count", "8"}}}}},
+                               {"status", {{"allocatable", {{"nvidia.com/mig-1g.10gb", "56"}}}}}};
+  auto pod = [](const char* name, const char* scheduler, bool marked) {
+    nlohmann::json p = {
+        {"metadata", {{"name", name}, {"namespace", "ns"}}},
+        {"spec",
+         {{"nodeName", "m0"},
+          {"schedulerName", scheduler},
+          {"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/mig-1g.10gb", "1"}}}}}}}}}},
+        {"status", {{"phase", "Running"}}}};
+    if (marked) p["status"]["conditions"] = {{{"type", "DisruptionTarget"}, {"status", "True"}}};
+    return p;
+  };
+  const auto a = pod("a", "tessera", true), b = pod("b", "default-scheduler", false);
+  const MigNode n = ReadMigNode(node, {&a, &b});
+  ASSERT_EQ(n.pods.size(), 2u);
+  EXPECT_EQ(n.pods[0].scheduler, "tessera");
+  EXPECT_TRUE(n.pods[0].disruption_target);
+  EXPECT_EQ(n.pods[1].scheduler, "default-scheduler");
+  EXPECT_FALSE(n.pods[1].disruption_target);
+}
+
+}  // namespace
+}  // namespace tessera
