@@ -1,6 +1,6 @@
 // `tessera serve`: the control plane over HTTP(S). Parses options, wires store, service, backend and
 // server together, writes the bootstrap admin token, and exits 0 on SIGTERM after in-flight requests and
-// queued writes finish. With --replay it runs a scenario through the service instead (service/replay.h)
+// queued writes finish. With --replay it runs a scenario through the service instead (replay/replay.h)
 // and exits when the scenario ends.
 #include <fcntl.h>
 #include <signal.h>
@@ -25,7 +25,7 @@
 #include "server/http_server.h"
 #include "server/replica.h"
 #include "service/demo.h"
-#include "service/replay.h"
+#include "replay/replay.h"
 #include "service/service.h"
 #include "service/simulated_backend.h"
 #include "store/postgres_store.h"

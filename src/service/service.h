@@ -252,7 +252,7 @@ class Service {
   // cycles on its own).
   void RunCycleNow();
 
-  // Driving the loop instant by instant on the service's clock (service/replay.h; background_cycles off):
+  // Driving the loop instant by instant on the service's clock (replay/replay.h; background_cycles off):
   // the next instant, one instant with `arrivals` submitting through the API path, the jobs waiting, and
   // the decisions recorded so far as JSON lines (control/decisions.h; job = the job's name).
   int64_t NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const;

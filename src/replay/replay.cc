@@ -1,4 +1,4 @@
-#include "service/replay.h"
+#include "replay/replay.h"
 
 #include <fmt/format.h>
 

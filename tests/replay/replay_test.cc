@@ -1,7 +1,7 @@
-// Parity: the service replaying a shipped scenario (service/replay.h) writes the same decisions as the
+// Parity: the service replaying a shipped scenario (replay/replay.h) writes the same decisions as the
 // simulator's run of it (sim/simulator.h), line for line; and scenarios the service does not model are
 // refused with a message.
-#include "service/replay.h"
+#include "replay/replay.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
