@@ -336,6 +336,14 @@ Released ControlLoop::Fail(JobSlot j, int64_t now) {
   return r;
 }
 
+void ControlLoop::AppendTakeOf(JobSlot j, int64_t now, std::string reason, Plan* plan) const {
+  const ControlJob& job = jobs_[j];
+  const bool running = job.phase == JobPhase::kRunning;
+  const TakeTarget t{EngineId(j), job.checkpointable, running,
+                     running ? now - std::max(job.start_s, job.last_checkpoint_s) : 0};
+  AppendTake(t, EngineId(j), std::move(reason), options_.cycle.checkpoint_min_age_s, plan);
+}
+
 int64_t ControlLoop::Interrupt(JobSlot j) {
   ControlJob& job = jobs_[j];
   if (job.phase != JobPhase::kRunning) return -1;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "control/demand_learner.h"
@@ -23,6 +24,7 @@
 #include "sched/cluster_state.h"
 #include "sched/cycle.h"
 #include "sched/policy.h"
+#include "sched/take.h"
 
 namespace tessera {
 
@@ -129,6 +131,10 @@ class ControlLoop {
   // The job enters the queue at `now` (at the back of the queue order); its request is one observation of
   // the workload.
   void Submit(JobSlot j, int64_t now);
+
+  // Taking job j's capacity at `now` outside a cycle (a drain, a repartition's preemption): the actions the
+  // one rule (sched/take.h) gives, for the job itself (its capacity is taken at once), appended to `plan`.
+  void AppendTakeOf(JobSlot j, int64_t now, std::string reason, Plan* plan) const;
 
   // The cycle's input for `now`: pending jobs in queue order, holding jobs, queues, decayed usage, drain
   // times, vacating capacity. Advances usage to `now`.

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "sched/cycle_internal.h"
+#include "sched/take.h"
 
 namespace tessera::cycle_internal {
 namespace {
@@ -26,23 +27,10 @@ std::vector<TaskPlacement> Steady(const std::vector<TaskPlacement>& tasks) {
 void CycleRun::EmitPreemption(int i, JobId for_job, bool reclaim, std::string reason) {
   const RunningJob& v = in_.running[i];
   const int vq = v.queue >= 0 && v.queue < nq_ ? v.queue : 0;
-  const int64_t since = in_.now_s - std::max(v.start_time_s, v.last_checkpoint_s);
-  if (v.checkpointable && since >= o_.checkpoint_min_age_s) {
-    Action ck;
-    ck.kind = ActionKind::kCheckpoint;
-    ck.job = v.id;
-    ck.for_job = for_job;
-    ck.reason = fmt::format("checkpoint before preemption ({} s since the last one)", since);
-    plan_.actions.push_back(std::move(ck));
-  }
-  Action a;
-  a.kind = ActionKind::kPreempt;
-  a.job = v.id;
-  a.for_job = for_job;
+  const TakeTarget t{v.id, v.checkpointable, true, in_.now_s - std::max(v.start_time_s, v.last_checkpoint_s)};
+  Action& a = AppendTake(t, for_job, std::move(reason), o_.checkpoint_min_age_s, &plan_);
   a.units_milli = run_units_[i];
   a.reclaim = reclaim;
-  a.reason = std::move(reason);
-  plan_.actions.push_back(std::move(a));
   preempted_[i] = true;
   Account(vq, v.tasks, -1);
   if (reclaim) no_borrow_[vq] = true;  // no reclaim loops within a cycle

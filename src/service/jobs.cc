@@ -358,9 +358,10 @@ Outcome<JobView> ServiceDriver::Cancel(const Caller& c, int64_t id) {
   return v;
 }
 
-// The preemption a cycle would make, asked for by the backend's owner: the first holding replica is
-// preempted and the driver takes the rest of its group; the capacity is taken at once (no grace period held:
-// the owner has cordoned it), so the job is back in the queue when this returns.
+// The preemption a cycle would make, asked for by the backend's owner: the first holding replica is taken
+// as the one rule says (a checkpoint first where due, sched/take.h) and the driver takes the rest of its
+// group; the capacity is taken at once (no grace period held: the owner has cordoned it), so the job is
+// back in the queue when this returns.
 Outcome<JobView> ServiceDriver::Preempt(const Caller& c, int64_t id, const std::string& reason) {
   if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin preempts jobs"};
   auto p = std::make_shared<std::promise<Status>>();
@@ -376,12 +377,7 @@ Outcome<JobView> ServiceDriver::Preempt(const Caller& c, int64_t id, const std::
     for (JobSlot s : j->state == JobState::kRunning ? ReplicasLocked(id) : std::vector<JobSlot>{}) {
       const JobPhase phase = loop_->jobs()[s].phase;
       if (phase != JobPhase::kBound && phase != JobPhase::kRunning) continue;
-      Action a;
-      a.kind = ActionKind::kPreempt;
-      a.job = EngineId(s);
-      a.for_job = EngineId(s);  // >= 0: the capacity is taken now
-      a.reason = reason;
-      plan.actions.push_back(std::move(a));
+      loop_->AppendTakeOf(s, Now(), reason, &plan);  // a checkpoint first where due; the capacity taken now
       break;
     }
     if (plan.actions.empty()) {

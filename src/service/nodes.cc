@@ -205,9 +205,9 @@ void ServiceDriver::RecountKindsLocked() {
   }
 }
 
-// Every job holding capacity on node `n` is stopped through the driver: a checkpoint first where the job
-// can take one, then its whole group is preempted and requeued at its place (its own capacity is what is
-// reclaimed, so no grace period is held on the draining node).
+// Every job holding capacity on node `n` is stopped through the driver as the one take rule says
+// (ControlLoop::AppendTakeOf: a checkpoint first where due), its whole group preempted and requeued at its
+// place (its own capacity is what is reclaimed, so no grace period is held on the draining node).
 void ServiceDriver::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed) {
   const std::string reason = fmt::format("node {} is draining", loop_->state().cluster().nodes[n].name);
   Plan plan;
@@ -215,16 +215,7 @@ void ServiceDriver::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::v
     const ControlJob& cj = loop_->jobs()[s];
     if (!std::any_of(cj.tasks.begin(), cj.tasks.end(), [n](const TaskPlacement& t) { return t.node == n; }))
       continue;
-    Action a;
-    a.job = EngineId(s);
-    a.for_job = EngineId(s);  // >= 0: the capacity is taken now (no grace period held)
-    a.reason = reason;
-    if (cj.checkpointable && cj.phase == JobPhase::kRunning) {
-      a.kind = ActionKind::kCheckpoint;
-      plan.actions.push_back(a);
-    }
-    a.kind = ActionKind::kPreempt;
-    plan.actions.push_back(a);
+    loop_->AppendTakeOf(s, now, reason, &plan);  // for itself: no grace period held on the draining node
   }
   Fx fx;
   fx.plan = &plan;

@@ -17,6 +17,35 @@ namespace {
 
 using testing::ManualClock;
 
+// The simulated backend behind a front that counts the checkpoints the driver asks for.
+class CheckpointCountingBackend final : public Backend {
+ public:
+  explicit CheckpointCountingBackend(std::unique_ptr<SimulatedBackend>* inner) : inner_(inner) {}
+  LaunchAck Launch(const LaunchSpec& spec, int64_t now) override { return (*inner_)->Launch(spec, now); }
+  void Stop(JobSlot slot, uint32_t run, int64_t grace_s, std::string_view reason, int64_t now) override {
+    (*inner_)->Stop(slot, run, grace_s, reason, now);
+  }
+  void Checkpoint(JobSlot slot, uint32_t run, int64_t now) override {
+    ++checkpoints;
+    (*inner_)->Checkpoint(slot, run, now);
+  }
+  void Reconfigure(GpuId gpu, const std::string& layout, int64_t now) override {
+    (*inner_)->Reconfigure(gpu, layout, now);
+  }
+  std::vector<BackendEvent> Poll(int64_t now) override { return (*inner_)->Poll(now); }
+  int64_t NextEventS() const override { return (*inner_)->NextEventS(); }
+  bool Adopt(const LaunchSpec& spec, int64_t started_at, int64_t now) override {
+    return (*inner_)->Adopt(spec, started_at, now);
+  }
+  std::vector<BackendRun> Running() const override { return (*inner_)->Running(); }
+  bool asynchronous() const override { return (*inner_)->asynchronous(); }
+  void OnEvents(std::function<void()> wake) override { (*inner_)->OnEvents(std::move(wake)); }
+  int checkpoints = 0;
+
+ private:
+  std::unique_ptr<SimulatedBackend>* inner_;
+};
+
 constexpr const char* kNodesCluster = R"(name: t
 defaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, spine: s, tier: reserved}
 nodes:
@@ -52,7 +81,7 @@ class NodesTest : public ::testing::Test {
     cfg.log = [this](const std::string& line) { log_.push_back(line); };
     auto store = OpenSqliteStore((dir_ / "t.db").string());
     ASSERT_TRUE(store.ok());
-    auto s = Service::Start(std::move(cfg), std::move(store).value(), &clock_, backend_.get());
+    auto s = Service::Start(std::move(cfg), std::move(store).value(), &clock_, &front_);
     ASSERT_TRUE(s.ok()) << s.error();
     svc_ = std::move(s).value();
   }
@@ -96,6 +125,7 @@ class NodesTest : public ::testing::Test {
   std::filesystem::path dir_;
   ManualClock clock_;
   std::unique_ptr<SimulatedBackend> backend_ = std::make_unique<SimulatedBackend>(&clock_);
+  CheckpointCountingBackend front_{&backend_};
   std::unique_ptr<Service> svc_;
   std::vector<std::string> log_;
   Caller admin_{"admin", "", Role::kAdmin};
@@ -191,6 +221,32 @@ TEST_F(NodesTest, ADrainedNodeEndsEmptyWithItsJobsRequeued) {
   for (int64_t id : there) EXPECT_EQ(NodesOf(id), std::set<std::string>{"added"});
   ASSERT_TRUE(svc_->UncordonNode(admin_, "node-000").ok());
   EXPECT_EQ(States()["node-000"], "ready");
+}
+
+// Every taker of a running job's capacity follows the one rule (sched/take.h): a checkpointable job whose
+// last checkpoint is old enough is checkpointed before a drain or a repartition's preemption takes it, and
+// not again right after.
+TEST_F(NodesTest, DrainsAndPreemptionsCheckpointFirstWhereDue) {
+  const int64_t a = Submit("a", 8), b = Submit("b", 8);
+  svc_->RunCycleNow();
+  ASSERT_EQ(Job(a)->state, JobState::kRunning);
+  ASSERT_EQ(Job(b)->state, JobState::kRunning);
+  EXPECT_EQ(front_.checkpoints, 0);
+  clock_.now_ += 30;  // younger than checkpoint_min_age_s (60 s): not worth a checkpoint
+  ASSERT_TRUE(svc_->Preempt(admin_, a, "node drained for MIG config all-1g.10gb").ok());
+  EXPECT_EQ(front_.checkpoints, 0);
+  EXPECT_EQ(Job(a)->state, JobState::kPending);
+  clock_.now_ += 600;
+  ASSERT_TRUE(svc_->Preempt(admin_, b, "node drained for MIG config all-1g.10gb").ok());
+  EXPECT_EQ(front_.checkpoints, 1);  // b ran 630 s since its start
+  EXPECT_EQ(Job(b)->state, JobState::kPending);
+  svc_->RunCycleNow();
+  ASSERT_EQ(Job(a)->state, JobState::kRunning);
+  clock_.now_ += 120;
+  const std::string node = *NodesOf(a).begin();
+  ASSERT_TRUE(svc_->DrainNode(admin_, node).ok());
+  EXPECT_EQ(front_.checkpoints, 2);  // a's second run, 120 s old
+  EXPECT_EQ(Job(a)->state, JobState::kPending);
 }
 
 TEST_F(NodesTest, ABusyNodeCannotBeRemovedADrainedOneCan) {
