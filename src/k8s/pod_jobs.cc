@@ -62,6 +62,34 @@ JobKey JobKeyOf(const json& pod) {
   return {"pod", ns, Meta(pod, "name")};
 }
 
+GangReadiness ReadinessOf(const JobKey& key, const json* group, size_t waiting) {
+  GangReadiness r;
+  r.tasks = waiting;
+  if (key.kind != "podgroup") {
+    r.tasks = 1;
+    r.ready = waiting >= 1;
+    return r;
+  }
+  if (group == nullptr) {
+    r.reason = "PodGroupNotFound";
+    r.message = fmt::format(
+        "tessera: PodGroup {}/{} does not exist (scheduling.x-k8s.io/v1alpha1, scheduling.volcano.sh/v1beta1 "
+        "or scheduling.run.ai/v2alpha2); the pods wait for it",
+        key.ns, key.name);
+    return r;
+  }
+  const int min_member = MinMemberOf(*group);
+  if (min_member > 0) r.tasks = static_cast<size_t>(min_member);
+  r.ready = waiting >= r.tasks && r.tasks > 0;
+  if (!r.ready) {
+    r.reason = "GangIncomplete";
+    r.message = fmt::format(
+        "tessera: PodGroup {} has {} of its {} members (minMember) waiting; it is placed once all are there",
+        key.name, waiting, r.tasks);
+  }
+  return r;
+}
+
 int MinMemberOf(const json& pod_group) {
   const json* spec = Field(pod_group, "spec");
   const json* m = spec != nullptr ? Field(*spec, "minMember") : nullptr;

@@ -47,6 +47,19 @@ JobKey JobKeyOf(const nlohmann::json& pod);
 // The PodGroup's spec.minMember (coscheduling and Volcano), or -1 when absent or not a number.
 int MinMemberOf(const nlohmann::json& pod_group);
 
+// Whether a job's pods may be placed now: the one gang-readiness rule of intake, the DRA path and
+// whoever else asks. A single pod is ready alone. A gang is ready once its PodGroup is known (any of the
+// three kinds; `group` null: not seen yet, its informer may lag the pods', and a gang placed with the members
+// that happen to be there would split it) and at least minMember of its members wait (every waiting member
+// when minMember is unset); `tasks` is then minMember (or the waiting count). Otherwise `reason` and
+// `message` say why it waits (PodGroupNotFound, GangIncomplete), as the pods' condition tells the user.
+struct GangReadiness {
+  bool ready = false;
+  size_t tasks = 0;
+  std::string reason, message;
+};
+GangReadiness ReadinessOf(const JobKey& key, const nlohmann::json* group, size_t waiting);
+
 // A PodGroup's status from its member pods, as coscheduling and Volcano keep it: `scheduled` (bound, not
 // done), `running`, `succeeded`, `failed`, the phase (coscheduling: Pending, Scheduled once minMember are
 // bound, Running once minMember run, Finished, Failed; Volcano and KAI: Pending, Running, Completed) and a

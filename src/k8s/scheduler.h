@@ -174,6 +174,9 @@ class K8sScheduler {
     std::vector<nlohmann::json> waiting;
     size_t tasks = 0;
   };
+  // The PodGroup of a gang's key, whichever of the three kinds (coscheduling, Volcano, KAI) it is; nullopt
+  // while no informer has it.
+  std::optional<nlohmann::json> PodGroupOf(const JobKey& key) const;
   // The job of `key`'s pods into `intake`, or its reason written on its pods when it cannot be one.
   void SubmitJob(const JobKey& key, const PodRefs& pods, std::vector<Intake>* intake);
   void SubmitIntake(std::vector<Intake> intake);

@@ -219,19 +219,12 @@ void K8sScheduler::DraPod(const json& pod, const DraWorld& world, std::map<std::
 
 void K8sScheduler::DraGang(const std::vector<json>& pods, const DraWorld& world,
                            std::map<std::string, json>* claims, int64_t now) {
+  // The same readiness as any gang's (intake's): its PodGroup known, minMember members waiting.
   const JobKey key = JobKeyOf(pods[0]);
-  size_t tasks = pods.size();
-  for (Informer* g : {groups_.get(), volcano_groups_.get()}) {
-    const auto groups = g->Objects();
-    auto it = groups.find(key.ns + "/" + key.name);
-    if (it != groups.end() && MinMemberOf(it->second) > 0) tasks = MinMemberOf(it->second);
-  }
-  if (pods.size() < tasks) {
-    for (const json& p : pods)
-      SetReason(p, "GangIncomplete",
-                fmt::format("tessera: PodGroup {} has {} of its {} members (minMember) "
-                            "waiting; it is placed once all are there",
-                            key.name, pods.size(), tasks));
+  const std::optional<json> group = PodGroupOf(key);
+  const GangReadiness ready = ReadinessOf(key, group ? &*group : nullptr, pods.size());
+  if (!ready.ready) {
+    for (const json& p : pods) SetReason(p, ready.reason, ready.message);
     return;
   }
   DraUsage scratch = *world.usage;  // committed only when every member fits

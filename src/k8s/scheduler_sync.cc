@@ -50,12 +50,20 @@ bool K8sScheduler::GangBound(const std::string& key, const ObjectMap& members) c
     bound_gpu += gpu && !PodNode(p).empty() && !PodTerminal(p);
   }
   int min_member = -1;
+  const std::string ns_name = key.substr(std::string("podgroup/").size());
+  const size_t slash = ns_name.find('/');
+  if (slash != std::string::npos)
+    if (auto group = PodGroupOf({"podgroup", ns_name.substr(0, slash), ns_name.substr(slash + 1)}))
+      min_member = MinMemberOf(*group);
+  return bound_gpu > 0 && bound_gpu >= std::max(1, min_member - companions);
+}
+
+std::optional<json> K8sScheduler::PodGroupOf(const JobKey& key) const {
   for (Informer* g : {groups_.get(), volcano_groups_.get(), kai_groups_.get()}) {
     const auto groups = g->Objects();
-    if (auto it = groups.find(key.substr(std::string("podgroup/").size())); it != groups.end())
-      min_member = MinMemberOf(it->second);
+    if (auto it = groups.find(key.ns + "/" + key.name); it != groups.end()) return it->second;
   }
-  return bound_gpu > 0 && bound_gpu >= std::max(1, min_member - companions);
+  return std::nullopt;
 }
 
 bool K8sScheduler::JobRunning(int64_t id) const {
@@ -460,31 +468,10 @@ void K8sScheduler::SubmitJob(const JobKey& key, const PodRefs& pods, std::vector
   auto refuse = [&](const std::vector<json>& who, const std::string& reason, const std::string& message) {
     for (const json& p : who) SetReason(p, reason, message);
   };
-  size_t tasks = 1;
-  std::optional<json> group;
-  if (key.kind == "podgroup") {
-    // A gang's size is its PodGroup's minMember; until the PodGroup is seen (its informer may lag the pods'),
-    // the pods wait: a gang submitted with the members that happen to be there would split it.
-    for (Informer* g : {groups_.get(), volcano_groups_.get(), kai_groups_.get()}) {
-      const auto groups = g->Objects();
-      auto it = groups.find(key.ns + "/" + key.name);
-      if (it == groups.end()) continue;
-      group = it->second;
-      const int min_member = MinMemberOf(it->second);
-      tasks = min_member > 0 ? static_cast<size_t>(min_member) : waiting.size();
-    }
-    if (!group)
-      return refuse(
-          waiting, "PodGroupNotFound",
-          fmt::format("tessera: PodGroup {}/{} does not exist (scheduling.x-k8s.io/v1alpha1, "
-                      "scheduling.volcano.sh/v1beta1 or scheduling.run.ai/v2alpha2); the pods wait for it",
-                      key.ns, key.name));
-  }
-  if (waiting.size() < tasks)
-    return refuse(waiting, "GangIncomplete",
-                  fmt::format("tessera: PodGroup {} has {} of its {} members (minMember) "
-                              "waiting; it is placed once all are there",
-                              key.name, waiting.size(), tasks));
+  const std::optional<json> group = key.kind == "podgroup" ? PodGroupOf(key) : std::nullopt;
+  const GangReadiness ready = ReadinessOf(key, group ? &*group : nullptr, waiting.size());
+  if (!ready.ready) return refuse(waiting, ready.reason, ready.message);
+  size_t tasks = ready.tasks;
   std::string reason, why;
   const std::string team = TeamOf(key, waiting[0], group ? &*group : nullptr, &reason, &why);
   if (team.empty()) return refuse(waiting, reason, why);

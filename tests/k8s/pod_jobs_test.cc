@@ -117,5 +117,35 @@ TEST(PodJobs, PodGroupStatusFromMembers) {
   EXPECT_EQ(PodGroupStatus(2, {member("a", "n1", "Failed"), member("b", "", "Pending")}, false, "t")["phase"], "Failed");
 }
 
+// One readiness rule for every path (intake and DRA): a gang waits for its PodGroup, then for minMember
+// members; a single pod is ready alone.
+TEST(PodJobs, AGangIsReadyOnceItsPodGroupAndMinMemberAreThere) {
+  const JobKey gang{"podgroup", "ml", "train"};
+  GangReadiness r = ReadinessOf(gang, nullptr, 4);
+  EXPECT_FALSE(r.ready);
+  EXPECT_EQ(r.reason, "PodGroupNotFound");
+  EXPECT_NE(r.message.find("ml/train"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("scheduling.run.ai/v2alpha2"), std::string::npos) << r.message;
+  const json kai = {{"apiVersion", "scheduling.run.ai/v2alpha2"},
+                    {"kind", "PodGroup"},
+                    {"metadata", {{"name", "train"}, {"namespace", "ml"}}},
+                    {"spec", {{"minMember", 4}}}};
+  r = ReadinessOf(gang, &kai, 3);
+  EXPECT_FALSE(r.ready);
+  EXPECT_EQ(r.reason, "GangIncomplete");
+  EXPECT_NE(r.message.find("3 of its 4 members"), std::string::npos) << r.message;
+  r = ReadinessOf(gang, &kai, 5);
+  EXPECT_TRUE(r.ready);
+  EXPECT_EQ(r.tasks, 4u);  // minMember, not every waiting member
+  const json unset = {{"metadata", {{"name", "train"}, {"namespace", "ml"}}}, {"spec", json::object()}};
+  r = ReadinessOf(gang, &unset, 3);
+  EXPECT_TRUE(r.ready);
+  EXPECT_EQ(r.tasks, 3u);  // no minMember: every waiting member
+  EXPECT_FALSE(ReadinessOf(gang, &unset, 0).ready);
+  r = ReadinessOf({"pod", "ml", "infer"}, nullptr, 1);
+  EXPECT_TRUE(r.ready);
+  EXPECT_EQ(r.tasks, 1u);
+}
+
 }  // namespace
 }  // namespace tessera
