@@ -256,8 +256,9 @@ class ServiceDriver {
   JobPtr RequeuedLocked(const JobRecord& j, const std::string& why, int64_t now, WriteBatch* b);
   // Backend events and timers due at `now`, written. Returns whether anything changed.
   bool DueLocked(int64_t now);
-  // One cycle at `now` (decide without the lock, apply in slices); returns the jobs bound.
-  int CycleAt(int64_t now);
+  // One cycle at `now` (decide without the lock, apply in slices); returns the jobs bound. `paced`: after
+  // each slice but the last, requests get twice its time before the next (the live loop; not replays).
+  int CycleAt(int64_t now, bool paced = false);
   Plan DecideInBackground(const CycleInput& in) const;
   // Where a plan is cut into slices applied one lock hold each: ascending action indexes from 0 to its size
   // (at least one slice, possibly empty).
