@@ -34,6 +34,7 @@ struct SoakOptions {
   int64_t retain_ended = 100;  // the replicas' --retain-ended  // RSS at a role's end may be this much above its warm-up value
   uint64_t seed = 1;
   bool json = false, keep = false;
+  bool usage_reads = true;
 };
 
 // One replica process in one role: its RSS `warmup` seconds into the role, and its last.
@@ -321,6 +322,7 @@ int SoakRun::Go() {
   lo.ops_per_second = o_.rate;
   lo.seed = o_.seed;
   lo.key_prefix = prefix_;
+  lo.usage_reads = o_.usage_reads;
   client::SoakLoad load(lo);
   load_ = &load;
   const double t0 = SoakNow();
@@ -481,6 +483,9 @@ void RegisterBenchSoak(CLI::App& bench, int* exit_code) {
       ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
   c->add_option("--seed", o->seed, "random seed (load and kill moments)")->capture_default_str();
+  c->add_flag(
+      "--no-usage-reads", [o](int64_t) { o->usage_reads = false; },
+      "no usage queries: those operations list the jobs instead (to tell their memory from the rest)");
   c->add_flag("--json", o->json, "print JSON");
   c->add_flag("--keep", o->keep, "keep the work folder (replica logs) when something fails");
   c->callback([o, exit_code] {

@@ -53,7 +53,7 @@ class SoakClient {
   void OneOperation() {
     const int x = std::uniform_int_distribution<int>(0, 99)(rng_);
     if (x < 30 || own_.empty()) return Submit();
-    if (x < 50) return Read("list", "/api/v1/jobs?state=active&page_size=100");
+    if (x < 50 || !o_.usage_reads) return Read("list", "/api/v1/jobs?state=active&page_size=100");
     if (x < 65) return Read("get", "/api/v1/jobs/" + PickOwn());
     if (x < 75) return Cancel();
     if (x < 90) return ChangePriority();

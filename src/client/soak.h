@@ -25,6 +25,7 @@ struct SoakLoadOptions {
   std::string key_prefix;  // job names and Idempotency-Keys: key_prefix + client + "-" + number
   double write_deadline_s =
       30;  // a write is resent (same key and body) this long before it counts as unanswered
+  bool usage_reads = true;  // false: the tenth of operations that reads usage lists the jobs instead
 };
 
 // What the API acknowledged (2xx). A job with a change that went unanswered (it may or may not have landed)

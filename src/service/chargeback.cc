@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -98,13 +99,49 @@ void Chargeback::Restore(std::vector<UsageRecord> usage, int64_t ledger_start) {
 
 void Chargeback::Add(const std::vector<UsageRecord>& usage) {
   std::lock_guard<std::mutex> lock(mu_);
-  usage_.insert(usage_.end(), usage.begin(), usage.end());
+  if (store_ == nullptr) {
+    usage_.insert(usage_.end(), usage.begin(), usage.end());
+    return;
+  }
+  if (usage.empty()) return;
+  recent_.emplace_back(++added_, usage);
+  if (recent_.size() > kRecentGroups) recent_.pop_front();
 }
 
 std::vector<UsageRecord> Chargeback::Records(int64_t* ledger_start) const {
   std::lock_guard<std::mutex> lock(mu_);
   *ledger_start = ledger_start_;
   return usage_;
+}
+
+int64_t Chargeback::LedgerStart() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ledger_start_;
+}
+
+uint64_t Chargeback::Added() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return added_;
+}
+
+// A group is in `stored` when its first record's run (job, node, interval) is: a group is one durable
+// write, wholly in a store read or not at all, and a run's records are written once.
+bool Chargeback::AddRecentTo(uint64_t after, std::vector<UsageRecord>* stored) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!recent_.empty() && recent_.front().first > after + 1) return false;
+  std::set<JobId> jobs;
+  for (const auto& [n, group] : recent_)
+    if (n > after) jobs.insert(group.front().job_id);
+  if (jobs.empty()) return true;
+  std::set<std::tuple<JobId, std::string, int64_t, int64_t>> runs;
+  for (const UsageRecord& u : *stored)
+    if (jobs.count(u.job_id)) runs.insert({u.job_id, u.node, u.start_s, u.end_s});
+  for (const auto& [n, group] : recent_) {
+    const UsageRecord& u = group.front();
+    if (n > after && !runs.count({u.job_id, u.node, u.start_s, u.end_s}))
+      stored->insert(stored->end(), group.begin(), group.end());
+  }
+  return true;
 }
 
 Outcome<UsageLedgerOf> Chargeback::Ledger(const UsageQuery& q, const std::vector<UsageRecord>& usage,
@@ -118,12 +155,22 @@ Outcome<UsageLedgerOf> Chargeback::Ledger(const UsageQuery& q, const std::vector
 
 // The durable records and the running jobs' usage so far are read together under the service lock (a run
 // that ends adds its records under the same lock, so a query counts each run once); the ledger is built
-// and priced after it is released.
+// and priced after it is released. With a store, the records of the interval are read there first, outside
+// the lock; the groups made durable since the read began are added under it (UsageFromStore).
 Outcome<UsageLedgerOf> ServiceDriver::UsageLedger(const UsageQuery& q) const {
   std::vector<UsageRecord> usage;
   int64_t start = 0;
   const int64_t now = Now();
   Cluster cluster;  // the live one (nodes added through the API included)
+  if (chargeback_->store() != nullptr) {
+    start = chargeback_->LedgerStart();
+    const int64_t from = q.from < 0 ? start : q.from, to = q.to < 0 ? now : q.to;
+    if (to >= from) {
+      if (Status st = UsageFromStore(from, to, now, &usage, &cluster); !st.ok())
+        return ApiError{ErrorCode::kUnavailable, "", "usage: " + st.message()};
+    }
+    return chargeback_->Ledger(q, usage, start, cluster, now);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     cluster = loop_->state().cluster();
@@ -132,6 +179,28 @@ Outcome<UsageLedgerOf> ServiceDriver::UsageLedger(const UsageQuery& q) const {
       for (UsageRecord& u : UsageOf(*book_->Current(id), now)) usage.push_back(std::move(u));
   }
   return chargeback_->Ledger(q, usage, start, cluster, now);
+}
+
+// The store's records meeting [from, to), then under the lock the groups made durable since the read began
+// and the running jobs' usage so far at `now`, with the live cluster. Should the groups since the read have
+// left the room's memory (many runs ended meanwhile), the read is done again, the last time under the lock.
+Status ServiceDriver::UsageFromStore(int64_t from, int64_t to, int64_t now, std::vector<UsageRecord>* usage,
+                                     Cluster* cluster) const {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+    if (attempt == 2) lock.lock();
+    const uint64_t after = chargeback_->Added();
+    auto stored = chargeback_->store()->ReadUsage(from, to);
+    if (!stored.ok()) return stored.status();
+    *usage = std::move(stored).value();
+    if (!lock.owns_lock()) lock.lock();
+    if (!chargeback_->AddRecentTo(after, usage)) continue;
+    *cluster = loop_->state().cluster();
+    for (int64_t id : RunningLocked())
+      for (UsageRecord& u : UsageOf(*book_->Current(id), now)) usage->push_back(std::move(u));
+    return Status::Ok();
+  }
+  return Status::Error("the usage records changed faster than they could be read");
 }
 
 Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery& q) const {

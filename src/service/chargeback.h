@@ -5,11 +5,17 @@
 // piece's time, then grouped by team, project or job and tier, or written as FOCUS CSV. Idle capacity is
 // shared in proportion to use; a team sees its records and its share of idle.
 //
+// With a store (UseStore: a service that pages ended jobs out), the records stay in the store and a usage
+// query reads those of its interval there; the room keeps only the groups of records made durable lately
+// (numbered), so that a query can add those its store read may have missed.
+//
 // Thread safety: every method from any thread (the records under its own lock).
 
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cost/cost_model.h"
@@ -19,6 +25,7 @@
 #include "model/cluster.h"
 #include "service/api_error.h"
 #include "service/identity.h"
+#include "store/store.h"
 
 namespace tessera {
 
@@ -46,11 +53,20 @@ class Chargeback {
   Chargeback(const Catalog* catalog, const std::vector<PriceBook>* books)
       : catalog_(catalog), books_(books) {}
 
+  // The records live in `store` (outlives the room): set before Restore, whose records are then none.
+  void UseStore(Store* store) { store_ = store; }
+  Store* store() const { return store_; }
   void Restore(std::vector<UsageRecord> usage, int64_t ledger_start);
-  // Records made durable (a job's run ended or was cut).
+  // Records made durable (a job's run ended or was cut), one group per durable write.
   void Add(const std::vector<UsageRecord>& usage);
-  // A copy of the durable records, and the ledger's start.
+  // A copy of the durable records, and the ledger's start (without a store).
   std::vector<UsageRecord> Records(int64_t* ledger_start) const;
+  int64_t LedgerStart() const;
+  // With a store: the number of the latest group added.
+  uint64_t Added() const;
+  // With a store: the groups added after number `after` not among `stored` (a store read begun after
+  // group `after` was added) appended to `stored`; false when some of them are no longer kept.
+  bool AddRecentTo(uint64_t after, std::vector<UsageRecord>* stored) const;
 
   // `usage` (durable records and the running jobs' usage so far) over the query's interval on `cluster`
   // (the live nodes) at `now`, with every node's capacity, priced.
@@ -65,8 +81,13 @@ class Chargeback {
   const Catalog* catalog_;
   const std::vector<PriceBook>* books_;
   mutable std::mutex mu_;
-  std::vector<UsageRecord> usage_;  // durable records
+  std::vector<UsageRecord> usage_;  // durable records (without a store)
   int64_t ledger_start_ = 0;
+  Store* store_ = nullptr;
+  static constexpr size_t kRecentGroups = 1024;
+  // (number, group) with a store, the latest kRecentGroups.
+  std::deque<std::pair<uint64_t, std::vector<UsageRecord>>> recent_;
+  uint64_t added_ = 0;  // the number of the latest group
 };
 
 }  // namespace tessera

@@ -93,9 +93,14 @@ JobPtr JobBook::LookupLocked(int64_t id, bool visible) const {
   return visible ? it->second.visible : it->second.current;
 }
 
-void JobBook::Page(Store* store, int64_t retain_ended, std::function<JobPtr(const JobRow&)> page_in) {
+void JobBook::Page(Store* store, int64_t retain_ended, std::function<JobPtr(const JobRow&)> page_in,
+                   size_t recent_keys) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   if (store == nullptr || retain_ended < 0) return;
+  {
+    std::lock_guard<std::mutex> keys_lock(idem_mu_);
+    recent_keys_ = recent_keys;
+  }
   store_ = store;
   retain_ended_ = retain_ended;
   page_in_ = std::move(page_in);
@@ -228,10 +233,35 @@ void JobBook::PutKey(const IdemKey& key, IdemEntry e) {
 
 void JobBook::SettleKey(const IdemKey& key, bool ok) {
   std::lock_guard<std::mutex> lock(idem_mu_);
-  if (ok)
-    idem_[key].durable = true;
-  else
+  if (!ok) {
     idem_.erase(key);
+    return;
+  }
+  idem_[key].durable = true;
+  if (!paged()) return;
+  settled_.push_back(key);
+  while (settled_.size() > recent_keys_) {
+    idem_.erase(settled_.front());  // durable: the store answers for it from now on
+    settled_.pop_front();
+    ++evicted_;
+  }
+}
+
+Result<std::optional<JobBook::IdemEntry>> JobBook::StoredKey(const IdemKey& key) const {
+  auto row = store_->FindKey(key.first, key.second);
+  if (!row.ok()) return row.status();
+  if (!row->has_value()) return std::optional<IdemEntry>();
+  return std::optional<IdemEntry>(IdemEntry{(*row)->body_hash, (*row)->job_id, true});
+}
+
+uint64_t JobBook::KeysEvicted() const {
+  std::lock_guard<std::mutex> lock(idem_mu_);
+  return evicted_;
+}
+
+size_t JobBook::KeysInMemory() const {
+  std::lock_guard<std::mutex> lock(idem_mu_);
+  return idem_.size();
 }
 
 Outcome<JobView> JobBook::Get(const Caller& c, int64_t id, const Snapshot& snap) const {

@@ -47,8 +47,10 @@ class JobBook {
   static Outcome<std::string> SubmitTeam(const Caller& c, const std::string& named);
 
   // Ended jobs beyond `retain_ended` (>= 0) leave memory; reads of ended jobs go to `store` (outlives the
-  // book), each row made a record by `page_in`. Before any job is restored or written.
-  void Page(Store* store, int64_t retain_ended, std::function<JobPtr(const JobRow&)> page_in);
+  // book), each row made a record by `page_in`; durable idempotency keys beyond the `recent_keys` most
+  // recently settled leave memory too. Before any job is restored or written.
+  void Page(Store* store, int64_t retain_ended, std::function<JobPtr(const JobRow&)> page_in,
+            size_t recent_keys = kRecentKeys);
   // After Restore: the restored ended jobs beyond the retention leave memory (oldest end first).
   void FinishRestore();
   // Stored ended job `id` as a record (null: not stored, not ended, or no store).
@@ -83,11 +85,21 @@ class JobBook {
     int64_t job_id = 0;
     bool durable = false;
   };
+  // With a store (Page), only the recent durable keys stay in memory (those beyond Page's `recent_keys`
+  // leave, oldest first): a key not in memory is looked up in the store (StoredKey).
   using IdemKey = std::pair<std::string, std::string>;
   std::optional<IdemEntry> FindKey(const IdemKey& key) const;
   void PutKey(const IdemKey& key, IdemEntry e);
   // After the key's job was written: durable when `ok`, else forgotten (a retry makes a new job).
   void SettleKey(const IdemKey& key, bool ok);
+  bool KeysInStore() const { return paged(); }
+  // The key as stored (durable), or nullopt. REQUIRES: KeysInStore().
+  Result<std::optional<IdemEntry>> StoredKey(const IdemKey& key) const;
+  // How many durable keys have left memory so far.
+  uint64_t KeysEvicted() const;
+  static constexpr size_t kRecentKeys = 2048;
+  // Keys in memory (tests).
+  size_t KeysInMemory() const;
 
   // The read queries. Pending jobs carry their PendingInfo from `snap` (the latest published snapshot).
   // A visible job `c` may see, or 404.
@@ -138,6 +150,9 @@ class JobBook {
   int64_t next_id_ = 1;
   mutable std::mutex idem_mu_;
   std::map<IdemKey, IdemEntry> idem_;
+  std::deque<IdemKey> settled_;  // with a store: the durable keys in memory, oldest first
+  uint64_t evicted_ = 0;
+  size_t recent_keys_ = kRecentKeys;
 };
 
 }  // namespace tessera

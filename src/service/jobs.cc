@@ -254,12 +254,29 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
   const std::string& team = named.value();
   const std::string body = spec.body.dump();
   const std::string hash = idempotency_key.empty() ? std::string() : Sha256Hex(body);
+  const JobBook::IdemKey key = std::make_pair(c.user, idempotency_key);
+  // A key not among those in memory is looked up in the store before the lock (other submissions do not
+  // wait for the read); again under it should keys have left memory meanwhile.
+  const bool in_store = !idempotency_key.empty() && book_->KeysInStore();
+  const uint64_t evicted = in_store ? book_->KeysEvicted() : 0;
+  std::optional<JobBook::IdemEntry> stored;
+  auto look_up = [&]() -> std::optional<ApiError> {
+    auto s = book_->StoredKey(key);
+    if (!s.ok()) return ApiError{ErrorCode::kUnavailable, "", "Idempotency-Key: " + s.error()};
+    stored = *s;
+    return std::nullopt;
+  };
+  if (in_store && !book_->FindKey(key))
+    if (auto e = look_up()) return *e;
   std::unique_lock<std::mutex> lock(mu_);  // once per submission: request threads queue here
   if (!identity_->HasTeam(team)) return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
-  const JobBook::IdemKey key = std::make_pair(c.user, idempotency_key);
   if (!idempotency_key.empty()) {
     // Found and put under mu_ (submissions take it in turn): a key makes one job.
-    if (std::optional<JobBook::IdemEntry> found = book_->FindKey(key)) {
+    std::optional<JobBook::IdemEntry> found = book_->FindKey(key);
+    if (!found && in_store && !stored && book_->KeysEvicted() != evicted)
+      if (auto e = look_up()) return *e;
+    if (!found) found = stored;
+    if (found) {
       if (found->body_hash != hash)
         return ApiError{ErrorCode::kIdempotencyMismatch, "Idempotency-Key",
                         "this Idempotency-Key was used with a different request body"};
@@ -268,6 +285,10 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
       for (int i = 0; i < 3000 && !found->durable; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         found = book_->FindKey(key);
+        if (!found && in_store) {  // durable, then left memory, or forgotten
+          auto s = book_->StoredKey(key);
+          if (s.ok()) found = *s;
+        }
         if (!found) return ApiError{ErrorCode::kUnavailable, "", "the first request with this key failed"};
       }
       return Get(Caller{"", "", Role::kAdmin}, found->job_id);

@@ -1,6 +1,8 @@
 // Service, the facade: wires the rooms (Identity, Chargeback, JobBook, ServiceDriver) and delegates.
 #include "service/service.h"
 
+#include <algorithm>
+
 #include "service/service_driver.h"
 
 namespace tessera {
@@ -9,6 +11,8 @@ Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* cloc
     : config_(std::move(config)), store_(std::move(store)), clock_(clock), backend_(backend) {
   if (config_.price_books.empty()) config_.price_books.push_back(PriceBook::Default());
   chargeback_ = std::make_unique<Chargeback>(config_.catalog, &config_.price_books);
+  // Paged out with the ended jobs: usage records and idempotency keys are read from the store.
+  if (store_ != nullptr && config_.retain_ended_jobs >= 0) chargeback_->UseStore(store_.get());
   // The hook runs with Identity's change lock held and takes the driver's lock (the order in
   // service_driver.h); driver_ is set before any team can change.
   identity_ = std::make_unique<Identity>(
@@ -16,14 +20,17 @@ Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* cloc
       [this](const TeamRow& row) { driver_->TeamChanged(row); });
   driver_ = std::make_unique<ServiceDriver>(&config_, store_.get(), clock_, backend_, &book_, identity_.get(),
                                             chargeback_.get());
-  book_.Page(store_.get(), config_.retain_ended_jobs, [this](const JobRow& row) { return driver_->PageIn(row); });
+  book_.Page(
+      store_.get(), config_.retain_ended_jobs, [this](const JobRow& row) { return driver_->PageIn(row); },
+      static_cast<size_t>(std::max<int64_t>(config_.recent_idempotency_keys, 0)));
 }
 
 Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::unique_ptr<Store> store,
                                                 Clock* clock, Backend* backend) {
   if (config.catalog == nullptr) return Status::Error("service: no GPU catalog");
   if (config.tenancy.priority_classes.empty()) config.tenancy.priority_classes = DefaultPriorityClasses();
-  auto loaded = store->Load(LoadLimits{config.retain_ended_jobs});
+  // With ended jobs paged out, the usage records and idempotency keys stay in the store too.
+  auto loaded = store->Load(LoadLimits{config.retain_ended_jobs, /*history=*/config.retain_ended_jobs < 0});
   if (!loaded.ok()) return loaded.status();
   if (backend == nullptr) return Status::Error("service: no backend");
   if (Status st = ServiceDriver::LoadStoredCluster(*loaded, &config); !st.ok()) return st;

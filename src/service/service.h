@@ -109,6 +109,9 @@ struct ServiceConfig {
   // Ended jobs (Succeeded, Failed, Cancelled) kept in memory: the most recently ended this many; the others
   // are read from the store when asked for (job_book.h). Negative: every job stays in memory.
   int64_t retain_ended_jobs = 5000;
+  // With ended jobs read from the store: the idempotency keys kept in memory, the most recently made this
+  // many (a replay of an older one reads it from the store).
+  int64_t recent_idempotency_keys = 2048;
   // Keep the driver's decisions (TakeDecisionLines).
   bool record_decisions = false;
   std::function<void(const std::string&)> log;  // operator notes (e.g. a cluster file ignored); may be empty

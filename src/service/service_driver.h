@@ -234,6 +234,9 @@ class ServiceDriver {
   // Running jobs (by id, ascending): the ones whose replicas hold capacity in the loop.
   std::vector<int64_t> RunningLocked() const;
   std::vector<UsageRecord> UsageOf(const JobRecord& j, int64_t end_s) const;
+  // A usage query's records with a store: those of [from, to) and the running jobs' at `now` (chargeback.cc).
+  Status UsageFromStore(int64_t from, int64_t to, int64_t now, std::vector<UsageRecord>* usage,
+                        Cluster* cluster) const;
   // The next version of `j` ended in `state` at `at`; the loop releases what it held; adds usage and an
   // event.
   JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message,

@@ -193,11 +193,33 @@ Result<JobRow> PgJobOf(const PgResult& r, int i) {
   return j;
 }
 
+// The usage record of row `i` read with kUsageColumns.
+UsageRecord PgUsageOf(const PgResult& r, int i) {
+  UsageRecord u;
+  u.job_id = r.Int(i, 0);
+  u.team = r.Text(i, 1);
+  u.project = r.Text(i, 2);
+  u.queue = r.Text(i, 3);
+  u.gpu_kind = r.Text(i, 4);
+  u.tier = static_cast<Tier>(r.Int(i, 5));
+  u.pool = r.Text(i, 6);
+  u.node = r.Text(i, 7);
+  u.compute_milli = static_cast<int32_t>(r.Int(i, 8));
+  u.memory_milli = static_cast<int32_t>(r.Int(i, 9));
+  u.start_s = r.Int(i, 10);
+  u.end_s = r.Int(i, 11);
+  u.lost_s = r.Int(i, 12);
+  u.usd_per_gpu_hour = r.Real(i, 13);
+  u.list_usd_per_gpu_hour = r.Real(i, 14);
+  return u;
+}
+
 class PgStore final : public PostgresStore {
  public:
   ~PgStore() override { Close(); }
 
   Status Open(const std::string& uri) {
+    uri_ = uri;
     if (Status st = conn_.Connect(uri, RedactUri(uri)); !st.ok()) return st;
     auto v = MigratePg(conn_);
     if (!v.ok()) return v.status();
@@ -246,6 +268,40 @@ class PgStore final : public PostgresStore {
       *total = n.Int(0, 0);
     }
     return out;
+  }
+
+  Result<std::vector<UsageRecord>> ReadUsage(int64_t from, int64_t to) override {
+    std::lock_guard<std::mutex> db_lock(db_mu_);
+    PgResult r =
+        conn_.Query(std::string(kUsageColumns) + " FROM usage WHERE end_s > $1 AND start_s < $2 ORDER BY seq",
+                    {S(from), S(to)});
+    if (!r.ok()) return Status::Error(conn_.name() + ": " + r.error());
+    std::vector<UsageRecord> out;
+    out.reserve(r.rows());
+    for (int i = 0; i < r.rows(); ++i) out.push_back(PgUsageOf(r, i));
+    return out;
+  }
+
+  // On a connection of its own (opened at the first look-up, again after it broke): a submission's
+  // look-up never waits for the writer's commit.
+  Result<std::optional<IdempotencyRow>> FindKey(const std::string& user, const std::string& key) override {
+    std::lock_guard<std::mutex> lock(key_mu_);
+    if (key_conn_ == nullptr || PQstatus(key_conn_->raw()) != CONNECTION_OK) {
+      key_conn_ = std::make_unique<PgConn>();
+      Status st = key_conn_->Connect(uri_, RedactUri(uri_));
+      if (st.ok())
+        st = key_conn_->Prepare(
+            "find_key", "SELECT body_hash, job_id FROM idempotency_keys WHERE \"user\" = $1 AND key = $2");
+      if (!st.ok()) {
+        key_conn_.reset();
+        return st;
+      }
+    }
+    const char* values[] = {user.c_str(), key.c_str()};
+    PgResult r(PQexecPrepared(key_conn_->raw(), "find_key", 2, values, nullptr, nullptr, 0));
+    if (!r.ok()) return Status::Error(key_conn_->name() + ": " + r.error());
+    if (r.rows() == 0) return std::optional<IdempotencyRow>();
+    return std::optional<IdempotencyRow>(IdempotencyRow{user, key, r.Text(0, 0), r.Int(0, 1)});
   }
 
   Result<std::vector<AuditRow>> ReadAudit(const AuditQuery& aq, bool* more) override {
@@ -330,13 +386,18 @@ class PgStore final : public PostgresStore {
         s->max_job_id = r.Int(i, 0);
         return Status::Ok();
       });
-    if (st.ok())
+    if (st.ok() && limits.history)
       st = query("SELECT \"user\", key, body_hash, job_id FROM idempotency_keys",
                  [&](const PgResult& r, int i) {
                    s->keys.push_back({r.Text(i, 0), r.Text(i, 1), r.Text(i, 2), r.Int(i, 3)});
                    return Status::Ok();
                  });
-    if (st.ok()) st = LoadUsage(s, query);
+    if (st.ok() && limits.history)
+      st = query((std::string(kUsageColumns) + " FROM usage ORDER BY seq").c_str(),
+                 [&](const PgResult& r, int i) {
+                   s->usage.push_back(PgUsageOf(r, i));
+                   return Status::Ok();
+                 });
     if (st.ok())
       st = query("SELECT node, gpu_index, layout FROM mig_layouts", [&](const PgResult& r, int i) {
         s->layouts.push_back({r.Text(i, 0), static_cast<int>(r.Int(i, 1)), r.Text(i, 2)});
@@ -355,34 +416,6 @@ class PgStore final : public PostgresStore {
         return Status::Ok();
       });
     return st;
-  }
-
-  template <typename Query>
-  Status LoadUsage(StoredState* s, Query& query) {
-    return query(
-        "SELECT job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, memory_milli, "
-        "start_s, "
-        "end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour FROM usage ORDER BY seq",
-        [&](const PgResult& r, int i) {
-          UsageRecord u;
-          u.job_id = r.Int(i, 0);
-          u.team = r.Text(i, 1);
-          u.project = r.Text(i, 2);
-          u.queue = r.Text(i, 3);
-          u.gpu_kind = r.Text(i, 4);
-          u.tier = static_cast<Tier>(r.Int(i, 5));
-          u.pool = r.Text(i, 6);
-          u.node = r.Text(i, 7);
-          u.compute_milli = static_cast<int32_t>(r.Int(i, 8));
-          u.memory_milli = static_cast<int32_t>(r.Int(i, 9));
-          u.start_s = r.Int(i, 10);
-          u.end_s = r.Int(i, 11);
-          u.lost_s = r.Int(i, 12);
-          u.usd_per_gpu_hour = r.Real(i, 13);
-          u.list_usd_per_gpu_hour = r.Real(i, 14);
-          s->usage.push_back(std::move(u));
-          return Status::Ok();
-        });
   }
 
   Status PrepareWrites() {
@@ -737,6 +770,9 @@ class PgStore final : public PostgresStore {
   PgConn conn_;
   int version_ = 0;
   std::mutex db_mu_;  // the connection: the writer, Load, ReadAudit
+  std::string uri_;
+  std::mutex key_mu_;  // FindKey's connection
+  std::unique_ptr<PgConn> key_conn_;
   std::mutex q_mu_;
   std::condition_variable q_cv_;
   std::deque<Queued> queue_;

@@ -29,5 +29,9 @@ struct JobsSql {
 JobsSql BuildJobsSql(const JobRowQuery& q, bool postgres);
 // The condition (after WHERE) on jobs that Load(limits) reads: live ones and the most recently ended.
 std::string LoadedJobsCondition(const LoadLimits& limits);
+// The usage table's columns as both stores read them into a UsageRecord (in this order).
+inline constexpr const char* kUsageColumns =
+    "SELECT job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, memory_milli, start_s, "
+    "end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour";
 
 }  // namespace tessera

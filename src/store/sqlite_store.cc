@@ -137,6 +137,9 @@ class Stmt {
   sqlite3_stmt* s_ = nullptr;
 };
 
+constexpr const char* kFindKeySql =
+    "SELECT body_hash, job_id FROM idempotency_keys WHERE user = ?1 AND key = ?2";
+
 constexpr const char* kJobColumns =
     "SELECT id, user, team, project, name, class, priority_class, spec, state, submitted_at, started_at, "
     "finished_at, placements, message";
@@ -151,11 +154,34 @@ Result<JobRow> JobOf(const Stmt& q) {
   return j;
 }
 
+// The usage record of a row read with kUsageColumns.
+UsageRecord SqliteUsageOf(const Stmt& q) {
+  UsageRecord u;
+  u.job_id = q.Int(0);
+  u.team = q.Text(1);
+  u.project = q.Text(2);
+  u.queue = q.Text(3);
+  u.gpu_kind = q.Text(4);
+  u.tier = static_cast<Tier>(q.Int(5));
+  u.pool = q.Text(6);
+  u.node = q.Text(7);
+  u.compute_milli = static_cast<int32_t>(q.Int(8));
+  u.memory_milli = static_cast<int32_t>(q.Int(9));
+  u.start_s = q.Int(10);
+  u.end_s = q.Int(11);
+  u.lost_s = q.Int(12);
+  u.usd_per_gpu_hour = q.Real(13);
+  u.list_usd_per_gpu_hour = q.Real(14);
+  return u;
+}
+
 class SqliteStore final : public Store {
  public:
   ~SqliteStore() override {
     Close();
     stmts_.reset();
+    key_stmt_.reset();
+    if (key_db_) sqlite3_close(key_db_);
     if (db_) sqlite3_close(db_);
   }
 
@@ -252,6 +278,21 @@ class SqliteStore final : public Store {
     ckpt_db_ = nullptr;
   }
 
+  // The connection FindKey reads on (opened at its first use). REQUIRES: key_mu_ held.
+  Status OpenKeyReader() {
+    if (sqlite3_open_v2(path_.c_str(), &key_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
+      Status st =
+          Status::Error(fmt::format("cannot open database: {}", key_db_ ? sqlite3_errmsg(key_db_) : "?"));
+      sqlite3_close(key_db_);
+      key_db_ = nullptr;
+      return st;
+    }
+    sqlite3_busy_timeout(key_db_, 5000);
+    key_stmt_ = std::make_unique<Stmt>();
+    return key_stmt_->Prepare(key_db_, kFindKeySql);
+  }
+
   int schema_version() const override { return version_; }
 
   using Store::Load;
@@ -285,35 +326,16 @@ class SqliteStore final : public Store {
         s.max_job_id = q.Int(0);
         return Status::Ok();
       });
-    if (st.ok())
+    if (st.ok() && limits.history)
       st = Query("SELECT user, key, body_hash, job_id FROM idempotency_keys", [&](Stmt& q) {
         s.keys.push_back({q.Text(0), q.Text(1), q.Text(2), q.Int(3)});
         return Status::Ok();
       });
-    if (st.ok())
-      st = Query(
-          "SELECT job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, memory_milli, start_s, "
-          "end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour FROM usage ORDER BY seq",
-          [&](Stmt& q) {
-            UsageRecord u;
-            u.job_id = q.Int(0);
-            u.team = q.Text(1);
-            u.project = q.Text(2);
-            u.queue = q.Text(3);
-            u.gpu_kind = q.Text(4);
-            u.tier = static_cast<Tier>(q.Int(5));
-            u.pool = q.Text(6);
-            u.node = q.Text(7);
-            u.compute_milli = static_cast<int32_t>(q.Int(8));
-            u.memory_milli = static_cast<int32_t>(q.Int(9));
-            u.start_s = q.Int(10);
-            u.end_s = q.Int(11);
-            u.lost_s = q.Int(12);
-            u.usd_per_gpu_hour = q.Real(13);
-            u.list_usd_per_gpu_hour = q.Real(14);
-            s.usage.push_back(std::move(u));
-            return Status::Ok();
-          });
+    if (st.ok() && limits.history)
+      st = Query((std::string(kUsageColumns) + " FROM usage ORDER BY seq").c_str(), [&](Stmt& q) {
+        s.usage.push_back(SqliteUsageOf(q));
+        return Status::Ok();
+      });
     if (st.ok())
       st = Query("SELECT node, gpu_index, layout FROM mig_layouts", [&](Stmt& q) {
         s.layouts.push_back({q.Text(0), static_cast<int>(q.Int(1)), q.Text(2)});
@@ -358,6 +380,50 @@ class SqliteStore final : public Store {
         return Status::Ok();
       });
     if (!st.ok()) return Status::Error(path_ + ": " + st.message());
+    return out;
+  }
+
+  Result<std::vector<UsageRecord>> ReadUsage(int64_t from, int64_t to) override {
+    std::lock_guard<std::mutex> db_lock(db_mu_);
+    Stmt q;
+    Status st = q.Prepare(
+        db_,
+        (std::string(kUsageColumns) + " FROM usage WHERE end_s > ?1 AND start_s < ?2 ORDER BY seq").c_str());
+    std::vector<UsageRecord> out;
+    if (st.ok()) {
+      q.Bind(1, from).Bind(2, to);
+      while (q.Step()) out.push_back(SqliteUsageOf(q));
+    }
+    if (!st.ok()) return Status::Error(path_ + ": " + st.message());
+    return out;
+  }
+
+  // On a connection of its own (a file's): a submission's look-up never waits for the writer's commit.
+  Result<std::optional<IdempotencyRow>> FindKey(const std::string& user, const std::string& key) override {
+    std::optional<IdempotencyRow> out;
+    auto read = [&](Stmt& q) {
+      q.Bind(1, user).Bind(2, key);
+      if (q.Step()) out = IdempotencyRow{user, key, q.Text(0), q.Int(1)};
+      q.Reset();
+    };
+    if (path_.empty() || path_ == ":memory:") {
+      std::lock_guard<std::mutex> db_lock(db_mu_);
+      Stmt q;
+      if (Status st = q.Prepare(db_, kFindKeySql); !st.ok())
+        return Status::Error(path_ + ": " + st.message());
+      read(q);
+      return out;
+    }
+    std::lock_guard<std::mutex> lock(key_mu_);
+    if (key_db_ == nullptr || key_stmt_ == nullptr) {
+      if (Status st = OpenKeyReader(); !st.ok()) {
+        key_stmt_.reset();
+        if (key_db_) sqlite3_close(key_db_);
+        key_db_ = nullptr;
+        return Status::Error(path_ + ": " + st.message());
+      }
+    }
+    read(*key_stmt_);
     return out;
   }
 
@@ -599,6 +665,9 @@ class SqliteStore final : public Store {
   int version_ = 0;
   std::unique_ptr<Statements> stmts_;
   std::mutex db_mu_;  // the connection: the writer, or Load
+  std::mutex key_mu_;  // FindKey's connection and statement
+  sqlite3* key_db_ = nullptr;
+  std::unique_ptr<Stmt> key_stmt_;
   std::mutex q_mu_;
   std::condition_variable q_cv_;
   std::deque<Queued> queue_;

@@ -7,7 +7,9 @@
 // Contract:
 //  - Load() returns everything stored, for a process that rebuilds its state at start; Load(limits) leaves
 //    out the ended jobs (Succeeded, Failed, Cancelled) beyond the most recently ended `retain_ended` (every
-//    idempotency key is loaded: a replay names its job even when the job is not). ReadJobs reads any job later (a replica keeps only some in memory).
+//    idempotency key is loaded: a replay names its job even when the job is not), unless limits.history is
+//    false: then no usage record and no idempotency key is loaded (ReadUsage and FindKey read them where
+//    needed). ReadJobs reads any job later (a replica keeps only some in memory).
 //  - Write(batch, done) is one state change: all of the batch or none of it becomes durable. Batches are
 //    applied in the order Write was called; `done` runs (on the store's writer thread) only after the
 //    transaction holding the batch committed durably, or with the error that rejected it. Concurrent
@@ -129,8 +131,10 @@ struct StoredState {
 
 // What Load leaves out: ended jobs beyond the `retain_ended` most recently ended (by finished_at, then id).
 // Negative: nothing left out.
+// `history` false: the usage records and idempotency keys are left out (they grow with the history).
 struct LoadLimits {
   int64_t retain_ended = -1;
+  bool history = true;
 };
 
 // A read of stored jobs: the filters (empty = any), the order and a keyset cursor, at most `limit` rows.
@@ -177,6 +181,11 @@ class Store {
   // The jobs matching `q` in its order, at most q.limit; `total` (may be null) gets how many match the
   // filters, the cursor aside.
   virtual Result<std::vector<JobRow>> ReadJobs(const JobRowQuery& q, int64_t* total) = 0;
+  // The usage records whose interval meets [from, to) (end_s > from and start_s < to), in the order
+  // written.
+  virtual Result<std::vector<UsageRecord>> ReadUsage(int64_t from, int64_t to) = 0;
+  // The idempotency key (user, key) as stored, or nullopt.
+  virtual Result<std::optional<IdempotencyRow>> FindKey(const std::string& user, const std::string& key) = 0;
   virtual void Write(WriteBatch batch, Done done) = 0;
   virtual void Close() = 0;
   virtual int schema_version() const = 0;

@@ -9,6 +9,7 @@
 
 #include "cost/pricebook.h"
 #include "model/catalog.h"
+#include "store/store.h"
 
 namespace tessera {
 namespace {
@@ -129,6 +130,42 @@ TEST(ChargebackTest, UsageOutsideTheIntervalCountsNothing) {
   EXPECT_DOUBLE_EQ(hours["inside"], 600.0 / 3600);
   EXPECT_DOUBLE_EQ(hours["early"], 0.0);
   EXPECT_DOUBLE_EQ(hours["late"], 0.0);
+}
+
+// With a store the room keeps only recent groups of records, numbered: a query adds the groups added since
+// its store read began that the read did not see, and is told when some have left memory.
+TEST(ChargebackTest, WithAStoreRecentGroupsFillWhatAStoreReadMissed) {
+  auto store = OpenSqliteStore(":memory:");
+  ASSERT_TRUE(store.ok()) << store.error();
+  const std::vector<PriceBook> books = {PriceBook::Default()};
+  Chargeback cb(&Catalog::Default(), &books);
+  cb.UseStore(store->get());
+  cb.Restore({}, 0);
+  UsageRecord a = Held("a", 0, 100), b = Held("b", 50, 150), c = Held("c", 60, 160);
+  b.job_id = 2;
+  c.job_id = 3;
+  cb.Add({a, a});  // one job's two GPUs on one node: identical records
+  const uint64_t after = cb.Added();
+  cb.Add({b});
+  cb.Add({c});
+  int64_t start = -1;
+  EXPECT_TRUE(cb.Records(&start).empty());    // the records are the store's
+  std::vector<UsageRecord> read = {a, a, b};  // a read that saw b's write but not c's
+  ASSERT_TRUE(cb.AddRecentTo(after, &read));
+  ASSERT_EQ(read.size(), 4u);
+  EXPECT_EQ(read.back().team, "c");
+  std::vector<UsageRecord> none;  // a read that saw nothing, begun before the first group
+  ASSERT_TRUE(cb.AddRecentTo(0, &none));
+  EXPECT_EQ(none.size(), 4u);
+  for (int i = 0; i < 5000; ++i) {
+    UsageRecord u = Held("d", i, i + 1);
+    u.job_id = 100 + i;
+    cb.Add({u});
+  }
+  std::vector<UsageRecord> late;
+  EXPECT_FALSE(cb.AddRecentTo(after, &late));  // b's and c's groups are no longer kept
+  EXPECT_TRUE(cb.AddRecentTo(cb.Added(), &late));
+  EXPECT_TRUE(late.empty());
 }
 
 }  // namespace

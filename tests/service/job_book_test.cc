@@ -1,5 +1,6 @@
 // The jobs room on its own: a version is visible only once committed, a failed first write is forgotten,
-// the visibility rules, the idempotency keys, and readers that run beside a writer.
+// the visibility rules, the idempotency keys (the recent ones in memory, the others read from a store),
+// and readers that run beside a writer.
 #include "service/job_book.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include <map>
 #include <string>
 #include <thread>
+
+#include "store/store.h"
 
 namespace tessera {
 namespace {
@@ -120,6 +123,51 @@ TEST(JobBook, IdempotencyKeysAreDurableWithTheirJobOrForgotten) {
   EXPECT_TRUE(book.FindKey(key)->durable);
   EXPECT_EQ(book.FindKey(key)->job_id, 1);
   EXPECT_FALSE(book.FindKey(other).has_value());
+}
+
+// With a store, durable keys beyond the recent ones leave memory (oldest first) and are read from the store;
+// a key not yet durable never leaves.
+TEST(JobBook, KeysBeyondTheRecentOnesAreReadFromTheStore) {
+  auto store = OpenSqliteStore(":memory:");
+  ASSERT_TRUE(store.ok()) << store.error();
+  JobBook book;
+  book.Page(
+      store->get(), 0, [](const JobRow&) { return JobPtr(); }, 2);
+  ASSERT_TRUE(book.KeysInStore());
+  const JobBook::IdemKey k1{"ana", "k1"}, k2{"ana", "k2"}, k3{"ana", "k3"}, k4{"bo", "k4"};
+  WriteBatch b;
+  b.keys.push_back({"ana", "k1", "h1", 1});
+  ASSERT_TRUE((*store)->WriteAndWait(std::move(b)).ok());
+  book.PutKey(k1, {"h1", 1, false});
+  book.PutKey(k2, {"h2", 2, false});
+  book.PutKey(k3, {"h3", 3, false});
+  book.PutKey(k4, {"h4", 4, false});
+  book.SettleKey(k1, true);
+  book.SettleKey(k2, true);
+  EXPECT_EQ(book.KeysEvicted(), 0u);
+  book.SettleKey(k3, true);  // k1 leaves
+  EXPECT_EQ(book.KeysEvicted(), 1u);
+  EXPECT_FALSE(book.FindKey(k1).has_value());
+  EXPECT_TRUE(book.FindKey(k2).has_value());
+  EXPECT_TRUE(book.FindKey(k4).has_value());  // not durable yet: stays
+  EXPECT_EQ(book.KeysInMemory(), 3u);
+  auto stored = book.StoredKey(k1);
+  ASSERT_TRUE(stored.ok()) << stored.error();
+  ASSERT_TRUE(stored->has_value());
+  EXPECT_EQ((*stored)->job_id, 1);
+  EXPECT_EQ((*stored)->body_hash, "h1");
+  EXPECT_TRUE((*stored)->durable);
+  auto missing = book.StoredKey(k2);  // in memory only (this test wrote k1 alone)
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  JobBook unpaged;  // without a store every key stays
+  for (int i = 0; i < 5; ++i) {
+    unpaged.PutKey({"ana", std::to_string(i)}, {"h", i, false});
+    unpaged.SettleKey({"ana", std::to_string(i)}, true);
+  }
+  EXPECT_FALSE(unpaged.KeysInStore());
+  EXPECT_EQ(unpaged.KeysInMemory(), 5u);
+  EXPECT_EQ(unpaged.KeysEvicted(), 0u);
 }
 
 // Readers beside a writer that makes and commits versions: a reader never sees a job's visible version go

@@ -4,7 +4,8 @@
 // audit log's filters and cursor, usage records in order, a schema newer than the binary refused, reads of
 // jobs (filters, orders, cursor) and loads within a retention of ended jobs, and the service on top:
 // idempotency keys, team versions (If-Match) and usage across a restart, and the same answers whether its
-// ended jobs stay in memory or are read from the store.
+// ended jobs stay in memory or are read from the store; usage records read by interval and keys one by one,
+// and the service's usage queries and key replays answered from the store as from memory.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -434,6 +435,70 @@ TYPED_TEST(StoreConformance, UsageRecordsKeepTheirOrderAndValues) {
   }
 }
 
+// Usage records are read by interval (those meeting [from, to), in the order written), idempotency keys one
+// by one, and a load without the history leaves both out.
+TYPED_TEST(StoreConformance, ReadsUsageByIntervalAndKeysOneByOne) {
+  auto s = this->Open();
+  ASSERT_NE(s, nullptr);
+  const std::pair<int64_t, int64_t> spans[] = {{100, 200}, {50, 100}, {150, 160}, {300, 400}, {200, 300}};
+  WriteBatch b;
+  for (size_t i = 0; i < std::size(spans); ++i) {
+    UsageRecord u;
+    u.job_id = static_cast<JobId>(10 + i);
+    u.team = "vision";
+    u.node = "node-" + std::to_string(i);
+    u.gpu_kind = "h100-80gb";
+    u.start_s = spans[i].first;
+    u.end_s = spans[i].second;
+    b.usage.push_back(u);
+  }
+  b.keys.push_back({"ana", "k-1", "hash-1", 10});
+  b.keys.push_back({"bo", "k-2", "hash-2", 11});
+  ASSERT_TRUE(s->WriteAndWait(std::move(b)).ok());
+  auto ids = [&](int64_t from, int64_t to) {
+    auto r = s->ReadUsage(from, to);
+    EXPECT_TRUE(r.ok()) << r.error();
+    std::vector<int64_t> out;
+    if (r.ok())
+      for (const UsageRecord& u : *r) out.push_back(u.job_id);
+    return out;
+  };
+  EXPECT_EQ(ids(0, 1000), (std::vector<int64_t>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(ids(100, 200), (std::vector<int64_t>{10, 12}));  // [50, 100) and [200, 300) only touch it
+  EXPECT_EQ(ids(199, 201), (std::vector<int64_t>{10, 14}));
+  EXPECT_EQ(ids(400, 500), (std::vector<int64_t>{}));
+  auto all = s->ReadUsage(0, 1000);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ((*all)[3].node, "node-3");
+  EXPECT_EQ((*all)[3].start_s, 300);
+  auto k = s->FindKey("ana", "k-1");
+  ASSERT_TRUE(k.ok()) << k.error();
+  ASSERT_TRUE(k->has_value());
+  EXPECT_EQ((*k)->body_hash, "hash-1");
+  EXPECT_EQ((*k)->job_id, 10);
+  auto other = s->FindKey("ana", "k-2");  // another user's key
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->has_value());
+  // A key written after the first look-up is found by the next.
+  WriteBatch later;
+  later.keys.push_back({"ana", "k-2", "hash-3", 12});
+  ASSERT_TRUE(s->WriteAndWait(std::move(later)).ok());
+  auto found = s->FindKey("ana", "k-2");
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->job_id, 12);
+  LoadLimits lean;
+  lean.history = false;
+  auto l = s->Load(lean);
+  ASSERT_TRUE(l.ok());
+  EXPECT_TRUE(l->usage.empty());
+  EXPECT_TRUE(l->keys.empty());
+  auto full = s->Load();
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->usage.size(), 5u);
+  EXPECT_EQ(full->keys.size(), 3u);
+}
+
 TYPED_TEST(StoreConformance, ASchemaNewerThanTheBinaryIsRefused) {
   int version = 0;
   {
@@ -741,6 +806,102 @@ TYPED_TEST(StoreConformance, ServiceKeysVersionsAndUsageSurviveARestart) {
   for (const UsageRow& row : usage.value())
     if (!row.idle) gpu_hours += row.gpu_hours;
   EXPECT_NEAR(gpu_hours, 2 * 600 / 3600.0, 1e-9);  // 2 GPUs for 600 s, once
+}
+
+std::string UsageText(Service& svc, const Caller& c, int64_t from, int64_t to) {
+  UsageQuery q;
+  q.group_by = "job";
+  q.from = from;
+  q.to = to;
+  auto rows = svc.Usage(c, q);
+  if (!rows.ok()) return "error " + rows.error().message;
+  std::string out;
+  for (const UsageRow& r : rows.value())
+    out += fmt::format("{} {} {} {} {} {:.9f} {:.9f}\n", r.team, r.project, r.job, r.tier, r.idle,
+                       r.gpu_hours, r.cost);
+  return out;
+}
+
+// A service whose ended jobs, usage records and idempotency keys stay in the store answers usage queries
+// as one that holds them all, and replays a key that left its memory.
+TYPED_TEST(StoreConformance, ServiceReadsUsageAndOldKeysFromTheStore) {
+  testing::ManualClock clock;
+  SimulatedBackend backend(&clock);
+  auto open = [&](int64_t retain) -> std::unique_ptr<Service> {
+    ServiceConfig cfg;
+    cfg.catalog = &Catalog::Default();
+    auto cl = LoadClusterYaml(
+        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
+        "spine: s, tier: reserved}\nnodes:\n  - {name: node, count: 2, leaf: leaf-0}\n",
+        "test", Catalog::Default());
+    cfg.cluster = *cl;
+    cfg.background_cycles = false;
+    cfg.retain_ended_jobs = retain;
+    cfg.recent_idempotency_keys = 1;
+    auto store = this->Open();
+    if (!store) return nullptr;
+    auto s = Service::Start(std::move(cfg), std::move(store), &clock, &backend);
+    EXPECT_TRUE(s.ok()) << s.error();
+    return s.ok() ? std::move(s).value() : nullptr;
+  };
+  const Caller admin{"admin", "", Role::kAdmin};
+  const Caller ana{"ana", "vision", Role::kTeamLead};
+  auto spec_of = [](int i) {
+    return ParseJobSpec({{"name", fmt::format("u-{}", i)},
+                         {"class", "training"},
+                         {"workers", 1},
+                         {"gpus_per_worker", i},
+                         {"memory_gib", 40},
+                         {"project", i % 2 ? "p" : "q"},
+                         {"duration_s", 100 * i}});
+  };
+  const int64_t t0 = static_cast<int64_t>(clock.now_);
+  std::string paged_all, paged_part;
+  int64_t end = 0;
+  {
+    auto svc = open(0);
+    ASSERT_NE(svc, nullptr);
+    ASSERT_TRUE(svc->BootstrapAdmin().ok());
+    ASSERT_TRUE(svc->CreateTeam(admin, TeamRow{"vision", 16000, -1, 1, 0}).ok());
+    ASSERT_TRUE(svc->CreateUser(admin, "ana", "vision", "team-lead").ok());
+    for (int i = 1; i <= 4; ++i) {
+      auto r = svc->Submit(ana, spec_of(i).value(), fmt::format("key-{}", i));
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      EXPECT_EQ(r->job->id, i);
+      svc->RunCycleNow();
+      clock.now_ += 60;
+    }
+    clock.now_ += 400;
+    svc->RunCycleNow();  // all four ended: none in memory
+    EXPECT_EQ(svc->JobsInMemory(), 0u);
+    end = static_cast<int64_t>(clock.now_);
+    paged_all = UsageText(*svc, admin, -1, end);
+    paged_part = UsageText(*svc, ana, t0 + 90, t0 + 250);
+    // key-1 left memory (one recent key kept): its replay is read from the store.
+    bool created = true;
+    auto replay = svc->Submit(ana, spec_of(1).value(), "key-1", &created);
+    ASSERT_TRUE(replay.ok()) << replay.error().message;
+    EXPECT_FALSE(created);
+    EXPECT_EQ(replay->job->id, 1);
+    auto reused = svc->Submit(ana, spec_of(2).value(), "key-1", &created);
+    ASSERT_FALSE(reused.ok());
+    EXPECT_EQ(reused.error().code, ErrorCode::kIdempotencyMismatch);
+    auto fresh = svc->Submit(ana, spec_of(1).value(), "key-5", &created);
+    ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+    EXPECT_TRUE(created);
+    EXPECT_EQ(fresh->job->id, 5);
+  }
+  EXPECT_NE(paged_all.find("vision p 1 "), std::string::npos) << paged_all;
+  EXPECT_NE(paged_all.find("vision q 4 "), std::string::npos) << paged_all;
+  auto svc = open(-1);  // every job, usage record and key in memory
+  ASSERT_NE(svc, nullptr);
+  EXPECT_EQ(UsageText(*svc, admin, -1, end), paged_all);
+  EXPECT_EQ(UsageText(*svc, ana, t0 + 90, t0 + 250), paged_part);
+  bool created = true;
+  auto replay = svc->Submit(ana, spec_of(1).value(), "key-1", &created);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_FALSE(created);
+  EXPECT_EQ(replay->job->id, 1);
 }
 
 }  // namespace
