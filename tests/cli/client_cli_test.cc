@@ -312,7 +312,7 @@ TEST_F(ClientCliTest, BenchApiSubmitsDistinctDurableJobs) {
     ++rows;
   }
   EXPECT_EQ(rows, 60);
-  EXPECT_GE(max_ms, j["p99_ms"].get<double>());
+  EXPECT_GE(max_ms + 0.001, j["p99_ms"].get<double>());  // the file keeps three decimals
   CliRun unwritable = Tessera("bench api --url http://127.0.0.1:1 --token x --requests 1 --latencies " +
                                   (dir_ / "no" / "such" / "dir.csv").string(),
                               true);
