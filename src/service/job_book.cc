@@ -9,6 +9,11 @@
 namespace tessera {
 namespace {
 
+// A 64-bit hash of an idempotency key (user, key), for JobBook's filter of keys held only in the store.
+uint64_t KeyHash(const std::pair<std::string, std::string>& k) {
+  return std::hash<std::string>{}(k.first + '\0' + k.second);
+}
+
 // The view of visible job `j` with its PendingInfo from `snap` when pending.
 JobView ViewOf(const JobPtr& j, const Snapshot& snap) {
   JobView v{j, std::nullopt};
@@ -241,6 +246,7 @@ void JobBook::SettleKey(const IdemKey& key, bool ok) {
   if (!paged()) return;
   settled_.push_back(key);
   while (settled_.size() > recent_keys_) {
+    stored_hashes_.insert(KeyHash(settled_.front()));
     idem_.erase(settled_.front());  // durable: the store answers for it from now on
     settled_.pop_front();
     ++evicted_;
@@ -252,6 +258,29 @@ Result<std::optional<JobBook::IdemEntry>> JobBook::StoredKey(const IdemKey& key)
   if (!row.ok()) return row.status();
   if (!row->has_value()) return std::optional<IdemEntry>();
   return std::optional<IdemEntry>(IdemEntry{(*row)->body_hash, (*row)->job_id, true});
+}
+
+Result<bool> JobBook::MaybeStoredKey(const IdemKey& key) {
+  {
+    std::lock_guard<std::mutex> lock(idem_mu_);
+    if (hashes_loaded_) return stored_hashes_.count(KeyHash(key)) > 0;
+  }
+  // The first use: every stored key's hash, in pages, outside idem_mu_ (keys that leave memory meanwhile
+  // are added by SettleKey as well).
+  constexpr int kPage = 10000;
+  std::vector<uint64_t> hashes;
+  std::pair<std::string, std::string> after;
+  for (;;) {
+    auto page = store_->ReadKeyNames(after.first, after.second, kPage);
+    if (!page.ok()) return page.status();
+    for (const auto& k : *page) hashes.push_back(KeyHash(k));
+    if (static_cast<int>(page->size()) < kPage) break;
+    after = page->back();
+  }
+  std::lock_guard<std::mutex> lock(idem_mu_);
+  stored_hashes_.insert(hashes.begin(), hashes.end());
+  hashes_loaded_ = true;
+  return stored_hashes_.count(KeyHash(key)) > 0;
 }
 
 uint64_t JobBook::KeysEvicted() const {

@@ -28,6 +28,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -95,6 +96,11 @@ class JobBook {
   bool KeysInStore() const { return paged(); }
   // The key as stored (durable), or nullopt. REQUIRES: KeysInStore().
   Result<std::optional<IdemEntry>> StoredKey(const IdemKey& key) const;
+  // Whether the key may be in the store while not in memory: a filter of 64-bit hashes of every stored key
+  // that is not held here (filled from the store at its first use, then by every key that leaves memory).
+  // "No" is exact, so a new key costs no store read; a false "maybe" (a hash collision) costs one.
+  // An error: the store could not be scanned (the caller reads the store then).
+  Result<bool> MaybeStoredKey(const IdemKey& key);
   // How many durable keys have left memory so far.
   uint64_t KeysEvicted() const;
   static constexpr size_t kRecentKeys = 2048;
@@ -153,6 +159,8 @@ class JobBook {
   std::deque<IdemKey> settled_;  // with a store: the durable keys in memory, oldest first
   uint64_t evicted_ = 0;
   size_t recent_keys_ = kRecentKeys;
+  std::unordered_set<uint64_t> stored_hashes_;  // MaybeStoredKey's filter (idem_mu_)
+  bool hashes_loaded_ = false;                  // the store's keys are in it (idem_mu_)
 };
 
 }  // namespace tessera

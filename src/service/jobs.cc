@@ -259,6 +259,11 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
   // wait for the read); again under it should keys have left memory meanwhile.
   const bool in_store = !idempotency_key.empty() && book_->KeysInStore();
   const uint64_t evicted = in_store ? book_->KeysEvicted() : 0;
+  // A key the store cannot hold (the filter says no) is new: no store read. An unreadable store: read it.
+  auto maybe_stored = [&] {
+    auto m = book_->MaybeStoredKey(key);
+    return !m.ok() || *m;
+  };
   std::optional<JobBook::IdemEntry> stored;
   auto look_up = [&]() -> std::optional<ApiError> {
     auto s = book_->StoredKey(key);
@@ -266,14 +271,14 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
     stored = *s;
     return std::nullopt;
   };
-  if (in_store && !book_->FindKey(key))
+  if (in_store && !book_->FindKey(key) && maybe_stored())
     if (auto e = look_up()) return *e;
   std::unique_lock<std::mutex> lock(mu_);  // once per submission: request threads queue here
   if (!identity_->HasTeam(team)) return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
   if (!idempotency_key.empty()) {
     // Found and put under mu_ (submissions take it in turn): a key makes one job.
     std::optional<JobBook::IdemEntry> found = book_->FindKey(key);
-    if (!found && in_store && !stored && book_->KeysEvicted() != evicted)
+    if (!found && in_store && !stored && book_->KeysEvicted() != evicted && maybe_stored())
       if (auto e = look_up()) return *e;
     if (!found) found = stored;
     if (found) {

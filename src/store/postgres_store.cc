@@ -304,6 +304,20 @@ class PgStore final : public PostgresStore {
     return std::optional<IdempotencyRow>(IdempotencyRow{user, key, r.Text(0, 0), r.Int(0, 1)});
   }
 
+  Result<std::vector<std::pair<std::string, std::string>>> ReadKeyNames(const std::string& after_user,
+                                                                        const std::string& after_key,
+                                                                        int limit) override {
+    std::lock_guard<std::mutex> db_lock(db_mu_);
+    PgResult r = conn_.Query(
+        "SELECT \"user\", key FROM idempotency_keys WHERE (\"user\", key) > ($1, $2) ORDER BY \"user\", key "
+        "LIMIT $3",
+        {after_user, after_key, S(int64_t{limit})});
+    if (!r.ok()) return Status::Error(conn_.name() + ": " + r.error());
+    std::vector<std::pair<std::string, std::string>> out;
+    for (int i = 0; i < r.rows(); ++i) out.emplace_back(r.Text(i, 0), r.Text(i, 1));
+    return out;
+  }
+
   Result<std::vector<AuditRow>> ReadAudit(const AuditQuery& aq, bool* more) override {
     std::lock_guard<std::mutex> db_lock(db_mu_);
     PgResult r = conn_.Query(

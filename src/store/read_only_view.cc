@@ -27,6 +27,11 @@ class ReadOnlyStore final : public Store {
   Result<std::optional<IdempotencyRow>> FindKey(const std::string& user, const std::string& key) override {
     return base_->FindKey(user, key);
   }
+  Result<std::vector<std::pair<std::string, std::string>>> ReadKeyNames(const std::string& after_user,
+                                                                        const std::string& after_key,
+                                                                        int limit) override {
+    return base_->ReadKeyNames(after_user, after_key, limit);
+  }
   void Write(WriteBatch, Done done) override {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(done));

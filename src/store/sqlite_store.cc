@@ -427,6 +427,22 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  Result<std::vector<std::pair<std::string, std::string>>> ReadKeyNames(const std::string& after_user,
+                                                                        const std::string& after_key,
+                                                                        int limit) override {
+    std::lock_guard<std::mutex> db_lock(db_mu_);
+    Stmt q;
+    if (Status st = q.Prepare(db_,
+                              "SELECT user, key FROM idempotency_keys WHERE (user, key) > (?1, ?2) "
+                              "ORDER BY user, key LIMIT ?3");
+        !st.ok())
+      return Status::Error(path_ + ": " + st.message());
+    q.Bind(1, after_user).Bind(2, after_key).Bind(3, int64_t{limit});
+    std::vector<std::pair<std::string, std::string>> out;
+    while (q.Step()) out.emplace_back(q.Text(0), q.Text(1));
+    return out;
+  }
+
   Result<std::vector<AuditRow>> ReadAudit(const AuditQuery& aq, bool* more) override {
     std::lock_guard<std::mutex> db_lock(db_mu_);
     Stmt q;

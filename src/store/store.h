@@ -186,6 +186,11 @@ class Store {
   virtual Result<std::vector<UsageRecord>> ReadUsage(int64_t from, int64_t to) = 0;
   // The idempotency key (user, key) as stored, or nullopt.
   virtual Result<std::optional<IdempotencyRow>> FindKey(const std::string& user, const std::string& key) = 0;
+  // At most `limit` stored keys' (user, key) after (after_user, after_key) in (user, key) order: a scan of
+  // every key in pages (start from two empty strings), for a filter of the keys not held in memory.
+  virtual Result<std::vector<std::pair<std::string, std::string>>> ReadKeyNames(const std::string& after_user,
+                                                                                const std::string& after_key,
+                                                                                int limit) = 0;
   virtual void Write(WriteBatch batch, Done done) = 0;
   virtual void Close() = 0;
   virtual int schema_version() const = 0;

@@ -170,6 +170,34 @@ TEST(JobBook, KeysBeyondTheRecentOnesAreReadFromTheStore) {
   EXPECT_EQ(unpaged.KeysEvicted(), 0u);
 }
 
+// The filter of keys held only in the store: filled from the store at its first use (keys a previous
+// process wrote), then by every key that leaves memory; a key in neither is new without a store read.
+TEST(JobBook, TheStoredKeyFilterKnowsEveryKeyOnlyTheStoreHolds) {
+  auto store = OpenSqliteStore(":memory:");
+  ASSERT_TRUE(store.ok()) << store.error();
+  WriteBatch b;
+  for (int i = 0; i < 25005; ++i) b.keys.push_back({"ana", "old-" + std::to_string(i), "h", i + 1});
+  ASSERT_TRUE((*store)->WriteAndWait(std::move(b)).ok());  // more than two pages of the scan
+  JobBook book;
+  book.Page(
+      store->get(), 0, [](const JobRow&) { return JobPtr(); }, 1);
+  for (const char* k : {"old-0", "old-12345", "old-25004"}) {
+    auto m = book.MaybeStoredKey({"ana", k});
+    ASSERT_TRUE(m.ok()) << m.error();
+    EXPECT_TRUE(*m) << k;
+  }
+  EXPECT_FALSE(*book.MaybeStoredKey({"ana", "new"}));
+  EXPECT_FALSE(*book.MaybeStoredKey({"bo", "old-0"}));  // another user's key of the same name
+  const JobBook::IdemKey n1{"ana", "n1"}, n2{"ana", "n2"};
+  book.PutKey(n1, {"h", 1, false});
+  book.PutKey(n2, {"h", 2, false});
+  book.SettleKey(n1, true);
+  EXPECT_FALSE(*book.MaybeStoredKey(n1));  // in memory: not in the filter
+  book.SettleKey(n2, true);                // n1 leaves memory
+  EXPECT_TRUE(*book.MaybeStoredKey(n1));
+  EXPECT_FALSE(*book.MaybeStoredKey(n2));
+}
+
 // Readers beside a writer that makes and commits versions: a reader never sees a job's visible version go
 // back, and every visible version was committed.
 TEST(JobBook, ReadersBesideAWriterSeeCommittedVersionsInOrder) {

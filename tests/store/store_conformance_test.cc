@@ -487,6 +487,14 @@ TYPED_TEST(StoreConformance, ReadsUsageByIntervalAndKeysOneByOne) {
   ASSERT_TRUE(found.ok());
   ASSERT_TRUE(found->has_value());
   EXPECT_EQ((*found)->job_id, 12);
+  // Every key's name, in (user, key) order, page by page.
+  using Names = std::vector<std::pair<std::string, std::string>>;
+  auto first = s->ReadKeyNames("", "", 2);
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_EQ(*first, (Names{{"ana", "k-1"}, {"ana", "k-2"}}));
+  auto rest = s->ReadKeyNames("ana", "k-2", 2);
+  ASSERT_TRUE(rest.ok()) << rest.error();
+  EXPECT_EQ(*rest, (Names{{"bo", "k-2"}}));
   LoadLimits lean;
   lean.history = false;
   auto l = s->Load(lean);
