@@ -278,7 +278,7 @@ class SqliteStore final : public Store {
     ckpt_db_ = nullptr;
   }
 
-  // The connection FindKey reads on (opened at its first use). REQUIRES: key_mu_ held.
+  // The connection key reads go to (opened at its first use). REQUIRES: key_mu_ held.
   Status OpenKeyReader() {
     if (sqlite3_open_v2(path_.c_str(), &key_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
         SQLITE_OK) {
@@ -401,18 +401,44 @@ class SqliteStore final : public Store {
   // On a connection of its own (a file's): a submission's look-up never waits for the writer's commit.
   Result<std::optional<IdempotencyRow>> FindKey(const std::string& user, const std::string& key) override {
     std::optional<IdempotencyRow> out;
-    auto read = [&](Stmt& q) {
-      q.Bind(1, user).Bind(2, key);
-      if (q.Step()) out = IdempotencyRow{user, key, q.Text(0), q.Int(1)};
-      q.Reset();
-    };
+    Status st = OnKeyReader([&](sqlite3*, Stmt& find) {
+      find.Bind(1, user).Bind(2, key);
+      if (find.Step()) out = IdempotencyRow{user, key, find.Text(0), find.Int(1)};
+      find.Reset();
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
+  Result<std::vector<std::pair<std::string, std::string>>> ReadKeyNames(const std::string& after_user,
+                                                                        const std::string& after_key,
+                                                                        int limit) override {
+    std::vector<std::pair<std::string, std::string>> out;
+    Status st = OnKeyReader([&](sqlite3* db, Stmt&) {
+      Stmt q;
+      if (Status p = q.Prepare(db,
+                               "SELECT user, key FROM idempotency_keys WHERE (user, key) > (?1, ?2) "
+                               "ORDER BY user, key LIMIT ?3");
+          !p.ok())
+        return p;
+      q.Bind(1, after_user).Bind(2, after_key).Bind(3, int64_t{limit});
+      while (q.Step()) out.emplace_back(q.Text(0), q.Text(1));
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
+  // Runs `read(db, find_key_statement)` on the key reader's connection (a file's own, opened at the first
+  // use, so that key reads never wait for the writer's commit), or on the main one for an in-memory store.
+  Status OnKeyReader(const std::function<Status(sqlite3*, Stmt&)>& read) {
     if (path_.empty() || path_ == ":memory:") {
       std::lock_guard<std::mutex> db_lock(db_mu_);
       Stmt q;
-      if (Status st = q.Prepare(db_, kFindKeySql); !st.ok())
-        return Status::Error(path_ + ": " + st.message());
-      read(q);
-      return out;
+      Status st = q.Prepare(db_, kFindKeySql);
+      if (st.ok()) st = read(db_, q);
+      return st.ok() ? st : Status::Error(path_ + ": " + st.message());
     }
     std::lock_guard<std::mutex> lock(key_mu_);
     if (key_db_ == nullptr || key_stmt_ == nullptr) {
@@ -423,24 +449,8 @@ class SqliteStore final : public Store {
         return Status::Error(path_ + ": " + st.message());
       }
     }
-    read(*key_stmt_);
-    return out;
-  }
-
-  Result<std::vector<std::pair<std::string, std::string>>> ReadKeyNames(const std::string& after_user,
-                                                                        const std::string& after_key,
-                                                                        int limit) override {
-    std::lock_guard<std::mutex> db_lock(db_mu_);
-    Stmt q;
-    if (Status st = q.Prepare(db_,
-                              "SELECT user, key FROM idempotency_keys WHERE (user, key) > (?1, ?2) "
-                              "ORDER BY user, key LIMIT ?3");
-        !st.ok())
-      return Status::Error(path_ + ": " + st.message());
-    q.Bind(1, after_user).Bind(2, after_key).Bind(3, int64_t{limit});
-    std::vector<std::pair<std::string, std::string>> out;
-    while (q.Step()) out.emplace_back(q.Text(0), q.Text(1));
-    return out;
+    Status st = read(key_db_, *key_stmt_);
+    return st.ok() ? st : Status::Error(path_ + ": " + st.message());
   }
 
   Result<std::vector<AuditRow>> ReadAudit(const AuditQuery& aq, bool* more) override {

@@ -98,6 +98,26 @@ class StoreConformance : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.error();
     return s.ok() ? std::move(s).value() : nullptr;
   }
+  // A service on this store (2 x 8 H100, no background cycles) keeping `retain` ended jobs and
+  // `recent_keys` durable idempotency keys in memory (0: the service's default).
+  std::unique_ptr<Service> OpenService(Clock* clock, Backend* backend, int64_t retain,
+                                       int64_t recent_keys = 0) {
+    ServiceConfig cfg;
+    cfg.catalog = &Catalog::Default();
+    auto cl = LoadClusterYaml(
+        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
+        "spine: s, tier: reserved}\nnodes:\n  - {name: node, count: 2, leaf: leaf-0}\n",
+        "test", Catalog::Default());
+    cfg.cluster = *cl;
+    cfg.background_cycles = false;
+    cfg.retain_ended_jobs = retain;
+    if (recent_keys > 0) cfg.recent_idempotency_keys = recent_keys;
+    auto store = Open();
+    if (!store) return nullptr;
+    auto svc = Service::Start(std::move(cfg), std::move(store), clock, backend);
+    EXPECT_TRUE(svc.ok()) << svc.error();
+    return svc.ok() ? std::move(svc).value() : nullptr;
+  }
   Location where_;
 };
 
@@ -657,22 +677,7 @@ std::string JobAnswers(Service& svc, const Caller& ana, const JobSpec& spec, int
 TYPED_TEST(StoreConformance, ServiceAnswersTheSameWithEndedJobsInTheStore) {
   testing::ManualClock clock;
   SimulatedBackend backend(&clock);
-  auto open = [&](int64_t retain) -> std::unique_ptr<Service> {
-    ServiceConfig cfg;
-    cfg.catalog = &Catalog::Default();
-    auto cl = LoadClusterYaml(
-        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
-        "spine: s, tier: reserved}\nnodes:\n  - {name: node, count: 2, leaf: leaf-0}\n",
-        "test", Catalog::Default());
-    cfg.cluster = *cl;
-    cfg.background_cycles = false;
-    cfg.retain_ended_jobs = retain;
-    auto store = this->Open();
-    if (!store) return nullptr;
-    auto s = Service::Start(std::move(cfg), std::move(store), &clock, &backend);
-    EXPECT_TRUE(s.ok()) << s.error();
-    return s.ok() ? std::move(s).value() : nullptr;
-  };
+  auto open = [&](int64_t retain) { return this->OpenService(&clock, &backend, retain); };
   const Caller admin{"admin", "", Role::kAdmin};
   const Caller ana{"ana", "vision", Role::kTeamLead};
   auto spec_of = [](int i, int gpus) {
@@ -738,22 +743,7 @@ TYPED_TEST(StoreConformance, ServiceAnswersTheSameWithEndedJobsInTheStore) {
 TYPED_TEST(StoreConformance, ServiceKeysVersionsAndUsageSurviveARestart) {
   testing::ManualClock clock;
   SimulatedBackend backend(&clock);
-  auto open = [&]() -> std::unique_ptr<Service> {
-    ServiceConfig cfg;
-    cfg.catalog = &Catalog::Default();
-    auto cl = LoadClusterYaml(
-        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
-        "spine: "
-        "s, tier: reserved}\nnodes:\n  - {name: node, count: 2, leaf: leaf-0}\n",
-        "test", Catalog::Default());
-    cfg.cluster = *cl;
-    cfg.background_cycles = false;
-    auto store = this->Open();
-    if (!store) return nullptr;
-    auto s = Service::Start(std::move(cfg), std::move(store), &clock, &backend);
-    EXPECT_TRUE(s.ok()) << s.error();
-    return s.ok() ? std::move(s).value() : nullptr;
-  };
+  auto open = [&] { return this->OpenService(&clock, &backend, ServiceConfig{}.retain_ended_jobs); };
   const Caller admin{"admin", "", Role::kAdmin};
   const Caller ana{"ana", "vision", Role::kTeamLead};
   auto spec = ParseJobSpec({{"name", "j"},
@@ -835,23 +825,7 @@ std::string UsageText(Service& svc, const Caller& c, int64_t from, int64_t to) {
 TYPED_TEST(StoreConformance, ServiceReadsUsageAndOldKeysFromTheStore) {
   testing::ManualClock clock;
   SimulatedBackend backend(&clock);
-  auto open = [&](int64_t retain) -> std::unique_ptr<Service> {
-    ServiceConfig cfg;
-    cfg.catalog = &Catalog::Default();
-    auto cl = LoadClusterYaml(
-        "name: t\ndefaults: {gpu: h100-80gb, gpus: 8, cpu: 192, memory_gib: 2048, interconnect: nvswitch, "
-        "spine: s, tier: reserved}\nnodes:\n  - {name: node, count: 2, leaf: leaf-0}\n",
-        "test", Catalog::Default());
-    cfg.cluster = *cl;
-    cfg.background_cycles = false;
-    cfg.retain_ended_jobs = retain;
-    cfg.recent_idempotency_keys = 1;
-    auto store = this->Open();
-    if (!store) return nullptr;
-    auto s = Service::Start(std::move(cfg), std::move(store), &clock, &backend);
-    EXPECT_TRUE(s.ok()) << s.error();
-    return s.ok() ? std::move(s).value() : nullptr;
-  };
+  auto open = [&](int64_t retain) { return this->OpenService(&clock, &backend, retain, 1); };
   const Caller admin{"admin", "", Role::kAdmin};
   const Caller ana{"ana", "vision", Role::kTeamLead};
   auto spec_of = [](int i) {
