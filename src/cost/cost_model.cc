@@ -173,8 +173,8 @@ Status CostModel::PriceUsage(const Ledger& ledger, CostReport* rep, std::map<std
     const std::string pool_key = PoolKey(r);
     auto where = [&] { return fmt::format("usage record #{} (job {}, team '{}', pool '{}')", i, r.job_id, r.team, pool_key); };
     const int64_t share = options_.charge_basis == ChargeBasis::kCompute ? r.compute_milli : r.memory_milli;
-    c.milli_gpu_s = share * (r.end_s - r.start_s);
-    c.useful_milli_gpu_s = share * (r.end_s - r.start_s - r.lost_s);
+    c.milli_gpu_s = share * HeldSeconds(r);
+    c.useful_milli_gpu_s = share * (HeldSeconds(r) - r.lost_s);
     const Pool* p = nullptr;
     if (r.usd_per_gpu_hour < 0 || r.list_usd_per_gpu_hour < 0) {
       Result<size_t> b = BookFor(pool_key, r.gpu_kind, r.start_s);
@@ -193,9 +193,11 @@ Status CostModel::PriceUsage(const Ledger& ledger, CostReport* rep, std::map<std
     else return Status::Error(where() + fmt::format(": no on-demand list price for GPU kind '{}'", r.gpu_kind));
     c.usd_per_gpu_hour = static_cast<double>(c.price_micros) / kMicrosPerUsd;
     c.list_usd_per_gpu_hour = static_cast<double>(c.list_price_micros) / kMicrosPerUsd;
+    if (r.held_s >= 0 && r.end_s > NextMonthStartUnix(epoch + r.start_s) - epoch)
+      return Status::Error(where() + ": a summed record spans a month's end");
     for (int64_t t = r.start_s; t < r.end_s;) {  // one invoice line per calendar month
       const int64_t t1 = std::min(r.end_s, NextMonthStartUnix(epoch + t) - epoch);
-      ChargePiece piece{t, t1, share * (t1 - t), 0, 0};
+      ChargePiece piece{t, t1, r.held_s >= 0 ? c.milli_gpu_s : share * (t1 - t), 0, 0};
       piece.cost_cents = CentsHalfUp(CostAtoms(piece.milli_gpu_s, c.price_micros));
       piece.list_cost_cents = CentsHalfUp(CostAtoms(piece.milli_gpu_s, c.list_price_micros));
       c.cost_cents += piece.cost_cents;

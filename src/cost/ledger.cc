@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <tuple>
 
 #include "base/yaml_reader.h"
 #include "cost/pricebook.h"
@@ -27,11 +29,69 @@ Status Ledger::AddUsage(UsageRecord r) {
     return fail("memory_milli", fmt::format("{} not in 1..1000", r.memory_milli));
   }
   if (r.end_s < r.start_s) return fail("end_s", fmt::format("{} before start_s {}", r.end_s, r.start_s));
-  if (r.lost_s < 0 || r.lost_s > r.end_s - r.start_s) {
-    return fail("lost_s", fmt::format("{} not in 0..{}", r.lost_s, r.end_s - r.start_s));
+  if (r.held_s < -1) return fail("held_s", fmt::format("{} is negative", r.held_s));
+  if (r.lost_s < 0 || r.lost_s > HeldSeconds(r)) {
+    return fail("lost_s", fmt::format("{} not in 0..{}", r.lost_s, HeldSeconds(r)));
   }
   usage_.push_back(std::move(r));
   return Status::Ok();
+}
+
+std::vector<UsageRecord> SumUsage(const std::vector<UsageRecord>& usage, const std::vector<int64_t>& cuts,
+                                  UsageSumKey key) {
+  using Group = std::tuple<size_t, std::string, std::string, JobId, std::string, int, std::string,
+                           std::string, int32_t, int32_t>;
+  std::map<Group, UsageRecord> sums;
+  auto add = [&](size_t piece, const UsageRecord& r, int64_t lo, int64_t hi, int64_t held, int64_t lost) {
+    const Group g{piece,
+                  r.team,
+                  key.by_project ? r.project : "",
+                  key.by_job ? r.job_id : 0,
+                  r.gpu_kind,
+                  static_cast<int>(r.tier),
+                  r.pool,
+                  r.node,
+                  r.compute_milli,
+                  r.memory_milli};
+    auto [it, fresh] = sums.try_emplace(g);
+    UsageRecord& s = it->second;
+    if (fresh) {
+      s.team = r.team;
+      s.project = std::get<2>(g);
+      s.job_id = std::get<3>(g);
+      s.gpu_kind = r.gpu_kind;
+      s.tier = r.tier;
+      s.pool = r.pool;
+      s.node = r.node;
+      s.compute_milli = r.compute_milli;
+      s.memory_milli = r.memory_milli;
+      s.start_s = lo;
+      s.end_s = hi;
+      s.held_s = 0;
+    }
+    s.start_s = std::min(s.start_s, lo);
+    s.end_s = std::max(s.end_s, hi);
+    s.held_s += held;
+    s.lost_s += lost;
+  };
+  for (const UsageRecord& r : usage) {
+    // The pieces it meets: from the last cut at or before its start (or the first piece).
+    auto first = std::upper_bound(cuts.begin(), cuts.end(), r.start_s);
+    for (size_t k = first == cuts.begin() ? 0 : static_cast<size_t>(first - cuts.begin()) - 1;
+         k + 1 < cuts.size() && cuts[k] < r.end_s; ++k) {
+      const int64_t lo = std::max(r.start_s, cuts[k]), hi = std::min(r.end_s, cuts[k + 1]);
+      if (lo >= hi) continue;
+      if (r.held_s >= 0) {  // already summed within one piece
+        add(k, r, r.start_s, r.end_s, r.held_s, r.lost_s);
+        break;
+      }
+      add(k, r, lo, hi, hi - lo, std::min(r.lost_s, hi - lo));
+    }
+  }
+  std::vector<UsageRecord> out;
+  out.reserve(sums.size());
+  for (auto& [g, s] : sums) out.push_back(std::move(s));
+  return out;
 }
 
 UsageRecord GrantUsage(const Node& node, const GpuKind& kind, const GpuGrant& g) {

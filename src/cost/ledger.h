@@ -38,8 +38,12 @@ struct UsageRecord {
   int64_t start_s = 0;
   int64_t end_s = 0;          // end_s >= start_s
   // Seconds of [start_s, end_s) whose work was lost (redone after a spot reclaim) or spent writing
-  // checkpoints / restarting. Still charged; not "useful" work. 0 <= lost_s <= end_s - start_s.
+  // checkpoints / restarting. Still charged; not "useful" work. 0 <= lost_s <= HeldSeconds(record).
   int64_t lost_s = 0;
+  // A record that sums several runs (SumUsage): the seconds they held in all, all of them within
+  // [start_s, end_s) and within one calendar month (several runs side by side may hold more than
+  // end_s - start_s). -1: one run, which held [start_s, end_s).
+  int64_t held_s = -1;
   // Price per whole-GPU-hour paid for this interval; < 0 = take the pool's price from the PriceBook.
   double usd_per_gpu_hour = -1;
   // On-demand list price per whole-GPU-hour of the kind (FOCUS ListCost); < 0 = from the PriceBook.
@@ -80,6 +84,26 @@ class Ledger {
 
 // Pool key of a record: its pool, or the tier name when none is given.
 std::string PoolKey(const UsageRecord& r);
+
+// The seconds a record held: held_s where it sums runs, else end_s - start_s.
+inline int64_t HeldSeconds(const UsageRecord& r) { return r.held_s >= 0 ? r.held_s : r.end_s - r.start_s; }
+
+// How SumUsage groups records: always by team, GPU kind, tier, pool, node and share held; by project and
+// by job where asked.
+struct UsageSumKey {
+  bool by_project = true;
+  bool by_job = true;
+};
+
+// `usage` summed per piece of `cuts` (sorted times; piece k is [cuts[k], cuts[k+1])): each record is clipped
+// to each piece it meets, its lost seconds to the clipped length, then the clipped records of one piece and
+// one group (UsageSumKey) become one record whose held_s and lost_s are their sums, start_s and end_s the
+// earliest and latest clipped times, queue empty, prices -1, job_id 0 and project empty unless grouped by.
+// A summed record in `usage` must lie within one piece (it is added as it is). Records of zero length are
+// left out. In the order of the pieces, then of the group's fields; the same for any order of `usage`.
+// The stores' summed reads (Store::ReadUsage with cuts) follow this rule exactly.
+std::vector<UsageRecord> SumUsage(const std::vector<UsageRecord>& usage, const std::vector<int64_t>& cuts,
+                                  UsageSumKey key);
 
 }  // namespace tessera
 

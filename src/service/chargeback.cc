@@ -63,12 +63,14 @@ Result<UsageLedgerOf> BuildLedger(const std::vector<UsageRecord>& usage, const C
     const int64_t lo = std::max(rec.start_s, from), hi = std::min(rec.end_s, to);
     if (lo >= hi) continue;  // wholly outside [from, to)
     auto node = by_name.find(rec.node);
-    const std::vector<int64_t> cuts = BookCuts(books, lo, hi);
+    // A summed record lies within one piece already.
+    const std::vector<int64_t> cuts =
+        rec.held_s >= 0 ? std::vector<int64_t>{rec.start_s, rec.end_s} : BookCuts(books, lo, hi);
     for (size_t k = 0; k + 1 < cuts.size(); ++k) {
       UsageRecord u = rec;
       u.start_s = cuts[k];
       u.end_s = cuts[k + 1];
-      u.lost_s = std::min(u.lost_s, u.end_s - u.start_s);
+      u.lost_s = std::min(u.lost_s, HeldSeconds(u));
       std::tie(u.usd_per_gpu_hour, u.list_usd_per_gpu_hour) =
           PricesIn(BookAt(books, u.start_s), node == by_name.end() ? nullptr : node->second, u.gpu_kind);
       if (u.usd_per_gpu_hour < 0) u.usd_per_gpu_hour = 0;
@@ -99,13 +101,7 @@ void Chargeback::Restore(std::vector<UsageRecord> usage, int64_t ledger_start) {
 
 void Chargeback::Add(const std::vector<UsageRecord>& usage) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (store_ == nullptr) {
-    usage_.insert(usage_.end(), usage.begin(), usage.end());
-    return;
-  }
-  if (usage.empty()) return;
-  recent_.emplace_back(++added_, usage);
-  if (recent_.size() > kRecentGroups) recent_.pop_front();
+  if (store_ == nullptr) usage_.insert(usage_.end(), usage.begin(), usage.end());
 }
 
 std::vector<UsageRecord> Chargeback::Records(int64_t* ledger_start) const {
@@ -119,30 +115,15 @@ int64_t Chargeback::LedgerStart() const {
   return ledger_start_;
 }
 
-uint64_t Chargeback::Added() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return added_;
+std::vector<int64_t> Chargeback::Cuts(int64_t from, int64_t to) const {
+  std::vector<int64_t> cuts = BookCuts(*books_, from, to);
+  for (int64_t t = NextMonthStartUnix(from); t < to; t = NextMonthStartUnix(t)) cuts.push_back(t);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  return cuts;
 }
 
-// A group is in `stored` when its first record's run (job, node, interval) is: a group is one durable
-// write, wholly in a store read or not at all, and a run's records are written once.
-bool Chargeback::AddRecentTo(uint64_t after, std::vector<UsageRecord>* stored) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!recent_.empty() && recent_.front().first > after + 1) return false;
-  std::set<JobId> jobs;
-  for (const auto& [n, group] : recent_)
-    if (n > after) jobs.insert(group.front().job_id);
-  if (jobs.empty()) return true;
-  std::set<std::tuple<JobId, std::string, int64_t, int64_t>> runs;
-  for (const UsageRecord& u : *stored)
-    if (jobs.count(u.job_id)) runs.insert({u.job_id, u.node, u.start_s, u.end_s});
-  for (const auto& [n, group] : recent_) {
-    const UsageRecord& u = group.front();
-    if (n > after && !runs.count({u.job_id, u.node, u.start_s, u.end_s}))
-      stored->insert(stored->end(), group.begin(), group.end());
-  }
-  return true;
-}
+UsageSumKey SumKeyOf(const UsageQuery& q) { return {q.group_by != "team", q.group_by == "job"}; }
 
 Outcome<UsageLedgerOf> Chargeback::Ledger(const UsageQuery& q, const std::vector<UsageRecord>& usage,
                                           int64_t ledger_start, const Cluster& cluster, int64_t now) const {
@@ -156,63 +137,62 @@ Outcome<UsageLedgerOf> Chargeback::Ledger(const UsageQuery& q, const std::vector
 // The durable records and the running jobs' usage so far are read together under the service lock (a run
 // that ends adds its records under the same lock, so a query counts each run once); the ledger is built
 // and priced after it is released. With a store, the records of the interval are read there first, outside
-// the lock; the groups made durable since the read began are added under it (UsageFromStore).
-Outcome<UsageLedgerOf> ServiceDriver::UsageLedger(const UsageQuery& q) const {
+// the lock, and those written since under it (UsageFromStore). `summed`: the records summed (SumUsage) by
+// the query's groups, with a store by the database.
+Outcome<UsageLedgerOf> ServiceDriver::UsageLedger(const UsageQuery& q, bool summed) const {
   std::vector<UsageRecord> usage;
   int64_t start = 0;
   const int64_t now = Now();
   Cluster cluster;  // the live one (nodes added through the API included)
-  if (chargeback_->store() != nullptr) {
-    start = chargeback_->LedgerStart();
-    const int64_t from = q.from < 0 ? start : q.from, to = q.to < 0 ? now : q.to;
-    if (to >= from) {
-      if (Status st = UsageFromStore(from, to, now, &usage, &cluster); !st.ok())
-        return ApiError{ErrorCode::kUnavailable, "", "usage: " + st.message()};
-    }
-    return chargeback_->Ledger(q, usage, start, cluster, now);
-  }
-  {
+  if (chargeback_->store() == nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     cluster = loop_->state().cluster();
     usage = chargeback_->Records(&start);
     for (int64_t id : RunningLocked())
       for (UsageRecord& u : UsageOf(*book_->Current(id), now)) usage.push_back(std::move(u));
+  } else {
+    start = chargeback_->LedgerStart();
   }
+  const int64_t from = q.from < 0 ? start : q.from, to = q.to < 0 ? now : q.to;
+  UsageRead read{from, to, 0, -1, summed ? chargeback_->Cuts(from, to) : std::vector<int64_t>{}, SumKeyOf(q)};
+  if (chargeback_->store() != nullptr && to >= from) {
+    if (Status st = UsageFromStore(read, now, &usage, &cluster); !st.ok())
+      return ApiError{ErrorCode::kUnavailable, "", "usage: " + st.message()};
+  }
+  if (summed) usage = SumUsage(usage, read.cuts, read.key);
   return chargeback_->Ledger(q, usage, start, cluster, now);
 }
 
-// The store's records meeting [from, to), then under the lock the groups made durable since the read began
-// and the running jobs' usage so far at `now`, with the live cluster. Should the groups since the read have
-// left the room's memory (many runs ended meanwhile), the read is done again, the last time under the lock.
-Status ServiceDriver::UsageFromStore(int64_t from, int64_t to, int64_t now, std::vector<UsageRecord>* usage,
+// `read` from the store, outside the lock (the bulk of the interval's records, summed where it says); then
+// under the lock the records written since it, as written, the running jobs' usage so far at `now` and the
+// live cluster. Records are numbered in the order they commit, so the two reads hold each durable record
+// once.
+Status ServiceDriver::UsageFromStore(const UsageRead& read, int64_t now, std::vector<UsageRecord>* usage,
                                      Cluster* cluster) const {
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-    if (attempt == 2) lock.lock();
-    const uint64_t after = chargeback_->Added();
-    auto stored = chargeback_->store()->ReadUsage(from, to);
-    if (!stored.ok()) return stored.status();
-    *usage = std::move(stored).value();
-    if (!lock.owns_lock()) lock.lock();
-    if (!chargeback_->AddRecentTo(after, usage)) continue;
-    *cluster = loop_->state().cluster();
-    for (int64_t id : RunningLocked())
-      for (UsageRecord& u : UsageOf(*book_->Current(id), now)) usage->push_back(std::move(u));
-    return Status::Ok();
-  }
-  return Status::Error("the usage records changed faster than they could be read");
+  auto bulk = chargeback_->store()->ReadUsage(read);
+  if (!bulk.ok()) return bulk.status();
+  *usage = std::move(bulk->records);
+  std::lock_guard<std::mutex> lock(mu_);
+  UsageRead since{read.from, read.to, bulk->last_seq};
+  auto recent = chargeback_->store()->ReadUsage(since);
+  if (!recent.ok()) return recent.status();
+  usage->insert(usage->end(), recent->records.begin(), recent->records.end());
+  *cluster = loop_->state().cluster();
+  for (int64_t id : RunningLocked())
+    for (UsageRecord& u : UsageOf(*book_->Current(id), now)) usage->push_back(std::move(u));
+  return Status::Ok();
 }
 
 Outcome<std::vector<UsageRow>> Service::Usage(const Caller& c, const UsageQuery& q) const {
   if (q.group_by != "team" && q.group_by != "project" && q.group_by != "job")
     return Invalid("group_by", "group_by: one of team, project, job");
-  auto built = driver_->UsageLedger(q);
+  auto built = driver_->UsageLedger(q, true);
   if (!built.ok()) return built.error();
   return chargeback_->Rows(c, q, built.value());
 }
 
 Outcome<std::string> Service::UsageFocusCsv(const Caller& c, const UsageQuery& q) const {
-  auto built = driver_->UsageLedger(q);
+  auto built = driver_->UsageLedger(q, false);  // FOCUS lists each run
   if (!built.ok()) return built.error();
   return chargeback_->FocusCsv(c, built.value());
 }

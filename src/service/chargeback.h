@@ -5,14 +5,15 @@
 // piece's time, then grouped by team, project or job and tier, or written as FOCUS CSV. Idle capacity is
 // shared in proportion to use; a team sees its records and its share of idle.
 //
-// With a store (UseStore: a service that pages ended jobs out), the records stay in the store and a usage
-// query reads those of its interval there; the room keeps only the groups of records made durable lately
-// (numbered), so that a query can add those its store read may have missed.
+// With a store (UseStore: a service that pages ended jobs out), the records stay in the store: a usage
+// query reads those of its interval there, summed by the database (Store::ReadUsage with cuts), so that its
+// memory follows its answer's groups, not the history. Rows are priced from the records summed per group
+// and per piece of the interval where the price book or the calendar month changes (SumUsage), with a
+// store or without, so both answer alike.
 //
 // Thread safety: every method from any thread (the records under its own lock).
 
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -33,6 +34,9 @@ struct UsageQuery {
   int64_t from = -1, to = -1;     // service time; -1 = start of the ledger / now
   std::string group_by = "team";  // team, project, job
 };
+
+// How a query's rows group the records (group_by team: by team; project: and project; job: and job).
+UsageSumKey SumKeyOf(const UsageQuery& q);
 
 // The usage of a query's interval as a cost ledger (records clipped to it, the cluster's capacity over it).
 struct UsageLedgerOf {
@@ -57,19 +61,17 @@ class Chargeback {
   void UseStore(Store* store) { store_ = store; }
   Store* store() const { return store_; }
   void Restore(std::vector<UsageRecord> usage, int64_t ledger_start);
-  // Records made durable (a job's run ended or was cut), one group per durable write.
+  // Records made durable (a job's run ended or was cut); kept only without a store.
   void Add(const std::vector<UsageRecord>& usage);
   // A copy of the durable records, and the ledger's start (without a store).
   std::vector<UsageRecord> Records(int64_t* ledger_start) const;
   int64_t LedgerStart() const;
-  // With a store: the number of the latest group added.
-  uint64_t Added() const;
-  // With a store: the groups added after number `after` not among `stored` (a store read begun after
-  // group `after` was added) appended to `stored`; false when some of them are no longer kept.
-  bool AddRecentTo(uint64_t after, std::vector<UsageRecord>* stored) const;
+  // [from, to) cut where a price book's window or a calendar month (UTC) begins or ends: from, the cuts
+  // between, to. Each piece is priced with one book on one month's invoice.
+  std::vector<int64_t> Cuts(int64_t from, int64_t to) const;
 
-  // `usage` (durable records and the running jobs' usage so far) over the query's interval on `cluster`
-  // (the live nodes) at `now`, with every node's capacity, priced.
+  // `usage` (durable records and the running jobs' usage so far, as written or summed with Cuts) over the
+  // query's interval on `cluster` (the live nodes) at `now`, with every node's capacity, priced.
   Outcome<UsageLedgerOf> Ledger(const UsageQuery& q, const std::vector<UsageRecord>& usage,
                                 int64_t ledger_start, const Cluster& cluster, int64_t now) const;
   // The ledger's rows for `c`: an admin every team's and each pool's idle; others their team's and their
@@ -84,10 +86,6 @@ class Chargeback {
   std::vector<UsageRecord> usage_;  // durable records (without a store)
   int64_t ledger_start_ = 0;
   Store* store_ = nullptr;
-  static constexpr size_t kRecentGroups = 1024;
-  // (number, group) with a store, the latest kRecentGroups.
-  std::deque<std::pair<uint64_t, std::vector<UsageRecord>>> recent_;
-  uint64_t added_ = 0;  // the number of the latest group
 };
 
 }  // namespace tessera

@@ -83,8 +83,9 @@ class ServiceDriver {
   Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
   // The queues' figures from the snapshot into each team's view.
   void AddQueueFigures(std::vector<TeamView>* teams) const;
-  // Every team's durable usage plus the running jobs' so far, over the query's interval (chargeback.cc).
-  Outcome<UsageLedgerOf> UsageLedger(const UsageQuery& q) const;
+  // Every team's durable usage plus the running jobs' so far, over the query's interval, as written or
+  // summed by the query's groups (chargeback.cc).
+  Outcome<UsageLedgerOf> UsageLedger(const UsageQuery& q, bool summed) const;
 
   // The nodes of Service (service.h; nodes.cc).
   Outcome<std::vector<NodeView>> ListNodes(const Caller& c) const;
@@ -234,8 +235,8 @@ class ServiceDriver {
   // Running jobs (by id, ascending): the ones whose replicas hold capacity in the loop.
   std::vector<int64_t> RunningLocked() const;
   std::vector<UsageRecord> UsageOf(const JobRecord& j, int64_t end_s) const;
-  // A usage query's records with a store: those of [from, to) and the running jobs' at `now` (chargeback.cc).
-  Status UsageFromStore(int64_t from, int64_t to, int64_t now, std::vector<UsageRecord>* usage,
+  // A usage query's records with a store: those `read` names and the running jobs' at `now` (chargeback.cc).
+  Status UsageFromStore(const UsageRead& read, int64_t now, std::vector<UsageRecord>* usage,
                         Cluster* cluster) const;
   // The next version of `j` ended in `state` at `at`; the loop releases what it held; adds usage and an
   // event.

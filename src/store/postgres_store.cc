@@ -270,15 +270,31 @@ class PgStore final : public PostgresStore {
     return out;
   }
 
-  Result<std::vector<UsageRecord>> ReadUsage(int64_t from, int64_t to) override {
+  Result<UsageReadResult> ReadUsage(const UsageRead& q) override {
     std::lock_guard<std::mutex> db_lock(db_mu_);
-    PgResult r =
-        conn_.Query(std::string(kUsageColumns) + " FROM usage WHERE end_s > $1 AND start_s < $2 ORDER BY seq",
-                    {S(from), S(to)});
-    if (!r.ok()) return Status::Error(conn_.name() + ": " + r.error());
-    std::vector<UsageRecord> out;
-    out.reserve(r.rows());
-    for (int i = 0; i < r.rows(); ++i) out.push_back(PgUsageOf(r, i));
+    UsageReadResult out;
+    out.last_seq = q.through_seq;
+    if (out.last_seq < 0) {
+      PgResult last = conn_.Query(kLastUsageSeqSql);
+      if (!last.ok()) return Status::Error(conn_.name() + ": " + last.error());
+      out.last_seq = last.Int(0, 0);
+    }
+    const bool summed = !q.cuts.empty();
+    const std::string sql = UsageReadSql(summed ? &q.key : nullptr, true);
+    // A plain read is one interval; a summed one a piece of the cuts at a time.
+    for (size_t k = 0; k + (summed ? 1 : 0) < std::max<size_t>(q.cuts.size(), 1); ++k) {
+      PgResult r = conn_.Query(sql, {S(summed ? q.cuts[k] : q.from), S(summed ? q.cuts[k + 1] : q.to),
+                                     S(q.after_seq), S(out.last_seq)});
+      if (!r.ok()) return Status::Error(conn_.name() + ": " + r.error());
+      for (int i = 0; i < r.rows(); ++i) {
+        if (!summed)
+          out.records.push_back(PgUsageOf(r, i));
+        else
+          out.records.push_back(
+              SummedUsageOf([&](int c) { return r.Int(i, c); }, [&](int c) { return r.Text(i, c); }));
+      }
+    }
+    if (summed) out.records = SumUsage(out.records, q.cuts, q.key);
     return out;
   }
 

@@ -21,9 +21,7 @@ class ReadOnlyStore final : public Store {
   Result<std::vector<JobRow>> ReadJobs(const JobRowQuery& q, int64_t* total) override {
     return base_->ReadJobs(q, total);
   }
-  Result<std::vector<UsageRecord>> ReadUsage(int64_t from, int64_t to) override {
-    return base_->ReadUsage(from, to);
-  }
+  Result<UsageReadResult> ReadUsage(const UsageRead& q) override { return base_->ReadUsage(q); }
   Result<std::optional<IdempotencyRow>> FindKey(const std::string& user, const std::string& key) override {
     return base_->FindKey(user, key);
   }

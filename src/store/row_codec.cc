@@ -116,4 +116,25 @@ std::string LoadedJobsCondition(const LoadLimits& limits) {
       limits.retain_ended);
 }
 
+std::string UsageReadSql(const UsageSumKey* key, bool postgres) {
+  const char* seq = postgres ? "seq > $3 AND seq <= $4" : "seq > ?3 AND seq <= ?4";
+  if (key == nullptr) {
+    return fmt::format("{} FROM usage WHERE end_s > {} AND start_s < {} AND {} ORDER BY seq", kUsageColumns,
+                       postgres ? "$1" : "?1", postgres ? "$2" : "?2", seq);
+  }
+  // A record's clipped start and end; SQLite's two-argument MIN and MAX are PostgreSQL's LEAST and GREATEST.
+  const std::string lo = postgres ? "GREATEST(start_s, $1)" : "MAX(start_s, ?1)";
+  const std::string hi = postgres ? "LEAST(end_s, $2)" : "MIN(end_s, ?2)";
+  const std::string lost = fmt::format("{}(lost_s, {} - {})", postgres ? "LEAST" : "MIN", hi, lo);
+  const std::string project = key->by_project ? "project" : "''", job = key->by_job ? "job_id" : "0";
+  std::string group = "team, gpu_kind, tier, pool, node, compute_milli, memory_milli";
+  if (key->by_project) group += ", project";
+  if (key->by_job) group += ", job_id";
+  return fmt::format(
+      "SELECT team, {}, {}, gpu_kind, tier, pool, node, compute_milli, memory_milli, MIN({}), MAX({}), "
+      "SUM({} - {}), SUM({}) FROM usage WHERE end_s > {} AND start_s < {} AND end_s > start_s AND {} "
+      "GROUP BY {}",
+      project, job, lo, hi, hi, lo, lost, postgres ? "$1" : "?1", postgres ? "$2" : "?2", seq, group);
+}
+
 }  // namespace tessera

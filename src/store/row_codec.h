@@ -34,4 +34,31 @@ inline constexpr const char* kUsageColumns =
     "SELECT job_id, team, project, queue, gpu_kind, tier, pool, node, compute_milli, memory_milli, start_s, "
     "end_s, lost_s, usd_per_gpu_hour, list_usd_per_gpu_hour";
 
+// The SQL of a usage read (Store::ReadUsage) in one dialect. Parameters: 1 and 2 the interval (a summed
+// read: one piece of the cuts), 3 after_seq, 4 through_seq. `key` null: a plain read, kUsageColumns in the
+// order written; else one piece summed as SumUsage sums it, columns as SummedUsageOf reads them.
+std::string UsageReadSql(const UsageSumKey* key, bool postgres);
+// The last usage record's number, 0 when none.
+inline constexpr const char* kLastUsageSeqSql = "SELECT COALESCE(MAX(seq), 0) FROM usage";
+
+// The summed record of a row of a summed usage read: `i(col)` reads an integer column, `t(col)` a text one.
+template <typename IntAt, typename TextAt>
+UsageRecord SummedUsageOf(IntAt i, TextAt t) {
+  UsageRecord u;
+  u.team = t(0);
+  u.project = t(1);
+  u.job_id = i(2);
+  u.gpu_kind = t(3);
+  u.tier = static_cast<Tier>(i(4));
+  u.pool = t(5);
+  u.node = t(6);
+  u.compute_milli = static_cast<int32_t>(i(7));
+  u.memory_milli = static_cast<int32_t>(i(8));
+  u.start_s = i(9);
+  u.end_s = i(10);
+  u.held_s = i(11);
+  u.lost_s = i(12);
+  return u;
+}
+
 }  // namespace tessera

@@ -383,18 +383,32 @@ class SqliteStore final : public Store {
     return out;
   }
 
-  Result<std::vector<UsageRecord>> ReadUsage(int64_t from, int64_t to) override {
+  Result<UsageReadResult> ReadUsage(const UsageRead& r) override {
     std::lock_guard<std::mutex> db_lock(db_mu_);
+    UsageReadResult out;
+    out.last_seq = r.through_seq;
+    Status st = out.last_seq >= 0 ? Status::Ok() : Query(kLastUsageSeqSql, [&](Stmt& q) {
+      out.last_seq = q.Int(0);
+      return Status::Ok();
+    });
+    const bool summed = !r.cuts.empty();
     Stmt q;
-    Status st = q.Prepare(
-        db_,
-        (std::string(kUsageColumns) + " FROM usage WHERE end_s > ?1 AND start_s < ?2 ORDER BY seq").c_str());
-    std::vector<UsageRecord> out;
-    if (st.ok()) {
-      q.Bind(1, from).Bind(2, to);
-      while (q.Step()) out.push_back(SqliteUsageOf(q));
+    if (st.ok()) st = q.Prepare(db_, UsageReadSql(summed ? &r.key : nullptr, false).c_str());
+    // A plain read is one interval; a summed one a piece of the cuts at a time.
+    for (size_t k = 0; st.ok() && k + (summed ? 1 : 0) < std::max<size_t>(r.cuts.size(), 1); ++k) {
+      q.Reset();
+      q.Bind(1, summed ? r.cuts[k] : r.from).Bind(2, summed ? r.cuts[k + 1] : r.to);
+      q.Bind(3, r.after_seq).Bind(4, out.last_seq);
+      while (q.Step()) {
+        if (!summed)
+          out.records.push_back(SqliteUsageOf(q));
+        else
+          out.records.push_back(
+              SummedUsageOf([&](int c) { return q.Int(c); }, [&](int c) { return q.Text(c); }));
+      }
     }
     if (!st.ok()) return Status::Error(path_ + ": " + st.message());
+    if (summed) out.records = SumUsage(out.records, r.cuts, r.key);
     return out;
   }
 

@@ -152,6 +152,24 @@ struct JobRowQuery {
   int limit = 100;
 };
 
+// A read of usage records: those meeting [from, to) (end_s > from and start_s < to) written after record
+// number `after_seq` and up to number `through_seq` (-1: the last one written), either as written (no cuts)
+// or summed as SumUsage (cost/ledger.h) sums them with `cuts` and `key`, in SumUsage's order.
+struct UsageRead {
+  int64_t from = 0, to = 0;
+  int64_t after_seq = 0, through_seq = -1;
+  std::vector<int64_t> cuts;  // empty: the records as written, in the order written
+  UsageSumKey key;
+};
+
+struct UsageReadResult {
+  std::vector<UsageRecord> records;
+  // The number of the last record written when the read was made (or `through_seq`): a later read with
+  // after_seq = last_seq gets exactly those written since. Records are numbered in the order their writes
+  // commit.
+  int64_t last_seq = 0;
+};
+
 // One state change. Teams, users and jobs are upserted by name / id, nodes by position; events, keys and
 // usage appended.
 struct WriteBatch {
@@ -181,9 +199,9 @@ class Store {
   // The jobs matching `q` in its order, at most q.limit; `total` (may be null) gets how many match the
   // filters, the cursor aside.
   virtual Result<std::vector<JobRow>> ReadJobs(const JobRowQuery& q, int64_t* total) = 0;
-  // The usage records whose interval meets [from, to) (end_s > from and start_s < to), in the order
-  // written.
-  virtual Result<std::vector<UsageRecord>> ReadUsage(int64_t from, int64_t to) = 0;
+  // The usage records `q` names, as written or summed (a summed read's memory follows its groups, not the
+  // records: the database sums them).
+  virtual Result<UsageReadResult> ReadUsage(const UsageRead& q) = 0;
   // The idempotency key (user, key) as stored, or nullopt.
   virtual Result<std::optional<IdempotencyRow>> FindKey(const std::string& user, const std::string& key) = 0;
   // At most `limit` stored keys' (user, key) after (after_user, after_key) in (user, key) order: a scan of

@@ -115,6 +115,75 @@ TEST(CostModel, IdleReportedOnItsOwnByDefault) {
   EXPECT_NEAR(Line(r->by_job, "1").cost_usd, 20, 1e-9);
 }
 
+// SumUsage clips each run to each piece it meets and sums a group's held and lost seconds; the order of the
+// runs does not matter; a summed record added again is kept as it is; runs of zero length are left out.
+TEST(SumUsage, ClipsToPiecesAndSumsEachGroup) {
+  UsageRecord a = Use("a", "llm", 1, "res-h100", Tier::kReserved, "h100-80gb", 0, 100);
+  UsageRecord b = Use("a", "llm", 2, "res-h100", Tier::kReserved, "h100-80gb", 50, 250);
+  b.lost_s = 120;  // clipped to 50 in [50, 100), 120 in [100, 250)
+  UsageRecord c = Use("b", "vision", 3, "res-h100", Tier::kReserved, "h100-80gb", 10, 20, 500);
+  UsageRecord empty = Use("a", "llm", 4, "res-h100", Tier::kReserved, "h100-80gb", 70, 70);
+  const std::vector<int64_t> cuts = {0, 100, 200};
+  const std::vector<UsageRecord> by_team = SumUsage({a, b, c, empty}, cuts, UsageSumKey{false, false});
+  ASSERT_EQ(by_team.size(), 3u);  // a in [0, 100) and [100, 200); b's share in [0, 100)
+  EXPECT_EQ(by_team[0].team, "a");
+  EXPECT_EQ(by_team[0].project, "");
+  EXPECT_EQ(by_team[0].job_id, 0);
+  EXPECT_EQ(by_team[0].held_s, 150);
+  EXPECT_EQ(by_team[0].lost_s, 50);
+  EXPECT_EQ(by_team[0].start_s, 0);
+  EXPECT_EQ(by_team[0].end_s, 100);
+  EXPECT_EQ(by_team[1].team, "b");
+  EXPECT_EQ(by_team[1].held_s, 10);
+  EXPECT_EQ(by_team[2].team, "a");
+  EXPECT_EQ(by_team[2].held_s, 100);
+  EXPECT_EQ(by_team[2].lost_s, 100);
+  EXPECT_EQ(by_team[2].start_s, 100);
+  EXPECT_EQ(by_team[2].end_s, 200);
+  const std::vector<UsageRecord> by_job = SumUsage({c, b, a}, cuts, UsageSumKey{true, true});
+  ASSERT_EQ(by_job.size(), 4u);
+  EXPECT_EQ(by_job[0].job_id, 1);
+  EXPECT_EQ(by_job[0].project, "llm");
+  EXPECT_EQ(SumUsage(by_team, cuts, UsageSumKey{false, false}).size(), by_team.size());
+  EXPECT_EQ(SumUsage(by_team, cuts, UsageSumKey{false, false})[2].held_s, 100);
+}
+
+// A summed record costs its held seconds times its share, one invoice piece; the same as its runs priced
+// one by one where each run's cost is a whole number of cents. One that spans a month's end is refused.
+TEST(CostModel, ASummedRecordCostsWhatItsRunsHeld) {
+  Ledger runs, summed;
+  const std::vector<UsageRecord> held = {
+      Use("a", "llm", 1, "res-h100", Tier::kReserved, "h100-80gb", 0, 3600),
+      Use("a", "llm", 2, "res-h100", Tier::kReserved, "h100-80gb", 0, 1800),
+      Use("a", "llm", 3, "res-h100", Tier::kReserved, "h100-80gb", 1800, 3600)};
+  for (const UsageRecord& u : held) ASSERT_TRUE(runs.AddUsage(u).ok());
+  const std::vector<UsageRecord> sums = SumUsage(held, {0, 3600}, UsageSumKey{false, false});
+  ASSERT_EQ(sums.size(), 1u);
+  EXPECT_EQ(sums[0].held_s, 7200);
+  ASSERT_TRUE(summed.AddUsage(sums[0]).ok());
+  CostModel model(TestBook(), CostOptions{});
+  auto r1 = model.Evaluate(runs);
+  auto r2 = model.Evaluate(summed);
+  ASSERT_TRUE(r1.ok()) << r1.error();
+  ASSERT_TRUE(r2.ok()) << r2.error();
+  EXPECT_EQ(r2->records[0].milli_gpu_s, 7200 * 1000);
+  EXPECT_EQ(r2->records[0].pieces.size(), 1u);
+  EXPECT_EQ(r2->charged_cents, r1->charged_cents);
+  EXPECT_EQ(r2->charged_cents, 400);  // 2 GPU-hours at $2
+  UsageRecord bad = sums[0];
+  bad.lost_s = 7201;
+  EXPECT_FALSE(Ledger().AddUsage(bad).ok()) << "lost beyond what it held";
+  Ledger across;
+  CostOptions opts;
+  opts.epoch_unix_s = *ParseIsoUtc("2025-01-31T23:00:00Z");
+  UsageRecord month = sums[0];
+  month.end_s = 7200;  // past 2025-02-01
+  ASSERT_TRUE(across.AddUsage(month).ok());
+  auto r3 = CostModel(TestBook(), opts).Evaluate(across);
+  ASSERT_FALSE(r3.ok());
+  EXPECT_NE(r3.error().find("spans a month's end"), std::string::npos) << r3.error();
+}
+
 TEST(CostModel, IdleSharingPolicies) {
   CostOptions prop;
   prop.idle_policy = IdlePolicy::kProportional;

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <tuple>
 
+#include "base/utc_time.h"
 #include "cost/pricebook.h"
 #include "model/catalog.h"
 #include "store/store.h"
@@ -132,40 +135,56 @@ TEST(ChargebackTest, UsageOutsideTheIntervalCountsNothing) {
   EXPECT_DOUBLE_EQ(hours["late"], 0.0);
 }
 
-// With a store the room keeps only recent groups of records, numbered: a query adds the groups added since
-// its store read began that the read did not see, and is told when some have left memory.
-TEST(ChargebackTest, WithAStoreRecentGroupsFillWhatAStoreReadMissed) {
-  auto store = OpenSqliteStore(":memory:");
-  ASSERT_TRUE(store.ok()) << store.error();
+// A query's interval is cut where a calendar month begins (and where a book's window does), so that each
+// summed record lies on one month's invoice.
+TEST(ChargebackTest, CutsFallOnMonthStarts) {
   const std::vector<PriceBook> books = {PriceBook::Default()};
   Chargeback cb(&Catalog::Default(), &books);
-  cb.UseStore(store->get());
-  cb.Restore({}, 0);
-  UsageRecord a = Held("a", 0, 100), b = Held("b", 50, 150), c = Held("c", 60, 160);
-  b.job_id = 2;
-  c.job_id = 3;
-  cb.Add({a, a});  // one job's two GPUs on one node: identical records
-  const uint64_t after = cb.Added();
-  cb.Add({b});
-  cb.Add({c});
-  int64_t start = -1;
-  EXPECT_TRUE(cb.Records(&start).empty());    // the records are the store's
-  std::vector<UsageRecord> read = {a, a, b};  // a read that saw b's write but not c's
-  ASSERT_TRUE(cb.AddRecentTo(after, &read));
-  ASSERT_EQ(read.size(), 4u);
-  EXPECT_EQ(read.back().team, "c");
-  std::vector<UsageRecord> none;  // a read that saw nothing, begun before the first group
-  ASSERT_TRUE(cb.AddRecentTo(0, &none));
-  EXPECT_EQ(none.size(), 4u);
-  for (int i = 0; i < 5000; ++i) {
-    UsageRecord u = Held("d", i, i + 1);
-    u.job_id = 100 + i;
-    cb.Add({u});
+  const int64_t from = *ParseIsoUtc("2025-01-30T12:00:00Z"), to = *ParseIsoUtc("2025-03-02T00:00:00Z");
+  const std::vector<int64_t> cuts = cb.Cuts(from, to);
+  ASSERT_GE(cuts.size(), 4u);
+  EXPECT_EQ(cuts.front(), from);
+  EXPECT_EQ(cuts.back(), to);
+  EXPECT_NE(std::find(cuts.begin(), cuts.end(), *ParseIsoUtc("2025-02-01T00:00:00Z")), cuts.end());
+  EXPECT_NE(std::find(cuts.begin(), cuts.end(), *ParseIsoUtc("2025-03-01T00:00:00Z")), cuts.end());
+  EXPECT_TRUE(std::is_sorted(cuts.begin(), cuts.end()));
+  EXPECT_EQ(cb.Cuts(100, 200), (std::vector<int64_t>{100, 200}));
+}
+
+// Rows priced from the runs summed by the query's groups hold exactly the GPU-hours of the runs one by one,
+// and cost the same within a cent per run (each run is no longer rounded on its own).
+TEST(ChargebackTest, SummedRowsHoldWhatTheRunsHeld) {
+  auto cluster = LoadClusterYaml(kChargebackCluster, "test", Catalog::Default());
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  const std::vector<PriceBook> books = {PriceBook::Default()};
+  Chargeback cb(&Catalog::Default(), &books);
+  std::vector<UsageRecord> runs;
+  for (int i = 0; i < 60; ++i) {
+    UsageRecord u = Held(i % 3 ? "a" : "b", 37 * i, 37 * i + 17 + i);
+    u.job_id = i;
+    u.project = i % 2 ? "p" : "q";
+    runs.push_back(u);
   }
-  std::vector<UsageRecord> late;
-  EXPECT_FALSE(cb.AddRecentTo(after, &late));  // b's and c's groups are no longer kept
-  EXPECT_TRUE(cb.AddRecentTo(cb.Added(), &late));
-  EXPECT_TRUE(late.empty());
+  for (const char* group_by : {"team", "project", "job"}) {
+    UsageQuery q;
+    q.group_by = group_by;
+    q.from = 0;
+    q.to = 3000;
+    auto raw = cb.Ledger(q, runs, 0, *cluster, 3000);
+    auto summed = cb.Ledger(q, SumUsage(runs, cb.Cuts(0, 3000), SumKeyOf(q)), 0, *cluster, 3000);
+    ASSERT_TRUE(raw.ok() && summed.ok());
+    EXPECT_LT(summed->ledger.usage().size(), std::string(group_by) == "job" ? 61u : 5u);
+    auto r1 = cb.Rows(Caller{"admin", "", Role::kAdmin}, q, raw.value());
+    auto r2 = cb.Rows(Caller{"admin", "", Role::kAdmin}, q, summed.value());
+    ASSERT_TRUE(r1.ok() && r2.ok());
+    ASSERT_EQ(r1->size(), r2->size()) << group_by;
+    for (size_t i = 0; i < r1->size(); ++i) {
+      const UsageRow &x = r1.value()[i], &y = r2.value()[i];
+      EXPECT_EQ(std::tie(x.team, x.project, x.job, x.idle), std::tie(y.team, y.project, y.job, y.idle));
+      EXPECT_NEAR(x.gpu_hours, y.gpu_hours, 1e-12) << group_by << " " << x.team;
+      EXPECT_NEAR(x.cost, y.cost, 0.01 * 60) << group_by << " " << x.team;
+    }
+  }
 }
 
 }  // namespace

@@ -350,10 +350,10 @@ TEST_F(ServiceTest, UsageIsPricedWithTheBookValidAtItsTime) {
   const double before_h = (cut - start) * 8 / 3600.0, after_h = 8 - before_h;
   EXPECT_NEAR(by_date["2024-12-31"].gpu_hours, before_h, 1e-9);
   EXPECT_NEAR(by_date["2025-07-01"].gpu_hours, after_h, 1e-9);
-  // One usage record per GPU, each rounded to the cent half up: 8 x round(0.5 h x price).
+  // The eight GPUs' records summed per book's window, each sum rounded to the cent half up once.
   auto cents = [](double usd) { return std::floor(usd * 100 + 0.5) / 100; };
-  EXPECT_NEAR(by_date["2024-12-31"].cost, 8 * cents(before_h / 8 * 12.29), 1e-9);  // the 2024 list price
-  EXPECT_NEAR(by_date["2025-07-01"].cost, 8 * cents(after_h / 8 * 6.7595), 1e-9);  // after the cut
+  EXPECT_NEAR(by_date["2024-12-31"].cost, cents(before_h * 12.29), 1e-9);  // the 2024 list price
+  EXPECT_NEAR(by_date["2025-07-01"].cost, cents(after_h * 6.7595), 1e-9);  // after the cut
   auto csv = svc_->UsageFocusCsv(admin_, UsageQuery{start, start + 3600, "team"});
   ASSERT_TRUE(csv.ok()) << csv.error().message;
   EXPECT_NE(csv.value().find(",2024-12-31"), std::string::npos);

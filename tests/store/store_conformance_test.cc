@@ -15,7 +15,9 @@
 #include <atomic>
 #include <filesystem>
 #include <future>
+#include <random>
 #include <thread>
+#include <tuple>
 
 #include "service/manual_clock.h"
 #include "service/service.h"
@@ -475,22 +477,31 @@ TYPED_TEST(StoreConformance, ReadsUsageByIntervalAndKeysOneByOne) {
   b.keys.push_back({"ana", "k-1", "hash-1", 10});
   b.keys.push_back({"bo", "k-2", "hash-2", 11});
   ASSERT_TRUE(s->WriteAndWait(std::move(b)).ok());
-  auto ids = [&](int64_t from, int64_t to) {
-    auto r = s->ReadUsage(from, to);
+  auto ids = [&](int64_t from, int64_t to, int64_t after = 0, int64_t through = -1) {
+    auto r = s->ReadUsage(UsageRead{from, to, after, through});
     EXPECT_TRUE(r.ok()) << r.error();
     std::vector<int64_t> out;
     if (r.ok())
-      for (const UsageRecord& u : *r) out.push_back(u.job_id);
+      for (const UsageRecord& u : r->records) out.push_back(u.job_id);
     return out;
   };
   EXPECT_EQ(ids(0, 1000), (std::vector<int64_t>{10, 11, 12, 13, 14}));
   EXPECT_EQ(ids(100, 200), (std::vector<int64_t>{10, 12}));  // [50, 100) and [200, 300) only touch it
   EXPECT_EQ(ids(199, 201), (std::vector<int64_t>{10, 14}));
   EXPECT_EQ(ids(400, 500), (std::vector<int64_t>{}));
-  auto all = s->ReadUsage(0, 1000);
+  auto all = s->ReadUsage(UsageRead{0, 1000});
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ((*all)[3].node, "node-3");
-  EXPECT_EQ((*all)[3].start_s, 300);
+  EXPECT_EQ(all->records[3].node, "node-3");
+  EXPECT_EQ(all->records[3].start_s, 300);
+  // The records written after a read's last number are those a read from there gets, and only those.
+  UsageRecord more = all->records[0];
+  more.job_id = 20;
+  WriteBatch next;
+  next.usage.push_back(more);
+  ASSERT_TRUE(s->WriteAndWait(std::move(next)).ok());
+  EXPECT_EQ(ids(0, 1000, all->last_seq), (std::vector<int64_t>{20}));
+  EXPECT_EQ(ids(0, 1000, 0, all->last_seq), (std::vector<int64_t>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(ids(0, 1000, all->last_seq, all->last_seq), (std::vector<int64_t>{}));
   auto k = s->FindKey("ana", "k-1");
   ASSERT_TRUE(k.ok()) << k.error();
   ASSERT_TRUE(k->has_value());
@@ -523,8 +534,59 @@ TYPED_TEST(StoreConformance, ReadsUsageByIntervalAndKeysOneByOne) {
   EXPECT_TRUE(l->keys.empty());
   auto full = s->Load();
   ASSERT_TRUE(full.ok());
-  EXPECT_EQ(full->usage.size(), 5u);
+  EXPECT_EQ(full->usage.size(), 6u);
   EXPECT_EQ(full->keys.size(), 3u);
+}
+
+// A summed read is what SumUsage makes of the records it covers, for any cuts and grouping: random
+// records (fixed seed) of a few teams, projects, jobs, nodes and shares, some with lost time, some of zero
+// length, some across a cut.
+TYPED_TEST(StoreConformance, SummedUsageReadsSumAsSumUsageDoes) {
+  auto s = this->Open();
+  ASSERT_NE(s, nullptr);
+  std::mt19937_64 rng(7);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  std::vector<UsageRecord> written;
+  WriteBatch b;
+  for (int i = 0; i < 400; ++i) {
+    UsageRecord u;
+    u.job_id = pick(1, 40);
+    u.team = "team-" + std::to_string(u.job_id % 3);
+    u.project = "p" + std::to_string(u.job_id % 5);
+    u.queue = "q";
+    u.gpu_kind = pick(0, 1) ? "h100-80gb" : "a100-80gb";
+    u.tier = pick(0, 1) ? Tier::kOnDemand : Tier::kSpot;
+    u.pool = pick(0, 1) ? "" : "pool-a";
+    u.node = "node-" + std::to_string(pick(0, 3));
+    u.compute_milli = pick(0, 1) ? 1000 : 143;
+    u.memory_milli = u.compute_milli == 1000 ? 1000 : 125;
+    u.start_s = pick(0, 10000);
+    u.end_s = u.start_s + (pick(0, 9) == 0 ? 0 : pick(1, 3000));
+    u.lost_s = pick(0, 2) == 0 ? pick(0, u.end_s - u.start_s) : 0;
+    u.usd_per_gpu_hour = 2.5;
+    written.push_back(u);
+    b.usage.push_back(u);
+  }
+  ASSERT_TRUE(s->WriteAndWait(std::move(b)).ok());
+  const std::vector<std::vector<int64_t>> cut_sets = {{0, 13000}, {1000, 4000, 4001, 9000}, {2500, 2600}};
+  for (const auto& cuts : cut_sets)
+    for (UsageSumKey key : {UsageSumKey{false, false}, UsageSumKey{true, false}, UsageSumKey{true, true}}) {
+      UsageRead read{cuts.front(), cuts.back(), 0, -1, cuts, key};
+      auto got = s->ReadUsage(read);
+      ASSERT_TRUE(got.ok()) << got.error();
+      const std::vector<UsageRecord> want = SumUsage(written, cuts, key);
+      ASSERT_EQ(got->records.size(), want.size()) << cuts.size() << " cuts";
+      ASSERT_FALSE(want.empty());
+      for (size_t i = 0; i < want.size(); ++i) {
+        const UsageRecord &g = got->records[i], &w = want[i];
+        EXPECT_EQ(std::tie(g.team, g.project, g.job_id, g.gpu_kind, g.pool, g.node),
+                  std::tie(w.team, w.project, w.job_id, w.gpu_kind, w.pool, w.node));
+        EXPECT_EQ(g.tier, w.tier);
+        EXPECT_EQ(std::tie(g.compute_milli, g.memory_milli, g.start_s, g.end_s, g.held_s, g.lost_s),
+                  std::tie(w.compute_milli, w.memory_milli, w.start_s, w.end_s, w.held_s, w.lost_s))
+            << "group " << i << " of " << g.team << "/" << g.node;
+      }
+    }
 }
 
 TYPED_TEST(StoreConformance, ASchemaNewerThanTheBinaryIsRefused) {
