@@ -67,6 +67,10 @@ INSERT INTO leader_lease VALUES ('leader', '', '', 0, '-infinity');
 CREATE INDEX jobs_by_state ON jobs (state);
 CREATE INDEX jobs_by_finished ON jobs (finished_at, id);
 )sql",
+    // 4: usage reads of an interval, by the records' end (a recent interval reads the recent records).
+    R"sql(
+CREATE INDEX usage_by_end ON usage (end_s);
+)sql",
 };
 constexpr int kPgSchemaVersion = static_cast<int>(sizeof(kPgMigrations) / sizeof(kPgMigrations[0]));
 constexpr const char* kIdleTimeout = "SET idle_in_transaction_session_timeout = '1s'";

@@ -76,6 +76,10 @@ CREATE INDEX audit_by_target ON audit (target);
 CREATE INDEX jobs_by_state ON jobs (state);
 CREATE INDEX jobs_by_finished ON jobs (finished_at, id);
 )sql",
+    // 5: usage reads of an interval, by the records' end (a recent interval reads the recent records).
+    R"sql(
+CREATE INDEX usage_by_end ON usage (end_s);
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
 

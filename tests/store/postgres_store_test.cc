@@ -41,7 +41,7 @@ TEST(PostgresStore, ReplicasOpeningAnEmptyDatabaseAtOnceAllSucceed) {
   for (int i = 0; i < 4; ++i)
     threads.emplace_back([&, i] {
       auto s = OpenPostgresStore(uri);
-      if (s.ok() && (*s)->schema_version() == 3) ++ok;
+      if (s.ok() && (*s)->schema_version() == 4) ++ok;
       if (!s.ok()) errors[i] = s.error();
     });
   for (auto& t : threads) t.join();
