@@ -21,6 +21,7 @@
 #include "client/api_client.h"
 #include "client/load.h"
 #include "client/soak.h"
+#include "store/local_postgres.h"
 
 namespace tessera::cli {
 namespace {
@@ -104,10 +105,13 @@ Status SoakRun::Setup() {
          "nvswitch, spine: s, tier: reserved}\nnodes:\n  - {name: node, count: 32, leaf: leaf-0}\n";
   std::string uri = o_.store;
   if (uri.empty()) {
-    auto pg = LocalPostgres::Start();
-    if (!pg.ok()) return pg.status();
+    LocalPostgresOptions po;
+    po.folder_prefix = "tessera-soak-pg";
+    auto pg = LocalPostgres::Start(po);
+    if (!pg.ok()) return Status::Error(pg.error() + ", or pass --store URI");
     pg_ = std::move(pg).value();
-    uri = pg_->Uri();
+    if (Status st = pg_->Sql("CREATE DATABASE tessera"); !st.ok()) return st;
+    uri = pg_->Uri("tessera");
   }
   if (Status st = StartReplicas(uri); !st.ok()) return st;
   if (Leader(60) < 0) return Status::Error("no replica leads within 60 s (logs in " + dir_ + ")");

@@ -1,4 +1,4 @@
-// LocalPostgres and SoakReplica (soak_fleet.h).
+// SoakReplica (soak_fleet.h).
 #include "cli/soak_fleet.h"
 
 #include <arpa/inet.h>
@@ -6,17 +6,14 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <netinet/in.h>
-#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -42,23 +39,6 @@ pid_t SpawnLogged(const std::vector<std::string>& args, const std::string& log) 
   return rc == 0 ? pid : -1;
 }
 
-// The folder with initdb, pg_ctl and createdb: the newest /usr/lib/postgresql/N/bin, else PATH's.
-std::string PostgresBinDir() {
-  std::vector<std::filesystem::path> dirs;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/usr/lib/postgresql", ec))
-    if (std::filesystem::exists(e.path() / "bin" / "initdb")) dirs.push_back(e.path() / "bin");
-  std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) {
-    return std::atoi(a.parent_path().filename().c_str()) < std::atoi(b.parent_path().filename().c_str());
-  });
-  if (!dirs.empty()) return dirs.back().string();
-  for (const char* d : {"/usr/local/bin", "/usr/bin"})
-    if (std::filesystem::exists(std::string(d) + "/initdb") &&
-        std::filesystem::exists(std::string(d) + "/pg_ctl"))
-      return d;
-  return "";
-}
-
 }  // namespace
 
 int SoakFreePort() {
@@ -73,59 +53,6 @@ int SoakFreePort() {
     port = ntohs(a.sin_port);
   if (fd >= 0) close(fd);
   return port;
-}
-
-Status LocalPostgres::Run(std::vector<std::string> argv) const {
-  if (root_) argv.insert(argv.begin(), {"runuser", "-u", "postgres", "--"});
-  const pid_t pid = SpawnLogged(argv, dir_ + "/setup.log");
-  if (pid < 0) return Status::Error("cannot run " + argv[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
-  return Status::Error(fmt::format("{} failed (see {}/setup.log)", argv[root_ ? 4 : 0], dir_));
-}
-
-Result<std::unique_ptr<LocalPostgres>> LocalPostgres::Start() {
-  std::unique_ptr<LocalPostgres> pg(new LocalPostgres());
-  pg->bin_ = PostgresBinDir();
-  if (pg->bin_.empty())
-    return Status::Error(
-        "PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian's `postgresql` "
-        "package (scripts/install-deps.sh), or pass --store URI");
-  pg->root_ = geteuid() == 0;
-  const passwd* pw = pg->root_ ? getpwnam("postgres") : nullptr;
-  if (pg->root_ && pw == nullptr) return Status::Error("running as root, but there is no user `postgres`");
-  char tmpl[] = "/tmp/tessera-soak-pg-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return Status::Error("cannot create a temporary folder");
-  pg->dir_ = tmpl;
-  pg->sock_ = pg->dir_ + "/sock";
-  std::filesystem::create_directory(pg->sock_);
-  std::ofstream(pg->dir_ + "/setup.log").flush();
-  if (pg->root_)
-    for (const std::string& p : {pg->dir_, pg->sock_, pg->dir_ + "/setup.log"})
-      if (chown(p.c_str(), pw->pw_uid, pw->pw_gid) != 0)
-        return Status::Error("cannot hand " + p + " to postgres");
-  const std::string data = pg->dir_ + "/data";
-  if (Status st = pg->Run(
-          {pg->bin_ + "/initdb", "-D", data, "-U", "tessera", "-A", "trust", "-E", "UTF8", "--no-sync"});
-      !st.ok())
-    return st;
-  const std::string opts =
-      "-c listen_addresses='' -c unix_socket_directories='" + pg->sock_ + "' -c max_connections=200";
-  if (Status st = pg->Run({pg->bin_ + "/pg_ctl", "-D", data, "-l", pg->dir_ + "/server.log", "-w", "-t", "60",
-                           "-o", opts, "start"});
-      !st.ok())
-    return st;
-  pg->started_ = true;
-  if (Status st = pg->Run({pg->bin_ + "/createdb", "-h", pg->sock_, "-U", "tessera", "tessera"}); !st.ok())
-    return st;
-  return pg;
-}
-
-LocalPostgres::~LocalPostgres() {
-  if (started_) (void)Run({bin_ + "/pg_ctl", "-D", dir_ + "/data", "-m", "immediate", "-w", "stop"});
-  std::error_code ec;
-  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
 }
 
 SoakReplica::SoakReplica(std::vector<std::string> args, int port, std::string log)

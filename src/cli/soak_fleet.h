@@ -1,33 +1,15 @@
 #pragma once
-// The processes of `tessera bench soak`: a private PostgreSQL server (initdb into a temporary folder, a
-// Unix socket there only, as the unprivileged `postgres` user when run as root) and the `tessera serve`
-// replicas on it, each started, killed and started again on its own port.
+// The replica processes of `tessera bench soak`: `tessera serve` on a private PostgreSQL server
+// (store/local_postgres.h), each started, killed and started again on its own port.
 
 #include <sys/types.h>
 
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 
 namespace tessera::cli {
-
-class LocalPostgres {
- public:
-  // Starts a server in a new temporary folder and creates database `tessera`.
-  static Result<std::unique_ptr<LocalPostgres>> Start();
-  ~LocalPostgres();  // stops the server (immediate) and removes the folder
-  LocalPostgres(const LocalPostgres&) = delete;
-  LocalPostgres& operator=(const LocalPostgres&) = delete;
-  std::string Uri() const { return "postgresql://tessera@localhost/tessera?host=" + sock_; }
-
- private:
-  LocalPostgres() = default;
-  Status Run(std::vector<std::string> argv) const;  // as `postgres` when root; output to setup.log
-  std::string bin_, dir_, sock_;
-  bool root_ = false, started_ = false;
-};
 
 // One `tessera serve --store` replica on a fixed loopback port, its output appended to `log`.
 class SoakReplica {
