@@ -40,17 +40,31 @@ void JobAndNodeGauges(const Service& s, const Snapshot& snap, std::string* o) {
   for (const auto& [st, n] : by_state) *o += fmt::format("tessera_nodes{{state=\"{}\"}} {}\n", st, n);
 }
 
-// The cycle-duration histogram and the event counters.
+// Histogram `h` as Prometheus text: buckets, sum and count of series `name` with `labels` (may be empty).
+template <size_t N>
+void Histogram(const DurationHistogram<N>& h, const std::string& name, const std::string& labels,
+               std::string* o) {
+  uint64_t cum = 0;
+  const std::string sep = labels.empty() ? "" : ",";
+  for (size_t b = 0; b <= N; ++b) {
+    cum += h.bucket[b].load();
+    const std::string le = b < N ? fmt::format("{}", h.bounds[b]) : "+Inf";
+    *o += fmt::format("{}_bucket{{{}{}le=\"{}\"}} {}\n", name, labels, sep, le, cum);
+  }
+  const std::string braces = labels.empty() ? "" : "{" + labels + "}";
+  *o += fmt::format("{}_sum{} {:.6f}\n", name, braces, h.sum_us.load() / 1e6);
+  *o += fmt::format("{}_count{} {}\n", name, braces, cum);
+}
+
+// The cycle's histograms and the event counters.
 void CycleAndCounters(const Counters& c, std::string* o) {
   Head(o, "tessera_cycle_duration_seconds", "histogram", "Duration of one scheduling cycle.");
-  uint64_t cum = 0;
-  for (int b = 0; b <= Counters::kNumBuckets; ++b) {
-    cum += c.cycle_bucket[b].load();
-    const std::string le = b < Counters::kNumBuckets ? fmt::format("{}", Counters::kCycleBuckets[b]) : "+Inf";
-    *o += fmt::format("tessera_cycle_duration_seconds_bucket{{le=\"{}\"}} {}\n", le, cum);
-  }
-  *o += fmt::format("tessera_cycle_duration_seconds_sum {:.6f}\n", c.cycle_sum_us.load() / 1e6);
-  *o += fmt::format("tessera_cycle_duration_seconds_count {}\n", cum);
+  Histogram(c.cycle, "tessera_cycle_duration_seconds", "", o);
+  Head(o, "tessera_cycle_lock_held_seconds", "histogram",
+       "How long a cycle held the lock requests wait for: building its input (phase input, once a cycle) or "
+       "applying a slice of its plan (phase apply).");
+  Histogram(c.lock_input, "tessera_cycle_lock_held_seconds", "phase=\"input\"", o);
+  Histogram(c.lock_apply, "tessera_cycle_lock_held_seconds", "phase=\"apply\"", o);
   const std::pair<const char*, const char*> simple[] = {
       {"tessera_placements_total", "Jobs placed (bound to GPUs)."},
       {"tessera_preemptions_total", "Running jobs preempted."},

@@ -19,6 +19,10 @@
 namespace tessera {
 namespace {
 
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 std::vector<TaskPlacement> WithoutFlags(std::vector<TaskPlacement> tasks) {
   for (TaskPlacement& t : tasks)
     for (GpuGrant& g : t.gpus) {
@@ -450,7 +454,9 @@ int ServiceDriver::CycleAt(int64_t now, bool paced) {
   std::unique_ptr<ClusterState>& working = cycle_working_;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const auto held = std::chrono::steady_clock::now();
     BuildInputLocked(now, &working, &in);
+    counters_.lock_input.Observe(SecondsSince(held));
   }
   Plan plan = DecideInBackground(in);
   std::shared_ptr<Snapshot> snap;
@@ -469,6 +475,7 @@ int ServiceDriver::CycleAt(int64_t now, bool paced) {
     bool wrote = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      const auto held = std::chrono::steady_clock::now();
       Fx fx;
       fx.plan = &part;
       fx_ = &fx;
@@ -477,6 +484,7 @@ int ServiceDriver::CycleAt(int64_t now, bool paced) {
       wrote = !fx.changed.empty();
       FlushLocked(&fx, now, wrote || (last && ++cycle_seq_ % 16 == 0));
       if (last) snap = BeginSnapshotLocked(&plan, now, &snap_jobs);
+      counters_.lock_apply.Observe(SecondsSince(held));
     }
     outbox_->Flush();  // the slice's launches and stops, without the lock
     if (wrote && !last) {
@@ -492,13 +500,9 @@ int ServiceDriver::CycleAt(int64_t now, bool paced) {
     }
   }
   FinishSnapshot(std::move(snap), &plan, snap_jobs);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   counters_.cycles.fetch_add(1, std::memory_order_relaxed);
   ready_.store(true);
-  counters_.cycle_sum_us.fetch_add(static_cast<uint64_t>(s * 1e6), std::memory_order_relaxed);
-  int bucket = 0;
-  while (bucket < Counters::kNumBuckets && s > Counters::kCycleBuckets[bucket]) ++bucket;
-  counters_.cycle_bucket[bucket].fetch_add(1, std::memory_order_relaxed);
+  counters_.cycle.Observe(SecondsSince(t0));
   return binds;
 }
 

@@ -26,10 +26,12 @@
 // Thread safety: every public method may be called from any thread.
 
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,14 +77,32 @@ uint64_t NodesSignature(const Snapshot& s);
 void StabiliseEstimate(const JobRecord& j, int64_t still_needed, const Snapshot& snap, const Snapshot* old,
                        PendingInfo* info);
 
+// A histogram of durations in seconds: counts per upper bound (`bounds`, then +Inf) and the sum. Lock-free.
+template <size_t N>
+struct DurationHistogram {
+  explicit constexpr DurationHistogram(const double (&b)[N]) : bounds(b) {}
+  void Observe(double s) {
+    size_t k = 0;
+    while (k < N && s > bounds[k]) ++k;
+    bucket[k].fetch_add(1, std::memory_order_relaxed);
+    sum_us.fetch_add(static_cast<uint64_t>(std::llround(s * 1e6)), std::memory_order_relaxed);
+  }
+  static constexpr size_t kNumBuckets = N;
+  const double (&bounds)[N];
+  std::atomic<uint64_t> bucket[N + 1] = {};
+  std::atomic<uint64_t> sum_us{0};
+};
+
 struct Counters {
   std::atomic<uint64_t> cycles{0}, placements{0}, preemptions{0}, mig_repartitions{0}, submissions{0},
       finished{0}, failed{0}, cancelled{0};
-  // Cycle duration histogram (seconds): counts per upper bound in kCycleBuckets, plus +Inf.
   static constexpr double kCycleBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
-  static constexpr int kNumBuckets = sizeof(kCycleBuckets) / sizeof(kCycleBuckets[0]);
-  std::atomic<uint64_t> cycle_bucket[kNumBuckets + 1] = {};
-  std::atomic<uint64_t> cycle_sum_us{0};
+  static constexpr double kLockBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                            0.005,  0.01,    0.025,  0.05,  0.1};
+  DurationHistogram<std::size(kCycleBuckets)> cycle{kCycleBuckets};
+  // How long a cycle holds the service lock that requests wait for: building its input (one hold per cycle)
+  // and applying its plan (one hold per slice).
+  DurationHistogram<std::size(kLockBuckets)> lock_input{kLockBuckets}, lock_apply{kLockBuckets};
 };
 
 struct ServiceConfig {
