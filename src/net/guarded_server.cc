@@ -20,33 +20,12 @@
 #include <string_view>
 #include <thread>
 
-#include "base/thread_priority.h"
+#include "net/worker_pool.h"
 
 namespace tessera {
 namespace {
 
 thread_local RequestGuard* current_guard = nullptr;
-thread_local double accepted_at = 0;  // steady seconds the connection being served was accepted (0: unknown)
-
-// httplib's pool: workers lower their own CPU priority by `nice` before their first connection, and each
-// connection carries the time it was accepted (queued), so its first request's deadline counts the wait.
-class WorkerPool final : public httplib::ThreadPool {
- public:
-  WorkerPool(size_t threads, int nice) : httplib::ThreadPool(threads), nice_(nice) {}
-  void enqueue(std::function<void()> fn) override {
-    httplib::ThreadPool::enqueue([nice = nice_, queued = SteadyNow(), fn = std::move(fn)] {
-      thread_local bool lowered = false;
-      if (!lowered && nice > 0) LowerThreadPriority(nice);
-      lowered = true;
-      accepted_at = queued;
-      fn();
-      accepted_at = 0;
-    });
-  }
-
- private:
-  int nice_;
-};
 
 // Address and port of a socket's peer (`peer`) or its own end.
 void Endpoint(int fd, bool peer, std::string& ip, int& port) {
@@ -432,7 +411,7 @@ void GuardedServer::Stop() {
 }
 
 void GuardedServer::UseWorkers(size_t threads, int nice) {
-  new_task_queue = [threads, nice] { return new WorkerPool(threads, nice); };
+  new_task_queue = [threads, nice] { return new WorkerPool(threads, nice); };  // worker_pool.h
 }
 
 int GuardedServer::ErrorStatus(int status) {
@@ -486,7 +465,9 @@ bool GuardedServer::ServeConnection(socket_t sock, SSL* ssl, RequestGuard& guard
     }
     // The first request's deadline runs from the connection's start, later ones from their first byte.
     const double now = SteadyNow();
-    const double start = count == keep_alive_max_count_ && accepted_at > 0 ? std::min(now, accepted_at) : now;
+    const double start = count == keep_alive_max_count_ && WorkerPool::QueuedAt() > 0
+                             ? std::min(now, WorkerPool::QueuedAt())
+                             : now;
     guard.Reset(start + limits_.request_deadline_s);
     bool closed = false;
     ret = process_request(strm, count == 1, closed, nullptr);
@@ -528,7 +509,8 @@ bool GuardedServer::ServeTls(socket_t sock, RequestGuard& guard) {
   ::fcntl(sock, F_SETFL, ::fcntl(sock, F_GETFL) | O_NONBLOCK);
   std::unique_ptr<SSL, void (*)(SSL*)> ssl(SSL_new(ctx_), SSL_free);
   if (!ssl || SSL_set_fd(ssl.get(), sock) != 1) return false;
-  const double start = accepted_at > 0 ? std::min(SteadyNow(), accepted_at) : SteadyNow();
+  const double start =
+      WorkerPool::QueuedAt() > 0 ? std::min(SteadyNow(), WorkerPool::QueuedAt()) : SteadyNow();
   const bool ok = TlsAccept(ssl.get(), sock, start + limits_.request_deadline_s);
   ERR_clear_error();  // OpenSSL's error queue is per thread: leave nothing for the next connection
   if (!ok) return false;

@@ -551,8 +551,8 @@ TYPED_TEST(StoreConformance, SummedUsageReadsSumAsSumUsageDoes) {
   for (int i = 0; i < 400; ++i) {
     UsageRecord u;
     u.job_id = pick(1, 40);
-    u.team = "team-" + std::to_string(u.job_id % 3);
-    u.project = "p" + std::to_string(u.job_id % 5);
+    u.team = fmt::format("team-{}", u.job_id % 3);
+    u.project = fmt::format("p{}", u.job_id % 5);
     u.queue = "q";
     u.gpu_kind = pick(0, 1) ? "h100-80gb" : "a100-80gb";
     u.tier = pick(0, 1) ? Tier::kOnDemand : Tier::kSpot;
