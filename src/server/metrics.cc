@@ -34,6 +34,9 @@ void JobAndNodeGauges(const Service& s, const Snapshot& snap, std::string* o) {
   Head(o, "tessera_running_jobs", "gauge", "Jobs running, per team.");
   for (const auto& [team, pr] : s.JobCountsByTeam())
     *o += fmt::format("tessera_running_jobs{{team=\"{}\"}} {}\n", Esc(team), pr.second);
+  Head(o, "tessera_jobs_in_memory", "gauge",
+       "Jobs this process holds in memory: the live ones and the --retain-ended most recently ended.");
+  *o += fmt::format("tessera_jobs_in_memory {}\n", s.JobsInMemory());
   Head(o, "tessera_nodes", "gauge", "Nodes of the cluster, per state (ready, cordoned, draining, drained, unhealthy).");
   std::map<std::string, int64_t> by_state = {{"ready", 0}, {"cordoned", 0}, {"draining", 0}, {"drained", 0}, {"unhealthy", 0}};
   for (const NodeSummary& n : snap.summary->nodes) ++by_state[n.state];

@@ -94,13 +94,14 @@ TEST_F(ServerTest, AuthErrorsAndSigterm) {
   EXPECT_NE(metrics->body.find("tessera_cycle_duration_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
   // Every cycle holds the lock once to build its input and at least once to apply its plan.
   auto count = [&](const std::string& series) {
-    const size_t at = metrics->body.find(series + " ");
-    return at == std::string::npos ? -1 : std::stoll(metrics->body.substr(at + series.size() + 1));
+    const size_t at = metrics->body.find("\n" + series + " ");  // a sample line, not its # HELP
+    return at == std::string::npos ? -1 : std::stoll(metrics->body.substr(at + series.size() + 2));
   };
   const int64_t cycles = count("tessera_cycle_duration_seconds_count");
   EXPECT_GE(cycles, 0);
   EXPECT_GE(count("tessera_cycle_lock_held_seconds_count{phase=\"input\"}"), cycles);
   EXPECT_GE(count("tessera_cycle_lock_held_seconds_count{phase=\"apply\"}"), cycles);
+  EXPECT_GE(count("tessera_jobs_in_memory"), 1);  // job "a"
   EXPECT_NE(metrics->body.find("tessera_cycle_lock_held_seconds_bucket{phase=\"apply\",le=\"0.0001\"}"),
             std::string::npos);
   // Request threads run two nice levels below the store's writer, which every submission waits for.
