@@ -7,6 +7,8 @@
 // variable wakes the longest waiter), so a replica that had served a few thousand short connections held
 // every one of its hundreds of workers' memory (docs/high-availability.md).
 //
+// A worker hands its allocator cache back after each task (tcmalloc's MarkThreadIdle, where linked), so
+// that the caches of workers that served connections do not each grow toward the allocator's total.
 // Each worker lowers its own CPU priority by `nice` before its first task (Linux: per thread). A task can
 // ask when it was enqueued (QueuedAt: a connection's wait for a worker counts toward its deadline).
 // Thread safety: enqueue and shutdown from any thread.
