@@ -2,12 +2,10 @@
 #include "cli/soak_fleet.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,28 +16,9 @@
 #include <sstream>
 #include <thread>
 
-extern char** environ;
+#include "base/spawn.h"
 
 namespace tessera::cli {
-namespace {
-
-// Spawns argv with stdout and stderr appended to `log`; the child's pid, or -1.
-pid_t SpawnLogged(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  for (std::string& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  return rc == 0 ? pid : -1;
-}
-
-}  // namespace
 
 int SoakFreePort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -1,11 +1,9 @@
 // LocalPostgres (local_postgres.h).
 #include "store/local_postgres.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <libpq-fe.h>
 #include <pwd.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
-extern char** environ;
+#include "base/spawn.h"
 
 namespace tessera {
 namespace {
@@ -40,19 +38,10 @@ std::string PostgresBinDir() {
 
 Status LocalPostgres::Run(std::vector<std::string> argv) const {
   if (root_) argv.insert(argv.begin(), {"runuser", "-u", "postgres", "--"});
-  std::vector<char*> args;
-  for (std::string& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
   const std::string log = dir_ + "/setup.log";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
   const std::string what = argv[root_ ? 4 : 0];
-  if (rc != 0) return Status::Error("cannot run " + what);
+  const pid_t pid = SpawnLogged(argv, log);
+  if (pid < 0) return Status::Error("cannot run " + what);
   int status = 0;
   waitpid(pid, &status, 0);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
