@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <system_error>
 #include <utility>
 
 #include "base/thread_priority.h"
@@ -42,10 +43,14 @@ void WorkerPool::enqueue(std::function<void()> fn) {
     return;
   }
   if (workers_.size() < max_threads_ && !shutdown_) {
-    workers_.push_back(std::make_unique<Worker>());
-    Worker* w = workers_.back().get();
-    w->thread = std::thread([this, w, first = std::move(t)]() mutable { Run(w, std::move(first)); });
-    return;
+    auto w = std::make_unique<Worker>();
+    try {
+      w->thread = std::thread([this, w = w.get(), first = t]() mutable { Run(w, std::move(first)); });
+      workers_.push_back(std::move(w));
+      return;
+    } catch (const std::system_error&) {
+      // No thread to be had (a process or memory limit): the task waits for a running worker.
+    }
   }
   queue_.push_back(std::move(t));
 }
