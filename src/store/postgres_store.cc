@@ -285,10 +285,8 @@ class PgStore final : public PostgresStore {
     }
     const bool summed = !q.cuts.empty();
     const std::string sql = UsageReadSql(summed ? &q.key : nullptr, true);
-    // A plain read is one interval; a summed one a piece of the cuts at a time.
-    for (size_t k = 0; k + (summed ? 1 : 0) < std::max<size_t>(q.cuts.size(), 1); ++k) {
-      PgResult r = conn_.Query(sql, {S(summed ? q.cuts[k] : q.from), S(summed ? q.cuts[k + 1] : q.to),
-                                     S(q.after_seq), S(out.last_seq)});
+    for (const auto& [lo, hi] : UsageReadSpans(q)) {
+      PgResult r = conn_.Query(sql, {S(lo), S(hi), S(q.after_seq), S(out.last_seq)});
       if (!r.ok()) return Status::Error(conn_.name() + ": " + r.error());
       for (int i = 0; i < r.rows(); ++i) {
         if (!summed)

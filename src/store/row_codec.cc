@@ -116,6 +116,13 @@ std::string LoadedJobsCondition(const LoadLimits& limits) {
       limits.retain_ended);
 }
 
+std::vector<std::pair<int64_t, int64_t>> UsageReadSpans(const UsageRead& q) {
+  if (q.cuts.empty()) return {{q.from, q.to}};
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (size_t k = 0; k + 1 < q.cuts.size(); ++k) spans.emplace_back(q.cuts[k], q.cuts[k + 1]);
+  return spans;
+}
+
 std::string UsageReadSql(const UsageSumKey* key, bool postgres) {
   const char* seq = postgres ? "seq > $3 AND seq <= $4" : "seq > ?3 AND seq <= ?4";
   if (key == nullptr) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -38,6 +39,9 @@ inline constexpr const char* kUsageColumns =
 // read: one piece of the cuts), 3 after_seq, 4 through_seq. `key` null: a plain read, kUsageColumns in the
 // order written; else one piece summed as SumUsage sums it, columns as SummedUsageOf reads them.
 std::string UsageReadSql(const UsageSumKey* key, bool postgres);
+// The intervals a usage read runs its SQL over, in order: [from, to) for a plain read, each piece of the
+// cuts for a summed one.
+std::vector<std::pair<int64_t, int64_t>> UsageReadSpans(const UsageRead& q);
 // The last usage record's number, 0 when none.
 inline constexpr const char* kLastUsageSeqSql = "SELECT COALESCE(MAX(seq), 0) FROM usage";
 

@@ -398,11 +398,10 @@ class SqliteStore final : public Store {
     const bool summed = !r.cuts.empty();
     Stmt q;
     if (st.ok()) st = q.Prepare(db_, UsageReadSql(summed ? &r.key : nullptr, false).c_str());
-    // A plain read is one interval; a summed one a piece of the cuts at a time.
-    for (size_t k = 0; st.ok() && k + (summed ? 1 : 0) < std::max<size_t>(r.cuts.size(), 1); ++k) {
+    for (const auto& [lo, hi] : UsageReadSpans(r)) {
+      if (!st.ok()) break;
       q.Reset();
-      q.Bind(1, summed ? r.cuts[k] : r.from).Bind(2, summed ? r.cuts[k + 1] : r.to);
-      q.Bind(3, r.after_seq).Bind(4, out.last_seq);
+      q.Bind(1, lo).Bind(2, hi).Bind(3, r.after_seq).Bind(4, out.last_seq);
       while (q.Step()) {
         if (!summed)
           out.records.push_back(SqliteUsageOf(q));
