@@ -122,6 +122,25 @@ void ControlLoop::BuildInput(int64_t now, CycleInput* out) {
   in.running.resize(used);
 }
 
+namespace {
+
+// Capacity for n, every element written once (the pages mapped); the elements kept (moved).
+template <class T>
+void GrowTouched(std::vector<T>* v, size_t n) {
+  if (v->capacity() >= n) return;
+  std::vector<T> grown(n);
+  std::move(v->begin(), v->end(), grown.begin());
+  grown.resize(v->size());
+  v->swap(grown);
+}
+
+}  // namespace
+
+void ControlLoop::ReserveInput(CycleInput* in, size_t pending, size_t running) {
+  GrowTouched(&in->pending, pending);
+  GrowTouched(&in->running, running);
+}
+
 Plan ControlLoop::Decide(int64_t now, const Policy& policy) { return RunCycle(BuildInput(now), policy); }
 
 std::vector<Applied> ControlLoop::Apply(const Plan& plan, int64_t now, const Observer& observer) {

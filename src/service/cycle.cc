@@ -453,6 +453,17 @@ int ServiceDriver::CycleAt(int64_t now, bool paced) {
   CycleInput& in = cycle_in_;
   std::unique_ptr<ClusterState>& working = cycle_working_;
   {
+    size_t pending, holding;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending = loop_->jobs().pending().size();
+      holding = loop_->jobs().holding().size();
+    }
+    // Memory the input grows into is mapped here, not under the lock (ControlLoop::ReserveInput), with
+    // room for the jobs that arrive meanwhile.
+    ControlLoop::ReserveInput(&in, pending + pending / 4 + 256, holding + holding / 4 + 256);
+  }
+  {
     std::lock_guard<std::mutex> lock(mu_);
     const auto held = std::chrono::steady_clock::now();
     BuildInputLocked(now, &working, &in);
@@ -460,7 +471,8 @@ int ServiceDriver::CycleAt(int64_t now, bool paced) {
   }
   Plan plan = DecideInBackground(in);
   std::shared_ptr<Snapshot> snap;
-  std::vector<PendingRef> snap_jobs;
+  std::vector<PendingRef> snap_jobs(plan.pending.size());  // mapped before the lock, like the input
+  snap_jobs.clear();
   int binds = 0;
   // A large plan is applied in slices, the lock released between them, so that requests wait for one
   // slice at most; a slice ends only where no job has actions left further on (a job starts whole).

@@ -180,6 +180,37 @@ TEST_F(LoopTest, InputBuiltIntoAnEarlierOneEqualsAFreshOne) {
   EXPECT_EQ(reused.now_s, 300);
 }
 
+// ReserveInput grows an input's lists ahead of BuildInput (which then writes into them without growing),
+// keeps the running entries it moves, and never shrinks.
+TEST_F(LoopTest, ReservedInputIsBuiltWithoutGrowing) {
+  ControlLoop loop = MakeLoop(8);
+  std::vector<JobSlot> slots;
+  for (int i = 0; i < 3; ++i) {
+    slots.push_back(loop.Add(Job(1, 100, 100)));
+    loop.Submit(slots.back(), 0);
+  }
+  loop.Apply(loop.Decide(0, policy()), 0);
+  CycleInput in = loop.BuildInput(0);
+  ASSERT_EQ(in.running.size(), 3u);
+  const JobId first = in.running[0].id;
+  ControlLoop::ReserveInput(&in, 40, 30);
+  EXPECT_GE(in.pending.capacity(), 40u);
+  EXPECT_GE(in.running.capacity(), 30u);
+  ASSERT_EQ(in.running.size(), 3u);  // moved, not dropped
+  EXPECT_EQ(in.running[0].id, first);
+  EXPECT_EQ(in.running[0].tasks.size(), 1u);
+  for (int i = 0; i < 40; ++i) loop.Submit(loop.Add(Job(8, 100, 100)), 1);
+  const PendingJob* pending = in.pending.data();
+  const RunningJob* running = in.running.data();
+  loop.BuildInput(1, &in);
+  EXPECT_EQ(in.pending.size(), 40u);
+  EXPECT_EQ(in.pending.data(), pending);
+  EXPECT_EQ(in.running.data(), running);
+  ControlLoop::ReserveInput(&in, 1, 1);
+  EXPECT_EQ(in.pending.data(), pending);
+  EXPECT_EQ(in.pending.size(), 40u);
+}
+
 TEST_F(LoopTest, BindOfAJobNotPendingIsAConflict) {
   ControlLoop loop = MakeLoop(8);
   const JobSlot a = loop.Add(Job(4, 100, 500));
