@@ -46,24 +46,12 @@ uint64_t NodesSignature(const Snapshot& s) {
 }
 
 void ServiceDriver::QueueSignaturesLocked(Snapshot* snap) const {
-  const size_t nq = config_->tenancy.queues.size();
-  snap->queue_signature.assign(nq + 1, 0);  // the last entry: the live nodes
-  snap->queue_ends.assign(nq, {});
-  book_->ForEachCurrent([&](const JobRecord& j) {
-    if (Terminal(j.state) || j.queue < 0 || static_cast<size_t>(j.queue) >= nq) return;
-    snap->queue_signature[j.queue] = Mix(Mix(snap->queue_signature[j.queue], j.id), j.version);
-    if (j.state != JobState::kRunning || j.duration_s <= 0 || j.started_at < 0) return;
-    int64_t milli = 0;
-    for (const TaskPlacement& t : j.placements)
-      for (const GpuGrant& g : t.gpus) milli += g.milli;
-    snap->queue_ends[j.queue].push_back({j.started_at + j.duration_s, milli});
-  });
-  for (auto& e : snap->queue_ends) std::sort(e.begin(), e.end());
+  book_->QueueDigests(config_->tenancy.queues.size(), &snap->queue_signature, &snap->queue_ends);
   uint64_t nodes = 1;
   const ClusterState& state = loop_->state();
   for (NodeId n = 0; n < static_cast<NodeId>(state.cluster().nodes.size()); ++n)
     for (char c : NodeStateLocked(n)) nodes = Mix(nodes, static_cast<uint64_t>(c));
-  snap->queue_signature[nq] = nodes;
+  snap->queue_signature.push_back(nodes);  // the last entry: the live nodes
 }
 
 // The job's estimate in `info` (fresh from the cycle, `still_needed` GPU thousandths short of its queue

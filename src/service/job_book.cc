@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "base/random.h"
+
 namespace tessera {
 namespace {
 
@@ -216,7 +218,38 @@ void JobBook::SetCurrentLocked(Entry& e, JobPtr j) {
   };
   count(e.current, -1);
   count(j, 1);
+  if (e.current) DigestLocked(*e.current, -1);
+  if (j) DigestLocked(*j, 1);
   e.current = std::move(j);
+}
+
+void JobBook::DigestLocked(const JobRecord& v, int sign) {
+  if (Terminal(v.state) || v.queue < 0) return;
+  if (static_cast<size_t>(v.queue) >= queues_.size()) queues_.resize(static_cast<size_t>(v.queue) + 1);
+  QueueDigest& q = queues_[static_cast<size_t>(v.queue)];
+  const uint64_t digest = SplitMix64Mix(SplitMix64Mix(static_cast<uint64_t>(v.id)) ^ v.version);
+  q.signature += sign > 0 ? digest : -digest;
+  if (v.state != JobState::kRunning || v.duration_s <= 0 || v.started_at < 0) return;
+  int64_t milli = 0;
+  for (const TaskPlacement& t : v.placements)
+    for (const GpuGrant& g : t.gpus) milli += g.milli;
+  const std::pair<int64_t, int64_t> end{v.started_at + v.duration_s, milli};
+  if (sign > 0) {
+    q.ends.insert(end);
+  } else if (auto it = q.ends.find(end); it != q.ends.end()) {
+    q.ends.erase(it);
+  }
+}
+
+void JobBook::QueueDigests(size_t n, std::vector<uint64_t>* signatures,
+                           std::vector<std::vector<std::pair<int64_t, int64_t>>>* ends) const {
+  signatures->assign(n, 0);
+  ends->assign(n, {});
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (size_t i = 0; i < std::min(n, queues_.size()); ++i) {
+    (*signatures)[i] = queues_[i].signature;
+    (*ends)[i].assign(queues_[i].ends.begin(), queues_[i].ends.end());
+  }
 }
 
 std::map<std::string, std::pair<int64_t, int64_t>> JobBook::ActiveByTeam() const {

@@ -26,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_set>
@@ -122,6 +123,12 @@ class JobBook {
   // Per team, its jobs pending and running (latest versions), kept as versions change: a read of a few
   // entries under the shared lock, whatever the number of jobs ever submitted (/metrics).
   std::map<std::string, std::pair<int64_t, int64_t>> ActiveByTeam() const;
+  // Per queue 0..n-1 (JobRecord::queue), kept as versions change: a signature of its unfinished jobs'
+  // latest versions (it changes when one arrives, ends or gets a new version; 0 for none), and the declared
+  // ends of its running jobs that declared a duration, ascending (end, GPU thousandths held). A copy of a
+  // few entries per running job instead of a pass over every job in memory.
+  void QueueDigests(size_t n, std::vector<uint64_t>* signatures,
+                    std::vector<std::vector<std::pair<int64_t, int64_t>>>* ends) const;
 
  private:
   struct Entry {
@@ -142,8 +149,15 @@ class JobBook {
   // The first q.limit of `rows` in the order of `q` into `page` (`more` when rows are left).
   static void TakePage(const JobQuery& q, const Snapshot& snap, std::vector<std::pair<int64_t, JobPtr>>* rows,
                        JobPage* page);
-  // Entry `e`'s latest version becomes `j` (may be null): active_ follows. REQUIRES: mu_ held exclusively.
+  // Entry `e`'s latest version becomes `j` (may be null): active_ and queues_ follow. REQUIRES: mu_ held
+  // exclusively.
   void SetCurrentLocked(Entry& e, JobPtr j);
+  struct QueueDigest {
+    uint64_t signature = 0;  // the sum of JobDigest over the queue's unfinished jobs (mod 2^64)
+    std::multiset<std::pair<int64_t, int64_t>> ends;
+  };
+  // Adds (sign 1) or removes (-1) version `v`'s part in its queue's digest.
+  void DigestLocked(const JobRecord& v, int sign);
 
   std::atomic<uint64_t> versions_{1};
   mutable std::shared_mutex mu_;  // jobs_ and next_id_
@@ -153,6 +167,7 @@ class JobBook {
   int64_t retain_ended_ = -1;
   std::function<JobPtr(const JobRow&)> page_in_;
   std::map<std::string, std::pair<int64_t, int64_t>> active_;  // per team: (pending, running) of current
+  std::vector<QueueDigest> queues_;                            // by queue index, grown as jobs name one
   int64_t next_id_ = 1;
   mutable std::mutex idem_mu_;
   std::map<IdemKey, IdemEntry> idem_;

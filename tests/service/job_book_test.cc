@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -69,6 +71,61 @@ TEST(JobBook, ActiveCountsPerTeamFollowEveryVersion) {
   EXPECT_EQ(book.ActiveByTeam(), (Counts{{"a", {0, 1}}, {"b", {2, 0}}}));
   book.Commit({j5}, fresh, false);
   EXPECT_EQ(book.ActiveByTeam(), (Counts{{"a", {0, 1}}, {"b", {1, 0}}}));
+}
+
+// The queue digests kept as versions change equal those computed afresh from every job's latest version
+// (random versions of 60 jobs over 3 queues, fixed seed), and the signature of a queue changes with any
+// change to one of its unfinished jobs.
+TEST(JobBook, QueueDigestsFollowEveryVersion) {
+  JobBook book;
+  std::mt19937_64 rng(7);
+  std::map<int64_t, JobPtr> latest;
+  using Ends = std::vector<std::vector<std::pair<int64_t, int64_t>>>;
+  auto afresh = [&](std::vector<std::multiset<std::pair<int64_t, int64_t>>>* ends) {
+    ends->assign(3, {});
+    for (const auto& [id, j] : latest)
+      if (j && j->state == JobState::kRunning && j->duration_s > 0 && j->started_at >= 0)
+        (*ends)[j->queue].insert({j->started_at + j->duration_s, j->placements[0].gpus[0].milli});
+  };
+  const JobState states[] = {JobState::kPending, JobState::kRunning, JobState::kSucceeded,
+                             JobState::kCancelled};
+  std::vector<uint64_t> previous;
+  for (int step = 0; step < 400; ++step) {
+    const int64_t id = 1 + static_cast<int64_t>(rng() % 60);
+    auto j = std::make_shared<JobRecord>(*Version(id, book.NextVersion(), "a", states[rng() % 4]));
+    j->queue = static_cast<int>(id % 3);
+    j->duration_s = static_cast<int64_t>(rng() % 3) * 100;  // 0: none declared
+    j->started_at = j->state == JobState::kRunning ? static_cast<int64_t>(rng() % 1000) : -1;
+    j->placements = {TaskPlacement{0, {GpuGrant{0, static_cast<int>(1 + rng() % 1000)}}}};
+    const std::vector<bool> fresh = book.SetCurrent({j});
+    const bool failed = fresh[0] && rng() % 8 == 0;  // a first write that failed: forgotten
+    book.Commit({j}, fresh, !failed);
+    if (!failed) latest[id] = j;
+    std::vector<uint64_t> sig;
+    Ends ends;
+    book.QueueDigests(3, &sig, &ends);
+    std::vector<std::multiset<std::pair<int64_t, int64_t>>> want;
+    afresh(&want);
+    using EndList = std::vector<std::pair<int64_t, int64_t>>;
+    for (size_t q = 0; q < 3; ++q) EXPECT_EQ(ends[q], EndList(want[q].begin(), want[q].end())) << step;
+    const size_t q = static_cast<size_t>(j->queue);
+    if (!previous.empty() && failed) EXPECT_EQ(sig, previous) << "step " << step;
+    if (!previous.empty() && !failed && !Terminal(j->state))
+      EXPECT_NE(sig[q], previous[q]) << "step " << step;
+    previous = sig;
+  }
+  // Every job ended: nothing left in any queue.
+  for (auto& [id, j] : latest) {
+    auto end = std::make_shared<JobRecord>(*j);
+    end->version = book.NextVersion();
+    end->state = JobState::kSucceeded;
+    book.Commit({end}, book.SetCurrent({end}), true);
+  }
+  std::vector<uint64_t> sig;
+  Ends ends;
+  book.QueueDigests(4, &sig, &ends);
+  EXPECT_EQ(sig, std::vector<uint64_t>(4, 0));
+  EXPECT_EQ(ends, Ends(4));
 }
 
 TEST(JobBook, AFailedFirstWriteIsForgottenAndPendingJobsCarryTheSnapshotsInfo) {
