@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "base/allocator.h"
 #include "cli/commands.h"
 #include "cli/process.h"
 #include "k8s/extender/extender.h"
@@ -117,10 +118,13 @@ class SignalWatch {
   bool signalled() const { return signalled_.load(); }
 
  private:
+  // Also hands the allocator's free memory back every kAllocatorTrimSeconds (WaitForShutdownSignal).
   void Watch() {
     const timespec tick{0, 100 * 1000 * 1000};
-    while (!done_.load())
+    for (int ticks = 1; !done_.load(); ++ticks) {
       if (sigtimedwait(&sigs_, nullptr, &tick) > 0) signalled_ = true;
+      if (ticks % (kAllocatorTrimSeconds * 10) == 0) AllocatorReleaseFree();
+    }
   }
   sigset_t sigs_;
   std::atomic<bool> signalled_{false}, done_{false};
@@ -131,6 +135,7 @@ class SignalWatch {
 // Lease ends it: writing stops and the Lease is released first, then the API, then the rest.
 int RunScheduler(SchedulerArgs a) {
   const sigset_t sigs = BlockShutdownSignals();
+  AllocatorCapThreadCaches(kThreadCacheBytes);
   auto kube = a.kubeconfig.empty() ? InClusterConfig() : LoadKubeconfig(a.kubeconfig);
   if (!kube.ok()) return fmt::print(stderr, "{}\n", kube.error()), 2;
   SignalWatch signals(sigs);

@@ -1,11 +1,12 @@
 #include "cli/process.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include "base/allocator.h"
 
 namespace tessera::cli {
 
@@ -17,6 +18,15 @@ sigset_t BlockShutdownSignals() {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
   return sigs;
+}
+
+int WaitForShutdownSignal(const sigset_t& sigs) {
+  const timespec tick{kAllocatorTrimSeconds, 0};
+  for (;;) {
+    const int sig = sigtimedwait(&sigs, nullptr, &tick);
+    if (sig > 0) return sig;
+    AllocatorReleaseFree();  // the wait timed out (or was interrupted by another signal)
+  }
 }
 
 Status WriteSecret(const std::string& path, const std::string& text) {

@@ -3,6 +3,7 @@
 // queued writes finish. With --replay it runs a scenario through the service instead (replay/replay.h)
 // and exits when the scenario ends.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,20 +13,20 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fmt/format.h>
 #include <functional>
 #include <limits>
 #include <thread>
 
-#include "cli/commands.h"
-#include "cli/process.h"
-#include "cli/embedded_demo.h"
-#include "cost/pricebook.h"
+#include "base/allocator.h"
 #include "base/file.h"
+#include "cli/commands.h"
+#include "cli/embedded_demo.h"
+#include "cli/process.h"
+#include "cost/pricebook.h"
+#include "replay/replay.h"
 #include "server/http_server.h"
 #include "server/replica.h"
 #include "service/demo.h"
-#include "replay/replay.h"
 #include "service/service.h"
 #include "service/simulated_backend.h"
 #include "store/postgres_store.h"
@@ -209,8 +210,7 @@ Result<std::unique_ptr<DemoStream>> StartDemo(const ServeArgs& a, Service& svc, 
 // Serves until SIGTERM or SIGINT (blocked in `sigs`), then stops HTTP, then what `stop_rest` stops.
 int ServeUntilSignal(ApiServer& server, const sigset_t& sigs, const std::function<void()>& stop_rest) {
   std::thread http([&] { server.Serve(); });
-  int sig = 0;
-  sigwait(&sigs, &sig);
+  const int sig = WaitForShutdownSignal(sigs);
   fmt::print("tessera serve: signal {}, shutting down\n", sig);
   server.Stop();
   http.join();
@@ -265,7 +265,9 @@ int ServeReplicated(const ServeArgs& a, ServiceConfig base, int port, const sigs
 }
 
 int Serve(const ServeArgs& a) {
-  const sigset_t sigs = BlockShutdownSignals();  // taken by sigwait; blocked before any thread starts
+  const sigset_t sigs =
+      BlockShutdownSignals();  // taken by WaitForShutdownSignal; blocked before any thread starts
+  AllocatorCapThreadCaches(kThreadCacheBytes);
   const int port = PortOf(a.listen);
   if (port < 0) return fmt::print(stderr, "--listen: '{}' is not HOST:PORT\n", a.listen), 2;
   if (auto proxies = TrustedProxies::Parse(a.trusted_proxies); !proxies.ok())

@@ -6,6 +6,7 @@
 #include <system_error>
 #include <utility>
 
+#include "base/allocator.h"
 #include "base/thread_priority.h"
 
 namespace tessera {
@@ -14,10 +15,6 @@ namespace {
 thread_local double queued_at = 0;  // the running task's enqueue time (steady seconds)
 
 }  // namespace
-
-// tcmalloc's (gperftools) hint that this thread's cache may go back to the central free lists. Weak: in a
-// binary without tcmalloc it is null and nothing is done.
-extern "C" void MallocExtension_MarkThreadIdle(void) __attribute__((weak));
 
 namespace {
 
@@ -64,7 +61,7 @@ void WorkerPool::Run(Worker* self, Task task) {
     task.fn = nullptr;
     // A task is a connection's life: what its thread cached for it goes back for every thread to use, so
     // that each worker's cache does not grow on its own toward the allocator's total (32 MiB by default).
-    if (MallocExtension_MarkThreadIdle != nullptr) MallocExtension_MarkThreadIdle();
+    AllocatorThreadIdle();
     std::unique_lock<std::mutex> lock(mu_);
     if (!queue_.empty()) {
       task = std::move(queue_.front());

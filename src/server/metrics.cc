@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <utility>
+
+#include "base/allocator.h"
 
 namespace tessera {
 namespace {
@@ -24,6 +27,18 @@ void Head(std::string* out, const char* name, const char* type, const char* help
   *out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
+// The memory allocator's own figures, where it reports them (tcmalloc): what the process has in use, what
+// its threads' caches hold, and their cap (base/allocator.h).
+void AllocatorGauges(std::string* o) {
+  const AllocatorStats a = ReadAllocatorStats();
+  if (!a.in_use && !a.thread_caches && !a.thread_cache_limit) return;
+  Head(o, "tessera_allocator_bytes", "gauge",
+       "The memory allocator's bytes: in use by the process, held in threads' caches, and the cap on those.");
+  for (const auto& [kind, v] : {std::pair{"in_use", a.in_use}, std::pair{"thread_caches", a.thread_caches},
+                                std::pair{"thread_cache_limit", a.thread_cache_limit}})
+    if (v) *o += fmt::format("tessera_allocator_bytes{{kind=\"{}\"}} {}\n", kind, *v);
+}
+
 // Pending jobs per team and reason (from the last cycle's plan), running jobs per team, nodes per state.
 void JobAndNodeGauges(const Service& s, const Snapshot& snap, std::string* o) {
   std::map<std::pair<std::string, std::string>, int64_t> pending;
@@ -37,6 +52,7 @@ void JobAndNodeGauges(const Service& s, const Snapshot& snap, std::string* o) {
   Head(o, "tessera_jobs_in_memory", "gauge",
        "Jobs this process holds in memory: the live ones and the --retain-ended most recently ended.");
   *o += fmt::format("tessera_jobs_in_memory {}\n", s.JobsInMemory());
+  AllocatorGauges(o);
   Head(o, "tessera_nodes", "gauge", "Nodes of the cluster, per state (ready, cordoned, draining, drained, unhealthy).");
   std::map<std::string, int64_t> by_state = {{"ready", 0}, {"cordoned", 0}, {"draining", 0}, {"drained", 0}, {"unhealthy", 0}};
   for (const NodeSummary& n : snap.summary->nodes) ++by_state[n.state];
