@@ -165,6 +165,11 @@ void ServiceDriver::ApplyEffects(const Effects& e, const Status& st) {
   if (added) Notify();
 }
 
+std::optional<ApiError> ServiceDriver::UnknownTeamLocked(const std::string& team) const {
+  if (identity_->HasTeam(team)) return std::nullopt;
+  return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
+}
+
 // A new pending job of `team` from `spec` (its id taken, its Submitted event and audit entry added to `b`);
 // nothing is stored or visible yet. Under mu_.
 Outcome<JobPtr> ServiceDriver::NewJobLocked(const Caller& c, const JobSpec& spec, const std::string& team,
@@ -223,8 +228,8 @@ std::vector<Outcome<JobView>> ServiceDriver::SubmitAll(const Caller& c, const st
         out.push_back(named.error());
         continue;
       }
-      if (!identity_->HasTeam(named.value())) {
-        out.push_back(Invalid("team", fmt::format("field 'team': unknown team '{}'", named.value())));
+      if (auto e = UnknownTeamLocked(named.value())) {
+        out.push_back(*e);
         continue;
       }
       auto j = NewJobLocked(c, spec, named.value(), spec.body.dump(), &b);
@@ -274,7 +279,7 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
   if (in_store && !book_->FindKey(key) && maybe_stored())
     if (auto e = look_up()) return *e;
   std::unique_lock<std::mutex> lock(mu_);  // once per submission: request threads queue here
-  if (!identity_->HasTeam(team)) return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
+  if (auto e = UnknownTeamLocked(team)) return *e;
   if (!idempotency_key.empty()) {
     // Found and put under mu_ (submissions take it in turn): a key makes one job.
     std::optional<JobBook::IdemEntry> found = book_->FindKey(key);

@@ -200,6 +200,8 @@ class ServiceDriver {
   // commit the store's writer applies the Effects (versions visible, new pending jobs in the loop, usage
   // in the ledger) and then calls `done` (if any): a caller that waits for `done` reads its own write.
   void PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
+  // The error a submission to `team` gets when no such team exists (else nullopt). Under mu_.
+  std::optional<ApiError> UnknownTeamLocked(const std::string& team) const;
   Outcome<JobPtr> NewJobLocked(const Caller& c, const JobSpec& spec, const std::string& team,
                                const std::string& body, WriteBatch* b);
   void ApplyEffects(const Effects& e, const Status& st);

@@ -426,6 +426,7 @@ TEST_F(NodesTest, SubmitAllAcceptsEachJobOnItsOwnAndStoresThem) {
   ASSERT_TRUE(out[0].ok()) << out[0].error().message;
   ASSERT_FALSE(out[1].ok());
   EXPECT_NE(out[1].error().message.find("nope"), std::string::npos) << out[1].error().message;
+  EXPECT_EQ(out[1].error().field, "team");  // as Submit refuses it (ServiceTest.BadInput...)
   ASSERT_TRUE(out[2].ok()) << out[2].error().message;
   EXPECT_LT(out[0]->job->id, out[2]->job->id);  // in the order given
   const int64_t first = out[0]->job->id, second = out[2]->job->id;
