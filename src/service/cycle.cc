@@ -213,6 +213,7 @@ JobPtr ServiceDriver::FinishLocked(const JobRecord& j, JobState state, int64_t a
     state_changed_ = true;
   }
   b->events.push_back({j.id, at, JobStateName(state), message});
+  reason_.erase(j.id);  // read at a start or a preemption only: an ended job's entry would stay forever
   return next;
 }
 

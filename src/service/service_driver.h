@@ -301,7 +301,7 @@ class ServiceDriver {
   std::unique_ptr<Listener> listener_;
   std::unique_ptr<Driver> driver_;         // the driver rules over loop_
   Fx* fx_ = nullptr;                       // the effects the driver's reports go to
-  std::map<int64_t, std::string> reason_;  // job -> the reason of its last bind or preemption
+  std::map<int64_t, std::string> reason_;  // live job -> the reason of its last bind or preemption
   std::set<int64_t> eviction_blocked_;     // jobs no cycle may preempt now (SetEvictionBlocked)
   std::map<int64_t, std::shared_ptr<const std::set<std::string>>> job_nodes_;  // SetJobNodes
   bool job_nodes_strict_ = false;      // a job absent from job_nodes_ goes nowhere
