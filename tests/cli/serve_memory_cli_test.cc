@@ -1,6 +1,6 @@
-// `tessera serve`'s memory allocator, end to end on the built binary (TESSERA_BINARY, linked with tcmalloc):
-// the threads' caches are capped at kThreadCacheBytes unless the environment names a cap, and /metrics
-// reports the allocator's figures.
+// `tessera serve`'s memory allocator, end to end on the built binary (TESSERA_BINARY): linked with
+// tcmalloc, the threads' caches are capped at kThreadCacheBytes unless the environment names a cap, and
+// /metrics reports the allocator's figures; without it (sanitizer builds), /metrics claims none.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -39,6 +39,7 @@ class ServeMemoryTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
+#if TESSERA_TCMALLOC_LINKED
 TEST_F(ServeMemoryTest, ThreadCachesAreCappedAndReported) {
   ServeProcess s(dir_);
   ASSERT_TRUE(s.Start());
@@ -54,6 +55,15 @@ TEST_F(ServeMemoryTest, TheEnvironmentsCapWins) {
   ASSERT_TRUE(s.Start());
   EXPECT_EQ(AllocatorBytes(s, "thread_cache_limit"), 16777216);
 }
+#else
+// Without tcmalloc (the sanitizer builds) the allocator reports nothing, and /metrics says nothing of it.
+TEST_F(ServeMemoryTest, WithoutTcmallocNoAllocatorFiguresAreClaimed) {
+  ServeProcess s(dir_);
+  ASSERT_TRUE(s.Start());
+  EXPECT_EQ(AllocatorBytes(s, "thread_cache_limit"), -1);
+  EXPECT_EQ(AllocatorBytes(s, "in_use"), -1);
+}
+#endif
 
 }  // namespace
 }  // namespace tessera::testing
