@@ -1,10 +1,10 @@
 #pragma once
-
-#include <cstddef>
-#include <optional>
 // Hints to the memory allocator (gperftools' tcmalloc, where the binary links it; without it these do
 // nothing). A long-running process calls them so that its resident memory follows what it holds, not the
 // most it ever held.
+
+#include <cstddef>
+#include <optional>
 
 namespace tessera {
 

@@ -265,8 +265,8 @@ int ServeReplicated(const ServeArgs& a, ServiceConfig base, int port, const sigs
 }
 
 int Serve(const ServeArgs& a) {
-  const sigset_t sigs =
-      BlockShutdownSignals();  // taken by WaitForShutdownSignal; blocked before any thread starts
+  // Taken by WaitForShutdownSignal; blocked before any thread starts.
+  const sigset_t sigs = BlockShutdownSignals();
   AllocatorCapThreadCaches(kThreadCacheBytes);
   const int port = PortOf(a.listen);
   if (port < 0) return fmt::print(stderr, "--listen: '{}' is not HOST:PORT\n", a.listen), 2;

@@ -14,10 +14,6 @@ namespace {
 
 thread_local double queued_at = 0;  // the running task's enqueue time (steady seconds)
 
-}  // namespace
-
-namespace {
-
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

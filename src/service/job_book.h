@@ -153,7 +153,7 @@ class JobBook {
   // exclusively.
   void SetCurrentLocked(Entry& e, JobPtr j);
   struct QueueDigest {
-    uint64_t signature = 0;  // the sum of JobDigest over the queue's unfinished jobs (mod 2^64)
+    uint64_t signature = 0;  // sum (mod 2^64) of a hash of (id, version) of its unfinished jobs
     std::multiset<std::pair<int64_t, int64_t>> ends;
   };
   // Adds (sign 1) or removes (-1) version `v`'s part in its queue's digest.
