@@ -104,6 +104,7 @@ Status K8sScheduler::Init() {
     mo.config_map = options_.mig_config_map;
     mo.scheduler_name = options_.scheduler_name;
     mo.drain_timeout_s = options_.mig_drain_timeout_s;
+    mo.catalog = &Catalog::Default();
     mig_ = std::make_unique<MigRepartitioner>(
         &api_, mo, log, [this](const GpuPod& p, const std::string& node, const std::string& why) {
           return PreemptPod(p, node, why);

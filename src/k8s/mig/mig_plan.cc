@@ -1,11 +1,11 @@
 #include "k8s/mig/mig_plan.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <tuple>
 
 #include "k8s/api/objects.h"
 #include "k8s/api/quantity.h"
@@ -86,18 +86,30 @@ bool LabelValue(const std::string& v) {
   return std::regex_match(v, re);
 }
 
-Result<MigConfig> ConfigOf(const std::string& name, const YAML::Node& specs) {
-  if (!specs.IsSequence() || specs.size() != 1) return Status::Error("not one device spec");
-  const YAML::Node s = specs[0];
-  if (!s.IsMap() || !s["devices"] || !s["devices"].IsScalar() || s["devices"].as<std::string>() != "all")
-    return Status::Error("devices is not `all`");
-  if (s["device-filter"]) return Status::Error("it has a device-filter");
-  MigConfig c{name, s["mig-enabled"] && s["mig-enabled"].as<bool>(), {}};
-  if (const YAML::Node md = s["mig-devices"]; c.enabled && md && md.IsMap())
-    for (auto it = md.begin(); it != md.end(); ++it)
-      if (int n = it->second.as<int>(); n > 0) c.counts[it->first.as<std::string>()] = n;
-  return c;
+// Whether every spec of `c` is `devices: all` without a device-filter, all with one layout: the configs
+// whose devices a node of an unknown GPU kind can be told.
+bool Uniform(const MigPartedConfig& c) {
+  for (const MigPartedSpec& s : c.specs)
+    if (!s.all_devices || !s.device_filter.empty() || s.enabled != c.specs[0].enabled ||
+        s.counts != c.specs[0].counts)
+      return false;
+  return !c.specs.empty();
 }
+
+// DevicesOf, remembered per (GPU kind, GPU count, config) for one plan.
+class DevicesCache {
+ public:
+  explicit DevicesCache(const std::vector<MigPartedConfig>& configs) : configs_(configs) {}
+  const Result<Devices>& Of(size_t config, const MigNode& n) {
+    auto [it, fresh] = memo_.try_emplace({n.kind, n.gpus, config}, Status::Error(""));
+    if (fresh) it->second = DevicesOf(configs_[config], n);
+    return it->second;
+  }
+
+ private:
+  const std::vector<MigPartedConfig>& configs_;
+  std::map<std::tuple<const GpuKind*, int, size_t>, Result<Devices>> memo_;
+};
 
 }  // namespace
 
@@ -130,44 +142,50 @@ Devices MigNode::Free() const {
   return free;
 }
 
-Result<std::vector<MigConfig>> ParseMigParted(const std::string& text, std::vector<std::string>* skipped) {
-  try {
-    const YAML::Node doc = YAML::Load(text);
-    if (!doc.IsMap() || !doc["version"] || doc["version"].as<std::string>() != "v1")
-      return Status::Error("not a mig-parted config: `version: v1` is missing");
-    const YAML::Node cfgs = doc["mig-configs"];
-    if (!cfgs || !cfgs.IsMap())
-      return Status::Error("not a mig-parted config: `mig-configs` is not a mapping");
-    std::vector<MigConfig> out;
-    for (auto it = cfgs.begin(); it != cfgs.end(); ++it) {
-      const std::string name = it->first.as<std::string>();
-      auto c = LabelValue(name) ? ConfigOf(name, it->second)
-                                : Result<MigConfig>(Status::Error("not a label value"));
-      if (c.ok())
-        out.push_back(*c);
-      else if (skipped)
-        skipped->push_back(fmt::format("mig-configs.{}: {}", name, c.error()));
-    }
-    return out;
-  } catch (const YAML::Exception& e) {
-    return Status::Error(fmt::format("not a mig-parted config: {}", e.what()));
+Result<std::vector<MigPartedConfig>> ParseMigParted(const std::string& text,
+                                                    std::vector<std::string>* skipped) {
+  auto configs = ReadMigPartedConfigs(text, skipped);
+  if (!configs.ok()) return configs.status();
+  std::vector<MigPartedConfig> out;
+  for (MigPartedConfig& c : *configs) {
+    if (LabelValue(c.name))
+      out.push_back(std::move(c));
+    else if (skipped)
+      skipped->push_back(fmt::format("mig-configs.{}: not a label value", c.name));
   }
+  return out;
 }
 
-Devices DevicesOf(const MigConfig& config, int gpus) {
+Result<Devices> DevicesOf(const MigPartedConfig& config, const MigNode& node) {
   Devices d;
-  if (!config.enabled) d[std::string(kGpuResource)] = gpus;
-  for (const auto& [profile, n] : config.counts)
-    d[std::string(kMigResourcePrefix) + profile] = int64_t{n} * gpus;
+  if (node.kind == nullptr) {
+    if (!Uniform(config))
+      return Status::Error(
+          "the node's GPU model is not one Tessera knows, and the config is not one layout "
+          "for all devices");
+    const MigPartedSpec& s = config.specs[0];
+    if (!s.enabled) d[std::string(kGpuResource)] = node.gpus;
+    for (const auto& [profile, n] : s.counts)
+      d[std::string(kMigResourcePrefix) + profile] = int64_t{n} * node.gpus;
+    return d;
+  }
+  auto layouts = MigPartedLayouts(config, *node.kind, node.gpus);
+  if (!layouts.ok()) return layouts.status();
+  for (const GpuMigLayout& g : *layouts) {
+    if (!g.enabled) ++d[std::string(kGpuResource)];
+    for (const MigInstance& i : g.instances)
+      ++d[std::string(kMigResourcePrefix) + node.kind->profiles[i.profile].name];
+  }
   return d;
 }
 
-bool Advertises(const MigNode& node, const MigConfig& config) {
-  const Devices want = DevicesOf(config, node.gpus);
-  for (const auto& [r, n] : want)
+bool Advertises(const MigNode& node, const MigPartedConfig& config) {
+  const auto want = DevicesOf(config, node);
+  if (!want.ok()) return true;
+  for (const auto& [r, n] : *want)
     if (!node.allocatable.count(r) || node.allocatable.at(r) != n) return false;
   for (const auto& [r, n] : node.allocatable)
-    if (n != 0 && !want.count(r)) return false;
+    if (n != 0 && !want->count(r)) return false;
   return true;
 }
 
@@ -180,7 +198,7 @@ Devices DeviceRequests(const json& pod) {
   return out;
 }
 
-MigNode ReadMigNode(const json& node, const std::vector<const json*>& pods) {
+MigNode ReadMigNode(const json& node, const std::vector<const json*>& pods, const Catalog* catalog) {
   MigNode n;
   const json* meta = Field(node, "metadata");
   const json empty = json::object();
@@ -195,6 +213,9 @@ MigNode ReadMigNode(const json& node, const std::vector<const json*>& pods) {
   n.capable = StringField(l, "nvidia.com/mig.capable") == "true" &&
               StringField(l, "nvidia.com/mig.strategy") == "mixed";
   n.config = StringField(l, kMigConfigLabel);
+  if (const std::string product = StringField(l, "nvidia.com/gpu.product");
+      catalog != nullptr && !product.empty())
+    if (const KindId k = catalog->Find(product); k != kNone) n.kind = &catalog->kind(k);
   n.state = StringField(l, kMigStateLabel);
   const json* spec = Field(node, "spec");
   const json* u = spec != nullptr ? Field(*spec, "unschedulable") : nullptr;
@@ -230,20 +251,22 @@ MigNode ReadMigNode(const json& node, const std::vector<const json*>& pods) {
 }
 
 std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const std::vector<MigNode>& nodes,
-                                          const std::vector<MigConfig>& configs,
+                                          const std::vector<MigPartedConfig>& configs,
                                           const std::map<std::string, std::string>& busy,
                                           const std::set<std::pair<std::string, std::string>>& failed,
                                           const DrainRules& rules,
                                           std::map<std::string, std::string>* refused) {
   std::stable_sort(waiting.begin(), waiting.end(),
                    [](const WaitingPod& a, const WaitingPod& b) { return a.priority > b.priority; });
+  DevicesCache devices(configs);
   std::vector<Devices> pools;
   for (const MigNode& n : nodes) {
     auto b = busy.find(n.name);
     if (b != busy.end()) {
       auto c = std::find_if(configs.begin(), configs.end(),
-                            [&](const MigConfig& x) { return x.name == b->second; });
-      if (c != configs.end()) pools.push_back(DevicesOf(*c, n.gpus));
+                            [&](const MigPartedConfig& x) { return x.name == b->second; });
+      if (c != configs.end())
+        if (const auto& d = devices.Of(c - configs.begin(), n); d.ok()) pools.push_back(*d);
     } else if (n.schedulable) {
       pools.push_back(n.Free());
     }
@@ -254,7 +277,7 @@ std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const
   while (!left.empty()) {
     Score best;
     const MigNode* best_node = nullptr;
-    const MigConfig* best_config = nullptr;
+    const MigPartedConfig* best_config = nullptr;
     for (const MigNode& n : nodes) {
       if (!n.capable || n.gpus <= 0 || !n.schedulable || busy.count(n.name) || taken.count(n.name)) continue;
       if (std::string why = DrainRefusal(n, rules); !why.empty()) {
@@ -264,7 +287,9 @@ std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const
       const Score cost = DrainCost(n, left.front().priority, rules);
       for (size_t i = 0; i < configs.size(); ++i) {
         if (failed.count({n.name, configs[i].name}) || configs[i].name == n.config) continue;
-        std::vector<Devices> pool = {DevicesOf(configs[i], n.gpus)};
+        const auto& d = devices.Of(i, n);
+        if (!d.ok()) continue;
+        std::vector<Devices> pool = {*d};
         Score s = cost;
         s.serves = left.size() - FirstFit(left, &pool).size();
         s.config_index = i;
@@ -274,7 +299,7 @@ std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const
     }
     if (best_node == nullptr) break;
     Repartition r{best_node->name, best_config->name, left.front().priority, {}};
-    std::vector<Devices> pool = {DevicesOf(*best_config, best_node->gpus)};
+    std::vector<Devices> pool = {*devices.Of(best_config - configs.data(), *best_node)};
     left = FirstFit(left, &pool, &r.for_pods);
     taken.insert(best_node->name);
     out.push_back(std::move(r));

@@ -10,6 +10,13 @@
 // for, then how many are evicted: those of lower priority than the pods it is for), then the config's
 // order in the ConfigMap. The best (node, config) is taken, its pods leave the list, and so on while pods
 // are left and a pair holds any. A (node, config) that failed recently is not tried again.
+//
+// Every config of the ConfigMap is a candidate, per-GPU ones included (`devices: [0, 1]`, `device-filter`):
+// what it gives a node is its layout GPU by GPU (mig_node_layout.h MigPartedLayouts) on the node's GPU
+// kind, checked against NVIDIA's placement rules; a config that cannot be laid out exactly on a node (no
+// spec for some GPU, a profile the kind lacks, an impossible layout) is not a target there. On a node whose
+// GPU kind Tessera does not know, only configs of one `devices: all` spec without a device-filter are, as
+// their counts say.
 
 #include <cstdint>
 #include <map>
@@ -21,6 +28,8 @@
 
 #include "base/status.h"
 #include "k8s/mig/mig_config.h"
+#include "k8s/mig/mig_node_layout.h"
+#include "model/catalog.h"
 
 namespace tessera {
 
@@ -52,6 +61,7 @@ bool Evictable(const GpuPod& p, int priority, const DrainRules& rules);
 struct MigNode {
   std::string name, uid;
   int gpus = 0;               // nvidia.com/gpu.count
+  const GpuKind* kind = nullptr;  // the catalog's kind of nvidia.com/gpu.product (null: not known)
   bool capable = false;       // nvidia.com/mig.capable=true and nvidia.com/mig.strategy=mixed
   bool schedulable = true;    // not cordoned, Ready
   std::string config, state;  // nvidia.com/mig.config, nvidia.com/mig.config.state
@@ -70,18 +80,23 @@ struct Repartition {
   std::vector<std::string> for_pods;  // ns/name
 };
 
-// The mig-parted config file (`version: v1`, `mig-configs`) as configs this planner can use: one spec with
-// `devices: all` and no device-filter (other configs are skipped, named in *skipped); names that are not
-// valid label values are skipped too. Error when the text is not a mig-parted config.
-Result<std::vector<MigConfig>> ParseMigParted(const std::string& text, std::vector<std::string>* skipped);
+// The mig-parted config file (`version: v1`, `mig-configs`) as configs this planner can name in a node's
+// label: every config that reads (mig_node_layout.h ReadMigPartedConfigs) whose name is a valid label value
+// (the others are named in *skipped). Error when the text is not a mig-parted config.
+Result<std::vector<MigPartedConfig>> ParseMigParted(const std::string& text,
+                                                    std::vector<std::string>* skipped);
 
-// What a node of `gpus` GPUs advertises under the mixed strategy once `config` is applied.
-Devices DevicesOf(const MigConfig& config, int gpus);
-// Whether the node's allocatable shows exactly the devices of `config` (zero counts may be absent).
-bool Advertises(const MigNode& node, const MigConfig& config);
+// What `node` advertises under the mixed strategy once `config` is applied (see the header); error when
+// the config cannot be laid out exactly on it.
+Result<Devices> DevicesOf(const MigPartedConfig& config, const MigNode& node);
+// Whether the node's allocatable shows exactly the devices of `config` (zero counts may be absent); true
+// when DevicesOf cannot tell (nothing to compare with, as for a config the ConfigMap no longer has).
+bool Advertises(const MigNode& node, const MigPartedConfig& config);
 
-// A node and the GPU pods bound there (`pods`: every pod; those of other nodes are ignored).
-MigNode ReadMigNode(const nlohmann::json& node, const std::vector<const nlohmann::json*>& pods);
+// A node and the GPU pods bound there (`pods`: every pod; those of other nodes are ignored); its GPU kind
+// from `catalog` when given.
+MigNode ReadMigNode(const nlohmann::json& node, const std::vector<const nlohmann::json*>& pods,
+                    const Catalog* catalog = nullptr);
 // A pod's device requests (empty when it asks none or does not parse).
 Devices DeviceRequests(const nlohmann::json& pod);
 
@@ -95,7 +110,7 @@ struct WaitingPod {
 // `failed`: (node, config) pairs not to try. Nodes DrainRefusal refuses are not candidates; *refused (when
 // given) gets node -> why, for each such node that was otherwise one.
 std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const std::vector<MigNode>& nodes,
-                                          const std::vector<MigConfig>& configs,
+                                          const std::vector<MigPartedConfig>& configs,
                                           const std::map<std::string, std::string>& busy,
                                           const std::set<std::pair<std::string, std::string>>& failed,
                                           const DrainRules& rules = {},

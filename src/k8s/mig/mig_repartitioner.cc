@@ -58,9 +58,9 @@ std::string MigRepartitioner::Target(const std::string& node) const {
   return it == ops_.end() ? "" : it->second.phase == Phase::kRevert ? it->second.previous : it->second.config;
 }
 
-const MigConfig* MigRepartitioner::ConfigNamed(const std::string& name) const {
-  auto it =
-      std::find_if(configs_.begin(), configs_.end(), [&](const MigConfig& c) { return c.name == name; });
+const MigPartedConfig* MigRepartitioner::ConfigNamed(const std::string& name) const {
+  auto it = std::find_if(configs_.begin(), configs_.end(),
+                         [&](const MigPartedConfig& c) { return c.name == name; });
   return it == configs_.end() ? nullptr : &*it;
 }
 
@@ -102,7 +102,7 @@ void MigRepartitioner::Step(const ObjectMap& nodes, const ObjectMap& pods, int64
   for (const auto& [k, p] : pods) all.push_back(&p);
   std::vector<MigNode> states;
   for (const auto& [name, n] : nodes) {
-    states.push_back(ReadMigNode(n, all));
+    states.push_back(ReadMigNode(n, all, options_.catalog));
     // Only on the first pass: later, an annotation the cache still shows is one this run just removed.
     if (!resumed_ && !AnnotationValue(n).empty()) Resume(n, states.back(), now_s);
   }
@@ -275,7 +275,7 @@ bool MigRepartitioner::Finish(const MigNode& node, Op* op, int64_t now_s) {
   const std::string& want = op->phase == Phase::kRevert ? op->previous : op->config;
   if (node.config != want) return true;  // the informer has not seen the change yet
   if (node.state == "pending") op->seen_pending = true;
-  const MigConfig* config = ConfigNamed(want);
+  const MigPartedConfig* config = ConfigNamed(want);
   if (node.state == "success" && (config == nullptr || Advertises(node, *config))) {
     if (!SetCordon(node.name, false)) return true;
     Log(fmt::format("node {}: MIG config {} applied{}; uncordoned", node.name, want,

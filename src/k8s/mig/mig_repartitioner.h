@@ -52,6 +52,7 @@ struct MigRepartitionOptions {
   int64_t drain_timeout_s = 300;    // a drain not done by then is abandoned (the node uncordoned as it is)
   int64_t retry_after_s = 600;      // a (node, config) that failed is not tried again before this
   int protected_priority = 100000;  // pods at or above it (production) are never evicted by a drain
+  const Catalog* catalog = nullptr;  // nodes' GPU kinds, for per-GPU configs (mig_plan.h); null: unknown
 };
 
 // The loop preempts the pod's job for `why` (its backend marks and evicts the pod, the job goes back to the
@@ -94,7 +95,7 @@ class MigRepartitioner {
   bool Finish(const MigNode& node, Op* op, int64_t now_s);
   void Failed(const MigNode& node, Op* op, const std::string& why, int64_t now_s);
   void Plan(const std::vector<MigNode>& nodes, const ObjectMap& pods, int64_t now_s);
-  const MigConfig* ConfigNamed(const std::string& name) const;
+  const MigPartedConfig* ConfigNamed(const std::string& name) const;
   DrainRules Rules() const { return {options_.scheduler_name, options_.protected_priority}; }
   bool SetLabel(const std::string& node, const std::string& config);
   // Cordons (with the annotation naming `op`) or uncordons (the annotation removed) the node.
@@ -106,7 +107,7 @@ class MigRepartitioner {
   MigRepartitionOptions options_;
   std::function<void(const std::string&)> log_;
   PreemptPodFn preempt_;
-  std::vector<MigConfig> configs_;
+  std::vector<MigPartedConfig> configs_;
   int64_t configs_at_ = INT64_MIN / 2;  // long ago (now_s - configs_at_ must not overflow)
   std::string configs_error_;
   size_t configs_count_ = SIZE_MAX;

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+
+#include "model/catalog.h"
 
 namespace tessera {
 namespace {
@@ -35,12 +38,18 @@ mig-configs:
       mig-enabled: false
 )";
 
-std::vector<MigConfig> Configs() {
+std::vector<MigPartedConfig> Configs() {
   std::vector<std::string> skipped;
   auto c = ParseMigParted(kConfigs, &skipped);
   EXPECT_TRUE(c.ok()) << c.error();
-  EXPECT_EQ(skipped.size(), 2u);
+  EXPECT_TRUE(skipped.empty());
   return *c;
+}
+
+const GpuKind* KindOf(const char* product) {
+  const KindId k = Catalog::Default().Find(product);
+  EXPECT_NE(k, kNone) << product;
+  return &Catalog::Default().kind(k);
 }
 
 MigNode MigNodeOf(const std::string& name, const std::string& config, Devices alloc,
@@ -69,11 +78,22 @@ std::vector<WaitingPod> Waiting(int n, const std::string& resource, int priority
 
 TEST(MigPlan, ParsesTheConfigsItCanUse) {
   const auto c = Configs();
-  ASSERT_EQ(c.size(), 4u);
+  ASSERT_EQ(c.size(), 6u);
   EXPECT_EQ(c[0].name, "all-disabled");
-  EXPECT_FALSE(c[0].enabled);
-  EXPECT_EQ(c[2].counts.at("3g.40gb"), 2);
+  EXPECT_FALSE(c[0].specs.at(0).enabled);
+  EXPECT_EQ(c[2].specs.at(0).counts.at("3g.40gb"), 2);
+  EXPECT_EQ(c[4].specs.at(0).devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ(c[5].specs.at(0).device_filter, (std::vector<std::string>{"0x20B210DE"}));
   std::vector<std::string> skipped;
+  ASSERT_TRUE(ParseMigParted("version: v1\nmig-configs:\n  \"not a label\":\n    - devices: all\n"
+                             "      mig-enabled: false\n  bad:\n    - devices: seven\n",
+                             &skipped)
+                  .ok());
+  ASSERT_EQ(skipped.size(), 2u);
+  std::sort(skipped.begin(), skipped.end());
+  EXPECT_NE(skipped[0].find("mig-configs.bad: spec 0"), std::string::npos) << skipped[0];
+  EXPECT_NE(skipped[1].find("not a label value"), std::string::npos) << skipped[1];
+  skipped.clear();
   EXPECT_FALSE(ParseMigParted("version: v2\nmig-configs: {}\n", &skipped).ok());
   EXPECT_FALSE(ParseMigParted("[", &skipped).ok());
   EXPECT_FALSE(ParseMigParted("version: v1\n", &skipped).ok());
@@ -86,7 +106,92 @@ TEST(MigPlan, AdvertisesMatchesTheDevicePluginsCounts) {
   EXPECT_FALSE(Advertises(n, c[1]));
   n.allocatable["nvidia.com/mig-1g.10gb"] = 7;  // a stale resource still advertised
   EXPECT_FALSE(Advertises(n, c[2]));
-  EXPECT_EQ(DevicesOf(c[0], 8), (Devices{{"nvidia.com/gpu", 8}}));
+  EXPECT_EQ(*DevicesOf(c[0], n), (Devices{{"nvidia.com/gpu", 8}}));
+  // A node of an unknown GPU kind: per-GPU and filtered configs cannot be told; Advertises cannot either.
+  EXPECT_FALSE(DevicesOf(c[4], n).ok());
+  EXPECT_FALSE(DevicesOf(c[5], n).ok());
+  EXPECT_TRUE(Advertises(n, c[5]));
+}
+
+// Per-GPU configs are targets: GPU by GPU on the node's kind. Half the GPUs whole and half in 3g.40gb
+// serves what neither all-disabled nor all-3g.40gb serves alone.
+TEST(MigPlan, PerGpuConfigsAreTargets) {
+  const char* text = R"(version: v1
+mig-configs:
+  all-disabled:
+    - devices: all
+      mig-enabled: false
+  all-3g.40gb:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"3g.40gb": 2}
+  half-3g:
+    - devices: [0, 1, 2, 3]
+      mig-enabled: false
+    - devices: [4, 5, 6, 7]
+      mig-enabled: true
+      mig-devices: {"3g.40gb": 2}
+)";
+  std::vector<std::string> skipped;
+  const auto configs = ParseMigParted(text, &skipped);
+  ASSERT_TRUE(configs.ok()) << configs.error();
+  MigNode n = MigNodeOf("a", "all-disabled", {{"nvidia.com/gpu", 8}},
+                        {GpuPodOf("busy", 1000, {{"nvidia.com/gpu", 8}})});
+  n.kind = KindOf("NVIDIA-A100-SXM4-80GB");
+  const auto half = DevicesOf((*configs)[2], n);
+  ASSERT_TRUE(half.ok()) << half.error();
+  EXPECT_EQ(*half, (Devices{{"nvidia.com/gpu", 4}, {"nvidia.com/mig-3g.40gb", 8}}));
+  auto waiting = Waiting(4, "nvidia.com/gpu", 500);
+  const auto three_g = Waiting(8, "nvidia.com/mig-3g.40gb", 500);
+  waiting.insert(waiting.end(), three_g.begin(), three_g.end());
+  n.config = "all-3g.40gb";
+  n.allocatable = {{"nvidia.com/mig-3g.40gb", 16}};
+  n.pods = {GpuPodOf("busy", 100, {{"nvidia.com/mig-3g.40gb", 16}})};
+  const auto plan = PlanRepartitions(waiting, {n}, *configs, {}, {});
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].config, "half-3g");
+  EXPECT_EQ(plan[0].for_pods.size(), 12u);
+  // Being applied, it counts as coming supply by the same per-GPU sum.
+  EXPECT_TRUE(PlanRepartitions(waiting, {n}, *configs, {{"a", "half-3g"}}, {}).empty());
+  // Without a kind, the per-GPU config is no target: the best uniform one serves part.
+  n.kind = nullptr;
+  const auto uniform = PlanRepartitions(waiting, {n}, *configs, {}, {});
+  ASSERT_EQ(uniform.size(), 1u);
+  EXPECT_EQ(uniform[0].config, "all-disabled");
+}
+
+// A device-filter makes a config a target only on the GPU model it names; a config whose layout NVIDIA's
+// placement rules refuse on the node's kind is no target there (its counts alone would say otherwise).
+TEST(MigPlan, FilteredAndImpossibleConfigsFollowTheNodesKind) {
+  const char* text = R"(version: v1
+mig-configs:
+  a100-80-off:
+    - device-filter: ["0x20B210DE", "0x20B510DE"]
+      devices: all
+      mig-enabled: false
+  three-3g:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"3g.40gb": 3}
+)";
+  std::vector<std::string> skipped;
+  const auto configs = ParseMigParted(text, &skipped);
+  ASSERT_TRUE(configs.ok()) << configs.error();
+  MigNode a100 = MigNodeOf("a100", "all-3g.40gb", {{"nvidia.com/mig-3g.40gb", 16}});
+  a100.kind = KindOf("NVIDIA-A100-SXM4-80GB");
+  MigNode h100 = MigNodeOf("h100", "all-3g.40gb", {{"nvidia.com/mig-3g.40gb", 16}});
+  h100.kind = KindOf("NVIDIA-H100-80GB-HBM3");
+  EXPECT_TRUE(DevicesOf((*configs)[0], a100).ok());
+  EXPECT_FALSE(DevicesOf((*configs)[0], h100).ok());
+  const auto impossible = DevicesOf((*configs)[1], a100);
+  ASSERT_FALSE(impossible.ok());
+  EXPECT_NE(impossible.error().find("placement rules"), std::string::npos) << impossible.error();
+  const auto plan = PlanRepartitions(Waiting(1, "nvidia.com/gpu", 500, 8), {h100, a100}, *configs, {}, {});
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].node, "a100");
+  EXPECT_EQ(plan[0].config, "a100-80-off");
+  EXPECT_TRUE(
+      PlanRepartitions(Waiting(5, "nvidia.com/mig-3g.40gb", 500, 8), {h100, a100}, *configs, {}, {}).empty());
 }
 
 // The k8s-mig phase 1 shape: 3g.40gb is offered nowhere; the node whose drain waits for least is chosen,
@@ -159,6 +264,12 @@ TEST(MigPlan, ReadsNodesAndTheirGpuPods) {
   const auto a = pod("a", "a100-0", "Running", "2"), b = pod("b", "a100-0", "Succeeded", "2"),
              c = pod("c", "other", "Running", "2"), d = pod("d", "a100-0", "Running", "0");
   const MigNode n = ReadMigNode(node, {&a, &b, &c, &d});
+  EXPECT_EQ(n.kind, nullptr);  // no product label (and no catalog)
+  auto labelled = node;
+  labelled["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
+  EXPECT_EQ(ReadMigNode(labelled, {}, &Catalog::Default()).kind, KindOf("NVIDIA-A100-SXM4-80GB"));
+  labelled["metadata"]["labels"]["nvidia.com/gpu.product"] = "Some-Future-GPU";
+  EXPECT_EQ(ReadMigNode(labelled, {}, &Catalog::Default()).kind, nullptr);
   EXPECT_EQ(n.gpus, 8);
   EXPECT_TRUE(n.capable);
   EXPECT_FALSE(n.schedulable);
