@@ -354,6 +354,18 @@ void ServiceDriver::OnReleasedLocked(const Released& r, int64_t now, ReleaseCaus
   }
 }
 
+void ServiceDriver::ApplyTakesLocked(const Plan& plan, int64_t now, WriteBatch* b,
+                                     std::vector<JobPtr>* changed) {
+  Fx fx;
+  fx.plan = &plan;
+  fx_ = &fx;
+  driver_->ApplyPlan(plan, now);
+  fx_ = nullptr;
+  changed->insert(changed->end(), fx.changed.begin(), fx.changed.end());
+  b->events.insert(b->events.end(), fx.b.events.begin(), fx.b.events.end());
+  b->usage.insert(b->usage.end(), fx.b.usage.begin(), fx.b.usage.end());
+}
+
 void ServiceDriver::FlushLocked(Fx* fx, int64_t now, bool meta) {
   const ClusterState& st = loop_->state();
   for (GpuId g : fx->relayout) {
@@ -571,12 +583,6 @@ JobPtr ServiceDriver::JobOfSlot(JobSlot slot) const {
   return book_->Current(IdOfSlotLocked(slot));
 }
 
-std::string ServiceDriver::NodeName(NodeId n) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  const ClusterState& state = loop_->state();
-  return n >= 0 && n < state.num_nodes() ? state.cluster().nodes[n].name : std::string();
-}
-
 std::vector<std::string> ServiceDriver::TakeDecisionLines() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;
@@ -599,7 +605,7 @@ std::shared_ptr<Snapshot> ServiceDriver::BeginSnapshotLocked(const Plan* plan, i
     snap->cluster = old->cluster;
   state_changed_ = false;
   snap->node_states.reserve(loop_->state().num_nodes());
-  for (NodeId n = 0; n < loop_->state().num_nodes(); ++n) snap->node_states.push_back(NodeStateLocked(n));
+  for (NodeId n = 0; n < loop_->state().num_nodes(); ++n) snap->node_states.push_back(nodes_->StateLocked(n));
   for (const QueueConfig& q : config_->tenancy.queues) snap->queue_names.push_back(q.name);
   QueueSignaturesLocked(snap.get());
   if (plan == nullptr) {

@@ -50,7 +50,7 @@ void ServiceDriver::QueueSignaturesLocked(Snapshot* snap) const {
   uint64_t nodes = 1;
   const ClusterState& state = loop_->state();
   for (NodeId n = 0; n < static_cast<NodeId>(state.cluster().nodes.size()); ++n)
-    for (char c : NodeStateLocked(n)) nodes = Mix(nodes, static_cast<uint64_t>(c));
+    for (char c : nodes_->StateLocked(n)) nodes = Mix(nodes, static_cast<uint64_t>(c));
   snap->queue_signature.push_back(nodes);  // the last entry: the live nodes
 }
 

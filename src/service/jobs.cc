@@ -71,8 +71,8 @@ Outcome<Request> ServiceDriver::BuildRequest(const JobSpec& spec, const std::str
   int profile_milli = 0;
   int named_compute = 0, named_memory = 0;
   int64_t largest_named_mib = 0;  // over the kinds offering the named profile, whatever the job's memory
-  for (KindId kid = 0; kid < static_cast<KindId>(kind_stats_.size()); ++kid) {
-    const KindStats& ks = kind_stats_[kid];
+  for (KindId kid = 0; kid < static_cast<KindId>(nodes_->KindStatsLocked().size()); ++kid) {
+    const NodeRoom::KindStats& ks = nodes_->KindStatsLocked()[kid];
     if (ks.total_gpus == 0 || !r.KindAllowed(kid)) continue;
     const GpuKind& k = cat.kind(kid);
     max_gpus = std::max(max_gpus, ks.max_gpus);

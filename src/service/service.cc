@@ -33,7 +33,7 @@ Result<std::unique_ptr<Service>> Service::Start(ServiceConfig config, std::uniqu
   auto loaded = store->Load(LoadLimits{config.retain_ended_jobs, /*history=*/config.retain_ended_jobs < 0});
   if (!loaded.ok()) return loaded.status();
   if (backend == nullptr) return Status::Error("service: no backend");
-  if (Status st = ServiceDriver::LoadStoredCluster(*loaded, &config); !st.ok()) return st;
+  if (Status st = NodeRoom::LoadStoredCluster(*loaded, &config); !st.ok()) return st;
   std::unique_ptr<Service> s(new Service(std::move(config), std::move(store), clock, backend));
   if (Status st = s->driver_->Start(*loaded); !st.ok()) return st;
   return s;
@@ -99,30 +99,30 @@ std::map<std::string, std::pair<int64_t, int64_t>> Service::JobCountsByTeam() co
 }
 
 // Nodes and the loop: the driver's.
-Outcome<std::vector<NodeView>> Service::ListNodes(const Caller& c) const { return driver_->ListNodes(c); }
+Outcome<std::vector<NodeView>> Service::ListNodes(const Caller& c) const { return driver_->nodes().List(c); }
 Outcome<NodeView> Service::AddNode(const Caller& c, const std::string& spec_json) {
-  return driver_->AddNode(c, spec_json);
+  return driver_->nodes().Add(c, spec_json);
 }
 Outcome<NodeView> Service::CordonNode(const Caller& c, const std::string& name) {
-  return driver_->CordonNode(c, name);
+  return driver_->nodes().Cordon(c, name);
 }
 Outcome<NodeView> Service::UncordonNode(const Caller& c, const std::string& name) {
-  return driver_->UncordonNode(c, name);
+  return driver_->nodes().Uncordon(c, name);
 }
 Outcome<NodeView> Service::DrainNode(const Caller& c, const std::string& name) {
-  return driver_->DrainNode(c, name);
+  return driver_->nodes().Drain(c, name);
 }
 Outcome<NodeView> Service::RemoveNode(const Caller& c, const std::string& name) {
-  return driver_->RemoveNode(c, name);
+  return driver_->nodes().Remove(c, name);
 }
 Outcome<int> Service::HoldGpus(const Caller& c, const std::string& name, int gpus) {
-  return driver_->HoldGpus(c, name, gpus);
+  return driver_->nodes().HoldGpus(c, name, gpus);
 }
 Outcome<std::pair<int64_t, int64_t>> Service::HoldHost(const Caller& c, const std::string& name,
                                                        int64_t cpu_milli, int64_t memory_mib) {
-  return driver_->HoldHost(c, name, cpu_milli, memory_mib);
+  return driver_->nodes().HoldHost(c, name, cpu_milli, memory_mib);
 }
-std::vector<std::string> Service::NodeStates() const { return driver_->NodeStates(); }
+std::vector<std::string> Service::NodeStates() const { return driver_->nodes().States(); }
 
 void Service::RunCycleNow() { driver_->RunCycleNow(); }
 int64_t Service::NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const {
@@ -135,7 +135,7 @@ size_t Service::WaitingJobs() const { return driver_->WaitingJobs(); }
 std::vector<std::string> Service::TakeDecisionLines() { return driver_->TakeDecisionLines(); }
 std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const { return driver_->LoopSlotsOf(id); }
 JobPtr Service::JobOfSlot(JobSlot slot) const { return driver_->JobOfSlot(slot); }
-std::string Service::NodeName(NodeId n) const { return driver_->NodeName(n); }
+std::string Service::NodeName(NodeId n) const { return driver_->nodes().Name(n); }
 void Service::SetEvictionBlocked(std::set<int64_t> ids) { driver_->SetEvictionBlocked(std::move(ids)); }
 void Service::SetJobNodes(std::map<int64_t, NodeNames> nodes, bool absent_nowhere) {
   driver_->SetJobNodes(std::move(nodes), absent_nowhere);

@@ -233,8 +233,8 @@ class Service {
   // FOCUS CSV of the usage (an admin: all; others: their team's records).
   Outcome<std::string> UsageFocusCsv(const Caller& c, const UsageQuery& q) const;
 
-  // Nodes (nodes.cc), admin only (403 otherwise); unknown or removed names are 404. AddNode takes a node as
-  // in the cluster YAML, as JSON text (its leaf and spine must exist). Cordon: nothing new lands there;
+  // Nodes (node_room.h), admin only (403 otherwise); unknown or removed names are 404. AddNode takes a node
+  // as in the cluster YAML, as JSON text (its leaf and spine must exist). Cordon: nothing new lands there;
   // Drain: cordon, then stop and requeue every job with a task there (the node shows draining until
   // nothing runs there, then drained); Uncordon: a cordoned or drained node is ready again; Remove: 409
   // (FailedPrecondition) while anything runs there, else the node goes (its id stays a tombstone). Each
@@ -249,12 +249,12 @@ class Service {
   // another scheduler's pods, uses now): that many of its GPUs are cordoned one by one, those held already
   // first, then idle ones; its other GPU cordons are lifted. Work on a held GPU keeps running and its
   // capacity is held once it ends. Not stored (a driver sets it again after a restart); no audit entry.
-  // Returns the GPUs held (at most the node's). Admin only; 404 for an unknown node. (nodes.cc)
+  // Returns the GPUs held (at most the node's). Admin only; 404 for an unknown node. (node_room.h)
   Outcome<int> HoldGpus(const Caller& c, const std::string& name, int gpus);
   // Holds `cpu_milli` and `memory_mib` of node `name`'s host capacity back from placement (what pods outside
   // Tessera use there), replacing the previous hold; what Tessera's tasks use stays theirs (the driver asks
   // again). The node keeps its place: no remove and re-add. Not stored, no audit entry. Returns what is held.
-  // Admin only; 404 for an unknown node, 400 for negative amounts. (nodes.cc)
+  // Admin only; 404 for an unknown node, 400 for negative amounts. (node_room.h)
   Outcome<std::pair<int64_t, int64_t>> HoldHost(const Caller& c, const std::string& name, int64_t cpu_milli,
                                                 int64_t memory_mib);
   // Each node's state by id ("removed" for a tombstone), for the cluster view.

@@ -1,4 +1,4 @@
-// The driver room's lifecycle and restore from the store (the cycle: cycle.cc; nodes: nodes.cc; job
+// The driver room's lifecycle and restore from the store (the cycle: cycle.cc; nodes: node_room.h; job
 // writes: jobs.cc; what-if: whatif.cc).
 #include "service/service_driver.h"
 
@@ -19,14 +19,8 @@ ServiceDriver::ServiceDriver(ServiceConfig* config, Store* store, Clock* clock, 
       backend_(backend),
       book_(book),
       identity_(identity),
-      chargeback_(chargeback) {
-  kind_stats_.resize(config_->catalog->size());
-  for (const Node& n : config_->cluster.nodes) {
-    if (n.kind == kNone) continue;
-    kind_stats_[n.kind].max_gpus = std::max(kind_stats_[n.kind].max_gpus, n.gpu_count);
-    kind_stats_[n.kind].total_gpus += n.gpu_count;
-  }
-}
+      chargeback_(chargeback),
+      nodes_(std::make_unique<NodeRoom>(this)) {}
 
 ServiceDriver::~ServiceDriver() { Stop(); }
 
@@ -48,7 +42,7 @@ Status ServiceDriver::Start(const StoredState& loaded) {
   driver_->set_recording(c.record_decisions);
   backend_->OnEvents([this] { Notify(); });
   if (Status st = Restore(loaded); !st.ok()) return st;
-  if (Status st = RestoreNodes(loaded); !st.ok()) return st;
+  if (Status st = nodes_->Restore(loaded); !st.ok()) return st;
   {
     std::lock_guard<std::mutex> lock(mu_);
     PublishLocked(nullptr, Now());

@@ -44,6 +44,7 @@
 #include "service/identity.h"
 #include "service/job_book.h"
 #include "service/job_record.h"
+#include "service/node_room.h"
 #include "service/outbox.h"
 #include "service/service.h"
 #include "store/store.h"
@@ -61,8 +62,6 @@ class ServiceDriver {
   Status Start(const StoredState& loaded);
   // Stops the cycle thread and writes the clock and the queues' usage (the caller closes the store).
   void Stop();
-  // The cluster from the store's nodes into config->cluster (kept when the store has none) (nodes.cc).
-  static Status LoadStoredCluster(const StoredState& s, ServiceConfig* config);
   // A team created or changed (Identity's hook): its queue, seen by the next cycle.
   void TeamChanged(const TeamRow& row);
 
@@ -86,18 +85,9 @@ class ServiceDriver {
   // Every team's durable usage plus the running jobs' so far, over the query's interval, as written or
   // summed by the query's groups (chargeback.cc).
   Outcome<UsageLedgerOf> UsageLedger(const UsageQuery& q, bool summed) const;
-
-  // The nodes of Service (service.h; nodes.cc).
-  Outcome<std::vector<NodeView>> ListNodes(const Caller& c) const;
-  Outcome<NodeView> AddNode(const Caller& c, const std::string& spec_json);
-  Outcome<NodeView> CordonNode(const Caller& c, const std::string& name);
-  Outcome<NodeView> UncordonNode(const Caller& c, const std::string& name);
-  Outcome<NodeView> DrainNode(const Caller& c, const std::string& name);
-  Outcome<NodeView> RemoveNode(const Caller& c, const std::string& name);
-  Outcome<int> HoldGpus(const Caller& c, const std::string& name, int gpus);
-  Outcome<std::pair<int64_t, int64_t>> HoldHost(const Caller& c, const std::string& name, int64_t cpu_milli,
-                                                int64_t memory_mib);
-  std::vector<std::string> NodeStates() const;
+  // The nodes of Service (service.h): their room (node_room.h).
+  NodeRoom& nodes() { return *nodes_; }
+  const NodeRoom& nodes() const { return *nodes_; }
 
   // The loop as Service exposes it (service.h; cycle.cc).
   void RunCycleNow();
@@ -107,7 +97,6 @@ class ServiceDriver {
   std::vector<std::string> TakeDecisionLines();
   std::vector<JobSlot> LoopSlotsOf(int64_t id) const;
   JobPtr JobOfSlot(JobSlot slot) const;
-  std::string NodeName(NodeId n) const;
   void SetEvictionBlocked(std::set<int64_t> ids);
   void SetJobNodes(std::map<int64_t, std::shared_ptr<const std::set<std::string>>> nodes,
                    bool absent_nowhere);
@@ -149,16 +138,7 @@ class ServiceDriver {
   struct PendingRef {
     JobPtr job, reservation;
   };
-  struct KindStats {
-    int max_gpus = 0;  // GPUs of the largest node of the kind
-    int total_gpus = 0;
-  };
-  // Per node id, what the allocation state does not hold (under mu_).
-  struct NodeEntry {
-    bool draining = false;    // a drain was asked (drained once nothing runs there)
-    bool unhealthy = false;   // reported unhealthy (kept cordoned)
-    std::vector<GpuId> held;  // GPUs HoldGpus cordoned, in the order they were taken
-  };
+  friend class NodeRoom;  // a room of the driver: works on its loop under mu_
 
   // Restore (service_driver.cc): teams' queues, MIG layouts, the clock, usage and keys, the jobs.
   Status Restore(const StoredState& s);
@@ -171,27 +151,6 @@ class ServiceDriver {
   // Each queue's decayed usage as kept in the store's meta, and back (ignored when unreadable).
   std::string UsageMetaLocked() const;
   void RestoreUsageLocked(const std::string& meta);
-
-  // Nodes (nodes.cc). After Restore: seeds an empty store with the configured nodes, else applies the
-  // stored node states.
-  Status RestoreNodes(const StoredState& s);
-  NodeId FindNodeLocked(const std::string& name) const;  // a live node by name, or -1
-  std::string NodeStateLocked(NodeId n) const;
-  NodeView NodeViewLocked(NodeId n) const;
-  NodeRow NodeRowLocked(NodeId n, int64_t now) const;
-  void RecountKindsLocked();  // kind_stats_ over the live nodes
-  // Stops and requeues, through the preemption path, every running job with a task on node `n`.
-  void DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed);
-  // A change of live node `name` by an admin: `change` (under the lock) changes it and adds its writes;
-  // the node's row is written with them; returns the node once durable, and wakes the cycle.
-  using NodeChangeFn = std::function<std::optional<ApiError>(NodeId, WriteBatch*, std::vector<JobPtr>*)>;
-  // Applies `change` to the named node and commits it with an audit entry `action` (node.cordon, ...).
-  Outcome<NodeView> ChangeNode(const Caller& c, const std::string& name, const std::string& action,
-                               const NodeChangeFn& change);
-  // Stores node n, the batch and its audit entry (`before`: the node's state before, "" for a new node).
-  Outcome<NodeView> CommitNodeLocked(std::unique_lock<std::mutex>* lock, const Caller& c,
-                                     const std::string& action, const std::string& before, NodeId n,
-                                     WriteBatch b, std::vector<JobPtr> changed);
 
   // Job writes (jobs.cc).
   Outcome<Request> BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
@@ -252,6 +211,9 @@ class ServiceDriver {
   }
   int64_t IdOfSlotLocked(JobSlot slot) const { return job_of_slot_[slot.value()]; }
   void ChangedLocked(JobPtr next);
+  // Applies `plan` (takes only: ControlLoop::AppendTakeOf) through the driver now, its job versions into
+  // *changed and its events and usage into *b.
+  void ApplyTakesLocked(const Plan& plan, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed);
   // Writes the effects (and the clock and usage meta when `meta`).
   void FlushLocked(Fx* fx, int64_t now, bool meta);
   void OnBoundLocked(const Applied& a, int64_t now);
@@ -305,8 +267,7 @@ class ServiceDriver {
   std::set<int64_t> eviction_blocked_;     // jobs no cycle may preempt now (SetEvictionBlocked)
   std::map<int64_t, std::shared_ptr<const std::set<std::string>>> job_nodes_;  // SetJobNodes
   bool job_nodes_strict_ = false;      // a job absent from job_nodes_ goes nowhere
-  std::vector<KindStats> kind_stats_;  // by KindId (live nodes)
-  std::vector<NodeEntry> node_entries_;
+  std::unique_ptr<NodeRoom> nodes_;    // the nodes' room (node_room.h)
   int64_t stored_clock_ = 0;   // the clock position last written
   bool state_changed_ = true;  // allocation changed since the last published snapshot
   uint64_t cycle_seq_ = 0;

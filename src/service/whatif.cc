@@ -81,8 +81,8 @@ std::vector<std::pair<WhatIfOption, Request>> ServiceDriver::AlternativesLocked(
   };
   if (!job.mig_profile.empty()) {  // every other profile a GPU of the cluster offers
     std::set<std::string> names;
-    for (KindId k = 0; k < static_cast<KindId>(kind_stats_.size()); ++k)
-      if (kind_stats_[k].total_gpus > 0)
+    for (KindId k = 0; k < static_cast<KindId>(nodes_->KindStatsLocked().size()); ++k)
+      if (nodes_->KindStatsLocked()[k].total_gpus > 0)
         for (const MigProfile& p : config_->catalog->kind(k).profiles)
           if (p.name != job.mig_profile && p.name.find('+') == std::string::npos) names.insert(p.name);
     for (const std::string& name : names) {

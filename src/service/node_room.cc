@@ -1,7 +1,7 @@
-// The service's nodes: the cluster kept in the store after the first start, and the admin operations that
-// change it while jobs run (add, cordon, uncordon, drain, remove). Node ids are the nodes' positions in the
-// store: a removed node stays as a tombstone (ClusterState keeps it too), so the dense ids that stored
-// placements use never shift.
+// The service's nodes (node_room.h): the cluster kept in the store after the first start, and the admin
+// operations that change it while jobs run (add, cordon, uncordon, drain, remove).
+#include "service/node_room.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -79,7 +79,25 @@ bool ValidNodeName(const std::string& s) {
 
 }  // namespace
 
-Status ServiceDriver::LoadStoredCluster(const StoredState& s, ServiceConfig* config) {
+NodeRoom::NodeRoom(ServiceDriver* driver) : d_(driver) {
+  const ServiceConfig& c = *d_->config_;
+  kind_stats_.resize(c.catalog->size());
+  for (const Node& n : c.cluster.nodes) {
+    if (n.kind == kNone) continue;
+    kind_stats_[n.kind].max_gpus = std::max(kind_stats_[n.kind].max_gpus, n.gpu_count);
+    kind_stats_[n.kind].total_gpus += n.gpu_count;
+  }
+}
+
+ClusterState& NodeRoom::State() const { return d_->loop_->state(); }
+
+std::string NodeRoom::Name(NodeId n) const {
+  std::lock_guard<std::mutex> lock(d_->mu_);
+  const ClusterState& state = State();
+  return n >= 0 && n < state.num_nodes() ? state.cluster().nodes[n].name : std::string();
+}
+
+Status NodeRoom::LoadStoredCluster(const StoredState& s, ServiceConfig* config) {
   if (s.nodes.empty()) return Status::Ok();  // the first start: the configuration seeds the store
   Cluster c;
   if (auto it = s.meta.find("cluster"); it != s.meta.end()) {
@@ -125,19 +143,19 @@ Status ServiceDriver::LoadStoredCluster(const StoredState& s, ServiceConfig* con
   return Status::Ok();
 }
 
-Status ServiceDriver::RestoreNodes(const StoredState& s) {
-  std::unique_lock<std::mutex> lock(mu_);
-  ClusterState& state = loop_->state();
-  node_entries_.assign(state.num_nodes(), {});
+Status NodeRoom::Restore(const StoredState& s) {
+  std::unique_lock<std::mutex> lock(d_->mu_);
+  ClusterState& state = State();
+  entries_.assign(state.num_nodes(), {});
   WriteBatch b;
-  if (s.nodes.empty() && !config_->view_only) {
-    for (NodeId n = 0; n < state.num_nodes(); ++n) b.nodes.push_back(NodeRowLocked(n, Now()));
-    b.meta["cluster"] = ClusterMeta(config_->cluster).dump();
+  if (s.nodes.empty() && !d_->config_->view_only) {
+    for (NodeId n = 0; n < state.num_nodes(); ++n) b.nodes.push_back(RowLocked(n, d_->Now()));
+    b.meta["cluster"] = ClusterMeta(d_->config_->cluster).dump();
   }
   for (const NodeRow& row : s.nodes) {
     const NodeId n = row.position;
     if (n >= state.num_nodes()) continue;
-    NodeEntry& e = node_entries_[n];
+    Entry& e = entries_[n];
     e.draining = row.state == "draining" || row.state == "drained";
     e.unhealthy = row.state == "unhealthy";
     if (row.removed || row.state != "ready") (void)state.CordonNode(n);
@@ -148,55 +166,55 @@ Status ServiceDriver::RestoreNodes(const StoredState& s) {
   }
   // A drain that had not finished (its jobs still recorded running there) goes on.
   std::vector<JobPtr> changed;
-  for (NodeId n = 0; n < state.num_nodes() && !config_->view_only; ++n)
-    if (node_entries_[n].draining && !state.node_removed(n)) DrainJobsLocked(n, Now(), &b, &changed);
+  for (NodeId n = 0; n < state.num_nodes() && !d_->config_->view_only; ++n)
+    if (entries_[n].draining && !state.node_removed(n)) DrainJobsLocked(n, d_->Now(), &b, &changed);
   RecountKindsLocked();
   if (b.empty() && changed.empty()) return Status::Ok();
   auto done = std::make_shared<std::promise<Status>>();
   auto f = done->get_future();
-  PutLocked(std::move(changed), std::move(b), [done](const Status& st) { done->set_value(st); });
+  d_->PutLocked(std::move(changed), std::move(b), [done](const Status& st) { done->set_value(st); });
   lock.unlock();
   return f.get();
 }
 
-NodeId ServiceDriver::FindNodeLocked(const std::string& name) const {
-  const ClusterState& state = loop_->state();
+NodeId NodeRoom::FindLocked(const std::string& name) const {
+  const ClusterState& state = State();
   for (NodeId n = state.num_nodes() - 1; n >= 0; --n)  // a re-added name is the later one
     if (!state.node_removed(n) && state.cluster().nodes[n].name == name) return n;
   return -1;
 }
 
-std::string ServiceDriver::NodeStateLocked(NodeId n) const {
-  const ClusterState& state = loop_->state();
+std::string NodeRoom::StateLocked(NodeId n) const {
+  const ClusterState& state = State();
   const NodeState& ns = state.node(n);
   const bool busy = ns.inference_tasks + ns.training_tasks > 0;
-  const NodeEntry e = n < static_cast<NodeId>(node_entries_.size()) ? node_entries_[n] : NodeEntry{};
+  const Entry e = n < static_cast<NodeId>(entries_.size()) ? entries_[n] : Entry{};
   if (state.node_removed(n)) return "removed";
   if (e.unhealthy) return "unhealthy";
   if (e.draining) return busy ? "draining" : "drained";
   return state.node_cordoned(n) ? "cordoned" : "ready";
 }
 
-NodeView ServiceDriver::NodeViewLocked(NodeId n) const {
-  const ClusterState& state = loop_->state();
+NodeView NodeRoom::ViewLocked(NodeId n) const {
+  const ClusterState& state = State();
   const NodeState& ns = state.node(n);
-  return {state.cluster().nodes[n].name, NodeStateLocked(n),
-          NodeSpecJson(state.cluster().nodes[n], state.cluster(), *config_->catalog),
+  return {state.cluster().nodes[n].name, StateLocked(n),
+          NodeSpecJson(state.cluster().nodes[n], state.cluster(), *d_->config_->catalog),
           ns.inference_tasks + ns.training_tasks};
 }
 
-NodeRow ServiceDriver::NodeRowLocked(NodeId n, int64_t now) const {
-  const ClusterState& state = loop_->state();
+NodeRow NodeRoom::RowLocked(NodeId n, int64_t now) const {
+  const ClusterState& state = State();
   const Node& node = state.cluster().nodes[n];
-  std::string st = NodeStateLocked(n);
+  std::string st = StateLocked(n);
   const bool removed = st == "removed";
-  if (removed) st = node_entries_[n].draining ? "drained" : "cordoned";
-  return {n, node.name, NodeSpecJson(node, state.cluster(), *config_->catalog).dump(), st, removed, now};
+  if (removed) st = entries_[n].draining ? "drained" : "cordoned";
+  return {n, node.name, NodeSpecJson(node, state.cluster(), *d_->config_->catalog).dump(), st, removed, now};
 }
 
-void ServiceDriver::RecountKindsLocked() {
-  const ClusterState& state = loop_->state();
-  kind_stats_.assign(config_->catalog->size(), {});
+void NodeRoom::RecountKindsLocked() {
+  const ClusterState& state = State();
+  kind_stats_.assign(d_->config_->catalog->size(), {});
   for (NodeId n = 0; n < state.num_nodes(); ++n) {
     const Node& node = state.cluster().nodes[n];
     if (node.kind == kNone || state.node_removed(n)) continue;
@@ -208,105 +226,98 @@ void ServiceDriver::RecountKindsLocked() {
 // Every job holding capacity on node `n` is stopped through the driver as the one take rule says
 // (ControlLoop::AppendTakeOf: a checkpoint first where due), its whole group preempted and requeued at its
 // place (its own capacity is what is reclaimed, so no grace period is held on the draining node).
-void ServiceDriver::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed) {
-  const std::string reason = fmt::format("node {} is draining", loop_->state().cluster().nodes[n].name);
+void NodeRoom::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed) {
+  const std::string reason = fmt::format("node {} is draining", State().cluster().nodes[n].name);
   Plan plan;
-  for (JobSlot s : loop_->jobs().holding()) {
-    const ControlJob& cj = loop_->jobs()[s];
+  for (JobSlot s : d_->loop_->jobs().holding()) {
+    const ControlJob& cj = d_->loop_->jobs()[s];
     if (!std::any_of(cj.tasks.begin(), cj.tasks.end(), [n](const TaskPlacement& t) { return t.node == n; }))
       continue;
-    loop_->AppendTakeOf(s, now, reason, &plan);  // for itself: no grace period held on the draining node
+    d_->loop_->AppendTakeOf(s, now, reason, &plan);  // for itself: no grace period held on the draining node
   }
-  Fx fx;
-  fx.plan = &plan;
-  fx_ = &fx;
-  driver_->ApplyPlan(plan, now);
-  fx_ = nullptr;
-  changed->insert(changed->end(), fx.changed.begin(), fx.changed.end());
-  b->events.insert(b->events.end(), fx.b.events.begin(), fx.b.events.end());
-  b->usage.insert(b->usage.end(), fx.b.usage.begin(), fx.b.usage.end());
+  d_->ApplyTakesLocked(plan, now, b, changed);
 }
 
-Outcome<NodeView> ServiceDriver::CommitNodeLocked(std::unique_lock<std::mutex>* lock, const Caller& c,
-                                                  const std::string& action, const std::string& before,
-                                                  NodeId n, WriteBatch b, std::vector<JobPtr> changed) {
-  b.nodes.push_back(NodeRowLocked(n, Now()));
+Outcome<NodeView> NodeRoom::CommitLocked(std::unique_lock<std::mutex>* lock, const Caller& c,
+                                         const std::string& action, const std::string& before, NodeId n,
+                                         WriteBatch b, std::vector<JobPtr> changed) {
+  b.nodes.push_back(RowLocked(n, d_->Now()));
   const auto state = [](const std::string& s) { return s.empty() ? s : nlohmann::json{{"state", s}}.dump(); };
-  const std::string after = NodeStateLocked(n);
-  b.audit.push_back(AuditOf(c, action, "node:" + b.nodes.back().name, state(before), state(after),
-                            before != after || !changed.empty()));
-  state_changed_ = true;  // the next snapshot shows the change
-  NodeView v = NodeViewLocked(n);
+  const std::string after = StateLocked(n);
+  b.audit.push_back(d_->AuditOf(c, action, "node:" + b.nodes.back().name, state(before), state(after),
+                                before != after || !changed.empty()));
+  d_->state_changed_ = true;  // the next snapshot shows the change
+  NodeView v = ViewLocked(n);
   auto done = std::make_shared<std::promise<Status>>();
   auto f = done->get_future();
-  PutLocked(std::move(changed), std::move(b), [done](const Status& st) { done->set_value(st); });
+  d_->PutLocked(std::move(changed), std::move(b), [done](const Status& st) { done->set_value(st); });
   lock->unlock();
-  outbox_->Flush();  // the drain's stops, without the lock
+  d_->outbox_->Flush();  // the drain's stops, without the lock
   const Status st = f.get();
-  Notify();
+  d_->Notify();
   if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()};
   return v;
 }
 
-Outcome<std::pair<int64_t, int64_t>> ServiceDriver::HoldHost(const Caller& c, const std::string& name,
-                                                             int64_t cpu_milli, int64_t memory_mib) {
+Outcome<std::pair<int64_t, int64_t>> NodeRoom::HoldHost(const Caller& c, const std::string& name,
+                                                        int64_t cpu_milli, int64_t memory_mib) {
   if (c.role != Role::kAdmin)
     return ApiError{ErrorCode::kPermissionDenied, "", "only an admin holds capacity"};
   std::pair<int64_t, int64_t> held;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    const NodeId n = FindNodeLocked(name);
+    std::lock_guard<std::mutex> lock(d_->mu_);
+    const NodeId n = FindLocked(name);
     if (n < 0) return ApiError{ErrorCode::kNotFound, "", fmt::format("no node '{}'", name)};
-    ClusterState& state = loop_->state();
+    ClusterState& state = State();
     const auto was = state.outside_host(n);
     auto r = state.HoldOutsideHost(n, cpu_milli, memory_mib);
     if (!r.ok()) return Invalid("", r.error());
     held = *r;
-    state_changed_ = state_changed_ || held != was;
+    d_->state_changed_ = d_->state_changed_ || held != was;
   }
-  Notify();
+  d_->Notify();
   return held;
 }
 
-Outcome<NodeView> ServiceDriver::ChangeNode(const Caller& c, const std::string& name,
-                                            const std::string& action, const NodeChangeFn& change) {
+Outcome<NodeView> NodeRoom::Change(const Caller& c, const std::string& name, const std::string& action,
+                                   const ChangeFn& change) {
   if (c.role != Role::kAdmin)
     return ApiError{ErrorCode::kPermissionDenied, "", "only an admin changes nodes"};
-  std::unique_lock<std::mutex> lock(mu_);
-  const NodeId n = FindNodeLocked(name);
+  std::unique_lock<std::mutex> lock(d_->mu_);
+  const NodeId n = FindLocked(name);
   if (n < 0) return ApiError{ErrorCode::kNotFound, "", fmt::format("no node '{}'", name)};
   WriteBatch b;
   std::vector<JobPtr> changed;
-  const std::string before = NodeStateLocked(n);
+  const std::string before = StateLocked(n);
   if (auto refused = change(n, &b, &changed)) return *refused;
-  return CommitNodeLocked(&lock, c, action, before, n, std::move(b), std::move(changed));
+  return CommitLocked(&lock, c, action, before, n, std::move(b), std::move(changed));
 }
 
-Outcome<std::vector<NodeView>> ServiceDriver::ListNodes(const Caller& c) const {
+Outcome<std::vector<NodeView>> NodeRoom::List(const Caller& c) const {
   if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin lists nodes"};
   std::vector<NodeView> out;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (NodeId n = 0; n < loop_->state().num_nodes(); ++n)
-    if (!loop_->state().node_removed(n)) out.push_back(NodeViewLocked(n));
+  std::lock_guard<std::mutex> lock(d_->mu_);
+  for (NodeId n = 0; n < State().num_nodes(); ++n)
+    if (!State().node_removed(n)) out.push_back(ViewLocked(n));
   return out;
 }
 
-std::vector<std::string> ServiceDriver::NodeStates() const {
-  std::lock_guard<std::mutex> lock(mu_);
+std::vector<std::string> NodeRoom::States() const {
+  std::lock_guard<std::mutex> lock(d_->mu_);
   std::vector<std::string> out;
-  for (NodeId n = 0; n < loop_->state().num_nodes(); ++n) out.push_back(NodeStateLocked(n));
+  for (NodeId n = 0; n < State().num_nodes(); ++n) out.push_back(StateLocked(n));
   return out;
 }
 
-Outcome<NodeView> ServiceDriver::AddNode(const Caller& c, const std::string& spec_json) {
+Outcome<NodeView> NodeRoom::Add(const Caller& c, const std::string& spec_json) {
   if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin adds nodes"};
   const std::string source = "node";
-  std::unique_lock<std::mutex> lock(mu_);
-  ClusterState& state = loop_->state();
+  std::unique_lock<std::mutex> lock(d_->mu_);
+  ClusterState& state = State();
   Cluster names;  // the known leaves and spines: a new name would not be one the state has
   names.leaf_names = state.cluster().leaf_names;
   names.spine_names = state.cluster().spine_names;
-  auto node = ParseClusterNode(spec_json, source, *config_->catalog, &names);
+  auto node = ParseClusterNode(spec_json, source, *d_->config_->catalog, &names);
   if (!node.ok()) return Invalid(FieldOfMessage(node.error(), source), node.error());
   if (!ValidNodeName(node->name))
     return Invalid("name", "field 'name': 1-253 characters of a-z, A-Z, 0-9, '-', '_' and '.'");
@@ -317,14 +328,14 @@ Outcome<NodeView> ServiceDriver::AddNode(const Caller& c, const std::string& spe
     return Invalid("spine",
                    fmt::format("field 'spine': unknown spine '{}' (known: {})", names.spine_names.back(),
                                fmt::join(state.cluster().spine_names, ", ")));
-  if (FindNodeLocked(node->name) >= 0)
+  if (FindLocked(node->name) >= 0)
     return ApiError{ErrorCode::kAlreadyExists, "name", fmt::format("node '{}' exists", node->name)};
   bool reused = false;  // a removed node had this name: its stored MIG layouts must not apply to this one
   for (const Node& old : state.cluster().nodes) reused |= old.name == node->name;
   auto added = state.AddNode(*node);
   if (!added.ok()) return Invalid("", added.error());
   const NodeId n = *added;
-  node_entries_.resize(state.num_nodes());
+  entries_.resize(state.num_nodes());
   RecountKindsLocked();
   WriteBatch b;
   for (int i = 0; reused && i < state.node(n).gpu_count; ++i) {
@@ -337,49 +348,49 @@ Outcome<NodeView> ServiceDriver::AddNode(const Caller& c, const std::string& spe
                       static_cast<int>(gs.instances[k].start));
     b.layouts.push_back({node->name, i, layout});
   }
-  return CommitNodeLocked(&lock, c, "node.add", "", n, std::move(b), {});
+  return CommitLocked(&lock, c, "node.add", "", n, std::move(b), {});
 }
 
-Outcome<NodeView> ServiceDriver::CordonNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, "node.cordon",
-                    [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
-                      if (Status st = loop_->state().CordonNode(n); !st.ok())
-                        return ApiError{ErrorCode::kInternal, "", st.message()};
-                      return std::nullopt;
-                    });
+Outcome<NodeView> NodeRoom::Cordon(const Caller& c, const std::string& name) {
+  return Change(c, name, "node.cordon",
+                [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+                  if (Status st = State().CordonNode(n); !st.ok())
+                    return ApiError{ErrorCode::kInternal, "", st.message()};
+                  return std::nullopt;
+                });
 }
 
-Outcome<NodeView> ServiceDriver::UncordonNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, "node.uncordon",
-                    [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
-                      if (Status st = loop_->state().UncordonNode(n); !st.ok())
-                        return ApiError{ErrorCode::kFailedPrecondition, "", st.message()};
-                      node_entries_[n].draining = node_entries_[n].unhealthy = false;  // held GPUs stay held
-                      return std::nullopt;
-                    });
+Outcome<NodeView> NodeRoom::Uncordon(const Caller& c, const std::string& name) {
+  return Change(c, name, "node.uncordon",
+                [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
+                  if (Status st = State().UncordonNode(n); !st.ok())
+                    return ApiError{ErrorCode::kFailedPrecondition, "", st.message()};
+                  entries_[n].draining = entries_[n].unhealthy = false;  // held GPUs stay held
+                  return std::nullopt;
+                });
 }
 
-Outcome<NodeView> ServiceDriver::DrainNode(const Caller& c, const std::string& name) {
-  return ChangeNode(c, name, "node.drain",
-                    [this](NodeId n, WriteBatch* b, std::vector<JobPtr>* changed) -> std::optional<ApiError> {
-                      if (Status st = loop_->state().CordonNode(n); !st.ok())
-                        return ApiError{ErrorCode::kInternal, "", st.message()};
-                      node_entries_[n].draining = true;
-                      DrainJobsLocked(n, Now(), b, changed);
-                      return std::nullopt;
-                    });
+Outcome<NodeView> NodeRoom::Drain(const Caller& c, const std::string& name) {
+  return Change(c, name, "node.drain",
+                [this](NodeId n, WriteBatch* b, std::vector<JobPtr>* changed) -> std::optional<ApiError> {
+                  if (Status st = State().CordonNode(n); !st.ok())
+                    return ApiError{ErrorCode::kInternal, "", st.message()};
+                  entries_[n].draining = true;
+                  DrainJobsLocked(n, d_->Now(), b, changed);
+                  return std::nullopt;
+                });
 }
 
-Outcome<int> ServiceDriver::HoldGpus(const Caller& c, const std::string& name, int gpus) {
+Outcome<int> NodeRoom::HoldGpus(const Caller& c, const std::string& name, int gpus) {
   if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin holds GPUs"};
   int held = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    const NodeId n = FindNodeLocked(name);
+    std::lock_guard<std::mutex> lock(d_->mu_);
+    const NodeId n = FindLocked(name);
     if (n < 0) return ApiError{ErrorCode::kNotFound, "", fmt::format("no node '{}'", name)};
-    ClusterState& state = loop_->state();
+    ClusterState& state = State();
     const NodeState& ns = state.node(n);
-    std::vector<GpuId>& was = node_entries_[n].held;
+    std::vector<GpuId>& was = entries_[n].held;
     // Those held already keep their hold, then idle GPUs, then busy ones (held once their work ends).
     std::vector<GpuId> order = was;
     for (bool idle : {true, false})
@@ -394,16 +405,16 @@ Outcome<int> ServiceDriver::HoldGpus(const Caller& c, const std::string& name, i
       if (std::find(was.begin(), was.end(), g) == was.end()) changed |= state.CordonGpu(g).ok();
     was = order;
     held = static_cast<int>(order.size());
-    state_changed_ = state_changed_ || changed;
+    d_->state_changed_ = d_->state_changed_ || changed;
   }
-  Notify();  // capacity given back: a cycle looks again
+  d_->Notify();  // capacity given back: a cycle looks again
   return held;
 }
 
-Outcome<NodeView> ServiceDriver::RemoveNode(const Caller& c, const std::string& name) {
-  return ChangeNode(
+Outcome<NodeView> NodeRoom::Remove(const Caller& c, const std::string& name) {
+  return Change(
       c, name, "node.remove", [this](NodeId n, WriteBatch*, std::vector<JobPtr>*) -> std::optional<ApiError> {
-        ClusterState& state = loop_->state();
+        ClusterState& state = State();
         const NodeState& ns = state.node(n);
         const int tasks = ns.inference_tasks + ns.training_tasks;
         if (tasks > 0)
