@@ -70,25 +70,25 @@ std::vector<QueueEntry> Service::Queue(const Caller& c) const { return book_.Que
 
 Outcome<JobView> Service::Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
                                  bool* created, std::function<void(const Status&)> on_durable) {
-  return driver_->Submit(c, spec, idempotency_key, created, std::move(on_durable));
+  return driver_->jobs().Submit(c, spec, idempotency_key, created, std::move(on_durable));
 }
 
 std::vector<Outcome<JobView>> Service::SubmitAll(const Caller& c, const std::vector<JobSpec>& specs) {
-  return driver_->SubmitAll(c, specs);
+  return driver_->jobs().SubmitAll(c, specs);
 }
 
-Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) { return driver_->Cancel(c, id); }
+Outcome<JobView> Service::Cancel(const Caller& c, int64_t id) { return driver_->jobs().Cancel(c, id); }
 
 Outcome<JobView> Service::Preempt(const Caller& c, int64_t id, const std::string& reason) {
-  return driver_->Preempt(c, id, reason);
+  return driver_->jobs().Preempt(c, id, reason);
 }
 
 Outcome<JobView> Service::SetPriority(const Caller& c, int64_t id, const std::string& priority_class) {
-  return driver_->SetPriority(c, id, priority_class);
+  return driver_->jobs().SetPriority(c, id, priority_class);
 }
 
 Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) {
-  return driver_->WhatIf(c, id);
+  return driver_->jobs().WhatIf(c, id);
 }
 
 std::map<std::string, std::pair<int64_t, int64_t>> Service::JobCountsByTeam() const {

@@ -191,7 +191,7 @@ class Service {
   // Changes a team's guarantee and/or limit (GPU thousandths; a negative limit = none); admin only.
   // What-if for a pending job the caller may see: its start as asked, and with a half and a quarter of its
   // GPUs (fewer gang members, else fewer GPUs per worker), each from a cycle run on a copy of the state.
-  // Computed at most once per job and cycle. (whatif.cc)
+  // Computed at most once per job and cycle. (job_room.h)
   Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
   // A change of a team (identity.h: each field given replaces the stored one; If-Match; no update lost).
   using TeamChange = tessera::TeamChange;
@@ -220,7 +220,7 @@ class Service {
   // Preempts running job `id` for `reason`, a backend's own need (a node drained for a MIG repartition):
   // its whole group is stopped through the preemption path, as a cycle's preemption (the backend is told
   // "preempted"), and goes back to the queue at its submit-time place; never Succeeded, Failed or
-  // Cancelled for it. A job that holds no capacity is left as it is. Admin only. (jobs.cc)
+  // Cancelled for it. A job that holds no capacity is left as it is. Admin only. (job_room.h)
   Outcome<JobView> Preempt(const Caller& c, int64_t id, const std::string& reason);
   // Visible jobs with id > after_id, in id order, at most `limit`; filters empty = any. `more` is set when
   // further jobs match.

@@ -1,5 +1,5 @@
-// The driver room's lifecycle and restore from the store (the cycle: cycle.cc; nodes: node_room.h; job
-// writes: jobs.cc; what-if: whatif.cc).
+// The driver room's lifecycle, restore from the store and job version writes (the cycle: cycle.cc; its
+// rooms: node_room.h, job_room.h).
 #include "service/service_driver.h"
 
 #include <fmt/format.h>
@@ -10,6 +10,26 @@
 #include "model/mig.h"
 
 namespace tessera {
+namespace {
+
+JobRow ToRow(const JobRecord& j) {
+  return JobRow{j.id,
+                j.user,
+                j.team,
+                j.project,
+                j.name,
+                WorkloadClassName(j.cls),
+                j.priority_class,
+                j.spec_json,
+                JobStateName(j.state),
+                j.submitted_at,
+                j.started_at,
+                j.finished_at,
+                j.placements,
+                j.message};
+}
+
+}  // namespace
 
 ServiceDriver::ServiceDriver(ServiceConfig* config, Store* store, Clock* clock, Backend* backend,
                              JobBook* book, Identity* identity, Chargeback* chargeback)
@@ -20,7 +40,8 @@ ServiceDriver::ServiceDriver(ServiceConfig* config, Store* store, Clock* clock, 
       book_(book),
       identity_(identity),
       chargeback_(chargeback),
-      nodes_(std::make_unique<NodeRoom>(this)) {}
+      nodes_(std::make_unique<NodeRoom>(this)),
+      jobs_(std::make_unique<JobRoom>(this)) {}
 
 ServiceDriver::~ServiceDriver() { Stop(); }
 
@@ -167,7 +188,7 @@ Result<std::shared_ptr<JobRecord>> ServiceDriver::RecordOfRowLocked(const JobRow
   j->id = row.id;
   int queue = 0;
   std::string pc;
-  auto req = BuildRequest(spec.value(), row.team, row.id, &queue, &pc);
+  auto req = jobs_->BuildRequestLocked(spec.value(), row.team, row.id, &queue, &pc);
   if (!req.ok()) return Status::Error(fmt::format("stored job {}: {}", row.id, req.error().message));
   j->request = req.value();
   j->replicas = spec->workload.cls == WorkloadClass::kTraining ? 1 : spec->workload.replicas;
@@ -263,6 +284,43 @@ void ServiceDriver::AddQueueFigures(std::vector<TeamView>* teams) const {
     v.fair_share_milli = snap->queues[q].fair_share_milli;
     v.pending_milli = std::max<int64_t>(0, snap->queues[q].demand_milli - snap->queues[q].allocated_milli);
   }
+}
+
+void ServiceDriver::PutLocked(std::vector<JobPtr> next, WriteBatch batch,
+                              std::function<void(const Status&)> done) {
+  Effects e;
+  e.fresh = book_->SetCurrent(next);
+  for (const JobPtr& j : next) batch.jobs.push_back(ToRow(*j));
+  e.next = std::move(next);
+  e.usage = batch.usage;
+  KeepClockLocked(Now(), &batch);
+  store_->Write(std::move(batch), [this, e, done = std::move(done)](const Status& st) {
+    ApplyEffects(e, st);
+    if (done) done(st);
+  });
+}
+
+void ServiceDriver::KeepClockLocked(int64_t at, WriteBatch* b) {
+  if (at <= stored_clock_) return;
+  stored_clock_ = at;
+  b->meta["clock_s"] = std::to_string(at);
+}
+
+void ServiceDriver::ApplyEffects(const Effects& e, const Status& st) {
+  bool added = false;
+  {
+    // Under mu_: a job becomes visible in one step with its entry into the loop, so that a change that
+    // finds it visible finds its replicas.
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::vector<bool> first = book_->Commit(e.next, e.fresh, st.ok());
+    for (size_t i = 0; i < e.next.size(); ++i)
+      if (first[i] && e.next[i]->state == JobState::kPending) {
+        AddToLoopLocked(*e.next[i], /*queued=*/true);
+        added = true;
+      }
+    if (st.ok()) chargeback_->Add(e.usage);  // under mu_: a usage query counts each run once
+  }
+  if (added) Notify();
 }
 
 }  // namespace tessera

@@ -2,9 +2,10 @@
 // ServiceDriver: the driver room of the service, a driver of the control-loop core (control/loop.h) as the
 // simulator is. It owns the ControlLoop (the job table, the allocation, each queue's decayed usage), each
 // job's slots in that table, the Driver (control/driver.h) with its listener and the outbox to the backend,
-// the nodes' states, the cycle thread and the snapshot published after each cycle. It validates and
-// writes submissions and changes of jobs, turns the driver's reports into job versions, events and usage,
-// and writes every new job version through the JobBook (job_book.h).
+// the cycle thread and the snapshot published after each cycle. It turns the driver's reports into job
+// versions, events and usage, and writes every new job version through the JobBook (job_book.h). Its
+// rooms work on the same loop under the same lock: JobRoom (job_room.h) the job operations (submit,
+// cancel, priority, preempt, what-if), NodeRoom (node_room.h) the nodes.
 //
 // Locks (in the order they may be taken; never the other way):
 //  1. Identity's change lock (identity.h): its team_changed hook calls TeamChanged, which takes mu_.
@@ -14,7 +15,7 @@
 //     lock may be taken under it (neither takes mu_).
 //  4. The JobBook's locks: new versions are written under mu_ (the book takes no other lock). Reads of jobs
 //     take the book's lock alone, so they never wait for mu_.
-//  snap_mu_, whatif_mu_ and wake_mu_ are leaves (nothing is taken under them).
+//  snap_mu_, wake_mu_ and the JobRoom's whatif_mu_ are leaves (nothing is taken under them).
 
 #include <atomic>
 #include <condition_variable>
@@ -44,6 +45,7 @@
 #include "service/identity.h"
 #include "service/job_book.h"
 #include "service/job_record.h"
+#include "service/job_room.h"
 #include "service/node_room.h"
 #include "service/outbox.h"
 #include "service/service.h"
@@ -70,21 +72,15 @@ class ServiceDriver {
   std::shared_ptr<const Snapshot> snapshot() const;
   int64_t Now() const { return static_cast<int64_t>(clock_->Now()); }
 
-  // The job writes and what-if of Service (service.h).
-  Outcome<JobView> Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
-                          bool* created, std::function<void(const Status&)> on_durable = nullptr);
-  std::vector<Outcome<JobView>> SubmitAll(const Caller& c, const std::vector<JobSpec>& specs);
-  Outcome<JobView> Cancel(const Caller& c, int64_t id);
   // Stored job `row` as a record (null when it no longer parses): the JobBook's pager. Takes mu_.
   JobPtr PageIn(const JobRow& row) const;
-  Outcome<JobView> SetPriority(const Caller& c, int64_t id, const std::string& priority_class);
-  Outcome<JobView> Preempt(const Caller& c, int64_t id, const std::string& reason);
-  Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
   // The queues' figures from the snapshot into each team's view.
   void AddQueueFigures(std::vector<TeamView>* teams) const;
   // Every team's durable usage plus the running jobs' so far, over the query's interval, as written or
   // summed by the query's groups (chargeback.cc).
   Outcome<UsageLedgerOf> UsageLedger(const UsageQuery& q, bool summed) const;
+  // The job writes and what-if of Service (service.h): their room (job_room.h).
+  JobRoom& jobs() { return *jobs_; }
   // The nodes of Service (service.h): their room (node_room.h).
   NodeRoom& nodes() { return *nodes_; }
   const NodeRoom& nodes() const { return *nodes_; }
@@ -138,7 +134,8 @@ class ServiceDriver {
   struct PendingRef {
     JobPtr job, reservation;
   };
-  friend class NodeRoom;  // a room of the driver: works on its loop under mu_
+  friend class NodeRoom;  // rooms of the driver: they work on its loop under mu_
+  friend class JobRoom;
 
   // Restore (service_driver.cc): teams' queues, MIG layouts, the clock, usage and keys, the jobs.
   Status Restore(const StoredState& s);
@@ -152,23 +149,12 @@ class ServiceDriver {
   std::string UsageMetaLocked() const;
   void RestoreUsageLocked(const std::string& meta);
 
-  // Job writes (jobs.cc).
-  Outcome<Request> BuildRequest(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
-                                std::string* priority_class) const;
+  // Job writes (service_driver.cc).
   // Makes `next` the current versions in the JobBook and queues their write with `batch`. After the
   // commit the store's writer applies the Effects (versions visible, new pending jobs in the loop, usage
   // in the ledger) and then calls `done` (if any): a caller that waits for `done` reads its own write.
   void PutLocked(std::vector<JobPtr> next, WriteBatch batch, std::function<void(const Status&)> done);
-  // The error a submission to `team` gets when no such team exists (else nullopt). Under mu_.
-  std::optional<ApiError> UnknownTeamLocked(const std::string& team) const;
-  Outcome<JobPtr> NewJobLocked(const Caller& c, const JobSpec& spec, const std::string& team,
-                               const std::string& body, WriteBatch* b);
   void ApplyEffects(const Effects& e, const Status& st);
-  // A change of job `id` by `c` (verb names it in a refusal): 404 unless the job is durable and visible to
-  // `c`, 403 without the right; else `change` (under the lock) returns the next version and its writes
-  // (none: nothing to change), which is written; returns the job once that is durable and visible.
-  using ChangeFn = std::function<Outcome<JobPtr>(const JobRecord&, WriteBatch*)>;
-  Outcome<JobView> ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change);
   // A job `c` may see, read from the JobBook (its lock only).
   Outcome<JobView> Get(const Caller& c, int64_t id) const { return book_->Get(c, id, *snapshot()); }
   uint64_t NextVersion() { return book_->NextVersion(); }
@@ -241,8 +227,6 @@ class ServiceDriver {
   void FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<PendingRef>& jobs);
   // Each queue's signature and running jobs' expected ends into `snap` (estimates.cc).
   void QueueSignaturesLocked(Snapshot* snap) const;
-  // The what-if's requests for what else the job could ask (another MIG profile, spot), from its spec.
-  std::vector<std::pair<WhatIfOption, Request>> AlternativesLocked(const JobRecord& job) const;
 
   ServiceConfig* const config_;  // its tenancy's queues grow under mu_ once started
   Store* const store_;
@@ -268,6 +252,7 @@ class ServiceDriver {
   std::map<int64_t, std::shared_ptr<const std::set<std::string>>> job_nodes_;  // SetJobNodes
   bool job_nodes_strict_ = false;      // a job absent from job_nodes_ goes nowhere
   std::unique_ptr<NodeRoom> nodes_;    // the nodes' room (node_room.h)
+  std::unique_ptr<JobRoom> jobs_;      // the job operations' room (job_room.h)
   int64_t stored_clock_ = 0;   // the clock position last written
   bool state_changed_ = true;  // allocation changed since the last published snapshot
   uint64_t cycle_seq_ = 0;
@@ -280,9 +265,6 @@ class ServiceDriver {
   std::mutex cycle_mu_;                          // one cycle at a time (the timer's, or RunCycleNow)
   std::unique_ptr<ClusterState> cycle_working_;  // the cycle's working allocation, reused
   CycleInput cycle_in_;                          // the cycle's input, its memory reused
-
-  std::mutex whatif_mu_;
-  std::map<int64_t, std::pair<uint64_t, std::vector<WhatIfOption>>> whatif_cache_;  // job -> (cycle, answer)
 
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;

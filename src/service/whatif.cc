@@ -6,10 +6,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <nlohmann/json.hpp>
 
+#include "service/job_room.h"
 #include "service/service_driver.h"
 #include "service/workload_json.h"
 
@@ -67,23 +68,23 @@ bool Sooner(const WhatIfOption& o, int64_t as_asked) {
 
 }  // namespace
 
-std::vector<std::pair<WhatIfOption, Request>> ServiceDriver::AlternativesLocked(const JobRecord& job) const {
+std::vector<std::pair<WhatIfOption, Request>> JobRoom::AlternativesLocked(const JobRecord& job) const {
   std::vector<std::pair<WhatIfOption, Request>> out;
   Outcome<JobSpec> spec = ParseJobSpec(nlohmann::json::parse(job.spec_json, nullptr, false));
   if (!spec.ok()) return out;
   auto add = [&](const JobSpec& changed, WhatIfOption o) {
     int queue = 0;
     std::string pc;
-    Outcome<Request> r = BuildRequest(changed, job.team, job.request.id, &queue, &pc);
+    Outcome<Request> r = BuildRequestLocked(changed, job.team, job.request.id, &queue, &pc);
     if (!r.ok()) return;  // e.g. its memory is above what the profile holds
     o.gpus = r.value().TotalGpus() * job.replicas;
     out.push_back({std::move(o), std::move(r).value()});
   };
   if (!job.mig_profile.empty()) {  // every other profile a GPU of the cluster offers
     std::set<std::string> names;
-    for (KindId k = 0; k < static_cast<KindId>(nodes_->KindStatsLocked().size()); ++k)
-      if (nodes_->KindStatsLocked()[k].total_gpus > 0)
-        for (const MigProfile& p : config_->catalog->kind(k).profiles)
+    for (KindId k = 0; k < static_cast<KindId>(d_->nodes_->KindStatsLocked().size()); ++k)
+      if (d_->nodes_->KindStatsLocked()[k].total_gpus > 0)
+        for (const MigProfile& p : d_->config_->catalog->kind(k).profiles)
           if (p.name != job.mig_profile && p.name.find('+') == std::string::npos) names.insert(p.name);
     for (const std::string& name : names) {
       JobSpec changed = spec.value();
@@ -92,7 +93,7 @@ std::vector<std::pair<WhatIfOption, Request>> ServiceDriver::AlternativesLocked(
     }
   }
   bool spot = false;
-  for (const Node& n : loop_->state().cluster().nodes) spot |= n.tier == Tier::kSpot && n.gpu_count > 0;
+  for (const Node& n : d_->loop_->state().cluster().nodes) spot |= n.tier == Tier::kSpot && n.gpu_count > 0;
   if (spot && job.cls == WorkloadClass::kTraining && !spec.value().workload.checkpointable) {
     JobSpec changed = spec.value();
     changed.workload.checkpointable = true;
@@ -101,26 +102,26 @@ std::vector<std::pair<WhatIfOption, Request>> ServiceDriver::AlternativesLocked(
   return out;
 }
 
-Outcome<std::vector<WhatIfOption>> ServiceDriver::WhatIf(const Caller& c, int64_t id) {
-  auto v = Get(c, id);
+Outcome<std::vector<WhatIfOption>> JobRoom::WhatIf(const Caller& c, int64_t id) {
+  auto v = d_->Get(c, id);
   if (!v.ok()) return v.error();
   const JobRecord& job = *v.value().job;
   if (job.state != JobState::kPending) return Invalid("", "only a pending job has a what-if");
-  const uint64_t cycle = snapshot()->cycle;
+  const uint64_t cycle = d_->snapshot()->cycle;
   {
     std::lock_guard<std::mutex> lock(whatif_mu_);
     auto it = whatif_cache_.find(id);
     if (it != whatif_cache_.end() && it->second.first == cycle) return it->second.second;
   }
-  const int64_t now = Now();
+  const int64_t now = d_->Now();
   CycleInput in;
   std::unique_ptr<ClusterState> working;
   std::set<JobId> engine_ids;  // the job's replicas, as the cycle names them
   std::vector<std::pair<WhatIfOption, Request>> alternatives;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    BuildInputLocked(now, &working, &in);
-    for (JobSlot s : ReplicasLocked(id)) engine_ids.insert(EngineId(s));
+    std::lock_guard<std::mutex> lock(d_->mu_);
+    d_->BuildInputLocked(now, &working, &in);
+    for (JobSlot s : d_->ReplicasLocked(id)) engine_ids.insert(EngineId(s));
     alternatives = AlternativesLocked(job);
   }
   std::vector<WhatIfOption> out;
@@ -131,7 +132,7 @@ Outcome<std::vector<WhatIfOption>> ServiceDriver::WhatIf(const Caller& c, int64_
     if (!Shrink(&shrunk, fraction)) continue;
     o.gpus = shrunk.TotalGpus() * job.replicas;
     if (!out.empty() && out.back().gpus == o.gpus) continue;  // e.g. a quarter of 2 workers is still 1
-    TrialStart(in, engine_ids, shrunk, now, *policy_, &o);
+    TrialStart(in, engine_ids, shrunk, now, *d_->policy_, &o);
     if (fraction == 1.0 && v.value().pending) {  // as asked: the headline estimate, the same for both
       o.estimated_start = v.value().pending->estimated_start;
       o.code = std::string(v.value().pending->code);
@@ -145,13 +146,13 @@ Outcome<std::vector<WhatIfOption>> ServiceDriver::WhatIf(const Caller& c, int64_
     Request any = job.request;
     any.kind_mask = 0;
     o.gpus = any.TotalGpus() * job.replicas;
-    TrialStart(in, engine_ids, any, now, *policy_, &o);
+    TrialStart(in, engine_ids, any, now, *d_->policy_, &o);
     out.push_back(std::move(o));
   }
   const int64_t as_asked = out.empty() ? -1 : out.front().estimated_start;
   std::optional<WhatIfOption> best_profile;  // the soonest other MIG profile, when sooner than as asked
   for (auto& [o, r] : alternatives) {
-    TrialStart(in, engine_ids, r, now, *policy_, &o);
+    TrialStart(in, engine_ids, r, now, *d_->policy_, &o);
     if (o.change == "spot") {
       out.push_back(std::move(o));
     } else if (Sooner(o, as_asked) && (!best_profile || o.estimated_start < best_profile->estimated_start)) {

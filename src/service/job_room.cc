@@ -1,4 +1,6 @@
-// Job operations: submit (validation, idempotency, durability), get, cancel, priority, lists, the queue.
+// Job operations (job_room.h): submit (validation, idempotency, durability), cancel, priority, preempt.
+#include "service/job_room.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,35 +24,20 @@ std::string MemoryField(const JobSpec& spec) {
   return "memory";
 }
 
-JobRow ToRow(const JobRecord& j) {
-  return JobRow{j.id,
-                j.user,
-                j.team,
-                j.project,
-                j.name,
-                WorkloadClassName(j.cls),
-                j.priority_class,
-                j.spec_json,
-                JobStateName(j.state),
-                j.submitted_at,
-                j.started_at,
-                j.finished_at,
-                j.placements,
-                j.message};
-}
-
 }  // namespace
 
+JobRoom::JobRoom(ServiceDriver* driver) : d_(driver) {}
+
 // Checks the spec against the cluster and tenancy and builds the engine request.
-Outcome<Request> ServiceDriver::BuildRequest(const JobSpec& spec, const std::string& team, int64_t id,
+Outcome<Request> JobRoom::BuildRequestLocked(const JobSpec& spec, const std::string& team, int64_t id,
                                              int* queue, std::string* priority_class) const {
   const Workload& w = spec.workload;
-  const Catalog& cat = *config_->catalog;
+  const Catalog& cat = *d_->config_->catalog;
   *priority_class = w.priority_class.empty() ? DefaultPriorityClass(w.cls) : w.priority_class;
-  const PriorityClass* pc = config_->tenancy.FindClass(*priority_class);
+  const PriorityClass* pc = d_->config_->tenancy.FindClass(*priority_class);
   if (pc == nullptr) {
     std::string known;
-    for (const PriorityClass& p : config_->tenancy.priority_classes)
+    for (const PriorityClass& p : d_->config_->tenancy.priority_classes)
       known += (known.empty() ? "" : ", ") + p.name;
     return Invalid("priority_class",
                    fmt::format("field 'priority_class': unknown priority class '{}' (known: {})",
@@ -71,8 +58,8 @@ Outcome<Request> ServiceDriver::BuildRequest(const JobSpec& spec, const std::str
   int profile_milli = 0;
   int named_compute = 0, named_memory = 0;
   int64_t largest_named_mib = 0;  // over the kinds offering the named profile, whatever the job's memory
-  for (KindId kid = 0; kid < static_cast<KindId>(nodes_->KindStatsLocked().size()); ++kid) {
-    const NodeRoom::KindStats& ks = nodes_->KindStatsLocked()[kid];
+  for (KindId kid = 0; kid < static_cast<KindId>(d_->nodes_->KindStatsLocked().size()); ++kid) {
+    const NodeRoom::KindStats& ks = d_->nodes_->KindStatsLocked()[kid];
     if (ks.total_gpus == 0 || !r.KindAllowed(kid)) continue;
     const GpuKind& k = cat.kind(kid);
     max_gpus = std::max(max_gpus, ks.max_gpus);
@@ -122,68 +109,31 @@ Outcome<Request> ServiceDriver::BuildRequest(const JobSpec& spec, const std::str
           w.cls == WorkloadClass::kTraining ? "workers" : "replicas",
           fmt::format("the job asks for {} GPUs; the cluster has {}", r.TotalGpus() * replicas, total_gpus));
   }
-  *queue = config_->tenancy.LeafFor(team, w.project);
-  if (*queue < 0) *queue = config_->tenancy.FindQueue(team);
+  *queue = d_->config_->tenancy.LeafFor(team, w.project);
+  if (*queue < 0) *queue = d_->config_->tenancy.FindQueue(team);
   if (*queue < 0) return Invalid("team", fmt::format("field 'team': team '{}' has no queue", team));
   return r;
 }
 
-void ServiceDriver::PutLocked(std::vector<JobPtr> next, WriteBatch batch,
-                              std::function<void(const Status&)> done) {
-  Effects e;
-  e.fresh = book_->SetCurrent(next);
-  for (const JobPtr& j : next) batch.jobs.push_back(ToRow(*j));
-  e.next = std::move(next);
-  e.usage = batch.usage;
-  KeepClockLocked(Now(), &batch);
-  store_->Write(std::move(batch), [this, e, done = std::move(done)](const Status& st) {
-    ApplyEffects(e, st);
-    if (done) done(st);
-  });
-}
-
-void ServiceDriver::KeepClockLocked(int64_t at, WriteBatch* b) {
-  if (at <= stored_clock_) return;
-  stored_clock_ = at;
-  b->meta["clock_s"] = std::to_string(at);
-}
-
-void ServiceDriver::ApplyEffects(const Effects& e, const Status& st) {
-  bool added = false;
-  {
-    // Under mu_: a job becomes visible in one step with its entry into the loop, so that a change that
-    // finds it visible finds its replicas.
-    std::lock_guard<std::mutex> lock(mu_);
-    const std::vector<bool> first = book_->Commit(e.next, e.fresh, st.ok());
-    for (size_t i = 0; i < e.next.size(); ++i)
-      if (first[i] && e.next[i]->state == JobState::kPending) {
-        AddToLoopLocked(*e.next[i], /*queued=*/true);
-        added = true;
-      }
-    if (st.ok()) chargeback_->Add(e.usage);  // under mu_: a usage query counts each run once
-  }
-  if (added) Notify();
-}
-
-std::optional<ApiError> ServiceDriver::UnknownTeamLocked(const std::string& team) const {
-  if (identity_->HasTeam(team)) return std::nullopt;
+std::optional<ApiError> JobRoom::UnknownTeamLocked(const std::string& team) const {
+  if (d_->identity_->HasTeam(team)) return std::nullopt;
   return Invalid("team", fmt::format("field 'team': unknown team '{}'", team));
 }
 
 // A new pending job of `team` from `spec` (its id taken, its Submitted event and audit entry added to `b`);
-// nothing is stored or visible yet. Under mu_.
-Outcome<JobPtr> ServiceDriver::NewJobLocked(const Caller& c, const JobSpec& spec, const std::string& team,
-                                            const std::string& body, WriteBatch* b) {
-  const int64_t id = book_->PeekId();
+// nothing is stored or visible yet. Under d_->mu_.
+Outcome<JobPtr> JobRoom::NewJobLocked(const Caller& c, const JobSpec& spec, const std::string& team,
+                                      const std::string& body, WriteBatch* b) {
+  const int64_t id = d_->book_->PeekId();
   int queue = 0;
   std::string pc;
-  auto req = BuildRequest(spec, team, id, &queue, &pc);
+  auto req = BuildRequestLocked(spec, team, id, &queue, &pc);
   if (!req.ok()) return req.error();
-  if (auto e = identity_->ClassPolicy(c, team, pc)) return *e;
-  book_->TakeId(id);
+  if (auto e = d_->identity_->ClassPolicy(c, team, pc)) return *e;
+  d_->book_->TakeId(id);
   auto j = std::make_shared<JobRecord>();
   j->id = id;
-  j->version = NextVersion();
+  j->version = d_->NextVersion();
   j->user = c.user;
   j->team = team;
   j->project = spec.workload.project;
@@ -198,22 +148,22 @@ Outcome<JobPtr> ServiceDriver::NewJobLocked(const Caller& c, const JobSpec& spec
   j->request = req.value();
   j->replicas = spec.workload.cls == WorkloadClass::kTraining ? 1 : spec.workload.replicas;
   j->queue = queue;
-  j->submitted_at = Now();
+  j->submitted_at = d_->Now();
   b->events.push_back({id, j->submitted_at, "Submitted", "by " + c.user});
-  b->audit.push_back(AuditOf(c, "job.submit", fmt::format("job:{}", id), "",
-                            nlohmann::json{{"team", team},
-                                           {"name", j->name},
-                                           {"project", j->project},
-                                           {"priority_class", pc},
-                                           {"gpus", TotalGpus(*j)}}
-                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                            true));
+  b->audit.push_back(d_->AuditOf(c, "job.submit", fmt::format("job:{}", id), "",
+                                 nlohmann::json{{"team", team},
+                                                {"name", j->name},
+                                                {"project", j->project},
+                                                {"priority_class", pc},
+                                                {"gpus", TotalGpus(*j)}}
+                                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                                 true));
   return JobPtr(j);
 }
 
 // Many jobs by one caller in one durable write (no idempotency keys): each refused or accepted as Submit
 // would; returns once the accepted are durable (or the write failed).
-std::vector<Outcome<JobView>> ServiceDriver::SubmitAll(const Caller& c, const std::vector<JobSpec>& specs) {
+std::vector<Outcome<JobView>> JobRoom::SubmitAll(const Caller& c, const std::vector<JobSpec>& specs) {
   std::vector<Outcome<JobView>> out;
   out.reserve(specs.size());
   std::vector<JobPtr> made;
@@ -221,7 +171,7 @@ std::vector<Outcome<JobView>> ServiceDriver::SubmitAll(const Caller& c, const st
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(d_->mu_);
     for (const JobSpec& spec : specs) {
       auto named = JobBook::SubmitTeam(c, spec.workload.team);
       if (!named.ok()) {
@@ -241,18 +191,17 @@ std::vector<Outcome<JobView>> ServiceDriver::SubmitAll(const Caller& c, const st
       out.push_back(JobView{j.value(), std::nullopt});
     }
     if (made.empty()) return out;
-    PutLocked(made, std::move(b), [p](const Status& st) { p->set_value(st); });
+    d_->PutLocked(made, std::move(b), [p](const Status& st) { p->set_value(st); });
   }
   const Status st = f.get();
   for (Outcome<JobView>& o : out)
     if (o.ok() && !st.ok()) o = ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()};
-  if (st.ok()) counters_.submissions.fetch_add(made.size(), std::memory_order_relaxed);
+  if (st.ok()) d_->counters_.submissions.fetch_add(made.size(), std::memory_order_relaxed);
   return out;
 }
 
-Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
-                                       const std::string& idempotency_key, bool* created,
-                                       std::function<void(const Status&)> on_durable) {
+Outcome<JobView> JobRoom::Submit(const Caller& c, const JobSpec& spec, const std::string& idempotency_key,
+                                 bool* created, std::function<void(const Status&)> on_durable) {
   if (created) *created = false;
   auto named = JobBook::SubmitTeam(c, spec.workload.team);
   if (!named.ok()) return named.error();
@@ -262,28 +211,28 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
   const JobBook::IdemKey key = std::make_pair(c.user, idempotency_key);
   // A key not among those in memory is looked up in the store before the lock (other submissions do not
   // wait for the read); again under it should keys have left memory meanwhile.
-  const bool in_store = !idempotency_key.empty() && book_->KeysInStore();
-  const uint64_t evicted = in_store ? book_->KeysEvicted() : 0;
+  const bool in_store = !idempotency_key.empty() && d_->book_->KeysInStore();
+  const uint64_t evicted = in_store ? d_->book_->KeysEvicted() : 0;
   // A key the store cannot hold (the filter says no) is new: no store read. An unreadable store: read it.
   auto maybe_stored = [&] {
-    auto m = book_->MaybeStoredKey(key);
+    auto m = d_->book_->MaybeStoredKey(key);
     return !m.ok() || *m;
   };
   std::optional<JobBook::IdemEntry> stored;
   auto look_up = [&]() -> std::optional<ApiError> {
-    auto s = book_->StoredKey(key);
+    auto s = d_->book_->StoredKey(key);
     if (!s.ok()) return ApiError{ErrorCode::kUnavailable, "", "Idempotency-Key: " + s.error()};
     stored = *s;
     return std::nullopt;
   };
-  if (in_store && !book_->FindKey(key) && maybe_stored())
+  if (in_store && !d_->book_->FindKey(key) && maybe_stored())
     if (auto e = look_up()) return *e;
-  std::unique_lock<std::mutex> lock(mu_);  // once per submission: request threads queue here
+  std::unique_lock<std::mutex> lock(d_->mu_);  // once per submission: request threads queue here
   if (auto e = UnknownTeamLocked(team)) return *e;
   if (!idempotency_key.empty()) {
-    // Found and put under mu_ (submissions take it in turn): a key makes one job.
-    std::optional<JobBook::IdemEntry> found = book_->FindKey(key);
-    if (!found && in_store && !stored && book_->KeysEvicted() != evicted && maybe_stored())
+    // Found and put under d_->mu_ (submissions take it in turn): a key makes one job.
+    std::optional<JobBook::IdemEntry> found = d_->book_->FindKey(key);
+    if (!found && in_store && !stored && d_->book_->KeysEvicted() != evicted && maybe_stored())
       if (auto e = look_up()) return *e;
     if (!found) found = stored;
     if (found) {
@@ -294,14 +243,14 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
       // Another request with this key is in flight: wait until its job is durable (or was refused).
       for (int i = 0; i < 3000 && !found->durable; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        found = book_->FindKey(key);
+        found = d_->book_->FindKey(key);
         if (!found && in_store) {  // durable, then left memory, or forgotten
-          auto s = book_->StoredKey(key);
+          auto s = d_->book_->StoredKey(key);
           if (s.ok()) found = *s;
         }
         if (!found) return ApiError{ErrorCode::kUnavailable, "", "the first request with this key failed"};
       }
-      return Get(Caller{"", "", Role::kAdmin}, found->job_id);
+      return d_->Get(Caller{"", "", Role::kAdmin}, found->job_id);
     }
   }
   WriteBatch b;
@@ -311,12 +260,12 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
   const int64_t id = j->id;
   if (!idempotency_key.empty()) {
     b.keys.push_back({c.user, idempotency_key, hash, id});
-    book_->PutKey(key, {hash, id, false});
+    d_->book_->PutKey(key, {hash, id, false});
   }
   if (on_durable) {
-    PutLocked({j}, std::move(b), [this, key, on_durable = std::move(on_durable)](const Status& st) {
-      if (!key.second.empty()) book_->SettleKey(key, st.ok());
-      if (st.ok()) counters_.submissions.fetch_add(1, std::memory_order_relaxed);
+    d_->PutLocked({j}, std::move(b), [this, key, on_durable = std::move(on_durable)](const Status& st) {
+      if (!key.second.empty()) d_->book_->SettleKey(key, st.ok());
+      if (st.ok()) d_->counters_.submissions.fetch_add(1, std::memory_order_relaxed);
       on_durable(st);
     });
     if (created) *created = true;
@@ -324,27 +273,27 @@ Outcome<JobView> ServiceDriver::Submit(const Caller& c, const JobSpec& spec,
   }
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  PutLocked({j}, std::move(b), [this, p, key](const Status& st) {
-    if (!key.second.empty()) book_->SettleKey(key, st.ok());
+  d_->PutLocked({j}, std::move(b), [this, p, key](const Status& st) {
+    if (!key.second.empty()) d_->book_->SettleKey(key, st.ok());
     p->set_value(st);
   });
   lock.unlock();
   const Status st = f.get();
   if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", "not stored: " + st.message()};
-  counters_.submissions.fetch_add(1, std::memory_order_relaxed);
+  d_->counters_.submissions.fetch_add(1, std::memory_order_relaxed);
   if (created) *created = true;
   return JobView{j, std::nullopt};
 }
 
-Outcome<JobView> ServiceDriver::ChangeJob(const Caller& c, int64_t id, const char* verb,
-                                          const ChangeFn& change) {
+Outcome<JobView> JobRoom::ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change) {
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  const JobPtr stored = book_->Current(id) ? nullptr : book_->PageIn(id);  // an ended job not in memory
+  const JobPtr stored =
+      d_->book_->Current(id) ? nullptr : d_->book_->PageIn(id);  // an ended job not in memory
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    JobPtr j = book_->Current(id);
-    const bool visible = j ? book_->Visible(id) != nullptr : stored != nullptr;
+    std::lock_guard<std::mutex> lock(d_->mu_);
+    JobPtr j = d_->book_->Current(id);
+    const bool visible = j ? d_->book_->Visible(id) != nullptr : stored != nullptr;
     if (!j) j = stored;
     if (!j || !visible || !JobBook::CanSee(c, *j))
       return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
@@ -357,35 +306,35 @@ Outcome<JobView> ServiceDriver::ChangeJob(const Caller& c, int64_t id, const cha
     if (next.value() == nullptr && b.empty())
       p->set_value(Status::Ok());
     else if (next.value() == nullptr)  // a no-op that is still recorded (its audit entry)
-      store_->Write(std::move(b), [p](const Status& st) { p->set_value(st); });
+      d_->store_->Write(std::move(b), [p](const Status& st) { p->set_value(st); });
     else
-      PutLocked({next.value()}, std::move(b), [p](const Status& st) { p->set_value(st); });
+      d_->PutLocked({next.value()}, std::move(b), [p](const Status& st) { p->set_value(st); });
   }
-  outbox_->Flush();  // a cancel's stop, without the lock
-  Notify();
+  d_->outbox_->Flush();  // a cancel's stop, without the lock
+  d_->Notify();
   const Status st = f.get();
   if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
-  return Get(c, id);
+  return d_->Get(c, id);
 }
 
 // A cancel of a finished job changes nothing and is not counted (its audit entry says so).
-Outcome<JobView> ServiceDriver::Cancel(const Caller& c, int64_t id) {
+Outcome<JobView> JobRoom::Cancel(const Caller& c, int64_t id) {
   bool changed = false;
   auto v = ChangeJob(c, id, "cancel", [&](const JobRecord& j, WriteBatch* b) -> Outcome<JobPtr> {
     const auto state = [](JobState s) { return nlohmann::json{{"state", JobStateName(s)}}.dump(); };
     changed = !Terminal(j.state);
-    b->audit.push_back(AuditOf(c, "job.cancel", fmt::format("job:{}", id), state(j.state),
-                               state(changed ? JobState::kCancelled : j.state), changed));
+    b->audit.push_back(d_->AuditOf(c, "job.cancel", fmt::format("job:{}", id), state(j.state),
+                                   state(changed ? JobState::kCancelled : j.state), changed));
     if (!changed) return JobPtr();
-    const int64_t now = Now();
+    const int64_t now = d_->Now();
     const bool ran = j.state == JobState::kRunning;
-    driver_->Cancel(ReplicasLocked(id).front(), now, "cancelled by " + c.user);
-    auto next = FinishLocked(j, JobState::kCancelled, now, "cancelled by " + c.user, b);
+    d_->driver_->Cancel(d_->ReplicasLocked(id).front(), now, "cancelled by " + c.user);
+    auto next = d_->FinishLocked(j, JobState::kCancelled, now, "cancelled by " + c.user, b);
     auto out = std::make_shared<JobRecord>(*next);
-    out->stopping = ran && backend_->asynchronous();  // kStopped clears it
+    out->stopping = ran && d_->backend_->asynchronous();  // kStopped clears it
     return JobPtr(std::move(out));
   });
-  if (v.ok() && changed) counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
+  if (v.ok() && changed) d_->counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
   return v;
 }
 
@@ -393,67 +342,68 @@ Outcome<JobView> ServiceDriver::Cancel(const Caller& c, int64_t id) {
 // as the one rule says (a checkpoint first where due, sched/take.h) and the driver takes the rest of its
 // group; the capacity is taken at once (no grace period held: the owner has cordoned it), so the job is
 // back in the queue when this returns.
-Outcome<JobView> ServiceDriver::Preempt(const Caller& c, int64_t id, const std::string& reason) {
-  if (c.role != Role::kAdmin) return ApiError{ErrorCode::kPermissionDenied, "", "only an admin preempts jobs"};
+Outcome<JobView> JobRoom::Preempt(const Caller& c, int64_t id, const std::string& reason) {
+  if (c.role != Role::kAdmin)
+    return ApiError{ErrorCode::kPermissionDenied, "", "only an admin preempts jobs"};
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  const JobPtr stored = book_->Current(id) ? nullptr : book_->PageIn(id);  // an ended job not in memory
+  const JobPtr stored =
+      d_->book_->Current(id) ? nullptr : d_->book_->PageIn(id);  // an ended job not in memory
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    JobPtr j = book_->Current(id);
-    const bool visible = j ? book_->Visible(id) != nullptr : stored != nullptr;
+    std::lock_guard<std::mutex> lock(d_->mu_);
+    JobPtr j = d_->book_->Current(id);
+    const bool visible = j ? d_->book_->Visible(id) != nullptr : stored != nullptr;
     if (!j) j = stored;
     if (!j || !visible) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
     Plan plan;
-    for (JobSlot s : j->state == JobState::kRunning ? ReplicasLocked(id) : std::vector<JobSlot>{}) {
-      const JobPhase phase = loop_->jobs()[s].phase;
+    for (JobSlot s : j->state == JobState::kRunning ? d_->ReplicasLocked(id) : std::vector<JobSlot>{}) {
+      const JobPhase phase = d_->loop_->jobs()[s].phase;
       if (phase != JobPhase::kBound && phase != JobPhase::kRunning) continue;
-      loop_->AppendTakeOf(s, Now(), reason, &plan);  // a checkpoint first where due; the capacity taken now
+      d_->loop_->AppendTakeOf(s, d_->Now(), reason,
+                              &plan);  // a checkpoint first where due; the capacity taken now
       break;
     }
     if (plan.actions.empty()) {
       p->set_value(Status::Ok());
     } else {
-      Fx fx;
-      fx.plan = &plan;
-      fx_ = &fx;
-      driver_->ApplyPlan(plan, Now());
-      fx_ = nullptr;
+      WriteBatch b;
+      std::vector<JobPtr> changed;
+      d_->ApplyTakesLocked(plan, d_->Now(), &b, &changed);
       const auto state = [](JobState s) { return nlohmann::json{{"state", JobStateName(s)}}.dump(); };
-      const JobPtr now = fx.changed.empty() ? j : fx.changed.back();
-      fx.b.audit.push_back(AuditOf(c, "job.preempt", fmt::format("job:{}", id), state(j->state),
-                                   state(now->state), !fx.changed.empty()));
-      PutLocked(std::move(fx.changed), std::move(fx.b), [p](const Status& st) { p->set_value(st); });
+      const JobPtr now = changed.empty() ? j : changed.back();
+      b.audit.push_back(d_->AuditOf(c, "job.preempt", fmt::format("job:{}", id), state(j->state),
+                                    state(now->state), !changed.empty()));
+      d_->PutLocked(std::move(changed), std::move(b), [p](const Status& st) { p->set_value(st); });
     }
   }
-  outbox_->Flush();  // the stop, without the lock
-  Notify();
+  d_->outbox_->Flush();  // the stop, without the lock
+  d_->Notify();
   const Status st = f.get();
   if (!st.ok()) return ApiError{ErrorCode::kUnavailable, "", st.message()};
-  return Get(c, id);
+  return d_->Get(c, id);
 }
 
-Outcome<JobView> ServiceDriver::SetPriority(const Caller& c, int64_t id, const std::string& priority_class) {
-  const PriorityClass* pc = config_->tenancy.FindClass(priority_class);
+Outcome<JobView> JobRoom::SetPriority(const Caller& c, int64_t id, const std::string& priority_class) {
+  const PriorityClass* pc = d_->config_->tenancy.FindClass(priority_class);
   return ChangeJob(c, id, "change", [&](const JobRecord& j, WriteBatch* b) -> Outcome<JobPtr> {
     if (pc == nullptr)
       return Invalid("priority_class",
                      fmt::format("field 'priority_class': unknown priority class '{}'", priority_class));
     if (Terminal(j.state)) return Invalid("priority_class", fmt::format("job {} has finished", id));
-    if (auto e = identity_->ClassPolicy(c, j.team, pc->name)) return *e;
+    if (auto e = d_->identity_->ClassPolicy(c, j.team, pc->name)) return *e;
     const auto cls = [](const std::string& n) { return nlohmann::json{{"priority_class", n}}.dump(); };
-    b->audit.push_back(AuditOf(c, "job.priority", fmt::format("job:{}", id), cls(j.priority_class),
-                               cls(pc->name), j.priority_class != pc->name));
+    b->audit.push_back(d_->AuditOf(c, "job.priority", fmt::format("job:{}", id), cls(j.priority_class),
+                                   cls(pc->name), j.priority_class != pc->name));
     auto next = std::make_shared<JobRecord>(j);
-    next->version = NextVersion();
+    next->version = d_->NextVersion();
     next->priority_class = pc->name;
     next->request.priority = pc->value;
-    for (JobSlot s : ReplicasLocked(id)) {  // the loop decides with it from the next cycle
-      loop_->jobs()[s].request.priority = pc->value;
-      loop_->jobs()[s].preemptible = pc->preemptible;
+    for (JobSlot s : d_->ReplicasLocked(id)) {  // the loop decides with it from the next cycle
+      d_->loop_->jobs()[s].request.priority = pc->value;
+      d_->loop_->jobs()[s].preemptible = pc->preemptible;
     }
-    b->events.push_back(
-        {id, Now(), "PriorityChanged", fmt::format("{} -> {} by {}", j.priority_class, pc->name, c.user)});
+    b->events.push_back({id, d_->Now(), "PriorityChanged",
+                         fmt::format("{} -> {} by {}", j.priority_class, pc->name, c.user)});
     return JobPtr(std::move(next));
   });
 }
