@@ -1,27 +1,21 @@
-// The service's side of the control loop: the driver rules (control/driver.h) over its loop, the cycle
-// (decided without the lock, applied in slices), what each report of the driver means for a job and the
-// store, publishing the snapshot.
+// The service's side of the control loop: the driver rules (control/driver.h) over its loop, what each
+// report of the driver means for a job and the store, a cycle's slice applied and written (the cycle
+// itself: cycle_room.h), publishing the snapshot.
 #include <fmt/format.h>
-#include <pthread.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
 
-#include "base/thread_priority.h"
-#include "control/decisions.h"
 #include "base/utc_time.h"
+#include "control/decisions.h"
 #include "cost/pricebook.h"
 #include "service/service_driver.h"
 
 namespace tessera {
 namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 std::vector<TaskPlacement> WithoutFlags(std::vector<TaskPlacement> tasks) {
   for (TaskPlacement& t : tasks)
@@ -33,56 +27,6 @@ std::vector<TaskPlacement> WithoutFlags(std::vector<TaskPlacement> tasks) {
 }
 
 }  // namespace
-
-void ServiceDriver::Notify() {
-  // A wake posted and not yet taken covers this one: the cycle reads the job table after taking it. Without
-  // this, every submission during a cycle's spacing woke the cycle thread for nothing (thousands a second).
-  if (wake_posted_.exchange(true)) return;
-  std::lock_guard<std::mutex> lock(wake_mu_);
-  wake_ = true;
-  wake_cv_.notify_one();
-}
-
-void ServiceDriver::CycleLoop() {
-  pthread_setname_np(pthread_self(), "tessera-cycle");  // what top -H and perf show
-  using Wall = std::chrono::steady_clock;
-  double last_cost_s = 0;
-  auto last = Wall::now();
-  for (;;) {
-    double wait_s = config_->tick_s;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const int64_t next = driver_->NextEventS();
-      if (next != INT64_MAX) wait_s = std::min(wait_s, clock_->WallSecondsUntil(static_cast<double>(next)));
-    }
-    {
-      std::unique_lock<std::mutex> lock(wake_mu_);
-      wake_cv_.wait_for(lock, std::chrono::duration<double>(std::max(wait_s, 0.0)),
-                        [&] { return wake_ || stop_; });
-      if (stop_) return;
-      wake_ = false;
-      wake_posted_ = false;  // under wake_mu_: a notifier that set it sets wake_ before it takes the lock
-    }
-    // Event-driven cycles are spaced by at least min_cycle_gap_s and four times the last cycle's cost, so
-    // that a burst of submissions is batched into few cycles.
-    const double gap = std::min(1.0, std::max(config_->min_cycle_gap_s, 8 * last_cost_s));
-    const double since = std::chrono::duration<double>(Wall::now() - last).count();
-    if (since < gap) {
-      std::unique_lock<std::mutex> lock(wake_mu_);
-      if (wake_cv_.wait_for(lock, std::chrono::duration<double>(gap - since), [&] { return stop_; })) return;
-    }
-    const auto t0 = Wall::now();
-    RunOneCycle();
-    last = Wall::now();
-    last_cost_s = std::chrono::duration<double>(last - t0).count();
-  }
-}
-
-void ServiceDriver::RunCycleNow() {
-  RunOneCycle();
-  // Batches commit (and their effects apply) in order: once an empty one is done, the cycle's are too.
-  (void)store_->WriteAndWait(WriteBatch());
-}
 
 std::vector<UsageRecord> ServiceDriver::UsageOf(const JobRecord& j, int64_t end_s) const {
   std::vector<UsageRecord> out;
@@ -126,70 +70,6 @@ void ServiceDriver::AddToLoopLocked(const JobRecord& j, bool queued) {
     job_of_slot_.push_back(j.id);
   }
   driver_->SetGroup(replicas);  // replicas launch all together
-}
-
-void ServiceDriver::BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in) {
-  loop_->BuildInput(now, in);
-  if (!eviction_blocked_.empty())
-    for (RunningJob& r : in->running) {
-      const JobSlot slot = SlotOf(r.id);
-      if (HasSlotLocked(slot) && eviction_blocked_.count(IdOfSlotLocked(slot))) r.preemptible = false;
-    }
-  ApplyJobNodesLocked(in);
-  // Assigning into a kept state reuses its memory: a fresh copy of a large cluster costs milliseconds of
-  // page faults, all of them under the lock that requests wait for.
-  if (*working)
-    **working = loop_->state();
-  else
-    *working = std::make_unique<ClusterState>(loop_->state());
-  in->snapshot = working->get();
-}
-
-void ServiceDriver::ApplyJobNodesLocked(CycleInput* in) const {
-  if (job_nodes_.empty() && !job_nodes_strict_) return;
-  const std::vector<Node>& nodes = loop_->state().cluster().nodes;
-  std::map<const std::set<std::string>*, std::shared_ptr<const std::vector<bool>>> masks;  // one per shared set
-  // Strict: a job not judged yet (submitted since the last SetJobNodes) sits this cycle out, without a
-  // verdict: "fits nowhere" would be a reason it does not have.
-  if (job_nodes_strict_)
-    std::erase_if(in->pending, [&](const PendingJob& p) {
-      const JobSlot slot = SlotOf(p.request.id);
-      return HasSlotLocked(slot) && !job_nodes_.count(IdOfSlotLocked(slot));
-    });
-  for (PendingJob& p : in->pending) {
-    const JobSlot slot = SlotOf(p.request.id);
-    if (!HasSlotLocked(slot)) continue;
-    auto it = job_nodes_.find(IdOfSlotLocked(slot));
-    const std::set<std::string>* names = it != job_nodes_.end() ? it->second.get() : nullptr;
-    if (names == nullptr) continue;
-    auto& mask = masks[names];
-    if (mask == nullptr) {
-      auto m = std::make_shared<std::vector<bool>>(nodes.size(), false);
-      for (size_t n = 0; n < nodes.size(); ++n) (*m)[n] = names->count(nodes[n].name) > 0;
-      mask = std::move(m);
-    }
-    p.request.nodes = mask;
-  }
-}
-
-void ServiceDriver::SetJobNodes(std::map<int64_t, std::shared_ptr<const std::set<std::string>>> nodes,
-                                bool absent_nowhere) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const bool same = job_nodes_strict_ == absent_nowhere && job_nodes_.size() == nodes.size() &&
-                      std::equal(job_nodes_.begin(), job_nodes_.end(), nodes.begin(), [](const auto& a, const auto& b) {
-                        return a.first == b.first && (a.second == b.second || (a.second && b.second && *a.second == *b.second));
-                      });
-    job_nodes_ = std::move(nodes);
-    job_nodes_strict_ = absent_nowhere;
-    if (same) return;
-  }
-  Notify();  // jobs may go where they could not: a cycle looks again
-}
-
-void ServiceDriver::SetEvictionBlocked(std::set<int64_t> ids) {
-  std::lock_guard<std::mutex> lock(mu_);
-  eviction_blocked_ = std::move(ids);
 }
 
 std::vector<int64_t> ServiceDriver::RunningLocked() const {
@@ -366,6 +246,17 @@ void ServiceDriver::ApplyTakesLocked(const Plan& plan, int64_t now, WriteBatch* 
   b->usage.insert(b->usage.end(), fx.b.usage.begin(), fx.b.usage.end());
 }
 
+int ServiceDriver::ApplySliceLocked(const Plan& part, int64_t now, bool last, bool* wrote) {
+  Fx fx;
+  fx.plan = &part;
+  fx_ = &fx;
+  const int binds = driver_->ApplyPlan(part, now);
+  fx_ = nullptr;
+  *wrote = !fx.changed.empty();
+  FlushLocked(&fx, now, *wrote || (last && ++cycle_seq_ % 16 == 0));
+  return binds;
+}
+
 void ServiceDriver::FlushLocked(Fx* fx, int64_t now, bool meta) {
   const ClusterState& st = loop_->state();
   for (GpuId g : fx->relayout) {
@@ -411,165 +302,6 @@ void ServiceDriver::RestoreUsageLocked(const std::string& meta) {
     if (it != j["usage"].end() && it->is_number()) usage[q] = std::max(0.0, it->get<double>());
   }
   loop_->RestoreUsage(usage, j["at"].get<int64_t>());
-}
-
-// The decision is pure and holds no lock, so it may run at a lower CPU priority than the request threads
-// and the store's writer without delaying them (Linux: nice values are per thread, and threads the engine
-// starts inherit it); the lock-holding parts of the cycle keep the process's priority.
-Plan ServiceDriver::DecideInBackground(const CycleInput& in) const {
-  if (config_->decide_nice <= 0) return RunCycle(in, *policy_);
-  Plan plan;
-  std::thread t([&] {
-    pthread_setname_np(pthread_self(), "tessera-decide");
-    LowerThreadPriority(config_->decide_nice);
-    plan = RunCycle(in, *policy_);
-  });
-  t.join();
-  return plan;
-}
-
-std::vector<size_t> ServiceDriver::SliceCuts(const Plan& plan) const {
-  constexpr size_t kSlice = 256;  // actions applied under one hold of the lock (about a millisecond)
-  std::vector<size_t> cuts = {0};
-  std::unordered_map<int64_t, size_t> last;  // job -> index of its last action
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < plan.actions.size(); ++i) {
-      const JobSlot s = SlotOf(plan.actions[i].job);
-      if (HasSlotLocked(s)) last[IdOfSlotLocked(s)] = i;
-    }
-    size_t reach = 0;  // the furthest action of a job seen in this slice
-    for (size_t i = 0; i < plan.actions.size(); ++i) {
-      const JobSlot s = SlotOf(plan.actions[i].job);
-      if (HasSlotLocked(s)) reach = std::max(reach, last[IdOfSlotLocked(s)]);
-      if (i + 1 - cuts.back() >= kSlice && reach <= i) cuts.push_back(i + 1);
-    }
-  }
-  if (cuts.back() != plan.actions.size()) cuts.push_back(plan.actions.size());
-  if (cuts.size() == 1) cuts.push_back(0);  // an empty plan: one empty slice
-  return cuts;
-}
-
-void ServiceDriver::RunOneCycle() {
-  const int64_t now = Now();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    DueLocked(now);
-  }
-  outbox_->Flush();
-  CycleAt(now, /*paced=*/true);
-}
-
-int ServiceDriver::CycleAt(int64_t now, bool paced) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> one_cycle(cycle_mu_);
-  CycleInput& in = cycle_in_;
-  std::unique_ptr<ClusterState>& working = cycle_working_;
-  {
-    size_t pending, holding;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      pending = loop_->jobs().pending().size();
-      holding = loop_->jobs().holding().size();
-    }
-    // Memory the input grows into is mapped here, not under the lock (ControlLoop::ReserveInput), with
-    // room for the jobs that arrive meanwhile.
-    ControlLoop::ReserveInput(&in, pending + pending / 4 + 256, holding + holding / 4 + 256);
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto held = std::chrono::steady_clock::now();
-    BuildInputLocked(now, &working, &in);
-    counters_.lock_input.Observe(SecondsSince(held));
-  }
-  Plan plan = DecideInBackground(in);
-  std::shared_ptr<Snapshot> snap;
-  std::vector<PendingRef> snap_jobs(plan.pending.size());  // mapped before the lock, like the input
-  snap_jobs.clear();
-  int binds = 0;
-  // A large plan is applied in slices, the lock released between them, so that requests wait for one
-  // slice at most; a slice ends only where no job has actions left further on (a job starts whole).
-  const std::vector<size_t> cuts = SliceCuts(plan);
-  // Each slice's writes commit before the next slice is applied, so that a submission waits behind one
-  // slice's rows in the store, not behind the whole plan's.
-  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-    Plan part;
-    part.actions.assign(plan.actions.begin() + cuts[k], plan.actions.begin() + cuts[k + 1]);
-    const bool last = k + 2 == cuts.size();
-    const auto slice_t0 = std::chrono::steady_clock::now();
-    bool wrote = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const auto held = std::chrono::steady_clock::now();
-      Fx fx;
-      fx.plan = &part;
-      fx_ = &fx;
-      binds += driver_->ApplyPlan(part, now);
-      fx_ = nullptr;
-      wrote = !fx.changed.empty();
-      FlushLocked(&fx, now, wrote || (last && ++cycle_seq_ % 16 == 0));
-      if (last) snap = BeginSnapshotLocked(&plan, now, &snap_jobs);
-      counters_.lock_apply.Observe(SecondsSince(held));
-    }
-    outbox_->Flush();  // the slice's launches and stops, without the lock
-    if (wrote && !last) {
-      (void)store_->WriteAndWait(WriteBatch());
-      // Paced: requests get twice the slice's time before the next, so that a large plan (thousands of
-      // starts) takes at most a third of the service while it is applied instead of queueing every request
-      // behind it slice after slice; its last jobs start that much later (docs/benchmarks.md).
-      if (paced) {
-        const auto took = 2 * (std::chrono::steady_clock::now() - slice_t0);
-        std::unique_lock<std::mutex> lock(wake_mu_);
-        wake_cv_.wait_for(lock, took, [&] { return stop_; });
-      }
-    }
-  }
-  FinishSnapshot(std::move(snap), &plan, snap_jobs);
-  counters_.cycles.fetch_add(1, std::memory_order_relaxed);
-  ready_.store(true);
-  counters_.cycle.Observe(SecondsSince(t0));
-  return binds;
-}
-
-int64_t ServiceDriver::NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return driver_->NextInstant(now, owner_next_s, horizon_s, tick);
-}
-
-size_t ServiceDriver::WaitingJobs() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return loop_->jobs().pending().size();
-}
-
-// One instant of the driver rules: the service's own parts (backend events under the lock, cycles) with
-// the caller's arrivals.
-bool ServiceDriver::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
-  class Source final : public InstantSource {
-   public:
-    Source(ServiceDriver* s, InstantSource* a) : s_(s), a_(a) {}
-    bool Due(Driver&, int64_t now) override {
-      bool changed = false;
-      {
-        std::lock_guard<std::mutex> lock(s_->mu_);
-        changed = s_->DueLocked(now);
-      }
-      s_->outbox_->Flush();
-      return changed;
-    }
-    size_t Waiting() const override { return s_->WaitingJobs(); }
-    bool Arrive(int64_t now) override { return a_->Arrive(now); }
-    int ReleaseBacklog(int64_t now) override { return a_->ReleaseBacklog(now); }
-    bool backlog() const override { return a_->backlog(); }
-    bool External(int64_t now) override { return a_->External(now); }
-    int Cycle(int64_t now) override { return s_->CycleAt(now); }
-
-   private:
-    ServiceDriver* s_;
-    InstantSource* a_;
-  } source(this, &arrivals);
-  const bool changed = driver_->RunInstant(now, tick, source);
-  (void)store_->WriteAndWait(WriteBatch());  // the instant's writes are visible before the next
-  return changed;
 }
 
 std::vector<JobSlot> ServiceDriver::LoopSlotsOf(int64_t id) const {

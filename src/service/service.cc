@@ -124,21 +124,23 @@ Outcome<std::pair<int64_t, int64_t>> Service::HoldHost(const Caller& c, const st
 }
 std::vector<std::string> Service::NodeStates() const { return driver_->nodes().States(); }
 
-void Service::RunCycleNow() { driver_->RunCycleNow(); }
+void Service::RunCycleNow() { driver_->cycles().RunCycleNow(); }
 int64_t Service::NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const {
-  return driver_->NextInstant(now, owner_next_s, horizon_s, tick);
+  return driver_->cycles().NextInstant(now, owner_next_s, horizon_s, tick);
 }
 bool Service::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
-  return driver_->RunInstant(now, tick, arrivals);
+  return driver_->cycles().RunInstant(now, tick, arrivals);
 }
-size_t Service::WaitingJobs() const { return driver_->WaitingJobs(); }
+size_t Service::WaitingJobs() const { return driver_->cycles().WaitingJobs(); }
 std::vector<std::string> Service::TakeDecisionLines() { return driver_->TakeDecisionLines(); }
 std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const { return driver_->LoopSlotsOf(id); }
 JobPtr Service::JobOfSlot(JobSlot slot) const { return driver_->JobOfSlot(slot); }
 std::string Service::NodeName(NodeId n) const { return driver_->nodes().Name(n); }
-void Service::SetEvictionBlocked(std::set<int64_t> ids) { driver_->SetEvictionBlocked(std::move(ids)); }
+void Service::SetEvictionBlocked(std::set<int64_t> ids) {
+  driver_->cycles().SetEvictionBlocked(std::move(ids));
+}
 void Service::SetJobNodes(std::map<int64_t, NodeNames> nodes, bool absent_nowhere) {
-  driver_->SetJobNodes(std::move(nodes), absent_nowhere);
+  driver_->cycles().SetJobNodes(std::move(nodes), absent_nowhere);
 }
 
 }  // namespace tessera

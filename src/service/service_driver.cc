@@ -41,7 +41,8 @@ ServiceDriver::ServiceDriver(ServiceConfig* config, Store* store, Clock* clock, 
       identity_(identity),
       chargeback_(chargeback),
       nodes_(std::make_unique<NodeRoom>(this)),
-      jobs_(std::make_unique<JobRoom>(this)) {}
+      jobs_(std::make_unique<JobRoom>(this)),
+      cycles_(std::make_unique<CycleRoom>(this)) {}
 
 ServiceDriver::~ServiceDriver() { Stop(); }
 
@@ -68,18 +69,13 @@ Status ServiceDriver::Start(const StoredState& loaded) {
     std::lock_guard<std::mutex> lock(mu_);
     PublishLocked(nullptr, Now());
   }
-  if (c.background_cycles && !c.view_only) cycle_thread_ = std::thread([this] { CycleLoop(); });
+  if (c.background_cycles && !c.view_only) cycles_->StartThread();
   return Status::Ok();
 }
 
 void ServiceDriver::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(wake_mu_);
-    if (stop_) return;
-    stop_ = true;
-    wake_cv_.notify_all();
-  }
-  if (cycle_thread_.joinable()) cycle_thread_.join();
+  if (std::exchange(stopped_, true)) return;
+  cycles_->Stop();
   if (!loop_ || config_->view_only) return;  // not started, or nothing to keep
   backend_->OnEvents(nullptr);  // a backend that outlives the service wakes nothing
   // Keep the service clock's position and the queues' usage, so that a restart continues from them.

@@ -5,17 +5,18 @@
 // the cycle thread and the snapshot published after each cycle. It turns the driver's reports into job
 // versions, events and usage, and writes every new job version through the JobBook (job_book.h). Its
 // rooms work on the same loop under the same lock: JobRoom (job_room.h) the job operations (submit,
-// cancel, priority, preempt, what-if), NodeRoom (node_room.h) the nodes.
+// cancel, priority, preempt, what-if), NodeRoom (node_room.h) the nodes, CycleRoom (cycle_room.h) when and
+// how cycles run.
 //
 // Locks (in the order they may be taken; never the other way):
 //  1. Identity's change lock (identity.h): its team_changed hook calls TeamChanged, which takes mu_.
-//  2. cycle_mu_: one cycle at a time; held across a cycle, which takes mu_ for its slices.
+//  2. CycleRoom's cycle_mu_: one cycle at a time; held across a cycle, which takes mu_ for its slices.
 //  3. mu_: the loop, the slots, the nodes, the effects; held for a request's check-and-write and for one
 //     slice of a cycle's apply, never across a store wait once started. Identity's read lock and Chargeback's
 //     lock may be taken under it (neither takes mu_).
 //  4. The JobBook's locks: new versions are written under mu_ (the book takes no other lock). Reads of jobs
 //     take the book's lock alone, so they never wait for mu_.
-//  snap_mu_, wake_mu_ and the JobRoom's whatif_mu_ are leaves (nothing is taken under them).
+//  snap_mu_, CycleRoom's wake_mu_ and JobRoom's whatif_mu_ are leaves (nothing is taken under them).
 
 #include <atomic>
 #include <condition_variable>
@@ -42,6 +43,7 @@
 #include "sched/policy.h"
 #include "service/chargeback.h"
 #include "service/clock.h"
+#include "service/cycle_room.h"
 #include "service/identity.h"
 #include "service/job_book.h"
 #include "service/job_record.h"
@@ -85,21 +87,13 @@ class ServiceDriver {
   NodeRoom& nodes() { return *nodes_; }
   const NodeRoom& nodes() const { return *nodes_; }
 
-  // The loop as Service exposes it (service.h; cycle.cc).
-  void RunCycleNow();
-  int64_t NextInstant(int64_t now, int64_t owner_next_s, int64_t horizon_s, bool* tick) const;
-  bool RunInstant(int64_t now, bool tick, InstantSource& arrivals);
-  size_t WaitingJobs() const;
+  // The loop as Service exposes it (service.h; cycle.cc); the cycles' room (cycle_room.h).
   std::vector<std::string> TakeDecisionLines();
   std::vector<JobSlot> LoopSlotsOf(int64_t id) const;
   JobPtr JobOfSlot(JobSlot slot) const;
-  void SetEvictionBlocked(std::set<int64_t> ids);
-  void SetJobNodes(std::map<int64_t, std::shared_ptr<const std::set<std::string>>> nodes,
-                   bool absent_nowhere);
+  CycleRoom& cycles() { return *cycles_; }
 
  private:
-  // Limits the pending jobs of `in` to the nodes SetJobNodes gave them (Request::nodes).
-  void ApplyJobNodesLocked(CycleInput* in) const;
   // What a commit makes visible: job versions (fresh = first version of a job), usage records.
   struct Effects {
     std::vector<JobPtr> next;
@@ -136,6 +130,7 @@ class ServiceDriver {
   };
   friend class NodeRoom;  // rooms of the driver: they work on its loop under mu_
   friend class JobRoom;
+  friend class CycleRoom;
 
   // Restore (service_driver.cc): teams' queues, MIG layouts, the clock, usage and keys, the jobs.
   Status Restore(const StoredState& s);
@@ -168,15 +163,10 @@ class ServiceDriver {
   }
 
   // The loop and the cycle (cycle.cc).
-  void CycleLoop();
-  void RunOneCycle();
   // Adds the replicas of `j` to the loop's table; `queued`: they enter the queue at the job's submit time.
   void AddToLoopLocked(const JobRecord& j, bool queued);
   // The job's slots in the loop's table (empty until its first version is durable and it is added).
   const std::vector<JobSlot>& ReplicasLocked(int64_t id) const;
-  // The loop's cycle input for `now` into *in, over `working`, a copy of its allocation that the caller
-  // keeps (an existing `working`, and the memory of an earlier input in *in, are reused).
-  void BuildInputLocked(int64_t now, std::unique_ptr<ClusterState>* working, CycleInput* in);
   // A copy of the loop's allocation for a snapshot, in a recycled buffer where one is free.
   std::shared_ptr<const ClusterState> RecycledClusterLocked();
   // Running jobs (by id, ascending): the ones whose replicas hold capacity in the loop.
@@ -200,6 +190,10 @@ class ServiceDriver {
   // Applies `plan` (takes only: ControlLoop::AppendTakeOf) through the driver now, its job versions into
   // *changed and its events and usage into *b.
   void ApplyTakesLocked(const Plan& plan, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed);
+  // Applies one slice `part` of a cycle's plan through the driver at `now` and writes its effects (the
+  // clock and usage meta with them every 16th cycle that writes nothing else); returns the jobs bound.
+  int ApplySliceLocked(const Plan& part, int64_t now, bool last, bool* wrote);
+  void Notify() { cycles_->Notify(); }
   // Writes the effects (and the clock and usage meta when `meta`).
   void FlushLocked(Fx* fx, int64_t now, bool meta);
   void OnBoundLocked(const Applied& a, int64_t now);
@@ -210,14 +204,6 @@ class ServiceDriver {
   JobPtr RequeuedLocked(const JobRecord& j, const std::string& why, int64_t now, WriteBatch* b);
   // Backend events and timers due at `now`, written. Returns whether anything changed.
   bool DueLocked(int64_t now);
-  // One cycle at `now` (decide without the lock, apply in slices); returns the jobs bound. `paced`: after
-  // each slice but the last, requests get twice its time before the next (the live loop; not replays).
-  int CycleAt(int64_t now, bool paced = false);
-  Plan DecideInBackground(const CycleInput& in) const;
-  // Where a plan is cut into slices applied one lock hold each: ascending action indexes from 0 to its size
-  // (at least one slice, possibly empty).
-  std::vector<size_t> SliceCuts(const Plan& plan) const;
-  void Notify();
 
   // The snapshot (cycle.cc). Publishes it after a cycle (plan) or a restore (null). Begin, under the lock,
   // takes the allocation (copied when it changed) and the current version of each pending job of the plan;
@@ -248,11 +234,10 @@ class ServiceDriver {
   std::unique_ptr<Driver> driver_;         // the driver rules over loop_
   Fx* fx_ = nullptr;                       // the effects the driver's reports go to
   std::map<int64_t, std::string> reason_;  // live job -> the reason of its last bind or preemption
-  std::set<int64_t> eviction_blocked_;     // jobs no cycle may preempt now (SetEvictionBlocked)
-  std::map<int64_t, std::shared_ptr<const std::set<std::string>>> job_nodes_;  // SetJobNodes
-  bool job_nodes_strict_ = false;      // a job absent from job_nodes_ goes nowhere
   std::unique_ptr<NodeRoom> nodes_;    // the nodes' room (node_room.h)
   std::unique_ptr<JobRoom> jobs_;      // the job operations' room (job_room.h)
+  std::unique_ptr<CycleRoom> cycles_;  // the cycles' room (cycle_room.h)
+  bool stopped_ = false;               // Stop ran
   int64_t stored_clock_ = 0;   // the clock position last written
   bool state_changed_ = true;  // allocation changed since the last published snapshot
   uint64_t cycle_seq_ = 0;
@@ -262,16 +247,6 @@ class ServiceDriver {
   // Cluster states kept for reuse by snapshots (a buffer is reused once only this list holds it).
   static constexpr size_t kSpareClusters = 4;
   std::vector<std::shared_ptr<ClusterState>> spare_clusters_;
-  std::mutex cycle_mu_;                          // one cycle at a time (the timer's, or RunCycleNow)
-  std::unique_ptr<ClusterState> cycle_working_;  // the cycle's working allocation, reused
-  CycleInput cycle_in_;                          // the cycle's input, its memory reused
-
-  std::mutex wake_mu_;
-  std::condition_variable wake_cv_;
-  bool wake_ = false;
-  std::atomic<bool> wake_posted_{false};  // a Notify is on its way or wake_ is set (see Notify)
-  bool stop_ = false;
-  std::thread cycle_thread_;
 };
 
 }  // namespace tessera

@@ -120,7 +120,7 @@ Outcome<std::vector<WhatIfOption>> JobRoom::WhatIf(const Caller& c, int64_t id) 
   std::vector<std::pair<WhatIfOption, Request>> alternatives;
   {
     std::lock_guard<std::mutex> lock(d_->mu_);
-    d_->BuildInputLocked(now, &working, &in);
+    d_->cycles_->BuildInputLocked(now, &working, &in);
     for (JobSlot s : d_->ReplicasLocked(id)) engine_ids.insert(EngineId(s));
     alternatives = AlternativesLocked(job);
   }
