@@ -22,7 +22,7 @@ Outcome<TeamView> Service::UpdateTeam(const Caller& c, const std::string& name, 
 
 std::vector<TeamView> Service::Teams(const Caller& c) const {
   std::vector<TeamView> out = identity_->Teams(c);
-  driver_->AddQueueFigures(&out);
+  driver_->snapshots().AddQueueFigures(&out);
   return out;
 }
 

@@ -291,19 +291,6 @@ std::string ServiceDriver::UsageMetaLocked() const {
   return nlohmann::json{{"at", u.last_s()}, {"usage", by_queue}}.dump();
 }
 
-void ServiceDriver::RestoreUsageLocked(const std::string& meta) {
-  const auto j = nlohmann::json::parse(meta, nullptr, false);
-  if (!j.is_object() || !j.contains("at") || !j["at"].is_number_integer() || !j.contains("usage") ||
-      !j["usage"].is_object())
-    return;  // not kept by this version: history starts again
-  std::vector<double> usage(loop_->queues().size(), 0.0);
-  for (size_t q = 0; q < usage.size(); ++q) {
-    auto it = j["usage"].find(loop_->queues()[q].name);
-    if (it != j["usage"].end() && it->is_number()) usage[q] = std::max(0.0, it->get<double>());
-  }
-  loop_->RestoreUsage(usage, j["at"].get<int64_t>());
-}
-
 std::vector<JobSlot> ServiceDriver::LoopSlotsOf(int64_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
   return ReplicasLocked(id);
@@ -323,113 +310,6 @@ std::vector<std::string> ServiceDriver::TakeDecisionLines() {
         d, loop_->state(), [&](JobSlot slot) { return book_->Current(IdOfSlotLocked(slot))->name; },
         [&](int64_t n) { return loop_->state().cluster().nodes[n].name; }));
   return out;
-}
-
-std::shared_ptr<Snapshot> ServiceDriver::BeginSnapshotLocked(const Plan* plan, int64_t now,
-                                                             std::vector<PendingRef>* jobs) {
-  auto snap = std::make_shared<Snapshot>();
-  snap->at = now;
-  snap->cycle = cycle_seq_;
-  auto old = snapshot();
-  if (state_changed_ || !old)
-    snap->cluster = RecycledClusterLocked();
-  else
-    snap->cluster = old->cluster;
-  state_changed_ = false;
-  snap->node_states.reserve(loop_->state().num_nodes());
-  for (NodeId n = 0; n < loop_->state().num_nodes(); ++n) snap->node_states.push_back(nodes_->StateLocked(n));
-  for (const QueueConfig& q : config_->tenancy.queues) snap->queue_names.push_back(q.name);
-  QueueSignaturesLocked(snap.get());
-  if (plan == nullptr) {
-    if (old) snap->queues = old->queues;
-    return snap;
-  }
-  snap->queues = plan->queues;
-  jobs->reserve(plan->pending.size());
-  for (const PendingStatus& p : plan->pending) {
-    const JobSlot gang = p.reservation_job >= 0 ? SlotOf(p.reservation_job) : kNoSlot;
-    jobs->push_back({book_->Current(IdOfSlotLocked(SlotOf(p.job))),
-                     HasSlotLocked(gang) ? book_->Current(IdOfSlotLocked(gang)) : nullptr});
-  }
-  return snap;
-}
-
-std::shared_ptr<const ClusterState> ServiceDriver::RecycledClusterLocked() {
-  // A buffer no snapshot or reader holds any more is overwritten in place (see BuildInputLocked).
-  for (std::shared_ptr<ClusterState>& c : spare_clusters_)
-    if (c.use_count() == 1) {
-      *c = loop_->state();
-      return c;
-    }
-  auto c = std::make_shared<ClusterState>(loop_->state());
-  if (spare_clusters_.size() < kSpareClusters) spare_clusters_.push_back(c);
-  return c;
-}
-
-namespace {
-
-// The cycle's "waits behind a reserved gang" names the gang: its job id, name and the reservation's start.
-void NameReservation(const JobPtr& gang, int64_t start, PendingInfo* info) {
-  constexpr std::string_view kPrefix = "waits behind a reserved gang";
-  info->reservation = gang;
-  info->reservation_start = start;
-  const std::string& m = info->message.str();
-  if (m.rfind(kPrefix, 0) != 0) return;
-  info->message = fmt::format("waits behind the reservation of job {} ({}, {} GPUs from {}){}", gang->id,
-                              gang->name, TotalGpus(*gang), FormatIsoUtc(start), m.substr(kPrefix.size()));
-}
-
-}  // namespace
-
-void ServiceDriver::FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan,
-                                   const std::vector<PendingRef>& jobs) {
-  const std::shared_ptr<const Snapshot> old = snapshot();
-  if (old && old->summary && old->cluster == snap->cluster && old->node_states == snap->node_states)
-    snap->summary = old->summary;
-  else
-    snap->summary = SummariseCluster(*snap->cluster, snap->node_states);
-  if (plan != nullptr) {
-    std::unordered_map<int64_t, JobPtr> by_id;
-    std::unordered_map<int64_t, int64_t> needed;  // GPU thousandths short of the queue limit
-    for (size_t i = 0; i < plan->pending.size(); ++i) {
-      const PendingStatus& p = plan->pending[i];
-      const JobPtr& j = jobs[i].job;
-      if (!j || j->state != JobState::kPending) continue;
-      auto [it, fresh] = snap->pending.try_emplace(j->id);
-      if (!fresh && it->second.pool_position <= p.pool_position) continue;
-      PendingInfo& info = it->second = PendingInfo{};
-      info.team_position = p.team_position;
-      info.pool_position = p.pool_position;
-      info.code = p.code;
-      info.message = p.message;
-      info.estimated_start = p.estimated_start_s;
-      if (jobs[i].reservation) NameReservation(jobs[i].reservation, p.reservation_start_s, &info);
-      by_id[j->id] = j;
-      needed[j->id] = p.still_needed;
-    }
-    std::vector<std::pair<int, int64_t>> order;  // (pool position of the job's first replica, job)
-    order.reserve(snap->pending.size());
-    for (const auto& [id, info] : snap->pending) order.push_back({info.pool_position, id});
-    std::sort(order.begin(), order.end());
-    int pos = 0;
-    std::map<int, int> team_pos;
-    snap->queue.reserve(order.size());
-    for (const auto& [p, id] : order) {
-      PendingInfo& info = snap->pending[id];
-      const JobPtr& j = by_id[id];
-      info.pool_position = ++pos;  // positions count jobs, not replicas
-      info.team_position = ++team_pos[j->queue];
-      StabiliseEstimate(*j, needed[id], *snap, old.get(), &info);
-      snap->queue.push_back({j, info});
-    }
-  }
-  std::lock_guard<std::mutex> lock(snap_mu_);
-  snapshot_ = std::move(snap);
-}
-
-void ServiceDriver::PublishLocked(const Plan* plan, int64_t now) {
-  std::vector<PendingRef> jobs;
-  FinishSnapshot(BeginSnapshotLocked(plan, now, &jobs), plan, jobs);
 }
 
 }  // namespace tessera

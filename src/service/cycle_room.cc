@@ -224,7 +224,8 @@ int CycleRoom::CycleAt(int64_t now, bool paced) {
   }
   Plan plan = DecideInBackground(in);
   std::shared_ptr<Snapshot> snap;
-  std::vector<ServiceDriver::PendingRef> snap_jobs(plan.pending.size());  // mapped before the lock, like the input
+  std::vector<SnapshotRoom::PendingRef> snap_jobs(
+      plan.pending.size());  // mapped before the lock, like the input
   snap_jobs.clear();
   int binds = 0;
   // A large plan is applied in slices, the lock released between them, so that requests wait for one
@@ -242,7 +243,7 @@ int CycleRoom::CycleAt(int64_t now, bool paced) {
       std::lock_guard<std::mutex> lock(d_->mu_);
       const auto held = std::chrono::steady_clock::now();
       binds += d_->ApplySliceLocked(part, now, last, &wrote);
-      if (last) snap = d_->BeginSnapshotLocked(&plan, now, &snap_jobs);
+      if (last) snap = d_->snapshots_->BeginLocked(&plan, now, &snap_jobs);
       d_->counters_.lock_apply.Observe(SecondsSince(held));
     }
     d_->outbox_->Flush();  // the slice's launches and stops, without the lock
@@ -258,7 +259,7 @@ int CycleRoom::CycleAt(int64_t now, bool paced) {
       }
     }
   }
-  d_->FinishSnapshot(std::move(snap), &plan, snap_jobs);
+  d_->snapshots_->Finish(std::move(snap), &plan, snap_jobs);
   d_->counters_.cycles.fetch_add(1, std::memory_order_relaxed);
   d_->ready_.store(true);
   d_->counters_.cycle.Observe(SecondsSince(t0));

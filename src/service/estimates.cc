@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "service/service_driver.h"
+#include "service/snapshot_room.h"
 
 namespace tessera {
 namespace {
@@ -45,12 +46,12 @@ uint64_t NodesSignature(const Snapshot& s) {
   return s.queue_signature.empty() ? 0 : s.queue_signature.back();
 }
 
-void ServiceDriver::QueueSignaturesLocked(Snapshot* snap) const {
-  book_->QueueDigests(config_->tenancy.queues.size(), &snap->queue_signature, &snap->queue_ends);
+void SnapshotRoom::QueueSignaturesLocked(Snapshot* snap) const {
+  d_->book_->QueueDigests(d_->config_->tenancy.queues.size(), &snap->queue_signature, &snap->queue_ends);
   uint64_t nodes = 1;
-  const ClusterState& state = loop_->state();
+  const ClusterState& state = d_->loop_->state();
   for (NodeId n = 0; n < static_cast<NodeId>(state.cluster().nodes.size()); ++n)
-    for (char c : nodes_->StateLocked(n)) nodes = Mix(nodes, static_cast<uint64_t>(c));
+    for (char c : d_->nodes_->StateLocked(n)) nodes = Mix(nodes, static_cast<uint64_t>(c));
   snap->queue_signature.push_back(nodes);  // the last entry: the live nodes
 }
 

@@ -21,7 +21,8 @@ Service::Service(ServiceConfig config, std::unique_ptr<Store> store, Clock* cloc
   driver_ = std::make_unique<ServiceDriver>(&config_, store_.get(), clock_, backend_, &book_, identity_.get(),
                                             chargeback_.get());
   book_.Page(
-      store_.get(), config_.retain_ended_jobs, [this](const JobRow& row) { return driver_->PageIn(row); },
+      store_.get(), config_.retain_ended_jobs,
+      [this](const JobRow& row) { return driver_->restorer().PageIn(row); },
       static_cast<size_t>(std::max<int64_t>(config_.recent_idempotency_keys, 0)));
 }
 

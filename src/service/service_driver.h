@@ -6,7 +6,8 @@
 // versions, events and usage, and writes every new job version through the JobBook (job_book.h). Its
 // rooms work on the same loop under the same lock: JobRoom (job_room.h) the job operations (submit,
 // cancel, priority, preempt, what-if), NodeRoom (node_room.h) the nodes, CycleRoom (cycle_room.h) when and
-// how cycles run.
+// how cycles run, SnapshotRoom (snapshot_room.h) the snapshot published after each cycle, Restorer
+// (restorer.h) the state rebuilt from the store.
 //
 // Locks (in the order they may be taken; never the other way):
 //  1. Identity's change lock (identity.h): its team_changed hook calls TeamChanged, which takes mu_.
@@ -16,7 +17,8 @@
 //     lock may be taken under it (neither takes mu_).
 //  4. The JobBook's locks: new versions are written under mu_ (the book takes no other lock). Reads of jobs
 //     take the book's lock alone, so they never wait for mu_.
-//  snap_mu_, CycleRoom's wake_mu_ and JobRoom's whatif_mu_ are leaves (nothing is taken under them).
+//  SnapshotRoom's snap_mu_, CycleRoom's wake_mu_ and JobRoom's whatif_mu_ are leaves (nothing is taken
+//  under them).
 
 #include <atomic>
 #include <condition_variable>
@@ -50,7 +52,9 @@
 #include "service/job_room.h"
 #include "service/node_room.h"
 #include "service/outbox.h"
+#include "service/restorer.h"
 #include "service/service.h"
+#include "service/snapshot_room.h"
 #include "store/store.h"
 
 namespace tessera {
@@ -71,13 +75,9 @@ class ServiceDriver {
 
   bool Ready() const { return ready_.load(); }
   const Counters& counters() const { return counters_; }
-  std::shared_ptr<const Snapshot> snapshot() const;
+  std::shared_ptr<const Snapshot> snapshot() const { return snapshots_->Get(); }
   int64_t Now() const { return static_cast<int64_t>(clock_->Now()); }
 
-  // Stored job `row` as a record (null when it no longer parses): the JobBook's pager. Takes mu_.
-  JobPtr PageIn(const JobRow& row) const;
-  // The queues' figures from the snapshot into each team's view.
-  void AddQueueFigures(std::vector<TeamView>* teams) const;
   // Every team's durable usage plus the running jobs' so far, over the query's interval, as written or
   // summed by the query's groups (chargeback.cc).
   Outcome<UsageLedgerOf> UsageLedger(const UsageQuery& q, bool summed) const;
@@ -92,6 +92,8 @@ class ServiceDriver {
   std::vector<JobSlot> LoopSlotsOf(int64_t id) const;
   JobPtr JobOfSlot(JobSlot slot) const;
   CycleRoom& cycles() { return *cycles_; }
+  SnapshotRoom& snapshots() { return *snapshots_; }
+  Restorer& restorer() { return *restorer_; }
 
  private:
   // What a commit makes visible: job versions (fresh = first version of a job), usage records.
@@ -124,25 +126,16 @@ class ServiceDriver {
     size_t index = 0;            // its next action
     std::set<GpuId> relayout;    // GPUs whose MIG layout may have changed
   };
-  // A pending status's job and the gang whose reservation it waits behind (null: none), read under mu_.
-  struct PendingRef {
-    JobPtr job, reservation;
-  };
   friend class NodeRoom;  // rooms of the driver: they work on its loop under mu_
   friend class JobRoom;
   friend class CycleRoom;
+  friend class SnapshotRoom;
+  friend class Restorer;
 
-  // Restore (service_driver.cc): teams' queues, MIG layouts, the clock, usage and keys, the jobs.
-  Status Restore(const StoredState& s);
-  void RestoreLayoutsLocked(const StoredState& s);
-  Status RestoreMetaLocked(const StoredState& s);
-  Status RestoreJobLocked(const JobRow& row);
-  Result<std::shared_ptr<JobRecord>> RecordOfRowLocked(const JobRow& row) const;
-  Status ResumeLocked(const JobRecord& j);
-  int EnsureQueue(const std::string& team, const TeamRow* row);  // under mu_
-  // Each queue's decayed usage as kept in the store's meta, and back (ignored when unreadable).
+  // The team's queue (made when new; a row's quota applied). Under mu_.
+  int EnsureQueue(const std::string& team, const TeamRow* row);
+  // Each queue's decayed usage as kept in the store's meta (Restorer reads it back).
   std::string UsageMetaLocked() const;
-  void RestoreUsageLocked(const std::string& meta);
 
   // Job writes (service_driver.cc).
   // Makes `next` the current versions in the JobBook and queues their write with `batch`. After the
@@ -167,8 +160,6 @@ class ServiceDriver {
   void AddToLoopLocked(const JobRecord& j, bool queued);
   // The job's slots in the loop's table (empty until its first version is durable and it is added).
   const std::vector<JobSlot>& ReplicasLocked(int64_t id) const;
-  // A copy of the loop's allocation for a snapshot, in a recycled buffer where one is free.
-  std::shared_ptr<const ClusterState> RecycledClusterLocked();
   // Running jobs (by id, ascending): the ones whose replicas hold capacity in the loop.
   std::vector<int64_t> RunningLocked() const;
   std::vector<UsageRecord> UsageOf(const JobRecord& j, int64_t end_s) const;
@@ -205,15 +196,6 @@ class ServiceDriver {
   // Backend events and timers due at `now`, written. Returns whether anything changed.
   bool DueLocked(int64_t now);
 
-  // The snapshot (cycle.cc). Publishes it after a cycle (plan) or a restore (null). Begin, under the lock,
-  // takes the allocation (copied when it changed) and the current version of each pending job of the plan;
-  // Finish, without the lock, orders the queue and publishes.
-  void PublishLocked(const Plan* plan, int64_t now);
-  std::shared_ptr<Snapshot> BeginSnapshotLocked(const Plan* plan, int64_t now, std::vector<PendingRef>* jobs);
-  void FinishSnapshot(std::shared_ptr<Snapshot> snap, const Plan* plan, const std::vector<PendingRef>& jobs);
-  // Each queue's signature and running jobs' expected ends into `snap` (estimates.cc).
-  void QueueSignaturesLocked(Snapshot* snap) const;
-
   ServiceConfig* const config_;  // its tenancy's queues grow under mu_ once started
   Store* const store_;
   Clock* const clock_;
@@ -237,16 +219,12 @@ class ServiceDriver {
   std::unique_ptr<NodeRoom> nodes_;    // the nodes' room (node_room.h)
   std::unique_ptr<JobRoom> jobs_;      // the job operations' room (job_room.h)
   std::unique_ptr<CycleRoom> cycles_;  // the cycles' room (cycle_room.h)
+  std::unique_ptr<SnapshotRoom> snapshots_;  // the published snapshot's room (snapshot_room.h)
+  std::unique_ptr<Restorer> restorer_;       // the restore from the store (restorer.h)
   bool stopped_ = false;               // Stop ran
   int64_t stored_clock_ = 0;   // the clock position last written
   bool state_changed_ = true;  // allocation changed since the last published snapshot
   uint64_t cycle_seq_ = 0;
-
-  std::shared_ptr<const Snapshot> snapshot_;
-  mutable std::mutex snap_mu_;
-  // Cluster states kept for reuse by snapshots (a buffer is reused once only this list holds it).
-  static constexpr size_t kSpareClusters = 4;
-  std::vector<std::shared_ptr<ClusterState>> spare_clusters_;
 };
 
 }  // namespace tessera
