@@ -194,7 +194,7 @@ void CycleRoom::RunOneCycle() {
   const int64_t now = d_->Now();
   {
     std::lock_guard<std::mutex> lock(d_->mu_);
-    d_->DueLocked(now);
+    d_->reports_->DueLocked(now);
   }
   d_->outbox_->Flush();
   CycleAt(now, /*paced=*/true);
@@ -242,7 +242,7 @@ int CycleRoom::CycleAt(int64_t now, bool paced) {
     {
       std::lock_guard<std::mutex> lock(d_->mu_);
       const auto held = std::chrono::steady_clock::now();
-      binds += d_->ApplySliceLocked(part, now, last, &wrote);
+      binds += d_->reports_->ApplySliceLocked(part, now, last, &wrote);
       if (last) snap = d_->snapshots_->BeginLocked(&plan, now, &snap_jobs);
       d_->counters_.lock_apply.Observe(SecondsSince(held));
     }
@@ -286,7 +286,7 @@ bool CycleRoom::RunInstant(int64_t now, bool tick, InstantSource& arrivals) {
       bool changed = false;
       {
         std::lock_guard<std::mutex> lock(s_->d_->mu_);
-        changed = s_->d_->DueLocked(now);
+        changed = s_->d_->reports_->DueLocked(now);
       }
       s_->d_->outbox_->Flush();
       return changed;

@@ -329,7 +329,7 @@ Outcome<JobView> JobRoom::Cancel(const Caller& c, int64_t id) {
     const int64_t now = d_->Now();
     const bool ran = j.state == JobState::kRunning;
     d_->driver_->Cancel(d_->ReplicasLocked(id).front(), now, "cancelled by " + c.user);
-    auto next = d_->FinishLocked(j, JobState::kCancelled, now, "cancelled by " + c.user, b);
+    auto next = d_->reports_->FinishLocked(j, JobState::kCancelled, now, "cancelled by " + c.user, b);
     auto out = std::make_shared<JobRecord>(*next);
     out->stopping = ran && d_->backend_->asynchronous();  // kStopped clears it
     return JobPtr(std::move(out));
@@ -368,7 +368,7 @@ Outcome<JobView> JobRoom::Preempt(const Caller& c, int64_t id, const std::string
     } else {
       WriteBatch b;
       std::vector<JobPtr> changed;
-      d_->ApplyTakesLocked(plan, d_->Now(), &b, &changed);
+      d_->reports_->ApplyTakesLocked(plan, d_->Now(), &b, &changed);
       const auto state = [](JobState s) { return nlohmann::json{{"state", JobStateName(s)}}.dump(); };
       const JobPtr now = changed.empty() ? j : changed.back();
       b.audit.push_back(d_->AuditOf(c, "job.preempt", fmt::format("job:{}", id), state(j->state),

@@ -235,7 +235,7 @@ void NodeRoom::DrainJobsLocked(NodeId n, int64_t now, WriteBatch* b, std::vector
       continue;
     d_->loop_->AppendTakeOf(s, now, reason, &plan);  // for itself: no grace period held on the draining node
   }
-  d_->ApplyTakesLocked(plan, now, b, changed);
+  d_->reports_->ApplyTakesLocked(plan, now, b, changed);
 }
 
 Outcome<NodeView> NodeRoom::CommitLocked(std::unique_lock<std::mutex>* lock, const Caller& c,

@@ -1,5 +1,4 @@
-// The driver room's lifecycle, restore from the store and job version writes (the cycle: cycle.cc; its
-// rooms: node_room.h, job_room.h).
+// The driver room's lifecycle, its queues and the job version writes (its rooms: service_driver.h).
 #include "service/service_driver.h"
 
 #include <fmt/format.h>
@@ -44,7 +43,8 @@ ServiceDriver::ServiceDriver(ServiceConfig* config, Store* store, Clock* clock, 
       jobs_(std::make_unique<JobRoom>(this)),
       cycles_(std::make_unique<CycleRoom>(this)),
       snapshots_(std::make_unique<SnapshotRoom>(this)),
-      restorer_(std::make_unique<Restorer>(this)) {}
+      restorer_(std::make_unique<Restorer>(this)),
+      reports_(std::make_unique<ReportRoom>(this)) {}
 
 ServiceDriver::~ServiceDriver() { Stop(); }
 
@@ -60,9 +60,8 @@ Status ServiceDriver::Start(const StoredState& loaded) {
   }
   policy_ = c.policy;
   loop_ = std::make_unique<ControlLoop>(std::move(cs).value(), c.tenancy.queues, MakeLoopOptions(c.setup));
-  listener_ = std::make_unique<Listener>(this);
   outbox_ = std::make_unique<OutboxBackend>(backend_);
-  driver_ = std::make_unique<Driver>(loop_.get(), outbox_.get(), MakeDriverOptions(c.setup), listener_.get());
+  driver_ = std::make_unique<Driver>(loop_.get(), outbox_.get(), MakeDriverOptions(c.setup), reports_.get());
   driver_->set_recording(c.record_decisions);
   backend_->OnEvents([this] { Notify(); });
   if (Status st = restorer_->Restore(loaded); !st.ok()) return st;

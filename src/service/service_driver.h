@@ -7,7 +7,7 @@
 // rooms work on the same loop under the same lock: JobRoom (job_room.h) the job operations (submit,
 // cancel, priority, preempt, what-if), NodeRoom (node_room.h) the nodes, CycleRoom (cycle_room.h) when and
 // how cycles run, SnapshotRoom (snapshot_room.h) the snapshot published after each cycle, Restorer
-// (restorer.h) the state rebuilt from the store.
+// (restorer.h) the state rebuilt from the store, ReportRoom (report_room.h) the driver's reports.
 //
 // Locks (in the order they may be taken; never the other way):
 //  1. Identity's change lock (identity.h): its team_changed hook calls TeamChanged, which takes mu_.
@@ -52,6 +52,7 @@
 #include "service/job_room.h"
 #include "service/node_room.h"
 #include "service/outbox.h"
+#include "service/report_room.h"
 #include "service/restorer.h"
 #include "service/service.h"
 #include "service/snapshot_room.h"
@@ -87,7 +88,7 @@ class ServiceDriver {
   NodeRoom& nodes() { return *nodes_; }
   const NodeRoom& nodes() const { return *nodes_; }
 
-  // The loop as Service exposes it (service.h; cycle.cc); the cycles' room (cycle_room.h).
+  // The loop as Service exposes it (service.h; loop_slots.cc); the cycles' room (cycle_room.h).
   std::vector<std::string> TakeDecisionLines();
   std::vector<JobSlot> LoopSlotsOf(int64_t id) const;
   JobPtr JobOfSlot(JobSlot slot) const;
@@ -102,35 +103,12 @@ class ServiceDriver {
     std::vector<bool> fresh;
     std::vector<UsageRecord> usage;
   };
-  // What the driver reports (control/driver.h), turned into job versions, events and usage in the current
-  // effects (fx_, set by the caller that holds the lock): see cycle.cc.
-  class Listener final : public DriverListener {
-   public:
-    explicit Listener(ServiceDriver* s) : s_(s) {}
-    void OnApplied(const Applied& a, int64_t now) override { s_->OnBoundLocked(a, now); }
-    void OnStarted(JobSlot j, int64_t now, double, bool in_flight) override {
-      s_->OnStartedLocked(j, now, in_flight);
-    }
-    void OnReleased(const Released& r, int64_t now, ReleaseCause cause, int64_t) override {
-      s_->OnReleasedLocked(r, now, cause);
-    }
-    void OnBackendEvent(const BackendEvent& e) override { s_->OnBackendEventLocked(e); }
-
-   private:
-    ServiceDriver* s_;
-  };
-  struct Fx {
-    WriteBatch b;
-    std::vector<JobPtr> changed;
-    const Plan* plan = nullptr;  // the plan (slice) being applied, for the actions' reasons
-    size_t index = 0;            // its next action
-    std::set<GpuId> relayout;    // GPUs whose MIG layout may have changed
-  };
   friend class NodeRoom;  // rooms of the driver: they work on its loop under mu_
   friend class JobRoom;
   friend class CycleRoom;
   friend class SnapshotRoom;
   friend class Restorer;
+  friend class ReportRoom;
 
   // The team's queue (made when new; a row's quota applied). Under mu_.
   int EnsureQueue(const std::string& team, const TeamRow* row);
@@ -155,7 +133,7 @@ class ServiceDriver {
                               changed);
   }
 
-  // The loop and the cycle (cycle.cc).
+  // The jobs in the loop's table (loop_slots.cc).
   // Adds the replicas of `j` to the loop's table; `queued`: they enter the queue at the job's submit time.
   void AddToLoopLocked(const JobRecord& j, bool queued);
   // The job's slots in the loop's table (empty until its first version is durable and it is added).
@@ -166,35 +144,12 @@ class ServiceDriver {
   // A usage query's records with a store: those `read` names and the running jobs' at `now` (chargeback.cc).
   Status UsageFromStore(const UsageRead& read, int64_t now, std::vector<UsageRecord>* usage,
                         Cluster* cluster) const;
-  // The next version of `j` ended in `state` at `at`; the loop releases what it held; adds usage and an
-  // event.
-  JobPtr FinishLocked(const JobRecord& j, JobState state, int64_t at, const std::string& message,
-                      WriteBatch* b);
-  // The job's latest version including those of the current effects.
-  JobPtr CurrentLocked(int64_t id) const;
   // Whether the service added `slot` to the loop's table; the id of the job it belongs to (REQUIRES: added).
   bool HasSlotLocked(JobSlot slot) const {
     return slot.value() >= 0 && slot.value() < static_cast<int32_t>(job_of_slot_.size());
   }
   int64_t IdOfSlotLocked(JobSlot slot) const { return job_of_slot_[slot.value()]; }
-  void ChangedLocked(JobPtr next);
-  // Applies `plan` (takes only: ControlLoop::AppendTakeOf) through the driver now, its job versions into
-  // *changed and its events and usage into *b.
-  void ApplyTakesLocked(const Plan& plan, int64_t now, WriteBatch* b, std::vector<JobPtr>* changed);
-  // Applies one slice `part` of a cycle's plan through the driver at `now` and writes its effects (the
-  // clock and usage meta with them every 16th cycle that writes nothing else); returns the jobs bound.
-  int ApplySliceLocked(const Plan& part, int64_t now, bool last, bool* wrote);
   void Notify() { cycles_->Notify(); }
-  // Writes the effects (and the clock and usage meta when `meta`).
-  void FlushLocked(Fx* fx, int64_t now, bool meta);
-  void OnBoundLocked(const Applied& a, int64_t now);
-  void OnStartedLocked(JobSlot s, int64_t now, bool in_flight);
-  void OnReleasedLocked(const Released& r, int64_t now, ReleaseCause cause);
-  void OnBackendEventLocked(const BackendEvent& e);
-  // The next version of `j` back in the queue after its run stopped (`why`), with the run's usage.
-  JobPtr RequeuedLocked(const JobRecord& j, const std::string& why, int64_t now, WriteBatch* b);
-  // Backend events and timers due at `now`, written. Returns whether anything changed.
-  bool DueLocked(int64_t now);
 
   ServiceConfig* const config_;  // its tenancy's queues grow under mu_ once started
   Store* const store_;
@@ -212,15 +167,13 @@ class ServiceDriver {
   std::vector<std::vector<JobSlot>> replicas_;  // index id - 1: the job's slots in the loop's table
   std::shared_ptr<const Policy> policy_;
   std::unique_ptr<OutboxBackend> outbox_;  // the driver's backend: calls queued under mu_, made after it
-  std::unique_ptr<Listener> listener_;
   std::unique_ptr<Driver> driver_;         // the driver rules over loop_
-  Fx* fx_ = nullptr;                       // the effects the driver's reports go to
-  std::map<int64_t, std::string> reason_;  // live job -> the reason of its last bind or preemption
   std::unique_ptr<NodeRoom> nodes_;    // the nodes' room (node_room.h)
   std::unique_ptr<JobRoom> jobs_;      // the job operations' room (job_room.h)
   std::unique_ptr<CycleRoom> cycles_;  // the cycles' room (cycle_room.h)
   std::unique_ptr<SnapshotRoom> snapshots_;  // the published snapshot's room (snapshot_room.h)
   std::unique_ptr<Restorer> restorer_;       // the restore from the store (restorer.h)
+  std::unique_ptr<ReportRoom> reports_;      // the driver's listener (report_room.h)
   bool stopped_ = false;               // Stop ran
   int64_t stored_clock_ = 0;   // the clock position last written
   bool state_changed_ = true;  // allocation changed since the last published snapshot
