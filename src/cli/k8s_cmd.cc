@@ -33,6 +33,7 @@ struct ExtenderArgs {
   std::string leaf_label = "tessera.io/leaf";
   std::string spine_label;
   std::string tls_cert, tls_key, client_ca, token_file;
+  int64_t min_runtime_s = 300;
 };
 
 int RunExtender(const ExtenderArgs& a) {
@@ -57,7 +58,10 @@ int RunExtender(const ExtenderArgs& a) {
     if (a.tls_cert.empty()) return fmt::print(stderr, "--token-file needs --tls-cert and --tls-key: a bearer token is not sent in the clear\n"), 2;
     o.token = *token;
   }
-  Extender extender({&Catalog::Default(), a.leaf_label, a.spine_label});
+  ExtenderOptions eo{&Catalog::Default(), a.leaf_label, a.spine_label};
+  eo.min_runtime_s = a.min_runtime_s;
+  eo.now_s = [] { return static_cast<int64_t>(std::time(nullptr)); };
+  Extender extender(std::move(eo));
   return RunExtenderServer(extender, o);
 }
 
@@ -192,6 +196,11 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
                   "PEM CA: the verbs need a client certificate it signed (kube-scheduler: tlsConfig certFile/keyFile)");
   ext->add_option("--token-file", a->token_file,
                   "file whose first line is a bearer token the verbs need (Authorization: Bearer; needs --tls-cert)");
+  ext->add_option(
+         "--min-runtime", a->min_runtime_s,
+         "seconds a pod must have run before /preempt names it a victim (as the scheduler's --min-runtime)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   ext->callback([a, exit_code] { *exit_code = RunExtender(*a); });
   auto s = std::make_shared<SchedulerArgs>();
   CLI::App* sc = k8s->add_subcommand("scheduler", "Schedule pods with schedulerName tessera: `tessera serve` on Kubernetes");

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "base/json_depth.h"
+#include "base/utc_time.h"
 #include "k8s/api/objects.h"
+#include "sched/preemption.h"
 
 namespace tessera {
 namespace {
@@ -73,6 +76,61 @@ std::pair<int64_t, int64_t> GpuTakeAndHave(const PodDemand& d, const NodeModel& 
   return {take, have};
 }
 
+// One victim kube-scheduler named: what it frees of the pod's GPU resources and its cost to the loop.
+struct Victim {
+  std::string uid;
+  int64_t frees = 0;
+  VictimCost cost;
+  bool allowed = true;  // the loop's rule lets it go
+};
+
+// Victim `p` of a pod asking `want` (index `i` in the node's list) at `now` (0: ages unknown).
+Victim VictimOf(const json& p, const PodDemand& d, const PodDemand& want, int64_t i, int64_t now,
+                const ExtenderOptions& o) {
+  Victim v;
+  v.uid = d.uid;
+  v.frees = want.gpus > 0 ? d.gpus : 0;
+  for (const auto& [profile, c] : d.mig) v.frees += want.mig.count(profile) ? c : 0;
+  RunningJob r;
+  r.priority = d.priority;
+  r.start_time_s = now - o.min_runtime_s;  // unknown start: old enough
+  const json* status = Field(p, "status");
+  const json* started = status != nullptr ? Field(*status, "startTime") : nullptr;
+  if (now > 0 && started != nullptr && started->is_string())
+    if (auto t = ParseIsoUtc(started->get<std::string>()); t.ok()) r.start_time_s = std::min(*t, now);
+  r.last_checkpoint_s = r.start_time_s;
+  CycleOptions rules;
+  rules.min_runtime_s = o.min_runtime_s;
+  v.allowed = MayPreempt(Preemptor{want.priority, 0, false}, r, false, now, rules) != PreemptKind::kNone;
+  int64_t units_milli = d.gpus * 1000;  // a MIG slice counts its compute slices of 7
+  for (const auto& [profile, c] : d.mig)
+    units_milli += c * std::max(1, std::atoi(profile.c_str())) * 1000 / 7;
+  v.cost = {false, d.priority, LostWorkGpuSeconds(r, units_milli, now), 1, i};
+  return v;
+}
+
+// The cycle's choice among `victims` for `need` units: cheapest first until they free it, then the released
+// ones spared from the last-but-one back while what is left still frees it. All allowed ones when even they
+// do not.
+std::vector<std::string> ChooseVictims(std::vector<Victim> victims, int64_t need) {
+  std::erase_if(victims, [](const Victim& v) { return !v.allowed; });
+  std::sort(victims.begin(), victims.end(),
+            [](const Victim& a, const Victim& b) { return CheaperVictim(a.cost, b.cost); });
+  size_t n = 0;
+  int64_t freed = 0;
+  while (n < victims.size() && (need <= 0 || freed < need)) freed += victims[n++].frees;
+  std::vector<bool> spared(n, false);
+  for (int k = static_cast<int>(n) - 2; k >= 0 && freed >= need; --k)
+    if (need > 0 && freed - victims[k].frees >= need) {
+      spared[k] = true;
+      freed -= victims[k].frees;
+    }
+  std::vector<std::string> out;
+  for (size_t k = 0; k < n; ++k)
+    if (!spared[k]) out.push_back(victims[k].uid);
+  return out;
+}
+
 }  // namespace
 
 ExtenderAnswer Extender::Filter(std::string_view body) const {
@@ -133,8 +191,7 @@ ExtenderAnswer Extender::Prioritize(std::string_view body) const {
   return {200, out};
 }
 
-// Per candidate node: its victims, lowest priority first, until they free what the pod needs there (all of
-// them when even that is not enough: kube-scheduler's own choice stands).
+// Per candidate node: the victims the cycle would take (extender.h).
 ExtenderAnswer Extender::Preempt(std::string_view body) const {
   auto j = ParseBody(body);
   if (!j.ok()) return Refuse(400, j.error());
@@ -146,36 +203,31 @@ ExtenderAnswer Extender::Preempt(std::string_view body) const {
   const json* meta = Field(*j, "NodeNameToMetaVictims");
   const json* by_node = full != nullptr ? full : meta;
   if (by_node != nullptr && !by_node->is_object()) return Refuse(400, "NodeNameToVictims is not an object");
+  int64_t need = demand->gpus;
+  for (const auto& [p, c] : demand->mig) need += c;
+  const int64_t now = options_.now_s ? options_.now_s() : 0;
   json out = json::object();
   const json none = json::object();
   for (const auto& [node, v] : (by_node != nullptr ? *by_node : none).items()) {
     const json* pods = v.is_object() ? Field(v, "Pods") : nullptr;
     if (pods == nullptr || !pods->is_array()) continue;
-    std::vector<std::pair<PodDemand, std::string>> victims;
-    for (const json& p : *pods) {
-      if (full == nullptr) {  // meta victims: UIDs only
+    std::vector<std::string> chosen;
+    if (full == nullptr) {  // meta victims: UIDs only, kept as sent
+      for (const json& p : *pods)
         if (const json* uid = Field(p, "UID"); uid != nullptr && uid->is_string())
-          victims.push_back({{}, uid->get<std::string>()});
-        continue;
-      }
-      auto d = ReadPodDemand(p);
-      if (d.ok() && !d->uid.empty()) victims.push_back({*d, d->uid});
-    }
-    std::stable_sort(victims.begin(), victims.end(),
-                     [](auto& x, auto& y) { return x.first.priority < y.first.priority; });
-    int64_t need = demand->gpus, freed = 0;
-    for (const auto& [p, c] : demand->mig) need += c;
-    json chosen = json::array();
-    for (const auto& [d, uid] : victims) {
-      if (full != nullptr && need > 0 && freed >= need) break;
-      chosen.push_back({{"UID", uid}});
-      int64_t gpus = d.gpus;
-      for (const auto& [p, c] : d.mig) gpus += demand->mig.count(p) ? c : 0;
-      freed += gpus;
+          chosen.push_back(uid->get<std::string>());
+    } else {
+      std::vector<Victim> victims;
+      for (const json& p : *pods)
+        if (auto d = ReadPodDemand(p); d.ok() && !d->uid.empty())
+          victims.push_back(VictimOf(p, *d, *demand, static_cast<int64_t>(victims.size()), now, options_));
+      chosen = ChooseVictims(std::move(victims), need);
     }
     if (chosen.empty()) continue;
+    json uids = json::array();
+    for (const std::string& uid : chosen) uids.push_back({{"UID", uid}});
     const json* npv = Field(v, "NumPDBViolations");
-    out[node] = {{"Pods", chosen},
+    out[node] = {{"Pods", uids},
                  {"NumPDBViolations", npv != nullptr && npv->is_number_integer() ? npv->get<int64_t>() : 0}};
   }
   return {200, json{{"NodeNameToMetaVictims", out}}};

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/utc_time.h"
 #include "k8s/api/objects.h"
 #include "k8s/api/quantity.h"
 
@@ -133,6 +134,48 @@ TEST(Extender, PreemptTakesTheFewestLowestPriorityVictims) {
   ASSERT_EQ(m["gpu-8"]["Pods"].size(), 1u);
   EXPECT_EQ(m["gpu-8"]["Pods"][0]["UID"], "uid-batch-0");  // 4 GPUs suffice: the lower priority goes
   EXPECT_EQ(m["gpu-8b"]["NumPDBViolations"], 1);
+}
+
+// The cycle's victim rules (sched/preemption.h): never a victim of the pod's priority or above, nor one
+// younger than the minimum run time; cheapest first (lower priority, then less work lost since it started);
+// released victims that are not needed are spared.
+TEST(Extender, PreemptChoosesVictimsByTheCyclesRules) {
+  const int64_t now = 1'800'000'000;  // 2027-01-15
+  auto started = [&](json p, int64_t ago) {
+    p["status"]["startTime"] = FormatIsoUtc(now - ago);
+    return p;
+  };
+  ExtenderOptions o{&Catalog::Default(), "tessera.io/leaf", ""};
+  o.min_runtime_s = 300;
+  o.now_s = [now] { return now; };
+  const Extender e(o);
+  auto victims_of = [&](const json& pods, const json& pod) {
+    const json args = {{"Pod", pod},
+                       {"NodeNameToVictims", {{"n", {{"Pods", pods}, {"NumPDBViolations", 0}}}}}};
+    const ExtenderAnswer a = e.Preempt(args.dump());
+    EXPECT_EQ(a.status, 200) << a.body.dump();
+    std::vector<std::string> uids;
+    if (a.body["NodeNameToMetaVictims"].contains("n"))
+      for (const json& v : a.body["NodeNameToMetaVictims"]["n"]["Pods"]) uids.push_back(v["UID"]);
+    return uids;
+  };
+  const json pod = ExtenderPod("serve", "nvidia.com/gpu", "4", 1000);
+  // Same priority: less work lost first (started an hour ago against a day ago).
+  const json young = started(ExtenderPod("hour", "nvidia.com/gpu", "4", 10), 3600);
+  const json old = started(ExtenderPod("day", "nvidia.com/gpu", "4", 10), 86400);
+  EXPECT_EQ(victims_of({old, young}, pod), std::vector<std::string>{"uid-hour"});
+  // Too young to be preempted (under 300 s), and the pod's own priority: never victims.
+  const json fresh = started(ExtenderPod("fresh", "nvidia.com/gpu", "4", 0), 60);
+  const json peer = started(ExtenderPod("peer", "nvidia.com/gpu", "4", 1000), 86400);
+  EXPECT_EQ(victims_of({fresh, peer, old}, pod), std::vector<std::string>{"uid-day"});
+  EXPECT_TRUE(victims_of({fresh, peer}, pod).empty());  // none may be taken: no candidate
+  // Released in cost order until they free 4 GPUs (1 + 1 + 4), then the first two are spared.
+  const json a1 = started(ExtenderPod("a1", "nvidia.com/gpu", "1", 1), 86400);
+  const json a2 = started(ExtenderPod("a2", "nvidia.com/gpu", "1", 2), 86400);
+  const json a4 = started(ExtenderPod("a4", "nvidia.com/gpu", "4", 3), 86400);
+  EXPECT_EQ(victims_of({a4, a2, a1}, pod), std::vector<std::string>{"uid-a4"});
+  // Even all of them free less than asked (kube-scheduler also counts what is free there): all are taken.
+  EXPECT_EQ(victims_of({a2, a1}, pod), (std::vector<std::string>{"uid-a1", "uid-a2"}));
 }
 
 // Every verb refuses a body nested past the limit with a 400 naming it, before any parser recurses, and
