@@ -38,6 +38,10 @@ struct LaunchSpec {
   uint32_t run = 0;                  // the job's epoch at launch
   std::vector<TaskPlacement> tasks;  // its grants (dense ids of the driver's ClusterState)
   double work_s = -1;                // ideal seconds of work left (-1 = runs until stopped)
+  // What the backend runs the job as (ControlJob::key, as its driver named it; empty: the driver did not)
+  // and the name of each task's node in the loop's cluster, so that a launch needs no lookup in the driver.
+  std::string key;
+  std::vector<std::string> node_names;
 };
 
 struct LaunchAck {

@@ -186,6 +186,15 @@ void Driver::ClearReady(JobSlot j) {
   if (j.value() < static_cast<int32_t>(ready_.size())) ready_[j.value()] = 0;
 }
 
+LaunchSpec LaunchSpecOf(const ControlLoop& loop, JobSlot j) {
+  const ControlJob& cj = loop.jobs()[j];
+  LaunchSpec spec{j, cj.epoch, cj.tasks, cj.remaining_work_s, cj.key, {}};
+  spec.node_names.reserve(cj.tasks.size());
+  for (const TaskPlacement& t : cj.tasks)
+    spec.node_names.push_back(loop.state().cluster().nodes[t.node].name);
+  return spec;
+}
+
 void Driver::Launch(JobSlot j, int64_t now) {
   const std::vector<JobSlot> members = GroupOf(j);
   std::vector<TaskPlacement> all;
@@ -193,7 +202,7 @@ void Driver::Launch(JobSlot j, int64_t now) {
   for (JobSlot m : members) {
     ClearReady(m);
     ControlJob& cj = loop_->jobs()[m];
-    const LaunchAck ack = backend_->Launch({m, cj.epoch, cj.tasks, cj.remaining_work_s}, now);
+    const LaunchAck ack = backend_->Launch(LaunchSpecOf(*loop_, m), now);
     if (ack.failed) {
       refused = true;
       const Released r = loop_->Fail(m, now);

@@ -34,6 +34,9 @@
 
 namespace tessera {
 
+// The launch of slot `j` as `loop` holds it now: its epoch, grants, work left, key and node names.
+LaunchSpec LaunchSpecOf(const ControlLoop& loop, JobSlot j);
+
 class Driver;
 
 struct DriverOptions {

@@ -40,6 +40,7 @@ struct ControlJob {
   int64_t last_checkpoint_s = -1; // -1 = none
   double efficiency = 1;          // progress rate of the current run (work seconds per wall second)
   double time_limit_factor = 1;   // the time limit the cycle sees is the remaining work times this
+  std::string key;                // the driver's name for it outside the loop (LaunchSpec::key); opaque here
 };
 
 class JobTable {

@@ -161,15 +161,28 @@ LaunchAck K8sBackend::Launch(const LaunchSpec& spec, int64_t now) {
   return ack;
 }
 
+std::optional<JobKey> K8sBackend::KeyOfRun(JobSlot slot, const std::optional<JobKey>& known) const {
+  return known ? known : hooks_.key_of(slot);
+}
+
+std::optional<JobKey> K8sBackend::KeyOfSpec(const LaunchSpec& spec) const {
+  return spec.key.empty() ? hooks_.key_of(spec.slot) : ParseJobKey(spec.key);
+}
+
+std::string K8sBackend::NodeOfTask(const LaunchSpec& spec, size_t i) const {
+  return spec.node_names.size() == spec.tasks.size() ? spec.node_names[i]
+                                                     : hooks_.node_name(spec.tasks[i].node);
+}
+
 void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   BackendEvent fail{BackendEventKind::kLaunchFailed, spec.slot, spec.run, now, kNone, ""};
-  const std::optional<JobKey> key = hooks_.key_of(spec.slot);
+  const std::optional<JobKey> key = KeyOfSpec(spec);
   if (!key) return fail.message = "the job is not a Kubernetes job", Emit(fail);
   const std::vector<json> pods = hooks_.pods(*key);
   auto members = MembersToBind(pods, spec.tasks.size());
   if (!members.ok()) return fail.message = fmt::format("{}: {}", key->name, members.error()), Emit(fail);
   std::set<std::string> nodes;
-  for (const TaskPlacement& t : spec.tasks) nodes.insert(hooks_.node_name(t.node));
+  for (size_t i = 0; i < spec.tasks.size(); ++i) nodes.insert(NodeOfTask(spec, i));
   if (!WaitVacated(nodes))
     return fail.message = fmt::format("{}: pods evicted from {} are still terminating after {} s", key->name,
                                       fmt::join(nodes, ", "), kVacateWaitS),
@@ -177,7 +190,7 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   std::vector<PodRef> bound;
   for (size_t i = 0; i < members->size(); ++i) {
     const PodRef& p = (*members)[i];
-    const std::string node = hooks_.node_name(spec.tasks[i].node);
+    const std::string node = NodeOfTask(spec, i);
     if (std::string why = hooks_.admit ? hooks_.admit(p, node) : ""; !why.empty()) {
       const int unwound = Unwind(bound);
       fail.message = fmt::format("pod {}/{} not bound to node {}: {}{}", p.ns, p.name, node, why,
@@ -200,12 +213,13 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
     const PodRef& p = bound[i];
     const json pod = {{"kind", "Pod"}, {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}}}};
     Event(pod, "Normal", "Scheduled",
-          fmt::format("Successfully assigned {}/{} to {}", p.ns, p.name, hooks_.node_name(spec.tasks[i].node)));
+          fmt::format("Successfully assigned {}/{} to {}", p.ns, p.name, NodeOfTask(spec, i)));
   }
   ClearNominated(bound, pods);
   {
     std::lock_guard<std::mutex> l(mu_);
-    runs_[spec.slot] = Run{spec.run, now, bound, false, false, spec.tasks.size(), false, {}};
+    Run& r = runs_[spec.slot] = Run{spec.run, now, bound, false, false, spec.tasks.size(), false, {}};
+    r.key = key;
   }
   Emit({BackendEventKind::kStarted, spec.slot, spec.run, now, kNone, ""});
 }
@@ -225,14 +239,19 @@ void K8sBackend::ClearNominated(const std::vector<PodRef>& bound, const std::vec
 }
 
 bool K8sBackend::EvictedStillOn(const std::set<std::string>& nodes) const {
-  std::vector<std::pair<JobSlot, std::vector<PodRef>>> stopping;
+  struct Stopping {
+    JobSlot slot;
+    std::vector<PodRef> pods;
+    std::optional<JobKey> key;
+  };
+  std::vector<Stopping> stopping;
   {
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [slot, r] : runs_)
-      if (r.stopping) stopping.push_back({slot, r.pods});
+      if (r.stopping) stopping.push_back({slot, r.pods, r.key});
   }
-  for (const auto& [slot, refs] : stopping) {
-    const std::optional<JobKey> key = hooks_.key_of(slot);
+  for (const auto& [slot, refs, known] : stopping) {
+    const std::optional<JobKey> key = KeyOfRun(slot, known);
     if (!key) continue;
     for (const json& p : hooks_.pods(*key))
       for (const PodRef& r : refs)
@@ -272,15 +291,17 @@ void K8sBackend::Stop(JobSlot slot, uint32_t run, int64_t, std::string_view reas
 
 void K8sBackend::DoStop(JobSlot slot, uint32_t run, bool preempted) {
   std::vector<PodRef> pods;
+  std::optional<JobKey> known;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = runs_.find(slot);
     if (it == runs_.end() || it->second.run != run) return;  // not ours to stop
     it->second.stopping = true;
     pods = it->second.pods;
+    known = it->second.key;
   }
   if (preempted) {
-    const std::optional<JobKey> key = hooks_.key_of(slot);
+    const std::optional<JobKey> key = KeyOfRun(slot, known);
     std::vector<json> victims;
     for (const json& p : key ? hooks_.pods(*key) : std::vector<json>{})
       for (const PodRef& r : pods)
@@ -346,11 +367,15 @@ void K8sBackend::Reconfigure(GpuId gpu, const std::string& layout, int64_t now) 
 }
 
 bool K8sBackend::Adopt(const LaunchSpec& spec, int64_t started_at, int64_t) {
-  std::vector<NodeId> nodes;  // named later: the Service that adopts is not up yet
+  // The Service that adopts is not up yet: names and key come with the spec, else the hooks say later.
+  std::vector<NodeId> nodes;
   for (const TaskPlacement& t : spec.tasks) nodes.push_back(t.node);
+  std::optional<JobKey> key = spec.key.empty() ? std::nullopt : ParseJobKey(spec.key);
   std::lock_guard<std::mutex> l(mu_);
-  runs_[spec.slot] = Run{spec.run, started_at, {}, false, true, spec.tasks.size()};
-  runs_[spec.slot].nodes = std::move(nodes);
+  Run& r = runs_[spec.slot] = Run{spec.run, started_at, {}, false, true, spec.tasks.size()};
+  r.nodes = std::move(nodes);
+  if (spec.node_names.size() == spec.tasks.size()) r.node_names = spec.node_names;
+  r.key = std::move(key);
   return true;
 }
 
@@ -427,13 +452,16 @@ void K8sBackend::PodsChanged(const std::string& uid) {
           runs.emplace(slot, r);
   }
   for (auto& [slot, r] : runs) {
-    const std::optional<JobKey> key = hooks_.key_of(slot);
+    const std::optional<JobKey> key = KeyOfRun(slot, r.key);
     const std::vector<json> pods = key ? hooks_.pods(*key) : std::vector<json>{};
     if (r.adopted) {  // after a restart: the run's pods are the job's bound ones
       std::vector<PodRef> refs;
       std::vector<json> waiting;
       std::multiset<std::string> free;
-      for (NodeId n : r.nodes) free.insert(hooks_.node_name(n));
+      if (r.node_names.size() == r.nodes.size())
+        free.insert(r.node_names.begin(), r.node_names.end());
+      else
+        for (NodeId n : r.nodes) free.insert(hooks_.node_name(n));
       for (const json& p : pods) {
         if (!PodAsksGpu(p)) continue;  // CPU-only companions of a gang are not its tasks
         if (PodWaiting(p)) waiting.push_back(p);

@@ -135,6 +135,8 @@ class K8sBackend final : public Backend {
     bool cancelling = false;                // its user deleted a running pod: the job is being cancelled
     std::map<std::string, PodEnd> ends;     // pod uid -> how it ended, as last seen (not kRunning)
     std::vector<NodeId> nodes;              // adopted: the node of each task, as placed before the restart
+    std::vector<std::string> node_names;    // adopted: their names when the spec gave them
+    std::optional<JobKey> key;              // the job's key as the launch gave it (nullopt: ask key_of)
   };
   // An eviction a PodDisruptionBudget refused, tried again at `at`.
   struct Retry {
@@ -149,6 +151,12 @@ class K8sBackend final : public Backend {
   bool Leading() const { return !hooks_.leading || hooks_.leading(); }
   // Sleeps `ms`; false when the backend shut down meanwhile.
   bool Pause(int ms) const;
+  // The Kubernetes job of a run: its key as the launch named it, else the key_of hook's answer.
+  std::optional<JobKey> KeyOfRun(JobSlot slot, const std::optional<JobKey>& known) const;
+  // The launch's key (LaunchSpec::key) read back, else the key_of hook's answer.
+  std::optional<JobKey> KeyOfSpec(const LaunchSpec& spec) const;
+  // The node of the launch's task `i`: its name as the launch gave it, else the node_name hook's answer.
+  std::string NodeOfTask(const LaunchSpec& spec, size_t i) const;
   void DoLaunch(const LaunchSpec& spec, int64_t now);
   // Clears the nominatedNodeName of bound pods that had one.
   void ClearNominated(const std::vector<PodRef>& bound, const std::vector<nlohmann::json>& pods);

@@ -23,6 +23,16 @@ std::string MetaString(const json& o, const char* map, std::string_view key) {
 
 }  // namespace
 
+std::optional<JobKey> ParseJobKey(std::string_view text) {
+  const size_t a = text.find('/');
+  const size_t b = a == std::string_view::npos ? a : text.find('/', a + 1);
+  if (b == std::string_view::npos || text.find('/', b + 1) != std::string_view::npos) return std::nullopt;
+  JobKey k{std::string(text.substr(0, a)), std::string(text.substr(a + 1, b - a - 1)),
+           std::string(text.substr(b + 1))};
+  if ((k.kind != "pod" && k.kind != "podgroup") || k.ns.empty() || k.name.empty()) return std::nullopt;
+  return k;
+}
+
 std::string ProjectOfKey(const JobKey& key) { return key.kind + "/" + key.ns; }
 
 std::optional<JobKey> KeyOfJob(const std::string& project, const std::string& team, const std::string& name) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -29,6 +30,8 @@ struct JobKey {
   bool operator<(const JobKey& o) const { return str() < o.str(); }
   bool operator==(const JobKey& o) const { return str() == o.str(); }
 };
+// JobKey::str() read back; nullopt unless it is KIND/NS/NAME with a known kind and no empty part.
+std::optional<JobKey> ParseJobKey(std::string_view text);
 
 // A job made from pods carries its key in the service's job record: project "KIND/NAMESPACE" (its team is
 // the namespace, or the queue the pods name), name the pod's or PodGroup's. Records written before queues

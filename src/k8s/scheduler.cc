@@ -152,6 +152,12 @@ Status K8sScheduler::StartService() {
   cfg.setup.mig_instance_delay_s = 0;  // the GPU Operator's MIG manager owns repartitioning (not done yet)
   cfg.setup.mig_mode_delay_s = 0;
   cfg.log = [this](const std::string& s) { Log(s); };
+  // A pod job's key goes with its launches (LaunchSpec::key): the backend binds without asking the Service.
+  cfg.external_key = [user = admin_.user](const JobRecord& j, int) -> std::string {
+    if (j.user != user) return "";  // an API job: its pods are made later (KeyOfSlot finds them)
+    const std::optional<JobKey> key = KeyOfJob(j.project, j.team, j.name);
+    return key ? key->str() : "";
+  };
   auto store = OpenStore();
   if (!store.ok()) return store.status();
   clock_ = std::make_unique<ScaledClock>(static_cast<double>(std::time(nullptr)), 1.0);

@@ -45,6 +45,7 @@ void ServiceDriver::AddToLoopLocked(const JobRecord& j, bool queued) {
     cj.remaining_work_s = j.duration_s > 0 ? static_cast<double>(j.duration_s) : -1;
     cj.time_limit_factor = TimeLimitFactor(j.duration_s, j.time_limit_s);
     cj.checkpointable = j.checkpointable;
+    if (config_->external_key) cj.key = config_->external_key(j, r);
     const JobSlot s = loop_->Add(std::move(cj));
     if (queued) loop_->Submit(s, j.submitted_at);
     replicas.push_back(s);

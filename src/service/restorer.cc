@@ -150,8 +150,7 @@ Status Restorer::ResumeLocked(const JobRecord& j) {
     if (Status st = d_->loop_->Resume(replicas[r], tasks, j.started_at, now, 1.0); !st.ok()) return st;
   }
   for (JobSlot r : replicas) {  // the simulated backend kept it running; a real one finds it
-    const ControlJob& cj = d_->loop_->jobs()[r];
-    if (!d_->backend_->Adopt({r, cj.epoch, cj.tasks, cj.remaining_work_s}, j.started_at, now))
+    if (!d_->backend_->Adopt(LaunchSpecOf(*d_->loop_, r), j.started_at, now))
       return Status::Error(fmt::format("the backend does not know job {} (replica {})", j.id, r.value()));
   }
   return Status::Ok();

@@ -20,6 +20,7 @@ class RecordingBackend : public Backend {
  public:
   LaunchAck Launch(const LaunchSpec& spec, int64_t now) override {
     calls.push_back("launch " + std::to_string(spec.slot.value()) + "@" + std::to_string(now));
+    launches.push_back(spec);
     if (refuse.count(spec.slot)) return {true, "refused", 0};
     if (spec.work_s >= 0) pending[now + static_cast<int64_t>(spec.work_s)].push_back({spec.slot, spec.run});
     return {false, "", 1.0};
@@ -47,6 +48,7 @@ class RecordingBackend : public Backend {
   int64_t NextEventS() const override { return pending.empty() ? -1 : pending.begin()->first; }
 
   std::vector<std::string> calls;
+  std::vector<LaunchSpec> launches;
   std::set<JobSlot> refuse;
   std::map<int64_t, std::vector<std::pair<JobSlot, uint32_t>>> pending;
   std::vector<BackendEvent> injected;
@@ -136,6 +138,29 @@ TEST_F(DriverTest, WholeGpuJobLaunchesAtOnceAndEndsWhenTheBackendSaysSo) {
   EXPECT_EQ(Kinds(), (std::vector<DecisionKind>{DecisionKind::kStart, DecisionKind::kEnd}));
   EXPECT_EQ(driver_->decisions()[0].tasks.size(), 1u);
   EXPECT_EQ(driver_->decisions()[1].t, 500);
+}
+
+// A launch carries what the backend needs to run the job without asking its driver: the job's key as the
+// driver named it and the name of each task's node.
+TEST_F(DriverTest, ALaunchCarriesTheJobsKeyAndItsNodesNames) {
+  Make(2, 8);
+  ControlJob j = WholeJob(8, 100, 500);
+  j.request.tasks = 2;  // a gang over both nodes
+  j.key = "pod/ml/train";
+  const JobSlot a = Submit(std::move(j), 0);
+  EXPECT_EQ(driver_->CycleOnce(0, *policy_), 1);
+  ASSERT_EQ(backend_.launches.size(), 1u);
+  const LaunchSpec& spec = backend_.launches[0];
+  EXPECT_EQ(spec.slot, a);
+  EXPECT_EQ(spec.key, "pod/ml/train");
+  ASSERT_EQ(spec.node_names.size(), spec.tasks.size());
+  for (size_t i = 0; i < spec.tasks.size(); ++i)
+    EXPECT_EQ(spec.node_names[i], cluster_.nodes[spec.tasks[i].node].name);
+  EXPECT_EQ((std::set<std::string>{spec.node_names.begin(), spec.node_names.end()}),
+            (std::set<std::string>{"n0", "n1"}));
+  const LaunchSpec again = LaunchSpecOf(*loop_, a);  // what a restore adopts
+  EXPECT_EQ(again.key, spec.key);
+  EXPECT_EQ(again.node_names, spec.node_names);
 }
 
 TEST_F(DriverTest, AMigInstanceCreatedAtBindLaunchesAfterTheInstanceDelay) {

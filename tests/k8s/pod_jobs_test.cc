@@ -147,5 +147,16 @@ TEST(PodJobs, AGangIsReadyOnceItsPodGroupAndMinMemberAreThere) {
   EXPECT_EQ(r.tasks, 1u);
 }
 
+// A launch names its job by JobKey::str(); the backend reads it back, and nothing else.
+TEST(PodJobs, JobKeysReadBack) {
+  for (const JobKey& k : {JobKey{"pod", "ml", "train-0"}, JobKey{"podgroup", "team-a", "gang"}}) {
+    const std::optional<JobKey> back = ParseJobKey(k.str());
+    ASSERT_TRUE(back.has_value()) << k.str();
+    EXPECT_EQ(*back, k);
+  }
+  for (const char* bad : {"", "pod", "pod/ml", "pod//x", "pod/ml/", "job/ml/x", "pod/ml/x/y", "/ml/x"})
+    EXPECT_FALSE(ParseJobKey(bad).has_value()) << bad;
+}
+
 }  // namespace
 }  // namespace tessera
