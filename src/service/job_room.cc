@@ -285,17 +285,24 @@ Outcome<JobView> JobRoom::Submit(const Caller& c, const JobSpec& spec, const std
   return JobView{j, std::nullopt};
 }
 
+JobPtr JobRoom::PageInEnded(int64_t id) const {
+  return d_->book_->Current(id) ? nullptr : d_->book_->PageIn(id);
+}
+
+JobPtr JobRoom::VisibleLocked(int64_t id, const JobPtr& stored) const {
+  JobPtr j = d_->book_->Current(id);
+  if (!j) return stored;
+  return d_->book_->Visible(id) != nullptr ? j : nullptr;
+}
+
 Outcome<JobView> JobRoom::ChangeJob(const Caller& c, int64_t id, const char* verb, const ChangeFn& change) {
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  const JobPtr stored =
-      d_->book_->Current(id) ? nullptr : d_->book_->PageIn(id);  // an ended job not in memory
+  const JobPtr stored = PageInEnded(id);
   {
     std::lock_guard<std::mutex> lock(d_->mu_);
-    JobPtr j = d_->book_->Current(id);
-    const bool visible = j ? d_->book_->Visible(id) != nullptr : stored != nullptr;
-    if (!j) j = stored;
-    if (!j || !visible || !JobBook::CanSee(c, *j))
+    const JobPtr j = VisibleLocked(id, stored);
+    if (!j || !JobBook::CanSee(c, *j))
       return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
     if (!JobBook::CanChange(c, *j))
       return ApiError{ErrorCode::kPermissionDenied, "",
@@ -347,14 +354,11 @@ Outcome<JobView> JobRoom::Preempt(const Caller& c, int64_t id, const std::string
     return ApiError{ErrorCode::kPermissionDenied, "", "only an admin preempts jobs"};
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  const JobPtr stored =
-      d_->book_->Current(id) ? nullptr : d_->book_->PageIn(id);  // an ended job not in memory
+  const JobPtr stored = PageInEnded(id);
   {
     std::lock_guard<std::mutex> lock(d_->mu_);
-    JobPtr j = d_->book_->Current(id);
-    const bool visible = j ? d_->book_->Visible(id) != nullptr : stored != nullptr;
-    if (!j) j = stored;
-    if (!j || !visible) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
+    const JobPtr j = VisibleLocked(id, stored);
+    if (!j) return ApiError{ErrorCode::kNotFound, "", fmt::format("no job {}", id)};
     Plan plan;
     for (JobSlot s : j->state == JobState::kRunning ? d_->ReplicasLocked(id) : std::vector<JobSlot>{}) {
       const JobPhase phase = d_->loop_->jobs()[s].phase;

@@ -52,6 +52,11 @@ class JobRoom {
   // `b`); nothing is stored or visible yet. Under the lock.
   Outcome<JobPtr> NewJobLocked(const Caller& c, const JobSpec& spec, const std::string& team,
                                const std::string& body, WriteBatch* b);
+  // An ended job `id` that memory no longer holds, read from the store (before the lock); else null.
+  JobPtr PageInEnded(int64_t id) const;
+  // Job `id` as a change sees it: its current version once it is durable and visible, else the ended job
+  // `stored` paged in (may be null). Under the lock.
+  JobPtr VisibleLocked(int64_t id, const JobPtr& stored) const;
   // A change of job `id` by `c` (verb names it in a refusal): 404 unless the job is durable and visible to
   // `c`, 403 without the right; else `change` (under the lock) returns the next version and its writes
   // (none: nothing to change), which is written; returns the job once that is durable and visible.

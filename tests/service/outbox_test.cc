@@ -32,7 +32,7 @@ class Recording final : public Backend {
 TEST(Outbox, QueuesAnAsynchronousBackendsCallsUntilFlush) {
   Recording inner(true);
   OutboxBackend out(&inner);
-  const LaunchAck ack = out.Launch({JobSlot(7), 0, {}, 10}, 0);
+  const LaunchAck ack = out.Launch({JobSlot(7), 0, {}, 10, "", {}}, 0);
   EXPECT_TRUE(ack.in_flight);
   out.Reconfigure(3, "3g.40gb@4", 0);
   std::string reason = "cancelled by a";
@@ -48,7 +48,7 @@ TEST(Outbox, QueuesAnAsynchronousBackendsCallsUntilFlush) {
 TEST(Outbox, CallsASynchronousBackendAtOnce) {
   Recording inner(false);
   OutboxBackend out(&inner);
-  const LaunchAck ack = out.Launch({JobSlot(2), 0, {}, 10}, 0);
+  const LaunchAck ack = out.Launch({JobSlot(2), 0, {}, 10, "", {}}, 0);
   EXPECT_FALSE(ack.in_flight);
   EXPECT_EQ(ack.efficiency, 0.5);  // the backend's own answer
   EXPECT_EQ(inner.calls, std::vector<std::string>{"launch 2"});

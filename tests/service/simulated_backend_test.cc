@@ -12,7 +12,7 @@
 namespace tessera {
 namespace {
 
-LaunchSpec Spec(JobSlot slot, double work_s, uint32_t run = 0) { return {slot, run, {}, work_s}; }
+LaunchSpec Spec(JobSlot slot, double work_s, uint32_t run = 0) { return {slot, run, {}, work_s, "", {}}; }
 
 std::vector<BackendEvent> PollUntil(SimulatedBackend& b, const VirtualClock& clock, size_t n, double timeout_s) {
   std::vector<BackendEvent> out;
