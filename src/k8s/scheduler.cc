@@ -89,8 +89,8 @@ Status K8sScheduler::Init() {
   kai_queues_ = std::make_unique<Informer>(&api_, "/apis/scheduling.run.ai/v2/queues", wake, log);
   budgets_ = std::make_unique<Informer>(&api_, "/apis/policy/v1/poddisruptionbudgets", wake, log);
   nodes_ = std::make_unique<Informer>(&api_, "/api/v1/nodes", wake, log);
-  dra_ = std::make_unique<DraSync>(&api_, [this] { Wake(); }, log);
-  dra_->Start();
+  dra_ = std::make_unique<DraRoom>(this);
+  dra_->Start([this] { Wake(); }, log);
   pods_ = std::make_unique<Informer>(&api_, "/api/v1/pods", [this](WatchEvent e, const json& p) { OnPod(e, p); }, log);
   const std::vector<Informer*> informers = {classes_.get(),        groups_.get(),     volcano_groups_.get(),
                                             kai_groups_.get(),     volcano_queues_.get(), kai_queues_.get(),
@@ -123,7 +123,7 @@ Status K8sScheduler::StartService() {
   auto used = UsageByNode(foreign);
   for (auto& [node, use] : used)  // held GPU by GPU, CPU and memory likewise, once the Service runs
     use.gpus = use.cpu_milli = use.memory_bytes = 0;     // (HoldForeignGpus, HoldForeignHost)
-  ClassifyDra();
+  dra_->Classify();
   std::vector<json> specs;
   LoadMigSources(/*now=*/true);
   const auto nodes_snap = nodes_->Snapshot();
@@ -171,7 +171,7 @@ Status K8sScheduler::StartService() {
   hooks.leading = [this] { return !scheduling_stopped_.load() && elector_->IsLeader(); };
   hooks.preemptor_on = [this](const std::set<std::string>& nodes) { return PreemptorOn(nodes); };
   hooks.cancel = [this](JobSlot s, const std::string& why) { CancelJobOfSlot(s, why); };
-  hooks.bind = [this](const PodRef& p, const std::string& node) { return BindDraPod(p, node); };
+  hooks.bind = [this](const PodRef& p, const std::string& node) { return dra_->BindPod(p, node); };
   events_ = std::make_unique<EventRecorder>(&api_, "tessera");
   hooks.event = [this](const json& o, const std::string& type, const std::string& reason, const std::string& m) {
     events_->Record(o, type, reason, m);
@@ -258,7 +258,8 @@ void K8sScheduler::Wake() {
 
 void K8sScheduler::OnPod(WatchEvent e, const json& pod) {
   const JobKey key = JobKeyOf(pod);
-  if (PodIsOurs(pod, options_.scheduler_name)) {  // with claims too: SyncJobs keeps the loop's (ClassifyDra)
+  if (PodIsOurs(pod,
+                options_.scheduler_name)) {  // with claims too: SyncJobs keeps the loop's (DraRoom::Classify)
     std::lock_guard<std::mutex> l(pods_mu_);
     auto& m = pods_by_key_[key.str()];
     if (e == WatchEvent::kDeleted) m.Erase(Meta(pod, "name"));
@@ -342,9 +343,9 @@ void K8sScheduler::Reconcile() {
   };
   // The DRA path first, so that the loop's nodes this pass already lack what it just allocated.
   step("dra", [&] {
-    ClassifyDra();
-    SyncDra();
-    ClassifyDra();
+    dra_->Classify();
+    dra_->Sync();
+    dra_->Classify();
   });
   step("nodes", [&] { SyncNodes(); });
   step("queues", [&] { SyncQueues(); });

@@ -7,14 +7,14 @@
 // or go change the Service's cluster through its nodes API; pods with our schedulerName become jobs (a
 // PodGroup is one gang job of its pods, minMember tasks); the backend (k8s_backend.h) binds what the loop
 // places; pending reasons go back to the pods as a PodScheduled=False condition. Pods with ResourceClaims
-// that ask only for whole GPUs are jobs too (dra_jobs.h): nodes whose GPUs only DRA publishes are nodes of
-// the loop, the loop chooses the node and the DRA allocator the devices there when the launch binds. Pods of
-// other schedulers count as used capacity. With a MIG manager ConfigMap, MIG nodes are repartitioned through
-// the GPU Operator for pods no layout holds (mig_repartitioner.h); its drains preempt through the loop
-// (PreemptPod), a node being repartitioned stays cordoned, and once its new layout is advertised it is read
-// again (removed from the Service's cluster and added with its new MIG config). Whole GPUs that pods outside
-// the loop use are held GPU by GPU (Service::HoldGpus) and given back when those pods end; pods of ours that
-// ask no GPU are bound outside the loop (BindCpuOnly).
+// that ask only for whole GPUs are jobs too (its DraRoom, dra_room.h): nodes whose GPUs only DRA publishes
+// are nodes of the loop, the loop chooses the node and the DRA allocator the devices there when the launch
+// binds. Pods of other schedulers count as used capacity. With a MIG manager ConfigMap, MIG nodes are
+// repartitioned through the GPU Operator for pods no layout holds (mig_repartitioner.h); its drains preempt
+// through the loop (PreemptPod), a node being repartitioned stays cordoned, and once its new layout is
+// advertised it is read again (removed from the Service's cluster and added with its new MIG config). Whole
+// GPUs that pods outside the loop use are held GPU by GPU (Service::HoldGpus) and given back when those pods
+// end; pods of ours that ask no GPU are bound outside the loop (BindCpuOnly).
 //
 // Thread safety: Start and Stop from one thread; the rest runs on the scheduler's threads.
 
@@ -38,6 +38,7 @@
 #include "k8s/cluster_view.h"
 #include "k8s/dra/dra_jobs.h"
 #include "k8s/dra/dra_sync.h"
+#include "k8s/dra_room.h"
 #include "k8s/filters.h"
 #include "k8s/job_objects.h"
 #include "k8s/k8s_backend.h"
@@ -49,9 +50,6 @@
 #include "store/postgres_store.h"
 
 namespace tessera {
-
-struct DraWorld;
-struct DraPodPlan;
 
 struct SchedulerOptions {
   std::string scheduler_name = "tessera";
@@ -100,6 +98,7 @@ class K8sScheduler {
   bool leading() const { return elector_ && elector_->IsLeader(); }
 
  private:
+  friend class DraRoom;  // a room of the scheduler (dra_room.h): works on its informers and API client
   K8sScheduler(KubeConfig kube, SchedulerOptions options);
   Status Init();
   Status StartService();
@@ -129,9 +128,9 @@ class K8sScheduler {
   // --mig-config-map, then the one the GPU Operator's ClusterPolicy names (spec.migManager.config.name in
   // its namespace; without a ClusterPolicy, gpu-operator/default-mig-parted-config). Read again every 30 s.
   void LoadMigSources(bool now);
-  // The node's spec for the Service (NodeSpecFor, else DraNodeSpec); what Tessera cannot read or model about
-  // the node, and a MIG layout modelled from GFD, is reported on the node (a Warning Event and a log line,
-  // once per change).
+  // The node's spec for the Service (NodeSpecFor, else DraRoom::NodeSpec); what Tessera cannot read or model
+  // about the node, and a MIG layout modelled from GFD, is reported on the node (a Warning Event and a log
+  // line, once per change).
   Result<nlohmann::json> NodeSpecOf(const nlohmann::json& node, const std::map<std::string, NodeUse>& used,
                                     NodeModel* model);
   void ReportNode(const nlohmann::json& node, const std::string& reason, const std::string& message);
@@ -210,29 +209,6 @@ class K8sScheduler {
   void ForgetBinding(const PodRef& pod);
   // kube-scheduler's message when no node passes the pod's filters (on this pass's world_), else "".
   std::string NoNodeMessage(const nlohmann::json& pod);
-  // Pods with ResourceClaims (scheduler_dra.cc): which are jobs of the loop and what each asks
-  // (dra_demand_), and what the loop may place on each DRA node (dra_loop_nodes_).
-  void ClassifyDra();
-  // The pod's DRA demand as ClassifyDra last judged it (kNotYet when not judged).
-  DraJobDemand::Kind DraKindOf(const nlohmann::json& pod) const;
-  // For a node whose GPUs only DRA publishes, its spec for the Service: its whole GPUs (those DRA-path claims
-  // use are held GPU by GPU, as other pods' are); nullopt for any other node.
-  std::optional<Result<nlohmann::json>> DraNodeSpec(NodeModel model, const NodeUse& foreign) const;
-  // The backend's binding of a loop pod with claims (any thread): its claims planned on `node` only,
-  // allocated and reserved, then the binding (dra_binder.h); nullopt for a pod without claims.
-  std::optional<ApiResponse> BindDraPod(const PodRef& pod, const std::string& node);
-  // Pods with ResourceClaims the loop cannot express (dra_jobs.h): allocated, reserved and bound outside the
-  // Service, after the loop's pods with claims ahead of them in the queue order (for a while: kDraYieldMs).
-  void SyncDra();
-  void DraPod(const nlohmann::json& pod, const DraWorld& world, std::map<std::string, nlohmann::json>* claims,
-              int64_t now_ms);
-  void DraGang(const std::vector<nlohmann::json>& pods, const DraWorld& world,
-               std::map<std::string, nlohmann::json>* claims, int64_t now_ms);
-  void DraRefuse(const nlohmann::json& pod, const std::string& reason, const std::string& message,
-                 int64_t now_ms);
-  bool DraWrite(const nlohmann::json& pod, const DraPodPlan& plan,
-                std::map<std::string, nlohmann::json>* claims, int64_t now_ms);
-  std::vector<std::string> DraNodes() const;
   void SetReason(const nlohmann::json& pod, const std::string& reason, const std::string& message);
   std::vector<nlohmann::json> PodsOf(const JobKey& key) const;
   std::optional<JobKey> KeyOfSlot(JobSlot slot) const;
@@ -254,21 +230,11 @@ class K8sScheduler {
   std::unique_ptr<EventRecorder> events_;
   int64_t all_runs_seen_us_ = 0;  // when Reconcile last had every run looked at (loop thread)  // Events about pods, off the binding path
   std::unique_ptr<K8sBackend> backend_;
-  std::unique_ptr<DraSync> dra_;
-  std::mutex
-      dra_mu_;  // guards every use of dra_->Snapshot()'s view and dra_->Wrote (loop and backend threads)
-  // Loop thread (ClassifyDra): our DRA pods by uid; the DRA nodes' whole GPUs for the loop, by node name.
-  std::map<std::string, DraJobDemand> dra_demand_;
-  std::map<std::string, DraLoopNode> dra_loop_nodes_;
+  std::unique_ptr<DraRoom> dra_;  // Dynamic Resource Allocation (dra_room.h)
   // Loop thread: JobKey::str() -> when its job was submitted (steady seconds) and whether its pods use DRA;
   // its first reason waits kReasonAfterS (its filters are set after its first cycles may run), a DRA job's
   // kDraReasonAfterS (a DRA node's capacity may be re-read meanwhile).
   std::map<std::string, std::pair<double, bool>> submitted_;
-  // Loop thread: pod uid -> when bound (until the watch shows it); pod uid -> first refused (ms).
-  std::map<std::string, int64_t> dra_bound_, dra_refused_since_;
-  // Loop thread: uid of a waiting pod with claims that is the loop's (or not judged yet) -> since when (ms);
-  // DRA-path pods behind it in the queue order wait for it a while (SyncDra).
-  std::map<std::string, int64_t> dra_loop_waiting_;
   std::unique_ptr<MigRepartitioner> mig_;  // loop thread only
   // Loop thread (and StartService before it): the MIG configs nodes are resolved with, when they were read,
   // what was last logged about them, and per node what was last reported on it.

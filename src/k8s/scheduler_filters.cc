@@ -97,16 +97,19 @@ void K8sScheduler::SyncFilters() {
     std::set<std::string> allowed;
     std::set<std::string> pass = world.Passing(pod, &rejected, &allowed);
     if (PodUsesDra(pod)) {  // only DRA nodes with whole GPUs, and the node its allocated claims name
-      auto d = dra_demand_.find(Meta(pod, "uid"));
-      const std::string fixed = d != dra_demand_.end() ? d->second.node : "";
-      auto off = [&](const std::string& n) { return !dra_loop_nodes_.count(n) || (!fixed.empty() && fixed != n); };
+      const DraJobDemand* d = dra_->DemandOf(Meta(pod, "uid"));
+      const std::string fixed = d != nullptr ? d->node : "";
+      auto off = [&](const std::string& n) {
+        return !dra_->loop_nodes().count(n) || (!fixed.empty() && fixed != n);
+      };
       for (const std::string& n : pass)
         if (off(n)) ++rejected[fixed.empty() ? "node(s) publish no whole GPU through DRA"
                                              : "node(s) are not the node of the pod's allocated claims"];
       std::erase_if(pass, off);
       std::erase_if(allowed, off);
     } else {  // a DRA node's GPUs are no device-plugin resources, however much the loop frees there
-      std::erase_if(allowed, [&](const std::string& n) { return dra_loop_nodes_.count(n) && !pass.count(n); });
+      std::erase_if(allowed,
+                    [&](const std::string& n) { return dra_->loop_nodes().count(n) && !pass.count(n); });
     }
     allowed.insert(pass.begin(), pass.end());
     // Equal sets are one shared set: the loop builds one node mask per distinct set.

@@ -113,7 +113,8 @@ Result<json> K8sScheduler::NodeSpecOf(const json& node, const std::map<std::stri
   auto spec = NodeSpecFor(*m, used.count(m->name) ? used.at(m->name) : NodeUse{}, Catalog::Default(), mig_sources_,
                           &note);
   if (!spec.ok())
-    if (auto dra = DraNodeSpec(*m, used.count(m->name) ? used.at(m->name) : NodeUse{})) spec = std::move(*dra);
+    if (auto dra = dra_->NodeSpec(*m, used.count(m->name) ? used.at(m->name) : NodeUse{}))
+      spec = std::move(*dra);
   const bool names_mig = m->kind != kNone && !m->mig_config.empty() && m->mig_config != "all-disabled";
   if (!spec.ok() && names_mig)
     ReportNode(node, "MigLayoutNotModelled", fmt::format("tessera: {}; Tessera places nothing there", spec.error()));

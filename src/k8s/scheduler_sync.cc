@@ -99,7 +99,8 @@ void K8sScheduler::SyncNodes() {
   const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::steady_clock::now().time_since_epoch()).count();
   // (With a MIG repartitioner or DRA nodes, every pass: their drains and claims change what a node offers.)
-  if (!mig_ && dra_loop_nodes_.empty() && nodes_->version() == nodes_seen_ && now_us - nodes_synced_us_ < kNodesEveryUs)
+  if (!mig_ && dra_->loop_nodes().empty() && nodes_->version() == nodes_seen_ &&
+      now_us - nodes_synced_us_ < kNodesEveryUs)
     return;
   nodes_seen_ = nodes_->version();
   nodes_synced_us_ = now_us;
@@ -115,7 +116,8 @@ void K8sScheduler::SyncNodes() {
     const auto [name, node] = *node_it;
     NodeUse use = used.count(name) ? used.at(name) : NodeUse{};
     int64_t outside_gpus = use.gpus;
-    if (auto dra = dra_loop_nodes_.find(name); dra != dra_loop_nodes_.end())  // GPUs DRA-path claims use
+    if (auto dra = dra_->loop_nodes().find(name);
+        dra != dra_->loop_nodes().end())  // GPUs DRA-path claims use
       outside_gpus += dra->second.total - dra->second.free;
     use.gpus = 0;  // held GPU by GPU (HoldForeignGpus): their coming and going never re-reads the node
     const int64_t outside_cpu = use.cpu_milli, outside_mib = (use.memory_bytes + (1 << 20) - 1) >> 20;
@@ -123,7 +125,7 @@ void K8sScheduler::SyncNodes() {
     // A node object read before is not read again (its spec depends on it and the MIG sources alone: what
     // others use there is held apart; a DRA node's spec also on its claims: read each time).
     auto was = node_reads_.find(name);
-    if (was == node_reads_.end() || was->second.node != node_it.ptr() || dra_loop_nodes_.count(name)) {
+    if (was == node_reads_.end() || was->second.node != node_it.ptr() || dra_->loop_nodes().count(name)) {
       NodeRead r{node_it.ptr(), Status::Error(""), {}};
       r.spec = NodeSpecOf(node, {{name, use}}, &r.model);
       was = node_reads_.insert_or_assign(name, std::move(r)).first;
@@ -274,7 +276,7 @@ void K8sScheduler::SyncJobs() {
   // Pods with claims the loop cannot express (or not yet: their claims are still being made) are not its.
   std::erase_if(by_key, [&](const auto& e) {
     return std::any_of(e.second.begin(), e.second.end(), [&](const json& p) {
-      return PodUsesDra(p) && !PodTerminal(p) && DraKindOf(p) != DraJobDemand::Kind::kWholeGpus;
+      return PodUsesDra(p) && !PodTerminal(p) && dra_->KindOf(p) != DraJobDemand::Kind::kWholeGpus;
     });
   });
   // Active jobs: drop the finished, cancel the pending ones whose pods are gone or placed elsewhere.
@@ -489,8 +491,8 @@ void K8sScheduler::SubmitJob(const JobKey& key, const PodRefs& pods, std::vector
   for (size_t i = 0; i < tasks; ++i) {
     auto d = ReadPodDemand(waiting[i]);
     if (!d.ok()) return refuse({waiting[i]}, "InvalidPod", "tessera: " + d.error());
-    if (auto dra = dra_demand_.find(Meta(waiting[i], "uid")); dra != dra_demand_.end())
-      d->gpus += dra->second.gpus;
+    if (const DraJobDemand* dra = dra_->DemandOf(Meta(waiting[i], "uid")); dra != nullptr)
+      d->gpus += dra->gpus;
     demands.push_back(*d);
   }
   auto spec = JobSpecFor(key, demands, static_cast<int>(tasks), PriorityClassOf(waiting[0]));

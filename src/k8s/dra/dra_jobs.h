@@ -4,7 +4,7 @@
 // selectors match only NVIDIA full-GPU devices of the published model) is a job of `gpus` whole GPUs: the
 // loop chooses its node and the DRA allocator its devices there when the launch is carried out. Any other
 // claim (a MIG slice by CEL, allocationMode All, firstAvailable, request selectors) keeps the pod on the DRA
-// path (scheduler_dra.cc: planned by the allocator alone, outside quotas and preemption). Also: which GPUs of
+// path (dra_room.h: planned by the allocator alone, outside quotas and preemption). Also: which GPUs of
 // each DRA node the loop may place on (those no claim of a DRA-path pod holds). Pure.
 
 #include <cstdint>
