@@ -90,6 +90,7 @@ Status K8sScheduler::Init() {
   budgets_ = std::make_unique<Informer>(&api_, "/apis/policy/v1/poddisruptionbudgets", wake, log);
   nodes_ = std::make_unique<Informer>(&api_, "/api/v1/nodes", wake, log);
   dra_ = std::make_unique<DraRoom>(this);
+  filters_ = std::make_unique<FilterRoom>(this);
   dra_->Start([this] { Wake(); }, log);
   pods_ = std::make_unique<Informer>(&api_, "/api/v1/pods", [this](WatchEvent e, const json& p) { OnPod(e, p); }, log);
   const std::vector<Informer*> informers = {classes_.get(),        groups_.get(),     volcano_groups_.get(),
@@ -166,8 +167,8 @@ Status K8sScheduler::StartService() {
   hooks.node_name = [this](NodeId n) { return service_ ? service_->NodeName(n) : std::string(); };
   hooks.pods = [this](const JobKey& k) { return PodsOf(k); };
   hooks.log = [this](const std::string& s) { Log(s); };
-  hooks.admit = [this](const PodRef& p, const std::string& node) { return AdmitBinding(p, node); };
-  hooks.forget = [this](const PodRef& p) { ForgetBinding(p); };
+  hooks.admit = [this](const PodRef& p, const std::string& node) { return filters_->Admit(p, node); };
+  hooks.forget = [this](const PodRef& p) { filters_->Forget(p); };
   hooks.leading = [this] { return !scheduling_stopped_.load() && elector_->IsLeader(); };
   hooks.preemptor_on = [this](const std::set<std::string>& nodes) { return PreemptorOn(nodes); };
   hooks.cancel = [this](JobSlot s, const std::string& why) { CancelJobOfSlot(s, why); };
@@ -180,7 +181,7 @@ Status K8sScheduler::StartService() {
   auto svc = Service::Start(std::move(cfg), std::move(store).value(), clock_.get(), backend_.get());
   if (!svc.ok()) return svc.status();
   service_ = std::move(svc).value();
-  service_->SetJobNodes({}, /*absent_nowhere=*/true);  // no job runs before SyncFilters judged it
+  service_->SetJobNodes({}, /*absent_nowhere=*/true);  // no job runs before FilterRoom::Sync judged it
   bool more = false;
   for (const JobView& v : service_->List(admin_, "", "", "", 0, 1 << 30, &more))
     if (auto key = KeyOfJob(v.job->project, v.job->team, v.job->name);
@@ -317,10 +318,7 @@ void K8sScheduler::Loop() {
 }
 
 void K8sScheduler::Reconcile() {
-  if (const int64_t now_us = NowUs(); now_us - world_us_ > kPassWorldUs) {
-    world_.reset();
-    world_us_ = now_us;
-  }
+  filters_->RefreshPassWorld(NowUs());
   // Watch events look at their own pod's run only (PodsChanged(uid)); every run is looked at now and then,
   // for an event that came before its run was recorded.
   if (const int64_t now_us = NowUs(); backend_ && now_us - all_runs_seen_us_ > 5'000'000) {
@@ -352,7 +350,7 @@ void K8sScheduler::Reconcile() {
   step("jobs", [&] { SyncJobs(); });
   step("api-jobs", [&] { SyncApiJobs(); });
   step("budgets", [&] { SyncBudgets(); });
-  step("filters", [&] { SyncFilters(); });
+  step("filters", [&] { filters_->Sync(); });
   step("reasons", [&] { WriteReasons(); });
   step("groups", [&] { SyncGroupStatus(); });
   int64_t total_us = 0;

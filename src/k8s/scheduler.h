@@ -39,6 +39,7 @@
 #include "k8s/dra/dra_jobs.h"
 #include "k8s/dra/dra_sync.h"
 #include "k8s/dra_room.h"
+#include "k8s/filter_room.h"
 #include "k8s/filters.h"
 #include "k8s/job_objects.h"
 #include "k8s/k8s_backend.h"
@@ -99,6 +100,7 @@ class K8sScheduler {
 
  private:
   friend class DraRoom;  // a room of the scheduler (dra_room.h): works on its informers and API client
+  friend class FilterRoom;
   K8sScheduler(KubeConfig kube, SchedulerOptions options);
   Status Init();
   Status StartService();
@@ -189,26 +191,13 @@ class K8sScheduler {
   // A running gang's waiting CPU-only members (no GPU: outside the loop's accounting), each bound to a node
   // its filters pass, beside the gang's members when one passes.
   void BindCompanions(const PodRefs& members);
-  // Binds a pod outside the loop's accounting to `node` (judged by AdmitBinding first, assumed in world_
-  // after), with a Scheduled Event; false when refused or the binding failed (logged).
+  // Binds a pod outside the loop's accounting to `node` (judged by FilterRoom::Admit first, assumed in its
+  // world after), with a Scheduled Event; false when refused or the binding failed (logged).
   bool BindOutsideLoop(const nlohmann::json& pod, const std::string& node);
   bool JobRunning(int64_t id) const;
   // Whether a PodGroup's gang has its GPU members bound (minMember less its CPU-only companions).
-  bool GangBound(const std::string& key, const ObjectMap& members)
-      const;  // the Service's job state now (not the last snapshot's)
-  // Kubernetes' node filters (filters.h) for every pending job, on the informer cache of nodes and bound pods
-  // plus our bindings the cache does not show yet: the Service places each job only on the nodes its first
-  // waiting pod passes; a job no node passes gets kube-scheduler's message (unschedulable_).
-  void SyncFilters();
-  // The cache of nodes and pods with our bindings not seen there yet assumed; `cache` (loop thread only)
-  // spares reading pods that did not change since the last world.
-  FilterWorld MakeFilterWorld(FilterCache* cache = nullptr) const;
-  // Before each binding (the backend's threads): the filters judged again on the state now, with the
-  // bindings made since; "" = bind (and the pod is assumed bound), else why not.
-  std::string AdmitBinding(const PodRef& pod, const std::string& node);
-  void ForgetBinding(const PodRef& pod);
-  // kube-scheduler's message when no node passes the pod's filters (on this pass's world_), else "".
-  std::string NoNodeMessage(const nlohmann::json& pod);
+  bool GangBound(const std::string& key,
+                 const ObjectMap& members) const;  // the Service's job state now (not the last snapshot's)
   void SetReason(const nlohmann::json& pod, const std::string& reason, const std::string& message);
   std::vector<nlohmann::json> PodsOf(const JobKey& key) const;
   std::optional<JobKey> KeyOfSlot(JobSlot slot) const;
@@ -227,10 +216,11 @@ class K8sScheduler {
   std::atomic<bool> scheduling_stopped_{false};
   std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_, kai_groups_;
   std::unique_ptr<Informer> volcano_queues_, kai_queues_, budgets_;
-  std::unique_ptr<EventRecorder> events_;
-  int64_t all_runs_seen_us_ = 0;  // when Reconcile last had every run looked at (loop thread)  // Events about pods, off the binding path
+  std::unique_ptr<EventRecorder> events_;  // Events about pods, off the binding path
+  int64_t all_runs_seen_us_ = 0;           // when Reconcile last had every run looked at (loop thread)
   std::unique_ptr<K8sBackend> backend_;
   std::unique_ptr<DraRoom> dra_;  // Dynamic Resource Allocation (dra_room.h)
+  std::unique_ptr<FilterRoom> filters_;  // node filters (filter_room.h)
   // Loop thread: JobKey::str() -> when its job was submitted (steady seconds) and whether its pods use DRA;
   // its first reason waits kReasonAfterS (its filters are set after its first cycles may run), a DRA job's
   // kDraReasonAfterS (a DRA node's capacity may be re-read meanwhile).
@@ -267,9 +257,6 @@ class K8sScheduler {
   std::set<std::string> missing_namespaces_;         // namespaces found missing (logged once)
   std::set<int64_t> without_container_;              // API jobs that run nowhere but in the loop
   std::set<int64_t> eviction_blocked_;               // as last given to the Service
-  std::map<std::string, std::string>
-      unschedulable_;  // JobKey::str() -> kube-scheduler's message: no node passes
-  std::map<std::string, size_t> passing_;
   // SyncNodes: each node's last read (its object, spec and model), reused while the object is the same;
   // cleared when the MIG sources change.
   struct NodeRead {
@@ -280,22 +267,9 @@ class K8sScheduler {
   std::map<std::string, NodeRead> node_reads_;
   uint64_t nodes_seen_ = UINT64_MAX;  // SyncNodes: the nodes informer's version last read in full, and when
   int64_t nodes_synced_us_ = 0;
-  std::unique_ptr<FilterWorld> world_;
-  FilterCache world_cache_;  // loop thread: for world_  // kept up to kPassWorldUs (from world_us_), then built anew
-  static constexpr int64_t kPassWorldUs = 1'000'000;
-  int64_t world_us_ = 0;
   std::map<std::string, nlohmann::json>
-      group_status_;  // "API/podgroup/NS/NAME" -> status last written (loop)                // this pass's
-                      // (loop thread; reset by Reconcile)
-  std::shared_ptr<const Informer::ObjectMap>
-      foreign_pods_;  // the pods ForeignPods last read (loop thread)             // JobKey::str() -> how many
-                      // nodes its first pod passes
-  std::mutex admit_mu_;  // guards admit_world_ (AdmitBinding, on the backend's threads)
-  std::unique_ptr<FilterWorld> admit_world_;
-  int64_t admit_world_us_ = 0;  // when admit_world_ was made
-  mutable std::mutex assumed_mu_;  // guards assumed_ (the backend's threads write it)
-  std::map<std::string, std::pair<nlohmann::json, std::string>>
-      assumed_;                                      // uid -> (pod, node) we bound, until seen
+      group_status_;  // "API/podgroup/NS/NAME" -> status last written (loop)
+  std::shared_ptr<const Informer::ObjectMap> foreign_pods_;  // the pods ForeignPods last read (loop thread)
   mutable std::mutex api_mu_;                        // guards api_keys_ (the backend's threads read it)
   std::map<int64_t, std::vector<JobKey>> api_keys_;  // job id -> the key of each of its loop replicas
 };

@@ -19,9 +19,9 @@ void K8sScheduler::BindCompanions(const PodRefs& members) {
     if (PodWaiting(p) && !PodAsksGpu(p)) companions.push_back(&p);
   }
   if (companions.empty() || gang_nodes.empty()) return;
-  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld(&world_cache_));
+  FilterWorld& world = filters_->PassWorld();
   for (const json* p : companions) {
-    const std::set<std::string> pass = world_->Passing(*p);
+    const std::set<std::string> pass = world.Passing(*p);
     if (pass.empty()) continue;  // its reason comes with the next refusal pass
     // Beside the gang when a node of it passes, else the first that does.
     std::string node = *pass.begin();
@@ -33,10 +33,10 @@ void K8sScheduler::BindCompanions(const PodRefs& members) {
 }
 
 void K8sScheduler::BindCpuOnly(const json& pod) {
-  if (!world_) world_ = std::make_unique<FilterWorld>(MakeFilterWorld(&world_cache_));
+  FilterWorld& world = filters_->PassWorld();
   std::map<std::string, int> rejected;
-  const std::set<std::string> pass = world_->Passing(pod, &rejected);
-  if (pass.empty()) return SetReason(pod, "Unschedulable", UnschedulableMessage(world_->num_nodes(), rejected));
+  const std::set<std::string> pass = world.Passing(pod, &rejected);
+  if (pass.empty()) return SetReason(pod, "Unschedulable", UnschedulableMessage(world.num_nodes(), rejected));
   // A node without GPUs first (GPU nodes keep their CPU and memory for GPU work), else the first that passes.
   std::set<std::string> gpu_nodes;
   if (auto views = service_->ListNodes(admin_); views.ok())
@@ -51,15 +51,15 @@ void K8sScheduler::BindCpuOnly(const json& pod) {
 
 bool K8sScheduler::BindOutsideLoop(const json& pod, const std::string& node) {
   const PodRef ref{Meta(pod, "namespace"), Meta(pod, "name"), Meta(pod, "uid")};
-  if (!AdmitBinding(ref, node).empty()) return false;  // judged again on the next pass
+  if (!filters_->Admit(ref, node).empty()) return false;  // judged again on the next pass
   const json binding = BindingObject(ref.ns, ref.name, ref.uid, node);
   const ApiResponse r = api_.Post(fmt::format("/api/v1/namespaces/{}/pods/{}/binding", ref.ns, ref.name), binding);
   if (!r.ok()) {
-    ForgetBinding(ref);
+    filters_->Forget(ref);
     Log(fmt::format("binding pod {}/{} to {} failed ({} {})", ref.ns, ref.name, node, r.status, r.error));
     return false;
   }
-  world_->Assume(pod, node);
+  filters_->PassWorld().Assume(pod, node);
   if (events_) events_->Record(pod, "Normal", "Scheduled", fmt::format("Successfully assigned {}/{} to {}", ref.ns, ref.name, node));
   return true;
 }

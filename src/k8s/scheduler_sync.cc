@@ -536,8 +536,9 @@ void K8sScheduler::WriteReasons() {
   auto snap = service_->snapshot();
   if (!snap) return;
   const size_t nodes = nodes_->Snapshot()->size();
-  // A job's first cycles may run before its filters were set (SyncFilters follows the submission): only a job
-  // submitted a while ago (DRA: its claims allocated) has a reason to tell; one placed by then has none.
+  // A job's first cycles may run before its filters were set (FilterRoom::Sync follows the submission): only
+  // a job submitted a while ago (DRA: its claims allocated) has a reason to tell; one placed by then has
+  // none.
   constexpr double kReasonAfterS = 1.0, kDraReasonAfterS = 2.0;
   const double now_s = SteadyS();
   std::erase_if(submitted_, [&](const auto& e) {
@@ -548,13 +549,12 @@ void K8sScheduler::WriteReasons() {
     if (it == snap->pending.end() || it->second.code.empty() || submitted_.count(key)) continue;
     // No node passes: kube-scheduler's message alone (the loop's says only that); else how many pass and why
     // the loop still waits.
-    auto none = unschedulable_.find(key);
-    auto pass = passing_.find(key);
-    const std::string message = none != unschedulable_.end()
-                                    ? none->second
-                                    : fmt::format("{}/{} nodes pass the pod's filters; tessera: {}: {}",
-                                                  pass == passing_.end() ? nodes : pass->second, nodes,
-                                                  it->second.code, it->second.message.str());
+    const std::string* none = filters_->UnschedulableOf(key);
+    const std::optional<size_t> pass = filters_->PassingOf(key);
+    const std::string message =
+        none != nullptr ? *none
+                        : fmt::format("{}/{} nodes pass the pod's filters; tessera: {}: {}",
+                                      pass ? *pass : nodes, nodes, it->second.code, it->second.message.str());
     std::vector<json> pods;
     {
       std::lock_guard<std::mutex> l(pods_mu_);
@@ -578,7 +578,7 @@ void K8sScheduler::SetReason(const json& pod, const std::string& code, const std
     constexpr std::string_view kOurs = "tessera: ";
     message = text.rfind(kOurs, 0) == 0 ? fmt::format("tessera: {}: {}", code, text.substr(kOurs.size()))
                                         : fmt::format("tessera: {}: {}", code, text);
-    if (const std::string kube = NoNodeMessage(pod); !kube.empty()) message = kube + " " + message;
+    if (const std::string kube = filters_->NoNodeMessage(pod); !kube.empty()) message = kube + " " + message;
   }
   const std::string msg = message.size() > 1000 ? message.substr(0, 1000) : message;
   auto said = said_.find(uid);
