@@ -169,20 +169,16 @@ std::optional<JobKey> K8sBackend::KeyOfSpec(const LaunchSpec& spec) const {
   return spec.key.empty() ? hooks_.key_of(spec.slot) : ParseJobKey(spec.key);
 }
 
-std::string K8sBackend::NodeOfTask(const LaunchSpec& spec, size_t i) const {
-  return spec.node_names.size() == spec.tasks.size() ? spec.node_names[i]
-                                                     : hooks_.node_name(spec.tasks[i].node);
-}
-
 void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   BackendEvent fail{BackendEventKind::kLaunchFailed, spec.slot, spec.run, now, kNone, ""};
   const std::optional<JobKey> key = KeyOfSpec(spec);
   if (!key) return fail.message = "the job is not a Kubernetes job", Emit(fail);
+  if (spec.node_names.size() != spec.tasks.size())  // LaunchSpecOf names every task's node
+    return fail.message = fmt::format("{}: the launch does not name each task's node", key->name), Emit(fail);
   const std::vector<json> pods = hooks_.pods(*key);
   auto members = MembersToBind(pods, spec.tasks.size());
   if (!members.ok()) return fail.message = fmt::format("{}: {}", key->name, members.error()), Emit(fail);
-  std::set<std::string> nodes;
-  for (size_t i = 0; i < spec.tasks.size(); ++i) nodes.insert(NodeOfTask(spec, i));
+  const std::set<std::string> nodes(spec.node_names.begin(), spec.node_names.end());
   if (!WaitVacated(nodes))
     return fail.message = fmt::format("{}: pods evicted from {} are still terminating after {} s", key->name,
                                       fmt::join(nodes, ", "), kVacateWaitS),
@@ -190,7 +186,7 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   std::vector<PodRef> bound;
   for (size_t i = 0; i < members->size(); ++i) {
     const PodRef& p = (*members)[i];
-    const std::string node = NodeOfTask(spec, i);
+    const std::string& node = spec.node_names[i];
     if (std::string why = hooks_.admit ? hooks_.admit(p, node) : ""; !why.empty()) {
       const int unwound = Unwind(bound);
       fail.message = fmt::format("pod {}/{} not bound to node {}: {}{}", p.ns, p.name, node, why,
@@ -213,7 +209,7 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
     const PodRef& p = bound[i];
     const json pod = {{"kind", "Pod"}, {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}}}};
     Event(pod, "Normal", "Scheduled",
-          fmt::format("Successfully assigned {}/{} to {}", p.ns, p.name, NodeOfTask(spec, i)));
+          fmt::format("Successfully assigned {}/{} to {}", p.ns, p.name, spec.node_names[i]));
   }
   ClearNominated(bound, pods);
   {
@@ -367,14 +363,12 @@ void K8sBackend::Reconfigure(GpuId gpu, const std::string& layout, int64_t now) 
 }
 
 bool K8sBackend::Adopt(const LaunchSpec& spec, int64_t started_at, int64_t) {
-  // The Service that adopts is not up yet: names and key come with the spec, else the hooks say later.
-  std::vector<NodeId> nodes;
-  for (const TaskPlacement& t : spec.tasks) nodes.push_back(t.node);
+  // The Service that adopts is not up yet: the nodes' names and the key come with the spec (the key_of hook
+  // is asked later when the driver gave none).
   std::optional<JobKey> key = spec.key.empty() ? std::nullopt : ParseJobKey(spec.key);
   std::lock_guard<std::mutex> l(mu_);
   Run& r = runs_[spec.slot] = Run{spec.run, started_at, {}, false, true, spec.tasks.size()};
-  r.nodes = std::move(nodes);
-  if (spec.node_names.size() == spec.tasks.size()) r.node_names = spec.node_names;
+  if (spec.node_names.size() == spec.tasks.size()) r.nodes = spec.node_names;  // else: no placement to resume
   r.key = std::move(key);
   return true;
 }
@@ -457,11 +451,7 @@ void K8sBackend::PodsChanged(const std::string& uid) {
     if (r.adopted) {  // after a restart: the run's pods are the job's bound ones
       std::vector<PodRef> refs;
       std::vector<json> waiting;
-      std::multiset<std::string> free;
-      if (r.node_names.size() == r.nodes.size())
-        free.insert(r.node_names.begin(), r.node_names.end());
-      else
-        for (NodeId n : r.nodes) free.insert(hooks_.node_name(n));
+      std::multiset<std::string> free(r.nodes.begin(), r.nodes.end());
       for (const json& p : pods) {
         if (!PodAsksGpu(p)) continue;  // CPU-only companions of a gang are not its tasks
         if (PodWaiting(p)) waiting.push_back(p);

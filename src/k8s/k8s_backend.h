@@ -51,7 +51,6 @@ struct PodRef {
 
 struct K8sBackendHooks {
   std::function<std::optional<JobKey>(JobSlot)> key_of;            // the Kubernetes job of a loop job
-  std::function<std::string(NodeId)> node_name;                   // a node id of the loop's cluster
   std::function<std::vector<nlohmann::json>(const JobKey&)> pods;  // the job's pods now (any state), in order
   std::function<void(const std::string&)> log;
   // Before each binding: "" to bind the pod to the node, else why not (a Kubernetes filter it would break
@@ -134,8 +133,7 @@ class K8sBackend final : public Backend {
     size_t tasks = 0;
     bool cancelling = false;                // its user deleted a running pod: the job is being cancelled
     std::map<std::string, PodEnd> ends;     // pod uid -> how it ended, as last seen (not kRunning)
-    std::vector<NodeId> nodes;              // adopted: the node of each task, as placed before the restart
-    std::vector<std::string> node_names;    // adopted: their names when the spec gave them
+    std::vector<std::string> nodes;         // adopted: the node of each task, as placed before the restart
     std::optional<JobKey> key;              // the job's key as the launch gave it (nullopt: ask key_of)
   };
   // An eviction a PodDisruptionBudget refused, tried again at `at`.
@@ -155,8 +153,6 @@ class K8sBackend final : public Backend {
   std::optional<JobKey> KeyOfRun(JobSlot slot, const std::optional<JobKey>& known) const;
   // The launch's key (LaunchSpec::key) read back, else the key_of hook's answer.
   std::optional<JobKey> KeyOfSpec(const LaunchSpec& spec) const;
-  // The node of the launch's task `i`: its name as the launch gave it, else the node_name hook's answer.
-  std::string NodeOfTask(const LaunchSpec& spec, size_t i) const;
   void DoLaunch(const LaunchSpec& spec, int64_t now);
   // Clears the nominatedNodeName of bound pods that had one.
   void ClearNominated(const std::vector<PodRef>& bound, const std::vector<nlohmann::json>& pods);

@@ -164,7 +164,6 @@ Status K8sScheduler::StartService() {
   clock_ = std::make_unique<ScaledClock>(static_cast<double>(std::time(nullptr)), 1.0);
   K8sBackendHooks hooks;
   hooks.key_of = [this](JobSlot s) { return KeyOfSlot(s); };
-  hooks.node_name = [this](NodeId n) { return service_ ? service_->NodeName(n) : std::string(); };
   hooks.pods = [this](const JobKey& k) { return PodsOf(k); };
   hooks.log = [this](const std::string& s) { Log(s); };
   hooks.admit = [this](const PodRef& p, const std::string& node) { return filters_->Admit(p, node); };

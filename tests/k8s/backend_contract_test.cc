@@ -190,7 +190,6 @@ class K8sWorld final : public ContractWorld, public Backend {
       if (s.value() < 0 || s.value() >= static_cast<int32_t>(jobs_.size())) return std::nullopt;
       return JobKey{"pod", "ml", Name(s.value())};
     };
-    hooks.node_name = [this](NodeId n) { return cluster_.nodes[n].name; };
     hooks.pods = [this](const JobKey& key) { return PodsOf(key.name); };
     hooks.event = [](const json&, const std::string&, const std::string&, const std::string&) {};
     k8s_ = std::make_unique<K8sBackend>(api_.get(), std::move(hooks));
