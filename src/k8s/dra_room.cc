@@ -125,7 +125,7 @@ std::optional<Result<json>> DraRoom::NodeSpec(NodeModel model, const NodeUse& fo
   auto dra = loop_nodes_.find(model.name);
   if (dra == loop_nodes_.end()) return std::nullopt;
   // GPUs published only through DRA: its whole GPUs, of the kind the slices say (those DRA-path claims use
-  // are held GPU by GPU: SyncNodes).
+  // are held GPU by GPU: ClusterRoom::Sync).
   model.kind = dra->second.kind;
   model.gpu_count = dra->second.total;
   model.allocatable_milli[std::string(kGpuResource)] = int64_t{dra->second.total} * 1000;

@@ -164,11 +164,8 @@ void FilterRoom::Sync() {
   }
   std::map<int64_t, std::string> key_of_job;
   for (const auto& [key, id] : s_->job_of_key_) key_of_job[id] = key;
-  {
-    std::lock_guard<std::mutex> l(s_->api_mu_);
-    for (const auto& [id, keys] : s_->api_keys_)
-      if (!keys.empty()) key_of_job.emplace(id, keys.front().str());
-  }
+  for (const auto& [id, keys] : s_->api_jobs_->Keys())
+    if (!keys.empty()) key_of_job.emplace(id, keys.front().str());
   // Every pending job (not the last cycle's: a job not judged yet sits cycles out, SetJobNodes).
   const auto nowhere = std::make_shared<const std::set<std::string>>();
   bool more = false;

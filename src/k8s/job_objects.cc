@@ -53,22 +53,62 @@ bool HasContainer(const JobRecord& job) {
   return body.is_object() && body.contains("container");
 }
 
-Result<JobObjects> ObjectsForJob(const JobRecord& job, const std::string& scheduler_name,
-                                 const std::string& priority_class, const TeamNamespaces& namespaces) {
+namespace {
+
+// What a job's objects are made from: its namespace, its accepted spec, and whether it is a gang.
+struct ApiJobShape {
+  std::string ns;
+  json body;
+  Workload workload;
+  bool gang = false;
+  int tasks = 1;
+};
+
+Result<ApiJobShape> ShapeOf(const JobRecord& job, const TeamNamespaces& namespaces) {
   auto ns = NamespaceOfTeam(namespaces, job.team);
   if (!ns.ok()) return ns.status();
-  const json body = json::parse(job.spec_json, nullptr, false);
-  auto parsed = ParseJobSpec(body);
+  ApiJobShape shape{*ns, json::parse(job.spec_json, nullptr, false), {}, false, 1};
+  auto parsed = ParseJobSpec(shape.body);
   if (!parsed.ok()) return Status::Error("its spec does not parse: " + parsed.error().message);
-  if (!body.contains("container")) return Status::Error("it has no container");
-  const Workload& w = parsed->workload;
+  if (!shape.body.contains("container")) return Status::Error("it has no container");
+  shape.workload = parsed->workload;
+  shape.gang = job.cls == WorkloadClass::kTraining && shape.workload.workers > 1;
+  shape.tasks = shape.gang ? shape.workload.workers : job.replicas;
+  return shape;
+}
+
+std::string BaseName(const JobRecord& job) { return fmt::format("tessera-{}", job.id); }
+
+std::vector<JobKey> KeysOf(const JobRecord& job, const ApiJobShape& shape) {
+  if (shape.gang) return {{"podgroup", shape.ns, BaseName(job)}};
+  std::vector<JobKey> keys;
+  for (int i = 0; i < shape.tasks; ++i)
+    keys.push_back({"pod", shape.ns, fmt::format("{}-{}", BaseName(job), i)});
+  return keys;
+}
+
+}  // namespace
+
+Result<std::vector<JobKey>> ApiJobKeys(const JobRecord& job, const TeamNamespaces& namespaces) {
+  auto shape = ShapeOf(job, namespaces);
+  if (!shape.ok()) return shape.status();
+  return KeysOf(job, *shape);
+}
+
+Result<JobObjects> ObjectsForJob(const JobRecord& job, const std::string& scheduler_name,
+                                 const std::string& priority_class, const TeamNamespaces& namespaces) {
+  auto shape = ShapeOf(job, namespaces);
+  if (!shape.ok()) return shape.status();
+  const json& body = shape->body;
+  const Workload& w = shape->workload;
   auto resources = TaskResources(job, w);
   if (!resources.ok()) return resources.status();
-  const bool gang = job.cls == WorkloadClass::kTraining && w.workers > 1;
-  const int tasks = gang ? w.workers : job.replicas;
+  const bool gang = shape->gang;
+  const int tasks = shape->tasks;
   JobObjects out;
-  out.ns = *ns;
-  const std::string base = fmt::format("tessera-{}", job.id);
+  out.ns = shape->ns;
+  out.keys = KeysOf(job, *shape);
+  const std::string base = BaseName(job);
   if (gang) {
     out.pod_group = json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
                          {"kind", "PodGroup"},
@@ -77,7 +117,6 @@ Result<JobObjects> ObjectsForJob(const JobRecord& job, const std::string& schedu
                            {"namespace", out.ns},
                            {"labels", {{std::string(kJobIdLabel), std::to_string(job.id)}}}}},
                          {"spec", {{"minMember", tasks}}}};
-    out.keys.push_back({"podgroup", out.ns, base});
   }
   for (int i = 0; i < tasks; ++i) {
     const std::string name = fmt::format("{}-{}", base, i);
@@ -98,7 +137,6 @@ Result<JobObjects> ObjectsForJob(const JobRecord& job, const std::string& schedu
                   {"containers", {Container(body["container"], *resources)}}}}};
     if (!priority_class.empty()) pod["spec"]["priorityClassName"] = priority_class;
     out.pods.push_back(std::move(pod));
-    if (!gang) out.keys.push_back({"pod", out.ns, name});
   }
   return out;
 }

@@ -42,6 +42,9 @@ bool HasContainer(const JobRecord& job);
 // no namespace, a fractional GPU without a MIG profile, a spec that no longer parses).
 Result<JobObjects> ObjectsForJob(const JobRecord& job, const std::string& scheduler_name,
                                  const std::string& priority_class, const TeamNamespaces& namespaces);
+// The keys ObjectsForJob gives (JobObjects::keys) without making the objects: errors as it does, but for a
+// resource Kubernetes cannot express.
+Result<std::vector<JobKey>> ApiJobKeys(const JobRecord& job, const TeamNamespaces& namespaces);
 // The job id a pod's label names, or -1.
 int64_t JobIdOfPod(const nlohmann::json& pod);
 

@@ -161,17 +161,9 @@ LaunchAck K8sBackend::Launch(const LaunchSpec& spec, int64_t now) {
   return ack;
 }
 
-std::optional<JobKey> K8sBackend::KeyOfRun(JobSlot slot, const std::optional<JobKey>& known) const {
-  return known ? known : hooks_.key_of(slot);
-}
-
-std::optional<JobKey> K8sBackend::KeyOfSpec(const LaunchSpec& spec) const {
-  return spec.key.empty() ? hooks_.key_of(spec.slot) : ParseJobKey(spec.key);
-}
-
 void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   BackendEvent fail{BackendEventKind::kLaunchFailed, spec.slot, spec.run, now, kNone, ""};
-  const std::optional<JobKey> key = KeyOfSpec(spec);
+  const std::optional<JobKey> key = ParseJobKey(spec.key);  // LaunchSpecOf gives the driver's key
   if (!key) return fail.message = "the job is not a Kubernetes job", Emit(fail);
   if (spec.node_names.size() != spec.tasks.size())  // LaunchSpecOf names every task's node
     return fail.message = fmt::format("{}: the launch does not name each task's node", key->name), Emit(fail);
@@ -247,7 +239,7 @@ bool K8sBackend::EvictedStillOn(const std::set<std::string>& nodes) const {
       if (r.stopping) stopping.push_back({slot, r.pods, r.key});
   }
   for (const auto& [slot, refs, known] : stopping) {
-    const std::optional<JobKey> key = KeyOfRun(slot, known);
+    const std::optional<JobKey>& key = known;
     if (!key) continue;
     for (const json& p : hooks_.pods(*key))
       for (const PodRef& r : refs)
@@ -297,7 +289,7 @@ void K8sBackend::DoStop(JobSlot slot, uint32_t run, bool preempted) {
     known = it->second.key;
   }
   if (preempted) {
-    const std::optional<JobKey> key = KeyOfRun(slot, known);
+    const std::optional<JobKey>& key = known;
     std::vector<json> victims;
     for (const json& p : key ? hooks_.pods(*key) : std::vector<json>{})
       for (const PodRef& r : pods)
@@ -363,9 +355,8 @@ void K8sBackend::Reconfigure(GpuId gpu, const std::string& layout, int64_t now) 
 }
 
 bool K8sBackend::Adopt(const LaunchSpec& spec, int64_t started_at, int64_t) {
-  // The Service that adopts is not up yet: the nodes' names and the key come with the spec (the key_of hook
-  // is asked later when the driver gave none).
-  std::optional<JobKey> key = spec.key.empty() ? std::nullopt : ParseJobKey(spec.key);
+  // The Service that adopts is not up yet: the nodes' names and the key come with the spec.
+  std::optional<JobKey> key = ParseJobKey(spec.key);
   std::lock_guard<std::mutex> l(mu_);
   Run& r = runs_[spec.slot] = Run{spec.run, started_at, {}, false, true, spec.tasks.size()};
   if (spec.node_names.size() == spec.tasks.size()) r.nodes = spec.node_names;  // else: no placement to resume
@@ -446,7 +437,7 @@ void K8sBackend::PodsChanged(const std::string& uid) {
           runs.emplace(slot, r);
   }
   for (auto& [slot, r] : runs) {
-    const std::optional<JobKey> key = KeyOfRun(slot, r.key);
+    const std::optional<JobKey>& key = r.key;
     const std::vector<json> pods = key ? hooks_.pods(*key) : std::vector<json>{};
     if (r.adopted) {  // after a restart: the run's pods are the job's bound ones
       std::vector<PodRef> refs;

@@ -50,7 +50,6 @@ struct PodRef {
 };
 
 struct K8sBackendHooks {
-  std::function<std::optional<JobKey>(JobSlot)> key_of;            // the Kubernetes job of a loop job
   std::function<std::vector<nlohmann::json>(const JobKey&)> pods;  // the job's pods now (any state), in order
   std::function<void(const std::string&)> log;
   // Before each binding: "" to bind the pod to the node, else why not (a Kubernetes filter it would break
@@ -134,7 +133,7 @@ class K8sBackend final : public Backend {
     bool cancelling = false;                // its user deleted a running pod: the job is being cancelled
     std::map<std::string, PodEnd> ends;     // pod uid -> how it ended, as last seen (not kRunning)
     std::vector<std::string> nodes;         // adopted: the node of each task, as placed before the restart
-    std::optional<JobKey> key;              // the job's key as the launch gave it (nullopt: ask key_of)
+    std::optional<JobKey> key;              // the job's key as the launch gave it (nullopt: none, no pods)
   };
   // An eviction a PodDisruptionBudget refused, tried again at `at`.
   struct Retry {
@@ -149,10 +148,6 @@ class K8sBackend final : public Backend {
   bool Leading() const { return !hooks_.leading || hooks_.leading(); }
   // Sleeps `ms`; false when the backend shut down meanwhile.
   bool Pause(int ms) const;
-  // The Kubernetes job of a run: its key as the launch named it, else the key_of hook's answer.
-  std::optional<JobKey> KeyOfRun(JobSlot slot, const std::optional<JobKey>& known) const;
-  // The launch's key (LaunchSpec::key) read back, else the key_of hook's answer.
-  std::optional<JobKey> KeyOfSpec(const LaunchSpec& spec) const;
   void DoLaunch(const LaunchSpec& spec, int64_t now);
   // Clears the nominatedNodeName of bound pods that had one.
   void ClearNominated(const std::vector<PodRef>& bound, const std::vector<nlohmann::json>& pods);

@@ -91,6 +91,8 @@ Status K8sScheduler::Init() {
   nodes_ = std::make_unique<Informer>(&api_, "/api/v1/nodes", wake, log);
   dra_ = std::make_unique<DraRoom>(this);
   filters_ = std::make_unique<FilterRoom>(this);
+  cluster_ = std::make_unique<ClusterRoom>(this);
+  api_jobs_ = std::make_unique<ApiJobRoom>(this);
   dra_->Start([this] { Wake(); }, log);
   pods_ = std::make_unique<Informer>(&api_, "/api/v1/pods", [this](WatchEvent e, const json& p) { OnPod(e, p); }, log);
   const std::vector<Informer*> informers = {classes_.get(),        groups_.get(),     volcano_groups_.get(),
@@ -126,13 +128,14 @@ Status K8sScheduler::StartService() {
     use.gpus = use.cpu_milli = use.memory_bytes = 0;     // (HoldForeignGpus, HoldForeignHost)
   dra_->Classify();
   std::vector<json> specs;
-  LoadMigSources(/*now=*/true);
+  cluster_->LoadMigSources(/*now=*/true);
   const auto nodes_snap = nodes_->Snapshot();
   for (const auto& [name, node] : *nodes_snap) {
     NodeModel model;
-    auto spec = NodeSpecOf(node, used, &model);
+    auto spec = cluster_->NodeSpecOf(node, used, &model);
     if (spec.ok()) specs.push_back(*spec);
-    else if (!node_said_.count(Meta(node, "name"))) Log(spec.error());  // else reported on the node already
+    else if (!cluster_->Reported(Meta(node, "name")))
+      Log(spec.error());  // else reported on the node already
   }
   ServiceConfig cfg;
   cfg.catalog = &Catalog::Default();
@@ -154,8 +157,9 @@ Status K8sScheduler::StartService() {
   cfg.setup.mig_mode_delay_s = 0;
   cfg.log = [this](const std::string& s) { Log(s); };
   // A pod job's key goes with its launches (LaunchSpec::key): the backend binds without asking the Service.
-  cfg.external_key = [user = admin_.user](const JobRecord& j, int) -> std::string {
-    if (j.user != user) return "";  // an API job: its pods are made later (KeyOfSlot finds them)
+  // An API job's pods are made later (ApiJobRoom), with the names its key gives.
+  cfg.external_key = [this](const JobRecord& j, int replica) -> std::string {
+    if (j.user != admin_.user) return api_jobs_->KeyOf(j, replica);
     const std::optional<JobKey> key = KeyOfJob(j.project, j.team, j.name);
     return key ? key->str() : "";
   };
@@ -163,7 +167,6 @@ Status K8sScheduler::StartService() {
   if (!store.ok()) return store.status();
   clock_ = std::make_unique<ScaledClock>(static_cast<double>(std::time(nullptr)), 1.0);
   K8sBackendHooks hooks;
-  hooks.key_of = [this](JobSlot s) { return KeyOfSlot(s); };
   hooks.pods = [this](const JobKey& k) { return PodsOf(k); };
   hooks.log = [this](const std::string& s) { Log(s); };
   hooks.admit = [this](const PodRef& p, const std::string& node) { return filters_->Admit(p, node); };
@@ -282,25 +285,6 @@ std::vector<json> K8sScheduler::PodsOf(const JobKey& key) const {
   return out;
 }
 
-std::optional<JobKey> K8sScheduler::KeyOfSlot(JobSlot slot) const {
-  if (!service_) return std::nullopt;
-  JobPtr j = service_->JobOfSlot(slot);
-  if (!j) return std::nullopt;
-  if (j->user == admin_.user) return KeyOfJob(j->project, j->team, j->name);
-  std::vector<JobKey> keys;
-  {
-    std::lock_guard<std::mutex> l(api_mu_);
-    auto it = api_keys_.find(j->id);
-    if (it == api_keys_.end()) return std::nullopt;
-    keys = it->second;
-  }
-  if (keys.size() == 1) return keys[0];
-  const std::vector<JobSlot> slots = service_->LoopSlotsOf(j->id);
-  auto at = std::find(slots.begin(), slots.end(), slot);
-  if (at == slots.end() || static_cast<size_t>(at - slots.begin()) >= keys.size()) return std::nullopt;
-  return keys[at - slots.begin()];
-}
-
 void K8sScheduler::Loop() {
   while (!stop_.load()) {
     const int64_t start_us = NowUs();
@@ -328,7 +312,7 @@ void K8sScheduler::Reconcile() {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
     mig_->Step(*nodes_->Snapshot(), *pods_->Snapshot(), std::chrono::duration_cast<std::chrono::seconds>(now).count());
   }
-  LoadMigSources(/*now=*/false);
+  cluster_->LoadMigSources(/*now=*/false);
   // Each step timed: a slow pass says where its time went (what delays every waiting pod).
   std::vector<std::pair<const char*, int64_t>> steps;
   int64_t at_us = NowUs();
@@ -344,10 +328,10 @@ void K8sScheduler::Reconcile() {
     dra_->Sync();
     dra_->Classify();
   });
-  step("nodes", [&] { SyncNodes(); });
+  step("nodes", [&] { cluster_->Sync(); });
   step("queues", [&] { SyncQueues(); });
   step("jobs", [&] { SyncJobs(); });
-  step("api-jobs", [&] { SyncApiJobs(); });
+  step("api-jobs", [&] { api_jobs_->Sync(); });
   step("budgets", [&] { SyncBudgets(); });
   step("filters", [&] { filters_->Sync(); });
   step("reasons", [&] { WriteReasons(); });

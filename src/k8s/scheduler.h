@@ -34,7 +34,9 @@
 #include "k8s/api/events.h"
 #include "k8s/api/informer.h"
 #include "k8s/api/lease.h"
+#include "k8s/api_job_room.h"
 #include "k8s/budgets.h"
+#include "k8s/cluster_room.h"
 #include "k8s/cluster_view.h"
 #include "k8s/dra/dra_jobs.h"
 #include "k8s/dra/dra_sync.h"
@@ -101,6 +103,8 @@ class K8sScheduler {
  private:
   friend class DraRoom;  // a room of the scheduler (dra_room.h): works on its informers and API client
   friend class FilterRoom;
+  friend class ClusterRoom;
+  friend class ApiJobRoom;
   K8sScheduler(KubeConfig kube, SchedulerOptions options);
   Status Init();
   Status StartService();
@@ -125,29 +129,6 @@ class K8sScheduler {
   void OnPod(WatchEvent e, const nlohmann::json& pod);
   // One pass: nodes, teams, jobs from pods, reasons back to pods.
   void Reconcile();
-  void SyncNodes();
-  // The MIG ConfigMaps nodes' nvidia.com/mig.config names are looked up in (mig_node_layout.h):
-  // --mig-config-map, then the one the GPU Operator's ClusterPolicy names (spec.migManager.config.name in
-  // its namespace; without a ClusterPolicy, gpu-operator/default-mig-parted-config). Read again every 30 s.
-  void LoadMigSources(bool now);
-  // The node's spec for the Service (NodeSpecFor, else DraRoom::NodeSpec); what Tessera cannot read or model
-  // about the node, and a MIG layout modelled from GFD, is reported on the node (a Warning Event and a log
-  // line, once per change).
-  Result<nlohmann::json> NodeSpecOf(const nlohmann::json& node, const std::map<std::string, NodeUse>& used,
-                                    NodeModel* model);
-  void ReportNode(const nlohmann::json& node, const std::string& reason, const std::string& message);
-  // A node of the cluster whose spec (its MIG config) or cordon changed; `spec` from NodeSpecFor.
-  void SyncNode(const NodeView& view, const nlohmann::json& node, const nlohmann::json& spec,
-                bool want_cordon);
-  void AddNode(const std::string& name, const nlohmann::json& spec, bool want_cordon);
-  // Holds back, GPU by GPU, the whole GPUs that pods outside the loop use on node `name` (Service::HoldGpus),
-  // so that their capacity is taken at once and given back when they end, even while our tasks run there.
-  void HoldForeignGpus(const std::string& name, const nlohmann::json& spec, int64_t gpus);
-  // Holds the CPU and memory pods outside the loop use on the node (Service::HoldHost), asking again until
-  // all of it is held.
-  void HoldForeignHost(const std::string& name, int64_t cpu_milli, int64_t memory_mib);
-  // Bound, unfinished pods whose requests the Service's cluster does not hold (pointers into foreign_pods_).
-  std::vector<const nlohmann::json*> ForeignPods();
   // Volcano and KAI Queues as teams: created, and their quota and weight followed (queues.h).
   void SyncQueues();
   void SyncJobs();
@@ -156,15 +137,8 @@ class K8sScheduler {
   std::string TeamOf(const JobKey& key, const nlohmann::json& pod, const nlohmann::json* group,
                      std::string* reason, std::string* why);
   void EnsureTeam(const std::string& name);
-  // Jobs from the API with a container become pods (and a PodGroup) in their team's namespace
-  // (job_objects.h): created while the job is active and its pods are missing, deleted when it is cancelled.
-  void SyncApiJobs();
   // Running jobs with a pod that a PodDisruptionBudget protects now (budgets.h): no cycle evicts them.
   void SyncBudgets();
-  void MaterializeApiJob(const JobRecord& job);
-  void ForgetApiJob(int64_t id, bool cancelled);
-  bool EnsureNamespace(const std::string& ns);
-  TeamNamespaces TeamNamespacesFor(const std::string& team) const;
   // Pods by reference into a copy of pods_by_key_ the caller holds (its values are shared, never edited).
   using PodRefs = std::vector<std::reference_wrapper<const nlohmann::json>>;
   bool Orphaned(const std::string& key, const std::map<std::string, PodRefs>& by_key);
@@ -200,7 +174,6 @@ class K8sScheduler {
                  const ObjectMap& members) const;  // the Service's job state now (not the last snapshot's)
   void SetReason(const nlohmann::json& pod, const std::string& reason, const std::string& message);
   std::vector<nlohmann::json> PodsOf(const JobKey& key) const;
-  std::optional<JobKey> KeyOfSlot(JobSlot slot) const;
   std::string PriorityClassOf(const nlohmann::json& pod) const;
   void Log(const std::string& s) const;
 
@@ -221,17 +194,13 @@ class K8sScheduler {
   std::unique_ptr<K8sBackend> backend_;
   std::unique_ptr<DraRoom> dra_;  // Dynamic Resource Allocation (dra_room.h)
   std::unique_ptr<FilterRoom> filters_;  // node filters (filter_room.h)
+  std::unique_ptr<ClusterRoom> cluster_;  // nodes into the Service's cluster (cluster_room.h)
+  std::unique_ptr<ApiJobRoom> api_jobs_;  // API jobs' objects (api_job_room.h)
   // Loop thread: JobKey::str() -> when its job was submitted (steady seconds) and whether its pods use DRA;
   // its first reason waits kReasonAfterS (its filters are set after its first cycles may run), a DRA job's
   // kDraReasonAfterS (a DRA node's capacity may be re-read meanwhile).
   std::map<std::string, std::pair<double, bool>> submitted_;
   std::unique_ptr<MigRepartitioner> mig_;  // loop thread only
-  // Loop thread (and StartService before it): the MIG configs nodes are resolved with, when they were read,
-  // what was last logged about them, and per node what was last reported on it.
-  std::vector<MigConfigSource> mig_sources_;
-  int64_t mig_sources_at_ = INT64_MIN / 2;
-  std::string mig_sources_said_;
-  std::map<std::string, std::string> node_said_;
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Service> service_;
   std::atomic<bool> stop_{false}, lost_{false};
@@ -248,30 +217,11 @@ class K8sScheduler {
       unwaited_since_;  // JobKey::str() -> steady seconds since a pending job's pods were all bound
   std::map<std::string, std::pair<std::string, std::string>> said_;  // pod uid -> (reason, message) written
   std::set<std::string> teams_;
-  std::map<std::string, std::pair<int64_t, int64_t>> held_host_;  // node -> mCPU, MiB held in full (as set)
-  std::map<std::string, int> held_gpus_;             // node -> GPUs held for pods outside the loop (as set)
   std::map<std::string, QueueQuota> queues_;         // the queues as last read (name -> quota)
   std::map<std::string, std::string> queue_errors_;  // queue -> the error last logged for it
-  std::map<int64_t, JobObjects> api_jobs_;           // active API jobs with a container, by id
-  std::set<std::string> namespaces_;                 // namespaces known to exist
-  std::set<std::string> missing_namespaces_;         // namespaces found missing (logged once)
-  std::set<int64_t> without_container_;              // API jobs that run nowhere but in the loop
   std::set<int64_t> eviction_blocked_;               // as last given to the Service
-  // SyncNodes: each node's last read (its object, spec and model), reused while the object is the same;
-  // cleared when the MIG sources change.
-  struct NodeRead {
-    ObjectMap::Ptr node;
-    Result<nlohmann::json> spec;
-    NodeModel model;
-  };
-  std::map<std::string, NodeRead> node_reads_;
-  uint64_t nodes_seen_ = UINT64_MAX;  // SyncNodes: the nodes informer's version last read in full, and when
-  int64_t nodes_synced_us_ = 0;
   std::map<std::string, nlohmann::json>
       group_status_;  // "API/podgroup/NS/NAME" -> status last written (loop)
-  std::shared_ptr<const Informer::ObjectMap> foreign_pods_;  // the pods ForeignPods last read (loop thread)
-  mutable std::mutex api_mu_;                        // guards api_keys_ (the backend's threads read it)
-  std::map<int64_t, std::vector<JobKey>> api_keys_;  // job id -> the key of each of its loop replicas
 };
 
 }  // namespace tessera

@@ -26,8 +26,7 @@ std::vector<std::pair<json, std::string>> K8sScheduler::PreemptorOn(const std::s
     if (j.user == admin_.user) {
       if (auto key = KeyOfJob(j.project, j.team, j.name)) keys.push_back(*key);
     } else {
-      std::lock_guard<std::mutex> l(api_mu_);
-      if (auto it = api_keys_.find(j.id); it != api_keys_.end()) keys = it->second;
+      keys = api_jobs_->KeysOf(j.id);
     }
     size_t task = 0;
     for (const JobKey& key : keys)

@@ -18,28 +18,6 @@ using json = nlohmann::json;
 
 namespace {
 
-// The MIG config a node spec of the cluster YAML names ("" = MIG off).
-std::string SpecMigConfig(const json& spec) {
-  const json* mig = Field(spec, "mig");
-  const json* config = mig != nullptr ? Field(*mig, "config") : nullptr;
-  const std::string c = config != nullptr && config->is_string() ? config->get<std::string>() : "";
-  return c == "all-disabled" ? "" : c;
-}
-
-// The per-GPU MIG layouts a node spec gives (null when none).
-json SpecMigLayouts(const json& spec) {
-  const json* mig = Field(spec, "mig");
-  const json* layouts = mig != nullptr ? Field(*mig, "layouts") : nullptr;
-  return layouts != nullptr ? *layouts : json();
-}
-
-std::string Label(const json& node, const char* key) {
-  const json* meta = Field(node, "metadata");
-  const json* labels = meta != nullptr ? Field(*meta, "labels") : nullptr;
-  const json* v = labels != nullptr ? Field(*labels, key) : nullptr;
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 }  // namespace
 
 bool K8sScheduler::GangBound(const std::string& key, const ObjectMap& members) const {
@@ -73,13 +51,6 @@ bool K8sScheduler::JobRunning(int64_t id) const {
 
 namespace {
 
-// Whether a node spec's capacity (GPUs, CPU, memory) differs from the Service's view of it.
-bool CapacityChanged(const json& spec, const json& view) {
-  for (const char* k : {"gpus", "cpu_milli", "memory_mib"})
-    if (spec.value(k, int64_t{-1}) != view.value(k, int64_t{-1})) return true;
-  return false;
-}
-
 double SteadyS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -91,160 +62,6 @@ int PodPriority(const json& pod) {
 }
 
 }  // namespace
-
-void K8sScheduler::SyncNodes() {
-  // Every node is read when a node changed, else once per kNodesEveryUs (what pods outside the loop use
-  // changes with them; reading 1,000 nodes each pass would delay every waiting pod).
-  constexpr int64_t kNodesEveryUs = 1'000'000;
-  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                             std::chrono::steady_clock::now().time_since_epoch()).count();
-  // (With a MIG repartitioner or DRA nodes, every pass: their drains and claims change what a node offers.)
-  if (!mig_ && dra_->loop_nodes().empty() && nodes_->version() == nodes_seen_ &&
-      now_us - nodes_synced_us_ < kNodesEveryUs)
-    return;
-  nodes_seen_ = nodes_->version();
-  nodes_synced_us_ = now_us;
-  auto views = service_->ListNodes(admin_);
-  if (!views.ok()) return;
-  std::map<std::string, NodeView> known;
-  for (NodeView& v : views.value()) known[v.name] = std::move(v);
-  const std::map<std::string, NodeUse> used = UsageByNode(ForeignPods());
-  const auto nodes_snap = nodes_->Snapshot();
-  const auto& nodes = *nodes_snap;
-  std::set<std::string> read_now;
-  for (auto node_it = nodes.begin(); node_it != nodes.end(); ++node_it) {
-    const auto [name, node] = *node_it;
-    NodeUse use = used.count(name) ? used.at(name) : NodeUse{};
-    int64_t outside_gpus = use.gpus;
-    if (auto dra = dra_->loop_nodes().find(name);
-        dra != dra_->loop_nodes().end())  // GPUs DRA-path claims use
-      outside_gpus += dra->second.total - dra->second.free;
-    use.gpus = 0;  // held GPU by GPU (HoldForeignGpus): their coming and going never re-reads the node
-    const int64_t outside_cpu = use.cpu_milli, outside_mib = (use.memory_bytes + (1 << 20) - 1) >> 20;
-    use.cpu_milli = use.memory_bytes = 0;  // held as well (HoldForeignHost): the node keeps its place
-    // A node object read before is not read again (its spec depends on it and the MIG sources alone: what
-    // others use there is held apart; a DRA node's spec also on its claims: read each time).
-    auto was = node_reads_.find(name);
-    if (was == node_reads_.end() || was->second.node != node_it.ptr() || dra_->loop_nodes().count(name)) {
-      NodeRead r{node_it.ptr(), Status::Error(""), {}};
-      r.spec = NodeSpecOf(node, {{name, use}}, &r.model);
-      was = node_reads_.insert_or_assign(name, std::move(r)).first;
-    }
-    read_now.insert(name);
-    const NodeModel& model = was->second.model;
-    const Result<json>& spec = was->second.spec;
-    if (model.name.empty()) continue;  // not read (reported on the node)
-    const bool want_cordon = model.unschedulable || !model.ready || (mig_ && mig_->Holds(name)) || !spec.ok();
-    auto it = known.find(name);
-    if (it == known.end() && spec.ok())
-      AddNode(name, *spec, want_cordon);
-    else if (it != known.end())
-      SyncNode(it->second, node, spec.ok() ? *spec : it->second.spec, want_cordon);
-    if (spec.ok()) HoldForeignGpus(name, *spec, outside_gpus);
-    if (spec.ok()) HoldForeignHost(name, outside_cpu, outside_mib);
-  }
-  std::erase_if(node_reads_, [&](const auto& e) { return !read_now.count(e.first); });  // nodes gone leave
-  for (const auto& [name, v] : known)
-    if (!nodes.count(name)) {
-      if (v.state == "ready") (void)service_->CordonNode(admin_, name);
-      auto removed = service_->RemoveNode(admin_, name);
-      if (removed.ok()) Log("node " + name + " removed");
-    }
-}
-
-void K8sScheduler::AddNode(const std::string& name, const json& spec, bool want_cordon) {
-  held_gpus_.erase(name);  // a node added anew holds nothing yet
-  held_host_.erase(name);
-  auto added = service_->AddNode(admin_, spec.dump());
-  Log(added.ok() ? "node " + name + " added" : "node " + name + " not added: " + added.error().message);
-  if (added.ok() && want_cordon) (void)service_->CordonNode(admin_, name);
-}
-
-void K8sScheduler::SyncNode(const NodeView& view, const json& node, const json& spec, bool want_cordon) {
-  const std::string& name = view.name;
-  // A new MIG layout (applied and advertised: the repartitioner no longer holds the node) is a new node of
-  // the cluster: removed once nothing runs there, added with its new config.
-  if ((SpecMigConfig(spec) != SpecMigConfig(view.spec) ||
-       SpecMigLayouts(spec) != SpecMigLayouts(view.spec)) &&
-      !(mig_ && mig_->Holds(name)) && Label(node, "nvidia.com/mig.config.state") == "success") {
-    if (view.state == "ready") (void)service_->CordonNode(admin_, name);
-    auto removed = service_->RemoveNode(admin_, name);
-    if (!removed.ok())
-      return Log(fmt::format("node {}: MIG config now {}, not yet re-read: {}", name, SpecMigConfig(spec),
-                             removed.error().message));
-    Log(fmt::format("node {}: MIG config now '{}'", name, SpecMigConfig(spec)));
-    return AddNode(name, spec, want_cordon);
-  }
-  if (CapacityChanged(spec, view.spec) && !(mig_ && mig_->Holds(name)) && view.state != "removed" &&
-      view.tasks == 0) {
-    // Allocatable changed: re-read once none of our tasks runs there (until then the filters keep placements
-    // within what the API shows). What other pods use is held in place (HoldForeignGpus, HoldForeignHost).
-    if (view.state == "ready") (void)service_->CordonNode(admin_, name);
-    if (service_->RemoveNode(admin_, name).ok()) {
-      Log(fmt::format("node {}: {} GPUs, {} mCPU, {} MiB for Tessera now", name, spec.value("gpus", 0),
-                      spec.value("cpu_milli", 0), spec.value("memory_mib", 0)));
-      return AddNode(name, spec, want_cordon);
-    }
-    if (!want_cordon) (void)service_->UncordonNode(admin_, name);
-    return;
-  }
-  if (want_cordon && view.state == "ready") (void)service_->CordonNode(admin_, name);
-  if (!want_cordon && view.state == "cordoned") (void)service_->UncordonNode(admin_, name);
-}
-
-void K8sScheduler::HoldForeignGpus(const std::string& name, const json& spec, int64_t gpus) {
-  const int64_t total = spec.value("gpus", int64_t{0});
-  const int want = spec.contains("mig") ? 0 : static_cast<int>(std::clamp<int64_t>(gpus, 0, total));
-  auto it = held_gpus_.find(name);
-  const int was = it == held_gpus_.end() ? 0 : it->second;
-  if (want == was) return;
-  auto held = service_->HoldGpus(admin_, name, want);
-  if (!held.ok()) return;  // not in the Service's cluster (yet)
-  held_gpus_[name] = held.value();
-  Log(fmt::format("node {}: {} of its {} GPUs held for pods outside the loop (was {}): {}", name,
-                  held.value(), total, was,
-                  held.value() > was ? "taken off what Tessera places there" : "given back to Tessera"));
-}
-
-void K8sScheduler::HoldForeignHost(const std::string& name, int64_t cpu_milli, int64_t memory_mib) {
-  const std::pair<int64_t, int64_t> want{cpu_milli, memory_mib};
-  auto it = held_host_.find(name);
-  if (it != held_host_.end() && it->second == want) return;  // held in full already
-  auto held = service_->HoldHost(admin_, name, cpu_milli, memory_mib);
-  if (!held.ok()) return;  // not in the Service's cluster (yet)
-  // Held in part (our tasks use the rest): asked again next sync, until it is all held.
-  if (held.value() == want)
-    held_host_[name] = want;
-  else
-    held_host_.erase(name);
-}
-
-// Pods whose requests the Service's cluster does not hold: other schedulers' pods, and ours that no running
-// job of this Service holds (bound by an earlier replica or store, left from an ended job, or still
-// terminating after their run was stopped).
-std::vector<const json*> K8sScheduler::ForeignPods() {
-  foreign_pods_ = pods_->Snapshot();
-  auto snap = service_->snapshot();
-  std::set<std::string> running;
-  for (const auto& [key, id] : job_of_key_)
-    if (snap && !snap->pending.count(id)) running.insert(key);
-  {
-    std::lock_guard<std::mutex> l(api_mu_);
-    for (const auto& [id, keys] : api_keys_)
-      if (snap && !snap->pending.count(id))
-        for (const JobKey& k : keys) running.insert(k.str());
-  }
-  std::vector<const json*> out;
-  for (const auto& [k, p] : *foreign_pods_) {
-    if (PodIsOurs(p, options_.scheduler_name)) {
-      const auto run = backend_ ? backend_->RunOfPod(Meta(p, "uid")) : std::nullopt;
-      if (run && !run->stopping) continue;  // a run of the loop holds it
-      if (!run && running.count(JobKeyOf(p).str())) continue;
-    }
-    out.push_back(&p);
-  }
-  return out;
-}
 
 void K8sScheduler::SyncJobs() {
   std::map<std::string, PodRefs> by_key;  // into `pod_maps`
@@ -437,8 +254,8 @@ void K8sScheduler::SyncBudgets() {
   std::set<int64_t> blocked;
   if (!budgets.empty()) {
     std::map<std::string, int64_t> jobs = job_of_key_;
-    for (const auto& [id, objects] : api_jobs_)
-      for (const JobKey& k : objects.keys) jobs[k.str()] = id;
+    for (const auto& [id, keys] : api_jobs_->Keys())
+      for (const JobKey& k : keys) jobs[k.str()] = id;
     std::lock_guard<std::mutex> l(pods_mu_);
     for (const auto& [key, id] : jobs) {
       auto pods = pods_by_key_.find(key);

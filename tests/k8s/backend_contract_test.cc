@@ -185,11 +185,6 @@ class K8sWorld final : public ContractWorld, public Backend {
     kc.server = api_server_.url();
     api_ = std::make_unique<ApiClient>(kc);
     K8sBackendHooks hooks;
-    hooks.key_of = [this](JobSlot s) -> std::optional<JobKey> {
-      ++key_of_calls_;
-      if (s.value() < 0 || s.value() >= static_cast<int32_t>(jobs_.size())) return std::nullopt;
-      return JobKey{"pod", "ml", Name(s.value())};
-    };
     hooks.pods = [this](const JobKey& key) { return PodsOf(key.name); };
     hooks.event = [](const json&, const std::string&, const std::string&, const std::string&) {};
     k8s_ = std::make_unique<K8sBackend>(api_.get(), std::move(hooks));
@@ -228,15 +223,14 @@ class K8sWorld final : public ContractWorld, public Backend {
 
   // Backend: the K8sBackend's, noting what each launch asks the pods to do (the job's own knowledge of its
   // work left, as a real job's checkpoint would tell it).
-  // The key goes with the launch, as the scheduler's pod jobs' do (ServiceConfig::external_key): the
-  // backend then never asks key_of.
+  // The key goes with the launch, as the scheduler's jobs' do (ServiceConfig::external_key): the backend
+  // has no other way to find a job's pods.
   LaunchAck Launch(const LaunchSpec& spec, int64_t now) override {
     runs_[spec.slot.value()] = {spec.run, spec.work_s < 0 ? -1 : now + static_cast<int64_t>(spec.work_s)};
     LaunchSpec keyed = spec;
     keyed.key = JobKey{"pod", "ml", Name(spec.slot.value())}.str();
     return k8s_->Launch(keyed, now);
   }
-  int key_of_calls() const { return key_of_calls_; }
   void Stop(JobSlot slot, uint32_t run, int64_t grace_s, std::string_view reason, int64_t now) override {
     auto it = runs_.find(slot.value());
     if (it != runs_.end() && it->second.run == run) runs_.erase(it);
@@ -306,7 +300,6 @@ class K8sWorld final : public ContractWorld, public Backend {
   std::unique_ptr<ApiClient> api_;
   std::unique_ptr<K8sBackend> k8s_;
   std::map<int32_t, PodRun> runs_;  // by slot: the run the kubelet plays
-  std::atomic<int> key_of_calls_{0};
 };
 
 // The owner of the loop: arrivals and cancels from the scenario, a cycle whenever something changed.
@@ -404,7 +397,6 @@ std::vector<std::string> RunAgainst(ContractBackend kind, const ContractScenario
     world->After(now);
   }
   if (k8s != nullptr) EXPECT_TRUE(k8s->Overcommits().empty()) << k8s->Overcommits().front();
-  if (k8s != nullptr) EXPECT_EQ(k8s->key_of_calls(), 0) << "the launches carried their keys";
   std::vector<std::string> lines;
   for (const Decision& d : driver.decisions())
     lines.push_back(DecisionLine(

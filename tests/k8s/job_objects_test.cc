@@ -110,5 +110,40 @@ TEST(JobObjects, WhatKubernetesCannotRunIsAnError) {
   EXPECT_EQ(JobIdOfPod({{"metadata", {{"name", "p"}}}}), -1);
 }
 
+// The keys a launch carries (ServiceConfig::external_key) are the keys of the objects made later.
+TEST(JobObjects, KeysWithoutTheObjectsAreTheObjectsKeys) {
+  const json container = {{"image", "x"}};
+  const std::vector<JobRecord> jobs = {
+      Job(7,
+          {{"name", "g"},
+           {"class", "training"},
+           {"workers", 3},
+           {"gpus_per_worker", 2},
+           {"container", container}},
+          WorkloadClass::kTraining),
+      Job(8, {{"name", "one"}, {"class", "training"}, {"gpus_per_worker", 1}, {"container", container}},
+          WorkloadClass::kTraining),
+      Job(9,
+          {{"name", "r"},
+           {"mig_profile", "1g.10gb"},
+           {"gpu_fraction", 0.1},
+           {"replicas", 4},
+           {"container", container}},
+          WorkloadClass::kInference, 4, "1g.10gb")};
+  for (const JobRecord& j : jobs) {
+    auto objects = ObjectsForJob(j, "tessera", "", kNamespaces);
+    auto keys = ApiJobKeys(j, kNamespaces);
+    ASSERT_TRUE(objects.ok() && keys.ok()) << j.name;
+    EXPECT_EQ(*keys, objects->keys) << j.name;
+  }
+  EXPECT_EQ(ApiJobKeys(jobs[0], kNamespaces)->size(), 1u) << "a gang binds through its PodGroup";
+  EXPECT_EQ(ApiJobKeys(jobs[2], kNamespaces)->size(), 4u) << "one key per replica";
+  EXPECT_FALSE(ApiJobKeys(Job(2, {{"name", "n"}}, WorkloadClass::kTraining), kNamespaces).ok())
+      << "no container";
+  JobRecord unmapped = jobs[1];
+  unmapped.team = "kube-system";
+  EXPECT_FALSE(ApiJobKeys(unmapped, kNamespaces).ok()) << "no namespace for its team";
+}
+
 }  // namespace
 }  // namespace tessera
