@@ -143,7 +143,7 @@ std::optional<ApiResponse> DraRoom::BindPod(const PodRef& ref, const std::string
   if (!sync_ || !sync_->enabled()) return ApiResponse{0, nullptr, "resource.k8s.io/v1 is not served"};
   std::string why;
   for (int attempt = 0; attempt < kDraLaunchTries; ++attempt) {
-    if (attempt > 0 && !s_->Pause(kDraLaunchRetryS)) break;
+    if (attempt > 0 && !s_->leader_->Pause(kDraLaunchRetryS)) break;
     std::lock_guard<std::mutex> l(mu_);
     DraSync::View view = sync_->Snapshot();
     DraWorld world{view.model, &view.classes, view.usage.get(), &view.claims, {node}, DraPolicy::kTessera};
@@ -245,7 +245,7 @@ void DraRoom::Gang(const std::vector<json>& pods, const DraWorld& world, std::ma
                    int64_t now) {
   // The same readiness as any gang's (intake's): its PodGroup known, minMember members waiting.
   const JobKey key = JobKeyOf(pods[0]);
-  const std::optional<json> group = s_->PodGroupOf(key);
+  const std::optional<json> group = s_->group_room_->PodGroupOf(key);
   const GangReadiness ready = ReadinessOf(key, group ? &*group : nullptr, pods.size());
   if (!ready.ready) {
     for (const json& p : pods) s_->SetReason(p, ready.reason, ready.message);

@@ -68,17 +68,12 @@ Status K8sScheduler::Init() {
     if (slash == std::string::npos || slash == 0 || slash + 1 == cm.size() || cm.find('/', slash + 1) != std::string::npos)
       return Status::Error(fmt::format("--mig-config-map: expected NAMESPACE/NAME, got '{}'", cm));
   }
-  LeaseOptions lo = options_.lease;
-  lo.ns = options_.lease_namespace.empty() ? api_.config().ns : options_.lease_namespace;
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  lo.identity = options_.identity.empty() ? fmt::format("{}_{}", host, getpid()) : options_.identity;
-  lease_api_ = std::make_unique<ApiClient>(api_.config());
-  lease_api_->set_timeouts(2, 2);  // a renew never outlasts the renew deadline
-  elector_ = std::make_unique<LeaderElector>(lease_api_.get(), lo);
-  api_.set_write_guard([this] { return !scheduling_stopped_.load() && elector_->IsLeader(); });
-  if (Status st = AwaitLeadership(); !st.ok()) return st;
-  lease_thread_ = std::thread([this] { LeaseLoop(); });
+  leader_ = std::make_unique<LeaderRoom>(this);
+  group_room_ = std::make_unique<GroupRoom>(this);
+  teams_ = std::make_unique<TeamRoom>(this);
+  leader_->Init();
+  api_.set_write_guard([this] { return !scheduling_stopped_.load() && leader_->IsLeader(); });
+  if (Status st = leader_->Await(); !st.ok()) return st;
   auto log = [this](const std::string& s) { Log(s); };
   auto wake = [this](WatchEvent, const json&) { Wake(); };
   classes_ = std::make_unique<Informer>(&api_, "/apis/scheduling.k8s.io/v1/priorityclasses", wake, log);
@@ -99,7 +94,7 @@ Status K8sScheduler::Init() {
                                             kai_groups_.get(),     volcano_queues_.get(), kai_queues_.get(),
                                             budgets_.get(),        nodes_.get(),          pods_.get()};
   for (Informer* i : informers) i->Start();
-  if (Status st = AwaitSynced(informers); !st.ok()) return st;
+  if (Status st = leader_->AwaitSynced(informers); !st.ok()) return st;
   if (!dra_->WaitSynced(10)) Log("the DRA informers have not listed within 10 s; DRA nodes join the loop later");
   if (Status st = StartService(); !st.ok()) return st;
   if (!options_.mig_config_map.empty()) {
@@ -163,7 +158,7 @@ Status K8sScheduler::StartService() {
     const std::optional<JobKey> key = KeyOfJob(j.project, j.team, j.name);
     return key ? key->str() : "";
   };
-  auto store = OpenStore();
+  auto store = leader_->OpenStore();
   if (!store.ok()) return store.status();
   clock_ = std::make_unique<ScaledClock>(static_cast<double>(std::time(nullptr)), 1.0);
   K8sBackendHooks hooks;
@@ -171,7 +166,7 @@ Status K8sScheduler::StartService() {
   hooks.log = [this](const std::string& s) { Log(s); };
   hooks.admit = [this](const PodRef& p, const std::string& node) { return filters_->Admit(p, node); };
   hooks.forget = [this](const PodRef& p) { filters_->Forget(p); };
-  hooks.leading = [this] { return !scheduling_stopped_.load() && elector_->IsLeader(); };
+  hooks.leading = [this] { return !scheduling_stopped_.load() && leader_->IsLeader(); };
   hooks.preemptor_on = [this](const std::set<std::string>& nodes) { return PreemptorOn(nodes); };
   hooks.cancel = [this](JobSlot s, const std::string& why) { CancelJobOfSlot(s, why); };
   hooks.bind = [this](const PodRef& p, const std::string& node) { return dra_->BindPod(p, node); };
@@ -189,58 +184,22 @@ Status K8sScheduler::StartService() {
     if (auto key = KeyOfJob(v.job->project, v.job->team, v.job->name);
         key && v.job->user == admin_.user && !Terminal(v.job->state))
       job_of_key_[key->str()] = v.job->id;
-  for (const TeamView& t : service_->Teams(admin_)) teams_.insert(t.name);
+  teams_->Load();
   Log(fmt::format("scheduling for '{}' on {} nodes ({} GPUs)", options_.scheduler_name,
                   service_->cluster().nodes.size(), service_->cluster().TotalGpus()));
   backend_->PodsChanged();  // adopted runs find their pods
   return Status::Ok();
 }
 
-// The SQLite file, or with options.store the PostgreSQL database, fenced by its lease: taken (once the
-// previous holder's ran out) while this replica holds the Kubernetes Lease.
-Result<std::unique_ptr<Store>> K8sScheduler::OpenStore() {
-  if (options_.store.empty()) return OpenSqliteStore(options_.db);
-  auto pg = OpenPostgresStore(options_.store);
-  if (!pg.ok()) return pg.status();
-  const std::string id = elector_ ? elector_->options().identity : options_.identity;
-  auto lease = LeaderLease::Open(options_.store, id, id);
-  if (!lease.ok()) return lease.status();
-  const double seconds = elector_ ? elector_->options().duration_s : LeaseOptions{}.duration_s;
-  for (bool said = false;;) {
-    auto epoch = (*lease)->TryAcquire(seconds);
-    if (!epoch.ok()) return epoch.status();
-    if (*epoch > 0) {
-      db_epoch_ = *epoch;
-      break;
-    }
-    if (!said) Log("waiting for the previous leader's lease in the database to run out");
-    said = true;
-    if (lost_.load() || !Pause(0.5)) return Status::Error("stopped while waiting for the database's lease");
-  }
-  db_lease_ = std::move(lease).value();
-  (*pg)->Fence(db_epoch_, [this] {
-    Log("the database refused a write: another replica leads; stopping");
-    lost_ = true;
-    Wake();
-  });
-  Log(fmt::format("database lease at epoch {}", db_epoch_));
-  return std::unique_ptr<Store>(std::move(pg).value());
-}
-
 void K8sScheduler::StopScheduling() {
   if (scheduling_stopped_.exchange(true)) return;
   stop_ = true;
   Wake();
-  lease_cv_.notify_all();
   if (backend_) backend_->Shutdown();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (events_) events_->Stop();
-  if (lease_thread_.joinable()) lease_thread_.join();
-  if (elector_ && !lost_.load() && elector_->IsLeader()) {
-    const bool released = elector_->Release(NowUs());
-    Log(released ? "released the Lease" : "could not release the Lease (it expires on its own)");
-    if (db_lease_) (void)db_lease_->Release(db_epoch_);
-  }
+  if (leader_) leader_->StopRenewing();
+  if (leader_) leader_->Release();
 }
 
 void K8sScheduler::Stop() {
@@ -288,7 +247,7 @@ std::vector<json> K8sScheduler::PodsOf(const JobKey& key) const {
 void K8sScheduler::Loop() {
   while (!stop_.load()) {
     const int64_t start_us = NowUs();
-    if (elector_->IsLeader()) Reconcile();  // a replica that stopped leading writes nothing
+    if (leader_->IsLeader()) Reconcile();  // a replica that stopped leading writes nothing
     const int64_t pass_us = NowUs() - start_us;
     std::unique_lock<std::mutex> l(wake_mu_);
     wake_cv_.wait_for(l, std::chrono::seconds(1), [this] { return wake_ || stop_.load(); });
@@ -329,13 +288,13 @@ void K8sScheduler::Reconcile() {
     dra_->Classify();
   });
   step("nodes", [&] { cluster_->Sync(); });
-  step("queues", [&] { SyncQueues(); });
+  step("queues", [&] { teams_->Sync(); });
   step("jobs", [&] { SyncJobs(); });
   step("api-jobs", [&] { api_jobs_->Sync(); });
   step("budgets", [&] { SyncBudgets(); });
   step("filters", [&] { filters_->Sync(); });
   step("reasons", [&] { WriteReasons(); });
-  step("groups", [&] { SyncGroupStatus(); });
+  step("groups", [&] { group_room_->SyncStatus(); });
   int64_t total_us = 0;
   for (const auto& [name, us] : steps) total_us += us;
   constexpr int64_t kSlowPassUs = 250'000;

@@ -14,7 +14,12 @@
 // through the loop (PreemptPod), a node being repartitioned stays cordoned, and once its new layout is
 // advertised it is read again (removed from the Service's cluster and added with its new MIG config). Whole
 // GPUs that pods outside the loop use are held GPU by GPU (Service::HoldGpus) and given back when those pods
-// end; pods of ours that ask no GPU are bound outside the loop (BindCpuOnly).
+// end; pods of ours that ask no GPU are bound outside the loop (GroupRoom::BindCpuOnly).
+//
+// Its rooms (each header states its part): LeaderRoom (the Lease, the store's lease), ClusterRoom (nodes),
+// TeamRoom (teams and queues), GroupRoom (PodGroups, pods outside the loop), FilterRoom (node filters),
+// DraRoom (Dynamic Resource Allocation), ApiJobRoom (API jobs' objects); the class itself keeps the pass,
+// pods into jobs and the reasons written back.
 //
 // Thread safety: Start and Stop from one thread; the rest runs on the scheduler's threads.
 
@@ -43,12 +48,15 @@
 #include "k8s/dra_room.h"
 #include "k8s/filter_room.h"
 #include "k8s/filters.h"
+#include "k8s/group_room.h"
 #include "k8s/job_objects.h"
 #include "k8s/k8s_backend.h"
+#include "k8s/leader_room.h"
 #include "k8s/mig/mig_repartitioner.h"
 #include "k8s/pod_jobs.h"
 #include "k8s/queues.h"
 #include "k8s/team_namespaces.h"
+#include "k8s/team_room.h"
 #include "service/service.h"
 #include "store/postgres_store.h"
 
@@ -98,25 +106,19 @@ class K8sScheduler {
   // Leadership was lost (the process should end, as kube-scheduler does, and a new leader take over).
   bool lost_leadership() const { return lost_.load(); }
   // Whether this replica leads now (the Lease renewed within the renew deadline).
-  bool leading() const { return elector_ && elector_->IsLeader(); }
+  bool leading() const { return leader_ && leader_->IsLeader(); }
 
  private:
   friend class DraRoom;  // a room of the scheduler (dra_room.h): works on its informers and API client
   friend class FilterRoom;
   friend class ClusterRoom;
   friend class ApiJobRoom;
+  friend class LeaderRoom;
+  friend class GroupRoom;
+  friend class TeamRoom;
   K8sScheduler(KubeConfig kube, SchedulerOptions options);
   Status Init();
   Status StartService();
-  Result<std::unique_ptr<Store>> OpenStore();
-  // Leadership (scheduler_lease.cc): tries for the Lease every retry period until it leads or is cancelled
-  // (configuration problems logged, with back-off); waits for every cache to sync while it leads.
-  Status AwaitLeadership();
-  Status AwaitSynced(const std::vector<Informer*>& informers);
-  bool Cancelled() const;
-  // Sleeps up to `s` seconds; false when cancelled or stopped meanwhile.
-  bool Pause(double s);
-  void LeaseLoop();
   // The backend's hooks for preemption and user deletions (scheduler_preempt.cc).
   std::vector<std::pair<nlohmann::json, std::string>> PreemptorOn(const std::set<std::string>& nodes) const;
   void CancelJobOfSlot(JobSlot slot, const std::string& why);
@@ -129,14 +131,7 @@ class K8sScheduler {
   void OnPod(WatchEvent e, const nlohmann::json& pod);
   // One pass: nodes, teams, jobs from pods, reasons back to pods.
   void Reconcile();
-  // Volcano and KAI Queues as teams: created, and their quota and weight followed (queues.h).
-  void SyncQueues();
   void SyncJobs();
-  // The job's team: the queue its first pod names (through `group` or its own labels), else its namespace;
-  // empty with `why` set when the named queue cannot take it.
-  std::string TeamOf(const JobKey& key, const nlohmann::json& pod, const nlohmann::json* group,
-                     std::string* reason, std::string* why);
-  void EnsureTeam(const std::string& name);
   // Running jobs with a pod that a PodDisruptionBudget protects now (budgets.h): no cycle evicts them.
   void SyncBudgets();
   // Pods by reference into a copy of pods_by_key_ the caller holds (its values are shared, never edited).
@@ -149,29 +144,11 @@ class K8sScheduler {
     std::vector<nlohmann::json> waiting;
     size_t tasks = 0;
   };
-  // The PodGroup of a gang's key, whichever of the three kinds (coscheduling, Volcano, KAI) it is; nullopt
-  // while no informer has it.
-  std::optional<nlohmann::json> PodGroupOf(const JobKey& key) const;
   // The job of `key`'s pods into `intake`, or its reason written on its pods when it cannot be one.
   void SubmitJob(const JobKey& key, const PodRefs& pods, std::vector<Intake>* intake);
   void SubmitIntake(std::vector<Intake> intake);
-  // A pod of its own that asks no GPU (no job of the loop, which places GPU work): bound to a node its
-  // filters pass, one without GPUs first; when none passes, kube-scheduler's reason goes on the pod.
-  void BindCpuOnly(const nlohmann::json& pod);
   void WriteReasons();
-  // Every PodGroup with pods of ours: its status (phase, counts, Scheduled condition) written when it
-  // changes.
-  void SyncGroupStatus();
-  // A running gang's waiting CPU-only members (no GPU: outside the loop's accounting), each bound to a node
-  // its filters pass, beside the gang's members when one passes.
-  void BindCompanions(const PodRefs& members);
-  // Binds a pod outside the loop's accounting to `node` (judged by FilterRoom::Admit first, assumed in its
-  // world after), with a Scheduled Event; false when refused or the binding failed (logged).
-  bool BindOutsideLoop(const nlohmann::json& pod, const std::string& node);
   bool JobRunning(int64_t id) const;
-  // Whether a PodGroup's gang has its GPU members bound (minMember less its CPU-only companions).
-  bool GangBound(const std::string& key,
-                 const ObjectMap& members) const;  // the Service's job state now (not the last snapshot's)
   void SetReason(const nlohmann::json& pod, const std::string& reason, const std::string& message);
   std::vector<nlohmann::json> PodsOf(const JobKey& key) const;
   std::string PriorityClassOf(const nlohmann::json& pod) const;
@@ -180,12 +157,6 @@ class K8sScheduler {
   SchedulerOptions options_;
   ApiClient api_;
   Caller admin_{"tessera-k8s", "", Role::kAdmin, ""};
-  std::unique_ptr<ApiClient> lease_api_;  // the Lease's requests, with short timeouts
-  std::unique_ptr<LeaderElector> elector_;
-  std::unique_ptr<LeaderLease> db_lease_;  // with options.store: the database's lease, at db_epoch_
-  int64_t db_epoch_ = 0;
-  std::mutex lease_mu_;
-  std::condition_variable lease_cv_;  // wakes LeaseLoop and Pause when stopping
   std::atomic<bool> scheduling_stopped_{false};
   std::unique_ptr<Informer> nodes_, pods_, classes_, groups_, volcano_groups_, kai_groups_;
   std::unique_ptr<Informer> volcano_queues_, kai_queues_, budgets_;
@@ -196,6 +167,9 @@ class K8sScheduler {
   std::unique_ptr<FilterRoom> filters_;  // node filters (filter_room.h)
   std::unique_ptr<ClusterRoom> cluster_;  // nodes into the Service's cluster (cluster_room.h)
   std::unique_ptr<ApiJobRoom> api_jobs_;  // API jobs' objects (api_job_room.h)
+  std::unique_ptr<GroupRoom> group_room_;  // PodGroups, pods outside the loop (group_room.h)
+  std::unique_ptr<TeamRoom> teams_;        // teams and queues (team_room.h)
+  std::unique_ptr<LeaderRoom> leader_;     // the Lease and the store's lease (leader_room.h)
   // Loop thread: JobKey::str() -> when its job was submitted (steady seconds) and whether its pods use DRA;
   // its first reason waits kReasonAfterS (its filters are set after its first cycles may run), a DRA job's
   // kDraReasonAfterS (a DRA node's capacity may be re-read meanwhile).
@@ -204,7 +178,7 @@ class K8sScheduler {
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Service> service_;
   std::atomic<bool> stop_{false}, lost_{false};
-  std::thread lease_thread_, loop_thread_;
+  std::thread loop_thread_;
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool wake_ = false;
@@ -216,12 +190,7 @@ class K8sScheduler {
   std::map<std::string, double>
       unwaited_since_;  // JobKey::str() -> steady seconds since a pending job's pods were all bound
   std::map<std::string, std::pair<std::string, std::string>> said_;  // pod uid -> (reason, message) written
-  std::set<std::string> teams_;
-  std::map<std::string, QueueQuota> queues_;         // the queues as last read (name -> quota)
-  std::map<std::string, std::string> queue_errors_;  // queue -> the error last logged for it
-  std::set<int64_t> eviction_blocked_;               // as last given to the Service
-  std::map<std::string, nlohmann::json>
-      group_status_;  // "API/podgroup/NS/NAME" -> status last written (loop)
+  std::set<int64_t> eviction_blocked_;                               // as last given to the Service
 };
 
 }  // namespace tessera

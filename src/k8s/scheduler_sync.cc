@@ -20,30 +20,6 @@ namespace {
 
 }  // namespace
 
-bool K8sScheduler::GangBound(const std::string& key, const ObjectMap& members) const {
-  int bound_gpu = 0, companions = 0;
-  for (const auto& [name, p] : members) {
-    const bool gpu = PodAsksGpu(p);
-    companions += !gpu;
-    bound_gpu += gpu && !PodNode(p).empty() && !PodTerminal(p);
-  }
-  int min_member = -1;
-  const std::string ns_name = key.substr(std::string("podgroup/").size());
-  const size_t slash = ns_name.find('/');
-  if (slash != std::string::npos)
-    if (auto group = PodGroupOf({"podgroup", ns_name.substr(0, slash), ns_name.substr(slash + 1)}))
-      min_member = MinMemberOf(*group);
-  return bound_gpu > 0 && bound_gpu >= std::max(1, min_member - companions);
-}
-
-std::optional<json> K8sScheduler::PodGroupOf(const JobKey& key) const {
-  for (Informer* g : {groups_.get(), volcano_groups_.get(), kai_groups_.get()}) {
-    const auto groups = g->Objects();
-    if (auto it = groups.find(key.ns + "/" + key.name); it != groups.end()) return it->second;
-  }
-  return std::nullopt;
-}
-
 bool K8sScheduler::JobRunning(int64_t id) const {
   auto job = service_->Get(admin_, id);
   return job.ok() && job->job->state == JobState::kRunning;
@@ -78,7 +54,7 @@ void K8sScheduler::SyncJobs() {
     for (const auto& [key, m] : pod_maps) {
       // minMember means at least that many: once a group's gang job runs with its GPU members bound, each
       // member still waiting is a job of its own ("pod/NS/NAME"), bound as it fits.
-      const bool runs = running_gangs.count(key) > 0 && GangBound(key, m);
+      const bool runs = running_gangs.count(key) > 0 && group_room_->GangBound(key, m);
       if (!runs) running_gangs.erase(key);
       for (const auto& [name, p] : m) {
         by_key[key].push_back(p);
@@ -132,14 +108,14 @@ void K8sScheduler::SyncJobs() {
     if (const json& first = by_key[key].front(); member == members.end() && JobKeyOf(first).kind == "pod") {
       auto d = ReadPodDemand(first);
       if (d.ok() && !d->AnyGpu() && !PodUsesDra(first)) {  // not the loop's: bound as kube-scheduler would
-        if (PodWaiting(first)) BindCpuOnly(first);
+        if (PodWaiting(first)) group_room_->BindCpuOnly(first);
         continue;
       }
     }
     SubmitJob(member != members.end() ? member->second : JobKeyOf(by_key[key].front()), by_key[key], &intake);
   }
   SubmitIntake(std::move(intake));
-  for (const std::string& key : running_gangs) BindCompanions(by_key[key]);
+  for (const std::string& key : running_gangs) group_room_->BindCompanions(by_key[key]);
 }
 
 // A pending job is orphaned once no pod of it waits: at once when its pods are gone or ending; when some
@@ -168,85 +144,6 @@ bool K8sScheduler::Orphaned(const std::string& key, const std::map<std::string, 
   if (now - since->second < kBoundGraceS) return false;
   unwaited_since_.erase(since);
   return true;
-}
-
-void K8sScheduler::EnsureTeam(const std::string& name) {
-  if (teams_.count(name)) return;
-  TeamRow row;
-  row.name = name;
-  auto t = service_->CreateTeam(admin_, row);
-  if (t.ok() || t.error().code == ErrorCode::kAlreadyExists) teams_.insert(name);
-}
-
-void K8sScheduler::SyncQueues() {
-  std::map<std::string, std::string> errors;
-  queues_ = ReadQueues(volcano_queues_->Objects(), kai_queues_->Objects(), &errors);
-  for (const auto& [name, q] : queues_)
-    if (!QueueNameFitsTeam(name))
-      errors[name] = fmt::format("queue '{}': a Tessera team name is 1-63 of a-z, 0-9, '-', '_'", name);
-  for (const auto& [name, message] : errors) {
-    auto was = queue_errors_.find(name);
-    if (was == queue_errors_.end() || was->second != message) Log("queue " + name + ": " + message);
-  }
-  queue_errors_ = std::move(errors);
-  if (queues_.empty()) return;  // no Queue kind served, or none listed
-  std::map<std::string, TeamView> teams;
-  for (TeamView& t : service_->Teams(admin_)) teams[t.name] = std::move(t);
-  for (const auto& [name, q] : queues_) {
-    if (queue_errors_.count(name) || !q.leaf) continue;
-    Service::TeamChange change;
-    change.guaranteed_milli = q.guaranteed_milli;
-    change.limit_milli = q.limit_milli;
-    change.over_quota_weight = q.over_quota_weight;
-    auto now = teams.find(name);
-    if (now == teams.end()) {
-      TeamRow row;
-      row.name = name;
-      row.guaranteed_milli = q.guaranteed_milli;
-      row.limit_milli = q.limit_milli;
-      row.over_quota_weight = q.over_quota_weight;
-      auto t = service_->CreateTeam(admin_, row);
-      if (!t.ok() && t.error().code != ErrorCode::kAlreadyExists)
-        Log("queue " + name + ": " + t.error().message);
-      teams_.insert(name);
-      continue;
-    }
-    if (now->second.guaranteed_milli == q.guaranteed_milli && now->second.limit_milli == q.limit_milli &&
-        now->second.over_quota_weight == q.over_quota_weight)
-      continue;
-    auto t = service_->UpdateTeam(admin_, name, change);
-    Log(t.ok() ? fmt::format(
-                     "queue {}: {} GPUs guaranteed, limit {}, weight {}", name, q.guaranteed_milli / 1000.0,
-                     q.limit_milli < 0 ? std::string("none") : fmt::format("{}", q.limit_milli / 1000.0),
-                     q.over_quota_weight)
-               : "queue " + name + ": " + t.error().message);
-  }
-}
-
-std::string K8sScheduler::TeamOf(const JobKey& key, const json& pod, const json* group, std::string* reason,
-                                 std::string* why) {
-  const std::string queue = QueueOfPod(pod, group);
-  if (queue.empty()) return key.ns;
-  if (auto bad = queue_errors_.find(queue); bad != queue_errors_.end()) {
-    *reason = "InvalidQueue";
-    *why = fmt::format("tessera: queue '{}' cannot be used: {}", queue, bad->second);
-    return "";
-  }
-  auto it = queues_.find(queue);
-  if (it == queues_.end()) {
-    *reason = "QueueNotFound";
-    *why = fmt::format(
-        "tessera: queue '{}' does not exist (scheduling.volcano.sh/v1beta1 or scheduling.run.ai/v2 "
-        "Queue); the pods wait for it",
-        queue);
-    return "";
-  }
-  if (!it->second.leaf) {
-    *reason = "QueueNotLeaf";
-    *why = fmt::format("tessera: queue '{}' is a parent queue; only leaf queues take jobs", queue);
-    return "";
-  }
-  return queue;
 }
 
 void K8sScheduler::SyncBudgets() {
@@ -287,12 +184,12 @@ void K8sScheduler::SubmitJob(const JobKey& key, const PodRefs& pods, std::vector
   auto refuse = [&](const std::vector<json>& who, const std::string& reason, const std::string& message) {
     for (const json& p : who) SetReason(p, reason, message);
   };
-  const std::optional<json> group = key.kind == "podgroup" ? PodGroupOf(key) : std::nullopt;
+  const std::optional<json> group = key.kind == "podgroup" ? group_room_->PodGroupOf(key) : std::nullopt;
   const GangReadiness ready = ReadinessOf(key, group ? &*group : nullptr, waiting.size());
   if (!ready.ready) return refuse(waiting, ready.reason, ready.message);
   size_t tasks = ready.tasks;
   std::string reason, why;
-  const std::string team = TeamOf(key, waiting[0], group ? &*group : nullptr, &reason, &why);
+  const std::string team = teams_->TeamOf(key, waiting[0], group ? &*group : nullptr, &reason, &why);
   if (team.empty()) return refuse(waiting, reason, why);
   // A gang's CPU-only members (an MPI launcher, a driver) are companions, bound beside its GPU members once
   // those run (BindCompanions); its GPU members are the job's tasks, minMember less the companions.
@@ -318,7 +215,7 @@ void K8sScheduler::SubmitJob(const JobKey& key, const PodRefs& pods, std::vector
   (*spec)["team"] = team;
   auto parsed = ParseJobSpec(*spec);
   if (!parsed.ok()) return refuse(waiting, "InvalidArgument", "tessera: " + parsed.error().message);
-  EnsureTeam(team);
+  teams_->Ensure(team);
   intake->push_back({key, std::move(parsed).value(), std::move(waiting), tasks});
 }
 
