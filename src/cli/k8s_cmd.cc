@@ -36,14 +36,14 @@ struct ExtenderArgs {
   int64_t min_runtime_s = 300;
 };
 
-int RunExtender(const ExtenderArgs& a) {
+// The extender listener's options from its flags; an error line for the user (exit 2). `flag` names the
+// listen flag in errors.
+Result<ExtenderServerOptions> ListenerOf(const ExtenderArgs& a, const std::string& flag) {
   const size_t colon = a.listen.rfind(':');
   const std::string port_text = colon == std::string::npos ? "" : a.listen.substr(colon + 1);
-  if (port_text.empty() || port_text.size() > 5 || port_text.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoi(port_text) > 65535) {
-    fmt::print(stderr, "--listen: '{}' is not HOST:PORT\n", a.listen);
-    return 2;
-  }
+  if (port_text.empty() || port_text.size() > 5 ||
+      port_text.find_first_not_of("0123456789") != std::string::npos || std::stoi(port_text) > 65535)
+    return Status::Error(fmt::format("{}: '{}' is not HOST:PORT", flag, a.listen));
   std::string prefix = a.prefix;
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   if (!prefix.empty() && prefix.front() != '/') prefix = "/" + prefix;
@@ -54,15 +54,23 @@ int RunExtender(const ExtenderArgs& a) {
   o.tls = {a.tls_cert, a.tls_key, a.client_ca};
   if (!a.token_file.empty()) {
     auto token = ReadTokenFile(a.token_file);
-    if (!token.ok()) return fmt::print(stderr, "{}\n", token.error()), 2;
-    if (a.tls_cert.empty()) return fmt::print(stderr, "--token-file needs --tls-cert and --tls-key: a bearer token is not sent in the clear\n"), 2;
+    if (!token.ok()) return token.status();
+    if (a.tls_cert.empty())
+      return Status::Error(
+          "a token file needs a TLS certificate and key: a bearer token is not sent in the clear");
     o.token = *token;
   }
+  return o;
+}
+
+int RunExtender(const ExtenderArgs& a) {
+  auto o = ListenerOf(a, "--listen");
+  if (!o.ok()) return fmt::print(stderr, "{}\n", o.error()), 2;
   ExtenderOptions eo{&Catalog::Default(), a.leaf_label, a.spine_label};
   eo.min_runtime_s = a.min_runtime_s;
   eo.now_s = [] { return static_cast<int64_t>(std::time(nullptr)); };
   Extender extender(std::move(eo));
-  return RunExtenderServer(extender, o);
+  return RunExtenderServer(extender, *o);
 }
 
 int RunMigConfig(const std::string& gpu) {
@@ -77,6 +85,7 @@ int RunMigConfig(const std::string& gpu) {
 
 struct SchedulerArgs {
   std::string kubeconfig, listen, team_namespaces, admin_token_file;
+  ExtenderArgs extender{""};  // its listener only: --extender-listen, -prefix, -tls-cert, ...
   SchedulerOptions options;
 };
 
@@ -142,6 +151,11 @@ int RunScheduler(SchedulerArgs a) {
   AllocatorCapThreadCaches(kThreadCacheBytes);
   auto kube = a.kubeconfig.empty() ? InClusterConfig() : LoadKubeconfig(a.kubeconfig);
   if (!kube.ok()) return fmt::print(stderr, "{}\n", kube.error()), 2;
+  if (!a.extender.listen.empty()) {
+    auto listener = ListenerOf(a.extender, "--extender-listen");
+    if (!listener.ok()) return fmt::print(stderr, "{}\n", listener.error()), 2;
+    a.options.extender = *listener;
+  }
   SignalWatch signals(sigs);
   a.options.log = LogLine;
   if (!a.team_namespaces.empty()) {  // without it, each team's own namespace, never a system one
@@ -231,6 +245,17 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
   sc->add_option("--team-namespaces", s->team_namespaces,
                  "YAML or JSON file mapping team: namespace for jobs with a container from the API (a team "
                  "without an entry has them refused); without it, a team's own namespace unless it is a system one");
+  sc->add_option("--extender-listen", s->extender.listen,
+                 "HOST:PORT: also serve kube-scheduler's extender verbs there, answered from the loop's view "
+                 "(its allocation and policy) for the pods kube-scheduler places");
+  sc->add_option("--extender-prefix", s->extender.prefix, "URL prefix of those verbs (urlPrefix)");
+  sc->add_option("--extender-tls-cert", s->extender.tls_cert,
+                 "serve the verbs over HTTPS with this PEM chain");
+  sc->add_option("--extender-tls-key", s->extender.tls_key, "the PEM private key of --extender-tls-cert");
+  sc->add_option("--extender-client-ca", s->extender.client_ca,
+                 "PEM CA whose client certificates the verbs need");
+  sc->add_option("--extender-token-file", s->extender.token_file,
+                 "file whose first line is a bearer token the verbs need (needs --extender-tls-cert)");
   sc->callback([s, exit_code] { *exit_code = RunScheduler(*s); });
   auto gpu = std::make_shared<std::string>();
   CLI::App* mig = k8s->add_subcommand("mig-config", "Print the mig-parted config of every MIG layout Tessera may ask for");

@@ -97,6 +97,11 @@ Status K8sScheduler::Init() {
   if (Status st = leader_->AwaitSynced(informers); !st.ok()) return st;
   if (!dra_->WaitSynced(10)) Log("the DRA informers have not listed within 10 s; DRA nodes join the loop later");
   if (Status st = StartService(); !st.ok()) return st;
+  if (options_.extender) {
+    extender_ = std::make_unique<ExtenderRoom>(this);
+    if (Status st = extender_->Start(*options_.extender); !st.ok())
+      return Status::Error("--extender-listen: " + st.message());
+  }
   if (!options_.mig_config_map.empty()) {
     MigRepartitionOptions mo;
     mo.config_map = options_.mig_config_map;
@@ -195,6 +200,7 @@ void K8sScheduler::StopScheduling() {
   if (scheduling_stopped_.exchange(true)) return;
   stop_ = true;
   Wake();
+  if (extender_) extender_->Stop();
   if (backend_) backend_->Shutdown();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (events_) events_->Stop();

@@ -18,7 +18,8 @@
 //
 // Its rooms (each header states its part): LeaderRoom (the Lease, the store's lease), ClusterRoom (nodes),
 // TeamRoom (teams and queues), GroupRoom (PodGroups, pods outside the loop), FilterRoom (node filters),
-// DraRoom (Dynamic Resource Allocation), ApiJobRoom (API jobs' objects); the class itself keeps the pass,
+// DraRoom (Dynamic Resource Allocation), ApiJobRoom (API jobs' objects), ExtenderRoom (kube-scheduler's
+// extender verbs from the loop's view); the class itself keeps the pass,
 // pods into jobs and the reasons written back.
 //
 // Thread safety: Start and Stop from one thread; the rest runs on the scheduler's threads.
@@ -46,6 +47,8 @@
 #include "k8s/dra/dra_jobs.h"
 #include "k8s/dra/dra_sync.h"
 #include "k8s/dra_room.h"
+#include "k8s/extender/extender_server.h"
+#include "k8s/extender_room.h"
 #include "k8s/filter_room.h"
 #include "k8s/filters.h"
 #include "k8s/group_room.h"
@@ -86,6 +89,8 @@ struct SchedulerOptions {
   // error (a signal asked the process to end). Empty = never.
   std::function<bool()> cancelled;
   LeaseOptions lease;  // durations; namespace and identity come from the fields above
+  // Also serve kube-scheduler's extender verbs, from the loop's view (extender_room.h); nullopt = not.
+  std::optional<ExtenderServerOptions> extender;
 };
 
 class K8sScheduler {
@@ -107,6 +112,8 @@ class K8sScheduler {
   bool lost_leadership() const { return lost_.load(); }
   // Whether this replica leads now (the Lease renewed within the renew deadline).
   bool leading() const { return leader_ && leader_->IsLeader(); }
+  // Where the extender verbs are served (options.extender), e.g. http://127.0.0.1:8888; "" when not.
+  std::string extender_url() const { return extender_ ? extender_->url() : ""; }
 
  private:
   friend class DraRoom;  // a room of the scheduler (dra_room.h): works on its informers and API client
@@ -116,6 +123,7 @@ class K8sScheduler {
   friend class LeaderRoom;
   friend class GroupRoom;
   friend class TeamRoom;
+  friend class ExtenderRoom;
   K8sScheduler(KubeConfig kube, SchedulerOptions options);
   Status Init();
   Status StartService();
@@ -169,6 +177,7 @@ class K8sScheduler {
   std::unique_ptr<ApiJobRoom> api_jobs_;  // API jobs' objects (api_job_room.h)
   std::unique_ptr<GroupRoom> group_room_;  // PodGroups, pods outside the loop (group_room.h)
   std::unique_ptr<TeamRoom> teams_;        // teams and queues (team_room.h)
+  std::unique_ptr<ExtenderRoom> extender_;  // extender verbs from the loop's view (extender_room.h)
   std::unique_ptr<LeaderRoom> leader_;     // the Lease and the store's lease (leader_room.h)
   // Loop thread: JobKey::str() -> when its job was submitted (steady seconds) and whether its pods use DRA;
   // its first reason waits kReasonAfterS (its filters are set after its first cycles may run), a DRA job's

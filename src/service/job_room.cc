@@ -109,6 +109,7 @@ Outcome<Request> JobRoom::BuildRequestLocked(const JobSpec& spec, const std::str
           w.cls == WorkloadClass::kTraining ? "workers" : "replicas",
           fmt::format("the job asks for {} GPUs; the cluster has {}", r.TotalGpus() * replicas, total_gpus));
   }
+  if (queue == nullptr) return r;  // a placement question only (RankNodes): no queue needed
   *queue = d_->config_->tenancy.LeafFor(team, w.project);
   if (*queue < 0) *queue = d_->config_->tenancy.FindQueue(team);
   if (*queue < 0) return Invalid("team", fmt::format("field 'team': team '{}' has no queue", team));

@@ -39,9 +39,12 @@ class JobRoom {
   Outcome<JobView> SetPriority(const Caller& c, int64_t id, const std::string& priority_class);
   Outcome<JobView> Preempt(const Caller& c, int64_t id, const std::string& reason);
   Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
+  Outcome<std::vector<NodeRank>> RankNodes(const Caller& c, const JobSpec& spec,
+                                           const std::vector<std::string>& names, int ranked) const;
 
   // The spec of job `id` of `team` checked against the cluster's GPU kinds and the tenancy: its engine
-  // request, its queue and priority class, or the field and reason it is refused for. Under the lock.
+  // request, its queue and priority class, or the field and reason it is refused for (with `queue` null, the
+  // team's queue is neither looked up nor required). Under the lock.
   Outcome<Request> BuildRequestLocked(const JobSpec& spec, const std::string& team, int64_t id, int* queue,
                                       std::string* priority_class) const;
 

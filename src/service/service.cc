@@ -92,6 +92,11 @@ Outcome<std::vector<WhatIfOption>> Service::WhatIf(const Caller& c, int64_t id) 
   return driver_->jobs().WhatIf(c, id);
 }
 
+Outcome<std::vector<NodeRank>> Service::RankNodes(const Caller& c, const JobSpec& spec,
+                                                  const std::vector<std::string>& names, int ranked) const {
+  return driver_->jobs().RankNodes(c, spec, names, ranked);
+}
+
 std::map<std::string, std::pair<int64_t, int64_t>> Service::JobCountsByTeam() const {
   std::map<std::string, std::pair<int64_t, int64_t>> out;
   for (const TeamView& t : identity_->Teams(Caller{"", "", Role::kAdmin})) out[t.name];

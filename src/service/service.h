@@ -165,6 +165,16 @@ struct WhatIfOption {
   std::string code, message;     // why it would still wait (empty when it would start)
 };
 
+// One node as the loop's policy judges one task of a job it does not run (the Kubernetes extender's /filter
+// and /prioritize, answered from the loop's view).
+struct NodeRank {
+  std::string node;
+  bool fits = false;  // the policy places the task there on the allocation now, with only that node allowed
+  int rank = -1;  // 0: the policy's first choice among the nodes asked; 1: its choice without that one; ...
+                  // -1: past the ranks asked for, or it does not fit
+  std::string reason;  // why it does not fit (the policy's reason, with the numbers)
+};
+
 class ServiceDriver;
 
 class Service {
@@ -197,6 +207,12 @@ class Service {
   // GPUs (fewer gang members, else fewer GPUs per worker), each from a cycle run on a copy of the state.
   // Computed at most once per job and cycle. (job_room.h)
   Outcome<std::vector<WhatIfOption>> WhatIf(const Caller& c, int64_t id);
+  // Admin only. One task of `spec` (checked as a submission would be; nothing is submitted) judged on the
+  // nodes `names` as the loop's allocation is now: whether each fits (the loop's policy with only that node
+  // allowed) and the order the policy chooses among those that fit, for its first `ranked` choices. A name
+  // the cluster does not have does not fit. (node_fit.cc)
+  Outcome<std::vector<NodeRank>> RankNodes(const Caller& c, const JobSpec& spec,
+                                           const std::vector<std::string>& names, int ranked) const;
   // A change of a team (identity.h: each field given replaces the stored one; If-Match; no update lost).
   using TeamChange = tessera::TeamChange;
   Outcome<TeamView> UpdateTeam(const Caller& c, const std::string& name, const TeamChange& change);

@@ -4,6 +4,7 @@
 // binding fails (the bound member is deleted; once a controller recreates it the gang is placed whole).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <chrono>
 #include <cstdio>
@@ -95,6 +96,7 @@ class SchedulerE2e : public ::testing::Test {
     o.db = (dir_ / "tessera.db").string();
     o.identity = "e2e";
     o.min_runtime_s = min_runtime_s_;
+    o.extender = extender_;
     // No --team-namespaces: each team's own namespace, never a system one (ApiJobsBecomePodsAndFollowThem).
     if (std::getenv("TESSERA_TEST_LOG") != nullptr)  // the scheduler's log on stderr, to follow a failure
       o.log = [](const std::string& line) { std::fprintf(stderr, "scheduler: %s\n", line.c_str()); };
@@ -128,6 +130,7 @@ class SchedulerE2e : public ::testing::Test {
   }
 
   FakeApiServer api_;
+  std::optional<ExtenderServerOptions> extender_;  // serve the extender verbs too
   int64_t min_runtime_s_ = 300;
   std::filesystem::path dir_;
   std::unique_ptr<K8sScheduler> scheduler_;
@@ -671,6 +674,50 @@ TEST_F(SchedulerE2e, WithoutAClusterPolicyTheOperatorsDefaultConfigMapIsRead) {
   // Laid out from the ConfigMap's config, not from what it advertises: no Warning about the node.
   for (const json& e : api_.List("events"))
     EXPECT_NE(e["involvedObject"].value("name", ""), "threes") << e.dump();
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Served by the scheduler, the extender's /filter and /prioritize answer for kube-scheduler's pods from the
+// loop's view: a node where the loop's job holds 6 of 8 GPUs does not take 4 more (by allocatable alone it
+// would), the MIG node offers no whole GPU, and the loop's first choice scores 10.
+TEST_F(SchedulerE2e, ExtenderVerbsAnswerFromTheLoopsView) {
+  extender_ = ExtenderServerOptions{};
+  extender_->port = 0;
+  Start();
+  ASSERT_FALSE(scheduler_->extender_url().empty());
+  api_.Create("pods", GpuRequestPod("six", "nvidia.com/gpu", 6));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("six")).empty(); }));
+  const std::string busy = NodeOf(Pod("six"));
+  json nodes = json::array();
+  for (const char* n : {"n0", "n1", "n2", "n3", "n4", "n5", "m0"}) nodes.push_back(*api_.Get("nodes", "", n));
+  json pod = GpuRequestPod("theirs", "nvidia.com/gpu", 4);
+  pod["spec"]["schedulerName"] = "default-scheduler";
+  const json args = {{"Pod", pod}, {"Nodes", {{"items", nodes}}}};
+  httplib::Client c(scheduler_->extender_url());
+  auto f = c.Post("/filter", args.dump(), "application/json");
+  ASSERT_TRUE(f && f->status == 200) << (f ? f->body : "no answer");
+  const json filtered = json::parse(f->body);
+  EXPECT_EQ(filtered["Error"], "");
+  std::set<std::string> passed;
+  for (const json& n : filtered["Nodes"]["items"]) passed.insert(n["metadata"]["name"]);
+  EXPECT_EQ(passed.size(), 5u) << filtered.dump();
+  EXPECT_FALSE(passed.count(busy)) << busy << " holds the loop's 6-GPU job";
+  EXPECT_FALSE(passed.count("m0"));
+  EXPECT_TRUE(filtered["FailedNodes"].contains(busy)) << filtered["FailedNodes"].dump();
+  auto p = c.Post("/prioritize", args.dump(), "application/json");
+  ASSERT_TRUE(p && p->status == 200) << (p ? p->body : "no answer");
+  std::map<std::string, int> score;
+  for (const json& h : json::parse(p->body)) score[h["Host"]] = h["Score"];
+  EXPECT_EQ(score[busy], 0);
+  EXPECT_EQ(score["m0"], 0);
+  int tens = 0;
+  for (const auto& [node, s] : score) tens += s == 10;
+  EXPECT_EQ(tens, 1) << p->body;
 }
 
 }  // namespace

@@ -672,3 +672,68 @@ TEST_F(ServiceTest, JobsWhoseEvictionIsBlockedAreNoVictims) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The loop's view of one task of a job it does not run (the Kubernetes extender's): each node's fit on the
+// allocation now, with the policy's reason where not, and the policy's order among those that fit; its
+// first choice is where the cycle puts the same job once submitted, and nothing is submitted by asking.
+TEST_F(ServiceTest, RankNodesJudgesOneTaskOnTheAllocationNow) {
+  const int64_t big = SubmitOk(member_, Training("six", 6, 3600));
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, big)->job->state, JobState::kRunning);
+  const std::string busy = svc_->NodeName(svc_->Get(admin_, big)->job->placements.front().node);
+  std::string idle, a100;
+  const auto views = svc_->ListNodes(admin_);
+  ASSERT_TRUE(views.ok());
+  for (const NodeView& v : views.value()) {
+    if (v.name.rfind("node", 0) == 0 && v.name != busy) idle = v.name;
+    if (v.name.rfind("a100", 0) == 0) a100 = v.name;
+  }
+  ASSERT_FALSE(idle.empty() || a100.empty());
+  const std::vector<std::string> names = {busy, idle, a100, "ghost"};
+  bool more = false;
+  const size_t jobs_before = svc_->List(admin_, "", "", "", 0, 1000, &more).size();
+
+  auto four = svc_->RankNodes(admin_, Training("four", 4), names, 8);
+  ASSERT_TRUE(four.ok()) << four.error().message;
+  ASSERT_EQ(four.value().size(), names.size());
+  std::map<std::string, NodeRank> by_name;
+  for (const NodeRank& f : four.value()) by_name[f.node] = f;
+  EXPECT_FALSE(by_name[busy].fits) << "2 of its 8 GPUs are free";
+  EXPECT_FALSE(by_name[busy].reason.empty());
+  EXPECT_TRUE(by_name[idle].fits) << by_name[idle].reason;
+  EXPECT_EQ(by_name[idle].rank, 0);
+  EXPECT_FALSE(by_name[a100].fits) << "the job names h100-80gb";
+  EXPECT_FALSE(by_name["ghost"].fits);
+  EXPECT_NE(by_name["ghost"].reason.find("not a node"), std::string::npos) << by_name["ghost"].reason;
+
+  auto two = svc_->RankNodes(admin_, Training("two", 2), names, 8);
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  std::string first;
+  int fitting = 0;
+  for (const NodeRank& f : two.value()) {
+    fitting += f.fits;
+    if (f.rank == 0) first = f.node;
+    if (f.fits) {
+      EXPECT_GE(f.rank, 0) << f.node << ": every fitting node is ranked when 8 ranks are asked";
+    }
+  }
+  EXPECT_EQ(fitting, 2);
+  EXPECT_EQ(svc_->List(admin_, "", "", "", 0, 1000, &more).size(), jobs_before) << "asking submits nothing";
+  const int64_t two_id = SubmitOk(member_, Training("two", 2));
+  svc_->RunCycleNow();
+  ASSERT_EQ(svc_->Get(admin_, two_id)->job->state, JobState::kRunning);
+  EXPECT_EQ(svc_->NodeName(svc_->Get(admin_, two_id)->job->placements.front().node), first)
+      << "the first choice is where the cycle places it";
+
+  auto denied = svc_->RankNodes(member_, Training("x", 1), names, 8);
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.error().code, ErrorCode::kPermissionDenied);
+  auto invalid = svc_->RankNodes(admin_, Training("x", 9), names, 8);
+  ASSERT_FALSE(invalid.ok()) << "9 GPUs per worker: no node has them";
+}
+
+}  // namespace
+}  // namespace tessera

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/json_depth.h"
 #include "base/utc_time.h"
@@ -131,6 +133,28 @@ std::vector<std::string> ChooseVictims(std::vector<Victim> victims, int64_t need
   return out;
 }
 
+// The loop's view of the pod on the nodes sent, by node name; nullopt when there is none to ask (the
+// standalone extender) or the pod asks for no GPU.
+Result<std::optional<std::map<std::string, LoopFit>>> LoopFitsOf(const json& j, const Args& a,
+                                                                 const ExtenderOptions& o) {
+  if (!o.loop_view || !a.pod.AnyGpu()) return std::optional<std::map<std::string, LoopFit>>();
+  std::vector<std::string> names;
+  for (const NodeModel& n : a.nodes) names.push_back(n.name);
+  auto fits = o.loop_view(*Field(j, "Pod"), names);
+  if (!fits.ok()) return fits.status();
+  std::map<std::string, LoopFit> out;
+  for (LoopFit& f : *fits) out[f.node] = std::move(f);
+  return std::optional<std::map<std::string, LoopFit>>(std::move(out));
+}
+
+json FilterError(const std::string& error) {
+  return json{{"Nodes", {{"metadata", json::object()}, {"items", json::array()}}},
+              {"NodeNames", nullptr},
+              {"FailedNodes", json::object()},
+              {"FailedAndUnresolvableNodes", json::object()},
+              {"Error", error}};
+}
+
 }  // namespace
 
 ExtenderAnswer Extender::Filter(std::string_view body) const {
@@ -152,9 +176,16 @@ ExtenderAnswer Extender::Filter(std::string_view body) const {
                       {"FailedAndUnresolvableNodes", failed},
                       {"Error", a.error()}}};
   }
+  auto loop = LoopFitsOf(*j, *a, options_);
+  if (!loop.ok()) return {200, FilterError("tessera: " + loop.error())};
   json pass = json::array(), failed = json::object();
   for (size_t i = 0; i < a->nodes.size(); ++i) {
-    const std::string why = WhyNotFits(a->pod, a->nodes[i]);
+    std::string why;
+    if (!*loop) {
+      why = WhyNotFits(a->pod, a->nodes[i]);
+    } else if (auto f = (*loop)->find(a->nodes[i].name); f == (*loop)->end() || !f->second.fits) {
+      why = "tessera: " + (f == (*loop)->end() ? std::string("not judged") : f->second.reason);
+    }
     if (why.empty())
       pass.push_back(a->node_objects[i]);
     else
@@ -167,18 +198,25 @@ ExtenderAnswer Extender::Filter(std::string_view body) const {
                     {"Error", ""}}};
 }
 
-// Best fit: a fitting node scores higher the less of its GPU resources the pod leaves free there (whole nodes
-// stay free for gangs); a pod without GPUs prefers nodes without them. Nodes it does not fit score 0.
+// With the loop's view: its policy's choices 10, 9, ... (at least 2), other nodes it fits on 1, the rest 0.
+// Else best fit: a fitting node scores higher the less of its GPU resources the pod leaves free there (whole
+// nodes stay free for gangs); a pod without GPUs prefers nodes without them. Nodes it does not fit score 0.
 ExtenderAnswer Extender::Prioritize(std::string_view body) const {
   auto j = ParseBody(body);
   if (!j.ok()) return Refuse(400, j.error());
   int status = 400;
   auto a = ReadArgs(*j, options_, &status);
   if (!a.ok()) return Refuse(400, a.error());
+  auto loop = LoopFitsOf(*j, *a, options_);
+  if (!loop.ok()) return Refuse(500, "tessera: " + loop.error());
   json out = json::array();
   for (const NodeModel& n : a->nodes) {
     int score = 0;
-    if (WhyNotFits(a->pod, n).empty()) {
+    if (*loop) {  // the loop's policy: its choices in order, then the other nodes it fits on
+      auto f = (*loop)->find(n.name);
+      if (f != (*loop)->end() && f->second.fits)
+        score = f->second.rank >= 0 ? std::max(2, 10 - f->second.rank) : 1;
+    } else if (WhyNotFits(a->pod, n).empty()) {
       const auto [take, have] = GpuTakeAndHave(a->pod, n);
       const bool node_has_gpus = n.Allocatable(kGpuResource) > 0 || n.gpu_count > 0;
       if (!a->pod.AnyGpu())

@@ -15,10 +15,20 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "base/status.h"
 #include "model/catalog.h"
 
 namespace tessera {
+
+// One node as the loop sees a pod (Service::RankNodes through the scheduler's ExtenderRoom).
+struct LoopFit {
+  std::string node;
+  bool fits = false;
+  int rank = -1;       // the loop policy's order among the nodes that fit (0 = first); -1 = past its ranks
+  std::string reason;  // why it does not fit
+};
 
 struct ExtenderOptions {
   const Catalog* catalog = nullptr;
@@ -28,6 +38,14 @@ struct ExtenderOptions {
   // (CycleOptions::min_runtime_s; `tessera k8s scheduler --min-runtime`).
   int64_t min_runtime_s = 300;
   std::function<int64_t()> now_s;  // the time (Unix seconds) victims' ages count to; null: ages unknown
+  // The loop's view, when the scheduler serves the verbs (`tessera k8s scheduler --extender-listen`): for a
+  // pod that asks for GPUs, each node's fit on the loop's allocation now and the loop's policy's order
+  // (Service::RankNodes); /filter passes the nodes that fit and gives the loop's reason for the others,
+  // /prioritize scores the policy's choices 10, 9, ... and other fitting nodes 1. Unset (the standalone
+  // extender), or for a pod without GPUs: allocatable and best fit, as below. An error fails the verb.
+  std::function<Result<std::vector<LoopFit>>(const nlohmann::json& pod,
+                                             const std::vector<std::string>& nodes)>
+      loop_view;
 };
 
 struct ExtenderAnswer {

@@ -120,6 +120,49 @@ TEST(Extender, PrioritizeScoresEveryNodeZeroToTenFullestFirst) {
   EXPECT_EQ(score["none"], 0);
 }
 
+// Served by the scheduler, /filter and /prioritize answer from the loop's view for GPU pods (its fits, its
+// reasons, its policy's order); a pod without GPUs and the standalone extender keep the node-only rules; the
+// view's error fails the verb.
+TEST(Extender, TheLoopsViewDecidesForGpuPods) {
+  std::vector<std::string> asked;
+  std::string fail;
+  ExtenderOptions o{&Catalog::Default(), "tessera.io/leaf", ""};
+  o.loop_view = [&](const json& pod, const std::vector<std::string>& nodes) -> Result<std::vector<LoopFit>> {
+    asked = nodes;
+    if (!fail.empty()) return Status::Error(fail);
+    EXPECT_EQ(pod["metadata"]["name"], "p");
+    return std::vector<LoopFit>{
+        {"a", true, 1, ""}, {"b", true, 0, ""}, {"c", false, -1, "node c: 8 GPUs held"}, {"d", true, -1, ""}};
+  };
+  const Extender e(o);
+  json nodes = json::array();
+  for (const char* n : {"a", "b", "c", "d"})
+    nodes.push_back(ExtenderNode(n, {{"nvidia.com/gpu", "8"}}, kH100));
+  const json args = {{"Pod", ExtenderPod("p", "nvidia.com/gpu", "2")}, {"Nodes", {{"items", nodes}}}};
+  const ExtenderAnswer f = e.Filter(args.dump());
+  ASSERT_EQ(f.status, 200);
+  EXPECT_EQ(asked, (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_EQ(Names(f.body), (std::vector<std::string>{"a", "b", "d"}))
+      << "node c has room by allocatable alone";
+  EXPECT_EQ(f.body["FailedNodes"]["c"], "tessera: node c: 8 GPUs held");
+  const ExtenderAnswer p = e.Prioritize(args.dump());
+  ASSERT_TRUE(p.body.is_array());
+  std::map<std::string, int> score;
+  for (const json& h : p.body) score[h["Host"]] = h["Score"];
+  EXPECT_EQ(score, (std::map<std::string, int>{{"a", 9}, {"b", 10}, {"c", 0}, {"d", 1}}));
+  // A pod without GPUs is not the loop's to judge.
+  asked.clear();
+  const json cpu = {{"Pod", ExtenderPod("p", "cpu", "2")}, {"Nodes", {{"items", nodes}}}};
+  EXPECT_EQ(Names(e.Filter(cpu.dump()).body).size(), 4u);
+  EXPECT_TRUE(asked.empty());
+  fail = "the spec does not parse";
+  const ExtenderAnswer bad = e.Filter(args.dump());
+  EXPECT_EQ(bad.status, 200);
+  EXPECT_EQ(bad.body["Error"], "tessera: the spec does not parse");
+  EXPECT_TRUE(bad.body["Nodes"]["items"].empty());
+  EXPECT_EQ(e.Prioritize(args.dump()).status, 500);
+}
+
 TEST(Extender, PreemptTakesTheFewestLowestPriorityVictims) {
   json p1 = ExtenderPod("batch-0", "nvidia.com/gpu", "4", 0),
        p2 = ExtenderPod("batch-1", "nvidia.com/gpu", "4", 5),

@@ -1,0 +1,54 @@
+// ExtenderRoom (extender_room.h): the extender's verbs from the loop's view.
+#include "k8s/extender_room.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "k8s/scheduler.h"
+#include "service/workload_json.h"
+
+namespace tessera {
+
+using json = nlohmann::json;
+
+ExtenderRoom::ExtenderRoom(K8sScheduler* scheduler) : s_(scheduler) {}
+
+ExtenderRoom::~ExtenderRoom() { Stop(); }
+
+Status ExtenderRoom::Start(ExtenderServerOptions options) {
+  ExtenderOptions eo{&Catalog::Default(), s_->options_.leaf_label, s_->options_.spine_label};
+  eo.min_runtime_s = s_->options_.min_runtime_s;
+  eo.now_s = [] { return static_cast<int64_t>(std::time(nullptr)); };
+  eo.loop_view = [this](const json& pod, const std::vector<std::string>& nodes) { return Fits(pod, nodes); };
+  extender_ = std::make_unique<Extender>(std::move(eo));
+  server_ = std::make_unique<ExtenderServer>(extender_.get(), std::move(options));
+  if (Status st = server_->Bind(); !st.ok()) return st;
+  s_->Log("extender verbs (from the loop's view) at " + server_->url());
+  thread_ = std::thread([this] { server_->Serve(); });
+  return Status::Ok();
+}
+
+void ExtenderRoom::Stop() {
+  if (server_) server_->Stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<std::vector<LoopFit>> ExtenderRoom::Fits(const json& pod,
+                                                const std::vector<std::string>& nodes) const {
+  auto demand = ReadPodDemand(pod);
+  if (!demand.ok()) return demand.status();
+  const JobKey key{"pod", Meta(pod, "namespace").empty() ? "default" : Meta(pod, "namespace"),
+                   Meta(pod, "name").empty() ? "pod" : Meta(pod, "name")};
+  auto body = JobSpecFor(key, {*demand}, 1, s_->PriorityClassOf(pod));
+  if (!body.ok()) return Status::Error(fmt::format("{}: {}", key.name, body.error()));
+  auto spec = ParseJobSpec(*body);
+  if (!spec.ok()) return Status::Error(spec.error().message);
+  auto fits = s_->service_->RankNodes(s_->admin_, spec.value(), nodes, kRanked);
+  if (!fits.ok()) return Status::Error(fits.error().message);
+  std::vector<LoopFit> out;
+  for (const NodeRank& f : fits.value()) out.push_back({f.node, f.fits, f.rank, f.reason});
+  return out;
+}
+
+}  // namespace tessera
