@@ -40,11 +40,9 @@ Result<std::vector<LoopFit>> ExtenderRoom::Fits(const json& pod,
   if (!demand.ok()) return demand.status();
   const JobKey key{"pod", Meta(pod, "namespace").empty() ? "default" : Meta(pod, "namespace"),
                    Meta(pod, "name").empty() ? "pod" : Meta(pod, "name")};
-  auto body = JobSpecFor(key, {*demand}, 1, s_->PriorityClassOf(pod));
-  if (!body.ok()) return Status::Error(fmt::format("{}: {}", key.name, body.error()));
-  auto spec = ParseJobSpec(*body);
-  if (!spec.ok()) return Status::Error(spec.error().message);
-  auto fits = s_->service_->RankNodes(s_->admin_, spec.value(), nodes, kRanked);
+  auto spec = JobSpecFor(key, {*demand}, 1, s_->PriorityClassOf(pod), key.ns);
+  if (!spec.ok()) return Status::Error(fmt::format("{}: {}", key.name, spec.error()));
+  auto fits = s_->service_->RankNodes(s_->admin_, *spec, nodes, kRanked);
   if (!fits.ok()) return Status::Error(fits.error().message);
   std::vector<LoopFit> out;
   for (const NodeRank& f : fits.value()) out.push_back({f.node, f.fits, f.rank, f.reason});

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "k8s/cluster_view.h"
@@ -140,8 +141,8 @@ json PodGroupStatus(int min_member, const std::vector<json>& members, bool volca
              {"lastTransitionTime", now}}}}};
 }
 
-Result<json> JobSpecFor(const JobKey& key, const std::vector<PodDemand>& members, int tasks,
-                        const std::string& priority_class) {
+Result<JobSpec> JobSpecFor(const JobKey& key, const std::vector<PodDemand>& members, int tasks,
+                           const std::string& priority_class, const std::string& team) {
   if (members.empty()) return Status::Error("no pods");
   PodDemand top = members.front();
   for (const PodDemand& d : members) {
@@ -157,19 +158,37 @@ Result<json> JobSpecFor(const JobKey& key, const std::vector<PodDemand>& members
   if (top.mig.size() > 1 || (!top.mig.empty() && top.mig.begin()->second != 1))
     return Status::Error("asks for more than one MIG slice: Tessera places one MIG instance per pod");
   if (!top.mig.empty() && tasks > 1) return Status::Error("a gang of MIG pods: a Tessera gang needs whole GPUs");
-  json spec = {{"name", key.name},
-               {"team", key.ns},
-               {"project", ProjectOfKey(key)},
-               {"priority_class", priority_class},
-               {"cpu", top.cpu_milli / 1000.0},
-               {"host_memory_gib", static_cast<double>(top.memory_bytes) / (1 << 30)}};
+  if (key.name.size() > kMaxLabelBytes)  // as a submission's name (workload_json.h)
+    return Status::Error(fmt::format("its name has {} bytes; a Tessera job's name at most {}",
+                                     key.name.size(), kMaxLabelBytes));
+  if (tasks < 1 || tasks > 4096)
+    return Status::Error(fmt::format("{} members: a Tessera gang has 1 to 4096", tasks));
+  // The CPU and host memory as the stored body says them, read back as a submission's are
+  // (workload_fields.h).
+  const double cpu = top.cpu_milli / 1000.0, host_gib = static_cast<double>(top.memory_bytes) / (1 << 30);
+  JobSpec spec;
+  Workload& w = spec.workload;
+  w.name = key.name;
+  w.team = team;
+  w.project = ProjectOfKey(key);
+  w.priority_class = priority_class;
+  w.cpu_milli = static_cast<int64_t>(std::lround(cpu * 1000));
+  w.host_memory_mib = static_cast<int64_t>(std::ceil(host_gib * 1024));
+  spec.body = {{"name", w.name},       {"team", w.team},
+               {"project", w.project}, {"priority_class", priority_class},
+               {"cpu", cpu},           {"host_memory_gib", host_gib}};
   if (!top.mig.empty()) {
-    spec["class"] = "inference";
-    spec["mig_profile"] = top.mig.begin()->first;
+    w.cls = WorkloadClass::kInference;
+    spec.mig_profile = top.mig.begin()->first;
+    spec.body["class"] = "inference";
+    spec.body["mig_profile"] = spec.mig_profile;
   } else {
-    spec["class"] = "training";
-    spec["workers"] = tasks;
-    spec["gpus_per_worker"] = top.gpus;
+    w.cls = WorkloadClass::kTraining;
+    w.workers = tasks;
+    w.gpus_per_worker = static_cast<int>(top.gpus);
+    spec.body["class"] = "training";
+    spec.body["workers"] = tasks;
+    spec.body["gpus_per_worker"] = top.gpus;
   }
   return spec;
 }

@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "k8s/api/objects.h"
+#include "service/workload_json.h"
 
 namespace tessera {
 
@@ -70,10 +71,11 @@ GangReadiness ReadinessOf(const JobKey& key, const nlohmann::json* group, size_t
 nlohmann::json PodGroupStatus(int min_member, const std::vector<nlohmann::json>& members, bool volcano,
                               const std::string& now);
 
-// The service's job spec (the JSON a submission takes) for the members of one job (a single pod, or a
-// gang of `tasks` members): whole GPUs per member, or one MIG profile (single pods only), CPU and host
-// memory per member (the largest member's). Errors say what Tessera cannot run.
-Result<nlohmann::json> JobSpecFor(const JobKey& key, const std::vector<PodDemand>& members, int tasks,
-                                  const std::string& priority_class);
+// The job of team `team` the members of one job make (a single pod, or a gang of `tasks` members), typed as
+// the loop takes it: whole GPUs per member, or one MIG profile (single pods only), CPU and host memory per
+// member (the largest member's). Its body is the JSON the job is stored as, from which a restart reads it
+// back (ParseJobSpec gives the same workload). Errors say what Tessera cannot run.
+Result<JobSpec> JobSpecFor(const JobKey& key, const std::vector<PodDemand>& members, int tasks,
+                           const std::string& priority_class, const std::string& team);
 
 }  // namespace tessera

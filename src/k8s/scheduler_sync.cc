@@ -209,14 +209,11 @@ void K8sScheduler::SubmitJob(const JobKey& key, const PodRefs& pods, std::vector
       d->gpus += dra->gpus;
     demands.push_back(*d);
   }
-  auto spec = JobSpecFor(key, demands, static_cast<int>(tasks), PriorityClassOf(waiting[0]));
+  auto spec = JobSpecFor(key, demands, static_cast<int>(tasks), PriorityClassOf(waiting[0]), team);
   if (!spec.ok())
     return refuse(waiting, "Unsupported", fmt::format("tessera: {} {}", key.name, spec.error()));
-  (*spec)["team"] = team;
-  auto parsed = ParseJobSpec(*spec);
-  if (!parsed.ok()) return refuse(waiting, "InvalidArgument", "tessera: " + parsed.error().message);
   teams_->Ensure(team);
-  intake->push_back({key, std::move(parsed).value(), std::move(waiting), tasks});
+  intake->push_back({key, std::move(spec).value(), std::move(waiting), tasks});
 }
 
 // One durable write for the pass's new jobs (a burst of pods costs one commit, not one each).

@@ -40,6 +40,8 @@ struct MemoryDescription {
   int64_t kv_cache_mib = 0;       // explicit KV-cache budget per replica (inference)
   int64_t activation_mib = 0;     // declared activations per GPU (training)
   int overhead_pct = 15;          // CUDA context, allocator fragmentation, runtime buffers
+
+  bool operator==(const MemoryDescription&) const = default;
 };
 
 // Memory per GPU in MiB for the description (rounded up).
@@ -67,6 +69,8 @@ struct Workload {
   int64_t time_limit_s = 0;
   bool latency_sensitive = false;
   bool checkpointable = false;
+
+  bool operator==(const Workload&) const = default;
 };
 
 // Parses a workload file: a YAML list (or a map with `workloads:`) of workloads. Memory is resolved from

@@ -58,37 +58,66 @@ TEST(PodJobs, AGatedPodDoesNotWaitUntilEveryGateIsRemoved) {
   EXPECT_TRUE(PodWaiting(p));
 }
 
+// The typed job is what a restart reads back from its stored body: ParseJobSpec(body) gives the same
+// workload, field for field.
+void ExpectBodyReadsBack(const JobSpec& spec) {
+  auto parsed = ParseJobSpec(spec.body);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message << " in " << spec.body.dump();
+  EXPECT_TRUE(parsed.value().workload == spec.workload) << spec.body.dump();
+  EXPECT_EQ(parsed.value().mig_profile, spec.mig_profile);
+}
+
 TEST(PodJobs, AGangIsOneTrainingJob) {
   std::vector<PodDemand> members;
   for (int i = 0; i < 4; ++i)
     members.push_back(*ReadPodDemand(
         RequestPod("w-" + std::to_string(i), {{"nvidia.com/gpu", "8"}, {"cpu", "96"}, {"memory", "1Ti"}})));
-  auto spec = JobSpecFor({"podgroup", "ml", "train"}, members, 4, "training");
+  auto spec = JobSpecFor({"podgroup", "ml", "train"}, members, 4, "training", "vision");
   ASSERT_TRUE(spec.ok()) << spec.error();
-  EXPECT_EQ((*spec)["workers"], 4);
-  EXPECT_EQ((*spec)["gpus_per_worker"], 8);
-  EXPECT_EQ((*spec)["team"], "ml");
-  auto parsed = ParseJobSpec(*spec);
-  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
-  EXPECT_EQ(parsed.value().workload.workers, 4);
-  EXPECT_EQ(parsed.value().workload.cpu_milli, 96000);
+  EXPECT_EQ(spec->workload.cls, WorkloadClass::kTraining);
+  EXPECT_EQ(spec->workload.workers, 4);
+  EXPECT_EQ(spec->workload.gpus_per_worker, 8);
+  EXPECT_EQ(spec->workload.cpu_milli, 96000);
+  EXPECT_EQ(spec->workload.host_memory_mib, 1 << 20);
+  EXPECT_EQ(spec->workload.team, "vision");
+  EXPECT_EQ(spec->workload.project, "podgroup/ml");
+  EXPECT_EQ(spec->body["team"], "vision");
+  ExpectBodyReadsBack(*spec);
+  // Odd quantities (millicores, bytes that are no whole MiB) read back the same.
+  auto odd = JobSpecFor({"pod", "ml", "odd"},
+                        {*ReadPodDemand(RequestPod(
+                            "odd", {{"nvidia.com/gpu", "1"}, {"cpu", "1250m"}, {"memory", "1000000001"}}))},
+                        1, "kubernetes-default", "ml");
+  ASSERT_TRUE(odd.ok()) << odd.error();
+  EXPECT_EQ(odd->workload.cpu_milli, 1250);
+  EXPECT_EQ(odd->workload.host_memory_mib, 954) << "1,000,000,001 bytes, rounded up to MiB";
+  ExpectBodyReadsBack(*odd);
 }
 
 TEST(PodJobs, MigPodsAndRefusals) {
-  auto mig = JobSpecFor({"pod", "s", "e"},
-                        {*ReadPodDemand(RequestPod("e", {{"nvidia.com/mig-1g.10gb", "1"}}))}, 1, "inference");
+  auto mig =
+      JobSpecFor({"pod", "s", "e"}, {*ReadPodDemand(RequestPod("e", {{"nvidia.com/mig-1g.10gb", "1"}}))}, 1,
+                 "inference", "s");
   ASSERT_TRUE(mig.ok()) << mig.error();
-  EXPECT_EQ((*mig)["mig_profile"], "1g.10gb");
-  EXPECT_TRUE(ParseJobSpec(*mig).ok());
-  EXPECT_FALSE(JobSpecFor({"pod", "s", "c"}, {*ReadPodDemand(RequestPod("c", {{"cpu", "1"}}))}, 1, "x").ok());
+  EXPECT_EQ(mig->mig_profile, "1g.10gb");
+  EXPECT_EQ(mig->workload.cls, WorkloadClass::kInference);
+  ExpectBodyReadsBack(*mig);
+  EXPECT_FALSE(
+      JobSpecFor({"pod", "s", "c"}, {*ReadPodDemand(RequestPod("c", {{"cpu", "1"}}))}, 1, "x", "s").ok());
   auto two = JobSpecFor({"pod", "s", "t"},
-                        {*ReadPodDemand(RequestPod("t", {{"nvidia.com/mig-1g.10gb", "2"}}))}, 1, "x");
+                        {*ReadPodDemand(RequestPod("t", {{"nvidia.com/mig-1g.10gb", "2"}}))}, 1, "x", "s");
   EXPECT_FALSE(two.ok());
   std::vector<PodDemand> mixed = {*ReadPodDemand(RequestPod("a", {{"nvidia.com/gpu", "8"}})),
                                   *ReadPodDemand(RequestPod("b", {{"nvidia.com/gpu", "4"}}))};
-  auto m = JobSpecFor({"podgroup", "ml", "g"}, mixed, 2, "x");
+  auto m = JobSpecFor({"podgroup", "ml", "g"}, mixed, 2, "x", "ml");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().find("different GPUs"), std::string::npos);
+  // A name longer than a job's (a pod's may have 253 bytes) is refused as a submission's would be.
+  const std::string long_name(200, 'a');
+  auto named = JobSpecFor({"pod", "s", long_name},
+                          {*ReadPodDemand(RequestPod(long_name, {{"nvidia.com/gpu", "1"}}))}, 1, "x", "s");
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(named.error().find("at most 128"), std::string::npos) << named.error();
   // Malformed: a reason, no job.
   EXPECT_FALSE(ReadPodDemand(RequestPod("bad", {{"nvidia.com/gpu", "one"}})).ok());
 }
