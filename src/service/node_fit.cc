@@ -38,21 +38,25 @@ Outcome<std::vector<NodeRank>> JobRoom::RankNodes(const Caller& c, const JobSpec
   for (NodeId n = 0; n < state->num_nodes(); ++n) ids.emplace(state->cluster().nodes[n].name, n);
   const Policy& policy = *d_->policy_;
   std::vector<NodeRank> out;
-  std::map<NodeId, size_t> fitting;  // node -> its entry in `out`
+  std::map<NodeId, size_t> fitting;      // node -> its first entry in `out`
+  std::map<NodeId, PlaceResult> judged;  // each node judged once, however often it is named
   for (const std::string& name : names) {
     NodeRank f{name, false, -1, ""};
     auto id = ids.find(name);
     if (id == ids.end()) {
       f.reason = "not a node of Tessera's cluster (no GPU Tessera can model there)";
     } else {
-      std::vector<bool> only(state->num_nodes(), false);
-      only[id->second] = true;
-      const PlaceResult r = PlaceWithin(policy, *state, Within(request, std::move(only)));
-      f.fits = r.ok;
-      if (r.ok)
-        fitting.emplace(id->second, out.size());
+      auto r = judged.find(id->second);
+      if (r == judged.end()) {
+        std::vector<bool> only(state->num_nodes(), false);
+        only[id->second] = true;
+        r = judged.emplace(id->second, PlaceWithin(policy, *state, Within(request, std::move(only)))).first;
+      }
+      f.fits = r->second.ok;
+      if (!f.fits)
+        f.reason = r->second.reason;
       else
-        f.reason = r.reason;
+        fitting.emplace(id->second, out.size());  // at its first entry only
     }
     out.push_back(std::move(f));
   }

@@ -210,7 +210,8 @@ class Service {
   // Admin only. One task of `spec` (checked as a submission would be; nothing is submitted) judged on the
   // nodes `names` as the loop's allocation is now: whether each fits (the loop's policy with only that node
   // allowed) and the order the policy chooses among those that fit, for its first `ranked` choices. A name
-  // the cluster does not have does not fit. (node_fit.cc)
+  // the cluster does not have does not fit; a node named twice is judged once (ranked at its first entry).
+  // (node_fit.cc)
   Outcome<std::vector<NodeRank>> RankNodes(const Caller& c, const JobSpec& spec,
                                            const std::vector<std::string>& names, int ranked) const;
   // A change of a team (identity.h: each field given replaces the stored one; If-Match; no update lost).

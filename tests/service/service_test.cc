@@ -728,6 +728,14 @@ TEST_F(ServiceTest, RankNodesJudgesOneTaskOnTheAllocationNow) {
   EXPECT_EQ(svc_->NodeName(svc_->Get(admin_, two_id)->job->placements.front().node), first)
       << "the first choice is where the cycle places it";
 
+  // A node named twice is judged once, ranked at its first entry.
+  auto twice = svc_->RankNodes(admin_, Training("x", 1), {idle, idle, "ghost"}, 8);
+  ASSERT_TRUE(twice.ok()) << twice.error().message;
+  ASSERT_EQ(twice.value().size(), 3u);
+  EXPECT_TRUE(twice.value()[0].fits && twice.value()[1].fits);
+  EXPECT_EQ(twice.value()[0].rank, 0);
+  EXPECT_EQ(twice.value()[1].rank, -1);
+
   auto denied = svc_->RankNodes(member_, Training("x", 1), names, 8);
   ASSERT_FALSE(denied.ok());
   EXPECT_EQ(denied.error().code, ErrorCode::kPermissionDenied);
