@@ -206,7 +206,8 @@ void K8sBackend::DoLaunch(const LaunchSpec& spec, int64_t now) {
   ClearNominated(bound, pods);
   {
     std::lock_guard<std::mutex> l(mu_);
-    Run& r = runs_[spec.slot] = Run{spec.run, now, bound, false, false, spec.tasks.size(), false, {}};
+    Run& r = PutRunLocked(spec.slot, Run{spec.run, now, {}, false, false, spec.tasks.size(), false, {}});
+    SetPodsLocked(spec.slot, r, bound);
     r.key = key;
   }
   Emit({BackendEventKind::kStarted, spec.slot, spec.run, now, kNone, ""});
@@ -358,7 +359,7 @@ bool K8sBackend::Adopt(const LaunchSpec& spec, int64_t started_at, int64_t) {
   // The Service that adopts is not up yet: the nodes' names and the key come with the spec.
   std::optional<JobKey> key = ParseJobKey(spec.key);
   std::lock_guard<std::mutex> l(mu_);
-  Run& r = runs_[spec.slot] = Run{spec.run, started_at, {}, false, true, spec.tasks.size()};
+  Run& r = PutRunLocked(spec.slot, Run{spec.run, started_at, {}, false, true, spec.tasks.size()});
   if (spec.node_names.size() == spec.tasks.size()) r.nodes = spec.node_names;  // else: no placement to resume
   r.key = std::move(key);
   return true;
@@ -383,11 +384,11 @@ void K8sBackend::CompleteAdopted(JobSlot slot, uint32_t run, std::vector<PodRef>
   auto it = runs_.find(slot);
   if (it == runs_.end() || it->second.run != run) return;
   if (why.empty()) {
-    it->second.pods = bound;
+    SetPodsLocked(slot, it->second, bound);
     Log(fmt::format("a gang found partly bound after a restart is whole again ({} pods)", bound.size()));
     return;
   }
-  runs_.erase(it);
+  EraseRunLocked(it);
   work_.push_back({slot, [this, bound, slot, run, why] {
     const int unwound = Unwind(bound);
     Log(fmt::format("a gang found partly bound after a restart could not be completed ({}): {} member(s) "
@@ -414,10 +415,38 @@ std::vector<BackendRun> K8sBackend::Running() const {
 
 std::optional<K8sBackend::PodRun> K8sBackend::RunOfPod(const std::string& uid) const {
   std::lock_guard<std::mutex> l(mu_);
-  for (const auto& [slot, r] : runs_)
-    for (const PodRef& p : r.pods)
-      if (p.uid == uid) return PodRun{slot, r.stopping};
-  return std::nullopt;
+  auto s = slot_of_uid_.find(uid);
+  if (s == slot_of_uid_.end()) return std::nullopt;
+  auto r = runs_.find(s->second);
+  return r == runs_.end() ? std::nullopt : std::optional<PodRun>(PodRun{r->first, r->second.stopping});
+}
+
+K8sBackend::Run& K8sBackend::PutRunLocked(JobSlot slot, Run run) {
+  auto it = runs_.find(slot);
+  if (it != runs_.end()) SetPodsLocked(slot, it->second, {});  // the slot's earlier run leaves the index
+  Run& r = runs_[slot] = std::move(run);
+  std::vector<PodRef> pods = std::move(r.pods);
+  r.pods.clear();
+  SetPodsLocked(slot, r, std::move(pods));
+  return r;
+}
+
+void K8sBackend::SetPodsLocked(JobSlot slot, Run& r, std::vector<PodRef> pods) {
+  for (const PodRef& p : r.pods)
+    if (auto s = slot_of_uid_.find(p.uid); s != slot_of_uid_.end() && s->second == slot)
+      slot_of_uid_.erase(s);
+  r.pods = std::move(pods);
+  for (const PodRef& p : r.pods) slot_of_uid_[p.uid] = slot;
+  if (r.adopted || r.pods.empty())
+    unresolved_.insert(slot);
+  else
+    unresolved_.erase(slot);
+}
+
+void K8sBackend::EraseRunLocked(std::map<JobSlot, Run>::iterator it) {
+  SetPodsLocked(it->first, it->second, {});
+  unresolved_.erase(it->first);
+  runs_.erase(it);
 }
 
 void K8sBackend::OnEvents(std::function<void()> wake) {
@@ -429,12 +458,14 @@ void K8sBackend::PodsChanged(const std::string& uid) {
   std::map<JobSlot, Run> runs;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (uid.empty()) runs = runs_;
-    else
-      for (const auto& [slot, r] : runs_)
-        if (r.adopted || r.pods.empty() ||
-            std::any_of(r.pods.begin(), r.pods.end(), [&](const PodRef& p) { return p.uid == uid; }))
-          runs.emplace(slot, r);
+    if (uid.empty()) {
+      runs = runs_;
+    } else {  // the pod's run (by the index), and the runs whose pods are not known yet
+      if (auto of = slot_of_uid_.find(uid); of != slot_of_uid_.end())
+        if (auto r = runs_.find(of->second); r != runs_.end()) runs.emplace(r->first, r->second);
+      for (JobSlot slot : unresolved_)
+        if (auto r = runs_.find(slot); r != runs_.end()) runs.emplace(slot, r->second);
+    }
   }
   for (auto& [slot, r] : runs) {
     const std::optional<JobKey>& key = r.key;
@@ -452,7 +483,8 @@ void K8sBackend::PodsChanged(const std::string& uid) {
       }
       std::lock_guard<std::mutex> l(mu_);
       auto it = runs_.find(slot);
-      if (it != runs_.end() && it->second.run == r.run) it->second.adopted = false, it->second.pods = refs;
+      if (it != runs_.end() && it->second.run == r.run)
+        it->second.adopted = false, SetPodsLocked(slot, it->second, refs);
       r.pods = refs;
       if (!refs.empty() && refs.size() < r.tasks && !stop_) {  // a gang cut short mid-binding
         std::vector<std::string> rest(free.begin(), free.end());
@@ -506,7 +538,7 @@ std::optional<BackendEvent> K8sBackend::RunEnd(JobSlot slot, Run& r, const std::
     std::lock_guard<std::mutex> l(mu_);
     auto it = runs_.find(slot);
     if (it == runs_.end() || it->second.run != r.run) return std::nullopt;
-    runs_.erase(it);
+    EraseRunLocked(it);
   }
   const bool interrupted = lost || (disrupted && !r.stopping);
   const BackendEventKind kind = r.stopping ? BackendEventKind::kStopped

@@ -35,6 +35,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "control/backend.h"
@@ -143,6 +144,11 @@ class K8sBackend final : public Backend {
     PodRef pod;
     int attempt = 0;
   };
+  // runs_, Run::pods and Run::adopted change only through these (mu_ held; adopted is cleared just before
+  // SetPodsLocked), which keep slot_of_uid_ and unresolved_ in step.
+  Run& PutRunLocked(JobSlot slot, Run run);
+  void SetPodsLocked(JobSlot slot, Run& r, std::vector<PodRef> pods);
+  void EraseRunLocked(std::map<JobSlot, Run>::iterator it);
   void Work();
   void RunRetries(std::unique_lock<std::mutex>& l);
   bool Leading() const { return !hooks_.leading || hooks_.leading(); }
@@ -198,6 +204,9 @@ class K8sBackend final : public Backend {
   std::vector<Retry> retries_;
   std::vector<BackendEvent> events_;
   std::map<JobSlot, Run> runs_;
+  std::unordered_map<std::string, JobSlot>
+      slot_of_uid_;               // every run's pods by uid (PutRunLocked, SetPodsLocked)
+  std::set<JobSlot> unresolved_;  // runs adopted, or without pods: every pod event looks at them
   std::function<void()> wake_;
   std::vector<std::thread> workers_;
 };

@@ -1,8 +1,13 @@
-// The Kubernetes backend's rules without a server: which pods a launch binds, when a run is over.
+// The Kubernetes backend's rules without a server (which pods a launch binds, when a run is over), and a
+// pod's run found by its uid on the fake API server.
 #include "k8s/k8s_backend.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
+
+#include "k8s/api/api_client.h"
+#include "k8s/fake_apiserver.h"
 
 namespace tessera {
 namespace {
@@ -71,6 +76,70 @@ TEST(K8sBackend, ARunIsOverWhenEveryPodIsDoneOrGone) {
   // g-1 was deleted and recreated (another UID): the run's pod is gone.
   EXPECT_TRUE(RunOver(run, {BackendPod("g-0", "a", "n1", "Failed"), BackendPod("g-1", "x")}, &failed));
   EXPECT_TRUE(failed);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A pod's run is found by its uid from launch to end, through adoption after a restart too (the index a
+// pod's watch event and the scheduler's foreign-pod pass read instead of scanning every run).
+TEST(K8sBackend, APodsRunIsFoundFromLaunchToEnd) {
+  testing::FakeApiServer server;
+  server.Create(
+      "nodes",
+      {{"metadata", {{"name", "n1"}}},
+       {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}, {"cpu", "64"}, {"memory", "512Gi"}}}}}});
+  for (const char* name : {"a", "b"})
+    server.Create(
+        "pods",
+        {{"metadata", {{"name", name}, {"namespace", "ml"}}},
+         {"spec",
+          {{"schedulerName", "tessera"},
+           {"containers", {{{"name", "c"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}}}},
+         {"status", {{"phase", "Pending"}}}});
+  const std::string uid_a = (*server.Get("pods", "ml", "a"))["metadata"]["uid"];
+  const std::string uid_b = (*server.Get("pods", "ml", "b"))["metadata"]["uid"];
+  KubeConfig kc;
+  kc.server = server.url();
+  ApiClient api(kc);
+  K8sBackendHooks hooks;
+  hooks.pods = [&](const JobKey& k) {
+    auto p = server.Get("pods", k.ns, k.name);
+    return p ? std::vector<json>{*p} : std::vector<json>{};
+  };
+  hooks.event = [](const json&, const std::string&, const std::string&, const std::string&) {};
+  K8sBackend backend(&api, hooks);
+  LaunchSpec a;
+  a.slot = JobSlot(0);
+  a.run = 1;
+  a.tasks = {TaskPlacement{}};
+  a.key = "pod/ml/a";
+  a.node_names = {"n1"};
+  ASSERT_TRUE(backend.Launch(a, 0).in_flight);
+  backend.Drain();
+  ASSERT_TRUE(backend.RunOfPod(uid_a).has_value());
+  EXPECT_EQ(backend.RunOfPod(uid_a)->slot, JobSlot(0));
+  EXPECT_FALSE(backend.RunOfPod(uid_b).has_value());
+  // An adopted run (after a restart) knows its pods once they are looked at.
+  ASSERT_TRUE(
+      server.Patch("pods", "ml", "b", {{"spec", {{"nodeName", "n1"}}}, {"status", {{"phase", "Running"}}}}));
+  LaunchSpec b = a;
+  b.slot = JobSlot(1);
+  b.key = "pod/ml/b";
+  ASSERT_TRUE(backend.Adopt(b, 0, 0));
+  EXPECT_FALSE(backend.RunOfPod(uid_b).has_value()) << "not resolved yet";
+  backend.PodsChanged(uid_a);  // any pod's event looks at the runs not resolved yet
+  ASSERT_TRUE(backend.RunOfPod(uid_b).has_value());
+  EXPECT_EQ(backend.RunOfPod(uid_b)->slot, JobSlot(1));
+  // A run that ended leaves the index.
+  ASSERT_TRUE(server.Patch("pods", "ml", "a", {{"status", {{"phase", "Succeeded"}}}}));
+  backend.PodsChanged(uid_a);
+  EXPECT_FALSE(backend.RunOfPod(uid_a).has_value());
+  EXPECT_TRUE(backend.RunOfPod(uid_b).has_value());
+  backend.Shutdown();
 }
 
 }  // namespace
