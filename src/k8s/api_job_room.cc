@@ -21,14 +21,11 @@ std::map<int64_t, std::vector<JobKey>> ApiJobRoom::Keys() const {
   return keys_;
 }
 
-std::string ApiJobRoom::KeyOf(const JobRecord& job, int replica) const {
-  std::lock_guard<std::mutex> l(mu_);
-  if (last_.first != job.id) {  // the replicas of a job are asked one after another: its spec read once
-    auto keys = ApiJobKeys(job, TeamNamespacesFor(job.team));
-    last_ = {job.id, keys.ok() ? std::move(keys).value() : std::vector<JobKey>{}};
-  }
-  return replica >= 0 && static_cast<size_t>(replica) < last_.second.size() ? last_.second[replica].str()
-                                                                            : "";
+std::vector<std::string> ApiJobRoom::KeysFor(const JobRecord& job) const {
+  auto keys = ApiJobKeys(job, TeamNamespacesFor(job.team));
+  std::vector<std::string> out;
+  for (const JobKey& k : keys.ok() ? *keys : std::vector<JobKey>{}) out.push_back(k.str());
+  return out;
 }
 
 std::vector<JobKey> ApiJobRoom::KeysOf(int64_t id) const {

@@ -5,7 +5,7 @@
 // and the backend binds the pods made here. Tessera never creates namespaces: a job waits until its team's
 // exists.
 //
-// Threads: Sync on the scheduler's loop thread; Keys, KeysOf and KeyOf on any (mu_ guards keys_).
+// Threads: Sync on the scheduler's loop thread; Keys, KeysOf and KeysFor on any (mu_ guards keys_).
 
 #include <cstdint>
 #include <map>
@@ -34,9 +34,9 @@ class ApiJobRoom {
   // Job id -> the key each of its loop replicas binds through, for the jobs whose objects were made.
   std::map<int64_t, std::vector<JobKey>> Keys() const;
   std::vector<JobKey> KeysOf(int64_t id) const;
-  // The key replica `replica` of API job `job` binds through (ServiceConfig::external_key; pure, any
-  // thread): "" when the job has no container or its team no namespace.
-  std::string KeyOf(const JobRecord& job, int replica) const;
+  // The key each replica of API job `job` binds through (ServiceConfig::external_keys; pure, any thread):
+  // none when the job has no container or its team no namespace.
+  std::vector<std::string> KeysFor(const JobRecord& job) const;
 
  private:
   void Materialize(const JobRecord& job);
@@ -54,7 +54,6 @@ class ApiJobRoom {
   std::set<int64_t> without_container_;          // API jobs that run nowhere but in the loop
   mutable std::mutex mu_;                        // guards keys_ (the backend's and filters' threads read it)
   std::map<int64_t, std::vector<JobKey>> keys_;  // job id -> the key of each of its loop replicas
-  mutable std::pair<int64_t, std::vector<JobKey>> last_{-1, {}};  // KeyOf's last job and its keys
 };
 
 }  // namespace tessera

@@ -425,9 +425,7 @@ K8sBackend::Run& K8sBackend::PutRunLocked(JobSlot slot, Run run) {
   auto it = runs_.find(slot);
   if (it != runs_.end()) SetPodsLocked(slot, it->second, {});  // the slot's earlier run leaves the index
   Run& r = runs_[slot] = std::move(run);
-  std::vector<PodRef> pods = std::move(r.pods);
-  r.pods.clear();
-  SetPodsLocked(slot, r, std::move(pods));
+  SetPodsLocked(slot, r, {});  // its pods come through SetPodsLocked (none yet)
   return r;
 }
 

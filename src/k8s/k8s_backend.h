@@ -146,7 +146,7 @@ class K8sBackend final : public Backend {
   };
   // runs_, Run::pods and Run::adopted change only through these (mu_ held; adopted is cleared just before
   // SetPodsLocked), which keep slot_of_uid_ and unresolved_ in step.
-  Run& PutRunLocked(JobSlot slot, Run run);
+  Run& PutRunLocked(JobSlot slot, Run run);  // `run` without pods: SetPodsLocked gives them
   void SetPodsLocked(JobSlot slot, Run& r, std::vector<PodRef> pods);
   void EraseRunLocked(std::map<JobSlot, Run>::iterator it);
   void Work();

@@ -158,10 +158,10 @@ Status K8sScheduler::StartService() {
   cfg.log = [this](const std::string& s) { Log(s); };
   // A pod job's key goes with its launches (LaunchSpec::key): the backend binds without asking the Service.
   // An API job's pods are made later (ApiJobRoom), with the names its key gives.
-  cfg.external_key = [this](const JobRecord& j, int replica) -> std::string {
-    if (j.user != admin_.user) return api_jobs_->KeyOf(j, replica);
+  cfg.external_keys = [this](const JobRecord& j) -> std::vector<std::string> {
+    if (j.user != admin_.user) return api_jobs_->KeysFor(j);
     const std::optional<JobKey> key = KeyOfJob(j.project, j.team, j.name);
-    return key ? key->str() : "";
+    return key ? std::vector<std::string>(j.replicas, key->str()) : std::vector<std::string>{};
   };
   auto store = leader_->OpenStore();
   if (!store.ok()) return store.status();

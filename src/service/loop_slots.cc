@@ -37,6 +37,8 @@ void ServiceDriver::AddToLoopLocked(const JobRecord& j, bool queued) {
   if (static_cast<int64_t>(replicas_.size()) < j.id) replicas_.resize(j.id);
   std::vector<JobSlot>& replicas = replicas_[j.id - 1];
   const PriorityClass* pc = config_->tenancy.FindClass(j.priority_class);
+  const std::vector<std::string> keys =
+      config_->external_keys ? config_->external_keys(j) : std::vector<std::string>{};
   for (int r = 0; r < j.replicas; ++r) {
     ControlJob cj;
     cj.request = j.request;
@@ -45,7 +47,7 @@ void ServiceDriver::AddToLoopLocked(const JobRecord& j, bool queued) {
     cj.remaining_work_s = j.duration_s > 0 ? static_cast<double>(j.duration_s) : -1;
     cj.time_limit_factor = TimeLimitFactor(j.duration_s, j.time_limit_s);
     cj.checkpointable = j.checkpointable;
-    if (config_->external_key) cj.key = config_->external_key(j, r);
+    if (static_cast<size_t>(r) < keys.size()) cj.key = keys[r];
     const JobSlot s = loop_->Add(std::move(cj));
     if (queued) loop_->Submit(s, j.submitted_at);
     replicas.push_back(s);

@@ -135,10 +135,10 @@ struct ServiceConfig {
   // Keep the driver's decisions (TakeDecisionLines).
   bool record_decisions = false;
   std::function<void(const std::string&)> log;  // operator notes (e.g. a cluster file ignored); may be empty
-  // What the backend runs replica `replica` of job `j` as (LaunchSpec::key: e.g. a Kubernetes pod job's
-  // key), given once when the job enters the loop; called under the driver's lock, so it must be quick and
-  // take no lock of the service. Empty (or unset): the backend finds the job itself.
-  std::function<std::string(const JobRecord& j, int replica)> external_key;
+  // What the backend runs each replica of job `j` as (LaunchSpec::key: e.g. a Kubernetes pod job's key),
+  // element r for replica r; asked once when the job enters the loop, under the driver's lock, so it must
+  // be quick and take no lock of the service. A replica past the end (or unset): the backend finds it itself.
+  std::function<std::vector<std::string>(const JobRecord& j)> external_keys;
   // Dated price books (cost/pricebook.h); empty = PriceBook::Default() alone. Usage is priced with the book
   // valid at its start (BookValidOn): a node's configured price_per_gpu_hour, else its pool's price in that
   // book, else the book's on-demand list price of its GPU kind; ListCost from that book.

@@ -223,7 +223,7 @@ class K8sWorld final : public ContractWorld, public Backend {
 
   // Backend: the K8sBackend's, noting what each launch asks the pods to do (the job's own knowledge of its
   // work left, as a real job's checkpoint would tell it).
-  // The key goes with the launch, as the scheduler's jobs' do (ServiceConfig::external_key): the backend
+  // The key goes with the launch, as the scheduler's jobs' do (ServiceConfig::external_keys): the backend
   // has no other way to find a job's pods.
   LaunchAck Launch(const LaunchSpec& spec, int64_t now) override {
     runs_[spec.slot.value()] = {spec.run, spec.work_s < 0 ? -1 : now + static_cast<int64_t>(spec.work_s)};

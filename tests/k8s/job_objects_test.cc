@@ -110,7 +110,7 @@ TEST(JobObjects, WhatKubernetesCannotRunIsAnError) {
   EXPECT_EQ(JobIdOfPod({{"metadata", {{"name", "p"}}}}), -1);
 }
 
-// The keys a launch carries (ServiceConfig::external_key) are the keys of the objects made later.
+// The keys a launch carries (ServiceConfig::external_keys) are the keys of the objects made later.
 TEST(JobObjects, KeysWithoutTheObjectsAreTheObjectsKeys) {
   const json container = {{"image", "x"}};
   const std::vector<JobRecord> jobs = {

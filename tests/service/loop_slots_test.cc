@@ -1,5 +1,5 @@
 // The driver's jobs in the loop (service/loop_slots.cc): the name a driver gives a job's replicas
-// (ServiceConfig::external_key) goes with every launch of them, and with their adoption after a restart.
+// (ServiceConfig::external_keys) goes with every launch of them, and with their adoption after a restart.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -65,8 +65,11 @@ class LoopSlotsTest : public ::testing::Test {
     ASSERT_TRUE(cl.ok()) << cl.error();
     cfg.cluster = *cl;
     cfg.background_cycles = false;
-    cfg.external_key = [](const JobRecord& j, int replica) {
-      return j.name == "anonymous" ? std::string() : "key/" + j.name + "/" + std::to_string(replica);
+    cfg.external_keys = [](const JobRecord& j) {
+      std::vector<std::string> keys;
+      for (int r = 0; r < j.replicas && j.name != "anonymous"; ++r)
+        keys.push_back("key/" + j.name + "/" + std::to_string(r));
+      return keys;
     };
     auto store = OpenSqliteStore((dir_ / "t.db").string());
     ASSERT_TRUE(store.ok());
