@@ -22,6 +22,10 @@ std::map<int64_t, std::vector<JobKey>> ApiJobRoom::Keys() const {
 }
 
 std::vector<std::string> ApiJobRoom::KeysFor(const JobRecord& job) const {
+  if (job.user == s_->admin_.user) {  // a job from pods
+    const std::optional<JobKey> key = KeyOfJob(job.project, job.team, job.name);
+    return key ? std::vector<std::string>(job.replicas, key->str()) : std::vector<std::string>{};
+  }
   auto keys = ApiJobKeys(job, TeamNamespacesFor(job.team));
   std::vector<std::string> out;
   for (const JobKey& k : keys.ok() ? *keys : std::vector<JobKey>{}) out.push_back(k.str());

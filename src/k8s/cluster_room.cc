@@ -8,8 +8,13 @@
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string_view>
 
 #include "k8s/api/events.h"
+#include "k8s/api/objects.h"
+#include "k8s/pod_jobs.h"
 #include "k8s/scheduler.h"
 
 namespace tessera {
@@ -318,6 +323,39 @@ void ClusterRoom::HoldForeignHost(const std::string& name, int64_t cpu_milli, in
 // Pods whose requests the Service's cluster does not hold: other schedulers' pods, and ours that no running
 // job of this Service holds (bound by an earlier replica or store, left from an ended job, or still
 // terminating after their run was stopped).
+std::vector<WaitingPod> MigWaitingOf(const Snapshot& snap, const std::vector<PriorityClass>& classes,
+                                     const std::function<std::vector<std::string>(const JobRecord&)>& keys) {
+  // Verdicts of a policy hold: no new slice would start the job.
+  static const std::set<std::string_view> kHolds = {
+      "ExceedsQueueLimit", "BorrowLimit", "Held", "QueueNotLeaf", "Invalid", "RequestExceedsCluster"};
+  std::vector<WaitingPod> out;
+  for (const QueueEntry& e : snap.queue) {
+    const JobRecord& j = *e.job;
+    if (j.mig_profile.empty() || kHolds.count(e.info.code)) continue;
+    auto pc = std::find_if(classes.begin(), classes.end(),
+                           [&](const PriorityClass& c) { return c.name == j.priority_class; });
+    const std::vector<std::string> names = keys(j);
+    for (int r = 0; r < j.replicas; ++r) {
+      WaitingPod w;
+      const std::optional<JobKey> key =
+          r < static_cast<int>(names.size()) ? ParseJobKey(names[r]) : std::nullopt;
+      w.ns = key ? key->ns : j.team;
+      w.name = key ? key->name : fmt::format("{}-{}", j.name, r);
+      w.priority = pc != classes.end() ? pc->value : 0;
+      w.requests[std::string(kMigResourcePrefix) + j.mig_profile] = 1;
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
+std::vector<WaitingPod> ClusterRoom::MigWaiting() const {
+  auto snap = s_->service_->snapshot();
+  if (!snap) return {};
+  return MigWaitingOf(*snap, s_->service_->priority_classes(),
+                      [this](const JobRecord& j) { return s_->api_jobs_->KeysFor(j); });
+}
+
 std::vector<const json*> ClusterRoom::ForeignPods() {
   foreign_pods_ = s_->pods_->Snapshot();
   auto snap = s_->service_->snapshot();

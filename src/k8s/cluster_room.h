@@ -12,6 +12,7 @@
 // Threads: the scheduler's loop thread (and StartService before the loop starts).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,9 +24,18 @@
 #include "k8s/api/informer.h"
 #include "k8s/cluster_view.h"
 #include "k8s/mig/mig_node_layout.h"
+#include "k8s/mig/mig_plan.h"
 #include "service/service.h"
 
 namespace tessera {
+
+// What a MIG repartition is planned for (mig_repartitioner.h): the loop's jobs with a MIG profile that its
+// last cycle (`snap`) left waiting for capacity, in the loop's order. A job the policy holds whatever the
+// capacity (over its queue's limit or borrow limit, held, invalid) is not among them. Each is one WaitingPod
+// per replica (one slice each: nvidia.com/mig-<profile>) named by its replica's key (`keys`, JobKey strings:
+// the pod it is or will be), at its priority class's value in `classes` (0 when not there).
+std::vector<WaitingPod> MigWaitingOf(const Snapshot& snap, const std::vector<PriorityClass>& classes,
+                                     const std::function<std::vector<std::string>(const JobRecord&)>& keys);
 
 class K8sScheduler;
 
@@ -51,6 +61,8 @@ class ClusterRoom {
   // Bound, unfinished pods whose requests the Service's cluster does not hold: other schedulers' pods, and
   // ours that no running job of this Service holds (pointers into the snapshot it keeps until the next call).
   std::vector<const nlohmann::json*> ForeignPods();
+  // MigWaitingOf the Service's last cycle (the MIG repartitioner's input; any thread).
+  std::vector<WaitingPod> MigWaiting() const;
 
  private:
   void ReportNode(const nlohmann::json& node, const std::string& reason, const std::string& message);

@@ -109,9 +109,11 @@ Status K8sScheduler::Init() {
     mo.drain_timeout_s = options_.mig_drain_timeout_s;
     mo.catalog = &Catalog::Default();
     mig_ = std::make_unique<MigRepartitioner>(
-        &api_, mo, log, [this](const GpuPod& p, const std::string& node, const std::string& why) {
+        &api_, mo, log,
+        [this](const GpuPod& p, const std::string& node, const std::string& why) {
           return PreemptPod(p, node, why);
-        });
+        },
+        [this] { return cluster_->MigWaiting(); });
   }
   loop_thread_ = std::thread([this] { Loop(); });
   return Status::Ok();

@@ -2,8 +2,10 @@
 // around the loop's own placements: a MIG repartition's drain preempts through the loop (an API job gets a
 // new pod and runs again, a bare pod's job is never shown finished), a node with another scheduler's pod is
 // never drained, a drain that cannot end is abandoned and reported, a repartition cut by a restart is
-// resumed, another scheduler's GPUs are taken off at once and given back when its pod ends, and pods that
-// ask no GPU are bound (or told why not). The test plays the GPU Operator's MIG manager (RqMigManager).
+// resumed, a repartition is made for the loop's waiting jobs and not for a job its
+// queue's limit holds, another scheduler's GPUs are taken off at once and given back when its pod ends, and
+// pods that ask no GPU are bound (or told why not). The test plays the GPU Operator's MIG manager
+// (RqMigManager).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -305,6 +307,54 @@ TEST_F(RequeueE2e, AStuckDrainIsAbandonedAndReported) {
   EXPECT_EQ((*api_.Get("nodes", "", "m0"))["metadata"]["labels"]["nvidia.com/mig.config"], "all-1g.10gb");
   EXPECT_EQ(Evictions("keep"), 0);
   EXPECT_TRUE(NodeOf("serving", "big-7g").empty());
+}
+
+// The repartition is planned from the loop's queue (cluster_room.h MigWaitingOf): an API job's replicas ask
+// for a profile no node has; while its team's limit holds it, nothing is drained or
+// relabelled; once the limit goes, the node is repartitioned and both replicas' pods are made and bound
+// there.
+TEST_F(RequeueE2e, TheLoopsWaitingJobsAreWhatARepartitionIsFor) {
+  api_.Create("nodes", RqNode("m0", "all-7g.80gb"));
+  api_.Create("namespaces", {{"metadata", {{"name", "batch"}}}});
+  Start();
+  Service& svc = scheduler_->service();
+  TeamRow team;
+  team.name = "batch";
+  team.limit_milli = 100;  // below one 1g.10gb slice
+  ASSERT_TRUE(svc.CreateTeam(admin_, team).ok());
+  auto spec = ParseJobSpec({{"name", "small-api"},
+                            {"class", "inference"},
+                            {"team", "batch"},
+                            {"replicas", 2},
+                            {"mig_profile", "1g.10gb"},
+                            {"priority_class", "batch"},
+                            {"container", {{"image", "serve:1"}, {"command", {"serve"}}}}});
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  auto job = svc.Submit(admin_, spec.value(), "");
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  const int64_t id = job->job->id;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto v = svc.Get(admin_, id);
+        return v.ok() && v->pending && v->pending->code == "ExceedsQueueLimit";
+      },
+      30))
+      << (svc.Get(admin_, id)->pending ? std::string(svc.Get(admin_, id)->pending->code) : "no verdict");
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // several passes of the repartitioner
+  json n = *api_.Get("nodes", "", "m0");
+  EXPECT_EQ(n["metadata"]["labels"]["nvidia.com/mig.config"], "all-7g.80gb");
+  EXPECT_FALSE(n["spec"].value("unschedulable", false));
+
+  TeamChange lift;
+  lift.limit_milli = -1;
+  ASSERT_TRUE(svc.UpdateTeam(admin_, "batch", lift).ok());
+  const std::string pod0 = fmt::format("tessera-{}-0", id), pod1 = fmt::format("tessera-{}-1", id);
+  ASSERT_TRUE(Eventually([&] { return NodeOf("batch", pod0) == "m0" && NodeOf("batch", pod1) == "m0"; }, 60))
+      << JobStateName(svc.Get(admin_, id)->job->state) << ", m0 at "
+      << (*api_.Get("nodes", "", "m0"))["metadata"]["labels"]["nvidia.com/mig.config"];
+  n = *api_.Get("nodes", "", "m0");
+  EXPECT_EQ(n["metadata"]["labels"]["nvidia.com/mig.config"], "all-1g.10gb");
+  EXPECT_TRUE(Eventually([&] { return svc.Get(admin_, id)->job->state == JobState::kRunning; }, 30));
 }
 
 // A repartition cut short by a restart: the node carries the annotation, is cordoned and its label already

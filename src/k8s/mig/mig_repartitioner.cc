@@ -46,8 +46,13 @@ json PodObjectRef(const std::string& ns_name) {
 }  // namespace
 
 MigRepartitioner::MigRepartitioner(const ApiClient* api, MigRepartitionOptions options,
-                                   std::function<void(const std::string&)> log, PreemptPodFn preempt)
-    : api_(api), options_(std::move(options)), log_(std::move(log)), preempt_(std::move(preempt)) {}
+                                   std::function<void(const std::string&)> log, PreemptPodFn preempt,
+                                   MigWaitingFn waiting)
+    : api_(api),
+      options_(std::move(options)),
+      log_(std::move(log)),
+      preempt_(std::move(preempt)),
+      waiting_(std::move(waiting)) {}
 
 void MigRepartitioner::Log(const std::string& s) const {
   if (log_) log_(s);
@@ -163,7 +168,7 @@ void MigRepartitioner::Resume(const json& node, const MigNode& n, int64_t now_s)
   ops_[n.name] = op;
 }
 
-void MigRepartitioner::Plan(const std::vector<MigNode>& nodes, const ObjectMap& pods, int64_t now_s) {
+std::vector<WaitingPod> MigRepartitioner::WaitingPods(const ObjectMap& pods) const {
   std::vector<WaitingPod> waiting;
   for (const auto& [k, p] : pods) {
     if (!PodIsOurs(p, options_.scheduler_name) || !PodWaiting(p)) continue;
@@ -176,6 +181,11 @@ void MigRepartitioner::Plan(const std::vector<MigNode>& nodes, const ObjectMap& 
     w.priority = d.ok() ? d->priority : 0;
     waiting.push_back(std::move(w));
   }
+  return waiting;
+}
+
+void MigRepartitioner::Plan(const std::vector<MigNode>& nodes, const ObjectMap& pods, int64_t now_s) {
+  const std::vector<WaitingPod> waiting = waiting_ ? waiting_() : WaitingPods(pods);
   if (waiting.empty()) return;
   std::map<std::string, std::string> busy;
   for (const auto& [node, op] : ops_) busy[node] = op.config;

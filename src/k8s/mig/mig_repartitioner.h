@@ -1,6 +1,9 @@
 #pragma once
 // MIG repartitioning through the GPU Operator's MIG manager (kubernetes-contracts.md section 4.3), driven
-// by the scheduler's passes. For the repartitions mig_plan.h picks, one node at a time each:
+// by the scheduler's passes. The scheduler plans for what its loop leaves waiting: the jobs with a MIG
+// profile that its last cycle could not place and holds for capacity (cluster_room.h MigWaitingOf: not a job
+// that its queue's limit or a hold keeps waiting whatever the capacity). For the repartitions mig_plan.h
+// picks, one node at a time each:
 //  1. cordon (spec.unschedulable=true, and the annotation tessera.io/mig-repartition naming the target and
 //     the previous config, so that a restart finds it; the scheduler also keeps it cordoned in its own
 //     cluster);
@@ -59,11 +62,17 @@ struct MigRepartitionOptions {
 // queue): true when the pod is a running job's of the loop (or its stop is under way); false when the loop
 // does not hold it (the repartitioner then evicts it itself).
 using PreemptPodFn = std::function<bool(const GpuPod& pod, const std::string& node, const std::string& why)>;
+// What the plan is made for: the pods (or jobs, by the pods they will be) that wait for a MIG slice, in the
+// order they should get one (mig_plan.h PlanRepartitions takes the highest priority first, then this order).
+using MigWaitingFn = std::function<std::vector<WaitingPod>()>;
 
 class MigRepartitioner {
  public:
+  // `waiting` (when given) says what to plan for; without it, every pod of ours that waits with device
+  // requests, as the informer shows it.
   MigRepartitioner(const ApiClient* api, MigRepartitionOptions options,
-                   std::function<void(const std::string&)> log, PreemptPodFn preempt = nullptr);
+                   std::function<void(const std::string&)> log, PreemptPodFn preempt = nullptr,
+                   MigWaitingFn waiting = nullptr);
 
   // One pass at `now_s` (seconds; any monotonic origin) over the informers' nodes and pods.
   void Step(const ObjectMap& nodes, const ObjectMap& pods, int64_t now_s);
@@ -95,6 +104,7 @@ class MigRepartitioner {
   bool Finish(const MigNode& node, Op* op, int64_t now_s);
   void Failed(const MigNode& node, Op* op, const std::string& why, int64_t now_s);
   void Plan(const std::vector<MigNode>& nodes, const ObjectMap& pods, int64_t now_s);
+  std::vector<WaitingPod> WaitingPods(const ObjectMap& pods) const;  // the informer's (no `waiting`)
   const MigPartedConfig* ConfigNamed(const std::string& name) const;
   DrainRules Rules() const { return {options_.scheduler_name, options_.protected_priority}; }
   bool SetLabel(const std::string& node, const std::string& config);
@@ -107,6 +117,7 @@ class MigRepartitioner {
   MigRepartitionOptions options_;
   std::function<void(const std::string&)> log_;
   PreemptPodFn preempt_;
+  MigWaitingFn waiting_;
   std::vector<MigPartedConfig> configs_;
   int64_t configs_at_ = INT64_MIN / 2;  // long ago (now_s - configs_at_ must not overflow)
   std::string configs_error_;
