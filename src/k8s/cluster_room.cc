@@ -325,25 +325,34 @@ void ClusterRoom::HoldForeignHost(const std::string& name, int64_t cpu_milli, in
 // terminating after their run was stopped).
 std::vector<WaitingPod> MigWaitingOf(const Snapshot& snap, const std::vector<PriorityClass>& classes,
                                      const std::function<std::vector<std::string>(const JobRecord&)>& keys) {
-  // Verdicts of a policy hold: no new slice would start the job.
+  // Verdicts of a policy hold: no new layout would start the job.
   static const std::set<std::string_view> kHolds = {
       "ExceedsQueueLimit", "BorrowLimit", "Held", "QueueNotLeaf", "Invalid", "RequestExceedsCluster"};
   std::vector<WaitingPod> out;
   for (const QueueEntry& e : snap.queue) {
     const JobRecord& j = *e.job;
-    if (j.mig_profile.empty() || kHolds.count(e.info.code)) continue;
+    const Request& r = j.request;
+    const bool whole = r.gpus_per_task > 0 && j.mig_profile.empty();
+    if ((!whole && j.mig_profile.empty()) || kHolds.count(e.info.code)) continue;  // a fractional share
+    Devices asks;
+    if (whole)
+      asks[std::string(kGpuResource)] = r.gpus_per_task;
+    else
+      asks[std::string(kMigResourcePrefix) + j.mig_profile] = 1;
     auto pc = std::find_if(classes.begin(), classes.end(),
                            [&](const PriorityClass& c) { return c.name == j.priority_class; });
     const std::vector<std::string> names = keys(j);
-    for (int r = 0; r < j.replicas; ++r) {
-      WaitingPod w;
+    for (int replica = 0; replica < j.replicas; ++replica) {
       const std::optional<JobKey> key =
-          r < static_cast<int>(names.size()) ? ParseJobKey(names[r]) : std::nullopt;
-      w.ns = key ? key->ns : j.team;
-      w.name = key ? key->name : fmt::format("{}-{}", j.name, r);
-      w.priority = pc != classes.end() ? pc->value : 0;
-      w.requests[std::string(kMigResourcePrefix) + j.mig_profile] = 1;
-      out.push_back(std::move(w));
+          replica < static_cast<int>(names.size()) ? ParseJobKey(names[replica]) : std::nullopt;
+      for (int task = 0; task < r.tasks; ++task) {
+        WaitingPod w;
+        w.ns = key ? key->ns : j.team;
+        w.name = key ? key->name : fmt::format("{}-{}", j.name, replica);
+        w.priority = pc != classes.end() ? pc->value : 0;
+        w.requests = asks;
+        out.push_back(std::move(w));
+      }
     }
   }
   return out;

@@ -29,11 +29,12 @@
 
 namespace tessera {
 
-// What a MIG repartition is planned for (mig_repartitioner.h): the loop's jobs with a MIG profile that its
-// last cycle (`snap`) left waiting for capacity, in the loop's order. A job the policy holds whatever the
-// capacity (over its queue's limit or borrow limit, held, invalid) is not among them. Each is one WaitingPod
-// per replica (one slice each: nvidia.com/mig-<profile>) named by its replica's key (`keys`, JobKey strings:
-// the pod it is or will be), at its priority class's value in `classes` (0 when not there).
+// What a MIG repartition is planned for (mig_repartitioner.h): the loop's jobs that ask for MIG slices or
+// whole GPUs and that its last cycle (`snap`) left waiting for capacity, in the loop's order. A job the
+// policy holds whatever the capacity (over its queue's limit or borrow limit, held, invalid) is not among
+// them, nor one of fractional shares. Each task of each replica is one WaitingPod (nvidia.com/mig-<profile>:
+// 1, or its nvidia.com/gpu) named by its replica's key (`keys`, JobKey strings: the pod or PodGroup it is or
+// will be), at its priority class's value in `classes` (0 when not there).
 std::vector<WaitingPod> MigWaitingOf(const Snapshot& snap, const std::vector<PriorityClass>& classes,
                                      const std::function<std::vector<std::string>(const JobRecord&)>& keys);
 

@@ -18,16 +18,17 @@ QueueEntry Waiting(const std::string& name, const std::string& mig_profile, int 
   j->mig_profile = mig_profile;
   j->replicas = replicas;
   j->priority_class = priority_class;
+  if (!mig_profile.empty()) j->request.gpus_per_task = 0;
   QueueEntry e;
   e.job = j;
   e.info.code = code;
   return e;
 }
 
+// Jobs of MIG slices (Waiting's request: one whole GPU unless it names a profile; here each names one).
 TEST(MigWaitingOf, TheLoopsWaitingSliceJobsInItsOrderOneSliceEachReplica) {
   Snapshot snap;
   snap.queue = {Waiting("first", "1g.10gb", 2, "MigProfileUnavailable"),
-                Waiting("whole", "", 1, "Resources"),                       // no MIG profile
                 Waiting("capped", "3g.40gb", 1, "ExceedsQueueLimit"),       // its limit holds it
                 Waiting("borrowing", "3g.40gb", 1, "BorrowLimit"),          // likewise
                 Waiting("held", "3g.40gb", 1, "Held"),                      // held by a user
@@ -53,6 +54,30 @@ TEST(MigWaitingOf, TheLoopsWaitingSliceJobsInItsOrderOneSliceEachReplica) {
   EXPECT_EQ(w[3].ns + "/" + w[3].name, "ml/unnamed-0");
   EXPECT_EQ(w[3].priority, 0);
   EXPECT_EQ(w[3].requests, (Devices{{"nvidia.com/mig-2g.20gb", 1}}));
+}
+
+TEST(MigWaitingOf, AWholeGpuGangIsOneWaitingPodPerMemberAndAShareIsNone) {
+  Snapshot snap;
+  QueueEntry gang = Waiting("train", "", 1, "GangIncomplete");
+  auto g = std::make_shared<JobRecord>(*gang.job);
+  g->request.tasks = 3;
+  g->request.gpus_per_task = 8;
+  gang.job = g;
+  QueueEntry share = Waiting("notebook", "", 1, "Resources");
+  auto f = std::make_shared<JobRecord>(*share.job);
+  f->request.gpus_per_task = 0;  // a fractional share of a GPU: no MIG layout is made for it
+  f->request.gpu_milli = 250;
+  share.job = f;
+  snap.queue = {share, gang};
+  const std::vector<WaitingPod> w = MigWaitingOf(snap, {{"batch", 100}}, [](const JobRecord&) {
+    return std::vector<std::string>{"podgroup/research/train"};
+  });
+  ASSERT_EQ(w.size(), 3u);
+  for (const WaitingPod& p : w) {
+    EXPECT_EQ(p.ns + "/" + p.name, "research/train");
+    EXPECT_EQ(p.requests, (Devices{{"nvidia.com/gpu", 8}}));
+    EXPECT_EQ(p.priority, 100);
+  }
 }
 
 TEST(MigWaitingOf, NothingWaitsWithAnEmptyQueue) {
