@@ -113,6 +113,49 @@ class SchedulerE2e : public ::testing::Test {
     return done();
   }
   std::optional<json> Pod(const std::string& name) { return api_.Get("pods", "ml", name); }
+  // A pod of namespace ml whose claim NAME-gpu asks for `gpus` whole GPUs of DeviceClass gpu.nvidia.com, in
+  // Volcano queue `queue` and PodGroup `group` when given.
+  void DraPod(const std::string& name, int gpus, const std::string& priority_class, const std::string& queue,
+              const std::string& group = "") {
+    api_.Create("resourceclaims", {{"metadata", {{"name", name + "-gpu"}, {"namespace", "ml"}}},
+                                   {"spec",
+                                    {{"devices",
+                                      {{"requests",
+                                        {{{"name", "gpu"},
+                                          {"exactly",
+                                           {{"deviceClassName", "gpu.nvidia.com"},
+                                            {"allocationMode", "ExactCount"},
+                                            {"count", gpus}}}}}}}}}}});
+    json p = {{"metadata", {{"name", name}, {"namespace", "ml"}}},
+              {"spec",
+               {{"schedulerName", "tessera"},
+                {"priorityClassName", priority_class},
+                {"resourceClaims", {{{"name", "gpu"}, {"resourceClaimName", name + "-gpu"}}}},
+                {"containers",
+                 {{{"name", "main"},
+                   {"image", "trainer"},
+                   {"resources",
+                    {{"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}, {"claims", {{{"name", "gpu"}}}}}}}}}}}};
+    if (!queue.empty()) p["metadata"]["annotations"] = {{"scheduling.volcano.sh/queue-name", queue}};
+    if (!group.empty()) p["metadata"]["labels"] = {{"scheduling.x-k8s.io/pod-group", group}};
+    api_.Create("pods", p);
+  }
+  // Nodes d0, d1, ... (leaf-d) whose `gpus` A100-80GB only DRA publishes (NVIDIA's slices with DynamicMIG),
+  // and NVIDIA's DeviceClasses.
+  void DraNodes(int nodes, int gpus) {
+    const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
+    NvidiaSliceOptions o;
+    o.gpus = gpus;
+    for (int i = 0; i < nodes; ++i) {
+      const std::string n = "d" + std::to_string(i);
+      json node = MigGpuNode(n, "leaf-d", "all-disabled", json::object());
+      node["metadata"]["labels"].erase("nvidia.com/mig.config");
+      node["metadata"]["labels"].erase("nvidia.com/mig.config.state");
+      api_.Create("nodes", node);
+      for (const json& slice : NvidiaDynamicMigSlices(a100, n, o)) api_.Create("resourceslices", slice);
+    }
+    for (const json& dc : NvidiaDeviceClasses()) api_.Create("deviceclasses", dc);
+  }
   // Tessera's reason for the pod's PodScheduled=False condition ("" while it has none): the condition's
   // reason is always Unschedulable (what autoscalers act on) and Tessera's own code leads its message
   // ("tessera: CODE: ..."); a message without one gives "Unschedulable".
@@ -460,36 +503,9 @@ TEST_F(SchedulerE2e, PodsABudgetProtectsAreNoVictims) {
 // full DRA nodes is bound after the loop evicts a lower-priority one (whose claim the test deallocates, as
 // the resourceclaim controller would).
 TEST_F(SchedulerE2e, DraPodsAreJobsOfTheLoop) {
-  const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
-  NvidiaSliceOptions four;
-  four.gpus = 4;
-  for (const std::string n : {"d0", "d1"}) {
-    json node = MigGpuNode(n, "leaf-d", "all-disabled", json::object());
-    node["metadata"]["labels"].erase("nvidia.com/mig.config");
-    node["metadata"]["labels"].erase("nvidia.com/mig.config.state");
-    api_.Create("nodes", node);
-    for (const json& slice : NvidiaDynamicMigSlices(a100, n, four)) api_.Create("resourceslices", slice);
-  }
-  for (const json& dc : NvidiaDeviceClasses()) api_.Create("deviceclasses", dc);
-  api_.Create("queues", {{"metadata", {{"name", "capped"}}}, {"spec", {{"capability", {{"nvidia.com/gpu", "2"}}}}}});
-  auto dra_pod = [&](const std::string& name, int gpus, const std::string& priority_class, const std::string& queue) {
-    api_.Create("resourceclaims",
-                {{"metadata", {{"name", name + "-gpu"}, {"namespace", "ml"}}},
-                 {"spec", {{"devices", {{"requests", {{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.nvidia.com"},
-                                                                                      {"allocationMode", "ExactCount"},
-                                                                                      {"count", gpus}}}}}}}}}}});
-    json p = {{"metadata", {{"name", name}, {"namespace", "ml"}}},
-              {"spec",
-               {{"schedulerName", "tessera"},
-                {"priorityClassName", priority_class},
-                {"resourceClaims", {{{"name", "gpu"}, {"resourceClaimName", name + "-gpu"}}}},
-                {"containers",
-                 {{{"name", "main"},
-                   {"image", "trainer"},
-                   {"resources", {{"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}, {"claims", {{{"name", "gpu"}}}}}}}}}}}};
-    if (!queue.empty()) p["metadata"]["annotations"] = {{"scheduling.volcano.sh/queue-name", queue}};
-    api_.Create("pods", p);
-  };
+  DraNodes(2, 4);
+  api_.Create("queues",
+              {{"metadata", {{"name", "capped"}}}, {"spec", {{"capability", {{"nvidia.com/gpu", "2"}}}}}});
   // The resourceclaim controller's part: a claim reserved only for pods that are gone is deallocated.
   auto deallocate_orphans = [&] {
     std::set<std::string> uids;
@@ -503,7 +519,7 @@ TEST_F(SchedulerE2e, DraPodsAreJobsOfTheLoop) {
   };
   min_runtime_s_ = 0;
   Start();
-  for (int i = 0; i < 3; ++i) dra_pod("capped-" + std::to_string(i), 1, "tessera-serving", "capped");
+  for (int i = 0; i < 3; ++i) DraPod("capped-" + std::to_string(i), 1, "tessera-serving", "capped");
   ASSERT_TRUE(Eventually([&] {
     int bound = 0;
     for (int i = 0; i < 3; ++i) bound += !NodeOf(Pod("capped-" + std::to_string(i))).empty();
@@ -540,13 +556,13 @@ TEST_F(SchedulerE2e, DraPodsAreJobsOfTheLoop) {
     return false;
   }));
   // The rest of the 8 DRA GPUs go to low-priority pods; then a critical 2-GPU pod preempts.
-  for (int i = 0; i < 6; ++i) dra_pod("batch-" + std::to_string(i), 1, "low", "");
+  for (int i = 0; i < 6; ++i) DraPod("batch-" + std::to_string(i), 1, "low", "");
   ASSERT_TRUE(Eventually([&] {
     for (int i = 0; i < 6; ++i)
       if (NodeOf(Pod("batch-" + std::to_string(i))).empty()) return false;
     return true;
   }));
-  dra_pod("prod", 2, "critical", "");
+  DraPod("prod", 2, "critical", "");
   ASSERT_TRUE(Eventually([&] {
     deallocate_orphans();
     return !NodeOf(Pod("prod")).empty();
@@ -560,20 +576,51 @@ TEST_F(SchedulerE2e, DraPodsAreJobsOfTheLoop) {
   EXPECT_EQ(claim["status"]["allocation"]["devices"]["results"].size(), 2u) << claim.dump();
 }
 
+// PodGroup members with claims are one gang of the loop: a pair whose claims ask for 4 whole GPUs each is
+// bound whole on the two DRA nodes of 4 GPUs, each member's claim allocated 4 devices of its own node; a trio
+// of 2 GPUs each that cannot fit beside it has no member bound (all or nothing) and says why.
+TEST_F(SchedulerE2e, PodGroupMembersWithClaimsAreOneGangOfTheLoop) {
+  DraNodes(2, 4);
+  min_runtime_s_ = 0;
+  Start();
+  api_.Create("podgroups", PodGroup("pair", 2));
+  api_.Create("podgroups", PodGroup("trio", 3));
+  for (int i = 0; i < 2; ++i) DraPod("pair-" + std::to_string(i), 4, "tessera-serving", "", "pair");
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("pair-0")).empty() && !NodeOf(Pod("pair-1")).empty(); }))
+      << Unscheduled("pair-0") << " / " << Unscheduled("pair-1");
+  EXPECT_EQ((std::set<std::string>{NodeOf(Pod("pair-0")), NodeOf(Pod("pair-1"))}),
+            (std::set<std::string>{"d0", "d1"}));
+  for (int i = 0; i < 2; ++i) {
+    const std::string pod = "pair-" + std::to_string(i);
+    const json claim = *api_.Get("resourceclaims", "ml", pod + "-gpu");
+    const json& results = claim["status"]["allocation"]["devices"]["results"];
+    ASSERT_EQ(results.size(), 4u) << claim.dump();
+    for (const json& r : results) EXPECT_EQ(r.value("pool", ""), NodeOf(Pod(pod))) << r.dump();
+  }
+  bool in_loop = false, more = false;
+  for (const JobView& v : scheduler_->service().List({"admin", "", Role::kAdmin}, "", "", "", 0, 100, &more))
+    in_loop |= v.job->name == "pair" && v.job->request.tasks == 2 && v.job->state == JobState::kRunning;
+  EXPECT_TRUE(in_loop) << "the pair is not one running gang of 2 tasks in the Service";
+
+  for (int i = 0; i < 3; ++i) DraPod("trio-" + std::to_string(i), 2, "tessera-serving", "", "trio");
+  ASSERT_TRUE(Eventually([&] { return !Unscheduled("trio-0").empty(); }));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  for (int i = 0; i < 3; ++i) {
+    const std::string pod = "trio-" + std::to_string(i);
+    EXPECT_TRUE(NodeOf(Pod(pod)).empty()) << pod;
+    EXPECT_FALSE((*api_.Get("resourceclaims", "ml", pod + "-gpu"))
+                     .value("status", json::object())
+                     .contains("allocation"))
+        << pod;
+  }
+}
+
 // One queue order across the loop and the DRA path: a pod whose claim asks for 4 whole GPUs (a job of the
 // loop) and one behind it whose claim asks for all of the node's GPUs (allocationMode All: the DRA path) wait
 // together for a node of 4 GPUs that only DRA publishes; the first is bound there and the DRA path does not
 // take the node before it (the second waits with a reason, its claim unallocated).
 TEST_F(SchedulerE2e, TheDraPathDoesNotOvertakeLoopPodsAheadOfIt) {
-  const GpuKind& a100 = Catalog::Default().kind(Catalog::Default().Find("a100-80gb"));
-  json d0 = MigGpuNode("d0", "leaf-d", "all-disabled", json::object());
-  d0["metadata"]["labels"].erase("nvidia.com/mig.config");
-  d0["metadata"]["labels"].erase("nvidia.com/mig.config.state");
-  api_.Create("nodes", d0);
-  NvidiaSliceOptions four;
-  four.gpus = 4;
-  for (const json& slice : NvidiaDynamicMigSlices(a100, "d0", four)) api_.Create("resourceslices", slice);
-  for (const json& dc : NvidiaDeviceClasses()) api_.Create("deviceclasses", dc);
+  DraNodes(1, 4);
   auto claimed_pod = [&](const std::string& name, const json& exactly) {
     api_.Create("resourceclaims", {{"metadata", {{"name", name}, {"namespace", "ml"}}},
                                    {"spec", {{"devices", {{"requests", {{{"name", "r"}, {"exactly", exactly}}}}}}}}});
