@@ -234,6 +234,15 @@ void RegisterK8s(CLI::App& app, int* exit_code) {
                  "seconds a pod's job runs before a higher priority may preempt it (anti-thrashing)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{30} * 86400));
+  sc->add_option("--kube-api-qps", s->options.kube_api_qps,
+                 "requests per second to the API server at most, as client-go's (watches and the Lease's "
+                 "renewals apart); 0: no limit")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100000.0));
+  sc->add_option("--kube-api-burst", s->options.kube_api_burst,
+                 "requests at once above --kube-api-qps (0: twice the qps)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   sc->add_option("--db", s->options.db, "SQLite store (created if missing)")->capture_default_str();
   sc->add_option("--store", s->options.store,
                  "PostgreSQL connection URI instead of --db: replicas share the database, whose lease follows "

@@ -73,6 +73,11 @@ Status K8sScheduler::Init() {
   teams_ = std::make_unique<TeamRoom>(this);
   leader_->Init();
   api_.set_write_guard([this] { return !scheduling_stopped_.load() && leader_->IsLeader(); });
+  if (options_.kube_api_qps > 0) {
+    const int burst = options_.kube_api_burst > 0 ? options_.kube_api_burst
+                                                  : std::max(1, static_cast<int>(2 * options_.kube_api_qps));
+    api_.set_rate_limit(options_.kube_api_qps, burst);
+  }
   if (Status st = leader_->Await(); !st.ok()) return st;
   auto log = [this](const std::string& s) { Log(s); };
   auto wake = [this](WatchEvent, const json&) { Wake(); };

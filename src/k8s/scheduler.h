@@ -91,6 +91,10 @@ struct SchedulerOptions {
   LeaseOptions lease;  // durations; namespace and identity come from the fields above
   // Also serve kube-scheduler's extender verbs, from the loop's view (extender_room.h); nullopt = not.
   std::optional<ExtenderServerOptions> extender;
+  // The API server's requests (not watches, not the Lease's) at most kube_api_qps per second with bursts of
+  // kube_api_burst, as client-go's --kube-api-qps and --kube-api-burst; qps <= 0: no limit.
+  double kube_api_qps = 0;
+  int kube_api_burst = 0;  // <= 0: twice the qps (at least 1)
 };
 
 class K8sScheduler {

@@ -97,6 +97,8 @@ class SchedulerE2e : public ::testing::Test {
     o.identity = "e2e";
     o.min_runtime_s = min_runtime_s_;
     o.extender = extender_;
+    o.kube_api_qps = kube_api_qps_;
+    o.kube_api_burst = kube_api_burst_;
     // No --team-namespaces: each team's own namespace, never a system one (ApiJobsBecomePodsAndFollowThem).
     if (std::getenv("TESSERA_TEST_LOG") != nullptr)  // the scheduler's log on stderr, to follow a failure
       o.log = [](const std::string& line) { std::fprintf(stderr, "scheduler: %s\n", line.c_str()); };
@@ -175,6 +177,8 @@ class SchedulerE2e : public ::testing::Test {
   FakeApiServer api_;
   std::optional<ExtenderServerOptions> extender_;  // serve the extender verbs too
   int64_t min_runtime_s_ = 300;
+  double kube_api_qps_ = 0;  // no limit
+  int kube_api_burst_ = 0;
   std::filesystem::path dir_;
   std::unique_ptr<K8sScheduler> scheduler_;
 };
@@ -574,6 +578,30 @@ TEST_F(SchedulerE2e, DraPodsAreJobsOfTheLoop) {
   EXPECT_TRUE(Pod("capped-0") && Pod("capped-1") && Pod("capped-2")) << "a victim of higher priority";
   const json claim = *api_.Get("resourceclaims", "ml", "prod-gpu");
   EXPECT_EQ(claim["status"]["allocation"]["devices"]["results"].size(), 2u) << claim.dump();
+}
+
+// --kube-api-qps and --kube-api-burst: at 5 requests per second with bursts of 1, binding 8 pods (a binding
+// each, besides their Events) takes at least 7 / 5 s from the first; every pod is bound.
+TEST_F(SchedulerE2e, ApiRequestsKeepToTheQpsLimit) {
+  kube_api_qps_ = 5;
+  kube_api_burst_ = 1;
+  Start();
+  const size_t before = api_.Requests().size();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 8; ++i)
+    api_.Create("pods", GpuRequestPod("limited-" + std::to_string(i), "nvidia.com/gpu", 1));
+  ASSERT_TRUE(Eventually([&] {
+    for (int i = 0; i < 8; ++i)
+      if (NodeOf(Pod("limited-" + std::to_string(i))).empty()) return false;
+    return true;
+  }));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(took, 1.4 - 0.05) << "8 bindings at 5/s after a burst of 1";
+  int bindings = 0;
+  const std::vector<testing::FakeRequest> requests = api_.Requests();
+  for (size_t i = before; i < requests.size(); ++i)
+    bindings += requests[i].method == "POST" && requests[i].path.find("/binding") != std::string::npos;
+  EXPECT_EQ(bindings, 8);
 }
 
 // PodGroup members with claims are one gang of the loop: a pair whose claims ask for 4 whole GPUs each is
