@@ -174,6 +174,7 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   RegisterBenchApi(*bench, exit_code);
   RegisterBenchSoak(*bench, exit_code);
   RegisterBenchDra(*bench, exit_code);
+  RegisterBenchRank(*bench, exit_code);
 }
 
 }  // namespace tessera::cli

@@ -6,4 +6,6 @@ namespace tessera::cli {
 void RegisterBenchCycle(CLI::App& bench, int* exit_code);
 // `tessera bench dra` (DRA claims after MIG churn); defined in bench_dra.cc.
 void RegisterBenchDra(CLI::App& bench, int* exit_code);
+// `tessera bench rank-nodes` (the extender's question from the loop's view); defined in bench_rank.cc.
+void RegisterBenchRank(CLI::App& bench, int* exit_code);
 }  // namespace tessera::cli

@@ -11,11 +11,31 @@
 namespace tessera {
 namespace {
 
-// `request` allowed on the nodes `allowed` marks only.
-Request Within(Request request, std::vector<bool> allowed) {
-  request.nodes = std::make_shared<const std::vector<bool>>(std::move(allowed));
-  return request;
-}
+// A private copy of the loop's allocation with every node closed (cordoned) but those opened for a call of
+// the policy: each node is judged alone, and the ranks taken, at the cost of the nodes opened, not of every
+// node of the cluster per call (as PlaceWithin's mask would).
+class Closed {
+ public:
+  explicit Closed(std::unique_ptr<ClusterState> state) : state_(std::move(state)) {
+    open_.assign(state_->num_nodes(), false);
+    for (NodeId n = 0; n < state_->num_nodes(); ++n)
+      open_[n] = !state_->node_cordoned(n) && state_->CordonNode(n).ok();
+  }
+  const ClusterState& state() const { return *state_; }
+  // Whether node n was open in the loop's allocation (a cordoned node takes nothing).
+  bool WasOpen(NodeId n) const { return open_[n]; }
+  // The policy's placement of `request` with only `nodes` open (each open in the loop's allocation).
+  PlaceResult PlaceOn(const Policy& policy, const Request& request, const std::vector<NodeId>& nodes) {
+    for (NodeId n : nodes) (void)state_->UncordonNode(n);
+    PlaceResult r = policy.Place(*state_, request);
+    for (NodeId n : nodes) (void)state_->CordonNode(n);
+    return r;
+  }
+
+ private:
+  std::unique_ptr<ClusterState> state_;
+  std::vector<bool> open_;
+};
 
 }  // namespace
 
@@ -34,8 +54,11 @@ Outcome<std::vector<NodeRank>> JobRoom::RankNodes(const Caller& c, const JobSpec
     state = std::make_unique<ClusterState>(d_->loop_->state());
   }
   request.tasks = 1;  // one pod: one task
+  request.nodes = nullptr;  // the nodes asked about are the ones open
+  Closed closed(std::move(state));
+  const ClusterState& s = closed.state();
   std::map<std::string, NodeId> ids;
-  for (NodeId n = 0; n < state->num_nodes(); ++n) ids.emplace(state->cluster().nodes[n].name, n);
+  for (NodeId n = 0; n < s.num_nodes(); ++n) ids.emplace(s.cluster().nodes[n].name, n);
   const Policy& policy = *d_->policy_;
   std::vector<NodeRank> out;
   std::map<NodeId, size_t> fitting;      // node -> its first entry in `out`
@@ -48,9 +71,10 @@ Outcome<std::vector<NodeRank>> JobRoom::RankNodes(const Caller& c, const JobSpec
     } else {
       auto r = judged.find(id->second);
       if (r == judged.end()) {
-        std::vector<bool> only(state->num_nodes(), false);
-        only[id->second] = true;
-        r = judged.emplace(id->second, PlaceWithin(policy, *state, Within(request, std::move(only)))).first;
+        PlaceResult res = closed.WasOpen(id->second)
+                              ? closed.PlaceOn(policy, request, {id->second})
+                              : PlaceResult::NoFit(NoFitCode::kResources, "cordoned in Tessera's cluster");
+        r = judged.emplace(id->second, std::move(res)).first;
       }
       f.fits = r->second.ok;
       if (!f.fits)
@@ -60,15 +84,15 @@ Outcome<std::vector<NodeRank>> JobRoom::RankNodes(const Caller& c, const JobSpec
     }
     out.push_back(std::move(f));
   }
-  std::vector<bool> left(state->num_nodes(), false);
-  for (const auto& [n, i] : fitting) left[n] = true;
+  std::vector<NodeId> left;
+  for (const auto& [n, i] : fitting) left.push_back(n);
   for (int rank = 0; rank < ranked && !fitting.empty(); ++rank) {
-    const PlaceResult r = PlaceWithin(policy, *state, Within(request, left));
+    const PlaceResult r = closed.PlaceOn(policy, request, left);
     if (!r.ok || r.tasks.empty()) break;
     auto chosen = fitting.find(r.tasks.front().node);
-    if (chosen == fitting.end()) break;  // the policy holds to the nodes allowed: never expected
+    if (chosen == fitting.end()) break;  // the policy holds to the nodes open: never expected
     out[chosen->second].rank = rank;
-    left[chosen->first] = false;
+    std::erase(left, chosen->first);
     fitting.erase(chosen);
   }
   return out;
