@@ -74,6 +74,11 @@ before(async () => {
   const u = await apiCall(leader.url, 'POST', '/api/v1/users', adminToken, { name: 'lead', team: 'web', role: 'team-lead' });
   assert.equal(u.status, 201, u.text);
   leadToken = u.json.token;
+  // A follower's view of the database lags the leader by up to its refresh (docs/high-availability.md): the
+  // user just made is known there once a read with its token is answered.
+  const follower = await leaderOf(503);
+  await waitFor(async () => (await apiCall(follower.url, 'GET', '/api/v1/jobs', leadToken)).status === 200,
+    'the follower to know the new user', 20000, 1000);  // a poll a second: wrong tokens are rate-limited
   browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS });
 });
 
