@@ -320,9 +320,6 @@ void ClusterRoom::HoldForeignHost(const std::string& name, int64_t cpu_milli, in
     held_host_.erase(name);
 }
 
-// Pods whose requests the Service's cluster does not hold: other schedulers' pods, and ours that no running
-// job of this Service holds (bound by an earlier replica or store, left from an ended job, or still
-// terminating after their run was stopped).
 std::vector<WaitingPod> MigWaitingOf(const Snapshot& snap, const std::vector<PriorityClass>& classes,
                                      const std::function<std::vector<std::string>(const JobRecord&)>& keys) {
   // Verdicts of a policy hold: no new layout would start the job.
@@ -333,7 +330,8 @@ std::vector<WaitingPod> MigWaitingOf(const Snapshot& snap, const std::vector<Pri
     const JobRecord& j = *e.job;
     const Request& r = j.request;
     const bool whole = r.gpus_per_task > 0 && j.mig_profile.empty();
-    if ((!whole && j.mig_profile.empty()) || kHolds.count(e.info.code)) continue;  // a fractional share
+    if (!whole && j.mig_profile.empty()) continue;  // a fractional share: no MIG layout is made for it
+    if (kHolds.count(e.info.code)) continue;
     Devices asks;
     if (whole)
       asks[std::string(kGpuResource)] = r.gpus_per_task;
@@ -365,6 +363,9 @@ std::vector<WaitingPod> ClusterRoom::MigWaiting() const {
                       [this](const JobRecord& j) { return s_->api_jobs_->KeysFor(j); });
 }
 
+// Pods whose requests the Service's cluster does not hold: other schedulers' pods, and ours that no running
+// job of this Service holds (bound by an earlier replica or store, left from an ended job, or still
+// terminating after their run was stopped).
 std::vector<const json*> ClusterRoom::ForeignPods() {
   foreign_pods_ = s_->pods_->Snapshot();
   auto snap = s_->service_->snapshot();
