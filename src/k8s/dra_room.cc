@@ -170,9 +170,13 @@ void DraRoom::Sync() {
   std::vector<json> waiting;
   std::set<std::string> seen, loop_seen;
   std::vector<std::tuple<int, std::string, std::string>> loop_ahead;  // loop pods DRA-path pods yield to
-  const auto pods_snap = s_->pods_->Snapshot();
-  for (const auto& [key, p] : *pods_snap) {
-    if (!PodIsOurs(p, s_->options_.scheduler_name) || !PodUsesDra(p) || !PodWaiting(p)) continue;
+  ObjectMap dra_pods;  // ours with claims (the scheduler's index of the pods informer's events)
+  {
+    std::lock_guard<std::mutex> l(s_->pods_mu_);
+    dra_pods = s_->dra_pods_;
+  }
+  for (const auto& [key, p] : dra_pods) {
+    if (!PodWaiting(p)) continue;
     const std::string uid = Meta(p, "uid");
     if (sync_->enabled() && KindOf(p) != DraJobDemand::Kind::kDraPath) {  // the loop's, or not judged yet
       loop_seen.insert(uid);

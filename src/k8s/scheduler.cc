@@ -235,10 +235,17 @@ void K8sScheduler::OnPod(WatchEvent e, const json& pod) {
   const JobKey key = JobKeyOf(pod);
   if (PodIsOurs(pod,
                 options_.scheduler_name)) {  // with claims too: SyncJobs keeps the loop's (DraRoom::Classify)
+    const std::string name = Meta(pod, "name"), ns_name = Meta(pod, "namespace") + "/" + name;
     std::lock_guard<std::mutex> l(pods_mu_);
     auto& m = pods_by_key_[key.str()];
-    if (e == WatchEvent::kDeleted) m.Erase(Meta(pod, "name"));
-    else m.Put(Meta(pod, "name"), pod);
+    if (e == WatchEvent::kDeleted)
+      m.Erase(name);
+    else
+      m.Put(name, pod);
+    if (e != WatchEvent::kDeleted && PodUsesDra(pod))
+      dra_pods_.Put(ns_name, m.Get(name));
+    else
+      dra_pods_.Erase(ns_name);  // a pod's claims never change: only its deletion takes it out
     if (m.empty()) pods_by_key_.erase(key.str());
   }
   if (backend_ && service_) backend_->PodsChanged(Meta(pod, "uid"));

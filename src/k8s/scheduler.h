@@ -198,6 +198,7 @@ class K8sScheduler {
 
   mutable std::mutex pods_mu_;
   std::map<std::string, ObjectMap> pods_by_key_;  // JobKey::str() -> name -> pod
+  ObjectMap dra_pods_;  // ours with claims, by namespace/name (the same values as pods_by_key_'s)
   // Loop thread only.
   std::map<std::string, int64_t> job_of_key_;  // JobKey::str() -> active job id
   std::map<std::string, double>

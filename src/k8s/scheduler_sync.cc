@@ -46,9 +46,11 @@ void K8sScheduler::SyncJobs() {
   for (const auto& [key, id] : job_of_key_)
     if (key.rfind("podgroup/", 0) == 0 && JobRunning(id)) running_gangs.insert(key);
   std::map<std::string, ObjectMap> pod_maps;
+  ObjectMap dra_pods;
   {
     std::lock_guard<std::mutex> l(pods_mu_);
     pod_maps = pods_by_key_;  // pointers: the pods themselves are shared
+    dra_pods = dra_pods_;
   }
   {
     for (const auto& [key, m] : pod_maps) {
@@ -66,12 +68,13 @@ void K8sScheduler::SyncJobs() {
       }
     }
   }
-  // Pods with claims the loop cannot express (or not yet: their claims are still being made) are not its.
-  std::erase_if(by_key, [&](const auto& e) {
-    return std::any_of(e.second.begin(), e.second.end(), [&](const json& p) {
-      return PodUsesDra(p) && !PodTerminal(p) && dra_->KindOf(p) != DraJobDemand::Kind::kWholeGpus;
-    });
-  });
+  // Pods with claims the loop cannot express (or not yet: their claims are still being made) are not its:
+  // neither their job's entry nor their own (a PodGroup member's) is.
+  for (const auto& [ns_name, p] : dra_pods) {
+    if (PodTerminal(p) || dra_->KindOf(p) == DraJobDemand::Kind::kWholeGpus) continue;
+    by_key.erase(JobKeyOf(p).str());
+    by_key.erase(JobKey{"pod", Meta(p, "namespace"), Meta(p, "name")}.str());
+  }
   // Active jobs: drop the finished, cancel the pending ones whose pods are gone or placed elsewhere.
   for (auto it = job_of_key_.begin(); it != job_of_key_.end();) {
     auto job = service_->Get(admin_, it->second);
