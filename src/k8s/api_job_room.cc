@@ -26,8 +26,10 @@ std::vector<std::string> ApiJobRoom::KeysFor(const JobRecord& job) const {
     const std::optional<JobKey> key = KeyOfJob(job.project, job.team, job.name);
     return key ? std::vector<std::string>(job.replicas, key->str()) : std::vector<std::string>{};
   }
-  auto keys = ApiJobKeys(job, TeamNamespacesFor(job.team));
   std::vector<std::string> out;
+  for (const JobKey& k : KeysOf(job.id)) out.push_back(k.str());  // made already: as they were made
+  if (!out.empty()) return out;
+  auto keys = ApiJobKeys(job, TeamNamespacesFor(job.team));
   for (const JobKey& k : keys.ok() ? *keys : std::vector<JobKey>{}) out.push_back(k.str());
   return out;
 }

@@ -34,9 +34,9 @@ class ApiJobRoom {
   // Job id -> the key each of its loop replicas binds through, for the jobs whose objects were made.
   std::map<int64_t, std::vector<JobKey>> Keys() const;
   std::vector<JobKey> KeysOf(int64_t id) const;
-  // The key each loop replica of `job` binds through (ServiceConfig::external_keys; pure, any thread): a job
-  // from pods, its pod's or PodGroup's; an API job, its pods' (none when it has no container or its team no
-  // namespace).
+  // The key each loop replica of `job` binds through (ServiceConfig::external_keys; any thread; those already
+  // made as they were made): a job from pods, its pod's or PodGroup's; an API job, its pods' (none when it
+  // has no container or its team no namespace).
   std::vector<std::string> KeysFor(const JobRecord& job) const;
 
  private:

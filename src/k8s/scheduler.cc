@@ -165,11 +165,7 @@ Status K8sScheduler::StartService() {
   cfg.log = [this](const std::string& s) { Log(s); };
   // A pod job's key goes with its launches (LaunchSpec::key): the backend binds without asking the Service.
   // An API job's pods are made later (ApiJobRoom), with the names its key gives.
-  cfg.external_keys = [this](const JobRecord& j) -> std::vector<std::string> {
-    if (j.user != admin_.user) return api_jobs_->KeysFor(j);
-    const std::optional<JobKey> key = KeyOfJob(j.project, j.team, j.name);
-    return key ? std::vector<std::string>(j.replicas, key->str()) : std::vector<std::string>{};
-  };
+  cfg.external_keys = [this](const JobRecord& j) { return api_jobs_->KeysFor(j); };
   auto store = leader_->OpenStore();
   if (!store.ok()) return store.status();
   clock_ = std::make_unique<ScaledClock>(static_cast<double>(std::time(nullptr)), 1.0);
