@@ -85,6 +85,34 @@ void ControlLoop::AddRunning(const ControlJob& j, int64_t now, CycleInput& in, s
   r.checkpointable = j.checkpointable;
 }
 
+PreemptKind ControlLoop::MayPreemptFor(JobSlot victim, JobSlot for_job, int64_t now) const {
+  const ControlJob& p = jobs_[for_job];
+  if (p.phase != JobPhase::kPending) return PreemptKind::kNone;
+  return MayPreemptFor(victim, p.request, p.queue, now);
+}
+
+PreemptKind ControlLoop::MayPreemptFor(JobSlot victim, const Request& r, int queue, int64_t now) const {
+  const ControlJob& v = jobs_[victim];
+  if (v.phase != JobPhase::kBound && v.phase != JobPhase::kRunning) return PreemptKind::kNone;
+  // What each leaf queue holds, as a cycle counts it, against its guarantee (no queues: one queue
+  // guaranteed the whole cluster).
+  std::vector<int64_t> held(queues_.size(), 0);
+  for (JobSlot s : jobs_.holding()) {
+    const ControlJob& h = jobs_[s];
+    if (h.phase != JobPhase::kTerminating && h.queue >= 0 && h.queue < static_cast<int>(held.size()))
+      held[h.queue] += UnitsOf(state_, h.tasks, options_.cycle.slice_units);
+  }
+  const auto within = [&](int q, int64_t more) {
+    return q < 0 || q >= static_cast<int>(held.size()) || held[q] + more <= queues_[q].guaranteed_milli;
+  };
+  const int64_t units = r.SubGpu() ? r.gpu_milli : int64_t{kMilliPerGpu} * r.TotalGpus();
+  CycleInput in;
+  size_t used = 0;
+  AddRunning(v, now, in, &used, nullptr);
+  return MayPreempt(Preemptor{r.priority, queue, within(queue, units)}, in.running[0], !within(v.queue, 0),
+                    now, options_.cycle);
+}
+
 CycleInput ControlLoop::BuildInput(int64_t now) {
   CycleInput in;
   BuildInput(now, &in);

@@ -24,6 +24,7 @@
 #include "sched/cluster_state.h"
 #include "sched/cycle.h"
 #include "sched/policy.h"
+#include "sched/preemption.h"
 #include "sched/take.h"
 
 namespace tessera {
@@ -173,6 +174,14 @@ class ControlLoop {
   void Terminate(JobSlot j);
   // Releases its grants and puts it back in the queue at its submit-time position (kPending).
   Released Requeue(JobSlot j, int64_t now);
+
+  // The cycle's preemption rule (sched/preemption.h MayPreempt) asked outside a cycle (a drain, an
+  // extender's victims): whether bound or running job `victim` may be preempted now for pending job
+  // `for_job`, with what each queue holds now (its queue within its guarantee with `for_job`; the victim's
+  // queue borrowing). kNone when `victim` does not hold grants or `for_job` is not pending.
+  PreemptKind MayPreemptFor(JobSlot victim, JobSlot for_job, int64_t now) const;
+  // The same for a job the loop does not hold yet: `request` in leaf queue `queue`.
+  PreemptKind MayPreemptFor(JobSlot victim, const Request& request, int queue, int64_t now) const;
 
  private:
   Applied ApplyBind(const Action& a, int64_t now);

@@ -349,6 +349,7 @@ std::vector<WaitingPod> MigWaitingOf(const Snapshot& snap, const std::vector<Pri
         w.name = key ? key->name : fmt::format("{}-{}", j.name, replica);
         w.priority = pc != classes.end() ? pc->value : 0;
         w.requests = asks;
+        w.job = j.id;
         out.push_back(std::move(w));
       }
     }

@@ -113,6 +113,7 @@ Status K8sScheduler::Init() {
     mo.scheduler_name = options_.scheduler_name;
     mo.drain_timeout_s = options_.mig_drain_timeout_s;
     mo.catalog = &Catalog::Default();
+    mo.loop_rule = [this](const GpuPod& p, int64_t for_job) { return LoopMayPreempt(p, for_job); };
     mig_ = std::make_unique<MigRepartitioner>(
         &api_, mo, log,
         [this](const GpuPod& p, const std::string& node, const std::string& why) {

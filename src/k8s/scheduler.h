@@ -138,6 +138,9 @@ class K8sScheduler {
   // loop preempts its job (the node cordoned in the Service first, so nothing lands back there) and the
   // backend marks and evicts its pods; false when the loop holds no such run.
   bool PreemptPod(const GpuPod& pod, const std::string& node, const std::string& why);
+  // The loop's rule for such a pod (mig_plan.h DrainRules::loop_rule): whether the job of the run that holds
+  // it may be preempted now for loop job `for_job`; nullopt when no run of the loop holds it.
+  std::optional<bool> LoopMayPreempt(const GpuPod& pod, int64_t for_job) const;
   void Loop();
   void Wake();
   void OnPod(WatchEvent e, const nlohmann::json& pod);

@@ -46,6 +46,13 @@ void K8sScheduler::CancelJobOfSlot(JobSlot slot, const std::string& why) {
                 : fmt::format("job {} ({}): cancelling it failed: {}", j->id, j->name, done.error().message));
 }
 
+std::optional<bool> K8sScheduler::LoopMayPreempt(const GpuPod& pod, int64_t for_job) const {
+  if (!backend_ || !service_) return std::nullopt;
+  const auto run = backend_->RunOfPod(pod.uid);
+  if (!run || run->stopping) return std::nullopt;
+  return service_->MayPreemptFor(run->slot, for_job);
+}
+
 bool K8sScheduler::PreemptPod(const GpuPod& pod, const std::string& node, const std::string& why) {
   if (!backend_ || !service_) return false;
   const auto run = backend_->RunOfPod(pod.uid);

@@ -88,6 +88,31 @@ JobPtr ServiceDriver::JobOfSlot(JobSlot slot) const {
   return book_->Current(IdOfSlotLocked(slot));
 }
 
+bool ServiceDriver::HoldsLocked(JobSlot slot) const {
+  if (!HasSlotLocked(slot)) return false;
+  const JobPhase phase = loop_->jobs()[slot].phase;
+  return phase == JobPhase::kBound || phase == JobPhase::kRunning;
+}
+
+std::optional<bool> ServiceDriver::MayPreemptFor(JobSlot victim, int64_t for_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!HoldsLocked(victim)) return std::nullopt;
+  for (JobSlot s : ReplicasLocked(for_id))
+    if (loop_->jobs()[s].phase == JobPhase::kPending)
+      return loop_->MayPreemptFor(victim, s, Now()) != PreemptKind::kNone;
+  return std::nullopt;
+}
+
+std::optional<bool> ServiceDriver::MayPreemptFor(JobSlot victim, const JobSpec& spec) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!HoldsLocked(victim)) return std::nullopt;
+  int queue = 0;
+  std::string priority_class;
+  auto r = jobs_->BuildRequestLocked(spec, spec.workload.team, /*id=*/0, &queue, &priority_class);
+  if (!r.ok()) return std::nullopt;
+  return loop_->MayPreemptFor(victim, r.value(), queue, Now()) != PreemptKind::kNone;
+}
+
 std::vector<std::string> ServiceDriver::TakeDecisionLines() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;

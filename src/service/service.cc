@@ -141,6 +141,12 @@ size_t Service::WaitingJobs() const { return driver_->cycles().WaitingJobs(); }
 std::vector<std::string> Service::TakeDecisionLines() { return driver_->TakeDecisionLines(); }
 std::vector<JobSlot> Service::LoopSlotsOf(int64_t id) const { return driver_->LoopSlotsOf(id); }
 JobPtr Service::JobOfSlot(JobSlot slot) const { return driver_->JobOfSlot(slot); }
+std::optional<bool> Service::MayPreemptFor(JobSlot victim, int64_t for_id) const {
+  return driver_->MayPreemptFor(victim, for_id);
+}
+std::optional<bool> Service::MayPreemptFor(JobSlot victim, const JobSpec& spec) const {
+  return driver_->MayPreemptFor(victim, spec);
+}
 std::string Service::NodeName(NodeId n) const { return driver_->nodes().Name(n); }
 void Service::SetEvictionBlocked(std::set<int64_t> ids) {
   driver_->cycles().SetEvictionBlocked(std::move(ids));

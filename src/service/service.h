@@ -309,6 +309,13 @@ class Service {
   // name by id (empty for an unknown id). Backends that name jobs and nodes outside Tessera use them.
   JobPtr JobOfSlot(JobSlot slot) const;
   std::string NodeName(NodeId n) const;
+  // The loop's preemption rule asked for a backend's drain (control/loop.h MayPreemptFor): whether the
+  // job of slot `victim` may be preempted now for job `for_id` (its first pending replica); nullopt when
+  // `victim` holds no grants or `for_id` has no pending replica (the loop has no answer).
+  std::optional<bool> MayPreemptFor(JobSlot victim, int64_t for_id) const;
+  // The same for a job not submitted (an extender's pod), as `spec` would be submitted to its team's queue;
+  // nullopt also when the spec does not build (no such team, a bad field).
+  std::optional<bool> MayPreemptFor(JobSlot victim, const JobSpec& spec) const;
   // Running jobs that cannot be evicted now (a backend's disruption budgets refuse it): the cycles after
   // this call choose no victim among them. Replaces the previous set; unknown ids are ignored.
   void SetEvictionBlocked(std::set<int64_t> ids);

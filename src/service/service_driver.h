@@ -92,6 +92,8 @@ class ServiceDriver {
   std::vector<std::string> TakeDecisionLines();
   std::vector<JobSlot> LoopSlotsOf(int64_t id) const;
   JobPtr JobOfSlot(JobSlot slot) const;
+  std::optional<bool> MayPreemptFor(JobSlot victim, int64_t for_id) const;  // Service::MayPreemptFor
+  std::optional<bool> MayPreemptFor(JobSlot victim, const JobSpec& spec) const;
   CycleRoom& cycles() { return *cycles_; }
   SnapshotRoom& snapshots() { return *snapshots_; }
   Restorer& restorer() { return *restorer_; }
@@ -149,6 +151,8 @@ class ServiceDriver {
     return slot.value() >= 0 && slot.value() < static_cast<int32_t>(job_of_slot_.size());
   }
   int64_t IdOfSlotLocked(JobSlot slot) const { return job_of_slot_[slot.value()]; }
+  // Whether the service added `slot` and it holds grants now (bound or running).
+  bool HoldsLocked(JobSlot slot) const;
   void Notify() { cycles_->Notify(); }
 
   ServiceConfig* const config_;  // its tenancy's queues grow under mu_ once started

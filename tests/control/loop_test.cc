@@ -415,5 +415,42 @@ TEST_F(LoopTest, QueuesAddedAtRunTimeReachTheCycle) {
   EXPECT_EQ(loop.jobs()[a].phase, JobPhase::kBound);
 }
 
+// A drain asks the cycle's preemption rule outside a cycle (MayPreemptFor): a lower priority of the
+// preemptor's queue once it ran min_runtime_s; not one younger, nor one whose class says `preemption:
+// never`, nor one of another queue that holds no more than its guarantee; one of a queue above its
+// guarantee, for a job whose queue stays within its own. The preemptor must be pending, the victim holding.
+TEST_F(LoopTest, MayPreemptForAsksTheCyclesRuleWithTheQueuesAsTheyHoldNow) {
+  LoopOptions o;
+  o.cycle.min_runtime_s = 300;
+  o.cycle.reclaim_min_runtime_s = 30;
+  ControlLoop loop = MakeLoop(8, o, 2);
+  for (int q = 0; q < 2; ++q) {
+    QueueConfig c = loop.queues()[q];
+    c.guaranteed_milli = 4000;
+    loop.UpdateQueue(q, c);
+  }
+  const JobSlot v = loop.Add(Job(4, 100, 5000, 1));
+  const JobSlot keep = loop.Add(Job(1, 100, 5000, 1));
+  loop.jobs()[keep].preemptible = false;
+  loop.Submit(v, 0);
+  loop.Submit(keep, 0);
+  loop.Apply(loop.Decide(0, policy()), 0);
+  ASSERT_EQ(loop.jobs()[v].phase, JobPhase::kBound);
+  const JobSlot other = loop.Add(Job(4, 200, 100, 0));  // another queue, within its guarantee
+  const JobSlot same = loop.Add(Job(4, 200, 100, 1));   // the victims' queue
+  const JobSlot low = loop.Add(Job(4, 50, 100, 1));     // below the victim
+  for (JobSlot s : {other, same, low}) loop.Submit(s, 10);
+  EXPECT_EQ(loop.MayPreemptFor(v, same, 100), PreemptKind::kNone) << "younger than min_runtime_s";
+  EXPECT_EQ(loop.MayPreemptFor(v, same, 400), PreemptKind::kPriority);
+  EXPECT_EQ(loop.MayPreemptFor(v, low, 400), PreemptKind::kNone);
+  EXPECT_EQ(loop.MayPreemptFor(keep, same, 400), PreemptKind::kNone) << "preemption: never";
+  // q1 holds 5 GPUs against a guarantee of 4: borrowing, so q0's job may take them back.
+  EXPECT_EQ(loop.MayPreemptFor(v, other, 400), PreemptKind::kPriority);
+  loop.Complete(keep, 400);
+  EXPECT_EQ(loop.MayPreemptFor(v, other, 400), PreemptKind::kNone) << "q1 within its guarantee now";
+  EXPECT_EQ(loop.MayPreemptFor(v, v, 900), PreemptKind::kNone) << "the preemptor is not pending";
+  EXPECT_EQ(loop.MayPreemptFor(same, other, 900), PreemptKind::kNone) << "the victim holds nothing";
+}
+
 }  // namespace
 }  // namespace tessera

@@ -161,7 +161,7 @@ class RequeueE2e : public ::testing::Test {
     SchedulerOptions o;
     o.db = (dir_ / "tessera.db").string();
     o.identity = "requeue";
-    o.min_runtime_s = 5;
+    o.min_runtime_s = min_runtime_s_;
     if (repartition) o.mig_config_map = "gpu-operator/mig-parted";
     o.mig_drain_timeout_s = drain_timeout_s_;
     if (std::getenv("TESSERA_TEST_LOG") != nullptr)
@@ -211,6 +211,7 @@ class RequeueE2e : public ::testing::Test {
 
   FakeApiServer api_;
   int64_t drain_timeout_s_ = 300;
+  int64_t min_runtime_s_ = 5;
   std::filesystem::path dir_;
   std::unique_ptr<RqMigManager> mig_manager_;
   std::unique_ptr<K8sScheduler> scheduler_;
@@ -285,6 +286,30 @@ TEST_F(RequeueE2e, ARepartitionsDrainRequeuesThroughTheLoop) {
   EXPECT_EQ(Evictions("notebook"), 0);
   EXPECT_EQ((*api_.Get("nodes", "", "m1"))["metadata"]["labels"]["nvidia.com/mig.config"], "all-1g.10gb");
   EXPECT_FALSE((*api_.Get("nodes", "", "m0"))["spec"].value("unschedulable", false));
+}
+
+// A drain's victims are the loop's preemptions: a pod of a job the loop runs goes only when the loop's rule
+// lets it (here: once it ran --min-runtime), however far below the waiting pod's priority it is; until then
+// the drain waits for it. (The rule before read priorities only and evicted it at once.)
+TEST_F(RequeueE2e, ADrainTakesALoopJobOnlyAsTheLoopsRuleAllows) {
+  min_runtime_s_ = 8;
+  api_.Create("nodes", RqNode("m0", "all-1g.10gb"));
+  Start();
+  json young = RqPod("batch", "young", "nvidia.com/mig-1g.10gb", 1, "batch");
+  young["spec"]["terminationGracePeriodSeconds"] = 1;
+  api_.Create("pods", young);
+  ASSERT_TRUE(Eventually([&] { return NodeOf("batch", "young") == "m0"; }, 30));
+  const auto bound = std::chrono::steady_clock::now();
+  api_.Create("pods", RqPod("serving", "big-7g", "nvidia.com/mig-7g.80gb", 1, "critical"));
+  ASSERT_TRUE(Eventually([&] { return Evictions("young") > 0; }, 60)) << "never preempted";
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - bound).count();
+  EXPECT_GE(waited, 7.0) << "preempted before it ran --min-runtime (8 s)";
+  ASSERT_TRUE(Eventually([&] { return NodeOf("serving", "big-7g") == "m0"; }, 60));
+  EXPECT_EQ((*api_.Get("nodes", "", "m0"))["metadata"]["labels"]["nvidia.com/mig.config"], "all-7g.80gb");
+  JobPtr j = JobNamed("young");
+  ASSERT_NE(j, nullptr);
+  EXPECT_NE(j->state, JobState::kSucceeded);
+  EXPECT_NE(j->state, JobState::kFailed);
 }
 
 // A drain that cannot end (a pod there of the waiting pod's own priority is waited for, and never ends) is

@@ -68,10 +68,10 @@ struct Score {
   }
 };
 
-Score DrainCost(const MigNode& n, int priority, const DrainRules& rules) {
+Score DrainCost(const MigNode& n, const WaitingPod& for_pod, const DrainRules& rules) {
   Score s;
   for (const GpuPod& p : n.pods) {
-    if (Evictable(p, priority, rules)) {
+    if (Evictable(p, for_pod.priority, rules, for_pod.job)) {
       ++s.evictions;
       continue;
     }
@@ -113,9 +113,12 @@ class DevicesCache {
 
 }  // namespace
 
-bool Evictable(const GpuPod& p, int priority, const DrainRules& rules) {
+bool Evictable(const GpuPod& p, int priority, const DrainRules& rules, int64_t for_job) {
   const bool foreign = !rules.scheduler_name.empty() && p.scheduler != rules.scheduler_name;
-  return !foreign && p.priority < priority && p.priority < rules.protected_priority;
+  if (foreign || p.priority >= rules.protected_priority) return false;
+  if (rules.loop_rule && for_job > 0)
+    if (const std::optional<bool> loop = rules.loop_rule(p, for_job)) return *loop;
+  return p.priority < priority;
 }
 
 std::string DrainRefusal(const MigNode& node, const DrainRules& rules) {
@@ -284,7 +287,7 @@ std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const
         if (refused != nullptr) (*refused)[n.name] = why;
         continue;
       }
-      const Score cost = DrainCost(n, left.front().priority, rules);
+      const Score cost = DrainCost(n, left.front(), rules);
       for (size_t i = 0; i < configs.size(); ++i) {
         if (failed.count({n.name, configs[i].name}) || configs[i].name == n.config) continue;
         const auto& d = devices.Of(i, n);
@@ -298,7 +301,7 @@ std::vector<Repartition> PlanRepartitions(std::vector<WaitingPod> waiting, const
       }
     }
     if (best_node == nullptr) break;
-    Repartition r{best_node->name, best_config->name, left.front().priority, {}};
+    Repartition r{best_node->name, best_config->name, left.front().priority, {}, left.front().job};
     std::vector<Devices> pool = {*devices.Of(best_config - configs.data(), *best_node)};
     left = FirstFit(left, &pool, &r.for_pods);
     taken.insert(best_node->name);

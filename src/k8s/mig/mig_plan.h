@@ -19,8 +19,10 @@
 // their counts say.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -50,13 +52,19 @@ struct GpuPod {
 
 // What a drain may do to the GPU pods of a node: never evict another scheduler's pod nor a pod at or above
 // `protected_priority` (production), nor wait on one (when it ends is not ours to know): a node where such a
-// pod runs is not drained at all. Ours of the plan's priority or above (below production) are waited for.
+// pod runs is not drained at all. A pod of a job the loop runs goes as the loop's preemption rule says for
+// the job the drain is for (`loop_rule`: sched/preemption.h MayPreempt, its queues' guarantees, minimum
+// run time and `preemption: never` included); any other pod of ours (and every pod when the loop has no
+// answer) goes when its priority is below the plan's. The pods that may not go are waited for.
 struct DrainRules {
   std::string scheduler_name;          // ours; empty: every pod counts as ours
   int protected_priority = INT32_MAX;  // pods at or above it are never evicted
+  // Whether the loop may preempt the job of `pod` for loop job `for_job` now; nullopt when the loop does not
+  // run the pod's job or has no pending `for_job`.
+  std::function<std::optional<bool>(const GpuPod& pod, int64_t for_job)> loop_rule;
 };
-// Whether a drain for pods of `priority` may evict `p`.
-bool Evictable(const GpuPod& p, int priority, const DrainRules& rules);
+// Whether a drain for pods of `priority` (the first of them loop job `for_job`; 0: none) may evict `p`.
+bool Evictable(const GpuPod& p, int priority, const DrainRules& rules, int64_t for_job = 0);
 
 struct MigNode {
   std::string name, uid;
@@ -78,6 +86,7 @@ struct Repartition {
   std::string node, config;
   int priority = 0;                   // of the highest-priority pod it is for: GPU pods below it are evicted
   std::vector<std::string> for_pods;  // ns/name
+  int64_t job = 0;                    // that pod's loop job (WaitingPod::job): the drain's preemptor
 };
 
 // The mig-parted config file (`version: v1`, `mig-configs`) as configs this planner can name in a node's
@@ -104,6 +113,7 @@ struct WaitingPod {
   std::string ns, name;
   int priority = 0;
   Devices requests;
+  int64_t job = 0;  // the loop's job it is a task of (0: a pod the loop does not hold)
 };
 
 // `busy`: node -> the config it is being repartitioned to (its devices count as coming);

@@ -27,8 +27,11 @@ json NodeRef(const MigNode& n) {
 }
 
 // The annotation a cordon for `config` carries (what a restart resumes from).
-std::string AnnotationOf(const std::string& config, const std::string& previous, int priority, bool revert) {
-  return json{{"config", config}, {"previous", previous}, {"priority", priority}, {"revert", revert}}.dump();
+std::string AnnotationOf(const std::string& config, const std::string& previous, int priority, int64_t job,
+                         bool revert) {
+  return json{
+      {"config", config}, {"previous", previous}, {"priority", priority}, {"job", job}, {"revert", revert}}
+      .dump();
 }
 
 std::string AnnotationValue(const json& node) {
@@ -140,6 +143,8 @@ void MigRepartitioner::Resume(const json& node, const MigNode& n, int64_t now_s)
     op.previous = StringField(a, "previous");
     const json* pr = Field(a, "priority");
     op.priority = pr != nullptr && pr->is_number_integer() ? pr->get<int>() : 0;
+    const json* jb = Field(a, "job");
+    op.job = jb != nullptr && jb->is_number_integer() ? jb->get<int64_t>() : 0;
     const json* rv = Field(a, "revert");
     revert = rv != nullptr && rv->is_boolean() && rv->get<bool>();
   }
@@ -205,10 +210,11 @@ void MigRepartitioner::Plan(const std::vector<MigNode>& nodes, const ObjectMap& 
     op.config = r.config;
     op.previous = n.config;
     op.priority = r.priority;
+    op.job = r.job;
     op.for_pods = r.for_pods;
     op.started_at = now_s;
     int evict = 0, wait = 0;
-    for (const GpuPod& p : n.pods) (Evictable(p, r.priority, rules) ? evict : wait) += !p.terminating;
+    for (const GpuPod& p : n.pods) (Evictable(p, r.priority, rules, r.job) ? evict : wait) += !p.terminating;
     Log(fmt::format(
         "node {}: MIG repartitioning from {} to {} for {} waiting pod(s) (priority {}; GPU pods there: "
         "{} to preempt, {} to wait for)",
@@ -245,7 +251,8 @@ bool MigRepartitioner::Drain(const MigNode& node, Op* op, int64_t now_s) {
   const DrainRules rules = Rules();
   const std::string why = fmt::format("node {} is drained for MIG config {}", node.name, op->config);
   for (const GpuPod& p : node.pods) {
-    if (p.terminating || !Evictable(p, op->priority, rules)) continue;  // ends by itself, or is waited for
+    if (p.terminating || !Evictable(p, op->priority, rules, op->job))
+      continue;                                             // ends by itself, or waited for
     if (preempt_ && preempt_(p, node.name, why)) continue;  // the loop stops it and requeues its job
     Evict(node, p, why);
   }
@@ -340,7 +347,7 @@ bool MigRepartitioner::SetCordon(const std::string& node, bool cordoned, const O
     patch["metadata"]["annotations"][std::string(kRepartitionAnnotation)] = nullptr;
   else if (op != nullptr)
     patch["metadata"]["annotations"][std::string(kRepartitionAnnotation)] =
-        AnnotationOf(op->config, op->previous, op->priority, op->phase == Phase::kRevert);
+        AnnotationOf(op->config, op->previous, op->priority, op->job, op->phase == Phase::kRevert);
   const ApiResponse r = api_->Patch("/api/v1/nodes/" + node, patch);
   if (!r.ok())
     Log(fmt::format("node {}: {} failed ({} {})", node, cordoned ? "cordoning" : "uncordoning", r.status,

@@ -7,7 +7,9 @@
 //  1. cordon (spec.unschedulable=true, and the annotation tessera.io/mig-repartition naming the target and
 //     the previous config, so that a restart finds it; the scheduler also keeps it cordoned in its own
 //     cluster);
-//  2. drain: the GPU pods there of lower priority than the pods the repartition is for are preempted.
+//  2. drain: the GPU pods there that may go for the pods the repartition is for are preempted: as the loop's
+//     preemption rule says for a pod of its jobs (its priorities, queues' guarantees, minimum run time;
+//     mig_plan.h DrainRules), else those of lower priority.
 //     A pod of a job the loop runs is preempted by the loop (the `preempt` hook: its backend marks and
 //     evicts it, and the job goes back to the queue); any other pod of ours is marked DisruptionTarget and
 //     evicted here, through the Eviction API (a 429 from a PodDisruptionBudget is retried on the next
@@ -36,6 +38,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,6 +59,8 @@ struct MigRepartitionOptions {
   int64_t retry_after_s = 600;      // a (node, config) that failed is not tried again before this
   int protected_priority = 100000;  // pods at or above it (production) are never evicted by a drain
   const Catalog* catalog = nullptr;  // nodes' GPU kinds, for per-GPU configs (mig_plan.h); null: unknown
+  // The loop's preemption rule for the pods of its jobs (DrainRules::loop_rule); null: priorities only.
+  std::function<std::optional<bool>(const GpuPod& pod, int64_t for_job)> loop_rule;
 };
 
 // The loop preempts the pod's job for `why` (its backend marks and evicts the pod, the job goes back to the
@@ -86,6 +91,7 @@ class MigRepartitioner {
   struct Op {
     std::string config, previous;
     int priority = 0;
+    int64_t job = 0;  // the loop's job it is for first (Repartition::job): the drain's preemptor
     Phase phase = Phase::kDrain;
     int64_t started_at = 0;  // when the drain began (or was resumed)
     int64_t changed_at = 0;  // when the label was set
@@ -106,7 +112,9 @@ class MigRepartitioner {
   void Plan(const std::vector<MigNode>& nodes, const ObjectMap& pods, int64_t now_s);
   std::vector<WaitingPod> WaitingPods(const ObjectMap& pods) const;  // the informer's (no `waiting`)
   const MigPartedConfig* ConfigNamed(const std::string& name) const;
-  DrainRules Rules() const { return {options_.scheduler_name, options_.protected_priority}; }
+  DrainRules Rules() const {
+    return {options_.scheduler_name, options_.protected_priority, options_.loop_rule};
+  }
   bool SetLabel(const std::string& node, const std::string& config);
   // Cordons (with the annotation naming `op`) or uncordons (the annotation removed) the node.
   bool SetCordon(const std::string& node, bool cordoned, const Op* op = nullptr);

@@ -283,6 +283,41 @@ TEST(MigPlan, ReadsNodesAndTheirGpuPods) {
 
 // A drain never takes another scheduler's pod nor a production one, nor waits on them: such nodes are
 // refused, with the pod named; ours below the plan's priority are preempted, the others waited for.
+// A pod of a job the loop runs goes as the loop's preemption rule says for the job the drain is for (its
+// queues, minimum run time, `preemption: never`), whatever the priorities; a pod the loop does not hold, or
+// a drain for no loop job, goes by priority. The plan names the job it drains for, and prefers the node
+// whose pods the loop lets go to one whose pods it must wait for.
+TEST(MigPlan, PodsOfLoopJobsGoAsTheLoopsRuleSays) {
+  DrainRules rules{"tessera", 100000};
+  std::vector<std::pair<std::string, int64_t>> asked;
+  rules.loop_rule = [&](const GpuPod& p, int64_t for_job) -> std::optional<bool> {
+    asked.push_back({p.name, for_job});
+    if (p.name == "young") return false;  // e.g. younger than the loop's minimum run time
+    if (p.name == "borrowing") return true;
+    return std::nullopt;  // not a job the loop runs
+  };
+  GpuPod young = GpuPodOf("young", 100, {{"nvidia.com/gpu", 2}});
+  GpuPod borrowing = GpuPodOf("borrowing", 500, {{"nvidia.com/gpu", 2}});
+  GpuPod other = GpuPodOf("other", 100, {{"nvidia.com/gpu", 2}});
+  young.scheduler = borrowing.scheduler = other.scheduler = "tessera";
+  EXPECT_FALSE(Evictable(young, 1000, rules, 7));
+  EXPECT_TRUE(Evictable(borrowing, 500, rules, 7))
+      << "not below the plan's priority, yet the loop lets it go";
+  EXPECT_TRUE(Evictable(other, 1000, rules, 7));
+  EXPECT_FALSE(Evictable(other, 100, rules, 7));
+  EXPECT_TRUE(Evictable(young, 1000, rules, 0)) << "no loop job to ask for: priority decides";
+  EXPECT_EQ(asked, (std::vector<std::pair<std::string, int64_t>>{
+                       {"young", 7}, {"borrowing", 7}, {"other", 7}, {"other", 7}}));
+  const std::vector<MigNode> nodes = {MigNodeOf("m0", "all-disabled", {{"nvidia.com/gpu", 8}}, {young}),
+                                      MigNodeOf("m1", "all-disabled", {{"nvidia.com/gpu", 8}}, {borrowing})};
+  std::vector<WaitingPod> waiting = Waiting(8, "nvidia.com/mig-1g.10gb", 500);
+  for (WaitingPod& w : waiting) w.job = 7;
+  const auto plan = PlanRepartitions(waiting, nodes, Configs(), {}, {}, rules);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].node, "m1") << "m0's pod must be waited for";
+  EXPECT_EQ(plan[0].job, 7);
+}
+
 TEST(MigPlan, DrainsNeverTakeForeignOrProductionPods) {
   const DrainRules rules{"tessera", 100000};
   GpuPod notebook = GpuPodOf("notebook", 100000, {{"nvidia.com/mig-1g.10gb", 1}});
