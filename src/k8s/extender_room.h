@@ -4,13 +4,14 @@
 // kube-scheduler keeps placing some pods and asks Tessera: /filter and /prioritize judge the pod as one task
 // of a job on the loop's allocation now (what its jobs run, what pods outside it hold, cordons and MIG
 // layouts) with the loop's policy (Service::RankNodes); /preempt chooses victims by the cycle's rules
-// (extender.h). Pods it lets kube-scheduler place are pods outside the loop: once bound, ClusterRoom holds
-// what they use.
+// (extender.h), a victim that is a pod of a job the loop runs as the loop judges it now (MayTake). Pods it
+// lets kube-scheduler place are pods outside the loop: once bound, ClusterRoom holds what they use.
 //
 // Threads: Start and Stop from the thread that starts and stops the scheduler; Fits on the listener's.
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "base/status.h"
 #include "k8s/extender/extender.h"
 #include "k8s/extender/extender_server.h"
+#include "service/service.h"
 
 namespace tessera {
 
@@ -35,10 +37,15 @@ class ExtenderRoom {
   // The loop's view of `pod` on `nodes`: its spec as a job of its own (one task; its namespace's team),
   // each node's fit and the policy's first choices (at most kRanked).
   Result<std::vector<LoopFit>> Fits(const nlohmann::json& pod, const std::vector<std::string>& nodes) const;
+  // Whether the loop's preemption rule lets `pod` (as that job) take `victim` now (Service::MayPreemptFor);
+  // nullopt when no run of the loop holds `victim` or the pod's spec does not build.
+  std::optional<bool> MayTake(const nlohmann::json& pod, const nlohmann::json& victim) const;
 
   static constexpr int kRanked = 8;
 
  private:
+  Result<JobSpec> SpecOf(const nlohmann::json& pod) const;  // the pod as a job of its own, one task
+
   K8sScheduler* const s_;
   std::unique_ptr<Extender> extender_;
   std::unique_ptr<ExtenderServer> server_;

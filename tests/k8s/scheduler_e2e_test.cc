@@ -9,12 +9,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <thread>
 
+#include "base/utc_time.h"
 #include "k8s/api/kubeconfig.h"
 #include "k8s/dra/dra_nvidia.h"
 #include "k8s/fake_apiserver.h"
@@ -793,6 +795,39 @@ TEST_F(SchedulerE2e, ExtenderVerbsAnswerFromTheLoopsView) {
   int tens = 0;
   for (const auto& [node, s] : score) tens += s == 10;
   EXPECT_EQ(tens, 1) << p->body;
+}
+
+// Served by the scheduler, /preempt judges a victim that is a pod of a job the loop runs as the loop does:
+// here the loop bound it seconds ago (under --min-runtime 300), whatever the pod's startTime says, so it is
+// not taken; a victim the loop does not run, started as long ago, is judged from the pod and taken.
+TEST_F(SchedulerE2e, ExtenderPreemptAsksTheLoopAboutItsOwnJobs) {
+  extender_ = ExtenderServerOptions{};
+  extender_->port = 0;
+  Start();
+  api_.Create("pods", GpuRequestPod("six", "nvidia.com/gpu", 6));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("six")).empty(); }));
+  const std::string node = NodeOf(Pod("six"));
+  const std::string day_ago = FormatIsoUtc(static_cast<int64_t>(std::time(nullptr)) - 86400);
+  json ours = *api_.Get("pods", "ml", "six");
+  ours["status"]["startTime"] = day_ago;
+  json other = GpuRequestPod("other", "nvidia.com/gpu", 6);
+  other["metadata"]["uid"] = "uid-not-the-loops";
+  other["spec"]["priority"] = 500;
+  other["status"]["startTime"] = day_ago;
+  json pod = GpuRequestPod("urgent", "nvidia.com/gpu", 4, "", "critical");
+  pod["spec"]["schedulerName"] = "default-scheduler";
+  pod["spec"]["priority"] = 1000;
+  httplib::Client c(scheduler_->extender_url());
+  auto victims = [&](const json& v) {
+    const json args = {{"Pod", pod},
+                       {"NodeNameToVictims", {{node, {{"Pods", {v}}, {"NumPDBViolations", 0}}}}}};
+    auto r = c.Post("/preempt", args.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    const json m = r ? json::parse(r->body)["NodeNameToMetaVictims"] : json::object();
+    return m.contains(node) ? m[node]["Pods"].size() : 0;
+  };
+  EXPECT_EQ(victims(ours), 0u) << "the loop's job ran under --min-runtime";
+  EXPECT_EQ(victims(other), 1u) << "not the loop's: judged from the pod";
 }
 
 }  // namespace

@@ -86,9 +86,9 @@ struct Victim {
   bool allowed = true;  // the loop's rule lets it go
 };
 
-// Victim `p` of a pod asking `want` (index `i` in the node's list) at `now` (0: ages unknown).
-Victim VictimOf(const json& p, const PodDemand& d, const PodDemand& want, int64_t i, int64_t now,
-                const ExtenderOptions& o) {
+// Victim `p` of `pod` asking `want` (index `i` in the node's list) at `now` (0: ages unknown).
+Victim VictimOf(const json& p, const PodDemand& d, const json& pod, const PodDemand& want, int64_t i,
+                int64_t now, const ExtenderOptions& o) {
   Victim v;
   v.uid = d.uid;
   v.frees = want.gpus > 0 ? d.gpus : 0;
@@ -104,6 +104,8 @@ Victim VictimOf(const json& p, const PodDemand& d, const PodDemand& want, int64_
   CycleOptions rules;
   rules.min_runtime_s = o.min_runtime_s;
   v.allowed = MayPreempt(Preemptor{want.priority, 0, false}, r, false, now, rules) != PreemptKind::kNone;
+  if (o.loop_victim)
+    if (const std::optional<bool> loop = o.loop_victim(pod, p)) v.allowed = *loop;
   int64_t units_milli = d.gpus * 1000;  // a MIG slice counts its compute slices of 7
   for (const auto& [profile, c] : d.mig)
     units_milli += c * std::max(1, std::atoi(profile.c_str())) * 1000 / 7;
@@ -258,7 +260,8 @@ ExtenderAnswer Extender::Preempt(std::string_view body) const {
       std::vector<Victim> victims;
       for (const json& p : *pods)
         if (auto d = ReadPodDemand(p); d.ok() && !d->uid.empty())
-          victims.push_back(VictimOf(p, *d, *demand, static_cast<int64_t>(victims.size()), now, options_));
+          victims.push_back(
+              VictimOf(p, *d, *pod, *demand, static_cast<int64_t>(victims.size()), now, options_));
       chosen = ChooseVictims(std::move(victims), need);
     }
     if (chosen.empty()) continue;

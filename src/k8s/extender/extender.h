@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,11 @@ struct ExtenderOptions {
   std::function<Result<std::vector<LoopFit>>(const nlohmann::json& pod,
                                              const std::vector<std::string>& nodes)>
       loop_view;
+  // With the loop's view, /preempt asks the loop about each victim that is a pod of a job the loop runs:
+  // whether its preemption rule lets `pod` take it now (its queues' guarantees, `preemption: never`, the run
+  // time as the loop counts it; Service::MayPreemptFor); nullopt for a victim the loop does not run, which
+  // the rule below judges from the pod alone.
+  std::function<std::optional<bool>(const nlohmann::json& pod, const nlohmann::json& victim)> loop_victim;
 };
 
 struct ExtenderAnswer {
