@@ -26,7 +26,8 @@ int64_t NowUs() {
 }
 
 // The priority classes the loop knows: Tessera's defaults, every Kubernetes PriorityClass (by name and
-// value; PreemptLowerPriority may preempt lower priorities of any team), and "kubernetes-default" (0).
+// value; PreemptLowerPriority, the default, may preempt lower priorities of any team; Never never preempts:
+// its pods wait for capacity), and "kubernetes-default" (0).
 std::vector<PriorityClass> ClassesOf(const ObjectMap& k8s_classes) {
   std::vector<PriorityClass> out = DefaultPriorityClasses();
   auto put = [&](PriorityClass pc) {
@@ -40,7 +41,7 @@ std::vector<PriorityClass> ClassesOf(const ObjectMap& k8s_classes) {
     if (v == nullptr || !v->is_number_integer()) continue;
     const json* policy = Field(pc, "preemptionPolicy");
     const bool preempts = policy == nullptr || !policy->is_string() || *policy != "Never";
-    put({name, v->get<int>(), true, true, preempts});
+    put({name, v->get<int>(), true, true, preempts, preempts});
   }
   return out;
 }

@@ -66,6 +66,8 @@ struct PriorityClass {
   bool preemptible = true;  // false: `preemption: never`
   bool reclaimable = true;  // false: borrowed capacity is never reclaimed by a lower priority
   bool preempts_other_queues = false;  // may preempt strictly lower priorities of any queue
+  bool preempts =
+      true;  // false: its jobs wait for capacity, never preempt (Kubernetes preemptionPolicy: Never)
 };
 
 struct PendingJob {

@@ -80,6 +80,7 @@ void CycleRun::RestoreHeadroom() {
 bool CycleRun::TryPreempt(int j, int64_t units, int64_t quota_need, PlaceResult* placed) {
   if (!o_.allow_preemption || preempt_attempts_ >= o_.max_preemption_attempts) return false;
   const PendingJob& p = in_.pending[j];
+  if (!p.request.may_preempt) return false;
   const int q = plan_.pending[j].queue;
   const std::pair<uint64_t, uint64_t> versions{work_version_, alloc_version_};
   if (versions != memo_versions_) {

@@ -34,6 +34,7 @@ struct Request {
   bool require_same_leaf = false;  // gangs: fail rather than cross leaf switches
   // Latency-sensitive work (production inference): shared instances keep it within its tighter SLO.
   bool latency_sensitive = false;
+  bool may_preempt = true;  // false: waits for capacity, never preempts (its class's `preempts: false`)
   int priority = 0;
   // When the request would end if placed now (its time limit), or -1 if unknown. Placement may use it with
   // the snapshot's drain times to keep nodes' lifetimes aligned, so that nodes drain early for gangs.

@@ -158,6 +158,7 @@ Status ParseClasses(const Ctx& c, const YAML::Node& pcs, const std::string& path
     r.Int("value", &pc.value, !existing, -1000000000, 1000000000);
     r.Bool("reclaimable", &pc.reclaimable);
     r.Bool("preempts_other_queues", &pc.preempts_other_queues);
+    r.Bool("preempts", &pc.preempts);
     std::string pm;
     r.Choice("preemption", &pm, false, {"never", "lower-priority", "allowed"});
     if (!pm.empty()) pc.preemptible = pm != "never";

@@ -49,6 +49,7 @@ Outcome<Request> JobRoom::BuildRequestLocked(const JobSpec& spec, const std::str
   const int replicas = w.cls == WorkloadClass::kTraining ? 1 : w.replicas;  // independent one-task requests
   r.id = id;
   r.priority = pc->value;
+  r.may_preempt = pc->preempts;
   r.tier_mask = AllowedTiers(w.cls == WorkloadClass::kTraining, w.checkpointable);
   // What the cluster offers, over the kinds the job allows.
   int max_gpus = 0, total_gpus = 0;
@@ -403,8 +404,10 @@ Outcome<JobView> JobRoom::SetPriority(const Caller& c, int64_t id, const std::st
     next->version = d_->NextVersion();
     next->priority_class = pc->name;
     next->request.priority = pc->value;
+    next->request.may_preempt = pc->preempts;
     for (JobSlot s : d_->ReplicasLocked(id)) {  // the loop decides with it from the next cycle
       d_->loop_->jobs()[s].request.priority = pc->value;
+      d_->loop_->jobs()[s].request.may_preempt = pc->preempts;
       d_->loop_->jobs()[s].preemptible = pc->preemptible;
     }
     b->events.push_back({id, d_->Now(), "PriorityChanged",

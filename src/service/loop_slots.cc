@@ -44,6 +44,7 @@ void ServiceDriver::AddToLoopLocked(const JobRecord& j, bool queued) {
     cj.request = j.request;
     cj.queue = j.queue;
     cj.preemptible = pc == nullptr || pc->preemptible;
+    cj.request.may_preempt = pc == nullptr || pc->preempts;
     cj.remaining_work_s = j.duration_s > 0 ? static_cast<double>(j.duration_s) : -1;
     cj.time_limit_factor = TimeLimitFactor(j.duration_s, j.time_limit_s);
     cj.checkpointable = j.checkpointable;

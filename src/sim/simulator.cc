@@ -347,6 +347,8 @@ Status SimRun::InitJobs(ClusterState state) {
       j.queue = qit == opt_.tenancy->queue_of_team.end() ? 0 : qit->second;
       auto pit = opt_.tenancy->preemptible_by_priority.find(j.request.priority);
       j.preemptible = pit == opt_.tenancy->preemptible_by_priority.end() || pit->second;
+      auto mit = opt_.tenancy->preempts_by_priority.find(j.request.priority);
+      j.request.may_preempt = mit == opt_.tenancy->preempts_by_priority.end() || mit->second;
     }
     j.checkpointable = trace_[i].checkpointable;
     j.submit_s = trace_[i].submit_s;

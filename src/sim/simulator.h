@@ -91,6 +91,7 @@ struct SimOptions {
     std::vector<QueueConfig> queues;
     std::map<std::string, int> queue_of_team;  // TraceJob::team -> queue index (missing: queue 0)
     std::map<int, bool> preemptible_by_priority;  // class value -> preemptible (missing: true)
+    std::map<int, bool> preempts_by_priority;     // class value -> may preempt (missing: true)
     CycleOptions cycle;
     int64_t cycle_every_s = 10;  // also run a cycle this often while jobs wait
   };

@@ -503,6 +503,35 @@ TEST_F(SchedulerE2e, PodsABudgetProtectsAreNoVictims) {
       EXPECT_NE(r.path.find("/pods/low-3/"), std::string::npos) << r.path;
 }
 
+// A PriorityClass with preemptionPolicy: Never: its pod waits for capacity and never preempts, however low
+// what holds the GPUs (as kube-scheduler does); once a low pod ends, it is bound on the GPUs that freed.
+TEST_F(SchedulerE2e, PodsOfANeverPreemptingClassWaitForCapacity) {
+  api_.Create("priorityclasses",
+              {{"metadata", {{"name", "patient"}}}, {"value", 1000}, {"preemptionPolicy", "Never"}});
+  min_runtime_s_ = 0;  // young jobs may be preempted
+  Start();
+  for (int i = 0; i < 6; ++i) {
+    json low = GpuRequestPod("low-" + std::to_string(i), "nvidia.com/gpu", 8, "", "low");
+    low["spec"]["terminationGracePeriodSeconds"] = 0;
+    api_.Create("pods", low);
+  }
+  ASSERT_TRUE(Eventually([&] {
+    for (int i = 0; i < 6; ++i)
+      if (NodeOf(Pod("low-" + std::to_string(i))).empty()) return false;
+    return true;
+  }));
+  api_.Create("pods", GpuRequestPod("patient", "nvidia.com/gpu", 8, "", "patient"));
+  ASSERT_TRUE(Eventually([&] { return !Unscheduled("patient").empty(); }));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // several cycles
+  EXPECT_TRUE(NodeOf(Pod("patient")).empty());
+  for (const auto& r : api_.Requests())
+    EXPECT_FALSE(r.method == "POST" && r.path.find("/eviction") != std::string::npos) << r.path;
+  const std::string freed = NodeOf(Pod("low-2"));
+  ASSERT_TRUE(api_.Patch("pods", "ml", "low-2", {{"status", {{"phase", "Succeeded"}}}}));
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(Pod("patient")).empty(); })) << Unscheduled("patient");
+  EXPECT_EQ(NodeOf(Pod("patient")), freed);
+}
+
 // Pods whose claims ask for whole GPUs are jobs of the loop: on two nodes whose GPUs only DRA publishes, a
 // Volcano Queue's capability caps its team's DRA pods (the one over it waits with a reason naming the limit),
 // the jobs show in the Service with their team and its allocated GPUs, and a higher-priority DRA pod on the

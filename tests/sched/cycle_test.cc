@@ -549,6 +549,25 @@ TEST(Cycle, PreemptionNeverRespectedAndNeverEqualPriority) {
   EXPECT_FALSE(w.Running(3));
 }
 
+// A job whose class says `preempts: false` (Kubernetes' preemptionPolicy: Never) waits for capacity at its
+// priority and never preempts, however low what holds the GPUs; the same job allowed to preempt does.
+TEST(Cycle, AJobThatNeverPreemptsWaitsForCapacity) {
+  for (bool may_preempt : {false, true}) {
+    World w(1);
+    int a = w.AddQueue("a", 8);
+    w.options_.min_runtime_s = 0;
+    w.Submit(WholeJob(1, 8, kBest), a);
+    w.Cycle();
+    w.Advance(10);
+    Request r = WholeJob(2, 4, kInf);
+    r.may_preempt = may_preempt;
+    w.Submit(r, a);
+    Plan p = w.Cycle();
+    EXPECT_EQ(Count(p, ActionKind::kPreempt), may_preempt ? 1 : 0) << may_preempt;
+    EXPECT_EQ(w.Running(2), may_preempt);
+  }
+}
+
 TEST(Cycle, GangAllOrNothingWithReservationAndBackfill) {
   World w(2, 2);  // 16 GPUs under one leaf
   int a = w.AddQueue("a", 32);  // the gang is within the guarantee (reservations are for guaranteed demand)
