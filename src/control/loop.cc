@@ -194,7 +194,10 @@ std::vector<Applied> ControlLoop::Apply(const Plan& plan, int64_t now, const Obs
           }
           break;
         }
-        case ActionKind::kReserve: r.done = true; break;  // the cycle's own bookkeeping holds it
+        case ActionKind::kReserve:  // the cycle's own bookkeeping holds it
+          r.done = true;
+          r.reserve_start_s = a.start_s;
+          break;
         case ActionKind::kRepartition: r = ApplyRepartition(a); break;
       }
     }
@@ -215,6 +218,7 @@ Applied ControlLoop::ApplyBind(const Action& a, int64_t now) {
   }
   // After preemption the job gets its capacity once the victims' grace period is over.
   r.granted_s = std::max(now, a.start_s);
+  r.backfill_until_s = a.backfill_until_s;
   Hold(r.job, a.tasks, now);
   if (j.first_bind_s < 0) {
     j.first_bind_s = now;

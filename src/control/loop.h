@@ -72,6 +72,8 @@ struct Applied {
   // MIG mode or create/destroy an instance (the driver's reconfiguration delay).
   int64_t granted_s = -1;
   bool first_bind = false;
+  int64_t backfill_until_s = -1;  // kBind: Action::backfill_until_s (let into a reservation starting then)
+  int64_t reserve_start_s = -1;   // kReserve: when the reservation expects its gang to start
   int mig_mode_gpus = 0;
   int mig_instance_gpus = 0;
   // kPreempt: the grants it held, when the work it lost began (-1 = it was not running), and either the

@@ -13,6 +13,7 @@ LoopOptions MakeLoopOptions(const LoopSetup& s) {
     lo.cycle.gang_aging_s = s.gang_aging_s;
     lo.cycle.fence_reserved_nodes = true;
     lo.cycle.max_reservations = s.gang_reservations;
+    lo.cycle.backfill_into_reservations = s.backfill_into_reservations;
   }
   lo.expected_ends = tenancy || s.gang_backfill;
   lo.running_end_at_progress = !tenancy;

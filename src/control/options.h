@@ -19,6 +19,7 @@ struct LoopSetup {
   // Without a tenancy: conservative backfill with gang reservations (see SimOptions::gang_backfill).
   bool gang_backfill = false;
   int gang_reservations = 32;
+  bool backfill_into_reservations = true;  // CycleOptions::backfill_into_reservations
   int64_t gang_aging_s = 0;
   int64_t mig_instance_delay_s = 30;
   int64_t mig_mode_delay_s = 60;

@@ -74,6 +74,7 @@ Status Replay::Setup(const Catalog& catalog) {
     const CycleSpec cycle = CycleFor(sc, "tessera");
     setup_.gang_backfill = cycle.gang_backfill;
     setup_.gang_reservations = sc.sim.gang_reservations;
+    setup_.backfill_into_reservations = sc.sim.backfill_into_reservations;
     setup_.gang_aging_s = sc.sim.gang_aging_s;
   }
   AddPriorityClasses(jobs_, &tenancy_);

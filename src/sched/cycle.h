@@ -105,6 +105,9 @@ struct CycleOptions {
   bool allow_borrowing = true;
   bool allow_preemption = true;
   int max_backfill_scan = 100000;       // pending jobs examined per cycle
+  // A whole-GPU job expected to end before a reservation starts may use the capacity held for it (Slurm's
+  // backfill); false: reservations hold their capacity for their gang alone.
+  bool backfill_into_reservations = true;
   int64_t reclaim_min_runtime_s = 30;   // the guard for reclaiming borrowed capacity
   // Jobs at or above this priority are preempted/reclaimed only by strictly higher priorities.
   int protected_priority = 1000;
@@ -170,6 +173,9 @@ struct Action {
   // and the job may take their capacity (the bind waits until then); -1 = now.
   int64_t start_s = -1;
   int64_t units_milli = 0;           // kBind / kPreempt: GPU units
+  // kBind backfilled into reserved capacity: the expected start of the reservation it was let into (it must
+  // be gone by then; -1 = not backfilled).
+  int64_t backfill_until_s = -1;
   bool reclaim = false;              // kPreempt: reclaims borrowed capacity (vs. priority preemption)
 };
 

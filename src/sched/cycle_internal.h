@@ -230,6 +230,7 @@ class CycleRun {
   std::vector<TaskPlacement> FreeGpuHolds(const std::vector<TaskPlacement>& placed) const;
   void FenceNodes(const std::vector<TaskPlacement>& placed, Phantom* ph);
   bool TryBackfillHolds(int j);
+  int64_t ReservedStartUnder(const std::vector<size_t>& open, const std::vector<TaskPlacement>& tasks) const;
   void SetHolds(Phantom& ph, bool held);
 
   // cycle_estimates.cc

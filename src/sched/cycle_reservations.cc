@@ -249,13 +249,35 @@ void CycleRun::SetHolds(Phantom& ph, bool held) {
   ++work_version_;
 }
 
+// The earliest expected start among the reservations `open` whose held GPUs or fenced nodes `tasks` use (the
+// earliest of them all when none is used directly).
+int64_t CycleRun::ReservedStartUnder(const std::vector<size_t>& open,
+                                     const std::vector<TaskPlacement>& tasks) const {
+  int64_t any = INT64_MAX, used = INT64_MAX;
+  for (size_t i : open) {
+    const Phantom& ph = phantoms_[i];
+    any = std::min(any, ph.start_s);
+    bool touches = false;
+    for (const TaskPlacement& t : tasks) {
+      for (const Phantom::Fence& f : ph.fences) touches |= f.node == t.node;
+      for (const TaskPlacement& h : ph.tasks)
+        for (const GpuGrant& hg : h.gpus)
+          for (const GpuGrant& g : t.gpus) touches |= hg.gpu == g.gpu;
+    }
+    if (touches) used = std::min(used, ph.start_s);
+  }
+  return used != INT64_MAX ? used : any;
+}
+
 // Slurm-style backfill into reservations: a whole-GPU job expected to end no later than a reservation starts
-// may use the GPUs, CPU and memory held for it, since it cannot delay it. Sub-GPU work stays out (a MIG
+// (Request::expected_end_s: its time limit, scaled by what completed jobs showed) may use the GPUs, CPU and
+// memory held for it. The scaled estimate can run short: RunResult::backfill_overruns measures how often a
+// job let in still holds the capacity when the reservation was to start. Sub-GPU work stays out (a MIG
 // instance made there would outlive the job).
 bool CycleRun::TryBackfillHolds(int j) {
   const PendingJob& p = in_.pending[j];
   const Request& r = p.request;
-  if (r.expected_end_s < 0 || r.SubGpu() || phantoms_.empty()) return false;
+  if (!o_.backfill_into_reservations || r.expected_end_s < 0 || r.SubGpu() || phantoms_.empty()) return false;
   std::vector<size_t> open;
   for (size_t i = 0; i < phantoms_.size(); ++i)
     if (phantoms_[i].start_s >= r.expected_end_s) open.push_back(i);
@@ -265,10 +287,13 @@ bool CycleRun::TryBackfillHolds(int j) {
   PendingStatus tmp;
   tmp.queue = plan_.pending[j].queue;
   const bool ok = res.ok && KindLimitsOk(tmp.queue, res.tasks, &tmp) && HeadroomOk(j, res.tasks);
-  if (ok)
+  if (ok) {
+    const int64_t until = ReservedStartUnder(open, res.tasks);
     Bind(j, std::move(res.tasks),
          fmt::format("backfilled into reserved capacity (ends by t={} s, before the reservation starts): {}",
                      r.expected_end_s, res.reason));
+    plan_.actions.back().backfill_until_s = until;
+  }
   for (size_t i : open) SetHolds(phantoms_[i], true);
   return ok;
 }

@@ -196,10 +196,37 @@ void AddStaticMigChoices(const std::vector<RunResult>& runs, json& o) {
   o["static_mig_best"] = choices;
 }
 
+// Backfill into reservations: jobs let in, those that held reserved capacity past the end they were let in
+// for (the only way backfill can delay a gang), and reserved gangs' starts against their first reservation's
+// expected start (pooled over seeds).
+json BackfillJson(const std::vector<RunResult>& runs) {
+  const auto count = [&](int64_t RunResult::*f) {
+    return SpreadJson(Collect(runs, [&](const RunResult& r) { return static_cast<double>(r.*f); }), 1);
+  };
+  std::vector<double> late;
+  for (const RunResult& r : runs)
+    late.insert(late.end(), r.reserved_gang_lateness_s.begin(), r.reserved_gang_lateness_s.end());
+  std::sort(late.begin(), late.end());
+  const auto pct = [&](double p) {
+    return late.empty() ? 0.0
+                        : late[std::min(late.size() - 1, static_cast<size_t>(p * (late.size() - 1) + 0.5))];
+  };
+  return {
+      {"backfills", count(&RunResult::backfills)},
+      {"overruns", count(&RunResult::backfill_overruns)},
+      {"overrun_gpu_hours",
+       SpreadJson(Collect(runs, [](const RunResult& r) { return r.backfill_overrun_gpu_s / 3600.0; }), 2)},
+      {"reserved_gangs_started", count(&RunResult::reserved_gangs_started)},
+      {"reserved_gangs_late", count(&RunResult::reserved_gangs_late)},
+      {"gang_lateness_s",
+       {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"max", late.empty() ? 0.0 : late.back()}}}};
+}
+
 // Event counts (repartitions, preemptions, failures, ...), the makespan and the class mix's deviation.
 void AddCounts(const std::vector<RunResult>& runs, json& o) {
   o["mig_repartitions"] =
       SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.mig_repartitions); }), 1);
+  o["backfill"] = BackfillJson(runs);
   o["preemptions"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.preemptions); }), 1);
   o["job_failures"] = SpreadJson(Collect(runs, [](const RunResult& r) { return static_cast<double>(r.job_failures); }), 1);
   o["failure_lost_gpu_hours"] =
@@ -275,7 +302,9 @@ json PolicySummary(const std::vector<RunResult>& runs) {
 }
 
 json CycleJson(const CycleSpec& c) {
-  json o = {{"gang_backfill", c.gang_backfill}, {"gang_reservations", c.gang_reservations},
+  json o = {{"gang_backfill", c.gang_backfill},
+            {"gang_reservations", c.gang_reservations},
+            {"backfill_into_reservations", c.backfill_into_reservations},
             {"time_limit_factor", {c.time_limit_factor_min, c.time_limit_factor_max}}};
   o["name"] = c.gang_backfill ? "backfill" : "greedy";
   return o;

@@ -255,6 +255,7 @@ void ReadCycleSettings(FieldReader& top, Scenario* s) {
   top.Choice("cycle", &cycle, false, {"backfill", "greedy", "full"});
   s->gang_backfill = cycle != "greedy";
   top.Bool("asymmetric_cycle", &s->asymmetric_cycle, false);
+  top.Bool("backfill_into_reservations", &s->sim.backfill_into_reservations, false);
   ReadPolicies(top, "gang_backfill", s->policy_variants, &s->gang_backfill_policies);
   if (top.ok() && top.Has("gang_backfill") && !s->asymmetric_cycle)
     top.Fail("gang_backfill", "gives only the listed policies the full cycle: set 'asymmetric_cycle: true' to ask "
@@ -631,6 +632,7 @@ CycleSpec CycleFor(const Scenario& s, std::string_view policy) {
                                                    policy) != s.gang_backfill_policies.end()
                                        : s.gang_backfill;
   c.gang_reservations = c.gang_backfill ? s.sim.gang_reservations : 0;
+  c.backfill_into_reservations = c.gang_backfill && s.sim.backfill_into_reservations;
   c.time_limit_factor_min = s.sim.time_limit_factor_min;
   c.time_limit_factor_max = s.sim.time_limit_factor_max;
   return c;

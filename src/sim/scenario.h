@@ -124,6 +124,7 @@ struct VariantOutcome {
 struct CycleSpec {
   bool gang_backfill = false;   // reservations, backfill and time limits
   int gang_reservations = 0;    // with gang_backfill
+  bool backfill_into_reservations = false;  // with gang_backfill (the scenario's switch)
   double time_limit_factor_min = 1, time_limit_factor_max = 1;
   bool operator==(const CycleSpec&) const = default;
 };

@@ -46,6 +46,10 @@ struct SimJob {
   double base_used_milli = 0;
   bool violated = false;
   bool served = false;  // counted in the served mix (first bound, or first harvested, inside the window)
+  // Backfill into reservations: the start of the reservation a bound job was let into (-1: not
+  // backfilled), and a gang's first reservation's expected start (-1: never reserved).
+  int64_t backfill_until_s = -1;
+  int64_t first_reserved_start_s = -1;
 };
 
 // A unit of compute that inference replicas run on: a MIG instance, a whole GPU or a GPU shared by
@@ -157,6 +161,10 @@ class SimRun final : public DriverListener, public InstantSource {
   bool CancelDue(int64_t now);
   void CancelJob(JobSlot j, int64_t now);
   void OnBound(const Applied& a, int64_t now);
+  void BackfillEnded(SimJob& j, const std::vector<TaskPlacement>& tasks, int64_t now);
+  // Backfill and reservations at a bind: backfills counted, a reserved gang's start against its first
+  // reservation's expected start.
+  void BackfillFigures(SimJob& j, const Applied& a, int64_t now);
   void OnPreempted(const Applied& a, int64_t now);
   void OnCompleted(const Released& r, int64_t now);
   void JoinUnits(JobSlot j);
@@ -282,6 +290,7 @@ Status SimRun::Init() {
 void FillSetup(const SimOptions& o, LoopSetup* setup) {
   setup->gang_backfill = o.gang_backfill;
   setup->gang_reservations = o.gang_reservations;
+  setup->backfill_into_reservations = o.backfill_into_reservations;
   setup->gang_aging_s = o.gang_aging_s;
   setup->mig_instance_delay_s = o.mig_instance_delay_s;
   setup->mig_mode_delay_s = o.mig_mode_delay_s;
@@ -435,9 +444,24 @@ void SimRun::ReleaseMetrics(const Released& r, int64_t now, bool completed) {
   if (hook_)
     hook_->OnRelease(r.job, now, completed, r.from == JobPhase::kRunning ? r.start_s : -1, r.last_checkpoint_s);
   SimJob& j = jobs_[r.job.value()];
+  BackfillEnded(j, r.tasks, now);
   AddContrib(j, j.alloc_milli, j.used_milli, j.eff_gpus, -1);
   j.alloc_milli = j.used_milli = j.eff_gpus = 0;
   LeaveUnits(r.job);
+}
+
+// A backfilled job let go its reserved capacity at `now` (or the run ended): past the start of the
+// reservation it was let into, it held what that reservation expected free (an overrun: the measure of
+// backfill delaying a gang).
+void SimRun::BackfillEnded(SimJob& j, const std::vector<TaskPlacement>& tasks, int64_t now) {
+  if (j.backfill_until_s < 0) return;
+  if (now > j.backfill_until_s && j.backfill_until_s < w1_) {
+    int gpus = 0;
+    for (const TaskPlacement& t : tasks) gpus += static_cast<int>(t.gpus.size());
+    ++res_.backfill_overruns;
+    res_.backfill_overrun_gpu_s += static_cast<double>(std::min(now, w1_) - j.backfill_until_s) * gpus;
+  }
+  j.backfill_until_s = -1;
 }
 
 // The real demand's factor for replica j in demand epoch e: lognormal, mean 1, log-sd demand_sigma.
@@ -955,9 +979,24 @@ void SimRun::OnBound(const Applied& a, int64_t now) {
     }
     j.served = true;
   }
+  BackfillFigures(j, a, now);
   res_.mig_repartitions += a.mig_mode_gpus + a.mig_instance_gpus;
   j.alloc_milli = static_cast<double>(cj.held_milli);
   AddContrib(j, j.alloc_milli, 0, 0, +1);
+}
+
+void SimRun::BackfillFigures(SimJob& j, const Applied& a, int64_t now) {
+  const bool in_window = now >= w0_ && now < w1_;
+  if (a.backfill_until_s >= 0) {
+    j.backfill_until_s = a.backfill_until_s;
+    res_.backfills += in_window;
+  }
+  if (a.first_bind && j.first_reserved_start_s >= 0 && in_window) {
+    const int64_t late = a.granted_s - j.first_reserved_start_s;
+    ++res_.reserved_gangs_started;
+    res_.reserved_gangs_late += late > 0;
+    res_.reserved_gang_lateness_s.push_back(static_cast<double>(std::max<int64_t>(0, late)));
+  }
 }
 
 int64_t SimRun::ExtraStartDelay(JobSlot j, int64_t now) {
@@ -997,7 +1036,12 @@ void SimRun::OnApplied(const Applied& a, int64_t now) {
     case ActionKind::kBind: OnBound(a, now); break;
     case ActionKind::kPreempt: OnPreempted(a, now); break;
     case ActionKind::kCheckpoint: res_.checkpoints += a.done ? 1 : 0; break;
-    case ActionKind::kReserve: ++res_.reservations; break;
+    case ActionKind::kReserve: {
+      ++res_.reservations;
+      SimJob& j = jobs_[a.job.value()];
+      if (j.first_reserved_start_s < 0) j.first_reserved_start_s = a.reserve_start_s;
+      break;
+    }
     case ActionKind::kRepartition: break;
   }
 }
@@ -1189,6 +1233,7 @@ RunResult SimRun::Finish() {
   if (hook_) hook_->End(end, &res_);  // issue 5
   const double window = static_cast<double>(std::max<int64_t>(1, std::min(end, w1_) - w0_));
   const double denom = capacity_milli_ * window;
+  for (JobSlot s : loop().jobs().holding()) BackfillEnded(jobs_[s.value()], job(s).tasks, end);
   for (auto& [slot, h] : harvesters_) {  // work in progress at the end counts, as a running job's does
     SettleHarvester(slot, end);
     harvest_useful_ += h.useful_milli_s;

@@ -112,6 +112,9 @@ struct SimOptions {
   // the ones before it (conservative backfill), and a job that ends before a reservation starts may still use
   // its GPUs, so more reservations cost little utilisation and keep big gangs from piling up in the backlog.
   int gang_reservations = 32;
+  // With gang_backfill: whether jobs expected to end before a reservation starts may use its capacity
+  // (CycleOptions::backfill_into_reservations; the scenario's `backfill_into_reservations`).
+  bool backfill_into_reservations = true;
   // Time limits the cycle sees (expected ends): each job's true run time times a factor drawn per job,
   // uniformly in [time_limit_factor_min, time_limit_factor_max], from time_limit_seed. 1, 1 = exact limits;
   // users' limits overestimate (Slurm sites see 2-5x), which makes reservations and backfill pessimistic.
@@ -201,6 +204,15 @@ struct RunResult {
   int64_t preemptions = 0;
   int64_t checkpoints = 0;
   int64_t reservations = 0;
+  // Backfill into reservations (the backfill cycle): jobs let into reserved capacity inside the window, those
+  // that held it past the start of the reservation they were let into (and their GPU-seconds past it, inside
+  // the window), and the
+  // reserved gangs that started inside the window: how many, how many after their first reservation's
+  // expected start, and by how much (0 when on time or early).
+  int64_t backfills = 0, backfill_overruns = 0;
+  double backfill_overrun_gpu_s = 0;
+  int64_t reserved_gangs_started = 0, reserved_gangs_late = 0;
+  std::vector<double> reserved_gang_lateness_s;
   int64_t apply_conflicts = 0;    // actions the simulator could not apply (engine/simulator disagreement)
   int64_t jobs_completed = 0;
   int64_t jobs_failed = 0;

@@ -655,6 +655,20 @@ TEST(Cycle, ShortJobsBackfillIntoAReservation) {
                                   [](const Action& x) { return x.kind == ActionKind::kBind && x.job == 3; });
   ASSERT_NE(bind3, p.actions.end());
   EXPECT_NE(bind3->reason.find("backfilled into reserved capacity"), std::string::npos) << bind3->reason;
+  EXPECT_EQ(bind3->backfill_until_s, t0 + 999) << "the bind names the start it must be gone by";
+  // Reservations without backfill into them: the same short job waits.
+  World off(1, 1);
+  off.options_.backfill_into_reservations = false;
+  int q = off.AddQueue("a", 16);
+  off.Submit(WholeJob(1, 4, kTrain), q, 1000);
+  off.Cycle();
+  off.Advance(1);
+  off.Submit(WholeJob(2, 8, kTrain), q, 1000);
+  Request r3 = WholeJob(3, 2, kTrain);
+  r3.expected_end_s = off.now_ + 500;
+  off.Submit(r3, q, 500);
+  off.Cycle();
+  EXPECT_FALSE(off.Running(3));
 }
 
 // Conservative backfill: a second reservation plans around the first, so two gangs never count on the

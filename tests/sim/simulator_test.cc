@@ -266,5 +266,44 @@ TEST(SimulatorTest, TraceCancellationsStopRunningAndWaitingJobs) {
   EXPECT_TRUE(r.all_completed);
 }
 
+// Backfill into a reservation, measured: on 8 GPUs a 4-GPU job A runs; a gang G of 8 waits and reserves
+// the other 4 from A's expected end; C (4 GPUs) is let in, expected to end before that. With exact limits
+// C leaves in time and G starts when its reservation said. With limits half the run time (users who
+// under-estimate), the reservation expects G at t=500, C holds its GPUs past then (overrun 320 s x 4 GPUs)
+// and G starts at 1000, 500 s late.
+TEST(SimulatorTest, BackfillOverrunsAndLateGangsAreMeasured) {
+  auto whole = [](int64_t id, int64_t submit_s, int gpus, int64_t duration_s) {
+    TraceJob j;
+    j.id = id;
+    j.cls = WorkloadClass::kTraining;
+    j.submit_s = submit_s;
+    j.gpus_per_task = gpus;
+    j.duration_s = duration_s;
+    j.memory_mib = 10000;
+    return j;
+  };
+  const std::vector<TraceJob> jobs = {whole(0, 0, 4, 1000), whole(1, 10, 8, 300), whole(2, 20, 4, 800)};
+  for (double factor : {1.0, 0.5}) {
+    SimOptions o;
+    o.horizon_s = 5000;
+    o.gang_backfill = true;
+    o.time_limit_factor_min = o.time_limit_factor_max = factor;
+    const RunResult r = RunSim(OneGpuCluster(8), jobs, "k8s-default", o);
+    EXPECT_EQ(r.backfills, 1) << factor;
+    EXPECT_EQ(r.reserved_gangs_started, 1) << factor;
+    ASSERT_EQ(r.reserved_gang_lateness_s.size(), 1u) << factor;
+    if (factor == 1.0) {
+      EXPECT_EQ(r.backfill_overruns, 0);
+      EXPECT_EQ(r.reserved_gangs_late, 0);
+      EXPECT_DOUBLE_EQ(r.reserved_gang_lateness_s[0], 0);
+    } else {
+      EXPECT_EQ(r.backfill_overruns, 1);
+      EXPECT_DOUBLE_EQ(r.backfill_overrun_gpu_s, 320.0 * 4);
+      EXPECT_EQ(r.reserved_gangs_late, 1);
+      EXPECT_DOUBLE_EQ(r.reserved_gang_lateness_s[0], 500);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera
