@@ -238,6 +238,14 @@ TEST(ScenarioTest, GangBackfillKeepsTheServedMix) {
     EXPECT_TRUE(CycleFor(*named, "tessera").gang_backfill) << name;
   }
   EXPECT_FALSE(ParseScenarioText(std::string(kBase) + w + "cycle: fast\n").ok());
+  // Reservations without backfill into them: the cycle says so (the greedy cycle has neither).
+  auto alone = ParseScenarioText(std::string(kBase) + w + "backfill_into_reservations: false\n");
+  ASSERT_TRUE(alone.ok()) << alone.error();
+  EXPECT_TRUE(CycleFor(*alone, "tessera").gang_backfill);
+  EXPECT_FALSE(CycleFor(*alone, "tessera").backfill_into_reservations);
+  EXPECT_TRUE(CycleFor(*backfill, "tessera").backfill_into_reservations);
+  EXPECT_FALSE(CycleFor(*greedy, "tessera").backfill_into_reservations);
+  EXPECT_FALSE(ParseScenarioText(std::string(kBase) + w + "backfill_into_reservations: sometimes\n").ok());
   auto g = RunScenario(*greedy, {"tessera"}, Catalog::Default());
   auto b = RunScenario(*backfill, {"tessera"}, Catalog::Default());
   ASSERT_TRUE(g.ok() && b.ok());
