@@ -31,6 +31,19 @@ TraceJob Replica(int compute_milli, int64_t duration_s, int64_t memory_mib = 500
   return j;
 }
 
+// A training job of `gpus` whole GPUs (one task) arriving at `submit_s`.
+TraceJob Training(int64_t id, int64_t submit_s, int gpus, int64_t duration_s, int64_t cancel_s = -1) {
+  TraceJob j;
+  j.id = id;
+  j.cls = WorkloadClass::kTraining;
+  j.submit_s = submit_s;
+  j.gpus_per_task = gpus;
+  j.duration_s = duration_s;
+  j.cancel_s = cancel_s;
+  j.memory_mib = 10000;
+  return j;
+}
+
 RunResult RunSim(const Cluster& c, const std::vector<TraceJob>& jobs, const std::string& policy, SimOptions o) {
   auto p = MakePolicy(policy);
   EXPECT_TRUE(p.ok());
@@ -231,14 +244,7 @@ TEST(SimulatorTest, ABacklogThatRunsOutSaysWhen) {
 // leaves the queue, and a cancellation of a job that has ended is dropped (the run does not go on for it).
 TEST(SimulatorTest, TraceCancellationsStopRunningAndWaitingJobs) {
   auto whole = [](int64_t id, int64_t submit_s, int64_t duration_s, int64_t cancel_s) {
-    TraceJob j;
-    j.id = id;
-    j.cls = WorkloadClass::kTraining;
-    j.submit_s = submit_s;
-    j.duration_s = duration_s;
-    j.cancel_s = cancel_s;
-    j.memory_mib = 10000;
-    return j;
+    return Training(id, submit_s, 1, duration_s, cancel_s);
   };
   // One GPU: job 0 runs from 0 and is cancelled at 300; job 1 waits from 100 and is cancelled at 200;
   // job 2 waits from 150, starts at 300 on the freed GPU and ends at 700 (its cancel at 10150 comes late).
@@ -272,17 +278,8 @@ TEST(SimulatorTest, TraceCancellationsStopRunningAndWaitingJobs) {
 // under-estimate), the reservation expects G at t=500, C holds its GPUs past then (overrun 320 s x 4 GPUs)
 // and G starts at 1000, 500 s late.
 TEST(SimulatorTest, BackfillOverrunsAndLateGangsAreMeasured) {
-  auto whole = [](int64_t id, int64_t submit_s, int gpus, int64_t duration_s) {
-    TraceJob j;
-    j.id = id;
-    j.cls = WorkloadClass::kTraining;
-    j.submit_s = submit_s;
-    j.gpus_per_task = gpus;
-    j.duration_s = duration_s;
-    j.memory_mib = 10000;
-    return j;
-  };
-  const std::vector<TraceJob> jobs = {whole(0, 0, 4, 1000), whole(1, 10, 8, 300), whole(2, 20, 4, 800)};
+  const std::vector<TraceJob> jobs = {Training(0, 0, 4, 1000), Training(1, 10, 8, 300),
+                                      Training(2, 20, 4, 800)};
   for (double factor : {1.0, 0.5}) {
     SimOptions o;
     o.horizon_s = 5000;
