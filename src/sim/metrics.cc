@@ -196,9 +196,9 @@ void AddStaticMigChoices(const std::vector<RunResult>& runs, json& o) {
   o["static_mig_best"] = choices;
 }
 
-// Backfill into reservations: jobs let in, those that held reserved capacity past the end they were let in
-// for (the only way backfill can delay a gang), and reserved gangs' starts against their first reservation's
-// expected start (pooled over seeds).
+// Backfill into reservations: jobs let in, those that held reserved capacity past the start of the
+// reservation they were let into (the only way backfill can delay a gang), and reserved gangs' starts
+// against their first reservation's expected start (pooled over seeds).
 json BackfillJson(const std::vector<RunResult>& runs) {
   const auto count = [&](int64_t RunResult::*f) {
     return SpreadJson(Collect(runs, [&](const RunResult& r) { return static_cast<double>(r.*f); }), 1);
@@ -206,11 +206,6 @@ json BackfillJson(const std::vector<RunResult>& runs) {
   std::vector<double> late;
   for (const RunResult& r : runs)
     late.insert(late.end(), r.reserved_gang_lateness_s.begin(), r.reserved_gang_lateness_s.end());
-  std::sort(late.begin(), late.end());
-  const auto pct = [&](double p) {
-    return late.empty() ? 0.0
-                        : late[std::min(late.size() - 1, static_cast<size_t>(p * (late.size() - 1) + 0.5))];
-  };
   return {
       {"backfills", count(&RunResult::backfills)},
       {"overruns", count(&RunResult::backfill_overruns)},
@@ -219,7 +214,9 @@ json BackfillJson(const std::vector<RunResult>& runs) {
       {"reserved_gangs_started", count(&RunResult::reserved_gangs_started)},
       {"reserved_gangs_late", count(&RunResult::reserved_gangs_late)},
       {"gang_lateness_s",
-       {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"max", late.empty() ? 0.0 : late.back()}}}};
+       {{"p50", Percentile(late, 0.5)},
+        {"p99", Percentile(late, 0.99)},
+        {"max", late.empty() ? 0.0 : *std::max_element(late.begin(), late.end())}}}};
 }
 
 // Event counts (repartitions, preemptions, failures, ...), the makespan and the class mix's deviation.

@@ -209,10 +209,7 @@ TenantRunContext MakeTenantRunContext(const Scenario& s, const Catalog& catalog)
   tenancy->queues = ten->queues;
   for (size_t q = 0; q < ten->queues.size(); ++q)
     tenancy->queue_of_team[ten->queues[q].name] = static_cast<int>(q);
-  for (const PriorityClass& pc : ten->priority_classes) {
-    tenancy->preemptible_by_priority[pc.value] = pc.preemptible;
-    tenancy->preempts_by_priority[pc.value] = pc.preempts;
-  }
+  for (const PriorityClass& pc : ten->priority_classes) tenancy->class_by_priority[pc.value] = pc;
   tenancy->cycle = ten->options;
   tenancy->cycle_every_s = s.cycle_every_s;
   auto no_borrow = std::make_shared<SimOptions::Tenancy>(*tenancy);

@@ -354,10 +354,10 @@ Status SimRun::InitJobs(ClusterState state) {
     if (Tenancy()) {
       auto qit = opt_.tenancy->queue_of_team.find(trace_[i].team);
       j.queue = qit == opt_.tenancy->queue_of_team.end() ? 0 : qit->second;
-      auto pit = opt_.tenancy->preemptible_by_priority.find(j.request.priority);
-      j.preemptible = pit == opt_.tenancy->preemptible_by_priority.end() || pit->second;
-      auto mit = opt_.tenancy->preempts_by_priority.find(j.request.priority);
-      j.request.may_preempt = mit == opt_.tenancy->preempts_by_priority.end() || mit->second;
+      auto pit = opt_.tenancy->class_by_priority.find(j.request.priority);
+      const PriorityClass pc = pit == opt_.tenancy->class_by_priority.end() ? PriorityClass{} : pit->second;
+      j.preemptible = pc.preemptible;
+      j.request.may_preempt = pc.preempts;
     }
     j.checkpointable = trace_[i].checkpointable;
     j.submit_s = trace_[i].submit_s;

@@ -90,8 +90,7 @@ struct SimOptions {
   struct Tenancy {
     std::vector<QueueConfig> queues;
     std::map<std::string, int> queue_of_team;  // TraceJob::team -> queue index (missing: queue 0)
-    std::map<int, bool> preemptible_by_priority;  // class value -> preemptible (missing: true)
-    std::map<int, bool> preempts_by_priority;     // class value -> may preempt (missing: true)
+    std::map<int, PriorityClass> class_by_priority;  // class value -> its class (missing: the defaults)
     CycleOptions cycle;
     int64_t cycle_every_s = 10;  // also run a cycle this often while jobs wait
   };
